@@ -1,0 +1,329 @@
+package channel
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// MaxMessageSize is the default size limit of a message file.
+const MaxMessageSize = 1 << 20
+
+// TimeFormat is the layout of a message's timestamp.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// Broadcast is the recipient of a message to everyone.
+const Broadcast = "all"
+
+// ErrMalformed is wrapped by every decoding error.
+var ErrMalformed = errors.New("channel: malformed message")
+
+// Message is one message, in the seed schema.
+type Message struct {
+	ID        string
+	Timestamp string // ISO-8601 UTC, as written; see Time
+	SessionID string // the channel
+	From      string
+	To        string // an agent ID or "all"
+	Type      string
+	Content   Content
+	Metadata  Metadata
+
+	// Extra holds unknown top-level fields, kept verbatim.
+	Extra map[string]json.RawMessage
+
+	// File is the file name the message was read from. Readers set it; it
+	// is never written.
+	File string
+}
+
+// Content is a message's body.
+type Content struct {
+	Text      string
+	Code      *string
+	Artifacts []json.RawMessage
+	Extra     map[string]json.RawMessage
+}
+
+// Metadata holds the seed's metadata and collab's extensions.
+type Metadata struct {
+	Mode      string
+	Turn      string
+	InReplyTo string // empty: not a reply
+	Hops      int    // reply-chain depth
+	Thread    string // id of the first message of the chain
+	Host      string // the sender's hostname
+	Extra     map[string]json.RawMessage
+}
+
+// Time returns the message's time: the timestamp field, else the time in its
+// file name, else the zero time.
+func (m *Message) Time() time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, m.Timestamp); err == nil {
+		return t.UTC()
+	}
+	for _, s := range []string{m.File, m.ID + ".json"} {
+		if n, err := ParseName(s); err == nil {
+			return n.Time
+		}
+	}
+	return time.Time{}
+}
+
+// ThreadID returns the id of the first message of m's chain.
+func (m *Message) ThreadID() string {
+	if m.Metadata.Thread != "" {
+		return m.Metadata.Thread
+	}
+	if m.Metadata.InReplyTo != "" {
+		return m.Metadata.InReplyTo
+	}
+	return m.ID
+}
+
+// Decode parses a message file's contents. file and channel fill in a
+// missing id, timestamp and session_id; either may be empty.
+func Decode(data []byte, file, channel string) (Message, error) {
+	var m Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if m.From == "" {
+		return Message{}, fmt.Errorf("%w: no \"from\"", ErrMalformed)
+	}
+	if m.Content.Text == "" && !hasText(data) {
+		return Message{}, fmt.Errorf("%w: no \"content.text\"", ErrMalformed)
+	}
+	m.File = file
+	if n, err := ParseName(file); err == nil {
+		if m.ID == "" {
+			m.ID = n.ID()
+		}
+		if m.Timestamp == "" {
+			m.Timestamp = n.Time.Format(TimeFormat)
+		}
+	}
+	if m.SessionID == "" {
+		m.SessionID = channel
+	}
+	if m.To == "" {
+		m.To = Broadcast
+	}
+	if m.Type == "" {
+		m.Type = "chat"
+	}
+	return m, nil
+}
+
+// Encode returns the message as written to its file: every field of the
+// seed schema, collab's metadata, then unknown fields.
+func (m *Message) Encode() ([]byte, error) { return json.Marshal(m) }
+
+// MarshalJSON implements json.Marshaler.
+func (m Message) MarshalJSON() ([]byte, error) {
+	var w object
+	w.field("id", m.ID)
+	w.field("timestamp", m.Timestamp)
+	w.field("session_id", m.SessionID)
+	w.field("from", m.From)
+	w.field("to", m.To)
+	w.field("type", m.Type)
+	w.field("content", m.Content)
+	w.field("metadata", m.Metadata)
+	w.extra(m.Extra)
+	return w.close()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (c Content) MarshalJSON() ([]byte, error) {
+	var w object
+	w.field("text", c.Text)
+	w.field("code", c.Code)
+	if c.Artifacts == nil {
+		w.field("artifacts", []json.RawMessage{})
+	} else {
+		w.field("artifacts", c.Artifacts)
+	}
+	w.extra(c.Extra)
+	return w.close()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (md Metadata) MarshalJSON() ([]byte, error) {
+	var w object
+	w.field("mode", md.Mode)
+	w.field("turn", md.Turn)
+	if md.InReplyTo == "" {
+		w.field("in_reply_to", nil)
+	} else {
+		w.field("in_reply_to", md.InReplyTo)
+	}
+	w.field("hops", md.Hops)
+	if md.Thread != "" {
+		w.field("thread", md.Thread)
+	}
+	if md.Host != "" {
+		w.field("host", md.Host)
+	}
+	w.extra(md.Extra)
+	return w.close()
+}
+
+// UnmarshalJSON implements json.Unmarshaler. It does not apply Decode's
+// defaults or checks.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	f, err := fields(b)
+	if err != nil {
+		return err
+	}
+	*m = Message{}
+	err = errors.Join(
+		f.take("id", &m.ID),
+		f.take("timestamp", &m.Timestamp),
+		f.take("session_id", &m.SessionID),
+		f.take("from", &m.From),
+		f.take("to", &m.To),
+		f.take("type", &m.Type),
+		f.take("content", &m.Content),
+		f.take("metadata", &m.Metadata),
+	)
+	m.Extra = f.rest()
+	return err
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	f, err := fields(b)
+	if err != nil {
+		return err
+	}
+	*c = Content{}
+	err = errors.Join(
+		f.take("text", &c.Text),
+		f.take("code", &c.Code),
+		f.take("artifacts", &c.Artifacts),
+	)
+	c.Extra = f.rest()
+	return err
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (md *Metadata) UnmarshalJSON(b []byte) error {
+	f, err := fields(b)
+	if err != nil {
+		return err
+	}
+	*md = Metadata{}
+	var hops json.Number
+	err = errors.Join(
+		f.take("mode", &md.Mode),
+		f.take("turn", &md.Turn),
+		f.take("in_reply_to", &md.InReplyTo),
+		f.take("hops", &hops),
+		f.take("thread", &md.Thread),
+		f.take("host", &md.Host),
+	)
+	if hops != "" {
+		// Be liberal: 2, 2.0 and "2" are all depth 2; nonsense is 0.
+		if n, e := hops.Float64(); e == nil && n >= 0 && n < 1<<31 {
+			md.Hops = int(n)
+		}
+	}
+	md.Extra = f.rest()
+	return err
+}
+
+// hasText reports whether data has a string content.text, empty or not.
+func hasText(data []byte) bool {
+	var v struct {
+		Content struct {
+			Text *string `json:"text"`
+		} `json:"content"`
+	}
+	return json.Unmarshal(data, &v) == nil && v.Content.Text != nil
+}
+
+// rawFields is a JSON object's members by name.
+type rawFields map[string]json.RawMessage
+
+func fields(b []byte) (rawFields, error) {
+	var f rawFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, err
+	}
+	if f == nil {
+		return nil, errors.New("not an object")
+	}
+	return f, nil
+}
+
+// take decodes member key into dst (null leaves dst alone) and removes it.
+func (f rawFields) take(key string, dst any) error {
+	v, ok := f[key]
+	if !ok {
+		return nil
+	}
+	delete(f, key)
+	if string(v) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		return fmt.Errorf("%q: %w", key, err)
+	}
+	return nil
+}
+
+func (f rawFields) rest() map[string]json.RawMessage {
+	if len(f) == 0 {
+		return nil
+	}
+	return f
+}
+
+// object writes a JSON object with members in the order they are added.
+type object struct {
+	buf bytes.Buffer
+	err error
+}
+
+func (w *object) field(key string, v any) {
+	if w.err != nil {
+		return
+	}
+	if w.buf.Len() == 0 {
+		w.buf.WriteByte('{')
+	} else {
+		w.buf.WriteByte(',')
+	}
+	k, _ := json.Marshal(key)
+	w.buf.Write(k)
+	w.buf.WriteByte(':')
+	enc := json.NewEncoder(&w.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		w.err = err
+		return
+	}
+	w.buf.Truncate(w.buf.Len() - 1) // Encode's newline
+}
+
+func (w *object) extra(m map[string]json.RawMessage) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		w.field(k, m[k])
+	}
+}
+
+func (w *object) close() ([]byte, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	if w.buf.Len() == 0 {
+		return []byte("{}"), nil
+	}
+	w.buf.WriteByte('}')
+	return w.buf.Bytes(), nil
+}

@@ -1,0 +1,124 @@
+// Command collab runs agents that talk through files in a shared folder.
+//
+// Usage:
+//
+//	collab send  --agent A --channel C [--to B] TEXT…   post a message
+//	collab read  --channel C [--follow]                 show a channel
+//	collab who   [AGENT…]                               show presence
+//
+// Run "collab COMMAND --help" for a command's flags. Exit codes: 0 ok,
+// 1 runtime failure, 2 usage error; others are documented per command.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"collab/tree"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitError ends the program with a code and, if msg is set, a message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageErrorf reports bad usage: exit code 2.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: 2, msg: fmt.Sprintf(format, args...)}
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "collab:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "collab:", err)
+	return 1
+}
+
+// env is how commands read the environment; tests pass a map's lookup.
+type env func(string) string
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"send", "post a message to a channel", runSend},
+		{"read", "show a channel as a transcript", runRead},
+		{"who", "show which agents are awake", runWho},
+	}
+}
+
+func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return &exitError{code: 2}
+		}
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], getenv, stdin, stdout, stderr)
+		}
+	}
+	return usageErrorf("unknown command %q; run 'collab help'", args[0])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "collab: agents that talk through files in a shared folder")
+	fmt.Fprintln(w, "\nUsage: collab COMMAND [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'collab COMMAND --help' for a command's flags.")
+}
+
+// newFlags returns a command's flag set. Parse errors are usage errors.
+func newFlags(name string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("collab "+name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	return fs
+}
+
+// parse parses args; a bad flag is a usage error, --help is pflag.ErrHelp.
+func parse(fs *pflag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return err
+	}
+	return usageErrorf("%v (see '%s --help')", err, fs.Name())
+}
+
+// rootFlag adds --root to fs.
+func rootFlag(fs *pflag.FlagSet) *string {
+	return fs.String("root", "", "shared tree root (env COLLAB_ROOT, default "+tree.DefaultRoot+")")
+}

@@ -1,0 +1,303 @@
+// Package safedir does the file operations collab needs inside one directory
+// of the shared tree, in the ways that are safe when several hosts share that
+// directory over NFS.
+//
+// # Contract
+//
+//   - Names are single path elements; a name with a '/' or one of "", ".",
+//     ".." is refused. Symlinks are never followed: opening one fails with
+//     [ErrSymlink].
+//   - [Dir.Publish] makes a new file appear whole or not at all and never
+//     replaces an existing one: a dot-prefixed temp file is created with
+//     O_EXCL, written, fsynced and closed, hard-linked to the final name
+//     (renameat2 RENAME_NOREPLACE where the filesystem has no hard links), the
+//     directory is fsynced and the temp name removed. A clash is reported as
+//     an error that wraps [fs.ErrExist].
+//   - [Dir.Replace] atomically replaces a file (temp, fsync, rename, directory
+//     fsync), for files that are rewritten such as presence heartbeats.
+//   - [Dir.ReadFile] reads only regular files no larger than a limit.
+//
+// Temp files are named ".NAME.RANDOM.tmp"; readers of the tree ignore every
+// dot-file. A writer removes its temp file on every failure it survives; one
+// left by a crash is harmless and may be removed by age.
+//
+// # NFS notes
+//
+// fsync is called before close so that write errors surface (NFS may defer
+// them to close otherwise). link(2) on NFS can report EEXIST for a link it
+// made when a reply was lost and the request retransmitted; Publish then
+// compares the two names' inodes and reports success when they are one file.
+package safedir
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	// ErrSymlink is returned when a name is a symbolic link.
+	ErrSymlink = errors.New("safedir: symbolic link")
+	// ErrNotRegular is returned when a name is not a regular file.
+	ErrNotRegular = errors.New("safedir: not a regular file")
+	// ErrTooLarge is returned when a file is larger than the read limit.
+	ErrTooLarge = errors.New("safedir: file too large")
+	// ErrBadName is returned for a name that is not a single path element.
+	ErrBadName = errors.New("safedir: bad file name")
+)
+
+// Dir is an open directory. It is safe for concurrent use.
+type Dir struct {
+	f    *os.File
+	path string
+}
+
+// Open opens the existing directory at path.
+func Open(path string) (*Dir, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{f: f, path: path}, nil
+}
+
+// Create opens the directory at path, creating it and its parents (mode
+// 0777 before umask) when missing.
+func Create(path string) (*Dir, error) {
+	if err := os.MkdirAll(path, 0o777); err != nil {
+		return nil, err
+	}
+	return Open(path)
+}
+
+// Path returns the path the directory was opened with.
+func (d *Dir) Path() string { return d.path }
+
+// Close closes the directory.
+func (d *Dir) Close() error { return d.f.Close() }
+
+func (d *Dir) fd() int { return int(d.f.Fd()) }
+
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	return nil
+}
+
+func pathErr(op, name string, err error) error {
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+// ReadDir lists the directory's entries, unsorted. The type of each entry
+// comes from the directory listing itself (no stat).
+func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
+	// A fresh descriptor per listing: on NFS this revalidates the directory
+	// and never continues from an old offset.
+	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// Lstat returns the file info of name without following a symlink.
+func (d *Dir) Lstat(name string) (fs.FileInfo, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	return os.Lstat(filepath.Join(d.path, name))
+}
+
+// open opens name with O_NOFOLLOW. A symlink gives ErrSymlink.
+func (d *Dir) open(name string, flags int, perm fs.FileMode) (*os.File, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Openat(d.fd(), name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == unix.ELOOP {
+		return nil, pathErr("open", name, ErrSymlink)
+	}
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// ReadFile reads the regular file name if it is at most limit bytes.
+func (d *Dir) ReadFile(name string, limit int64) ([]byte, fs.FileInfo, error) {
+	if err := checkName(name); err != nil {
+		return nil, nil, err
+	}
+	// O_NONBLOCK: a FIFO named like a message must not hang the reader.
+	f, err := d.open(name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fi, pathErr("read", name, ErrNotRegular)
+	}
+	if fi.Size() > limit {
+		return nil, fi, pathErr("read", name, ErrTooLarge)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fi, pathErr("read", name, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fi, pathErr("read", name, ErrTooLarge)
+	}
+	return data, fi, nil
+}
+
+// Publish creates name with data, atomically and without ever replacing an
+// existing file. If name exists, the error wraps fs.ErrExist and nothing is
+// changed.
+func (d *Dir) Publish(name string, data []byte, perm fs.FileMode) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	tmp, err := d.writeTemp(name, data, perm)
+	if err != nil {
+		return err
+	}
+	defer unix.Unlinkat(d.fd(), tmp, 0)
+	if err := d.linkNoReplace(tmp, name); err != nil {
+		return err
+	}
+	// Make the new name durable before the temp name goes (mpop#8: a crash
+	// must not persist the unlink without the link).
+	return d.sync()
+}
+
+func (d *Dir) linkNoReplace(tmp, name string) error {
+	err := unix.Linkat(d.fd(), tmp, d.fd(), name, 0)
+	switch err {
+	case nil:
+		return nil
+	case unix.EEXIST:
+		if d.sameFile(tmp, name) {
+			return nil // the link was made; its reply was lost (link(2) BUGS)
+		}
+		return pathErr("publish", name, fs.ErrExist)
+	case unix.EPERM, unix.ENOTSUP, unix.EMLINK, unix.ENOSYS:
+		// No hard links here (some FUSE and SMB mounts): rename without replace.
+		err = renameNoReplace(d.fd(), tmp, name)
+		if err == unix.EEXIST {
+			return pathErr("publish", name, fs.ErrExist)
+		}
+		if err != nil {
+			return pathErr("publish", name, err)
+		}
+		return nil
+	default:
+		return pathErr("publish", name, err)
+	}
+}
+
+func (d *Dir) sameFile(a, b string) bool {
+	var sa, sb unix.Stat_t
+	if unix.Fstatat(d.fd(), a, &sa, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		unix.Fstatat(d.fd(), b, &sb, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+// Replace atomically replaces name with data (or creates it).
+func (d *Dir) Replace(name string, data []byte, perm fs.FileMode) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	tmp, err := d.writeTemp(name, data, perm)
+	if err != nil {
+		return err
+	}
+	if err := unix.Renameat(d.fd(), tmp, d.fd(), name); err != nil {
+		unix.Unlinkat(d.fd(), tmp, 0)
+		return pathErr("replace", name, err)
+	}
+	return d.sync()
+}
+
+// Remove removes name (not a directory).
+func (d *Dir) Remove(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(d.fd(), name, 0); err != nil {
+		return pathErr("remove", name, err)
+	}
+	return nil
+}
+
+// writeTemp writes data to a new dot-prefixed temp file, fsyncs and closes
+// it, and returns its name. On failure nothing is left behind.
+func (d *Dir) writeTemp(name string, data []byte, perm fs.FileMode) (tmp string, err error) {
+	var f *os.File
+	for range 10 {
+		tmp = "." + name + "." + randHex(4) + ".tmp"
+		f, err = d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			unix.Unlinkat(d.fd(), tmp, 0)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		f.Close()
+		return "", err
+	}
+	// fsync before close: NFS may report write errors only here. A failed
+	// fsync is never retried on the same file (fsyncgate); the caller
+	// writes a new temp file.
+	if err = f.Sync(); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err = f.Close(); err != nil {
+		return "", err
+	}
+	return tmp, nil
+}
+
+// sync fsyncs the directory. Filesystems that cannot fsync a directory
+// (EINVAL, as CIFS) are accepted, as Dovecot does.
+func (d *Dir) sync() error {
+	err := d.f.Sync()
+	if err != nil && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOTSUP)) {
+		return nil
+	}
+	return err
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

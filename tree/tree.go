@@ -1,0 +1,115 @@
+// Package tree is the layout of collab's shared tree (SPEC §1) and the rule
+// for the names that may appear in it.
+//
+// One root is shared by every host, normally over NFS:
+//
+//	ROOT/channels/CHANNEL/msg-*.json   messages
+//	ROOT/signals/presence/AGENT.json   presence heartbeats
+//	ROOT/registry/agents/AGENT.json    known agents (optional)
+//	ROOT/logs/AGENT.log                watcher logs
+//	ROOT/state/AGENT/                  a watcher's own state
+//	ROOT/claims/CHANNEL/               claim markers
+//	ROOT/docs/CHANNEL/, ROOT/tasks/    documents and the task board
+//	ROOT/scripts/                      seed-compatible entry points
+//
+// A channel or agent name is 1-64 characters of [A-Za-z0-9_-] that does not
+// start with '-'. Every name that comes from outside is checked with
+// [CheckName] before it is joined to a path, so no name can climb out of the
+// root or address a dot-file.
+package tree
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+)
+
+// DefaultRoot is the root used when neither --root nor COLLAB_ROOT is set.
+const DefaultRoot = "/mnt/shared/collab"
+
+// MaxNameLen is the longest channel or agent name.
+const MaxNameLen = 64
+
+// ErrBadName is wrapped by every error [CheckName] returns.
+var ErrBadName = errors.New("tree: invalid name")
+
+// CheckName reports whether s is a valid channel or agent name. kind names
+// what s is ("channel", "agent") in the error.
+func CheckName(kind, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: %s name is empty", ErrBadName, kind)
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("%w: %s name %.20q… is longer than %d characters", ErrBadName, kind, s, MaxNameLen)
+	case s[0] == '-':
+		return fmt.Errorf("%w: %s name %q starts with '-'", ErrBadName, kind, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if !NameByte(s[i]) {
+			return fmt.Errorf("%w: %s name %q has %q at byte %d; use only letters, digits, '_' and '-'", ErrBadName, kind, s, s[i], i)
+		}
+	}
+	return nil
+}
+
+// ValidName reports whether s is a valid channel or agent name.
+func ValidName(s string) bool {
+	if s == "" || len(s) > MaxNameLen || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !NameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// NameByte reports whether c may appear in a channel or agent name.
+func NameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
+}
+
+// Root is the path of a shared tree. Its methods join already-checked names;
+// callers check names from outside with [CheckName] first.
+type Root string
+
+// Resolve picks the root: flag, then $COLLAB_ROOT (from getenv), then
+// [DefaultRoot].
+func Resolve(flag string, getenv func(string) string) Root {
+	if flag != "" {
+		return Root(flag)
+	}
+	if v := getenv("COLLAB_ROOT"); v != "" {
+		return Root(v)
+	}
+	return DefaultRoot
+}
+
+func (r Root) join(elem ...string) string {
+	return filepath.Join(append([]string{string(r)}, elem...)...)
+}
+
+// Channels is the folder that holds every channel.
+func (r Root) Channels() string { return r.join("channels") }
+
+// Channel is the folder of one channel's messages.
+func (r Root) Channel(name string) string { return r.join("channels", name) }
+
+// Presence is the folder of presence heartbeats.
+func (r Root) Presence() string { return r.join("signals", "presence") }
+
+// Registry is the folder of registered agents.
+func (r Root) Registry() string { return r.join("registry", "agents") }
+
+// Logs is the folder of watcher logs.
+func (r Root) Logs() string { return r.join("logs") }
+
+// State is an agent's private state folder.
+func (r Root) State(agent string) string { return r.join("state", agent) }
+
+// Claims is the folder of a channel's claim markers.
+func (r Root) Claims(channel string) string { return r.join("claims", channel) }
+
+// Scripts is the folder of the seed-compatible entry points.
+func (r Root) Scripts() string { return r.join("scripts") }
