@@ -239,6 +239,31 @@ func (d *Dir) Replace(name string, data []byte, perm fs.FileMode) error {
 	return d.sync()
 }
 
+// Rename renames from to to within the directory, replacing to if it
+// exists. Of several processes renaming the same name, one succeeds and the
+// others get an error that wraps fs.ErrNotExist.
+func (d *Dir) Rename(from, to string) error {
+	if err := errors.Join(checkName(from), checkName(to)); err != nil {
+		return err
+	}
+	if err := unix.Renameat(d.fd(), from, d.fd(), to); err != nil {
+		return pathErr("rename", from, err)
+	}
+	return d.sync()
+}
+
+// Link makes to a second name of from, never replacing an existing to: a
+// clash gives an error that wraps fs.ErrExist.
+func (d *Dir) Link(from, to string) error {
+	if err := errors.Join(checkName(from), checkName(to)); err != nil {
+		return err
+	}
+	if err := d.linkNoReplace(from, to); err != nil {
+		return err
+	}
+	return d.sync()
+}
+
 // Remove removes name (not a directory).
 func (d *Dir) Remove(name string) error {
 	if err := checkName(name); err != nil {

@@ -1,0 +1,28 @@
+# collab: see README.md.
+GO ?= go
+
+.PHONY: build test bench demo fuzz
+
+build:
+	$(GO) build -o bin/collab ./cmd/collab
+
+# What CI runs (.ci/run): vet, then every test with the race detector.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+# The measurements quoted in the README.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+# A short run of every fuzz target (FUZZTIME=30s for longer).
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+demo:
+	./demo/run.sh

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// result is what one run of the command printed and its exit code.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCollab runs the command line in-process with the given environment.
+func runCollab(t testing.TB, env map[string]string, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errb)
+	code := exitCode(err, &errb)
+	return result{out.String(), errb.String(), code}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// filesUnder lists every file and folder under dir, relative to it.
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var got []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if p != dir {
+			rel, _ := filepath.Rel(dir, p)
+			got = append(got, rel)
+		}
+		return nil
+	})
+	return got
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"none", nil, 2, "Commands:"},
+		{"help", []string{"help"}, 0, "Commands:"},
+		{"unknown", []string{"frobnicate"}, 2, "unknown command"},
+		{"bad flag", []string{"send", "--nope"}, 2, "unknown flag"},
+		{"command help", []string{"send", "--help"}, 0, "Usage: collab send"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCollab(t, nil, "", tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit code = %d, want %d (stderr %q)", r.code, tt.code, r.stderr)
+			}
+			if !strings.Contains(r.stdout+r.stderr, tt.want) {
+				t.Errorf("output %q does not contain %q", r.stdout+r.stderr, tt.want)
+			}
+		})
+	}
+}
+
+var _ io.Writer = (*syncBuffer)(nil)

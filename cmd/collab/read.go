@@ -1,0 +1,217 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"collab/channel"
+	"collab/tree"
+)
+
+func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("read", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab read --channel C [--since ID|DURATION] [--limit N] [--follow] [--json]
+
+Print a channel as a transcript, oldest first. With --follow, keep printing
+new messages as they arrive, like tail -f, until interrupted.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	var ch string
+	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
+	fs.StringVarP(&ch, "session", "s", "", "same as --channel")
+	since := fs.String("since", "", "only messages after this message id, or newer than this duration (10m, 2h)")
+	limit := fs.IntP("limit", "n", 0, "only the last N messages (0: all)")
+	follow := fs.BoolP("follow", "F", false, "keep printing new messages until interrupted")
+	asJSON := fs.Bool("json", false, "print one JSON message per line")
+	poll := fs.Duration("poll", time.Second, "how often --follow looks for new messages")
+	rootf := rootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("read: unexpected argument %q", fs.Arg(0))
+	}
+	if ch == "" {
+		ch = cmp.Or(getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
+	}
+	if ch == "" {
+		return usageErrorf("read: no channel: use --channel or set COLLAB_CHANNEL")
+	}
+	if err := tree.CheckName("channel", ch); err != nil {
+		return usageErrorf("read: %v", err)
+	}
+	if *limit < 0 {
+		return usageErrorf("read: --limit must not be negative")
+	}
+	if *poll <= 0 {
+		return usageErrorf("read: --poll must be positive")
+	}
+	keep, err := sinceFilter(*since, time.Now())
+	if err != nil {
+		return err
+	}
+	root := tree.Resolve(*rootf, getenv)
+	opt := channel.ReaderOptions{}
+	if !*follow {
+		opt.Retries = 1 // one look: report a bad file now, not after retries
+	}
+	r, err := channel.NewReader(root, ch, channel.Cursor{}, opt)
+	if err != nil {
+		return err
+	}
+	p := printer{w: stdout, errw: stderr, json: *asJSON}
+
+	msgs, skips, err := r.Scan()
+	if err != nil {
+		return err
+	}
+	p.skips(skips)
+	msgs = keep(msgs)
+	if *limit > 0 && len(msgs) > *limit {
+		msgs = msgs[len(msgs)-*limit:]
+	}
+	if err := p.messages(msgs); err != nil {
+		return err
+	}
+	if !*follow {
+		return nil
+	}
+	tick := time.NewTicker(*poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		msgs, skips, err := r.Scan()
+		if err != nil {
+			fmt.Fprintf(stderr, "collab: %v\n", err) // keep following: the mount may come back
+			continue
+		}
+		p.skips(skips)
+		if err := p.messages(msgs); err != nil {
+			return err
+		}
+	}
+}
+
+// sinceFilter returns a filter for --since: a message id keeps what comes
+// after that message; a duration keeps messages newer than now minus it.
+func sinceFilter(since string, now time.Time) (func([]channel.Message) []channel.Message, error) {
+	all := func(m []channel.Message) []channel.Message { return m }
+	if since == "" {
+		return all, nil
+	}
+	if d, err := time.ParseDuration(since); err == nil {
+		if d < 0 {
+			return nil, usageErrorf("read: --since %s is negative", since)
+		}
+		cut := now.Add(-d)
+		return func(msgs []channel.Message) []channel.Message {
+			var out []channel.Message
+			for _, m := range msgs {
+				if !m.Time().Before(cut) {
+					out = append(out, m)
+				}
+			}
+			return out
+		}, nil
+	}
+	n, err := channel.ParseID(since)
+	if err != nil {
+		return nil, usageErrorf("read: --since %q is neither a message id nor a duration such as 10m", since)
+	}
+	return func(msgs []channel.Message) []channel.Message {
+		for i, m := range msgs {
+			if m.ID == since || m.File == since+".json" {
+				return msgs[i+1:]
+			}
+		}
+		// Not in the channel: keep what is named later than it.
+		var out []channel.Message
+		for _, m := range msgs {
+			if mn, err := channel.ParseName(m.File); err == nil && mn.Time.After(n.Time) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}, nil
+}
+
+// printer writes messages as a transcript or as JSON lines.
+type printer struct {
+	w, errw io.Writer
+	json    bool
+}
+
+func (p printer) skips(skips []channel.Skip) {
+	for _, s := range skips {
+		fmt.Fprintf(p.errw, "collab: skipped %s\n", s)
+	}
+}
+
+func (p printer) messages(msgs []channel.Message) error {
+	for _, m := range msgs {
+		if err := p.message(&m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p printer) message(m *channel.Message) error {
+	if p.json {
+		data, err := m.Encode()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(p.w, "%s\n", data)
+		return err
+	}
+	var b strings.Builder
+	ts := m.Time().Format("2006-01-02 15:04:05")
+	fmt.Fprintf(&b, "%s  %s → %s", ts, m.From, m.To)
+	if m.Type != "" && m.Type != "chat" {
+		fmt.Fprintf(&b, "  [%s]", m.Type)
+	}
+	fmt.Fprintf(&b, "  %s", m.ID)
+	if m.Metadata.InReplyTo != "" {
+		fmt.Fprintf(&b, "  (re %s)", m.Metadata.InReplyTo)
+	}
+	b.WriteByte('\n')
+	indent(&b, m.Content.Text)
+	if m.Content.Code != nil && *m.Content.Code != "" {
+		b.WriteString("  ```\n")
+		indent(&b, *m.Content.Code)
+		b.WriteString("  ```\n")
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+// indent writes text indented by two spaces. Control characters other
+// than tab are shown escaped: a message must not drive the terminal.
+func indent(b *strings.Builder, text string) {
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		b.WriteString("  ")
+		for _, r := range line {
+			switch {
+			case r == '\t' || r >= 0x20 && r < 0x7f || r > 0x9f:
+				b.WriteRune(r) // invalid UTF-8 arrives as U+FFFD
+			default:
+				fmt.Fprintf(b, "\\x%02x", r)
+			}
+		}
+		b.WriteByte('\n')
+	}
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"collab/channel"
+	"collab/tree"
+)
+
+// post writes a message named at t into channel c.
+func post(t *testing.T, root, c, from, to, text string, at time.Time) channel.Message {
+	t.Helper()
+	w := &channel.Writer{Root: tree.Root(root), Now: func() time.Time { return at }}
+	m := &channel.Message{SessionID: c, From: from, To: to, Content: channel.Content{Text: text}}
+	if err := w.Post(m); err != nil {
+		t.Fatal(err)
+	}
+	return *m
+}
+
+func TestReadTranscript(t *testing.T) {
+	root := t.TempDir()
+	base := time.Date(2026, 1, 11, 16, 33, 0, 0, time.UTC)
+	// Written out of order: the transcript is in name order.
+	m2 := post(t, root, "c", "codex", "claude", "second", base.Add(time.Minute))
+	m1 := post(t, root, "c", "claude", "codex", "first\nline two \x1b[31mred", base)
+	m3 := post(t, root, "c", "gemini", "all", "third", base.Add(2*time.Minute))
+	os.WriteFile(filepath.Join(root, "channels", "c", "notes.txt"), []byte("x"), 0o666)
+	env := map[string]string{"COLLAB_ROOT": root}
+
+	r := runCollab(t, env, "", "read", "--channel", "c")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	want := "2026-01-11 16:33:00  claude → codex  " + m1.ID + "\n  first\n  line two \\x1b[31mred\n\n" +
+		"2026-01-11 16:34:00  codex → claude  " + m2.ID + "\n  second\n\n" +
+		"2026-01-11 16:35:00  gemini → all  " + m3.ID + "\n  third\n\n"
+	if r.stdout != want {
+		t.Errorf("transcript:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if !strings.Contains(r.stderr, "skipped notes.txt: not a message name") {
+		t.Errorf("stderr %q does not report the foreign file", r.stderr)
+	}
+
+	tests := []struct {
+		name string
+		args []string
+		want []string // ids, in order
+	}{
+		{"limit", []string{"--limit", "2"}, []string{m2.ID, m3.ID}},
+		{"since id", []string{"--since", m1.ID}, []string{m2.ID, m3.ID}},
+		{"since absent id", []string{"--since", channel.NewID("x", base.Add(90*time.Second), "0000")}, []string{m3.ID}},
+		{"since duration", []string{"--since", "876000h"}, []string{m1.ID, m2.ID, m3.ID}},
+		{"since short duration", []string{"--since", "1s"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCollab(t, env, "", append([]string{"read", "-s", "c", "--json"}, tt.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+				if line == "" {
+					continue
+				}
+				m, err := channel.Decode([]byte(line), "", "c")
+				if err != nil {
+					t.Fatalf("line %q: %v", line, err)
+				}
+				got = append(got, m.ID)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("ids = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadBadInput(t *testing.T) {
+	root := t.TempDir()
+	for _, args := range [][]string{
+		{"read"},
+		{"read", "--channel", "../etc"},
+		{"read", "--channel", "c", "--since", "yesterday"},
+		{"read", "--channel", "c", "--limit", "-1"},
+		{"read", "--channel", "c", "extra"},
+	} {
+		r := runCollab(t, map[string]string{"COLLAB_ROOT": root}, "", args...)
+		if r.code != 2 || r.stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, r.code, r.stderr)
+		}
+	}
+	if files := filesUnder(t, root); len(files) > 0 {
+		t.Errorf("created %v", files)
+	}
+}
+
+func TestReadFollow(t *testing.T) {
+	root := t.TempDir()
+	post(t, root, "c", "a", "b", "before", time.Now())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"read", "--channel", "c", "--follow", "--poll", "10ms"},
+			func(k string) string { return map[string]string{"COLLAB_ROOT": root}[k] }, strings.NewReader(""), &out, &out)
+	}()
+	waitFor(t, func() bool { return strings.Contains(out.String(), "before") })
+	post(t, root, "c", "b", "a", "after", time.Now().Add(-time.Minute)) // a slow clock is still followed
+	waitFor(t, func() bool { return strings.Contains(out.String(), "after") })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("follow returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("follow did not stop when cancelled")
+	}
+	if n := strings.Count(out.String(), "before"); n != 1 {
+		t.Errorf("the first message was printed %d times", n)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"collab/channel"
+	"collab/tree"
+)
+
+func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("send", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab send --agent A --channel C [--to B] [--text TEXT | WORDS… | -]
+
+Post a message to a channel and print its id. The text is --text, the
+positional words joined by spaces, or standard input when it is "-".
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	var agent, ch string
+	fs.StringVar(&agent, "agent", "", "sender agent ID (env COLLAB_AGENT)")
+	fs.StringVarP(&agent, "from", "f", "", "same as --agent")
+	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
+	fs.StringVarP(&ch, "session", "s", "", "same as --channel")
+	to := fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, or "all"`)
+	text := fs.String("text", "", `message text ("-" reads standard input)`)
+	code := fs.StringP("code", "c", "", "code block to attach")
+	typ := fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)")
+	replyTo := fs.String("in-reply-to", "", "id of the message this answers")
+	asJSON := fs.Bool("json", false, "print the whole message as JSON instead of its id")
+	rootf := rootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	root := tree.Resolve(*rootf, getenv)
+	if agent == "" {
+		agent = getenv("COLLAB_AGENT")
+	}
+	if ch == "" {
+		ch = cmp.Or(getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
+	}
+	if agent == "" {
+		return usageErrorf("send: no sender: use --agent or set COLLAB_AGENT")
+	}
+	if ch == "" {
+		return usageErrorf("send: no channel: use --channel or set COLLAB_CHANNEL")
+	}
+	for _, n := range []struct{ kind, v string }{{"agent", agent}, {"channel", ch}} {
+		if err := tree.CheckName(n.kind, n.v); err != nil {
+			return usageErrorf("send: %v", err)
+		}
+	}
+	if *to != channel.Broadcast {
+		if err := tree.CheckName("recipient", *to); err != nil {
+			return usageErrorf("send: %v", err)
+		}
+	}
+	if *replyTo != "" {
+		if _, err := channel.ParseID(*replyTo); err != nil {
+			return usageErrorf("send: --in-reply-to %q is not a message id", *replyTo)
+		}
+	}
+	body, err := messageText(fs.Changed("text"), *text, fs.Args(), stdin)
+	if err != nil {
+		return err
+	}
+
+	m := &channel.Message{
+		SessionID: ch,
+		From:      agent,
+		To:        *to,
+		Type:      *typ,
+		Content:   channel.Content{Text: body},
+	}
+	if *code != "" {
+		m.Content.Code = code
+	}
+	m.Metadata.Host, _ = os.Hostname()
+	// Inside a watcher's model run, COLLAB_HOPS is the depth of the message
+	// being answered: a message the agent sends from there is one deeper,
+	// so the runaway guard sees agent-to-agent chains however they post.
+	if h, err := strconv.Atoi(getenv("COLLAB_HOPS")); err == nil && h >= 0 {
+		m.Metadata.Hops = h + 1
+	}
+	if *replyTo != "" {
+		m.Metadata.InReplyTo = *replyTo
+		m.Metadata.Thread = *replyTo
+		if parent, err := channel.Lookup(root, ch, *replyTo); err == nil {
+			m.Metadata.Thread = parent.ThreadID()
+		} else {
+			fmt.Fprintf(stderr, "collab: warning: replying to %s, which is not in channel %s: %v\n", *replyTo, ch, shortErr(err))
+		}
+	}
+	if *to != channel.Broadcast && !knownAgent(root, *to) {
+		fmt.Fprintf(stderr, "collab: warning: %q is not a known agent (no registry entry or presence); sending anyway\n", *to)
+	}
+
+	w := &channel.Writer{Root: root}
+	if err := w.Post(m); err != nil {
+		if errors.Is(err, channel.ErrTooLarge) {
+			return usageErrorf("send: %v", err)
+		}
+		return fmt.Errorf("send: %w", err)
+	}
+	if *asJSON {
+		data, err := m.Encode()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", data)
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, m.ID)
+	return err
+}
+
+// messageText picks the text from --text, the positional words or stdin.
+func messageText(textSet bool, text string, words []string, stdin io.Reader) (string, error) {
+	switch {
+	case textSet && len(words) > 0:
+		return "", usageErrorf("send: give the text either with --text or as words, not both")
+	case textSet:
+	case len(words) > 0:
+		text = strings.Join(words, " ")
+	default:
+		return "", usageErrorf("send: no text: use --text, words, or - for standard input")
+	}
+	if text == "-" {
+		data, err := io.ReadAll(io.LimitReader(stdin, channel.MaxMessageSize+1))
+		if err != nil {
+			return "", fmt.Errorf("send: read standard input: %w", err)
+		}
+		if len(data) > channel.MaxMessageSize {
+			return "", usageErrorf("send: standard input is larger than the %d-byte message limit", channel.MaxMessageSize)
+		}
+		text = strings.TrimRight(string(data), "\n")
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", usageErrorf("send: the message text is empty")
+	}
+	return text, nil
+}
+
+// knownAgent reports whether id has a registry entry or a presence file.
+func knownAgent(root tree.Root, id string) bool {
+	for _, dir := range []string{root.Registry(), root.Presence()} {
+		if _, err := os.Lstat(filepath.Join(dir, id+".json")); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// shortErr drops the path from a file error.
+func shortErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
