@@ -121,7 +121,7 @@ func Decode(data []byte, file, channel string) (Message, error) {
 
 // Encode returns the message as written to its file: every field of the
 // seed schema, collab's metadata, then unknown fields.
-func (m *Message) Encode() ([]byte, error) { return json.Marshal(m) }
+func (m *Message) Encode() ([]byte, error) { return m.MarshalJSON() }
 
 // MarshalJSON implements json.Marshaler.
 func (m Message) MarshalJSON() ([]byte, error) {

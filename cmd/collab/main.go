@@ -26,6 +26,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal, restore the default action: a second signal
+	// ends the program at once.
+	go func() { <-ctx.Done(); stop() }()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
@@ -73,6 +76,7 @@ func commands() []command {
 		{"send", "post a message to a channel", runSend},
 		{"read", "show a channel as a transcript", runRead},
 		{"who", "show which agents are awake", runWho},
+		{"watch", "run an agent's watcher daemon", runWatch},
 	}
 }
 

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"collab/channel"
+	"collab/modelcli"
+	"collab/prompt"
+	"collab/tree"
+	"collab/watcher"
+)
+
+func runWatch(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("watch", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab watch --agent A --channel C [--channel C2 …] --cli command --cmd 'PROGRAM ARGS…' [flags]
+
+Run the watcher daemon of agent A: answer every message addressed to A in
+the channels by running the model CLI, and post its output as the reply.
+The prompt goes to the CLI's standard input, or replaces a {prompt}
+argument. One signal stops it gracefully; a second one at once.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	agent := fs.String("agent", "", "agent ID (env COLLAB_AGENT)")
+	channels := fs.StringArray("channel", nil, "channel to watch, repeatable (env COLLAB_CHANNEL, comma-separated)")
+	cli := fs.String("cli", "command", "CLI adapter: command")
+	cmdline := fs.String("cmd", "", "command line of the CLI, split like shell words but run without a shell")
+	cliArgs := fs.StringArray("cli-arg", nil, "extra argument for the CLI, repeatable; each value is exactly one argument")
+	role := fs.String("role", "", "the agent's role: a file to read, or the text itself")
+	memory := fs.StringArray("memory", nil, "file read fresh into every prompt, repeatable (e.g. CURRENT-STATE.md)")
+	contextN := fs.Int("context", 10, "recent messages in the prompt's transcript")
+	tmplFile := fs.String("prompt-template", "", "Go text/template file that replaces the built-in prompt")
+	workdir := fs.String("workdir", "", "working directory of the CLI")
+	timeout := fs.Duration("timeout", 10*time.Minute, "longest CLI run; then its process group is killed")
+	postErrors := fs.Bool("post-errors", false, "post a short error reply when the CLI fails")
+	poll := fs.Duration("poll", time.Second, "poll interval (polling is the truth on NFS)")
+	heartbeat := fs.Duration("heartbeat", 10*time.Second, "presence heartbeat interval")
+	grace := fs.Duration("grace", 30*time.Second, "on shutdown, how long a running CLI may finish")
+	claimGrace := fs.Duration("claim-grace", 2*time.Minute, "how stale another watcher's claim must be before taking it over")
+	maxHops := fs.Int("max-hops", 6, "do not answer messages this deep in a reply chain (0: default, <0: off)")
+	rate := fs.Int("rate", 20, "CLI runs per minute at most; more messages wait (<0: off)")
+	pairRate := fs.Int("pair-rate", 6, "replies per minute to one sender in agent chains (<0: off)")
+	replay := fs.String("replay-since", "", "on start, also answer history: since a DURATION ago or after message ID")
+	noNotify := fs.Bool("no-fsnotify", false, "poll only; do not use inotify to wake early")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	rootf := rootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("watch: unexpected argument %q", fs.Arg(0))
+	}
+	root := tree.Resolve(*rootf, getenv)
+	if *agent == "" {
+		*agent = getenv("COLLAB_AGENT")
+	}
+	if err := tree.CheckName("agent", *agent); err != nil {
+		return usageErrorf("watch: %v (use --agent or COLLAB_AGENT)", err)
+	}
+	if len(*channels) == 0 && getenv("COLLAB_CHANNEL") != "" {
+		*channels = strings.Split(getenv("COLLAB_CHANNEL"), ",")
+	}
+	if len(*channels) == 0 {
+		return usageErrorf("watch: no channel: use --channel or COLLAB_CHANNEL")
+	}
+	for _, ch := range *channels {
+		if err := tree.CheckName("channel", ch); err != nil {
+			return usageErrorf("watch: %v", err)
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageErrorf("watch: --log-level %q: use debug, info, warn or error", *logLevel)
+	}
+	runner, err := newRunner(*cli, *cmdline, *cliArgs, getenv)
+	if err != nil {
+		return err
+	}
+	cfg := watcher.Config{
+		Root:       root,
+		Agent:      *agent,
+		Channels:   *channels,
+		Runner:     runner,
+		Memory:     *memory,
+		Context:    *contextN,
+		Workdir:    *workdir,
+		Timeout:    *timeout,
+		PostErrors: *postErrors,
+		Poll:       *poll,
+		Heartbeat:  *heartbeat,
+		Grace:      *grace,
+		ClaimGrace: *claimGrace,
+		MaxHops:    *maxHops,
+		Rate:       *rate,
+		PairRate:   *pairRate,
+	}
+	if *contextN == 0 {
+		cfg.Context = -1
+	}
+	if cfg.Role, err = roleText(*role); err != nil {
+		return err
+	}
+	if *tmplFile != "" {
+		if cfg.Template, err = prompt.Load(*tmplFile); err != nil {
+			return usageErrorf("watch: %v", err)
+		}
+	}
+	if *replay != "" {
+		if cfg.Replay, err = parseReplay(*replay, time.Now()); err != nil {
+			return err
+		}
+	}
+	if !*noNotify {
+		cfg.Wakers = append(cfg.Wakers, watcher.FSNotify{Root: root})
+	}
+	logger, closeLog, err := watchLogger(root, *agent, level, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	cfg.Logger = logger
+	return watcher.Run(ctx, cfg)
+}
+
+// newRunner builds the CLI adapter.
+func newRunner(cli, cmdline string, extra []string, getenv env) (watcher.Runner, error) {
+	switch cli {
+	case "command":
+		if cmdline == "" {
+			return nil, usageErrorf("watch: --cli command needs --cmd 'PROGRAM ARGS…'")
+		}
+		argv, err := modelcli.SplitCommand(cmdline, getenv)
+		if err != nil {
+			return nil, usageErrorf("watch: --cmd: %v", err)
+		}
+		return &modelcli.Command{Argv: argv, Args: extra}, nil
+	default:
+		return nil, usageErrorf("watch: unknown --cli %q; use command", cli)
+	}
+}
+
+// roleText reads --role: a file if one exists by that name, else the text.
+func roleText(role string) (string, error) {
+	if role == "" || strings.ContainsAny(role, "\n") {
+		return role, nil
+	}
+	data, err := os.ReadFile(role)
+	if err == nil {
+		return string(data), nil
+	}
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENAMETOOLONG) {
+		return role, nil
+	}
+	return "", fmt.Errorf("watch: --role %s: %w", role, err)
+}
+
+// parseReplay reads --replay-since: a duration ago, or after a message id.
+func parseReplay(s string, now time.Time) (*watcher.Replay, error) {
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return &watcher.Replay{From: now.Add(-d)}, nil
+	}
+	n, err := channel.ParseID(s)
+	if err != nil {
+		return nil, usageErrorf("watch: --replay-since %q is neither a duration (30m) nor a message id", s)
+	}
+	return &watcher.Replay{From: n.Time, After: s}, nil
+}
+
+// watchLogger logs text to stderr and JSON lines to ROOT/logs/AGENT.log.
+func watchLogger(root tree.Root, agent string, level slog.Level, stderr io.Writer) (*slog.Logger, func(), error) {
+	if err := os.MkdirAll(root.Logs(), 0o777); err != nil {
+		return nil, nil, fmt.Errorf("watch: log folder: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(root.Logs(), agent+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch: log file: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	h := slog.NewMultiHandler(slog.NewTextHandler(stderr, opts), slog.NewJSONHandler(f, opts))
+	return slog.New(h).With("agent", agent), func() { f.Close() }, nil
+}

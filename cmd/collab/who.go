@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"collab/presence"
+	"collab/registry"
+	"collab/tree"
+)
+
+// unknown is the state of an agent named on the command line that has
+// neither a heartbeat nor a registry entry, or whose heartbeat cannot be read.
+const unknown = "UNKNOWN"
+
+func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	flags := newFlags("who", stderr)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab who [AGENT…] [--json] [--stale-after D]
+       collab who --check AGENT
+
+Show the presence of every agent, or of the named ones, sorted by name:
+state, age of the last heartbeat, host, channels and, while it works, the
+message it works on. Agents come from ROOT/signals/presence and from the
+registry (ROOT/registry/agents). A presence or registry file that cannot be
+read gets one warning on standard error and is otherwise skipped.
+
+States:
+  AWAKE/IDLE     the watcher runs and waits for messages
+  AWAKE/WORKING  the watcher is answering MESSAGE
+  STALE          AWAKE, but the heartbeat is older than --stale-after, or the
+                 watcher's process is gone (checked only on its own host)
+  OFFLINE        the watcher stopped cleanly, or the agent is registered but
+                 has no heartbeat
+  UNKNOWN        a named agent with neither a heartbeat nor a registry entry,
+                 or one whose heartbeat file cannot be read
+
+AGE is s, m, h or d; a negative AGE means the writer's clock is ahead.
+
+With --check AGENT nothing is printed: the exit code is 0 if AGENT is
+AWAKE/IDLE or AWAKE/WORKING and 1 otherwise.
+
+Flags:
+`)
+		flags.PrintDefaults()
+	}
+	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, status (the heartbeat as written)")
+	staleFlag := flags.Duration("stale-after", presence.DefaultStaleAfter, "show an AWAKE agent as STALE when its heartbeat is older than this (env COLLAB_STALE_AFTER)")
+	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
+	rootf := rootFlag(flags)
+	if err := parse(flags, args); err != nil {
+		return err
+	}
+	names := slices.Clone(flags.Args())
+	if flags.Changed("check") {
+		if len(names) > 0 || *asJSON {
+			return usageErrorf("who: --check takes one agent and no other arguments or --json")
+		}
+		names = []string{*check}
+	}
+	for _, n := range names {
+		if err := tree.CheckName("agent", n); err != nil {
+			return usageErrorf("who: %v", err)
+		}
+	}
+	staleAfter, err := staleLimit(flags.Changed("stale-after"), *staleFlag, getenv)
+	if err != nil {
+		return err
+	}
+	root := tree.Resolve(*rootf, getenv)
+	host, _ := os.Hostname() // no name: no PID is checked
+	now := time.Now()
+
+	if flags.Changed("check") {
+		s, err := presence.Read(root, *check)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+		}
+		if err == nil {
+			switch s.Effective(now, staleAfter, host, presence.PIDAlive) {
+			case presence.AwakeIdle, presence.AwakeWorking:
+				return nil
+			}
+		}
+		return &exitError{code: 1}
+	}
+
+	rows, err := whoRows(root, names, now, staleAfter, host, stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return whoJSON(stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", root.Presence())
+	}
+	return whoTable(stdout, rows)
+}
+
+// staleLimit picks --stale-after: the flag, then $COLLAB_STALE_AFTER (a
+// duration, or a number of seconds), then the default.
+func staleLimit(changed bool, flag time.Duration, getenv env) (time.Duration, error) {
+	d, src := flag, "--stale-after"
+	if v := getenv("COLLAB_STALE_AFTER"); !changed && v != "" {
+		src = "COLLAB_STALE_AFTER"
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(n > -1e9 && n < 1e9) { // NaN, ±Inf, overflow
+				return 0, usageErrorf("who: COLLAB_STALE_AFTER=%q is not a duration such as 90s", v)
+			}
+			d = time.Duration(n * float64(time.Second))
+		}
+	}
+	if d <= 0 {
+		return 0, usageErrorf("who: %s must be positive, not %v", src, d)
+	}
+	return d, nil
+}
+
+// whoRow is one agent's line.
+type whoRow struct {
+	agent  string
+	state  string
+	status *presence.Status // nil: no readable heartbeat
+	reg    *registry.Agent  // nil: not registered
+	bad    bool             // its heartbeat file cannot be read
+	age    time.Duration
+	hasAge bool
+}
+
+// whoRows gathers the agents, all or the named ones, sorted by name.
+// Unreadable files are warned about on stderr.
+func whoRows(root tree.Root, names []string, now time.Time, staleAfter time.Duration, host string, stderr io.Writer) ([]whoRow, error) {
+	rows := map[string]*whoRow{}
+	row := func(agent string) *whoRow {
+		r := rows[agent]
+		if r == nil {
+			r = &whoRow{agent: agent, state: unknown}
+			rows[agent] = r
+		}
+		return r
+	}
+	if len(names) > 0 {
+		names = slices.Compact(slices.Sorted(slices.Values(names)))
+		for _, n := range names {
+			row(n)
+			s, err := presence.Read(root, n)
+			switch {
+			case err == nil:
+				row(n).status = &s
+			case !errors.Is(err, fs.ErrNotExist):
+				fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+				row(n).bad = true
+			}
+		}
+	} else {
+		all, skips, err := presence.ReadAll(root)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range skips {
+			fmt.Fprintf(stderr, "collab: warning: skipped presence file %s\n", s)
+			if a := s.Agent(); a != "" {
+				row(a).bad = true
+			}
+		}
+		for _, s := range all {
+			row(s.AgentID).status = &s
+		}
+	}
+
+	agents, skips, err := registry.List(root)
+	if err != nil {
+		fmt.Fprintf(stderr, "collab: warning: %v\n", err) // the registry is optional
+	}
+	for _, s := range skips {
+		if len(names) == 0 || slices.Contains(names, s.Agent()) {
+			fmt.Fprintf(stderr, "collab: warning: skipped registry file %s\n", s)
+		}
+	}
+	for _, a := range agents {
+		if len(names) == 0 || slices.Contains(names, a.ID) {
+			row(a.ID).reg = &a
+		}
+	}
+
+	out := make([]whoRow, 0, len(rows))
+	for _, r := range rows {
+		switch {
+		case r.status != nil:
+			r.state = r.status.Effective(now, staleAfter, host, presence.PIDAlive)
+			r.age, r.hasAge = r.status.Age(now)
+		case r.reg != nil && !r.bad:
+			r.state = presence.Offline
+		}
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b whoRow) int { return strings.Compare(a.agent, b.agent) })
+	return out, nil
+}
+
+func whoTable(w io.Writer, rows []whoRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSTATE\tAGE\tHOST\tCHANNEL\tMESSAGE")
+	for _, r := range rows {
+		age := "-"
+		if r.hasAge {
+			age = formatAge(r.age)
+		}
+		var host, channels, msg string
+		if s := r.status; s != nil {
+			host, channels = s.Host, s.Channel
+			if len(s.Channels) > 0 {
+				channels = strings.Join(s.Channels, ",")
+			}
+			if r.state == presence.AwakeWorking {
+				msg = s.MessageID
+			}
+		} else if r.reg != nil {
+			host = r.reg.Host
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.agent, r.state, age, cell(host), cell(channels), cell(msg))
+	}
+	return tw.Flush()
+}
+
+// cell makes a value from a file safe for one table cell: control
+// characters (tabs and newlines included) and spaces are escaped, and an
+// empty value is "-".
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f || r >= 0x80 && r <= 0x9f {
+			fmt.Fprintf(&b, "\\x%02x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// formatAge formats an age in its largest whole unit: 4s, 3m, 2h, 5d.
+func formatAge(d time.Duration) string {
+	sign := ""
+	if d < -time.Second {
+		sign, d = "-", -d
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%s%ds", sign, max(d/time.Second, 0))
+	case d < time.Hour:
+		return fmt.Sprintf("%s%dm", sign, d/time.Minute)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%s%dh", sign, d/time.Hour)
+	default:
+		return fmt.Sprintf("%s%dd", sign, d/(24*time.Hour))
+	}
+}
+
+// whoEntry is one element of --json's array.
+type whoEntry struct {
+	Agent      string           `json:"agent"`
+	State      string           `json:"state"`
+	AgeSeconds *int64           `json:"age_seconds"` // null: no heartbeat time
+	Role       string           `json:"role,omitempty"`
+	Status     *presence.Status `json:"status"` // null: no readable heartbeat
+}
+
+func whoJSON(w io.Writer, rows []whoRow) error {
+	out := make([]whoEntry, len(rows))
+	for i, r := range rows {
+		out[i] = whoEntry{Agent: r.agent, State: r.state, Status: r.status}
+		if r.hasAge {
+			secs := int64(r.age / time.Second)
+			out[i].AgeSeconds = &secs
+		}
+		if r.reg != nil {
+			out[i].Role = r.reg.Role
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

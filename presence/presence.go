@@ -1,0 +1,492 @@
+// Package presence reads and writes agent heartbeats: one JSON file per
+// agent at ROOT/signals/presence/AGENT.json (SPEC §4).
+//
+// # Files
+//
+// A watcher rewrites its agent's file at a fixed interval ([Interval]) and
+// whenever its state changes. [Write] replaces the file atomically (a
+// dot-prefixed temp file, fsync, rename, directory fsync; see package
+// safedir), so a reader on any host sees the old heartbeat or the new one,
+// never a mix. The file name is the agent: "codex.json" is codex's heartbeat,
+// and a file whose agent_id names someone else is skipped.
+//
+//	{"agent_id": "codex", "timestamp": "2026-01-11T16:30:00.000Z",
+//	 "state": "AWAKE", "substate": "IDLE", "watcher_pid": 12345,
+//	 "channel": "agent-os-paper", "host": "vm-2"}
+//
+// collab's extensions (channels, message_id, started, last_reply, queue,
+// counters) are written only when set; unknown fields are kept verbatim and
+// written back, after the known ones.
+//
+// # Reading
+//
+// [ReadAll] reads every *.json file of the folder. Dot-files (in-flight
+// writes) and other names are ignored; a file that is not a regular file, is
+// a symlink (never followed), is larger than [MaxSize], has a name that is
+// not a valid agent name, or does not decode is skipped and reported as a
+// [Skip], never fatal. A missing folder means no agents. Decoding is
+// liberal: state and substate in any case, watcher_pid as a number or a
+// string, a missing agent_id taken from the file name; a state other than
+// AWAKE or OFFLINE is malformed.
+//
+// # Liveness
+//
+// [Status.Effective] turns a heartbeat into what a user needs to know:
+// AWAKE/IDLE, AWAKE/WORKING, STALE or OFFLINE. An AWAKE heartbeat older than
+// the staleness limit is STALE: its watcher died without saying goodbye, or
+// its host lost the mount. An AWAKE heartbeat written on this host whose
+// watcher_pid is not running is STALE at once. A PID is only ever checked on
+// the host that wrote it: on any other host the same number is some other
+// process, or none.
+//
+// # Caveats
+//
+//   - Ages compare the writer's clock with the reader's. A timestamp in the
+//     future (a writer whose clock is ahead) counts as fresh; keep hosts in
+//     NTP sync, or such an agent stays AWAKE after its watcher dies until
+//     its timestamp falls behind by the limit.
+//   - "This host" means the same hostname, compared without regard to case.
+//     Two hosts with one name, or a watcher in a container with its own PID
+//     namespace but the host's name, defeat the PID rule: such a watcher
+//     looks dead to a reader outside the container. Give hosts and
+//     containers distinct names.
+//   - A PID reused by another process after the watcher died keeps the agent
+//     AWAKE until the heartbeat goes stale.
+package presence
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"collab/safedir"
+	"collab/tree"
+)
+
+// The values of the state field.
+const (
+	StateAwake   = "AWAKE"
+	StateOffline = "OFFLINE"
+)
+
+// The values of the substate field while AWAKE.
+const (
+	SubIdle    = "IDLE"    // waiting for messages
+	SubWorking = "WORKING" // a message has been taken; see Status.MessageID
+)
+
+// The effective states [Status.Effective] returns.
+const (
+	AwakeIdle    = "AWAKE/IDLE"
+	AwakeWorking = "AWAKE/WORKING"
+	Stale        = "STALE"
+	Offline      = "OFFLINE"
+)
+
+// Interval is how often a watcher should rewrite its heartbeat.
+const Interval = 10 * time.Second
+
+// DefaultStaleAfter is the age after which an AWAKE heartbeat is STALE.
+//
+// A reader on another NFS client can see a file up to 60 s late (the default
+// acregmax and acdirmax of the Linux client cache attributes and directory
+// entries for up to 60 s), and a heartbeat is up to [Interval] old when it is
+// written over. 90 s covers both with room for one missed beat and a few
+// seconds of clock skew, so a healthy agent is never shown as STALE, and a
+// dead one is within a minute and a half.
+const DefaultStaleAfter = 90 * time.Second
+
+// MaxSize is the largest presence file read.
+const MaxSize = 64 << 10
+
+// TimeFormat is the layout of a heartbeat's timestamp (UTC).
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// ErrMalformed is wrapped by every decoding error.
+var ErrMalformed = errors.New("presence: malformed status")
+
+const suffix = ".json"
+
+// Status is one agent's heartbeat.
+type Status struct {
+	AgentID    string
+	Timestamp  string // as written; see Time. Write fills in the time if empty.
+	State      string // StateAwake or StateOffline
+	Substate   string // SubIdle or SubWorking while AWAKE
+	WatcherPID int    // 0: unknown
+	Channel    string // the (first) channel watched
+	Host       string // the watcher's hostname
+
+	// Optional, written only when set.
+	Channels  []string         // every channel watched, when more than one
+	MessageID string           // the message being worked on while WORKING
+	Started   string           // when the watcher started, in TimeFormat
+	LastReply string           // id of the last message the agent posted
+	Queue     int              // messages taken but not yet answered
+	Counters  map[string]int64 // running totals, such as "handled", "failed"
+
+	// Extra holds unknown fields, kept verbatim.
+	Extra map[string]json.RawMessage
+}
+
+// FormatTime formats t as a heartbeat timestamp.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Time returns the heartbeat's time and whether its timestamp parses. Any
+// RFC 3339 time is accepted, and one without a zone is taken as UTC.
+func (s Status) Time() (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339Nano, s.Timestamp); err == nil {
+		return t, true
+	}
+	if t, err := time.Parse("2006-01-02T15:04:05.999999999", s.Timestamp); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+// Age returns how long ago the heartbeat was written, negative if its time
+// is in the future, and false if its timestamp does not parse.
+func (s Status) Age(now time.Time) (time.Duration, bool) {
+	t, ok := s.Time()
+	if !ok {
+		return 0, false
+	}
+	return now.Sub(t), true
+}
+
+// Effective returns the agent's effective state at now: [AwakeIdle],
+// [AwakeWorking], [Stale] or [Offline].
+//
+// An AWAKE heartbeat is [Stale] when it is older than staleAfter (≤ 0 means
+// [DefaultStaleAfter]) or its timestamp does not parse, or when its host is
+// localHost and alive (if not nil) reports its watcher_pid dead. The PID is
+// checked only then: never for another host, an empty host or localHost, or
+// an unknown PID (0). A timestamp in the future is fresh.
+func (s Status) Effective(now time.Time, staleAfter time.Duration, localHost string, alive func(pid int) bool) string {
+	if !strings.EqualFold(s.State, StateAwake) {
+		return Offline
+	}
+	if staleAfter <= 0 {
+		staleAfter = DefaultStaleAfter
+	}
+	if age, ok := s.Age(now); !ok || age > staleAfter {
+		return Stale
+	}
+	if alive != nil && s.WatcherPID > 0 && s.Host != "" && strings.EqualFold(s.Host, localHost) && !alive(s.WatcherPID) {
+		return Stale
+	}
+	if strings.EqualFold(s.Substate, SubWorking) {
+		return AwakeWorking
+	}
+	return AwakeIdle
+}
+
+// PIDAlive reports whether a process with this PID exists on this host,
+// by sending it signal 0: ESRCH means it does not; EPERM means it exists
+// but belongs to someone else.
+func PIDAlive(pid int) bool {
+	if pid <= 0 || pid > 1<<31-1 {
+		return false // 0 and -N would address process groups; pid_t is 32 bits
+	}
+	err := unix.Kill(pid, 0)
+	return err == nil || err == unix.EPERM
+}
+
+// Write atomically replaces the heartbeat of s.AgentID, creating the
+// presence folder if needed. An empty Timestamp is written as the current
+// time.
+func Write(root tree.Root, s Status) error {
+	if err := tree.CheckName("agent", s.AgentID); err != nil {
+		return err
+	}
+	if !strings.EqualFold(s.State, StateAwake) && !strings.EqualFold(s.State, StateOffline) {
+		return fmt.Errorf("write presence of %s: state %q is neither %s nor %s", s.AgentID, s.State, StateAwake, StateOffline)
+	}
+	if s.Timestamp == "" {
+		s.Timestamp = FormatTime(time.Now())
+	}
+	data, err := s.Encode()
+	if err != nil {
+		return fmt.Errorf("write presence of %s: %w", s.AgentID, err)
+	}
+	d, err := safedir.Create(root.Presence())
+	if err != nil {
+		return fmt.Errorf("write presence of %s: %w", s.AgentID, err)
+	}
+	defer d.Close()
+	if err := d.Replace(s.AgentID+suffix, data, 0o666); err != nil {
+		return fmt.Errorf("write presence of %s: %w", s.AgentID, err)
+	}
+	return nil
+}
+
+// Skip reports a presence file that was not returned.
+type Skip struct {
+	File string // the file name within the presence folder
+	Err  error
+}
+
+func (s Skip) String() string {
+	err := s.Err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is File
+	}
+	return fmt.Sprintf("%s: %v", s.File, err)
+}
+
+// Agent returns the agent the skipped file is named for, or "" if its name
+// is not AGENT.json.
+func (s Skip) Agent() string {
+	if a, ok := strings.CutSuffix(s.File, suffix); ok && tree.ValidName(a) {
+		return a
+	}
+	return ""
+}
+
+// ReadAll reads every heartbeat, sorted by agent, and reports the files it
+// skipped. A missing presence folder is no heartbeats; only a folder that
+// cannot be listed is an error.
+func ReadAll(root tree.Root) ([]Status, []Skip, error) {
+	d, err := safedir.Open(root.Presence())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("open presence: %w", err)
+	}
+	defer d.Close()
+	entries, err := d.ReadDir()
+	if err != nil {
+		return nil, nil, fmt.Errorf("list presence: %w", err)
+	}
+	var (
+		all   []Status
+		skips []Skip
+	)
+	for _, e := range entries {
+		name := e.Name()
+		agent, ok := strings.CutSuffix(name, suffix)
+		if !ok || strings.HasPrefix(name, ".") {
+			continue // in-flight writes and files that are not heartbeats
+		}
+		if err := tree.CheckName("agent", agent); err != nil {
+			skips = append(skips, Skip{File: name, Err: err})
+			continue
+		}
+		s, err := read(d, agent)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			skips = append(skips, Skip{File: name, Err: err})
+			continue
+		}
+		all = append(all, s)
+	}
+	slices.SortFunc(all, func(a, b Status) int { return strings.Compare(a.AgentID, b.AgentID) })
+	return all, skips, nil
+}
+
+// Read reads one agent's heartbeat. No heartbeat is an error that wraps
+// fs.ErrNotExist.
+func Read(root tree.Root, agent string) (Status, error) {
+	if err := tree.CheckName("agent", agent); err != nil {
+		return Status{}, err
+	}
+	d, err := safedir.Open(root.Presence())
+	if err != nil {
+		return Status{}, fmt.Errorf("read presence of %s: %w", agent, err)
+	}
+	defer d.Close()
+	s, err := read(d, agent)
+	if err != nil {
+		return Status{}, fmt.Errorf("read presence of %s: %w", agent, err)
+	}
+	return s, nil
+}
+
+func read(d *safedir.Dir, agent string) (Status, error) {
+	data, _, err := d.ReadFile(agent+suffix, MaxSize)
+	if err != nil {
+		return Status{}, err
+	}
+	return Decode(data, agent)
+}
+
+// Decode parses a presence file's contents. agent, the name the file is
+// for, fills in a missing agent_id; a different agent_id is an error. An
+// empty agent checks nothing.
+func Decode(data []byte, agent string) (Status, error) {
+	var s Status
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Status{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if s.AgentID == "" {
+		s.AgentID = agent
+	}
+	if agent != "" && s.AgentID != agent {
+		return Status{}, fmt.Errorf("%w: agent_id %q in the file of %q", ErrMalformed, s.AgentID, agent)
+	}
+	if !strings.EqualFold(s.State, StateAwake) && !strings.EqualFold(s.State, StateOffline) {
+		return Status{}, fmt.Errorf("%w: state %q is neither %s nor %s", ErrMalformed, s.State, StateAwake, StateOffline)
+	}
+	return s, nil
+}
+
+// Encode returns the heartbeat as written to its file. Unlike json.Marshal,
+// it leaves <, > and & unescaped.
+func (s Status) Encode() ([]byte, error) { return s.MarshalJSON() }
+
+// known lists the fields Status decodes; Extra never shadows them.
+var known = []string{
+	"agent_id", "timestamp", "state", "substate", "watcher_pid", "channel", "host",
+	"channels", "message_id", "started", "last_reply", "queue", "counters",
+}
+
+// MarshalJSON implements json.Marshaler: the seed's fields in the seed's
+// order, collab's extensions when set, then unknown fields by name.
+func (s Status) MarshalJSON() ([]byte, error) {
+	var w object
+	w.field("agent_id", s.AgentID)
+	w.field("timestamp", s.Timestamp)
+	w.field("state", s.State)
+	w.field("substate", s.Substate)
+	w.field("watcher_pid", s.WatcherPID)
+	w.field("channel", s.Channel)
+	w.field("host", s.Host)
+	if len(s.Channels) > 0 {
+		w.field("channels", s.Channels)
+	}
+	if s.MessageID != "" {
+		w.field("message_id", s.MessageID)
+	}
+	if s.Started != "" {
+		w.field("started", s.Started)
+	}
+	if s.LastReply != "" {
+		w.field("last_reply", s.LastReply)
+	}
+	if s.Queue != 0 {
+		w.field("queue", s.Queue)
+	}
+	if len(s.Counters) > 0 {
+		w.field("counters", s.Counters)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Extra)) {
+		if !slices.Contains(known, k) {
+			w.field(k, s.Extra[k])
+		}
+	}
+	return w.close()
+}
+
+// UnmarshalJSON implements json.Unmarshaler. It does not apply Decode's
+// defaults or checks.
+func (s *Status) UnmarshalJSON(b []byte) error {
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	if f == nil {
+		return errors.New("not an object")
+	}
+	*s = Status{}
+	var pid, queue json.RawMessage
+	err := errors.Join(
+		take(f, "agent_id", &s.AgentID),
+		take(f, "timestamp", &s.Timestamp),
+		take(f, "state", &s.State),
+		take(f, "substate", &s.Substate),
+		take(f, "watcher_pid", &pid),
+		take(f, "channel", &s.Channel),
+		take(f, "host", &s.Host),
+		take(f, "channels", &s.Channels),
+		take(f, "message_id", &s.MessageID),
+		take(f, "started", &s.Started),
+		take(f, "last_reply", &s.LastReply),
+		take(f, "queue", &queue),
+		take(f, "counters", &s.Counters),
+	)
+	s.WatcherPID = count(pid)
+	s.Queue = count(queue)
+	if len(f) > 0 {
+		s.Extra = f
+	}
+	return err
+}
+
+// take decodes member key of f into dst (null leaves dst alone) and
+// removes it.
+func take(f map[string]json.RawMessage, key string, dst any) error {
+	v, ok := f[key]
+	if !ok {
+		return nil
+	}
+	delete(f, key)
+	if string(v) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		return fmt.Errorf("%q: %w", key, err)
+	}
+	return nil
+}
+
+// count reads a non-negative integer liberally: 12, 12.0 and "12" are 12;
+// anything else, negative or beyond 32 bits is 0 (unknown).
+func count(v json.RawMessage) int {
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		s = string(v)
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || n < 0 || n > 1<<31-1 || n != float64(int(n)) {
+		return 0
+	}
+	return int(n)
+}
+
+// object writes a JSON object with members in the order they are added.
+type object struct {
+	buf bytes.Buffer
+	err error
+}
+
+func (w *object) field(key string, v any) {
+	if w.err != nil {
+		return
+	}
+	if w.buf.Len() == 0 {
+		w.buf.WriteByte('{')
+	} else {
+		w.buf.WriteByte(',')
+	}
+	k, _ := json.Marshal(key)
+	w.buf.Write(k)
+	w.buf.WriteByte(':')
+	enc := json.NewEncoder(&w.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		w.err = err
+		return
+	}
+	w.buf.Truncate(w.buf.Len() - 1) // Encode's newline
+}
+
+func (w *object) close() ([]byte, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	w.buf.WriteByte('}')
+	return w.buf.Bytes(), nil
+}

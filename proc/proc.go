@@ -1,0 +1,355 @@
+// Package proc runs a program bounded: without a shell, in a process group
+// of its own, with a time limit and capped output, and with nothing of the
+// group left running when [Run] returns.
+//
+// # Running
+//
+// Spec.Argv is executed directly: no shell, so no word splitting, quoting,
+// globbing or substitution; each argument arrives as given. An Argv[0]
+// without a slash is looked up in the PATH of Spec.Env, or in the current
+// process's PATH when Env is nil or has none. A PATH entry that is empty or
+// relative is skipped, as [exec.LookPath] would refuse it ([exec.ErrDot]).
+//
+// Spec.Stdin is written to the child byte for byte through a pipe from a
+// goroutine, then the pipe is closed; a child that never reads it does not
+// block Run, and its closing the pipe early (EPIPE) is not an error. An
+// empty Stdin gives the child /dev/null, never an open pipe: a program
+// that reads standard input then sees end of file at once.
+//
+// Standard output is kept up to Spec.MaxStdout bytes; the rest is read and
+// discarded, so a child writing without end never blocks on a full pipe,
+// and Result.Truncated is set. Of standard error only the last
+// Spec.StderrTail bytes are kept.
+//
+// # Ending
+//
+// The child leads a new process group. The run is over when the child
+// exits: whatever it left behind in its group (background jobs, helpers
+// still holding its output open) is then killed with SIGKILL. This happens
+// before the child is reaped, so the group id cannot have been reused.
+//
+// When Spec.Timeout expires or ctx is done, the whole group gets SIGTERM
+// (and SIGCONT, so that a stopped process sees it). A child still running
+// Spec.KillGrace later gets SIGKILL, and with it the rest of its group.
+//
+// Run returns the [Result] in every case, with any partial output. The
+// error is an [*ExitError] when the child did not exit 0 on its own: a
+// non-zero status, a signal, the timeout or ctx. Failures to start (not
+// found, not executable, bad Dir) are returned wrapped, prefixed "proc:
+// start".
+//
+// # Escapes
+//
+// Only the process group is tracked. A descendant that leaves it (setsid,
+// setpgid, a daemon's double fork) is not killed. If it keeps the child's
+// output open, Run waits at most KillGrace after the child exits, then
+// closes its ends of the pipes and, if the child had succeeded, returns an
+// error wrapping [exec.ErrWaitDelay].
+//
+// If the calling process dies without returning from Run (SIGKILL, crash),
+// the group is left running.
+//
+// Killed descendants are reparented to the nearest subreaper, usually
+// PID 1, which must reap them: in a container, run an init (docker --init)
+// or zombies accumulate.
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Defaults for the zero values of [Spec] fields.
+const (
+	DefaultKillGrace  = 5 * time.Second
+	DefaultMaxStdout  = 1 << 20
+	DefaultStderrTail = 8 << 10
+)
+
+// ErrNoProgram is returned by [Run] for an empty Argv.
+var ErrNoProgram = errors.New("proc: no program")
+
+// ErrTimeout is the cause recorded when Spec.Timeout expires; an
+// [*ExitError] with TimedOut set unwraps to it.
+var ErrTimeout = errors.New("proc: timed out")
+
+// Spec describes one run.
+type Spec struct {
+	Argv       []string      // program and arguments, run without a shell
+	Env        []string      // the whole environment; nil inherits os.Environ()
+	Dir        string        // working directory; "" is the current one
+	Stdin      []byte        // written to the child; empty: /dev/null
+	Timeout    time.Duration // 0: none
+	KillGrace  time.Duration // SIGTERM to SIGKILL; 0: DefaultKillGrace
+	MaxStdout  int           // stdout bytes kept; 0: DefaultMaxStdout
+	StderrTail int           // stderr bytes kept, the last ones; 0: DefaultStderrTail
+}
+
+// Result is what a run produced, returned even when Run fails.
+type Result struct {
+	Stdout     []byte        // at most MaxStdout bytes
+	Truncated  bool          // stdout went past MaxStdout
+	StderrTail []byte        // the last StderrTail bytes of stderr
+	ExitCode   int           // -1 if a signal ended the child (or it never ran)
+	Duration   time.Duration // from start to the end of the output
+	TimedOut   bool          // Spec.Timeout expired and the group was signalled
+}
+
+// ExitError reports a child that did not exit 0 on its own.
+type ExitError struct {
+	Name       string         // Argv[0]
+	Code       int            // exit status; -1 if a signal ended the child
+	Signal     syscall.Signal // the signal that ended the child; 0 if it exited
+	TimedOut   bool           // Spec.Timeout expired
+	Cause      error          // why the group was signalled: ErrTimeout or context.Cause(ctx); nil if it was not
+	StderrTail []byte         // the last bytes of stderr
+}
+
+func (e *ExitError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Name)
+	b.WriteString(": ")
+	switch {
+	case e.TimedOut:
+		b.WriteString("timed out, ")
+	case e.Cause != nil:
+		fmt.Fprintf(&b, "stopped (%v), ", e.Cause)
+	}
+	if e.Signal != 0 {
+		fmt.Fprintf(&b, "killed by %s", unix.SignalName(e.Signal))
+	} else {
+		fmt.Fprintf(&b, "exit status %d", e.Code)
+	}
+	if line := lastLine(e.StderrTail); line != "" {
+		b.WriteString(": ")
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause, so that errors.Is(err, context.Canceled) or
+// errors.Is(err, ErrTimeout) tell why the child was stopped.
+func (e *ExitError) Unwrap() error { return e.Cause }
+
+// maxLine bounds the stderr line quoted by ExitError.Error.
+const maxLine = 300
+
+// lastLine returns the last non-blank line of b, shortened to maxLine bytes.
+func lastLine(b []byte) string {
+	b = bytes.TrimRight(b, " \t\r\n")
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	s := strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD")
+	if len(s) > maxLine {
+		s = "…" + strings.ToValidUTF8(s[len(s)-maxLine:], "")
+	}
+	return s
+}
+
+// Run runs s.Argv as described in the package documentation and returns
+// when the child has exited, its group is gone and its output is read.
+func Run(ctx context.Context, s Spec) (Result, error) {
+	res := Result{ExitCode: -1}
+	if len(s.Argv) == 0 {
+		return res, ErrNoProgram
+	}
+	name := s.Argv[0]
+	if s.KillGrace <= 0 {
+		s.KillGrace = DefaultKillGrace
+	}
+	if s.MaxStdout <= 0 {
+		s.MaxStdout = DefaultMaxStdout
+	}
+	if s.StderrTail <= 0 {
+		s.StderrTail = DefaultStderrTail
+	}
+	path, err := lookPath(name, s.Env)
+	if err != nil {
+		return res, fmt.Errorf("proc: start %q: %w", name, err)
+	}
+
+	runCtx := ctx
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, s.Timeout, ErrTimeout)
+		defer cancel()
+	}
+	stdout := &capped{max: s.MaxStdout}
+	stderr := &tail{max: s.StderrTail}
+	cmd := exec.CommandContext(runCtx, path)
+	cmd.Args = append([]string(nil), s.Argv...)
+	cmd.Env = s.Env
+	cmd.Dir = s.Dir
+	if len(s.Stdin) > 0 {
+		cmd.Stdin = bytes.NewReader(s.Stdin) // copied by an os/exec goroutine, EPIPE ignored
+	}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// stopped is set by Cancel, which os/exec calls at most once and before
+	// Wait returns.
+	var stopped error
+	cmd.Cancel = func() error {
+		err := signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+		if err == nil {
+			stopped = context.Cause(runCtx)
+			_ = signalGroup(cmd.Process.Pid, syscall.SIGCONT)
+		}
+		return err
+	}
+	// After Cancel, or after the child exits, os/exec waits WaitDelay, then
+	// kills the child (only the child: the group follows below) and closes
+	// the pipes.
+	cmd.WaitDelay = s.KillGrace
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		res.Duration = time.Since(start)
+		return res, fmt.Errorf("proc: start %q: %w", name, err)
+	}
+	// The child is waitable but not reaped, so its pid still names the
+	// group: kill what is left of it, then reap.
+	pgid := cmd.Process.Pid
+	if awaitExit(pgid) == nil {
+		_ = signalGroup(pgid, syscall.SIGKILL)
+	}
+	werr := cmd.Wait()
+
+	res.Duration = time.Since(start)
+	res.Stdout, res.Truncated = stdout.buf, stdout.over
+	res.StderrTail = stderr.bytes()
+	res.TimedOut = errors.Is(stopped, ErrTimeout)
+	state := cmd.ProcessState
+	if state == nil { // Wait failed to get a status
+		return res, fmt.Errorf("proc: wait %q: %w", name, werr)
+	}
+	res.ExitCode = state.ExitCode()
+	if state.Success() && stopped == nil {
+		if werr != nil { // ErrWaitDelay, or copying stdin failed
+			return res, fmt.Errorf("proc: %s: %w", name, werr)
+		}
+		return res, nil
+	}
+	e := &ExitError{
+		Name:       name,
+		Code:       res.ExitCode,
+		TimedOut:   res.TimedOut,
+		Cause:      stopped,
+		StderrTail: res.StderrTail,
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Signal = ws.Signal()
+	}
+	return res, e
+}
+
+// awaitExit blocks until process pid has exited, leaving it waitable.
+func awaitExit(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// signalGroup sends sig to process group pgid. An empty group is
+// os.ErrProcessDone, which tells os/exec the child had already exited.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pgid, sig)
+	if err == syscall.ESRCH {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// lookPath finds file in the PATH of env, or of this process if env sets
+// none. A name with a slash is returned as it is: starting it reports any
+// problem.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	list, ok := getenv(env, "PATH")
+	if !ok {
+		list = os.Getenv("PATH")
+	}
+	if file != "" {
+		for _, dir := range filepath.SplitList(list) {
+			if !filepath.IsAbs(dir) {
+				continue // "" and relative entries: exec.ErrDot
+			}
+			path := filepath.Join(dir, file)
+			if executable(path) {
+				return path, nil
+			}
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// getenv returns the last value of key in env, as the child will see it.
+func getenv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() &&
+		unix.Faccessat(unix.AT_FDCWD, path, unix.X_OK, unix.AT_EACCESS) == nil
+}
+
+// capped keeps the first max bytes written to it and accepts, but drops,
+// the rest.
+type capped struct {
+	buf  []byte
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	keep := p
+	if room := c.max - len(c.buf); len(keep) > room {
+		keep, c.over = keep[:room], true
+	}
+	c.buf = append(c.buf, keep...)
+	return len(p), nil
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	buf []byte
+	max int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = t.buf[:copy(t.buf, t.buf[len(t.buf)-t.max:])]
+	}
+	return len(p), nil
+}
+
+func (t *tail) bytes() []byte {
+	if len(t.buf) > t.max {
+		return t.buf[len(t.buf)-t.max:]
+	}
+	return t.buf
+}

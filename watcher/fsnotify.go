@@ -1,0 +1,56 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fsnotify/fsnotify"
+
+	"collab/tree"
+)
+
+// FSNotify wakes the watcher when a file appears in one of its channel
+// folders on this host. It never sees other NFS hosts' writes (no
+// notification crosses NFS clients); polling finds those.
+type FSNotify struct {
+	Root tree.Root
+}
+
+// Watch implements Waker.
+func (f FSNotify) Watch(ctx context.Context, channels []string, wake func()) error {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("fsnotify: %w", err)
+	}
+	defer fw.Close()
+	for _, ch := range channels {
+		if err := fw.Add(f.Root.Channel(ch)); err != nil {
+			return fmt.Errorf("fsnotify %s: %w", ch, err)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return nil
+			}
+			name := ev.Name[strings.LastIndexByte(ev.Name, '/')+1:]
+			if ev.Has(fsnotify.Create) && !strings.HasPrefix(name, ".") {
+				wake()
+			}
+		case err, ok := <-fw.Errors:
+			if !ok {
+				return nil
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				wake() // events were lost: poll now
+				continue
+			}
+			return fmt.Errorf("fsnotify: %w", err)
+		}
+	}
+}

@@ -1,0 +1,697 @@
+package watcher
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"collab/channel"
+	"collab/claim"
+	"collab/modelcli"
+	"collab/presence"
+	"collab/prompt"
+	"collab/tree"
+)
+
+// Runner runs the model CLI once.
+type Runner interface {
+	Run(ctx context.Context, req modelcli.Request) (modelcli.Response, error)
+}
+
+// Waker tells the watcher to poll now. Watch runs until ctx is done.
+type Waker interface {
+	Watch(ctx context.Context, channels []string, wake func()) error
+}
+
+// Replay makes the first poll return history: messages named at or after
+// From, and, if After is set, only those that come after that message.
+type Replay struct {
+	From  time.Time
+	After string // a message id
+}
+
+// Config is a watcher's configuration. Zero durations and counts take the
+// defaults named in their comments.
+type Config struct {
+	Root     tree.Root
+	Agent    string
+	Channels []string
+	Host     string // default os.Hostname()
+
+	Runner     Runner
+	Template   *prompt.Template // default prompt.Default()
+	Role       string
+	Memory     []string // files read fresh for every prompt
+	Context    int      // messages of transcript; default 10, <0 none
+	Workdir    string
+	Timeout    time.Duration // per CLI run; default 10m
+	PostErrors bool          // post a short error reply when the CLI fails
+
+	Poll       time.Duration // default 1s
+	Heartbeat  time.Duration // default 10s
+	Grace      time.Duration // shutdown grace for a running CLI; default 30s
+	ClaimGrace time.Duration // default claim.DefaultGrace
+
+	MaxHops  int // default 6; <0 disables
+	Rate     int // CLI runs per minute; default 20; <0 disables
+	PairRate int // replies per minute to one sender in agent chains; default 6; <0 disables
+
+	Replay *Replay // nil: first start begins now, restarts resume
+	Wakers []Waker
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+func (c *Config) setDefaults() error {
+	if err := tree.CheckName("agent", c.Agent); err != nil {
+		return err
+	}
+	if len(c.Channels) == 0 {
+		return errors.New("watcher: no channel")
+	}
+	for _, ch := range c.Channels {
+		if err := tree.CheckName("channel", ch); err != nil {
+			return err
+		}
+	}
+	if c.Runner == nil {
+		return errors.New("watcher: no runner")
+	}
+	if c.Host == "" {
+		c.Host, _ = os.Hostname()
+	}
+	if c.Template == nil {
+		c.Template = prompt.Default()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Timeout, 10*time.Minute)
+	def(&c.Poll, time.Second)
+	def(&c.Heartbeat, 10*time.Second)
+	def(&c.Grace, 30*time.Second)
+	def(&c.ClaimGrace, claim.DefaultGrace)
+	defInt := func(n *int, v int) {
+		if *n == 0 {
+			*n = v
+		}
+	}
+	defInt(&c.Context, 10)
+	defInt(&c.MaxHops, 6)
+	defInt(&c.Rate, 20)
+	defInt(&c.PairRate, 6)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Log attribute keys.
+const (
+	keyMsg     = "msg_id"
+	keyChannel = "channel"
+	keyFrom    = "from"
+	keyReason  = "reason"
+	keyReply   = "reply_id"
+	keyDur     = "duration"
+	keyErr     = "err"
+	keyHops    = "hops"
+	keyOwner   = "owner"
+	keyFile    = "file"
+	keyStderr  = "stderr"
+)
+
+// item is a message for the agent waiting to be handled.
+type item struct {
+	msg     channel.Message
+	retryAt time.Time // not before: a claim held by another watcher
+}
+
+func (it *item) ref() ref { return ref{Channel: it.msg.SessionID, ID: it.msg.ID} }
+
+// job is the CLI run in progress.
+type job struct {
+	it      item
+	started time.Time
+}
+
+type jobResult struct {
+	it   item
+	resp modelcli.Response
+	err  error
+}
+
+type watcher struct {
+	cfg     Config
+	log     *slog.Logger
+	claims  *claim.Store
+	writer  *channel.Writer
+	readers map[string]*channel.Reader
+	guards  *guards
+
+	queue   []*item
+	busy    *job
+	done    chan jobResult
+	replied map[ref]string // message → our reply, from what we read and wrote
+	replay  *Replay        // until the first poll is done
+	dirty   bool           // state to save
+
+	started     time.Time
+	lastReply   time.Time
+	lastReplyID string
+	handled     int
+	failed      int
+	errLogged   map[string]time.Time
+}
+
+// Run runs the watcher until ctx is done, then shuts down gracefully.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.setDefaults(); err != nil {
+		return err
+	}
+	w := &watcher{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		writer:    &channel.Writer{Root: cfg.Root, Now: cfg.Now},
+		readers:   make(map[string]*channel.Reader),
+		guards:    newGuards(cfg.MaxHops, cfg.Rate, cfg.PairRate),
+		done:      make(chan jobResult, 1),
+		replied:   make(map[ref]string),
+		replay:    cfg.Replay,
+		errLogged: make(map[string]time.Time),
+	}
+	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now}
+	w.claims.Self.Host = cfg.Host
+	if err := w.startup(); err != nil {
+		return err
+	}
+	return w.loop(ctx)
+}
+
+func (w *watcher) now() time.Time { return w.cfg.Now().UTC() }
+
+// startup restores state, opens the readers and announces presence.
+func (w *watcher) startup() error {
+	w.started = w.now()
+	st, err := loadState(w.cfg.Root, w.cfg.Agent)
+	if err != nil {
+		// Not silent, and nothing is answered twice: claims remember.
+		w.log.Error("state unreadable; starting from now", keyErr, err)
+		st = nil
+	}
+	for _, ch := range w.cfg.Channels {
+		// The folder must exist for fsnotify to watch it.
+		if err := os.MkdirAll(w.cfg.Root.Channel(ch), 0o777); err != nil {
+			return fmt.Errorf("create channel %s: %w", ch, err)
+		}
+		var cur channel.Cursor
+		seekEnd := true
+		switch {
+		case w.replay != nil:
+			cur, seekEnd = channel.Cursor{Floor: w.replay.From}, false
+		case st != nil:
+			if c, ok := st.Channels[ch]; ok {
+				cur, seekEnd = c, false
+			}
+		}
+		r, err := channel.NewReader(w.cfg.Root, ch, cur, channel.ReaderOptions{Now: w.cfg.Now})
+		if err != nil {
+			return err
+		}
+		if seekEnd {
+			if err := r.SeekEnd(); err != nil {
+				return err
+			}
+		}
+		w.readers[ch] = r
+	}
+	if st != nil {
+		for _, p := range st.Pending {
+			if !slices.Contains(w.cfg.Channels, p.Channel) {
+				continue
+			}
+			m, err := channel.Lookup(w.cfg.Root, p.Channel, p.ID)
+			if err != nil {
+				w.log.Warn("pending message gone", keyMsg, p.ID, keyChannel, p.Channel, keyErr, err)
+				continue
+			}
+			w.queue = append(w.queue, &item{msg: m})
+		}
+		for t, at := range st.Noticed {
+			w.guards.noticed[t] = at
+		}
+	}
+	w.save()
+	w.setPresence(presence.SubIdle, "")
+	w.log.Info("watching", "channels", w.cfg.Channels, "pending", len(w.queue), "resumed", st != nil)
+	return nil
+}
+
+func (w *watcher) loop(ctx context.Context) error {
+	wake := make(chan struct{}, 1)
+	wctx, stopWakers := context.WithCancel(ctx)
+	defer stopWakers()
+	for _, wk := range w.cfg.Wakers {
+		go func() {
+			err := wk.Watch(wctx, w.cfg.Channels, func() {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			})
+			if err != nil && wctx.Err() == nil {
+				w.log.Warn("wake source stopped; polling only", keyErr, err)
+			}
+		}()
+	}
+	jobCtx, killJob := context.WithCancel(context.Background())
+	defer killJob()
+	poll := time.NewTicker(w.cfg.Poll)
+	defer poll.Stop()
+	beat := time.NewTicker(w.cfg.Heartbeat)
+	defer beat.Stop()
+
+	w.poll()
+	w.dispatch(jobCtx)
+	stop := ctx.Done()
+	var grace <-chan time.Time
+	for stop != nil || w.busy != nil {
+		select {
+		case <-stop:
+			stop = nil
+			if w.busy != nil {
+				w.log.Info("stopping; waiting for the running CLI", keyMsg, w.busy.it.msg.ID, "grace", w.cfg.Grace)
+				grace = time.After(w.cfg.Grace)
+			}
+		case <-grace:
+			w.log.Warn("grace period over; stopping the CLI", keyMsg, w.busy.it.msg.ID)
+			killJob()
+		case <-poll.C:
+		case <-wake:
+		case <-beat.C:
+			w.heartbeat()
+		case r := <-w.done:
+			w.finish(r)
+		}
+		if stop != nil {
+			w.poll()
+			w.dispatch(jobCtx)
+		}
+		if w.dirty {
+			w.save()
+		}
+	}
+	w.setPresence(presence.StateOffline, "")
+	w.save()
+	w.log.Info("stopped", "handled", w.handled, "failed", w.failed)
+	return nil
+}
+
+// poll scans every channel and queues what is for the agent.
+func (w *watcher) poll() {
+	for _, ch := range w.cfg.Channels {
+		msgs, skips, err := w.readers[ch].Scan()
+		if err != nil {
+			w.logOnce("scan:"+ch, "cannot scan channel", keyChannel, ch, keyErr, err)
+			continue
+		}
+		for _, s := range skips {
+			w.log.Warn("skipped file", keyChannel, ch, keyFile, s.File, keyReason, string(s.Reason), keyErr, s.Err)
+		}
+		for i := range msgs {
+			w.consider(&msgs[i])
+		}
+		if len(msgs) > 0 {
+			w.dirty = true
+		}
+	}
+	w.replay = nil
+	slices.SortStableFunc(w.queue, func(a, b *item) int {
+		return cmp.Or(a.msg.Time().Compare(b.msg.Time()), cmp.Compare(a.msg.File, b.msg.File))
+	})
+}
+
+// consider decides what to do with a new message.
+func (w *watcher) consider(m *channel.Message) {
+	skip := func(reason string) {
+		w.log.Info("skip", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyReason, reason)
+	}
+	switch {
+	case m.From == w.cfg.Agent:
+		if m.Metadata.InReplyTo != "" {
+			w.replied[ref{m.SessionID, m.Metadata.InReplyTo}] = m.ID
+		}
+		skip("own message")
+	case w.replay != nil && w.replay.After != "" && !after(m, w.replay.After):
+		skip("before replay start")
+	case isNotice(m):
+		skip("guard notice")
+	case !m.IsFor(w.cfg.Agent):
+		skip("not addressed")
+	default:
+		w.queue = append(w.queue, &item{msg: *m})
+		w.log.Info("queued", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyHops, m.Metadata.Hops, "queue", len(w.queue))
+	}
+}
+
+// after reports whether m comes after message id in channel order.
+func after(m *channel.Message, id string) bool {
+	n, err := channel.ParseID(id)
+	mn, err2 := channel.ParseName(m.File)
+	if err != nil || err2 != nil {
+		return true
+	}
+	if c := mn.Time.Compare(n.Time); c != 0 {
+		return c > 0
+	}
+	return m.File > id+".json"
+}
+
+func isNotice(m *channel.Message) bool {
+	_, guard := m.Metadata.Extra["guard"]
+	return m.Type == noticeType || guard
+}
+
+const noticeType = "notice"
+
+// NoReply is what a model prints when a message needs no answer (a thanks,
+// an acknowledgement): the watcher then posts nothing. It ends agent
+// conversations that would otherwise bounce until the hop limit.
+const NoReply = prompt.NoReply
+
+// dispatch starts the next CLI run if none is running.
+func (w *watcher) dispatch(jobCtx context.Context) {
+	for w.busy == nil {
+		now := w.now()
+		i := slices.IndexFunc(w.queue, func(it *item) bool { return !now.Before(it.retryAt) })
+		if i < 0 {
+			return
+		}
+		if !w.guards.rate.allow(now) {
+			w.logOnce("rate", "rate limit reached; messages wait", "rate", w.cfg.Rate, "queue", len(w.queue))
+			return
+		}
+		it := w.queue[i]
+		m := &it.msg
+		c, outcome, err := w.claims.Acquire(m.SessionID, m.ID)
+		if err != nil {
+			w.log.Warn("cannot claim", keyMsg, m.ID, keyErr, err)
+			it.retryAt = now.Add(5 * w.cfg.Poll)
+			continue
+		}
+		switch outcome {
+		case claim.Held:
+			w.log.Info("held by another watcher", keyMsg, m.ID, keyOwner, c.Owner.Host+"/"+strconv.Itoa(c.Owner.PID))
+			it.retryAt = now.Add(w.cfg.Heartbeat)
+			continue
+		case claim.Done:
+			w.log.Info("skip", keyMsg, m.ID, keyReason, "already "+c.Status, keyOwner, c.Owner.Host+"/"+strconv.Itoa(c.Owner.PID))
+			w.remove(i)
+			continue
+		}
+		w.remove(i)
+		w.log.Info("claimed", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, "takeovers", c.Takeovers)
+		if w.cfg.MaxHops > 0 && m.Metadata.Hops >= w.cfg.MaxHops {
+			w.stopByGuard(it, "max-hops", fmt.Sprintf("the thread reached the hop limit (%d)", w.cfg.MaxHops))
+			continue
+		}
+		if w.cfg.PairRate > 0 && !w.guards.pairAllowed(m.From, m.Metadata.Hops, now) {
+			w.stopByGuard(it, "pair-rate", fmt.Sprintf("more than %d replies a minute to %s", w.cfg.PairRate, m.From))
+			continue
+		}
+		if id, ok := w.alreadyReplied(it); ok {
+			w.log.Info("skip", keyMsg, m.ID, keyReason, "already replied", keyReply, id)
+			w.finishClaim(it, claim.Replied, id, "")
+			continue
+		}
+		w.guards.rate.add(now)
+		w.busy = &job{it: *it, started: now}
+		w.setPresence(presence.SubWorking, m.ID)
+		go func() { w.done <- w.run(jobCtx, *it) }()
+	}
+}
+
+func (w *watcher) remove(i int) {
+	w.queue = slices.Delete(w.queue, i, i+1)
+	w.dirty = true
+}
+
+// alreadyReplied reports a reply that exists for the item: one we read, or
+// one named by a reply token and present in the channel.
+func (w *watcher) alreadyReplied(it *item) (string, bool) {
+	if id, ok := w.replied[it.ref()]; ok {
+		return id, true
+	}
+	c, err := w.claims.Read(it.msg.SessionID, it.msg.ID)
+	if err == nil && c.Reply != "" {
+		if _, err := channel.Lookup(w.cfg.Root, it.msg.SessionID, c.Reply); err == nil {
+			return c.Reply, true
+		}
+	}
+	return "", false
+}
+
+// run builds the prompt and runs the CLI. It runs in its own goroutine and
+// touches no watcher state.
+func (w *watcher) run(ctx context.Context, it item) jobResult {
+	m := it.msg
+	var transcript []channel.Message
+	if w.cfg.Context > 0 {
+		var err error
+		transcript, err = channel.Recent(w.cfg.Root, m.SessionID, m.File, w.cfg.Context)
+		if err != nil {
+			w.log.Warn("no transcript for the prompt", keyMsg, m.ID, keyErr, err)
+		}
+	}
+	text, err := w.cfg.Template.Render(prompt.Data{
+		Agent:      w.cfg.Agent,
+		Channel:    m.SessionID,
+		Host:       w.cfg.Host,
+		Role:       w.cfg.Role,
+		Memory:     prompt.LoadMemory(w.cfg.Memory, 0),
+		Transcript: transcript,
+		Message:    m,
+		MaxHops:    max(w.cfg.MaxHops, 0),
+		Now:        w.now(),
+	})
+	if err != nil {
+		return jobResult{it: it, err: fmt.Errorf("build prompt: %w", err)}
+	}
+	resp, err := w.cfg.Runner.Run(ctx, modelcli.Request{
+		Prompt:  text,
+		Env:     w.env(&m),
+		Dir:     w.cfg.Workdir,
+		Timeout: w.cfg.Timeout,
+	})
+	return jobResult{it: it, resp: resp, err: err}
+}
+
+// env is SPEC §7's environment for the CLI.
+func (w *watcher) env(m *channel.Message) []string {
+	return []string{
+		"COLLAB_ROOT=" + string(w.cfg.Root),
+		"COLLAB_AGENT=" + w.cfg.Agent,
+		"COLLAB_CHANNEL=" + m.SessionID,
+		"COLLAB_MESSAGE_ID=" + m.ID,
+		"COLLAB_FROM=" + m.From,
+		"COLLAB_HOPS=" + strconv.Itoa(m.Metadata.Hops),
+	}
+}
+
+// finish handles the end of a CLI run: post the reply or record the failure.
+func (w *watcher) finish(r jobResult) {
+	started := w.busy.started
+	w.busy = nil
+	it := r.it
+	m := &it.msg
+	dur := w.now().Sub(started)
+	if r.err != nil {
+		w.failed++
+		w.log.Error("failed", keyMsg, m.ID, keyChannel, m.SessionID, keyDur, dur, keyErr, r.err, keyStderr, tail(r.resp.Stderr, 2000))
+		note := r.err.Error()
+		if w.cfg.PostErrors {
+			w.post(&it, fmt.Sprintf("[collab] %s could not answer: %s", w.cfg.Agent, tail(note, 500)), claim.Failed)
+		} else {
+			w.finishClaim(&it, claim.Failed, "", tail(note, 500))
+		}
+	} else if r.resp.Text == NoReply {
+		w.handled++
+		w.log.Info("no reply needed", keyMsg, m.ID, keyChannel, m.SessionID, keyDur, dur)
+		w.finishClaim(&it, claim.Skipped, "", "the model answered "+NoReply)
+	} else {
+		if r.resp.Truncated {
+			w.log.Warn("output truncated", keyMsg, m.ID)
+		}
+		if id := w.post(&it, r.resp.Text, claim.Replied); id != "" {
+			w.handled++
+			w.lastReply, w.lastReplyID = w.now(), id
+			w.guards.replied(m.From, m.Metadata.Hops, w.now())
+			w.log.Info("replied", keyMsg, m.ID, keyChannel, m.SessionID, keyReply, id, keyDur, dur)
+		}
+	}
+	w.dirty = true
+	w.setPresence(presence.SubIdle, "")
+}
+
+// post posts text as the one reply to the item and finishes its claim with
+// status. It returns the reply's id, or "" if nothing was posted.
+func (w *watcher) post(it *item, text, status string) string {
+	m := &it.msg
+	if id, ok := w.alreadyReplied(it); ok {
+		w.log.Info("not posting: a reply exists", keyMsg, m.ID, keyReply, id)
+		w.finishClaim(it, claim.Replied, id, "")
+		return ""
+	}
+	id, fresh, err := w.claims.ReserveReply(m.SessionID, m.ID, channel.NewID(w.cfg.Agent, w.now(), randHex4()))
+	if err != nil {
+		w.log.Error("cannot reserve the reply", keyMsg, m.ID, keyErr, err)
+		w.finishClaim(it, claim.Failed, "", err.Error())
+		return ""
+	}
+	reply := &channel.Message{
+		ID:        id,
+		SessionID: m.SessionID,
+		From:      w.cfg.Agent,
+		To:        m.From,
+		Type:      "chat",
+		Content:   channel.Content{Text: text},
+		Metadata: channel.Metadata{
+			Mode:      "watcher",
+			Turn:      w.cfg.Agent,
+			InReplyTo: m.ID,
+			Hops:      m.Metadata.Hops + 1,
+			Thread:    m.ThreadID(),
+			Host:      w.cfg.Host,
+		},
+	}
+	if !tree.ValidName(m.From) {
+		reply.To = channel.Broadcast // a foreign sender name we cannot address
+	}
+	err = w.writer.Post(reply)
+	if errors.Is(err, fs.ErrExist) {
+		w.log.Info("not posting: the reply was posted by another watcher", keyMsg, m.ID, keyReply, id, "token_fresh", fresh)
+		w.finishClaim(it, claim.Replied, id, "")
+		return ""
+	}
+	if err != nil {
+		w.log.Error("cannot post the reply", keyMsg, m.ID, keyErr, err)
+		w.finishClaim(it, claim.Failed, "", err.Error())
+		return ""
+	}
+	w.replied[it.ref()] = id
+	w.finishClaim(it, status, id, "")
+	return id
+}
+
+// stopByGuard records that a guard stopped the item and posts at most one
+// notice for its thread.
+func (w *watcher) stopByGuard(it *item, guard, why string) {
+	m := &it.msg
+	thread := m.ThreadID()
+	w.log.Warn("guard stopped a message", keyMsg, m.ID, keyFrom, m.From, "guard", guard, keyHops, m.Metadata.Hops, "thread", thread)
+	w.finishClaim(it, claim.Skipped, "", guard+": "+why)
+	if !w.guards.notice(thread, w.now()) {
+		return
+	}
+	w.dirty = true
+	g, _ := json.Marshal(guard)
+	notice := &channel.Message{
+		SessionID: m.SessionID,
+		From:      w.cfg.Agent,
+		To:        channel.Broadcast,
+		Type:      noticeType,
+		Content:   channel.Content{Text: fmt.Sprintf("[collab] %s stopped answering this thread: %s. A person can reply to continue.", w.cfg.Agent, why)},
+		Metadata: channel.Metadata{
+			Mode:      "watcher",
+			Turn:      w.cfg.Agent,
+			InReplyTo: m.ID,
+			Hops:      m.Metadata.Hops + 1,
+			Thread:    thread,
+			Host:      w.cfg.Host,
+			Extra:     map[string]json.RawMessage{"guard": g},
+		},
+	}
+	if err := w.writer.Post(notice); err != nil {
+		w.log.Error("cannot post a guard notice", keyMsg, m.ID, keyErr, err)
+	}
+}
+
+func (w *watcher) finishClaim(it *item, status, reply, note string) {
+	if err := w.claims.Finish(it.msg.SessionID, it.msg.ID, status, reply, note); err != nil {
+		w.log.Warn("cannot finish the claim", keyMsg, it.msg.ID, keyErr, err)
+	}
+}
+
+// heartbeat refreshes presence and the running job's claim.
+func (w *watcher) heartbeat() {
+	if w.busy != nil {
+		w.setPresence(presence.SubWorking, w.busy.it.msg.ID)
+		if err := w.claims.Heartbeat(w.busy.it.msg.SessionID, w.busy.it.msg.ID); err != nil {
+			w.logOnce("claim-heartbeat", "cannot refresh the claim", keyMsg, w.busy.it.msg.ID, keyErr, err)
+		}
+		return
+	}
+	w.setPresence(presence.SubIdle, "")
+}
+
+// save writes the state file.
+func (w *watcher) save() {
+	st := &state{
+		Saved:    w.now(),
+		Channels: make(map[string]channel.Cursor, len(w.readers)),
+		Noticed:  w.guards.noticed,
+	}
+	for ch, r := range w.readers {
+		st.Channels[ch] = r.Cursor()
+	}
+	if w.busy != nil {
+		st.Pending = append(st.Pending, w.busy.it.ref())
+	}
+	for _, it := range w.queue {
+		st.Pending = append(st.Pending, it.ref())
+	}
+	if err := saveState(w.cfg.Root, w.cfg.Agent, st); err != nil {
+		w.logOnce("state", "cannot save state", keyErr, err)
+		return
+	}
+	w.dirty = false
+}
+
+// logOnce logs a warning at most once a minute per key, so a lasting
+// failure (an NFS server away) does not flood the log.
+func (w *watcher) logOnce(key, msg string, args ...any) {
+	now := w.now()
+	if at, ok := w.errLogged[key]; ok && now.Sub(at) < time.Minute {
+		return
+	}
+	w.errLogged[key] = now
+	w.log.Warn(msg, args...)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+func randHex4() string {
+	var b [2]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
