@@ -29,6 +29,27 @@ func newRoot(t testing.TB, ch string) tree.Root {
 	return root
 }
 
+// tmpfsRoot returns a fresh tree on a tmpfs mounted at a new t.TempDir()
+// folder, unmounted at the end of the test; without the right to mount
+// (not root) it is a plain t.TempDir() tree. Tests that post thousands of
+// messages use it: on a disk, each post's two fsyncs and the directory
+// lock a scanning reader holds make them several times slower, and those
+// costs are not what they test (link and O_EXCL behave alike on both).
+func tmpfsRoot(t testing.TB) tree.Root {
+	t.Helper()
+	path := t.TempDir()
+	if err := unix.Mount("tmpfs", path, "tmpfs", 0, "size=512m"); err != nil {
+		t.Logf("no tmpfs (%v); using the temp folder's own filesystem", err)
+		return tree.Root(path)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", path, err)
+		}
+	})
+	return tree.Root(path)
+}
+
 // messageJSON is a valid message file's content, as a foreign writer might
 // write it (only the required fields and a few more).
 func messageJSON(from, text string) []byte {

@@ -114,15 +114,11 @@ func TestDecode(t *testing.T) {
 		{name: "no text", data: `{"from":"a","content":{}}`},
 		{name: "null text", data: `{"from":"a","content":{"text":null}}`},
 		{name: "numeric text", data: `{"from":"a","content":{"text":1}}`},
-		{name: "numeric to", data: `{"from":"a","to":1,"content":{"text":"t"}}`},
-		{name: "metadata is an array", data: `{"from":"a","content":{"text":"t"},"metadata":[]}`},
-		{name: "in_reply_to is a number", data: `{"from":"a","content":{"text":"t"},"metadata":{"in_reply_to":5}}`},
 		// The required fields are matched exactly, as every other field is:
 		// encoding/json's case-insensitive struct matching must not count
 		// "Content" or "TEXT" as content.text.
 		{name: "text under an upper-case key", data: `{"from":"a","content":{"TEXT":"t"}}`},
 		{name: "content under an upper-case key", data: `{"from":"a","Content":{"text":"t"}}`},
-		{name: "artifacts is an object", data: `{"from":"a","content":{"text":"t","artifacts":{}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,6 +146,69 @@ func TestDecode(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestDecodeLenient: SPEC §2 makes a file malformed only when it is not
+// JSON, is too large, or lacks "from" or "content.text". An optional field
+// of an unexpected type, as a foreign writer might produce (an epoch
+// timestamp, a list of recipients, "hops":"two"), must not lose the whole
+// message: the field takes its default.
+func TestDecodeLenient(t *testing.T) {
+	tests := []struct {
+		name  string
+		field string // a member of the object {"from":"a","content":{"text":"t", ...}, ...}
+		check func(m channel.Message) bool
+	}{
+		{"epoch timestamp", `"timestamp":1768149195`, func(m channel.Message) bool { return m.Timestamp == "2026-01-11T16:33:15.000Z" }},
+		{"numeric id", `"id":7`, func(m channel.Message) bool { return m.ID == "msg-20260111-163315-claude-4c78" }},
+		{"list of recipients", `"to":["codex","gemini"]`, func(m channel.Message) bool { return m.To == "all" }},
+		{"numeric type", `"type":3`, func(m channel.Message) bool { return m.Type == "chat" }},
+		{"object session_id", `"session_id":{}`, func(m channel.Message) bool { return m.SessionID == "general" }},
+		{"metadata is an array", `"metadata":[]`, func(m channel.Message) bool { return m.Metadata.Hops == 0 }},
+		{"hops is a word", `"metadata":{"hops":"two","host":"vm-2"}`, func(m channel.Message) bool { return m.Metadata.Hops == 0 && m.Metadata.Host == "vm-2" }},
+		{"hops is a bool", `"metadata":{"hops":true}`, func(m channel.Message) bool { return m.Metadata.Hops == 0 }},
+		{"in_reply_to is a number", `"metadata":{"in_reply_to":5}`, func(m channel.Message) bool { return m.Metadata.InReplyTo == "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := `{"from":"a","content":{"text":"t"},` + tt.field + `}`
+			m, err := channel.Decode([]byte(data), seedFile, "general")
+			if err != nil {
+				t.Fatalf("Decode(%s) = %v; want the message, with the odd field at its default", data, err)
+			}
+			if m.From != "a" || m.Content.Text != "t" || !tt.check(m) {
+				t.Errorf("Decode(%s) = %+v", data, m)
+			}
+		})
+	}
+	for _, tt := range []struct{ name, data string }{
+		{"code is an object", `{"from":"a","content":{"text":"t","code":{"lang":"go"}}}`},
+		{"artifacts is an object", `{"from":"a","content":{"text":"t","artifacts":{}}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := channel.Decode([]byte(tt.data), "", "")
+			if err != nil || m.Content.Text != "t" {
+				t.Fatalf("Decode(%s) = %+v, %v; want the message", tt.data, m, err)
+			}
+		})
+	}
+}
+
+// TestEncodeKeepsHTML: collab writes <, > and & as they are (object.field
+// sets SetEscapeHTML(false)), so a message file with code in it stays
+// readable with cat and grep.
+func TestEncodeKeepsHTML(t *testing.T) {
+	code := "if a < b && c > d {}"
+	m := channel.Message{From: "a", Content: channel.Content{Text: "<b>bold</b> & more", Code: &code}}
+	out, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"<b>bold</b> & more"`, `"if a < b && c > d {}"`} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("Encode = %s\nwant it to contain %s", out, want)
+		}
+	}
+}
 
 // TestDecodeMessageTime: Time prefers the timestamp, then the file name.
 func TestMessageTime(t *testing.T) {

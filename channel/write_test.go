@@ -224,7 +224,7 @@ func TestConcurrentWritersAndReader(t *testing.T) {
 	}
 	total := writers * perWriter
 	const ch = "load"
-	root := newRoot(t, ch)
+	root := tmpfsRoot(t)
 
 	// Each writer's clock is frozen at t0 and counts its reads: Post reads
 	// it once per name it tries, so reads beyond one per message are

@@ -99,13 +99,33 @@ func readBytes(t *testing.T, path string) []byte {
 	return b
 }
 
+// readClaim reads the claim of id as any watcher of the agent sees it.
 func readClaim(t *testing.T, root tree.Root, ch, id string) claim.Claim {
 	t.Helper()
-	var c claim.Claim
-	if err := json.Unmarshal(readBytes(t, claimFile(root, ch, id)), &c); err != nil {
-		t.Fatalf("claim file of %s: %v", id, err)
+	observer := &claim.Store{Root: root, Self: claim.Owner{Agent: agent, Instance: "observer"}}
+	c, err := observer.Read(ch, id)
+	if err != nil {
+		t.Fatalf("claim of %s: %v", id, err)
 	}
 	return c
+}
+
+// snapshot is every claim file of the channel (dot-files aside) with its
+// content, to tell whether an operation changed anything.
+func snapshot(t *testing.T, root tree.Root, ch string) string {
+	t.Helper()
+	dir := claimDir(root, ch)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".") {
+			fmt.Fprintf(&b, "%s: %s\n", e.Name(), readBytes(t, filepath.Join(dir, e.Name())))
+		}
+	}
+	return b.String()
 }
 
 // writeClaim puts c in place as if another watcher had published it.
@@ -256,7 +276,7 @@ func TestStaleness(t *testing.T) {
 			if _, out := acquire(t, store(root, tt.old, oldClk), chan1, msgID); out != claim.Acquired {
 				t.Fatalf("seed: %v", out)
 			}
-			before := readBytes(t, claimFile(root, chan1, msgID))
+			before := snapshot(t, root, chan1)
 
 			s := store(root, tt.self, newClock(t0.Add(tt.age)))
 			var asked atomic.Int32
@@ -280,7 +300,7 @@ func TestStaleness(t *testing.T) {
 				if c.Owner != tt.old {
 					t.Errorf("held by %+v, want %+v", c.Owner, tt.old)
 				}
-				if after := readBytes(t, claimFile(root, chan1, msgID)); !bytes.Equal(after, before) {
+				if after := snapshot(t, root, chan1); after != before {
 					t.Errorf("a held claim changed:\n%s\n%s", before, after)
 				}
 			case claim.Acquired:
@@ -340,7 +360,7 @@ func TestFinishedNeverTakenOver(t *testing.T) {
 			if err := o.Finish(chan1, msgID, status, "", "why"); err != nil {
 				t.Fatal(err)
 			}
-			before := readBytes(t, claimFile(root, chan1, msgID))
+			before := snapshot(t, root, chan1)
 			for _, s := range []*claim.Store{
 				store(root, owner("vm-2", "late"), newClock(t0.Add(1000*grace))),
 				{Root: root, Self: owner("vm-1", "same-machine"), Grace: grace, Now: newClock(t0.Add(time.Second)).Now, Alive: func(int) bool { return false }},
@@ -353,7 +373,7 @@ func TestFinishedNeverTakenOver(t *testing.T) {
 					t.Errorf("%s: got %v %+v, want done/%s", s.Self.Instance, out, c, status)
 				}
 			}
-			if after := readBytes(t, claimFile(root, chan1, msgID)); !bytes.Equal(before, after) {
+			if after := snapshot(t, root, chan1); before != after {
 				t.Errorf("finished claim changed:\n%s\n%s", before, after)
 			}
 		})
@@ -376,7 +396,7 @@ func TestNotOwner(t *testing.T) {
 	b := store(root, owner("vm-2", "b"), clk)
 	sameHost := store(root, owner("vm-1", "a2"), clk) // a's host, another instance
 	acquire(t, a, chan1, msgID)
-	before := readBytes(t, claimFile(root, chan1, msgID))
+	before := snapshot(t, root, chan1)
 	clk.Add(time.Second)
 
 	ops := []struct {
@@ -399,7 +419,7 @@ func TestNotOwner(t *testing.T) {
 				if !strings.Contains(err.Error(), "vm-1") {
 					t.Errorf("error %q does not name the owner's host", err)
 				}
-				if after := readBytes(t, claimFile(root, chan1, msgID)); !bytes.Equal(before, after) {
+				if after := snapshot(t, root, chan1); before != after {
 					t.Errorf("claim changed by a non-owner:\n%s\n%s", before, after)
 				}
 			})

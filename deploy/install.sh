@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install collab on this host and into the shared tree.
 #
-#   deploy/install.sh [--root ROOT] [--prefix PREFIX] [--bin PATH] [--no-shared-bin]
+#   deploy/install.sh [--root ROOT] [--prefix PREFIX] [--bin PATH] [--no-shared-bin] [--systemd]
 #
 # - builds cmd/collab (or takes --bin PATH) and installs it as PREFIX/bin/collab
 #   (default PREFIX /usr/local);
@@ -9,7 +9,9 @@
 #   share one tree (skip with --no-shared-bin);
 # - installs the seed-compatible entry points into ROOT/scripts, so
 #   ROOT/scripts/who and ROOT/scripts/send-message work as in the seed;
-# - creates the tree's folders (SPEC §1).
+# - creates the tree's folders (SPEC §1);
+# - with --systemd, installs collab-watcher@.service and /etc/collab/ with an
+#   example agent file (never overwriting one that exists).
 # ROOT defaults to $COLLAB_ROOT, then /mnt/shared/collab. Every file is put in
 # place by rename, so running watchers are never handed a half-copied binary.
 set -eu
@@ -18,6 +20,7 @@ root=${COLLAB_ROOT:-/mnt/shared/collab}
 prefix=/usr/local
 bin=
 shared_bin=1
+systemd=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--root) root=$2; shift 2 ;;
@@ -27,7 +30,8 @@ while [ $# -gt 0 ]; do
 	--bin) bin=$2; shift 2 ;;
 	--bin=*) bin=${1#*=}; shift ;;
 	--no-shared-bin) shared_bin=; shift ;;
-	-h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--systemd) systemd=1; shift ;;
+	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "install.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -66,3 +70,11 @@ for s in "$src"/scripts/*; do
 	put "$s" "$root/scripts/$(basename -- "$s")" 0755
 done
 echo "installed $root/scripts: $(cd "$src/scripts" && echo *)"
+
+if [ -n "$systemd" ]; then
+	put "$src/deploy/collab-watcher@.service" /etc/systemd/system/collab-watcher@.service 0644
+	mkdir -p /etc/collab
+	[ -e /etc/collab/agent.env.example ] || cp "$src/deploy/agent.env.example" /etc/collab/agent.env.example
+	command -v systemctl >/dev/null 2>&1 && systemctl daemon-reload || true
+	echo "installed collab-watcher@.service; configure /etc/collab/AGENT.env, then: systemctl enable --now collab-watcher@AGENT"
+fi

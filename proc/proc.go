@@ -9,6 +9,8 @@
 // without a slash is looked up in the PATH of Spec.Env, or in the current
 // process's PATH when Env is nil or has none. A PATH entry that is empty or
 // relative is skipped, as [exec.LookPath] would refuse it ([exec.ErrDot]).
+// A relative Argv[0] with a slash is relative to Spec.Dir. The program sees
+// Argv[0] as given, not the path found.
 //
 // Spec.Stdin is written to the child byte for byte through a pipe from a
 // goroutine, then the pipe is closed; a child that never reads it does not
@@ -196,7 +198,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	// stopped is set by Cancel, which os/exec calls at most once and before
 	// Wait returns.
 	var stopped error

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,14 +36,14 @@ Flags:
 	}
 	agent := fs.String("agent", "", "agent ID (env COLLAB_AGENT)")
 	channels := fs.StringArray("channel", nil, "channel to watch, repeatable (env COLLAB_CHANNEL, comma-separated)")
-	cli := fs.String("cli", "command", "CLI adapter: command")
-	cmdline := fs.String("cmd", "", "command line of the CLI, split like shell words but run without a shell")
+	cli := fs.String("cli", "", "CLI adapter: command (env COLLAB_CLI, default command)")
+	cmdline := fs.String("cmd", "", "command line of the CLI, split like shell words but run without a shell (env COLLAB_CMD)")
 	cliArgs := fs.StringArray("cli-arg", nil, "extra argument for the CLI, repeatable; each value is exactly one argument")
 	role := fs.String("role", "", "the agent's role: a file to read, or the text itself")
 	memory := fs.StringArray("memory", nil, "file read fresh into every prompt, repeatable (e.g. CURRENT-STATE.md)")
 	contextN := fs.Int("context", 10, "recent messages in the prompt's transcript")
 	tmplFile := fs.String("prompt-template", "", "Go text/template file that replaces the built-in prompt")
-	workdir := fs.String("workdir", "", "working directory of the CLI")
+	workdir := fs.String("workdir", "", "working directory of the CLI (env COLLAB_WORKDIR)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "longest CLI run; then its process group is killed")
 	postErrors := fs.Bool("post-errors", false, "post a short error reply when the CLI fails")
 	poll := fs.Duration("poll", time.Second, "poll interval (polling is the truth on NFS)")
@@ -79,6 +80,15 @@ Flags:
 		if err := tree.CheckName("channel", ch); err != nil {
 			return usageErrorf("watch: %v", err)
 		}
+	}
+	if *cli == "" {
+		*cli = cmp.Or(getenv("COLLAB_CLI"), "command")
+	}
+	if *cmdline == "" {
+		*cmdline = getenv("COLLAB_CMD")
+	}
+	if *workdir == "" {
+		*workdir = getenv("COLLAB_WORKDIR")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
