@@ -361,6 +361,21 @@ func TestBadInput(t *testing.T) {
 	for _, f := range files {
 		f.make(t, filepath.Join(dir, f.name))
 	}
+	// A fresh file's atime equals its mtime, so under relatime (and
+	// strictatime) its first read moves the atime: an unchanged atime
+	// after the scans shows the reader never read it.
+	atime := func(path string) unix.Timespec {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Atim
+	}
+	outsideFiles := []string{secretFile, filepath.Join(outside, "dir", "x")}
+	atimes := make([]unix.Timespec, len(outsideFiles))
+	for i, path := range outsideFiles {
+		atimes[i] = atime(path)
+	}
 	good := []string{"good one", "good two"}
 	writeFile(t, filepath.Join(dir, fileName("alice", t0, "a001")), messageJSON("alice", good[0]))
 	writeFile(t, filepath.Join(dir, fileName("bob", t0.Add(time.Second), "b002")), messageJSON("bob", good[1]))
@@ -387,6 +402,11 @@ func TestBadInput(t *testing.T) {
 		data, _ := m.Encode()
 		if bytes.Contains(data, []byte(secret)) {
 			t.Errorf("a returned message carries the content of a file outside ROOT: %s", data)
+		}
+	}
+	for i, path := range outsideFiles {
+		if got := atime(path); got != atimes[i] {
+			t.Errorf("%s outside ROOT was read (its atime moved)", path)
 		}
 	}
 	for _, f := range files {

@@ -659,9 +659,9 @@ func TestUpdateAfterTakeover(t *testing.T) {
 // Spinners acquiring a message whose live claim is held by b must never
 // get it.
 func TestPutBackWindow(t *testing.T) {
-	rounds := 300
+	rounds := 100
 	if testing.Short() {
-		rounds = 50
+		rounds = 20
 	}
 	root := tree.Root(t.TempDir())
 	now := t0.Add(2 * grace)
@@ -688,7 +688,7 @@ func TestPutBackWindow(t *testing.T) {
 			// b holds a live claim from here on; start the spinners.
 			for _, s := range spin {
 				wg.Go(func() {
-					for !stop.Load() {
+					for try := 0; try < 100 && !stop.Load(); try++ {
 						_, out, err := s.Acquire(chan1, id)
 						if err != nil {
 							t.Errorf("%s: %v", s.Self.Instance, err)

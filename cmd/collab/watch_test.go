@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"collab/channel"
+	"collab/internal/bindfstest"
+	"collab/presence"
+	"collab/tree"
+)
+
+// The test binary plays two other programs, chosen by $COLLAB_TEST_AS:
+// "collab" runs main (a real collab process to signal and kill), and "cli"
+// is a fake model CLI.
+func TestMain(m *testing.M) {
+	switch os.Getenv("COLLAB_TEST_AS") {
+	case "collab":
+		// The CLI this watcher runs is the test binary again, as "cli".
+		os.Setenv("COLLAB_TEST_AS", "cli")
+		main()
+	case "cli":
+		fakeCLI()
+	default:
+		os.Exit(m.Run())
+	}
+}
+
+// fakeCLI answers "ok MESSAGE-ID". $FAKE_CLI_STARTED names a folder where
+// it first records its PID; $FAKE_CLI_SLEEP makes it slow.
+func fakeCLI() {
+	io.Copy(io.Discard, os.Stdin)
+	if dir := os.Getenv("FAKE_CLI_STARTED"); dir != "" {
+		os.WriteFile(filepath.Join(dir, fmt.Sprint(os.Getpid())), nil, 0o666)
+	}
+	if d, err := time.ParseDuration(os.Getenv("FAKE_CLI_SLEEP")); err == nil {
+		time.Sleep(d)
+	}
+	fmt.Println("ok", os.Getenv("COLLAB_MESSAGE_ID"))
+	os.Exit(0)
+}
+
+// watcherProc is a collab watch process.
+type watcherProc struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan error
+}
+
+// startWatcher runs `collab watch` for agent on channel c in root, with the
+// fake CLI; env adds variables for the CLI, flags more flags.
+func startWatcher(t *testing.T, root, agent, c string, env []string, flags ...string) *watcherProc {
+	t.Helper()
+	w := &watcherProc{done: make(chan error, 1)}
+	w.cmd = exec.Command(os.Args[0], "watch", "--root", root, "--agent", agent, "--channel", c,
+		"--cli", "command", "--cmd", os.Args[0], "--poll", "100ms", "--heartbeat", "200ms", "--grace", "2s")
+	w.cmd.Args = append(w.cmd.Args, flags...)
+	w.cmd.Env = append(os.Environ(), append([]string{"COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0"}, env...)...)
+	w.cmd.Stderr = &w.stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.done <- w.cmd.Wait() }()
+	t.Cleanup(func() {
+		w.cmd.Process.Kill()
+		<-w.done
+		if t.Failed() {
+			t.Logf("watcher %s log:\n%s", agent, w.stderr.String())
+		}
+	})
+	waitFor(t, func() bool {
+		s, err := presence.Read(tree.Root(root), agent)
+		return err == nil && s.State == presence.StateAwake && s.WatcherPID == w.cmd.Process.Pid
+	})
+	return w
+}
+
+// stop sends sig and waits for the process to end.
+func (w *watcherProc) stop(t *testing.T, sig os.Signal) error {
+	t.Helper()
+	w.cmd.Process.Signal(sig)
+	select {
+	case err := <-w.done:
+		w.done <- err // for the clean-up
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatalf("watcher did not exit after %v", sig)
+		return nil
+	}
+}
+
+// replies returns the replies in channel c, by the message they answer.
+func replies(t *testing.T, root, c, from string) map[string][]string {
+	t.Helper()
+	msgs, _, err := channel.ReadAll(tree.Root(root), c, channel.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string][]string)
+	for _, m := range msgs {
+		if m.From == from && m.Metadata.InReplyTo != "" {
+			out[m.Metadata.InReplyTo] = append(out[m.Metadata.InReplyTo], m.ID)
+		}
+	}
+	return out
+}
+
+func send(t *testing.T, root, c, from, to, text string) string {
+	t.Helper()
+	return post(t, root, c, from, to, text, time.Now()).ID
+}
+
+func TestWatchProcessReplyAndSIGTERM(t *testing.T) {
+	root := t.TempDir()
+	w := startWatcher(t, root, "codex", "dev", nil)
+	id := send(t, root, "dev", "human", "codex", "hello")
+	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[id]) == 1 })
+	m, err := channel.Lookup(tree.Root(root), "dev", replies(t, root, "dev", "codex")[id][0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Content.Text != "ok "+id || m.To != "human" || m.Metadata.Mode != "watcher" || m.Metadata.Hops != 1 {
+		t.Errorf("reply = %q to %s, metadata %+v", m.Content.Text, m.To, m.Metadata)
+	}
+	if err := w.stop(t, syscall.SIGTERM); err != nil {
+		t.Errorf("exit after SIGTERM: %v", err)
+	}
+	s, err := presence.Read(tree.Root(root), "codex")
+	if err != nil || s.State != presence.StateOffline {
+		t.Errorf("presence after SIGTERM = %+v, %v; want OFFLINE", s, err)
+	}
+	if !strings.Contains(w.stderr.String(), "replied") {
+		t.Errorf("log has no reply line:\n%s", w.stderr.String())
+	}
+	logFile, err := os.ReadFile(filepath.Join(root, "logs", "codex.log"))
+	if err != nil || !bytes.Contains(logFile, []byte(`"msg":"replied"`)) {
+		t.Errorf("JSON log lacks the reply: %v\n%s", err, logFile)
+	}
+}
+
+func TestWatchProcessRestartAnswersBacklogOnce(t *testing.T) {
+	root := t.TempDir()
+	w := startWatcher(t, root, "codex", "dev", nil)
+	first := send(t, root, "dev", "human", "codex", "before the stop")
+	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[first]) == 1 })
+	w.stop(t, syscall.SIGTERM)
+
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, send(t, root, "dev", "human", "codex", fmt.Sprint("while down ", i)))
+	}
+	startWatcher(t, root, "codex", "dev", nil)
+	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")) == 4 })
+	time.Sleep(500 * time.Millisecond) // room for a duplicate to show up
+	got := replies(t, root, "dev", "codex")
+	for _, id := range append(ids, first) {
+		if len(got[id]) != 1 {
+			t.Errorf("%s has %d replies, want 1", id, len(got[id]))
+		}
+	}
+}
+
+func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
+	root := t.TempDir()
+	started := t.TempDir()
+	w := startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=30s"})
+	id := send(t, root, "dev", "human", "codex", "take your time")
+	var cliPID int
+	waitFor(t, func() bool {
+		ents, _ := os.ReadDir(started)
+		if len(ents) == 0 {
+			return false
+		}
+		fmt.Sscan(ents[0].Name(), &cliPID)
+		return true
+	})
+	w.stop(t, syscall.SIGKILL)
+	// The kernel kills the orphaned CLI (parent-death signal).
+	waitFor(t, func() bool { return !presence.PIDAlive(cliPID) || isZombie(cliPID) })
+
+	startWatcher(t, root, "codex", "dev", nil) // fast CLI now
+	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[id]) >= 1 })
+	time.Sleep(500 * time.Millisecond)
+	if n := len(replies(t, root, "dev", "codex")[id]); n != 1 {
+		t.Errorf("%d replies after the crash and restart, want 1", n)
+	}
+}
+
+func isZombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) S ...: the state follows the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// Two watchers of one agent on two "hosts" (bindfs mounts of one folder),
+// started by mistake: every message is answered exactly once. A sender on a
+// third mount is answered within the poll interval plus a second.
+func TestWatchProcessTwoMountsOneAgent(t *testing.T) {
+	backing := t.TempDir()
+	a := bindfstest.Mount(t, backing)
+	b := bindfstest.Mount(t, backing)
+	c := bindfstest.Mount(t, backing)
+	startWatcher(t, a, "codex", "dev", nil, "--rate", "1000")
+	startWatcher(t, b, "codex", "dev", nil, "--rate", "1000")
+
+	start := time.Now()
+	first := send(t, c, "dev", "human", "codex", "first")
+	waitFor(t, func() bool { return len(replies(t, c, "dev", "codex")[first]) == 1 })
+	if d := time.Since(start); d > 100*time.Millisecond+time.Second+500*time.Millisecond {
+		t.Errorf("first reply across mounts took %v", d) // generous: includes the CLI run
+	}
+
+	n := 50
+	if testing.Short() {
+		n = 10
+	}
+	ids := []string{first}
+	for i := range n - 1 {
+		ids = append(ids, send(t, c, "dev", "human", "codex", fmt.Sprint("message ", i)))
+	}
+	waitFor(t, func() bool { return len(replies(t, c, "dev", "codex")) == n })
+	time.Sleep(time.Second)
+	got := replies(t, backing, "dev", "codex")
+	for _, id := range ids {
+		if len(got[id]) != 1 {
+			t.Errorf("%s has %d replies, want 1", id, len(got[id]))
+		}
+	}
+}
