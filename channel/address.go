@@ -21,6 +21,9 @@ func (m *Message) IsFor(agent string) bool {
 
 // Mentions reports whether text has @agent as a whole token, ignoring case.
 func Mentions(text, agent string) bool {
+	if agent == "" {
+		return false
+	}
 	for i := 0; i < len(text); i++ {
 		if text[i] != '@' || (i > 0 && tree.NameByte(text[i-1])) {
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"collab/channel"
+	"collab/internal/bindfstest"
 	"collab/tree"
 )
 
@@ -24,8 +25,8 @@ func TestTwoHosts(t *testing.T) {
 	if err := os.MkdirAll(tree.Root(backing).Channel(ch), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	hostA := tree.Root(mountBindfs(t, backing))
-	hostB := tree.Root(mountBindfs(t, backing))
+	hostA := tree.Root(bindfstest.Mount(t, backing))
+	hostB := tree.Root(bindfstest.Mount(t, backing))
 
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -102,8 +103,8 @@ func TestTwoHostsNegativeLookupCache(t *testing.T) {
 	if err := os.MkdirAll(tree.Root(backing).Channel(ch), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	hostA := tree.Root(mountBindfs(t, backing, "-o", "attr_timeout=2,entry_timeout=2,negative_timeout=2"))
-	hostB := tree.Root(mountBindfs(t, backing))
+	hostA := tree.Root(bindfstest.Mount(t, backing, "-o", "attr_timeout=2,entry_timeout=2,negative_timeout=2"))
+	hostB := tree.Root(bindfstest.Mount(t, backing))
 	r, err := channel.NewReader(hostA, ch, channel.Cursor{}, channel.ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -182,15 +183,15 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	}
 	*m = Message{}
 	err = errors.Join(
-		f.take("id", &m.ID),
-		f.take("timestamp", &m.Timestamp),
-		f.take("session_id", &m.SessionID),
 		f.take("from", &m.From),
-		f.take("to", &m.To),
-		f.take("type", &m.Type),
 		f.take("content", &m.Content),
-		f.take("metadata", &m.Metadata),
 	)
+	f.lenient("id", &m.ID)
+	f.lenient("timestamp", &m.Timestamp)
+	f.lenient("session_id", &m.SessionID)
+	f.lenient("to", &m.To)
+	f.lenient("type", &m.Type)
+	f.lenient("metadata", &m.Metadata)
 	m.Extra = f.rest()
 	return err
 }
@@ -202,11 +203,9 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*c = Content{}
-	err = errors.Join(
-		f.take("text", &c.Text),
-		f.take("code", &c.Code),
-		f.take("artifacts", &c.Artifacts),
-	)
+	err = f.take("text", &c.Text)
+	f.lenient("code", &c.Code)
+	f.lenient("artifacts", &c.Artifacts)
 	c.Extra = f.rest()
 	return err
 }
@@ -219,14 +218,12 @@ func (md *Metadata) UnmarshalJSON(b []byte) error {
 	}
 	*md = Metadata{}
 	var hops json.Number
-	err = errors.Join(
-		f.take("mode", &md.Mode),
-		f.take("turn", &md.Turn),
-		f.take("in_reply_to", &md.InReplyTo),
-		f.take("hops", &hops),
-		f.take("thread", &md.Thread),
-		f.take("host", &md.Host),
-	)
+	f.lenient("mode", &md.Mode)
+	f.lenient("turn", &md.Turn)
+	f.lenient("in_reply_to", &md.InReplyTo)
+	f.lenient("hops", &hops)
+	f.lenient("thread", &md.Thread)
+	f.lenient("host", &md.Host)
 	if hops != "" {
 		// Be liberal: 2, 2.0 and "2" are all depth 2; nonsense is 0.
 		if n, e := hops.Float64(); e == nil && n >= 0 && n < 1<<31 {
@@ -234,17 +231,18 @@ func (md *Metadata) UnmarshalJSON(b []byte) error {
 		}
 	}
 	md.Extra = f.rest()
-	return err
+	return nil
 }
 
 // hasText reports whether data has a string content.text, empty or not.
+// Keys are matched exactly, as everywhere else in a message (a struct
+// target would let encoding/json match "Content" or "TEXT").
 func hasText(data []byte) bool {
-	var v struct {
-		Content struct {
-			Text *string `json:"text"`
-		} `json:"content"`
-	}
-	return json.Unmarshal(data, &v) == nil && v.Content.Text != nil
+	var top, content map[string]json.RawMessage
+	var text *string
+	return json.Unmarshal(data, &top) == nil &&
+		json.Unmarshal(top["content"], &content) == nil &&
+		json.Unmarshal(content["text"], &text) == nil && text != nil
 }
 
 // rawFields is a JSON object's members by name.
@@ -275,6 +273,16 @@ func (f rawFields) take(key string, dst any) error {
 		return fmt.Errorf("%q: %w", key, err)
 	}
 	return nil
+}
+
+// lenient is take for an optional field: a value of the wrong type is
+// dropped and dst keeps its zero value, so a foreign writer's odd field
+// does not make the message malformed (SPEC §2: only "from" and
+// "content.text" are required).
+func (f rawFields) lenient(key string, dst any) {
+	if err := f.take(key, dst); err != nil {
+		reflect.ValueOf(dst).Elem().SetZero()
+	}
 }
 
 func (f rawFields) rest() map[string]json.RawMessage {

@@ -210,7 +210,7 @@ func TestEncodeKeepsHTML(t *testing.T) {
 	}
 }
 
-// TestDecodeMessageTime: Time prefers the timestamp, then the file name.
+// TestMessageTime: Time prefers the timestamp, then the file name.
 func TestMessageTime(t *testing.T) {
 	tests := []struct {
 		name string

@@ -248,7 +248,7 @@ func (r *Reader) Scan() ([]Message, []Skip, error) {
 			}
 			delete(r.bad, name) // changed: look again
 		}
-		m, skip, ok := r.read(d, name)
+		m, skip, ok := r.read(d, name, e.Type())
 		if skip != nil {
 			skips = append(skips, *skip)
 		}
@@ -268,8 +268,21 @@ func (r *Reader) Scan() ([]Message, []Skip, error) {
 
 // read reads one candidate file. It returns the message and ok, or a skip
 // to report (at most once per file), or neither while it waits to retry.
-func (r *Reader) read(d *safedir.Dir, name string) (Message, *Skip, bool) {
-	data, fi, err := d.ReadFile(name, r.opt.MaxSize)
+func (r *Reader) read(d *safedir.Dir, name string, typ fs.FileMode) (Message, *Skip, bool) {
+	var (
+		data []byte
+		fi   fs.FileInfo
+		err  error
+	)
+	// The listing's type spares opening sockets, devices and folders.
+	switch {
+	case typ&fs.ModeSymlink != 0:
+		err = safedir.ErrSymlink
+	case !typ.IsRegular():
+		err = safedir.ErrNotRegular
+	default:
+		data, fi, err = d.ReadFile(name, r.opt.MaxSize)
+	}
 	if err == nil {
 		m, err := Decode(data, name, r.channel)
 		if err == nil {
@@ -291,6 +304,9 @@ func (r *Reader) read(d *safedir.Dir, name string) (Message, *Skip, bool) {
 		fi, _ = d.Lstat(name)
 	case errors.Is(err, safedir.ErrNotRegular):
 		reason = SkipNotRegular
+		if fi == nil {
+			fi, _ = d.Lstat(name)
+		}
 	case errors.Is(err, safedir.ErrTooLarge):
 		reason = SkipTooLarge
 	case errors.Is(err, fs.ErrNotExist):

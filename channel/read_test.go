@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -451,24 +450,30 @@ func TestBadInput(t *testing.T) {
 // whether that happens before it is reported malformed or after.
 func TestMalformedCompletedInPlace(t *testing.T) {
 	full := messageJSON("foreign", "written in place")
+	truncated := full[:len(full)-7]
+	// Garbage of the full message's size: completing it leaves the size
+	// alone, so only the mtime tells the change.
+	sameSize := append([]byte("{"), bytes.Repeat([]byte(" "), len(full)-1)...)
 	tests := []struct {
 		name         string
-		scansBefore  int  // scans of the truncated file
+		partial      []byte
+		scansBefore  int  // scans of the partial file
 		wantReported bool // reported malformed before it was completed
 		complete     func(t *testing.T, path string)
 	}{
-		{"completed after one scan", 1, false, appendRest(full)},
-		{"completed just before retries run out", channel.DefaultRetries - 1, false, appendRest(full)},
-		{"completed after being reported", channel.DefaultRetries + 2, true, appendRest(full)},
-		{"rewritten at the same size after being reported", channel.DefaultRetries + 2, true,
+		{"completed after one scan", truncated, 1, false, appendRest(full)},
+		{"completed just before retries run out", truncated, channel.DefaultRetries - 1, false, appendRest(full)},
+		{"completed after being reported", truncated, channel.DefaultRetries + 2, true, appendRest(full)},
+		{"rewritten at the same size after being reported", sameSize, channel.DefaultRetries + 2, true,
 			func(t *testing.T, path string) {
-				// Same size, new bytes and a new mtime: a changed file.
 				fi, err := os.Stat(path)
 				if err != nil {
 					t.Fatal(err)
 				}
 				writeFile(t, path, full)
-				if err := os.Chtimes(path, fi.ModTime().Add(time.Second), fi.ModTime().Add(time.Second)); err != nil {
+				// A coarse clock could leave the mtime as it was.
+				later := fi.ModTime().Add(time.Second)
+				if err := os.Chtimes(path, later, later); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -478,13 +483,7 @@ func TestMalformedCompletedInPlace(t *testing.T) {
 			const ch = "general"
 			root := newRoot(t, ch)
 			path := filepath.Join(root.Channel(ch), fileName("foreign", t0, "0001"))
-			partial := full[:len(full)-7]
-			if strings.Contains(tt.name, "same size") {
-				// A same-size garbage version of the file.
-				partial = bytes.Repeat([]byte(" "), len(full))
-				partial[0] = '{'
-			}
-			writeFile(t, path, partial)
+			writeFile(t, path, tt.partial)
 			r, err := channel.NewReader(root, ch, channel.Cursor{}, channel.ReaderOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -493,7 +492,7 @@ func TestMalformedCompletedInPlace(t *testing.T) {
 			for i := range tt.scansBefore {
 				msgs, skips := scan(t, r)
 				if len(msgs) != 0 {
-					t.Fatalf("scan %d returned %q from a truncated file", i+1, texts(msgs))
+					t.Fatalf("scan %d returned %q from a partial file", i+1, texts(msgs))
 				}
 				reported = append(reported, skips...)
 			}
@@ -518,6 +517,7 @@ func TestMalformedCompletedInPlace(t *testing.T) {
 	}
 }
 
+// appendRest completes a file holding all but the last 7 bytes of full.
 func appendRest(full []byte) func(*testing.T, string) {
 	return func(t *testing.T, path string) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)

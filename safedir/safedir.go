@@ -289,9 +289,12 @@ func (d *Dir) writeTemp(name string, data []byte, perm fs.FileMode) (tmp string,
 	if err != nil {
 		return "", err
 	}
+	// The failure paths below return "", so the named result tmp is empty
+	// by the time a deferred call runs: remove the name kept here.
+	created := tmp
 	defer func() {
 		if err != nil {
-			unix.Unlinkat(d.fd(), tmp, 0)
+			unix.Unlinkat(d.fd(), created, 0)
 		}
 	}()
 	if _, err = f.Write(data); err != nil {

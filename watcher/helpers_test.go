@@ -489,14 +489,22 @@ func helperMain(mode string, args []string) int {
 		return 0
 	case "watcher":
 		// A watcher of agent on root args[0] with host args[1] whose CLI
-		// never returns: the parent kills this process mid-run.
+		// never returns: the parent kills this process mid-run. With
+		// args[2] "background" Run gets context.Background(), else a
+		// context that SIGTERM cancels, as in main.
 		cfg := config(tree.Root(args[0]), &fakeRunner{reply: func(c runCall) (modelcli.Response, error) {
 			<-c.Ctx.Done()
 			return modelcli.Response{}, c.Ctx.Err()
 		}})
 		cfg.Host = args[1]
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-		if err := watcher.Run(context.Background(), cfg); err != nil {
+		ctx := context.Background()
+		if args[2] != "background" {
+			var stop context.CancelFunc
+			ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM)
+			defer stop()
+		}
+		if err := watcher.Run(ctx, cfg); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

@@ -1,0 +1,86 @@
+package channel_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"collab/channel"
+	"collab/tree"
+)
+
+func TestLookup(t *testing.T) {
+	const ch = "general"
+	root := newRoot(t, ch)
+	m := post(t, &channel.Writer{Root: root}, ch, "a", "find me")
+	got, err := channel.Lookup(root, ch, m.ID)
+	if err != nil || got.Content.Text != "find me" || got.File != m.File {
+		t.Errorf("Lookup = %+v, %v", got, err)
+	}
+	tests := []struct {
+		name    string
+		channel string
+		id      string
+		want    error
+	}{
+		{"missing message", ch, channel.NewID("a", t0, "0000"), fs.ErrNotExist},
+		{"missing channel", "other", m.ID, fs.ErrNotExist},
+		{"bad channel", "../" + ch, m.ID, tree.ErrBadName},
+		{"bad id", ch, "../../etc/passwd", channel.ErrNotMessageName},
+		{"file name for id", ch, m.File, channel.ErrNotMessageName},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := channel.Lookup(root, tt.channel, tt.id); !errors.Is(err, tt.want) {
+				t.Errorf("Lookup(%q, %q) = %v, want %v", tt.channel, tt.id, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRecent(t *testing.T) {
+	const ch = "general"
+	root := newRoot(t, ch)
+	dir := root.Channel(ch)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+	for i := range 6 {
+		writeFile(t, filepath.Join(dir, fileName("a", at(i), "0000")), messageJSON("a", fmt.Sprint(i)))
+	}
+	writeFile(t, filepath.Join(dir, fileName("a", at(3), "0001")), []byte("not JSON"))
+	writeFile(t, filepath.Join(dir, "README"), []byte("not a message"))
+	before := fileName("a", at(4), "0000")
+
+	tests := []struct {
+		name   string
+		before string
+		n      int
+		want   []string
+	}{
+		{"two before", before, 2, []string{"2", "3"}},
+		{"all before", before, 100, []string{"0", "1", "2", "3"}},
+		{"none asked", before, 0, nil},
+		{"first message", fileName("a", at(0), "0000"), 5, nil},
+		{"before a name not written yet", fileName("a", at(10), "0000"), 3, []string{"3", "4", "5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := channel.Recent(root, ch, tt.before, tt.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(texts(got), tt.want) {
+				t.Errorf("Recent(%s, %d) = %q, want %q", tt.before, tt.n, texts(got), tt.want)
+			}
+		})
+	}
+	if _, err := channel.Recent(root, ch, "README", 3); err == nil {
+		t.Error("Recent before a non-message name succeeded")
+	}
+	if _, err := channel.Recent(root, "../x", before, 3); !errors.Is(err, tree.ErrBadName) {
+		t.Errorf("Recent in a bad channel = %v, want ErrBadName", err)
+	}
+}

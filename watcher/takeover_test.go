@@ -1,0 +1,245 @@
+package watcher_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"collab/channel"
+	"collab/claim"
+	"collab/presence"
+	"collab/tree"
+)
+
+// TestCrashTakeover: a watcher process dies (SIGKILL) while its CLI runs.
+// A new watcher on the same machine finds the message in the state file,
+// takes the dead owner's claim over and answers it exactly once, honouring
+// a reply token the dead watcher may have left.
+func TestCrashTakeover(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		token bool // the dead watcher reserved reply R
+		reply bool // and posted it
+	}{
+		{name: "no token"},
+		{name: "token, reply not posted", token: true},
+		{name: "token, reply posted", token: true, reply: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			m, dead := crashMidRun(t, root)
+
+			replyID := channel.NewID(agent, time.Now(), "beef")
+			if tt.token {
+				s := &claim.Store{Root: root, Self: dead}
+				got, fresh, err := s.ReserveReply(chName, m.ID, replyID)
+				if err != nil || !fresh || got != replyID {
+					t.Fatalf("ReserveReply = %q, %v, %v", got, fresh, err)
+				}
+			}
+			if tt.reply {
+				post(t, root, channel.Message{
+					ID: replyID, From: agent, To: m.From, Content: channel.Content{Text: "posted before the crash"},
+					Metadata: channel.Metadata{Mode: "watcher", InReplyTo: m.ID, Hops: 1, Thread: m.ID, Host: testHost},
+				})
+			}
+
+			r := &fakeRunner{}
+			h := start(t, config(root, r))
+			c := waitClaim(t, root, agent, m.ID)
+			waitSettled(t, root, agent)
+			h.stop()
+
+			rs := repliesTo(messages(t, root), m.ID)
+			if len(rs) != 1 {
+				t.Fatalf("%d replies after the takeover, want 1: %+v", len(rs), rs)
+			}
+			if tt.token && rs[0].ID != replyID {
+				t.Errorf("reply id = %s, want %s, the id the reply token names", rs[0].ID, replyID)
+			}
+			wantRuns := 1
+			if tt.reply {
+				wantRuns = 0 // the reply is there to be read: no need to ask the model again
+			}
+			if n := len(r.Calls()); n != wantRuns {
+				t.Errorf("CLI ran %d times, want %d", n, wantRuns)
+			}
+			if c.Status != claim.Replied || c.Reply != rs[0].ID {
+				t.Errorf("claim = %s reply %q, want %s reply %q", c.Status, c.Reply, claim.Replied, rs[0].ID)
+			}
+			if c.Owner.Instance == dead.Instance {
+				t.Errorf("the claim still belongs to the dead watcher")
+			}
+			if !tt.reply && c.Takeovers != 1 {
+				t.Errorf("claim takeovers = %d, want 1", c.Takeovers)
+			}
+		})
+	}
+}
+
+// crashMidRun runs a watcher in a child process, sends it a message, and
+// kills it with SIGKILL while its CLI works on the message. It returns the
+// message and the dead watcher's claim owner.
+func crashMidRun(t *testing.T, root tree.Root) (channel.Message, claim.Owner) {
+	t.Helper()
+	child := startChild(t, root, "cancellable")
+	pid := child.cmd.Process.Pid
+	m := send(t, root, agent, "the child will die answering this")
+	var c claim.Claim
+	waitFor(t, "the child to claim the message and save its state", func() bool {
+		var err error
+		c, err = readClaim(root, agent, m.ID)
+		if err != nil || c.Status != claim.Working {
+			return false
+		}
+		st, err := os.ReadFile(filepath.Join(root.State(agent), "watch.json"))
+		return err == nil && strings.Contains(string(st), m.ID)
+	})
+	if c.Owner.PID != pid || c.Owner.Host != testHost {
+		t.Fatalf("claim owner = %+v, want pid %d on %s", c.Owner, pid, testHost)
+	}
+	child.kill()
+	if s := readPresence(t, root, agent); s.Substate != presence.SubWorking {
+		t.Fatalf("presence of the dead watcher = %s/%s, want it left WORKING", s.State, s.Substate)
+	}
+	return m, c.Owner
+}
+
+// TestTwoWatchers: two watchers of one agent by mistake, on one root or on
+// two hosts (two bindfs views of one folder): every message is answered
+// exactly once, and the CLI runs once per message.
+func TestTwoWatchers(t *testing.T) {
+	t.Parallel()
+	n := 50
+	if testing.Short() {
+		n = 20
+	}
+	t.Run("one root", func(t *testing.T) {
+		t.Parallel()
+		root := tree.Root(t.TempDir())
+		twoWatchers(t, n, root, root, root, testHost, testHost)
+	})
+	t.Run("two hosts", func(t *testing.T) {
+		t.Parallel()
+		backing := t.TempDir()
+		if err := os.MkdirAll(tree.Root(backing).Channel(chName), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		a := tree.Root(mountBindfs(t, backing))
+		b := tree.Root(mountBindfs(t, backing))
+		twoWatchers(t, n, tree.Root(backing), a, b, "host-a", "host-b")
+	})
+}
+
+func twoWatchers(t *testing.T, n int, sender, rootA, rootB tree.Root, hostA, hostB string) {
+	ra, rb := &fakeRunner{}, &fakeRunner{}
+	cfgA, cfgB := config(rootA, ra), config(rootB, rb)
+	cfgA.Host, cfgB.Host = hostA, hostB
+	ha, hb := start(t, cfgA), start(t, cfgB)
+
+	var sent []channel.Message
+	for i := range n {
+		sent = append(sent, send(t, sender, agent, fmt.Sprintf("message %d", i)))
+	}
+	waitReplies(t, sender, ids(sent...)...)
+	// Once both have stopped nothing more can be posted: count then.
+	ha.stop()
+	hb.stop()
+
+	msgs := messages(t, sender)
+	for _, m := range sent {
+		if rs := repliesTo(msgs, m.ID); len(rs) != 1 {
+			t.Errorf("%q: %d replies, want 1", m.Content.Text, len(rs))
+		}
+		if runs := len(ra.callsFor(m.ID)) + len(rb.callsFor(m.ID)); runs != 1 {
+			t.Errorf("%q: the CLI ran %d times, want 1", m.Content.Text, runs)
+		}
+	}
+	t.Logf("%s answered %d, %s answered %d", hostA, len(ra.Calls()), hostB, len(rb.Calls()))
+	if len(msgs) != 2*n {
+		t.Errorf("%d messages in the channel, want %d (%d and their replies)", len(msgs), 2*n, n)
+	}
+}
+
+// child is a watcher in a child process (helper mode "watcher").
+type child struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	exited chan struct{} // closed when it has exited
+	kill   func()        // SIGKILL and wait
+}
+
+// startChild starts a child watcher on root and waits until it is awake.
+// ctxKind is "background" or "cancellable" (see helperMain).
+func startChild(t *testing.T, root tree.Root, ctxKind string) *child {
+	t.Helper()
+	args := helperArgs("watcher", string(root), testHost, ctxKind)
+	c := &child{cmd: exec.Command(args[0], args[1:]...), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	c.cmd.Stderr = c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c.cmd.Wait()
+		close(c.exited)
+	}()
+	c.kill = func() {
+		c.cmd.Process.Kill()
+		<-c.exited
+	}
+	t.Cleanup(func() {
+		c.kill()
+		if t.Failed() {
+			t.Logf("child watcher's log:\n%s", c.stderr)
+		}
+	})
+	pid := c.cmd.Process.Pid
+	waitFor(t, "the child watcher to start", func() bool {
+		select {
+		case <-c.exited:
+			t.Fatalf("the child watcher exited before it was seen awake: %v; presence %+v", c.cmd.ProcessState, readPresence(t, root, agent))
+		default:
+		}
+		s, err := presence.Read(root, agent)
+		return err == nil && s.WatcherPID == pid && s.State == presence.StateAwake
+	})
+	return c
+}
+
+// TestRunBackgroundContext: Run runs until ctx is done, and a context
+// that is never done (context.Background) has a nil Done channel: Run must
+// keep running, not return at once.
+func TestRunBackgroundContext(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	c := startChild(t, root, "background")
+	holds(t, 10*20*time.Millisecond, "the child watcher runs", func() bool {
+		select {
+		case <-c.exited:
+			t.Fatalf("watcher.Run(context.Background(), …) returned at once (%v); presence %+v", c.cmd.ProcessState, readPresence(t, root, agent))
+		default:
+		}
+		return true
+	})
+	m := send(t, root, agent, "are you there?")
+	waitFor(t, "the child to take the message, or exit", func() bool {
+		select {
+		case <-c.exited:
+			return true
+		default:
+		}
+		cl, err := readClaim(root, agent, m.ID)
+		return err == nil && cl.Status == claim.Working
+	})
+	select {
+	case <-c.exited:
+		t.Fatalf("watcher.Run(context.Background(), …) returned at once (%v); presence %+v", c.cmd.ProcessState, readPresence(t, root, agent))
+	default:
+	}
+}
