@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -73,6 +74,16 @@ func (m *Message) Time() time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// Key returns the id of the message's file (its name without ".json"),
+// which is unique within the channel, unlike the JSON id a foreign writer
+// may have set. Messages not read from a file return ID.
+func (m *Message) Key() string {
+	if k, ok := strings.CutSuffix(m.File, nameSuffix); ok && k != "" {
+		return k
+	}
+	return m.ID
 }
 
 // ThreadID returns the id of the first message of m's chain.

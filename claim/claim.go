@@ -6,17 +6,24 @@
 //
 // For agent A answering message M of channel C:
 //
-//	ROOT/claims/C/A/M.json    the claim: owner, status, heartbeat
+//	ROOT/claims/C/A/M.json    the claim, generation 0: owner, status, heartbeat
+//	ROOT/claims/C/A/M.N.json  generation N, made by the N-th takeover
 //	ROOT/claims/C/A/M.reply   the reply token: the id the one reply will have
 //
-// A claim is created with a no-replace publish, so of two watchers exactly
-// one creates it. Its owner refreshes the heartbeat while it works and sets
-// the status when it is done (replied, failed, skipped). A claim whose
-// status is still "working" is taken over when its owner is gone: its
-// heartbeat is older than the grace period, or its owner ran on this host
-// (same boot and PID namespace) and its PID is dead. Takeover moves the old
-// claim aside with rename, which only one contender can do, checks that what
-// it moved is what it judged stale, and publishes a new claim.
+// The claim of M is its highest generation. Each generation is created
+// with a no-replace publish, so of several watchers exactly one creates it,
+// and only its owner ever rewrites it: the owner refreshes the heartbeat
+// while it works and sets the status when it is done (replied, failed,
+// skipped). A claim whose status is still "working" is taken over when its
+// owner is gone: its heartbeat is older than the grace period, or its owner
+// ran on this host (same boot and PID namespace) and its PID is dead.
+// Takeover publishes the next generation; nothing is moved or replaced, so
+// no contender can remove a claim it did not judge, and an owner that wakes
+// up late writes only into its own, superseded generation and learns with
+// [ErrLost] that it lost.
+//
+// A message id is made of the characters of a name ([tree.NameByte]); it
+// has no '.', so the generations' file names cannot collide.
 //
 // Takeover can misjudge an owner that is alive but cut off. What makes the
 // reply unique is the reply token: before posting, the owner publishes
@@ -26,7 +33,6 @@
 package claim
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -34,6 +40,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +63,9 @@ const (
 const DefaultGrace = 2 * time.Minute
 
 const maxFile = 64 << 10
+
+// maxGen bounds the generations a claim may have.
+const maxGen = 1000
 
 // Owner identifies one watcher process.
 type Owner struct {
@@ -165,8 +175,11 @@ func PIDAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func (s *Store) dir(channel string, create bool) (*safedir.Dir, error) {
+func (s *Store) dir(channel, id string, create bool) (*safedir.Dir, error) {
 	if err := tree.CheckName("channel", channel); err != nil {
+		return nil, err
+	}
+	if err := checkID(id); err != nil {
 		return nil, err
 	}
 	if err := tree.CheckName("agent", s.Self.Agent); err != nil {
@@ -177,6 +190,44 @@ func (s *Store) dir(channel string, create bool) (*safedir.Dir, error) {
 		return safedir.Create(path)
 	}
 	return safedir.Open(path)
+}
+
+// checkID refuses a message id that could not name a message file.
+func checkID(id string) error {
+	if id == "" || len(id) > 200 || id[0] == '-' {
+		return fmt.Errorf("%w: message id %q", tree.ErrBadName, id)
+	}
+	for i := 0; i < len(id); i++ {
+		if !tree.NameByte(id[i]) {
+			return fmt.Errorf("%w: message id %q has %q at byte %d", tree.ErrBadName, id, id[i], i)
+		}
+	}
+	return nil
+}
+
+// genName is the file of generation g of the claim of message id.
+func genName(id string, g int) string {
+	if g == 0 {
+		return id + ".json"
+	}
+	return id + "." + strconv.Itoa(g) + ".json"
+}
+
+// current reads the claim of message id: its highest generation, gen. gen
+// is -1 when there is no claim.
+func current(d *safedir.Dir, id string) (c Claim, gen int, err error) {
+	gen = -1
+	for g := 0; g < maxGen; g++ {
+		next, _, err := read(d, genName(id, g))
+		if errors.Is(err, fs.ErrNotExist) {
+			return c, gen, nil
+		}
+		if err != nil {
+			return Claim{}, 0, err
+		}
+		c, gen = next, g
+	}
+	return Claim{}, 0, fmt.Errorf("more than %d takeovers", maxGen)
 }
 
 // Stale reports whether a working claim's owner is gone, as seen by s.
@@ -196,30 +247,18 @@ func (s *Store) Stale(c Claim) bool {
 // Acquire claims message id of channel for s.Self. It returns the claim as
 // it now stands and what happened.
 func (s *Store) Acquire(channel, id string) (Claim, Outcome, error) {
-	d, err := s.dir(channel, true)
+	d, err := s.dir(channel, id, true)
 	if err != nil {
 		return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
 	}
 	defer d.Close()
-	name := id + ".json"
 	for range 5 {
-		now := s.now()
-		c := Claim{Message: id, Channel: channel, Owner: s.Self, Status: Working, Claimed: now, Heartbeat: now}
-		err := publish(d, name, c)
-		if err == nil {
-			return c, Acquired, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
-		}
-		old, raw, err := read(d, name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // moved aside by a takeover just now: try again
-		}
+		old, gen, err := current(d, id)
 		if err != nil {
 			return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
 		}
 		switch {
+		case gen < 0:
 		case old.Status != Working:
 			return old, Done, nil
 		case old.Owner.Instance == s.Self.Instance:
@@ -227,58 +266,28 @@ func (s *Store) Acquire(channel, id string) (Claim, Outcome, error) {
 		case !s.Stale(old):
 			return old, Held, nil
 		}
-		c, ok, err := s.takeOver(d, name, old, raw)
-		if err != nil {
-			return Claim{}, 0, fmt.Errorf("take over claim %s: %w", id, err)
+		now := s.now()
+		c := Claim{Message: id, Channel: channel, Owner: s.Self, Status: Working, Claimed: now, Heartbeat: now}
+		if gen >= 0 {
+			c.Reply, c.Takeovers = old.Reply, gen+1
+			c.Note = fmt.Sprintf("taken over from %s pid %d", old.Owner.Host, old.Owner.PID)
 		}
-		if ok {
+		err = publish(d, genName(id, gen+1), c)
+		if err == nil {
 			return c, Acquired, nil
 		}
+		if !errors.Is(err, fs.ErrExist) {
+			return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
+		}
+		// Another watcher published this generation first: look again.
 	}
-	// Contended on every try: let the caller look again later.
-	old, _, err := read(d, name)
+	// Contended on every try (or a generation is not visible yet here): let
+	// the caller look again later.
+	old, _, err := current(d, id)
 	if err != nil {
 		return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
 	}
 	return old, Held, nil
-}
-
-// takeOver replaces a stale claim. ok is false when another contender got
-// there first; the caller reads the claim again.
-func (s *Store) takeOver(d *safedir.Dir, name string, old Claim, raw []byte) (Claim, bool, error) {
-	aside := "." + name + "." + randHex(4) + ".stale"
-	if err := d.Rename(name, aside); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return Claim{}, false, nil
-		}
-		return Claim{}, false, err
-	}
-	defer d.Remove(aside)
-	moved, _, err := d.ReadFile(aside, maxFile)
-	if err != nil {
-		return Claim{}, false, err
-	}
-	if !bytes.Equal(moved, raw) {
-		// We moved a claim we did not judge (refreshed, or a new owner's):
-		// put it back unless someone has published another meanwhile.
-		if err := d.Link(aside, name); err != nil && !errors.Is(err, fs.ErrExist) {
-			return Claim{}, false, err
-		}
-		return Claim{}, false, nil
-	}
-	now := s.now()
-	c := Claim{
-		Message: old.Message, Channel: old.Channel, Owner: s.Self, Status: Working,
-		Claimed: now, Heartbeat: now, Reply: old.Reply, Takeovers: old.Takeovers + 1,
-		Note: fmt.Sprintf("taken over from %s pid %d", old.Owner.Host, old.Owner.PID),
-	}
-	if err := publish(d, name, c); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return Claim{}, false, nil
-		}
-		return Claim{}, false, err
-	}
-	return c, true, nil
 }
 
 // Heartbeat refreshes the claim's heartbeat if s.Self still owns it.
@@ -301,15 +310,17 @@ func (s *Store) Finish(channel, id, status, reply, note string) error {
 var ErrLost = errors.New("claim: lost to another owner")
 
 func (s *Store) update(channel, id string, f func(*Claim)) error {
-	d, err := s.dir(channel, false)
+	d, err := s.dir(channel, id, false)
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", id, err)
 	}
 	defer d.Close()
-	name := id + ".json"
-	c, _, err := read(d, name)
+	c, gen, err := current(d, id)
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", id, err)
+	}
+	if gen < 0 {
+		return fmt.Errorf("claim %s: %w", id, fs.ErrNotExist)
 	}
 	if c.Owner.Instance != s.Self.Instance {
 		return fmt.Errorf("claim %s: %w (%s pid %d)", id, ErrLost, c.Owner.Host, c.Owner.PID)
@@ -319,8 +330,14 @@ func (s *Store) update(channel, id string, f func(*Claim)) error {
 	if err != nil {
 		return err
 	}
-	if err := d.Replace(name, data, 0o666); err != nil {
+	// Only s.Self writes this generation, so nothing is overwritten but its
+	// own claim.
+	if err := d.Replace(genName(id, gen), data, 0o666); err != nil {
 		return fmt.Errorf("claim %s: %w", id, err)
+	}
+	// A takeover published since we looked makes this write moot.
+	if _, err := d.Lstat(genName(id, gen+1)); err == nil {
+		return fmt.Errorf("claim %s: %w (taken over)", id, ErrLost)
 	}
 	return nil
 }
@@ -337,7 +354,7 @@ type Token struct {
 // token names and fresh is false: the caller must post under that id (a
 // no-replace publish then decides) or not at all.
 func (s *Store) ReserveReply(channel, id, reply string) (replyID string, fresh bool, err error) {
-	d, err := s.dir(channel, true)
+	d, err := s.dir(channel, id, true)
 	if err != nil {
 		return "", false, fmt.Errorf("reply token %s: %w", id, err)
 	}
@@ -367,12 +384,15 @@ func (s *Store) ReserveReply(channel, id, reply string) (replyID string, fresh b
 
 // Read returns the claim of message id, if any.
 func (s *Store) Read(channel, id string) (Claim, error) {
-	d, err := s.dir(channel, false)
+	d, err := s.dir(channel, id, false)
 	if err != nil {
 		return Claim{}, err
 	}
 	defer d.Close()
-	c, _, err := read(d, id+".json")
+	c, gen, err := current(d, id)
+	if err == nil && gen < 0 {
+		err = pathErr(id, fs.ErrNotExist)
+	}
 	return c, err
 }
 
@@ -390,12 +410,20 @@ func read(d *safedir.Dir, name string) (Claim, []byte, error) {
 		return Claim{}, nil, err
 	}
 	var c Claim
-	if err := json.Unmarshal(raw, &c); err != nil {
-		// A torn or foreign claim: treat as a stale working claim so that
-		// takeover can replace it after the grace period.
+	if err := json.Unmarshal(raw, &c); err != nil || !knownStatus(c.Status) {
+		// A torn or foreign claim: treat as a working claim with no owner
+		// and no heartbeat, which any watcher takes over at once.
 		return Claim{Status: Working, Heartbeat: time.Time{}}, raw, nil
 	}
 	return c, raw, nil
+}
+
+func knownStatus(s string) bool {
+	return s == Working || s == Replied || s == Failed || s == Skipped
+}
+
+func pathErr(id string, err error) error {
+	return &fs.PathError{Op: "read", Path: id + ".json", Err: err}
 }
 
 func randHex(n int) string {

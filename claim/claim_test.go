@@ -265,6 +265,12 @@ func TestStaleness(t *testing.T) {
 			old: func() claim.Owner { o := owner("vm-1", "old"); o.BootID = ""; return o }(),
 		},
 		{
+			// Clock skew: the owner's clock runs an hour ahead. Its heartbeat
+			// is in the judge's future, and stays fresh for an hour plus the
+			// grace after the owner dies (see report).
+			name: "heartbeat from the future", old: owner("vm-2", "old"), self: host, age: -time.Hour, want: claim.Held,
+		},
+		{
 			name: "same host other boot past grace", self: owner("vm-1", "new"), age: grace + time.Second, want: claim.Acquired,
 			old: func() claim.Owner { o := owner("vm-1", "old"); o.BootID = "boot-before-reboot"; return o }(),
 		},
@@ -582,9 +588,10 @@ func hookAt(clk *clock, n int32, f func()) {
 // it moves the claim aside another contender takes it over. The late one
 // must put the new claim back and report it held.
 //
-// Acquire reads the clock once per try before publishing, then once in
-// Stale after reading the claim it judges; the hook acts on that second
-// reading, between the judgement and the rename.
+// The hook acts on late's second clock reading. Today's Acquire reads the
+// clock once per try before its first publish, then in Stale after reading
+// the claim it judges: the second reading falls between the judgement and
+// the rename that moves the claim aside.
 func TestTakeoverOfChangedClaim(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	writeClaim(t, root, chan1, claim.Claim{Message: msgID, Channel: chan1, Owner: owner("vm-9", "ghost"), Status: claim.Working, Claimed: t0, Heartbeat: t0})
@@ -817,7 +824,9 @@ func TestGarbageClaim(t *testing.T) {
 			writeRaw(t, root, chan1, msgID, tt.data)
 			// Observed: a claim that does not parse reads as a working claim
 			// with a zero heartbeat and no owner, so it is stale at once,
-			// whatever the grace and however recent the file is.
+			// whatever the grace and however recent the file is (the clock
+			// here is even earlier than the file's mtime). read's comment
+			// says "after the grace period"; it is not so.
 			s := store(root, owner("vm-1", "a"), newClock(t0))
 			c, out := acquire(t, s, chan1, msgID)
 			if out != claim.Acquired || c.Owner != s.Self || c.Takeovers != 1 || c.Note != "taken over from  pid 0" {
@@ -850,8 +859,8 @@ func TestForeignClaim(t *testing.T) {
 			writeRaw(t, root, chan1, msgID, []byte(tt.data))
 			s := store(root, owner("vm-1", "a"), newClock(t0.Add(2*grace)))
 			c, out := acquire(t, s, chan1, msgID)
-			if out == claim.Done {
-				t.Errorf("claim %s reads as done with status %q: the message would never be answered", tt.data, c.Status)
+			if out != claim.Acquired {
+				t.Errorf("claim %s: got %v with status %q, want taken over; the message would never be answered", tt.data, out, c.Status)
 			}
 		})
 	}

@@ -399,7 +399,8 @@ func ids(msgs ...channel.Message) []string {
 // deadPID returns the PID of a process that has exited.
 func deadPID(t testing.TB) int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	args := helperArgs("exit")
+	cmd := exec.Command(args[0], args[1:]...)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("dead process: %v", err)
 	}
@@ -426,7 +427,10 @@ func TestHelperCLI(t *testing.T) {
 	if i < 0 || i+2 >= len(os.Args) || os.Args[i+1] != helperMarker {
 		return
 	}
-	os.Exit(helperMain(os.Args[i+2], os.Args[i+3:]))
+	code := helperMain(os.Args[i+2], os.Args[i+3:])
+	// Not os.Exit: under the race detector that sleeps a second at exit
+	// (GORACE atexit_sleep_ms), which every fake CLI run would pay.
+	syscall.Exit(code)
 }
 
 // Keywords the "script" CLI looks for in its prompt.
@@ -442,6 +446,8 @@ const bigOutput = 10 << 20
 
 func helperMain(mode string, args []string) int {
 	switch mode {
+	case "exit":
+		return 0
 	case "script":
 		// Behave as the prompt says; otherwise answer "answer".
 		in, _ := io.ReadAll(os.Stdin)

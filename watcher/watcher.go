@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"collab/channel"
 	"collab/claim"
@@ -142,12 +143,13 @@ type item struct {
 	retryAt time.Time // not before: a claim held by another watcher
 }
 
-func (it *item) ref() ref { return ref{Channel: it.msg.SessionID, ID: it.msg.ID} }
+func (it *item) ref() ref { return ref{Channel: it.msg.SessionID, ID: it.msg.Key()} }
 
 // job is the CLI run in progress.
 type job struct {
 	it      item
 	started time.Time
+	stop    context.CancelFunc // stops this run alone
 }
 
 type jobResult struct {
@@ -250,6 +252,7 @@ func (w *watcher) startup() error {
 				w.log.Warn("pending message gone", keyMsg, p.ID, keyChannel, p.Channel, keyErr, err)
 				continue
 			}
+			m.SessionID = p.Channel
 			w.queue = append(w.queue, &item{msg: m})
 		}
 		for t, at := range st.Noticed {
@@ -334,6 +337,9 @@ func (w *watcher) poll() {
 			w.log.Warn("skipped file", keyChannel, ch, keyFile, s.File, keyReason, string(s.Reason), keyErr, s.Err)
 		}
 		for i := range msgs {
+			// The folder is the channel: a foreign writer's session_id
+			// must not send claims or replies elsewhere.
+			msgs[i].SessionID = ch
 			w.consider(&msgs[i])
 		}
 		if len(msgs) > 0 {
@@ -408,7 +414,7 @@ func (w *watcher) dispatch(jobCtx context.Context) {
 		}
 		it := w.queue[i]
 		m := &it.msg
-		c, outcome, err := w.claims.Acquire(m.SessionID, m.ID)
+		c, outcome, err := w.claims.Acquire(m.SessionID, m.Key())
 		if err != nil {
 			w.log.Warn("cannot claim", keyMsg, m.ID, keyErr, err)
 			it.retryAt = now.Add(5 * w.cfg.Poll)
@@ -440,9 +446,13 @@ func (w *watcher) dispatch(jobCtx context.Context) {
 			continue
 		}
 		w.guards.rate.add(now)
-		w.busy = &job{it: *it, started: now}
+		ctx, stop := context.WithCancel(jobCtx)
+		w.busy = &job{it: *it, started: now, stop: stop}
 		w.setPresence(presence.SubWorking, m.ID)
-		go func() { w.done <- w.run(jobCtx, *it) }()
+		go func() {
+			defer stop()
+			w.done <- w.run(ctx, *it)
+		}()
 	}
 }
 
@@ -457,7 +467,7 @@ func (w *watcher) alreadyReplied(it *item) (string, bool) {
 	if id, ok := w.replied[it.ref()]; ok {
 		return id, true
 	}
-	c, err := w.claims.Read(it.msg.SessionID, it.msg.ID)
+	c, err := w.claims.Read(it.msg.SessionID, it.msg.Key())
 	if err == nil && c.Reply != "" {
 		if _, err := channel.Lookup(w.cfg.Root, it.msg.SessionID, c.Reply); err == nil {
 			return c.Reply, true
@@ -557,7 +567,7 @@ func (w *watcher) post(it *item, text, status string) string {
 		w.finishClaim(it, claim.Replied, id, "")
 		return ""
 	}
-	id, fresh, err := w.claims.ReserveReply(m.SessionID, m.ID, channel.NewID(w.cfg.Agent, w.now(), randHex4()))
+	id, fresh, err := w.claims.ReserveReply(m.SessionID, m.Key(), channel.NewID(w.cfg.Agent, w.now(), randHex4()))
 	if err != nil {
 		w.log.Error("cannot reserve the reply", keyMsg, m.ID, keyErr, err)
 		w.finishClaim(it, claim.Failed, "", err.Error())
@@ -583,6 +593,12 @@ func (w *watcher) post(it *item, text, status string) string {
 		reply.To = channel.Broadcast // a foreign sender name we cannot address
 	}
 	err = w.writer.Post(reply)
+	// Output near the CLI cap does not fit in a message once JSON-escaped:
+	// cut it until it does.
+	for size := min(len(text), channel.MaxMessageSize-8<<10); errors.Is(err, channel.ErrTooLarge) && size > 1; size /= 2 {
+		reply.Content.Text = cut(text, size)
+		err = w.writer.Post(reply)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		w.log.Info("not posting: the reply was posted by another watcher", keyMsg, m.ID, keyReply, id, "token_fresh", fresh)
 		w.finishClaim(it, claim.Replied, id, "")
@@ -632,7 +648,7 @@ func (w *watcher) stopByGuard(it *item, guard, why string) {
 }
 
 func (w *watcher) finishClaim(it *item, status, reply, note string) {
-	if err := w.claims.Finish(it.msg.SessionID, it.msg.ID, status, reply, note); err != nil {
+	if err := w.claims.Finish(it.msg.SessionID, it.msg.Key(), status, reply, note); err != nil {
 		w.log.Warn("cannot finish the claim", keyMsg, it.msg.ID, keyErr, err)
 	}
 }
@@ -641,7 +657,13 @@ func (w *watcher) finishClaim(it *item, status, reply, note string) {
 func (w *watcher) heartbeat() {
 	if w.busy != nil {
 		w.setPresence(presence.SubWorking, w.busy.it.msg.ID)
-		if err := w.claims.Heartbeat(w.busy.it.msg.SessionID, w.busy.it.msg.ID); err != nil {
+		err := w.claims.Heartbeat(w.busy.it.msg.SessionID, w.busy.it.msg.Key())
+		if errors.Is(err, claim.ErrLost) {
+			// Judged gone and taken over (a long stall, a cut-off host):
+			// the new owner answers; stop spending on a reply it will post.
+			w.log.Warn("claim taken over; stopping the CLI", keyMsg, w.busy.it.msg.ID, keyErr, err)
+			w.busy.stop()
+		} else if err != nil {
 			w.logOnce("claim-heartbeat", "cannot refresh the claim", keyMsg, w.busy.it.msg.ID, keyErr, err)
 		}
 		return
@@ -681,6 +703,16 @@ func (w *watcher) logOnce(key, msg string, args ...any) {
 	}
 	w.errLogged[key] = now
 	w.log.Warn(msg, args...)
+}
+
+// cut shortens text to at most n bytes, on a UTF-8 boundary, and says so.
+func cut(text string, n int) string {
+	note := fmt.Sprintf("\n[… cut by collab: the output was %d bytes]", len(text))
+	n = max(n-len(note), 0)
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n] + note
 }
 
 func tail(s string, n int) string {

@@ -504,6 +504,7 @@ func TestRestartPending(t *testing.T) {
 	second := send(t, root, agent, "second, queued")
 	waitFor(t, "the second message to be queued", func() bool { return readPresence(t, root, agent).Queue == 1 })
 	h.cancel()
+	waitFor(t, "the watcher to notice the cancel", func() bool { return len(h.logs.find("stopping; waiting for the running CLI")) == 1 })
 	close(release) // the running CLI finishes within the grace period
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
