@@ -44,6 +44,13 @@ type Request struct {
 	Env     []string      // added to the inherited environment (SPEC §7 variables)
 	Dir     string        // working directory; "" is the watcher's
 	Timeout time.Duration // 0: none
+	// Session, when set, resumes that CLI session (adapters that have
+	// sessions); a resume the CLI refuses is an error wrapping
+	// ErrSessionGone, and the caller starts afresh.
+	Session string
+	// OnEvent, when set, receives events as they happen, from the
+	// adapter's goroutine.
+	OnEvent func(Event)
 }
 
 // Response is what a run produced.
@@ -52,7 +59,15 @@ type Response struct {
 	Truncated bool          // output was over the cap and cut
 	Stderr    string        // tail of standard error
 	Duration  time.Duration // wall time of the run
+	Session   string        // the CLI's session or thread id, to resume
+	CostUSD   float64       // as reported by the CLI, 0 if not
+	Usage     Usage
+	Events    []Event   // every event of the run, in order
+	Question  *Question // set when the CLI stopped to ask (needs_input)
 }
+
+// ErrSessionGone is wrapped when a session cannot be resumed.
+var ErrSessionGone = errors.New("modelcli: session cannot be resumed")
 
 // SplitCommand splits a command line into words as a shell would, without
 // running one. env resolves $VAR (nil: no variables). Command substitution

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -298,15 +297,13 @@ func send(t testing.TB, root tree.Root, to, text string) channel.Message {
 	return post(t, root, channel.Message{To: to, Content: channel.Content{Text: text}})
 }
 
-// messages returns every message of chName.
+// messages returns every message of chName (files that are not messages
+// are left out).
 func messages(t testing.TB, root tree.Root) []channel.Message {
 	t.Helper()
-	msgs, skips, err := channel.ReadAll(root, chName, channel.ReaderOptions{})
+	msgs, _, err := channel.ReadAll(root, chName, channel.ReaderOptions{})
 	if err != nil {
 		t.Fatalf("read channel: %v", err)
-	}
-	if len(skips) > 0 {
-		t.Errorf("read channel: skipped %v", skips)
 	}
 	return msgs
 }
@@ -396,17 +393,6 @@ func ids(msgs ...channel.Message) []string {
 	return out
 }
 
-// deadPID returns the PID of a process that has exited.
-func deadPID(t testing.TB) int {
-	t.Helper()
-	args := helperArgs("exit")
-	cmd := exec.Command(args[0], args[1:]...)
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("dead process: %v", err)
-	}
-	return cmd.ProcessState.Pid()
-}
-
 // The test binary doubles as a fake model CLI and as a watcher process
 // that can be killed, the way os/exec tests itself: helperArgs is the
 // argument vector that runs TestHelperCLI in a child with a mode.
@@ -446,8 +432,6 @@ const bigOutput = 10 << 20
 
 func helperMain(mode string, args []string) int {
 	switch mode {
-	case "exit":
-		return 0
 	case "script":
 		// Behave as the prompt says; otherwise answer "answer".
 		in, _ := io.ReadAll(os.Stdin)

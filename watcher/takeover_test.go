@@ -5,14 +5,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"collab/channel"
 	"collab/claim"
+	"collab/modelcli"
 	"collab/presence"
 	"collab/tree"
+	"collab/watcher"
 )
 
 // TestCrashTakeover: a watcher process dies (SIGKILL) while its CLI runs.
@@ -241,5 +244,112 @@ func TestRunBackgroundContext(t *testing.T) {
 	case <-c.exited:
 		t.Fatalf("watcher.Run(context.Background(), …) returned at once (%v); presence %+v", c.cmd.ProcessState, readPresence(t, root, agent))
 	default:
+	}
+}
+
+// TestLongRunKeepsClaim: a CLI run longer than the claim grace is not
+// taken over by a second watcher on another host while the first one
+// keeps its claim's heartbeat fresh.
+func TestLongRunKeepsClaim(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	slow := func(c runCall) (modelcli.Response, error) {
+		select {
+		case <-time.After(time.Second):
+			return modelcli.Response{Text: "done"}, nil
+		case <-c.Ctx.Done():
+			return modelcli.Response{}, c.Ctx.Err()
+		}
+	}
+	ra, rb := &fakeRunner{reply: slow}, &fakeRunner{reply: slow}
+	cfgA, cfgB := config(root, ra), config(root, rb)
+	cfgA.Host, cfgB.Host = "host-a", "host-b"
+	cfgA.ClaimGrace, cfgB.ClaimGrace = 300*time.Millisecond, 300*time.Millisecond
+	start(t, cfgA)
+	start(t, cfgB)
+	m := send(t, root, agent, "a long one")
+	waitReplies(t, root, m.ID)
+	c := waitClaim(t, root, agent, m.ID)
+	if runs := len(ra.Calls()) + len(rb.Calls()); runs != 1 || c.Takeovers != 0 {
+		t.Errorf("CLI ran %d times, claim taken over %d times; want 1 run, no takeover", runs, c.Takeovers)
+	}
+}
+
+// TestClaimLost: when another watcher takes the claim over mid-run (this
+// one was judged gone), the watcher stops its CLI and posts nothing, not
+// even an error reply: the new owner answers.
+func TestClaimLost(t *testing.T) {
+	t.Parallel()
+	for _, postErrors := range []bool{false, true} {
+		t.Run("PostErrors="+strconv.FormatBool(postErrors), func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			r := &fakeRunner{reply: func(c runCall) (modelcli.Response, error) {
+				<-c.Ctx.Done()
+				return modelcli.Response{}, c.Ctx.Err()
+			}}
+			cfg := config(root, r)
+			cfg.PostErrors = postErrors
+			h := start(t, cfg)
+			m := send(t, root, agent, "a question")
+			waitFor(t, "the CLI to start", func() bool { return len(r.Calls()) == 1 })
+
+			// Another host, whose clock says the claim is an hour old.
+			thief := &claim.Store{Root: root, Grace: time.Second,
+				Self: claim.Owner{Agent: agent, Host: "host-2", PID: 1, Instance: "thief"},
+				Now:  func() time.Time { return time.Now().Add(time.Hour) }}
+			if c, out, err := thief.Acquire(chName, m.ID); err != nil || out != claim.Acquired {
+				t.Fatalf("takeover: %v %v %+v", out, err, c)
+			}
+			select {
+			case <-r.Calls()[0].Ctx.Done():
+			case <-time.After(waitLong):
+				t.Fatal("the CLI was not stopped after its claim was taken over")
+			}
+			waitSettled(t, root, agent)
+			if rs := repliesTo(messages(t, root), m.ID); len(rs) != 0 {
+				t.Errorf("the watcher that lost the claim posted %+v", rs)
+			}
+			// The new owner's reply is the one.
+			reply := channel.NewID(agent, time.Now(), "7777")
+			if got, fresh, err := thief.ReserveReply(chName, m.ID, reply); err != nil || !fresh || got != reply {
+				t.Errorf("the new owner's ReserveReply = %s, fresh %v, %v; want its own id", got, fresh, err)
+			}
+			if c, err := readClaim(root, agent, m.ID); err != nil || c.Owner.Instance != "thief" || c.Status != claim.Working {
+				t.Errorf("claim after the loser finished = %+v, %v; want the new owner's, working", c, err)
+			}
+			if len(h.logs.find("claim taken over; stopping the CLI", "msg_id", m.ID)) != 1 {
+				t.Errorf("no log line about the lost claim")
+			}
+		})
+	}
+}
+
+// TestReplayEveryStart: a replay configured on every start (a service
+// file with --replay-since) answers history once, not again at restart.
+func TestReplayEveryStart(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	old := send(t, root, agent, "from before")
+	r := &fakeRunner{}
+	cfg := config(root, r)
+	cfg.Replay = &watcher.Replay{From: time.Now().Add(-time.Hour)}
+	for i := range 3 {
+		h := start(t, cfg)
+		live := send(t, root, agent, "run "+strconv.Itoa(i))
+		waitReplies(t, root, old.ID, live.ID)
+		waitSettled(t, root, agent)
+		h.stop()
+	}
+	msgs := messages(t, root)
+	for _, m := range msgs {
+		if m.From != agent {
+			if n := len(repliesTo(msgs, m.ID)); n != 1 {
+				t.Errorf("%q: %d replies, want 1", m.Content.Text, n)
+			}
+		}
+	}
+	if n := len(r.callsFor(old.ID)); n != 1 {
+		t.Errorf("the replayed message ran %d times, want 1", n)
 	}
 }

@@ -34,13 +34,16 @@ func TestConfigRefused(t *testing.T) {
 		{"channel with space", func(c *watcher.Config) { c.Channels = []string{"gen eral"} }},
 		{"second channel bad", func(c *watcher.Config) { c.Channels = []string{chName, ".."} }},
 		{"no runner", func(c *watcher.Config) { c.Runner = nil }},
+		// Replaying "after" a message that cannot be one would replay the
+		// whole channel.
+		{"replay after a non-id", func(c *watcher.Config) { c.Replay = &watcher.Replay{After: "yesterday"} }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := tree.Root(t.TempDir())
 			cfg := config(root, &fakeRunner{})
 			tt.edit(&cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			if err := watcher.Run(ctx, cfg); err == nil {
 				t.Fatal("Run = nil, want an error")
@@ -184,7 +187,7 @@ func TestPromptTranscript(t *testing.T) {
 		text := "earlier message number " + strconv.Itoa(i)
 		texts = append(texts, text)
 		post(t, root, channel.Message{
-			ID: channel.NewID("bob", base.Add(time.Duration(i)*time.Second), "000"+strconv.Itoa(i)),
+			ID:   channel.NewID("bob", base.Add(time.Duration(i)*time.Second), "000"+strconv.Itoa(i)),
 			From: "bob", To: "all", Content: channel.Content{Text: text},
 		})
 	}
@@ -389,7 +392,7 @@ func TestFirstStartAndReplay(t *testing.T) {
 					To: agent, Content: channel.Content{Text: "history " + strconv.Itoa(i)},
 				}))
 				post(t, root, channel.Message{
-					ID: channel.NewID("bob", base.Add(time.Duration(i)*time.Minute+time.Second), "00b"+strconv.Itoa(i)),
+					ID:   channel.NewID("bob", base.Add(time.Duration(i)*time.Minute+time.Second), "00b"+strconv.Itoa(i)),
 					From: "bob", To: "all", Content: channel.Content{Text: "noise"},
 				})
 			}
@@ -594,3 +597,107 @@ func TestMultipleChannels(t *testing.T) {
 }
 
 var _ watcher.Runner = (*modelcli.Command)(nil)
+
+// writeRaw publishes a message file as a foreign writer would: any JSON,
+// under a name of its choosing, through a dot-file and a rename.
+func writeRaw(t *testing.T, root tree.Root, name, content string) {
+	t.Helper()
+	dir := root.Channel(chName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForeignWriter: messages from other writers (SPEC §2: be liberal) are
+// answered in the channel they were found in, under the id their file name
+// gives them.
+func TestForeignWriter(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		content func(earlier string) string
+	}{
+		{"only the required fields", func(string) string { return `{"from":"bob","content":{"text":"@codex hi"}}` }},
+		{"session_id naming another channel", func(string) string {
+			return `{"from":"bob","to":"codex","session_id":"elsewhere","content":{"text":"hi"}}`
+		}},
+		{"session_id that is not a name", func(string) string {
+			return `{"from":"bob","to":"codex","session_id":"Agent OS Paper","content":{"text":"hi"}}`
+		}},
+		{"id of an earlier message (a copied file)", func(earlier string) string {
+			return `{"id":"` + earlier + `","from":"bob","to":"codex","content":{"text":"hi again"}}`
+		}},
+		{"sender name with spaces", func(string) string {
+			return `{"from":"Bob Smith","to":"codex","content":{"text":"hi"},"metadata":{"hops":"0"}}`
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			r := &fakeRunner{}
+			h := start(t, config(root, r))
+			earlier := send(t, root, agent, "an earlier question")
+			waitReplies(t, root, earlier.ID)
+
+			id := channel.NewID("bob", time.Now(), "f00d")
+			writeRaw(t, root, id+".json", tt.content(earlier.ID))
+			waitFor(t, "the watcher to take the message", func() bool { return len(h.logs.find("queued")) == 2 })
+			sentinel := send(t, root, agent, "sentinel")
+			waitReplies(t, root, sentinel.ID)
+			waitSettled(t, root, agent)
+
+			msgs := messages(t, root)
+			rs := repliesTo(msgs, id)
+			if len(rs) != 1 {
+				t.Fatalf("%d replies in %s with in_reply_to %s, want 1 (CLI runs: %v)", len(rs), chName, id, r.calledIDs())
+			}
+			if n := len(r.callsFor(id)); n != 1 {
+				t.Errorf("CLI ran %d times with COLLAB_MESSAGE_ID=%s, want 1", n, id)
+			}
+			if rs[0].Metadata.Thread != id {
+				t.Errorf("reply thread = %s, want %s", rs[0].Metadata.Thread, id)
+			}
+			if n := len(repliesTo(msgs, earlier.ID)); n != 1 {
+				t.Errorf("%d replies to the earlier message, want 1", n)
+			}
+			if ents, _ := os.ReadDir(root.Channels()); len(ents) != 1 {
+				t.Errorf("channels after the reply: %v, want only %s", ents, chName)
+			}
+		})
+	}
+}
+
+// TestSkippedFiles: files that are not messages are logged and skipped;
+// the watcher carries on.
+func TestSkippedFiles(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	h := start(t, config(root, &fakeRunner{}))
+	bad := channel.NewID("bob", time.Now(), "0bad") + ".json"
+	writeRaw(t, root, bad, "this is not JSON")
+	writeRaw(t, root, "notes.txt", "hello")
+	if err := os.WriteFile(filepath.Join(root.Channel(chName), ".in-flight.tmp"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var m channel.Message
+	for range 4 { // the reader retries a bad file a few scans before it reports it
+		m = send(t, root, agent, "still there?")
+		waitReplies(t, root, m.ID)
+	}
+	if n := len(h.logs.find("skipped file", "file", bad, "reason", string(channel.SkipMalformed))); n != 1 {
+		t.Errorf("%d log lines for the malformed file, want 1", n)
+	}
+	if n := len(h.logs.find("skipped file", "file", "notes.txt")); n != 1 {
+		t.Errorf("%d log lines for notes.txt, want 1", n)
+	}
+	if n := len(h.logs.find("skipped file", "file", ".in-flight.tmp")); n != 0 {
+		t.Errorf("an in-flight dot-file was reported")
+	}
+}

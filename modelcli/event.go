@@ -1,0 +1,40 @@
+package modelcli
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kinds of Event, normalised across CLIs.
+const (
+	EventStarted    = "started"     // the CLI began (session id known, if any)
+	EventProgress   = "progress"    // text the model produced on the way
+	EventToolCall   = "tool_call"   // the model called a tool
+	EventNeedsInput = "needs_input" // the CLI stopped to ask a question or for permission
+	EventInputSent  = "input_sent"  // an answer was sent back into the session
+	EventError      = "error"       // the run failed (API error, turn limit, killed)
+	EventCompleted  = "completed"   // the run finished with a result
+)
+
+// Event is one timestamped step of a run, the same for every CLI.
+type Event struct {
+	Time time.Time       `json:"time"`
+	Kind string          `json:"kind"`
+	Text string          `json:"text,omitempty"` // progress text, the question, the error, the result
+	Tool string          `json:"tool,omitempty"` // tool_call: the tool's name
+	Data json.RawMessage `json:"data,omitempty"` // the CLI's own record, for the curious
+}
+
+// Usage counts tokens.
+type Usage struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read,omitempty"`
+	CacheWrite int64 `json:"cache_write,omitempty"`
+}
+
+// Question is what a CLI asks when it needs input.
+type Question struct {
+	Text    string   `json:"text"`
+	Options []string `json:"options,omitempty"`
+}
