@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"collab/safedir"
 	"collab/tree"
@@ -54,31 +55,54 @@ func Recent(root tree.Root, channel, before string, n int) ([]Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recent before %q: %w", before, err)
 	}
-	type named struct {
+	// Channel order is name time, JSON time, name. The JSON time is read
+	// only where name times tie, and only once per file.
+	type entry struct {
 		file string
 		n    Name
+		m    *Message // read lazily
+		bad  bool
 	}
-	var older []named
-	for _, e := range entries {
-		nm, err := ParseName(e.Name())
-		if err != nil || e.Name() == before {
+	load := func(e *entry) *Message {
+		if e.m == nil && !e.bad {
+			data, _, err := d.ReadFile(e.file, MaxMessageSize)
+			if err == nil {
+				if m, err := Decode(data, e.file, channel); err == nil {
+					e.m = &m
+				}
+			}
+			e.bad = e.m == nil
+		}
+		return e.m
+	}
+	ts := func(e *entry) time.Time {
+		if m := load(e); m != nil {
+			return m.Time()
+		}
+		return e.n.Time
+	}
+	compare := func(a, b *entry) int {
+		if c := a.n.Time.Compare(b.n.Time); c != 0 {
+			return c
+		}
+		return cmp.Or(ts(a).Compare(ts(b)), strings.Compare(a.file, b.file))
+	}
+	self := &entry{file: before, n: limit}
+	var older []*entry
+	for _, de := range entries {
+		nm, err := ParseName(de.Name())
+		if err != nil || de.Name() == before {
 			continue
 		}
-		if c := nm.Time.Compare(limit.Time); c < 0 || c == 0 && e.Name() < before {
-			older = append(older, named{e.Name(), nm})
+		if e := (&entry{file: de.Name(), n: nm}); compare(e, self) < 0 {
+			older = append(older, e)
 		}
 	}
-	slices.SortFunc(older, func(a, b named) int {
-		return cmp.Or(a.n.Time.Compare(b.n.Time), strings.Compare(a.file, b.file))
-	})
+	slices.SortFunc(older, compare)
 	var out []Message
 	for i := len(older) - 1; i >= 0 && len(out) < n; i-- {
-		data, _, err := d.ReadFile(older[i].file, MaxMessageSize)
-		if err != nil {
-			continue
-		}
-		if m, err := Decode(data, older[i].file, channel); err == nil {
-			out = append(out, m)
+		if m := load(older[i]); m != nil {
+			out = append(out, *m)
 		}
 	}
 	slices.Reverse(out)

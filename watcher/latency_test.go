@@ -11,6 +11,7 @@ import (
 
 	"collab/channel"
 	"collab/claim"
+	"collab/internal/bindfstest"
 	"collab/tree"
 	"collab/watcher"
 )
@@ -39,8 +40,8 @@ func measureLatency(tb testing.TB, n int, twoHosts bool, poll time.Duration) []t
 	}
 	watchRoot, sendRoot := backing, backing
 	if twoHosts {
-		watchRoot = tree.Root(mountBindfs(tb, string(backing)))
-		sendRoot = tree.Root(mountBindfs(tb, string(backing)))
+		watchRoot = tree.Root(bindfstest.Mount(tb, string(backing)))
+		sendRoot = tree.Root(bindfstest.Mount(tb, string(backing)))
 	}
 	started := make(chan runCall, 1)
 	cfg := config(watchRoot, &fakeRunner{started: started})

@@ -12,6 +12,7 @@ import (
 
 	"collab/channel"
 	"collab/claim"
+	"collab/internal/bindfstest"
 	"collab/modelcli"
 	"collab/presence"
 	"collab/tree"
@@ -134,8 +135,8 @@ func TestTwoWatchers(t *testing.T) {
 		if err := os.MkdirAll(tree.Root(backing).Channel(chName), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		a := tree.Root(mountBindfs(t, backing))
-		b := tree.Root(mountBindfs(t, backing))
+		a := tree.Root(bindfstest.Mount(t, backing))
+		b := tree.Root(bindfstest.Mount(t, backing))
 		twoWatchers(t, n, tree.Root(backing), a, b, "host-a", "host-b")
 	})
 }

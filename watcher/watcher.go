@@ -88,6 +88,11 @@ func (c *Config) setDefaults() error {
 	if c.Runner == nil {
 		return errors.New("watcher: no runner")
 	}
+	if c.Replay != nil && c.Replay.After != "" {
+		if _, err := channel.ParseID(c.Replay.After); err != nil {
+			return fmt.Errorf("watcher: replay after %q: %w", c.Replay.After, err)
+		}
+	}
 	if c.Host == "" {
 		c.Host, _ = os.Hostname()
 	}
@@ -171,6 +176,7 @@ type watcher struct {
 	done    chan jobResult
 	replied map[ref]string // message → our reply, from what we read and wrote
 	replay  *Replay        // until the first poll is done
+	afterTS time.Time      // the JSON time of replay.After, if found
 	dirty   bool           // state to save
 
 	started     time.Time
@@ -210,6 +216,14 @@ func (w *watcher) now() time.Time { return w.cfg.Now().UTC() }
 // startup restores state, opens the readers and announces presence.
 func (w *watcher) startup() error {
 	w.started = w.now()
+	if w.replay != nil && w.replay.After != "" {
+		for _, ch := range w.cfg.Channels {
+			if m, err := channel.Lookup(w.cfg.Root, ch, w.replay.After); err == nil {
+				w.afterTS = m.Time()
+				break
+			}
+		}
+	}
 	st, err := loadState(w.cfg.Root, w.cfg.Agent)
 	if err != nil {
 		// Not silent, and nothing is answered twice: claims remember.
@@ -252,7 +266,7 @@ func (w *watcher) startup() error {
 				w.log.Warn("pending message gone", keyMsg, p.ID, keyChannel, p.Channel, keyErr, err)
 				continue
 			}
-			m.SessionID = p.Channel
+			m.SessionID, m.ID = p.Channel, m.Key()
 			w.queue = append(w.queue, &item{msg: m})
 		}
 		for t, at := range st.Noticed {
@@ -291,12 +305,14 @@ func (w *watcher) loop(ctx context.Context) error {
 
 	w.poll()
 	w.dispatch(jobCtx)
-	stop := ctx.Done()
+	// done is nil for a context that is never done (context.Background):
+	// stopping, not done, says whether to keep going.
+	done, stopping := ctx.Done(), false
 	var grace <-chan time.Time
-	for stop != nil || w.busy != nil {
+	for !stopping || w.busy != nil {
 		select {
-		case <-stop:
-			stop = nil
+		case <-done:
+			done, stopping = nil, true
 			if w.busy != nil {
 				w.log.Info("stopping; waiting for the running CLI", keyMsg, w.busy.it.msg.ID, "grace", w.cfg.Grace)
 				grace = time.After(w.cfg.Grace)
@@ -311,7 +327,10 @@ func (w *watcher) loop(ctx context.Context) error {
 		case r := <-w.done:
 			w.finish(r)
 		}
-		if stop != nil {
+		if ctx.Err() != nil {
+			stopping = true // take nothing new, even if done was not picked yet
+		}
+		if !stopping {
 			w.poll()
 			w.dispatch(jobCtx)
 		}
@@ -340,6 +359,7 @@ func (w *watcher) poll() {
 			// The folder is the channel: a foreign writer's session_id
 			// must not send claims or replies elsewhere.
 			msgs[i].SessionID = ch
+			msgs[i].ID = msgs[i].Key()
 			w.consider(&msgs[i])
 		}
 		if len(msgs) > 0 {
@@ -363,7 +383,7 @@ func (w *watcher) consider(m *channel.Message) {
 			w.replied[ref{m.SessionID, m.Metadata.InReplyTo}] = m.ID
 		}
 		skip("own message")
-	case w.replay != nil && w.replay.After != "" && !after(m, w.replay.After):
+	case w.replay != nil && w.replay.After != "" && !after(m, w.replay.After, w.afterTS):
 		skip("before replay start")
 	case isNotice(m):
 		skip("guard notice")
@@ -375,8 +395,9 @@ func (w *watcher) consider(m *channel.Message) {
 	}
 }
 
-// after reports whether m comes after message id in channel order.
-func after(m *channel.Message, id string) bool {
+// after reports whether m comes after message id, whose JSON time is ts
+// (zero: unknown), in channel order: name time, JSON time, name.
+func after(m *channel.Message, id string, ts time.Time) bool {
 	n, err := channel.ParseID(id)
 	mn, err2 := channel.ParseName(m.File)
 	if err != nil || err2 != nil {
@@ -384,6 +405,11 @@ func after(m *channel.Message, id string) bool {
 	}
 	if c := mn.Time.Compare(n.Time); c != 0 {
 		return c > 0
+	}
+	if !ts.IsZero() {
+		if c := m.Time().Compare(ts); c != 0 {
+			return c > 0
+		}
 	}
 	return m.File > id+".json"
 }
@@ -534,7 +560,12 @@ func (w *watcher) finish(r jobResult) {
 		w.failed++
 		w.log.Error("failed", keyMsg, m.ID, keyChannel, m.SessionID, keyDur, dur, keyErr, r.err, keyStderr, tail(r.resp.Stderr, 2000))
 		note := r.err.Error()
-		if w.cfg.PostErrors {
+		lost := errors.Is(w.claims.Heartbeat(m.SessionID, m.Key()), claim.ErrLost)
+		if lost {
+			// Another watcher owns the message now and will answer it: an
+			// error reply would take its reply token.
+			w.log.Info("claim lost; not posting", keyMsg, m.ID)
+		} else if w.cfg.PostErrors {
 			w.post(&it, fmt.Sprintf("[collab] %s could not answer: %s", w.cfg.Agent, tail(note, 500)), claim.Failed)
 		} else {
 			w.finishClaim(&it, claim.Failed, "", tail(note, 500))
