@@ -75,7 +75,8 @@ func ID(message string) string { return "job-" + message }
 func (j *Job) Done() bool { return j.Status != Running }
 
 // Recorder writes one running job's record. Its methods are safe for
-// concurrent use (events arrive from the CLI adapter's goroutine).
+// concurrent use (events arrive from the CLI adapter's goroutine), and a nil
+// Recorder records nothing.
 type Recorder struct {
 	root tree.Root
 	now  func() time.Time
@@ -114,6 +115,9 @@ func Start(root tree.Root, j Job, now func() time.Time) (*Recorder, error) {
 // Event appends an event and rewrites the record (at most every half
 // second for progress; at once for anything else).
 func (r *Recorder) Event(e modelcli.Event) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e.Time.IsZero() {
@@ -131,6 +135,9 @@ func (r *Recorder) Event(e modelcli.Event) {
 
 // Update changes the record under its lock and rewrites it.
 func (r *Recorder) Update(f func(*Job)) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f(&r.job)
@@ -139,6 +146,9 @@ func (r *Recorder) Update(f func(*Job)) {
 
 // Finish ends the job with status and the run's response and error.
 func (r *Recorder) Finish(status string, resp modelcli.Response, runErr error) Job {
+	if r == nil {
+		return Job{}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j := &r.job
@@ -169,6 +179,9 @@ func (r *Recorder) Job() Job {
 
 // Err returns the first error writing the record, if any.
 func (r *Recorder) Err() error {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.err
@@ -348,4 +361,16 @@ func RequestKill(root tree.Root, agent, id, by string) error {
 func KillRequested(root tree.Root, agent, id string) bool {
 	_, err := os.Lstat(filepath.Join(dir(root, agent), id+".kill"))
 	return err == nil
+}
+
+// SetStatus changes the status of a finished job of agent (a job that asked
+// a question is completed when the answer arrives). Only the agent's
+// watcher calls it.
+func SetStatus(root tree.Root, agent, id, status string) error {
+	j, err := Read(root, agent, id)
+	if err != nil {
+		return err
+	}
+	j.Status = status
+	return save(root, &j)
 }

@@ -80,14 +80,18 @@ const (
 
 // The values of the substate field while AWAKE.
 const (
-	SubIdle    = "IDLE"    // waiting for messages
-	SubWorking = "WORKING" // a message has been taken; see Status.MessageID
+	SubIdle      = "IDLE"      // waiting for messages
+	SubWorking   = "WORKING"   // a message has been taken; see Status.MessageID
+	SubWaiting   = "WAITING"   // idle, with a job awaiting someone's answer
+	SubThrottled = "THROTTLED" // the daily budget is spent; messages wait
 )
 
 // The effective states [Status.Effective] returns.
 const (
-	AwakeIdle    = "AWAKE/IDLE"
-	AwakeWorking = "AWAKE/WORKING"
+	AwakeIdle      = "AWAKE/IDLE"
+	AwakeWorking   = "AWAKE/WORKING"
+	AwakeWaiting   = "AWAKE/WAITING"
+	AwakeThrottled = "AWAKE/THROTTLED"
 	Stale        = "STALE"
 	Offline      = "OFFLINE"
 )
@@ -164,7 +168,7 @@ func (s Status) Age(now time.Time) (time.Duration, bool) {
 }
 
 // Effective returns the agent's effective state at now: [AwakeIdle],
-// [AwakeWorking], [Stale] or [Offline].
+// [AwakeWorking], [AwakeWaiting], [AwakeThrottled], [Stale] or [Offline].
 //
 // An AWAKE heartbeat is [Stale] when it is older than staleAfter (≤ 0 means
 // [DefaultStaleAfter]) or its timestamp does not parse, or when its host is
@@ -184,8 +188,13 @@ func (s Status) Effective(now time.Time, staleAfter time.Duration, localHost str
 	if alive != nil && s.WatcherPID > 0 && s.Host != "" && strings.EqualFold(s.Host, localHost) && !alive(s.WatcherPID) {
 		return Stale
 	}
-	if strings.EqualFold(s.Substate, SubWorking) {
+	switch {
+	case strings.EqualFold(s.Substate, SubWorking):
 		return AwakeWorking
+	case strings.EqualFold(s.Substate, SubWaiting):
+		return AwakeWaiting
+	case strings.EqualFold(s.Substate, SubThrottled):
+		return AwakeThrottled
 	}
 	return AwakeIdle
 }

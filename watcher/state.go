@@ -24,6 +24,17 @@ type state struct {
 	Pending []ref `json:"pending"`
 	// Noticed are threads that already got a guard notice.
 	Noticed map[string]time.Time `json:"noticed,omitempty"`
+	// Budget is what the CLI runs cost today.
+	Budget budget `json:"budget,omitzero"`
+	// Awaiting are jobs that asked a question, by session key.
+	Awaiting map[string]string `json:"awaiting,omitempty"`
+}
+
+// budget is the spending of one UTC day.
+type budget struct {
+	Day     string  `json:"day"` // YYYY-MM-DD, UTC
+	Spent   float64 `json:"spent_usd"`
+	Noticed bool    `json:"noticed,omitempty"` // the day's notice is posted
 }
 
 type ref struct {

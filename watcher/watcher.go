@@ -10,14 +10,17 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"collab/channel"
 	"collab/claim"
+	"collab/jobs"
 	"collab/modelcli"
 	"collab/presence"
 	"collab/prompt"
@@ -50,6 +53,7 @@ type Config struct {
 	Host     string // default os.Hostname()
 
 	Runner     Runner
+	CLI        string           // the adapter's name, for job records; default "command"
 	Template   *prompt.Template // default prompt.Default()
 	Role       string
 	Memory     []string // files read fresh for every prompt
@@ -66,6 +70,14 @@ type Config struct {
 	MaxHops  int // default 6; <0 disables
 	Rate     int // CLI runs per minute; default 20; <0 disables
 	PairRate int // replies per minute to one sender in agent chains; default 6; <0 disables
+
+	// Sessions: messages with the same key (see the Scope constants) resume
+	// the CLI session of the last run, for up to SessionTTL (default 8h).
+	SessionScope string // default ScopeChannel
+	SessionTTL   time.Duration
+	// BudgetUSD stops invoking the CLI for the rest of the UTC day once the
+	// day's runs cost this much (as the CLIs report it); 0: no budget.
+	BudgetUSD float64
 
 	Replay *Replay // nil: first start begins now, restarts resume
 	Wakers []Waker
@@ -96,6 +108,19 @@ func (c *Config) setDefaults() error {
 	if c.Host == "" {
 		c.Host, _ = os.Hostname()
 	}
+	if c.CLI == "" {
+		c.CLI = "command"
+	}
+	switch c.SessionScope {
+	case "":
+		c.SessionScope = ScopeChannel
+	case ScopeChannel, ScopeThread, ScopeNone:
+	default:
+		return fmt.Errorf("watcher: session scope %q: use %s, %s or %s", c.SessionScope, ScopeChannel, ScopeThread, ScopeNone)
+	}
+	if c.BudgetUSD < 0 {
+		return errors.New("watcher: negative budget")
+	}
 	if c.Template == nil {
 		c.Template = prompt.Default()
 	}
@@ -109,6 +134,7 @@ func (c *Config) setDefaults() error {
 	def(&c.Heartbeat, 10*time.Second)
 	def(&c.Grace, 30*time.Second)
 	def(&c.ClaimGrace, claim.DefaultGrace)
+	def(&c.SessionTTL, 8*time.Hour)
 	defInt := func(n *int, v int) {
 		if *n == 0 {
 			*n = v
@@ -155,12 +181,16 @@ type job struct {
 	it      item
 	started time.Time
 	stop    context.CancelFunc // stops this run alone
+	rec     *jobs.Recorder     // nil if the record cannot be written
+	key     string             // session key
+	killed  bool               // stopped at someone's request
 }
 
 type jobResult struct {
-	it   item
-	resp modelcli.Response
-	err  error
+	it    item
+	resp  modelcli.Response
+	err   error
+	fresh bool // a resume was refused and the run started afresh
 }
 
 type watcher struct {
@@ -178,6 +208,10 @@ type watcher struct {
 	replay  *Replay        // until the first poll is done
 	afterTS time.Time      // the JSON time of replay.After, if found
 	dirty   bool           // state to save
+
+	sess     *sessions
+	awaiting map[string]string // session key → job awaiting an answer
+	budget   budget
 
 	started     time.Time
 	lastReply   time.Time
@@ -202,6 +236,7 @@ func Run(ctx context.Context, cfg Config) error {
 		replied:   make(map[ref]string),
 		replay:    cfg.Replay,
 		errLogged: make(map[string]time.Time),
+		awaiting:  make(map[string]string),
 	}
 	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now}
 	w.claims.Self.Host = cfg.Host
@@ -256,7 +291,14 @@ func (w *watcher) startup() error {
 		}
 		w.readers[ch] = r
 	}
+	var serr error
+	w.sess, serr = loadSessions(w.cfg.Root, w.cfg.Agent, w.cfg.CLI, w.cfg.SessionScope, w.cfg.SessionTTL)
+	if serr != nil {
+		w.log.Warn("sessions unreadable; starting new ones", keyErr, serr)
+	}
 	if st != nil {
+		w.budget = st.Budget
+		maps.Copy(w.awaiting, st.Awaiting)
 		for _, p := range st.Pending {
 			if !slices.Contains(w.cfg.Channels, p.Channel) {
 				continue
@@ -274,7 +316,7 @@ func (w *watcher) startup() error {
 		}
 	}
 	w.save()
-	w.setPresence(presence.SubIdle, "")
+	w.idle()
 	w.log.Info("watching", "channels", w.cfg.Channels, "pending", len(w.queue), "resumed", st != nil)
 	return nil
 }
@@ -330,6 +372,7 @@ func (w *watcher) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			stopping = true // take nothing new, even if done was not picked yet
 		}
+		w.checkKill()
 		if !stopping {
 			w.poll()
 			w.dispatch(jobCtx)
@@ -438,6 +481,9 @@ func (w *watcher) dispatch(jobCtx context.Context) {
 			w.logOnce("rate", "rate limit reached; messages wait", "rate", w.cfg.Rate, "queue", len(w.queue))
 			return
 		}
+		if w.throttled(now) {
+			return
+		}
 		it := w.queue[i]
 		m := &it.msg
 		c, outcome, err := w.claims.Acquire(m.SessionID, m.Key())
@@ -472,13 +518,7 @@ func (w *watcher) dispatch(jobCtx context.Context) {
 			continue
 		}
 		w.guards.rate.add(now)
-		ctx, stop := context.WithCancel(jobCtx)
-		w.busy = &job{it: *it, started: now, stop: stop}
-		w.setPresence(presence.SubWorking, m.ID)
-		go func() {
-			defer stop()
-			w.done <- w.run(ctx, *it)
-		}()
+		w.start(jobCtx, it, now)
 	}
 }
 
@@ -502,9 +542,39 @@ func (w *watcher) alreadyReplied(it *item) (string, bool) {
 	return "", false
 }
 
+// start records the job and runs the CLI in a goroutine of its own.
+func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
+	m := &it.msg
+	key := w.sess.key(m.SessionID, m.ThreadID())
+	resume := w.sess.get(key, now)
+	rec, err := jobs.Start(w.cfg.Root, jobs.Job{
+		ID: jobs.ID(m.Key()), Agent: w.cfg.Agent, Host: w.cfg.Host, Channel: m.SessionID,
+		Message: m.Key(), From: m.From, CLI: w.cfg.CLI, Session: resume, Resumed: resume != "", Started: now,
+	}, w.cfg.Now)
+	if err != nil {
+		w.logOnce("job", "cannot record the job", keyMsg, m.ID, keyErr, err)
+	}
+	if asked := w.awaiting[key]; asked != "" {
+		// This message answers a question the CLI asked in this session.
+		rec.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: m.Content.Text, Data: jsonString(asked)})
+		if err := jobs.SetStatus(w.cfg.Root, w.cfg.Agent, asked, jobs.Completed); err != nil {
+			w.log.Warn("cannot close the job that asked", "job", asked, keyErr, err)
+		}
+		delete(w.awaiting, key)
+	}
+	ctx, stop := context.WithCancel(jobCtx)
+	w.busy = &job{it: *it, started: now, stop: stop, rec: rec, key: key}
+	w.log.Info("running", keyMsg, m.ID, "job", jobs.ID(m.Key()), "session", resume)
+	w.setPresence(presence.SubWorking, m.ID)
+	go func() {
+		defer stop()
+		w.done <- w.run(ctx, *it, resume, rec)
+	}()
+}
+
 // run builds the prompt and runs the CLI. It runs in its own goroutine and
 // touches no watcher state.
-func (w *watcher) run(ctx context.Context, it item) jobResult {
+func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Recorder) jobResult {
 	m := it.msg
 	var transcript []channel.Message
 	if w.cfg.Context > 0 {
@@ -528,12 +598,22 @@ func (w *watcher) run(ctx context.Context, it item) jobResult {
 	if err != nil {
 		return jobResult{it: it, err: fmt.Errorf("build prompt: %w", err)}
 	}
-	resp, err := w.cfg.Runner.Run(ctx, modelcli.Request{
+	req := modelcli.Request{
 		Prompt:  text,
 		Env:     w.env(&m),
 		Dir:     w.cfg.Workdir,
 		Timeout: w.cfg.Timeout,
-	})
+		Session: resume,
+		OnEvent: rec.Event,
+	}
+	resp, err := w.cfg.Runner.Run(ctx, req)
+	if errors.Is(err, modelcli.ErrSessionGone) && resume != "" && ctx.Err() == nil {
+		w.log.Warn("session cannot be resumed; starting a new one", keyMsg, m.ID, "session", resume, keyErr, err)
+		rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: "session " + resume + " cannot be resumed; starting a new one"})
+		req.Session = ""
+		resp, err = w.cfg.Runner.Run(ctx, req)
+		return jobResult{it: it, resp: resp, err: err, fresh: true}
+	}
 	return jobResult{it: it, resp: resp, err: err}
 }
 
@@ -551,14 +631,31 @@ func (w *watcher) env(m *channel.Message) []string {
 
 // finish handles the end of a CLI run: post the reply or record the failure.
 func (w *watcher) finish(r jobResult) {
-	started := w.busy.started
+	j := w.busy
 	w.busy = nil
 	it := r.it
 	m := &it.msg
-	dur := w.now().Sub(started)
-	if r.err != nil {
+	now := w.now()
+	dur := now.Sub(j.started)
+	w.spend(r.resp.CostUSD, now)
+	switch {
+	case r.resp.Session != "":
+		if err := w.sess.put(j.key, r.resp.Session, now); err != nil {
+			w.logOnce("sessions", "cannot save sessions", keyErr, err)
+		}
+	case r.fresh:
+		w.sess.drop(j.key)
+	}
+	switch {
+	case j.killed:
+		w.failed++
+		w.log.Warn("killed by request", keyMsg, m.ID, "job", jobs.ID(m.Key()), keyDur, dur)
+		j.rec.Finish(jobs.Killed, r.resp, errors.New("killed by request"))
+		w.finishClaim(&it, claim.Failed, "", "job killed by request")
+	case r.err != nil:
 		w.failed++
 		w.log.Error("failed", keyMsg, m.ID, keyChannel, m.SessionID, keyDur, dur, keyErr, r.err, keyStderr, tail(r.resp.Stderr, 2000))
+		j.rec.Finish(jobs.Failed, r.resp, r.err)
 		note := r.err.Error()
 		lost := errors.Is(w.claims.Heartbeat(m.SessionID, m.Key()), claim.ErrLost)
 		if lost {
@@ -566,32 +663,77 @@ func (w *watcher) finish(r jobResult) {
 			// error reply would take its reply token.
 			w.log.Info("claim lost; not posting", keyMsg, m.ID)
 		} else if w.cfg.PostErrors {
-			w.post(&it, fmt.Sprintf("[collab] %s could not answer: %s", w.cfg.Agent, tail(note, 500)), claim.Failed)
+			w.post(&it, fmt.Sprintf("[collab] %s could not answer: %s", w.cfg.Agent, tail(note, 500)), claim.Failed, nil)
 		} else {
 			w.finishClaim(&it, claim.Failed, "", tail(note, 500))
 		}
-	} else if r.resp.Text == NoReply {
+	case r.resp.Text == NoReply && r.resp.Question == nil:
 		w.handled++
 		w.log.Info("no reply needed", keyMsg, m.ID, keyChannel, m.SessionID, keyDur, dur)
+		j.rec.Finish(jobs.Completed, r.resp, nil)
 		w.finishClaim(&it, claim.Skipped, "", "the model answered "+NoReply)
-	} else {
+	default:
 		if r.resp.Truncated {
 			w.log.Warn("output truncated", keyMsg, m.ID)
 		}
-		if id := w.post(&it, r.resp.Text, claim.Replied); id != "" {
-			w.handled++
-			w.lastReply, w.lastReplyID = w.now(), id
-			w.guards.replied(m.From, m.Metadata.Hops, w.now())
-			w.log.Info("replied", keyMsg, m.ID, keyChannel, m.SessionID, keyReply, id, keyDur, dur)
+		text, status, extra := r.resp.Text, jobs.Completed, map[string]json.RawMessage(nil)
+		if q := r.resp.Question; q != nil {
+			// The CLI stopped to ask: the asker gets the question, and the
+			// answer resumes this session.
+			text, status = questionText(r.resp.Text, q), jobs.AwaitingInput
+			extra = map[string]json.RawMessage{"needs_input": mustJSON(map[string]any{"job": jobs.ID(m.Key()), "options": q.Options})}
+		}
+		id := w.post(&it, text, claim.Replied, extra)
+		j.rec.Finish(status, r.resp, nil)
+		if id == "" {
+			break
+		}
+		j.rec.Update(func(jb *jobs.Job) { jb.Reply = id })
+		w.handled++
+		w.lastReply, w.lastReplyID = now, id
+		w.guards.replied(m.From, m.Metadata.Hops, now)
+		if status == jobs.AwaitingInput {
+			w.awaiting[j.key] = jobs.ID(m.Key())
+			w.log.Info("asked for input", keyMsg, m.ID, keyReply, id, "job", jobs.ID(m.Key()), keyDur, dur)
+		} else {
+			w.log.Info("replied", keyMsg, m.ID, keyChannel, m.SessionID, keyReply, id, keyDur, dur, "cost_usd", r.resp.CostUSD)
 		}
 	}
+	if err := j.rec.Err(); err != nil {
+		w.logOnce("job", "cannot record the job", keyMsg, m.ID, keyErr, err)
+	}
 	w.dirty = true
-	w.setPresence(presence.SubIdle, "")
+	w.idle()
 }
+
+// questionText is the message that asks for input: the model's words, the
+// question and the options.
+func questionText(said string, q *modelcli.Question) string {
+	var b strings.Builder
+	if said = strings.TrimSpace(said); said != "" && said != NoReply {
+		b.WriteString(said)
+		b.WriteString("\n\n")
+	}
+	b.WriteString(q.Text)
+	if len(q.Options) > 0 {
+		fmt.Fprintf(&b, "\n\nReply with one of: %s.", strings.Join(q.Options, ", "))
+	}
+	return b.String()
+}
+
+func mustJSON(v any) json.RawMessage {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+func jsonString(s string) json.RawMessage { return mustJSON(s) }
 
 // post posts text as the one reply to the item and finishes its claim with
 // status. It returns the reply's id, or "" if nothing was posted.
-func (w *watcher) post(it *item, text, status string) string {
+func (w *watcher) post(it *item, text, status string, extra map[string]json.RawMessage) string {
 	m := &it.msg
 	if id, ok := w.alreadyReplied(it); ok {
 		w.log.Info("not posting: a reply exists", keyMsg, m.ID, keyReply, id)
@@ -618,6 +760,7 @@ func (w *watcher) post(it *item, text, status string) string {
 			Hops:      m.Metadata.Hops + 1,
 			Thread:    m.ThreadID(),
 			Host:      w.cfg.Host,
+			Extra:     extra,
 		},
 	}
 	if !tree.ValidName(m.From) {
@@ -686,6 +829,7 @@ func (w *watcher) finishClaim(it *item, status, reply, note string) {
 
 // heartbeat refreshes presence and the running job's claim.
 func (w *watcher) heartbeat() {
+	w.checkKill()
 	if w.busy != nil {
 		w.setPresence(presence.SubWorking, w.busy.it.msg.ID)
 		err := w.claims.Heartbeat(w.busy.it.msg.SessionID, w.busy.it.msg.Key())
@@ -699,13 +843,40 @@ func (w *watcher) heartbeat() {
 		}
 		return
 	}
-	w.setPresence(presence.SubIdle, "")
+	w.idle()
+}
+
+// idle writes the presence of a watcher with no CLI running.
+func (w *watcher) idle() {
+	switch {
+	case w.cfg.BudgetUSD > 0 && w.budget.Spent >= w.cfg.BudgetUSD && w.budget.Day == w.now().Format(time.DateOnly):
+		w.setPresence(presence.SubThrottled, "")
+	case len(w.awaiting) > 0:
+		w.setPresence(presence.SubWaiting, "")
+	default:
+		w.setPresence(presence.SubIdle, "")
+	}
+}
+
+// checkKill stops the running job if someone asked for it (collab jobs kill).
+func (w *watcher) checkKill() {
+	if w.busy == nil || w.busy.killed {
+		return
+	}
+	id := jobs.ID(w.busy.it.msg.Key())
+	if jobs.KillRequested(w.cfg.Root, w.cfg.Agent, id) {
+		w.log.Warn("kill requested; stopping the CLI", keyMsg, w.busy.it.msg.ID, "job", id)
+		w.busy.killed = true
+		w.busy.stop()
+	}
 }
 
 // save writes the state file.
 func (w *watcher) save() {
 	st := &state{
 		Saved:    w.now(),
+		Budget:   w.budget,
+		Awaiting: w.awaiting,
 		Channels: make(map[string]channel.Cursor, len(w.readers)),
 		Noticed:  w.guards.noticed,
 	}

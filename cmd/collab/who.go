@@ -88,7 +88,7 @@ Flags:
 		}
 		if err == nil {
 			switch s.Effective(now, staleAfter, host, presence.PIDAlive) {
-			case presence.AwakeIdle, presence.AwakeWorking:
+			case presence.AwakeIdle, presence.AwakeWorking, presence.AwakeWaiting, presence.AwakeThrottled:
 				return nil
 			}
 		}

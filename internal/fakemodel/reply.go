@@ -1,0 +1,159 @@
+package fakemodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Reply is what the server answers to one model call: text, one tool
+// call, or an HTTP error, optionally slow. The zero Reply is an empty text
+// answer, which CLIs treat as an error or an empty result.
+type Reply struct {
+	Text string // the answer, streamed in word-sized chunks
+	Call *Call  // a tool call instead of text, when set
+
+	Status  int    // an HTTP error status (>= 400) instead of an answer
+	Message string // the error's message, in the API's error body
+
+	Delay time.Duration // wait before sending the response headers
+	Pace  time.Duration // wait between streamed events
+	// Hang, after the first text chunk, stops the stream without ending
+	// it: the response stays open until the client goes away or the server
+	// is closed. For timeout and kill tests.
+	Hang bool
+
+	tool func(Request) (*Call, error) // chosen from the request's tools
+}
+
+// Call is a tool call by the model.
+type Call struct {
+	Name string         // the tool, as the CLI named it in the request
+	Args map[string]any // its arguments
+}
+
+// Text answers s.
+func Text(s string) Reply { return Reply{Text: s} }
+
+// Error answers with an HTTP error status and the API's own error body
+// carrying message.
+func Error(status int, message string) Reply { return Reply{Status: status, Message: message} }
+
+// Tool answers with a call of the named tool.
+func Tool(name string, args map[string]any) Reply {
+	return Reply{Call: &Call{Name: name, Args: args}}
+}
+
+// Shell answers with a call of the CLI's shell tool running command:
+// Claude Code's Bash, Codex's exec_command (or shell), Gemini CLI's
+// run_shell_command, whichever the request offers. A request offering none
+// is answered with a text that says so.
+func Shell(command string) Reply {
+	return Reply{tool: func(r Request) (*Call, error) {
+		switch {
+		case r.HasTool("Bash"):
+			return &Call{Name: "Bash", Args: map[string]any{"command": command, "description": "Run " + command}}, nil
+		case r.HasTool("exec_command"):
+			return &Call{Name: "exec_command", Args: map[string]any{"cmd": command}}, nil
+		case r.HasTool("shell"):
+			return &Call{Name: "shell", Args: map[string]any{"command": []string{"bash", "-lc", command}}}, nil
+		case r.HasTool("shell_command"):
+			return &Call{Name: "shell_command", Args: map[string]any{"command": command}}, nil
+		case r.HasTool("run_shell_command"):
+			return &Call{Name: "run_shell_command", Args: map[string]any{"command": command, "description": "Run " + command}}, nil
+		}
+		return nil, fmt.Errorf("no shell tool among %v", r.Tools)
+	}}
+}
+
+// ReadFile answers with a call of the CLI's file-reading tool on path:
+// Claude Code's Read, Gemini CLI's read_file, or for Codex (which has no
+// such tool) a shell "cat" of the file.
+func ReadFile(path string) Reply {
+	return Reply{tool: func(r Request) (*Call, error) {
+		switch {
+		case r.HasTool("Read"):
+			return &Call{Name: "Read", Args: map[string]any{"file_path": path}}, nil
+		case r.HasTool("read_file"):
+			return &Call{Name: "read_file", Args: map[string]any{"file_path": path}}, nil
+		}
+		return Shell("cat '" + strings.ReplaceAll(path, "'", `'\''`) + "'").tool(r)
+	}}
+}
+
+// After returns r sent only after d.
+func (r Reply) After(d time.Duration) Reply { r.Delay = d; return r }
+
+// Slowly returns r streamed with d between events.
+func (r Reply) Slowly(d time.Duration) Reply { r.Pace = d; return r }
+
+// Hung returns r that stops after its first chunk and never ends.
+func (r Reply) Hung() Reply { r.Hang = true; return r }
+
+// Echo is the default script. It answers a tool result with
+// "tool said: " and the result's first line, and anything else with
+// "echo: " and the first line of the request's Prompt, so a test can tell
+// calls apart and see what each one was sent.
+func Echo(r Request) Reply {
+	if res, ok := r.ToolResult(); ok {
+		return Text("tool said: " + firstLine(res.Text))
+	}
+	return Text("echo: " + firstLine(r.Prompt()))
+}
+
+// resolve turns a deferred tool choice into a call, or a text naming the
+// problem.
+func (r Reply) resolve(req Request) Reply {
+	if r.tool == nil {
+		return r
+	}
+	call, err := r.tool(req)
+	r.tool = nil
+	if err != nil {
+		r.Text = "fakemodel: " + err.Error()
+		return r
+	}
+	r.Call = call
+	return r
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// chunks splits text into word-sized pieces that concatenate to it.
+func chunks(text string) []string {
+	if text == "" {
+		return nil
+	}
+	var out []string
+	for len(text) > 0 {
+		i := strings.IndexByte(text[1:], ' ')
+		if i < 0 {
+			out = append(out, text)
+			break
+		}
+		out = append(out, text[:i+1])
+		text = text[i+1:]
+	}
+	return out
+}
+
+func (c *Call) argsJSON() string {
+	if c.Args == nil {
+		return "{}"
+	}
+	b, err := json.Marshal(c.Args)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// tokens is the usage the server reports: about four bytes a token.
+func tokens(n int) int { return max(1, n/4) }
