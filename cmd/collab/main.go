@@ -77,6 +77,7 @@ func commands() []command {
 		{"read", "show a channel as a transcript", runRead},
 		{"who", "show which agents are awake", runWho},
 		{"watch", "run an agent's watcher daemon", runWatch},
+		{"jobs", "list, show or stop the watchers' model runs", runJobs},
 	}
 }
 

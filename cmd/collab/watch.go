@@ -39,6 +39,10 @@ Flags:
 	cli := fs.String("cli", "", "CLI adapter: command (env COLLAB_CLI, default command)")
 	cmdline := fs.String("cmd", "", "command line of the CLI, split like shell words but run without a shell (env COLLAB_CMD)")
 	cliArgs := fs.StringArray("cli-arg", nil, "extra argument for the CLI, repeatable; each value is exactly one argument")
+	model := fs.String("model", "", "model for the CLI (env COLLAB_MODEL)")
+	sessionScope := fs.String("session-scope", "channel", "which messages resume one CLI session: channel, thread or none")
+	sessionTTL := fs.Duration("session-ttl", 8*time.Hour, "how long an unused CLI session is resumed")
+	budget := fs.Float64("budget-usd", 0, "stop running the CLI for the rest of the UTC day once its runs cost this much (0: no limit)")
 	role := fs.String("role", "", "the agent's role: a file to read, or the text itself")
 	memory := fs.StringArray("memory", nil, "file read fresh into every prompt, repeatable (e.g. CURRENT-STATE.md)")
 	contextN := fs.Int("context", 10, "recent messages in the prompt's transcript")
@@ -90,31 +94,46 @@ Flags:
 	if *workdir == "" {
 		*workdir = getenv("COLLAB_WORKDIR")
 	}
+	if *model == "" {
+		*model = getenv("COLLAB_MODEL")
+	}
+	switch *sessionScope {
+	case watcher.ScopeChannel, watcher.ScopeThread, watcher.ScopeNone:
+	default:
+		return usageErrorf("watch: --session-scope %q: use channel, thread or none", *sessionScope)
+	}
+	if *budget < 0 {
+		return usageErrorf("watch: --budget-usd must not be negative")
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageErrorf("watch: --log-level %q: use debug, info, warn or error", *logLevel)
 	}
-	runner, err := newRunner(*cli, *cmdline, *cliArgs, getenv)
+	runner, err := newRunner(*cli, *cmdline, *model, *cliArgs, getenv)
 	if err != nil {
 		return err
 	}
 	cfg := watcher.Config{
-		Root:       root,
-		Agent:      *agent,
-		Channels:   *channels,
-		Runner:     runner,
-		Memory:     *memory,
-		Context:    *contextN,
-		Workdir:    *workdir,
-		Timeout:    *timeout,
-		PostErrors: *postErrors,
-		Poll:       *poll,
-		Heartbeat:  *heartbeat,
-		Grace:      *grace,
-		ClaimGrace: *claimGrace,
-		MaxHops:    *maxHops,
-		Rate:       *rate,
-		PairRate:   *pairRate,
+		Root:         root,
+		Agent:        *agent,
+		Channels:     *channels,
+		Runner:       runner,
+		CLI:          *cli,
+		SessionScope: *sessionScope,
+		SessionTTL:   *sessionTTL,
+		BudgetUSD:    *budget,
+		Memory:       *memory,
+		Context:      *contextN,
+		Workdir:      *workdir,
+		Timeout:      *timeout,
+		PostErrors:   *postErrors,
+		Poll:         *poll,
+		Heartbeat:    *heartbeat,
+		Grace:        *grace,
+		ClaimGrace:   *claimGrace,
+		MaxHops:      *maxHops,
+		Rate:         *rate,
+		PairRate:     *pairRate,
 	}
 	if *contextN == 0 {
 		cfg.Context = -1
@@ -145,7 +164,7 @@ Flags:
 }
 
 // newRunner builds the CLI adapter.
-func newRunner(cli, cmdline string, extra []string, getenv env) (watcher.Runner, error) {
+func newRunner(cli, cmdline, model string, extra []string, getenv env) (watcher.Runner, error) {
 	switch cli {
 	case "command":
 		if cmdline == "" {
@@ -154,6 +173,9 @@ func newRunner(cli, cmdline string, extra []string, getenv env) (watcher.Runner,
 		argv, err := modelcli.SplitCommand(cmdline, getenv)
 		if err != nil {
 			return nil, usageErrorf("watch: --cmd: %v", err)
+		}
+		if model != "" {
+			return nil, usageErrorf("watch: --model needs a dedicated --cli (claude, codex, gemini); put the model in --cmd")
 		}
 		return &modelcli.Command{Argv: argv, Args: extra}, nil
 	default:

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"collab/jobs"
+	"collab/modelcli"
+	"collab/tree"
+)
+
+func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "show":
+			return runJobsShow(args[1:], getenv, stdout, stderr)
+		case "kill":
+			return runJobsKill(args[1:], getenv, stdout, stderr)
+		}
+	}
+	fs := newFlags("jobs", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab jobs [--agent A] [--json]
+       collab jobs show JOB [--since TIME] [--json]
+       collab jobs kill JOB
+
+List the model runs of the watchers (the running ones and the last 20
+finished per agent), show one with its events, or stop a running one from
+any host.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	agent := fs.String("agent", "", "only this agent's jobs")
+	asJSON := fs.Bool("json", false, "print JSON")
+	rootf := rootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("jobs: unexpected argument %q (subcommands: show, kill)", fs.Arg(0))
+	}
+	root := tree.Resolve(*rootf, getenv)
+	var agents []string
+	if *agent != "" {
+		if err := tree.CheckName("agent", *agent); err != nil {
+			return usageErrorf("jobs: %v", err)
+		}
+		agents = []string{*agent}
+	} else {
+		var err error
+		if agents, err = stateAgents(root); err != nil {
+			return err
+		}
+	}
+	var all []jobs.Job
+	for _, a := range agents {
+		js, err := jobs.List(root, a)
+		if err != nil {
+			return err
+		}
+		all = append(all, js...)
+	}
+	slices.SortStableFunc(all, func(a, b jobs.Job) int { return b.Started.Compare(a.Started) })
+	if *asJSON {
+		for i := range all {
+			all[i].Events = nil // jobs show has them
+		}
+		return writeJSON(stdout, all)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tAGENT\tSTATUS\tSTARTED\tTOOK\tCLI\tCOST\tFROM\tCHANNEL")
+	now := time.Now()
+	for _, j := range all {
+		took := "-"
+		switch {
+		case !j.Ended.IsZero():
+			took = j.Ended.Sub(j.Started).Round(100 * time.Millisecond).String()
+		case j.Status == jobs.Running:
+			took = now.Sub(j.Started).Round(time.Second).String() + "…"
+		}
+		cost := "-"
+		if j.CostUSD > 0 {
+			cost = fmt.Sprintf("$%.4f", j.CostUSD)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Agent, j.Status,
+			j.Started.Local().Format("2006-01-02 15:04:05"), took, j.CLI, cost, j.From, j.Channel)
+	}
+	return tw.Flush()
+}
+
+// stateAgents lists the agents that have state in the tree.
+func stateAgents(root tree.Root) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(string(root), "state"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && tree.ValidName(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+func runJobsShow(args []string, getenv env, stdout, stderr io.Writer) error {
+	fs := newFlags("jobs show", stderr)
+	since := fs.String("since", "", "only events at or after this time (RFC 3339) or this long ago (10m)")
+	asJSON := fs.Bool("json", false, "print the record as JSON")
+	rootf := rootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("jobs show: give one job id")
+	}
+	root := tree.Resolve(*rootf, getenv)
+	j, err := jobs.Find(root, fs.Arg(0))
+	if errors.Is(err, tree.ErrBadName) {
+		return usageErrorf("jobs show: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	if *since != "" {
+		cut, err := parseSince(*since, time.Now())
+		if err != nil {
+			return err
+		}
+		j.Events = slices.DeleteFunc(j.Events, func(e jobEvent) bool { return e.Time.Before(cut) })
+	}
+	if *asJSON {
+		return writeJSON(stdout, j)
+	}
+	fmt.Fprintf(stdout, "job %s  agent %s@%s  %s  cli %s\n", j.ID, j.Agent, j.Host, j.Status, j.CLI)
+	fmt.Fprintf(stdout, "message %s from %s in %s\n", j.Message, j.From, j.Channel)
+	if j.Session != "" {
+		fmt.Fprintf(stdout, "session %s (resumed: %v)\n", j.Session, j.Resumed)
+	}
+	if j.CostUSD > 0 || j.Usage.Input > 0 {
+		fmt.Fprintf(stdout, "cost $%.4f  tokens in %d out %d\n", j.CostUSD, j.Usage.Input, j.Usage.Output)
+	}
+	if j.Reply != "" {
+		fmt.Fprintf(stdout, "reply %s\n", j.Reply)
+	}
+	if j.Error != "" {
+		fmt.Fprintf(stdout, "error %s\n", j.Error)
+	}
+	for _, e := range j.Events {
+		line := e.Text
+		if e.Tool != "" {
+			line = e.Tool + " " + line
+		}
+		line = strings.ReplaceAll(strings.TrimSpace(line), "\n", " ⏎ ")
+		if len(line) > 200 {
+			line = line[:200] + "…"
+		}
+		fmt.Fprintf(stdout, "%s  %-11s %s\n", e.Time.Local().Format("15:04:05.000"), e.Kind, line)
+	}
+	return nil
+}
+
+func runJobsKill(args []string, getenv env, stdout, stderr io.Writer) error {
+	fs := newFlags("jobs kill", stderr)
+	rootf := rootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("jobs kill: give one job id")
+	}
+	root := tree.Resolve(*rootf, getenv)
+	j, err := jobs.Find(root, fs.Arg(0))
+	if errors.Is(err, tree.ErrBadName) {
+		return usageErrorf("jobs kill: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	if j.Done() {
+		return fmt.Errorf("jobs kill: %s is %s, not running", j.ID, j.Status)
+	}
+	who := cmpOrEnv(getenv, "COLLAB_AGENT", "USER")
+	if err := jobs.RequestKill(root, j.Agent, j.ID, who); err != nil {
+		return fmt.Errorf("jobs kill: %w", err)
+	}
+	fmt.Fprintf(stdout, "asked %s's watcher on %s to stop %s\n", j.Agent, j.Host, j.ID)
+	return nil
+}
+
+type jobEvent = modelcli.Event
+
+// parseSince reads a time (RFC 3339) or a duration ago.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usageErrorf("--since %q is neither a time (2026-01-11T16:33:15Z) nor a duration (10m)", s)
+}
+
+func cmpOrEnv(getenv env, keys ...string) string {
+	for _, k := range keys {
+		if v := getenv(k); v != "" {
+			return v
+		}
+	}
+	return "someone"
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
