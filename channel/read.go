@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"collab/safedir"
@@ -34,6 +35,9 @@ const (
 	SkipNotRegular SkipReason = "not a regular file"
 	SkipSymlink    SkipReason = "symbolic link"
 	SkipUnreadable SkipReason = "unreadable"
+	// SkipNeverAppeared: a hinted file (announced over NATS) did not
+	// appear within HintTTL.
+	SkipNeverAppeared SkipReason = "announced but never appeared"
 )
 
 // Skip reports a file that a scan did not return. Each is reported once.
@@ -63,6 +67,15 @@ type ReaderOptions struct {
 	Retries    int              // default DefaultRetries
 	SkewWindow time.Duration    // default DefaultSkewWindow
 	Now        func() time.Time // default time.Now
+
+	// FullRescan bounds how long an unchanged-looking folder goes
+	// unlisted; default 30 s.
+	FullRescan time.Duration
+	// Settle is how long after a change of the folder's attributes
+	// listings go on before the attributes are trusted; default 2 s.
+	Settle time.Duration
+	// HintTTL is how long a hinted file may take to appear; default 2 min.
+	HintTTL time.Duration
 }
 
 // Reader returns the messages of one channel, each once. A Reader is owned
@@ -78,6 +91,15 @@ type Reader struct {
 	gen    uint64
 	retry  map[string]*retry      // parse failures or unreadable, not yet reported
 	bad    map[string]fingerprint // reported; read again if the file changes
+
+	// The listing gate (see Scan).
+	stamp        safedir.Stamp // the folder's attributes at the last listing
+	stampSince   time.Time     // when that stamp was first seen
+	stableListed bool          // a listing was made Settle after stampSince
+	listedAt     time.Time
+	force        bool
+	listings     int                  // how many times the folder was listed, for tests
+	hints        map[string]time.Time // file → when it was hinted
 }
 
 type retry struct {
@@ -121,6 +143,15 @@ func NewReader(root tree.Root, channel string, cur Cursor, opt ReaderOptions) (*
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.FullRescan <= 0 {
+		opt.FullRescan = 30 * time.Second
+	}
+	if opt.Settle <= 0 {
+		opt.Settle = 2 * time.Second
+	}
+	if opt.HintTTL <= 0 {
+		opt.HintTTL = 2 * time.Minute
 	}
 	r := &Reader{
 		dir:     root.Channel(channel),
@@ -204,6 +235,14 @@ func (r *Reader) SeekEnd() error {
 // the time in their names, then their timestamps, then their names, and the
 // files it skipped for the first time. A missing channel folder is empty.
 // The error is for a channel that cannot be listed; skips are never errors.
+//
+// An idle channel costs one open and one fstat of its folder: the folder is
+// listed only when its attributes changed, until a listing has been made at
+// least [ReaderOptions.Settle] after the last change (so several writes
+// within one timestamp tick are not missed), while files wait to be retried,
+// after [Reader.Invalidate], and at least every
+// [ReaderOptions.FullRescan] (an NFS client can cache a folder's attributes
+// for up to a minute). Names given to [Reader.Hint] are read directly.
 func (r *Reader) Scan() ([]Message, []Skip, error) {
 	d, err := safedir.Open(r.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -213,15 +252,110 @@ func (r *Reader) Scan() ([]Message, []Skip, error) {
 		return nil, nil, fmt.Errorf("open channel %s: %w", r.channel, err)
 	}
 	defer d.Close()
-	entries, err := d.ReadDir()
-	if err != nil {
-		return nil, nil, fmt.Errorf("list channel %s: %w", r.channel, err)
+	now := r.opt.Now()
+	stamp, serr := d.Stamp()
+	var cands []*candidate
+	var skips []Skip
+	if serr == nil && r.canSkip(stamp, now) {
+		cands = r.hinted(d)
+	} else {
+		entries, err := d.ReadDir()
+		if err != nil {
+			return nil, nil, fmt.Errorf("list channel %s: %w", r.channel, err)
+		}
+		r.listed(stamp, serr == nil, now)
+		r.gen++
+		cands = r.candidates(d, entries, &skips)
 	}
-	r.gen++
-	var (
-		found []found
-		skips []Skip
-	)
+	loadAll(d, cands, r.channel, r.opt.MaxSize)
+	var found []found
+	for _, c := range cands {
+		m, skip, ok := r.judge(d, c)
+		if skip != nil {
+			skips = append(skips, *skip)
+		}
+		if ok {
+			r.see(c.name, c.n.Time)
+			found = append(found, foundMsg(m, c.n))
+		}
+	}
+	r.sweepHints(now, &skips)
+	if len(cands) > 0 || len(skips) > 0 {
+		r.forgetGone()
+	}
+	slices.SortFunc(found, compareFound)
+	msgs := make([]Message, len(found))
+	for i, f := range found {
+		msgs[i] = f.m
+	}
+	return msgs, skips, nil
+}
+
+// Invalidate makes the next Scan list the folder whatever its attributes
+// say: after a wake-up from elsewhere, or any doubt.
+func (r *Reader) Invalidate() { r.force = true }
+
+// Hint tells the reader that a message file of this name should exist (a
+// NATS announcement): the next scans read it directly, without a listing,
+// until it appears or HintTTL passes; a hint that never appears is reported
+// as a skip with reason SkipNeverAppeared.
+func (r *Reader) Hint(file string) {
+	if _, ok := r.seen[file]; ok {
+		return
+	}
+	if n, err := ParseName(file); err != nil || n.Time.Before(r.floor) {
+		return
+	}
+	if r.hints == nil {
+		r.hints = make(map[string]time.Time)
+	}
+	if _, ok := r.hints[file]; !ok {
+		r.hints[file] = r.opt.Now()
+	}
+}
+
+// canSkip reports whether the folder can be left unlisted.
+func (r *Reader) canSkip(st safedir.Stamp, now time.Time) bool {
+	switch {
+	case r.force, !r.stableListed, st != r.stamp, len(r.retry) > 0:
+		return false
+	case now.Sub(r.listedAt) >= r.opt.FullRescan:
+		return false
+	}
+	return true
+}
+
+// listed records a full listing made at now with the folder's stamp.
+func (r *Reader) listed(st safedir.Stamp, ok bool, now time.Time) {
+	r.listings++
+	r.force = false
+	r.listedAt = now
+	switch {
+	case !ok:
+		r.stableListed = false
+	case st != r.stamp:
+		r.stamp, r.stampSince, r.stableListed = st, now, false
+	case now.Sub(r.stampSince) >= r.opt.Settle:
+		r.stableListed = true
+	}
+}
+
+// candidate is a file to read and judge.
+type candidate struct {
+	name string
+	n    Name
+	typ  fs.FileMode
+	data []byte
+	fi   fs.FileInfo
+	err  error   // reading
+	m    Message // decoded, if err is nil
+	derr error   // decoding
+}
+
+// candidates picks the entries of a listing that are new or worth another
+// look.
+func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, skips *[]Skip) []*candidate {
+	var out []*candidate
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".tmp") {
@@ -233,7 +367,7 @@ func (r *Reader) Scan() ([]Message, []Skip, error) {
 		n, err := ParseName(name)
 		if err != nil {
 			r.seen[name] = 0
-			skips = append(skips, Skip{File: name, Reason: SkipName})
+			*skips = append(*skips, Skip{File: name, Reason: SkipName})
 			continue
 		}
 		if n.Time.Before(r.floor) {
@@ -248,46 +382,90 @@ func (r *Reader) Scan() ([]Message, []Skip, error) {
 			}
 			delete(r.bad, name) // changed: look again
 		}
-		m, skip, ok := r.read(d, name, e.Type())
-		if skip != nil {
-			skips = append(skips, *skip)
-		}
-		if ok {
-			r.see(name, n.Time)
-			found = append(found, foundMsg(m, n))
-		}
+		out = append(out, &candidate{name: name, n: n, typ: e.Type()})
 	}
-	r.forgetGone()
-	slices.SortFunc(found, compareFound)
-	msgs := make([]Message, len(found))
-	for i, f := range found {
-		msgs[i] = f.m
-	}
-	return msgs, skips, nil
+	return out
 }
 
-// read reads one candidate file. It returns the message and ok, or a skip
-// to report (at most once per file), or neither while it waits to retry.
-func (r *Reader) read(d *safedir.Dir, name string, typ fs.FileMode) (Message, *Skip, bool) {
-	var (
-		data []byte
-		fi   fs.FileInfo
-		err  error
-	)
-	// The listing's type spares opening sockets, devices and folders.
-	switch {
-	case typ&fs.ModeSymlink != 0:
-		err = safedir.ErrSymlink
-	case !typ.IsRegular():
-		err = safedir.ErrNotRegular
-	default:
-		data, fi, err = d.ReadFile(name, r.opt.MaxSize)
+// hinted returns the hinted files that exist, to read without a listing.
+func (r *Reader) hinted(d *safedir.Dir) []*candidate {
+	var out []*candidate
+	for name := range r.hints {
+		if _, ok := r.seen[name]; ok {
+			continue
+		}
+		fi, err := d.Lstat(name)
+		if err != nil {
+			continue
+		}
+		if n, _ := ParseName(name); !n.Time.Before(r.floor) {
+			out = append(out, &candidate{name: name, n: n, typ: fi.Mode().Type()})
+		}
 	}
+	return out
+}
+
+// sweepHints drops hints that were found and reports those that waited too
+// long.
+func (r *Reader) sweepHints(now time.Time, skips *[]Skip) {
+	for name, since := range r.hints {
+		if _, ok := r.seen[name]; ok {
+			delete(r.hints, name)
+		} else if now.Sub(since) > r.opt.HintTTL {
+			delete(r.hints, name)
+			*skips = append(*skips, Skip{File: name, Reason: SkipNeverAppeared})
+		}
+	}
+}
+
+// loadAll reads and decodes the candidates, several at a time when there
+// are many (a backlog on NFS is bound by round trips, not CPU).
+func loadAll(d *safedir.Dir, cands []*candidate, channel string, limit int64) {
+	load := func(c *candidate) {
+		switch {
+		case c.typ&fs.ModeSymlink != 0:
+			c.err = safedir.ErrSymlink
+		case !c.typ.IsRegular():
+			c.err = safedir.ErrNotRegular
+		default:
+			c.data, c.fi, c.err = d.ReadFile(c.name, limit)
+			if c.err == nil {
+				c.m, c.derr = Decode(c.data, c.name, channel)
+				c.data = nil
+			}
+		}
+	}
+	if len(cands) < 64 {
+		for _, c := range cands {
+			load(c)
+		}
+		return
+	}
+	next := make(chan *candidate)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for c := range next {
+				load(c)
+			}
+		})
+	}
+	for _, c := range cands {
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+}
+
+// judge decides on one loaded candidate. It returns the message and ok, or
+// a skip to report (at most once per file), or neither while it waits to
+// retry.
+func (r *Reader) judge(d *safedir.Dir, c *candidate) (Message, *Skip, bool) {
+	name, fi, err := c.name, c.fi, c.err
 	if err == nil {
-		m, err := Decode(data, name, r.channel)
-		if err == nil {
+		if c.derr == nil {
 			delete(r.retry, name)
-			return m, nil, true
+			return c.m, nil, true
 		}
 		rt := r.retryOf(name)
 		if rt.fails++; rt.fails < r.opt.Retries {
@@ -295,7 +473,7 @@ func (r *Reader) read(d *safedir.Dir, name string, typ fs.FileMode) (Message, *S
 		}
 		delete(r.retry, name)
 		r.markBad(name, fi)
-		return Message{}, &Skip{File: name, Reason: SkipMalformed, Err: err}, false
+		return Message{}, &Skip{File: name, Reason: SkipMalformed, Err: c.derr}, false
 	}
 	var reason SkipReason
 	switch {

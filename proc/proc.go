@@ -23,6 +23,16 @@
 // and Result.Truncated is set. Of standard error only the last
 // Spec.StderrTail bytes are kept.
 //
+// Spec.StdoutLine, when set, also sees the whole of standard output as it
+// arrives, a line at a time: past MaxStdout too, so a caller can parse a
+// stream (JSON lines) of any length in bounded memory. Each line comes
+// without its newline; a line longer than MaxStdout bytes comes cut to its
+// first MaxStdout bytes; a last line without a newline comes when the
+// output ends. The calls are made one at a time, in order, from a goroutine
+// of Run's, and all of them before Run returns. The slice is valid only
+// during the call. A slow StdoutLine slows the child, which then waits on
+// a full pipe; the time limits still hold.
+//
 // # Ending
 //
 // The child leads a new process group. The run is over when the child
@@ -61,6 +71,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,6 +106,7 @@ type Spec struct {
 	KillGrace  time.Duration // SIGTERM to SIGKILL; 0: DefaultKillGrace
 	MaxStdout  int           // stdout bytes kept; 0: DefaultMaxStdout
 	StderrTail int           // stderr bytes kept, the last ones; 0: DefaultStderrTail
+	StdoutLine func([]byte)  // called with each line of stdout as it arrives; nil: none
 }
 
 // Result is what a run produced, returned even when Run fails.
@@ -197,6 +209,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		cmd.Stdin = bytes.NewReader(s.Stdin) // copied by an os/exec goroutine, EPIPE ignored
 	}
 	cmd.Stdout = stdout
+	var lw *lines
+	if s.StdoutLine != nil {
+		lw = &lines{f: s.StdoutLine, max: s.MaxStdout}
+		cmd.Stdout = io.MultiWriter(stdout, lw)
+	}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = procAttr()
 	// stopped is set by Cancel, which os/exec calls at most once and before
@@ -227,6 +244,9 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		_ = signalGroup(pgid, syscall.SIGKILL)
 	}
 	werr := cmd.Wait()
+	if lw != nil {
+		lw.flush() // os/exec's copying goroutine is done
+	}
 
 	res.Duration = time.Since(start)
 	res.Stdout, res.Truncated = stdout.buf, stdout.over
@@ -333,6 +353,46 @@ func (c *capped) Write(p []byte) (int, error) {
 	}
 	c.buf = append(c.buf, keep...)
 	return len(p), nil
+}
+
+// lines passes each line written to it to f, without its newline and cut
+// to max bytes.
+type lines struct {
+	f    func([]byte)
+	max  int
+	buf  []byte // the current line, so far
+	some bool   // the current line has begun (it may be empty so far)
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		line, rest, found := bytes.Cut(p, []byte{'\n'})
+		if room := l.max - len(l.buf); len(line) > room {
+			line = line[:room]
+		}
+		if !found {
+			l.buf = append(l.buf, line...)
+			l.some = true
+			break
+		}
+		if len(l.buf) == 0 {
+			l.f(line) // the whole line is in p: no copy
+		} else {
+			l.buf = append(l.buf, line...)
+			l.f(l.buf)
+		}
+		l.buf, l.some, p = l.buf[:0], false, rest
+	}
+	return n, nil
+}
+
+// flush passes on a last line that has no newline.
+func (l *lines) flush() {
+	if l.some {
+		l.f(l.buf)
+		l.buf, l.some = l.buf[:0], false
+	}
 }
 
 // tail keeps the last max bytes written to it.

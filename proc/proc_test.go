@@ -75,6 +75,21 @@ func helper(mode string) int {
 		}
 		n, _ := io.Copy(io.Discard, os.Stdin)
 		fmt.Printf("%s %d", kind, n)
+	case "lines": // lines in odd-sized writes, one long, the last without a newline
+		out := []string{"first\n", "\n", "sec", "ond\nthird\n", strings.Repeat("x", 3000) + "\n", "last"}
+		for _, w := range out {
+			os.Stdout.WriteString(w)
+			time.Sleep(time.Millisecond)
+		}
+	case "wait-ack": // print a line, then wait until the reader acknowledges it
+		fmt.Println("ping")
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(os.Getenv(envPIDFile)); err == nil {
+				fmt.Println("acked")
+				return 0
+			}
+		}
+		return 3
 	case "no-read":
 		fmt.Print("ok")
 	case "hang":
@@ -626,4 +641,91 @@ func TestExitErrorMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestStdoutLine(t *testing.T) {
+	long := strings.Repeat("x", 3000)
+	tests := []struct {
+		name string
+		max  int
+		want []string
+	}{
+		{"default cap", 0, []string{"first", "", "second", "third", long, "last"}},
+		// Lines go on past the cap, each cut to it.
+		{"small cap", 4, []string{"firs", "", "seco", "thir", "xxxx", "last"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			s := helperSpec(t, "lines")
+			s.MaxStdout = tt.max
+			s.StdoutLine = func(b []byte) { got = append(got, string(b)) }
+			res, err := proc.Run(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("lines: got %q, want %q", got, tt.want)
+			}
+			wantOut := "first\n\nsecond\nthird\n" + long + "\nlast"
+			if tt.max > 0 {
+				wantOut = wantOut[:tt.max]
+			}
+			if string(res.Stdout) != wantOut {
+				t.Errorf("stdout: got %q, want %q as without StdoutLine", res.Stdout, wantOut)
+			}
+		})
+	}
+}
+
+// TestStdoutLineLive: a line reaches StdoutLine while the child runs.
+func TestStdoutLineLive(t *testing.T) {
+	ack := filepath.Join(t.TempDir(), "ack")
+	s := helperSpec(t, "wait-ack", envPIDFile+"="+ack)
+	s.Timeout = 20 * time.Second
+	var got []string
+	s.StdoutLine = func(b []byte) {
+		got = append(got, string(b))
+		if string(b) == "ping" {
+			if err := os.WriteFile(ack, nil, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if _, err := proc.Run(context.Background(), s); err != nil {
+		t.Fatalf("got %v; want the child to see the acknowledgement", err)
+	}
+	if want := []string{"ping", "acked"}; !slices.Equal(got, want) {
+		t.Errorf("lines: got %q, want %q", got, want)
+	}
+}
+
+// FuzzStdoutLine: whatever the child prints, StdoutLine sees its lines,
+// each cut to MaxStdout. (Each input runs a child: slow, but exact.)
+func FuzzStdoutLine(f *testing.F) {
+	f.Add([]byte("a\nbc\n\nd"), 3)
+	f.Add([]byte("\n"), 1)
+	f.Add([]byte("no newline"), 100)
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		if max <= 0 || max > 1<<16 {
+			t.Skip()
+		}
+		var got [][]byte
+		s := helperSpec(t, "cat")
+		s.Stdin, s.MaxStdout = data, max
+		s.StdoutLine = func(b []byte) { got = append(got, bytes.Clone(b)) }
+		if _, err := proc.Run(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		var want [][]byte
+		if len(data) > 0 {
+			for _, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+				want = append(want, line[:min(len(line), max)])
+			}
+		}
+		if !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
 }

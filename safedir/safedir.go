@@ -111,6 +111,29 @@ func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
 	return f.ReadDir(-1)
 }
 
+// Stamp is what changes in a directory's attributes when an entry is added
+// or removed. Equal stamps mean "probably unchanged": a change within one
+// timestamp tick, or one hidden by an NFS attribute cache, keeps the stamp.
+type Stamp struct {
+	Mtime, Ctime int64 // nanoseconds
+	Ino          uint64
+	Size         int64
+	Nlink        uint64
+}
+
+// Stamp returns the directory's stamp, from the open descriptor (on NFS,
+// opening revalidates the attributes: close-to-open).
+func (d *Dir) Stamp() (Stamp, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd(), &st); err != nil {
+		return Stamp{}, pathErr("stat", d.path, err)
+	}
+	return Stamp{
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
+		Ino: st.Ino, Size: st.Size, Nlink: uint64(st.Nlink),
+	}, nil
+}
+
 // Lstat returns the file info of name without following a symlink.
 func (d *Dir) Lstat(name string) (fs.FileInfo, error) {
 	if err := checkName(name); err != nil {

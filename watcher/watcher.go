@@ -364,6 +364,10 @@ func (w *watcher) loop(ctx context.Context) error {
 			killJob()
 		case <-poll.C:
 		case <-wake:
+			// A hint from elsewhere: list even if the folders look unchanged.
+			for _, r := range w.readers {
+				r.Invalidate()
+			}
 		case <-beat.C:
 			w.heartbeat()
 		case r := <-w.done:

@@ -1,0 +1,172 @@
+package channel_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"collab/channel"
+	"collab/internal/bindfstest"
+	"collab/tree"
+)
+
+// clock is a settable fake clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func postAt(t *testing.T, root tree.Root, ch, text string, at time.Time) channel.Message {
+	t.Helper()
+	w := &channel.Writer{Root: root, Now: func() time.Time { return at }}
+	m := &channel.Message{SessionID: ch, From: "a", Content: channel.Content{Text: text}}
+	if err := w.Post(m); err != nil {
+		t.Fatal(err)
+	}
+	return *m
+}
+
+func scanN(t *testing.T, r *channel.Reader) int {
+	t.Helper()
+	msgs, _, err := r.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(msgs)
+}
+
+// An idle channel is not listed once its folder's attributes have settled,
+// but is listed again after FullRescan, after a change, and on Invalidate.
+func TestScanGate(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	clk := &clock{t: time.Now()}
+	postAt(t, root, "c", "one", clk.Now())
+	r, err := channel.NewReader(root, "c", channel.Cursor{}, channel.ReaderOptions{Now: clk.Now, Settle: 2 * time.Second, FullRescan: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := scanN(t, r); n != 1 {
+		t.Fatalf("first scan: %d messages", n)
+	}
+	clk.Add(time.Second)
+	scanN(t, r) // within Settle: lists
+	clk.Add(2 * time.Second)
+	scanN(t, r) // Settle after the stamp appeared: lists, and trusts from now
+	base := channel.Listings(r)
+	for range 5 {
+		clk.Add(time.Second)
+		scanN(t, r)
+	}
+	if got := channel.Listings(r) - base; got != 0 {
+		t.Errorf("idle: %d listings in 5 scans, want 0", got)
+	}
+
+	postAt(t, root, "c", "two", clk.Now())
+	if n := scanN(t, r); n != 1 {
+		t.Errorf("after a new message: %d messages, want 1", n)
+	}
+
+	base = channel.Listings(r)
+	r.Invalidate()
+	scanN(t, r)
+	if channel.Listings(r) != base+1 {
+		t.Errorf("Invalidate did not make the next scan list")
+	}
+
+	clk.Add(3 * time.Second)
+	scanN(t, r)
+	base = channel.Listings(r)
+	clk.Add(31 * time.Second)
+	scanN(t, r)
+	if channel.Listings(r) != base+1 {
+		t.Errorf("no listing after FullRescan")
+	}
+}
+
+// A file waiting for a retry keeps the folder listed.
+func TestScanGateRetry(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	clk := &clock{t: time.Now()}
+	dir := root.Channel("c")
+	os.MkdirAll(dir, 0o777)
+	r, _ := channel.NewReader(root, "c", channel.Cursor{}, channel.ReaderOptions{Now: clk.Now, Retries: 100})
+	for range 3 {
+		scanN(t, r)
+		clk.Add(2 * time.Second)
+	}
+	name := channel.NewID("a", clk.Now(), "abcd") + ".json"
+	full := `{"from":"a","content":{"text":"late"}}`
+	os.WriteFile(filepath.Join(dir, name), []byte(full[:10]), 0o666) // a writer mid-write, in place
+	scanN(t, r)
+	for range 5 {
+		clk.Add(10 * time.Second)
+		scanN(t, r)
+	}
+	// Completed in place: the folder's attributes do not change.
+	os.WriteFile(filepath.Join(dir, name), []byte(full), 0o666)
+	clk.Add(time.Second)
+	if n := scanN(t, r); n != 1 {
+		t.Errorf("completed file: %d messages, want 1", n)
+	}
+}
+
+// Across mounts with cached folder attributes, a hinted name is read at
+// once; unhinted, the file is found by the periodic full listing.
+func TestScanHintAcrossMounts(t *testing.T) {
+	backing := t.TempDir()
+	reader := tree.Root(bindfstest.Mount(t, backing, "-o", "attr_timeout=30,entry_timeout=30,negative_timeout=0"))
+	writer := tree.Root(bindfstest.Mount(t, backing))
+	os.MkdirAll(reader.Channel("c"), 0o777)
+	clk := &clock{t: time.Now()}
+	r, _ := channel.NewReader(reader, "c", channel.Cursor{}, channel.ReaderOptions{Now: clk.Now})
+	for range 3 {
+		scanN(t, r)
+		clk.Add(2 * time.Second)
+	}
+	m := postAt(t, writer, "c", "hinted", time.Now())
+	r.Hint(m.File)
+	msgs, _, err := r.Scan()
+	if err != nil || len(msgs) != 1 || msgs[0].Content.Text != "hinted" {
+		t.Fatalf("hinted scan: %v %v; want the hinted message", msgs, err)
+	}
+	m2 := postAt(t, writer, "c", "unhinted", time.Now())
+	clk.Add(31 * time.Second)
+	msgs, _, _ = r.Scan()
+	if len(msgs) != 1 || msgs[0].File != m2.File {
+		t.Errorf("after FullRescan: %v; want %s", msgs, m2.File)
+	}
+}
+
+func TestHintNeverAppears(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	os.MkdirAll(root.Channel("c"), 0o777)
+	clk := &clock{t: time.Now()}
+	r, _ := channel.NewReader(root, "c", channel.Cursor{}, channel.ReaderOptions{Now: clk.Now, HintTTL: time.Minute})
+	for range 3 {
+		scanN(t, r)
+		clk.Add(2 * time.Second)
+	}
+	ghost := channel.NewID("x", clk.Now(), "0000") + ".json"
+	r.Hint(ghost)
+	r.Hint("not-a-message.txt") // ignored
+	if _, skips, _ := r.Scan(); len(skips) != 0 {
+		t.Fatalf("skips before HintTTL: %v", skips)
+	}
+	clk.Add(2 * time.Minute)
+	_, skips, _ := r.Scan()
+	if len(skips) != 1 || skips[0].File != ghost || skips[0].Reason != channel.SkipNeverAppeared {
+		t.Errorf("skips = %v; want one %q for %s", skips, channel.SkipNeverAppeared, ghost)
+	}
+	if _, skips, _ := r.Scan(); len(skips) != 0 {
+		t.Errorf("reported again: %v", skips)
+	}
+}
