@@ -132,6 +132,11 @@ func NewReader(root tree.Root, channel string, cur Cursor, opt ReaderOptions) (*
 	if err := tree.CheckName("channel", channel); err != nil {
 		return nil, err
 	}
+	return newReaderAt(root.Channel(channel), channel, cur, opt), nil
+}
+
+// newReaderAt makes a reader of the folder dir holding channel's messages.
+func newReaderAt(dir, channel string, cur Cursor, opt ReaderOptions) *Reader {
 	if opt.MaxSize <= 0 {
 		opt.MaxSize = MaxMessageSize
 	}
@@ -154,7 +159,7 @@ func NewReader(root tree.Root, channel string, cur Cursor, opt ReaderOptions) (*
 		opt.HintTTL = 2 * time.Minute
 	}
 	r := &Reader{
-		dir:     root.Channel(channel),
+		dir:     dir,
 		channel: channel,
 		opt:     opt,
 		floor:   cur.Floor,
@@ -167,7 +172,7 @@ func NewReader(root tree.Root, channel string, cur Cursor, opt ReaderOptions) (*
 			r.see(name, n.Time)
 		}
 	}
-	return r, nil
+	return r
 }
 
 // Channel returns the channel's name.
@@ -283,7 +288,7 @@ func (r *Reader) Scan() ([]Message, []Skip, error) {
 	if len(cands) > 0 || len(skips) > 0 {
 		r.forgetGone()
 	}
-	slices.SortFunc(found, compareFound)
+	sortFound(found)
 	msgs := make([]Message, len(found))
 	for i, f := range found {
 		msgs[i] = f.m
@@ -358,8 +363,8 @@ func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, skips *[]Skip
 	var out []*candidate
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".tmp") {
-			continue // in-flight writes
+		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".tmp") || name == ArchiveDir {
+			continue // in-flight writes; the archive
 		}
 		if _, ok := r.seen[name]; ok {
 			continue
@@ -542,6 +547,8 @@ type found struct {
 }
 
 func foundMsg(m Message, n Name) found { return found{m: m, name: n.Time, ts: m.Time()} }
+
+func sortFound(f []found) { slices.SortFunc(f, compareFound) }
 
 func compareFound(a, b found) int {
 	return cmp.Or(a.name.Compare(b.name), a.ts.Compare(b.ts), strings.Compare(a.m.File, b.m.File))

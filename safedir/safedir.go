@@ -287,6 +287,36 @@ func (d *Dir) Link(from, to string) error {
 	return d.sync()
 }
 
+// MoveTo moves name into the directory dst under the same name, never
+// replacing a file there: it links, fsyncs dst, then removes name here. If
+// dst already holds this very file (an earlier move cut short), the old
+// name is simply removed; if it holds another file, the error wraps
+// fs.ErrExist and nothing changes.
+func (d *Dir) MoveTo(name string, dst *Dir) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	err := unix.Linkat(d.fd(), name, dst.fd(), name, 0)
+	if err == unix.EEXIST {
+		var a, b unix.Stat_t
+		if unix.Fstatat(d.fd(), name, &a, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			unix.Fstatat(dst.fd(), name, &b, unix.AT_SYMLINK_NOFOLLOW) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
+			return pathErr("move", name, fs.ErrExist)
+		}
+		err = nil
+	}
+	if err != nil {
+		return pathErr("move", name, err)
+	}
+	if err := dst.sync(); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(d.fd(), name, 0); err != nil {
+		return pathErr("move", name, err)
+	}
+	return d.sync()
+}
+
 // Remove removes name (not a directory).
 func (d *Dir) Remove(name string) error {
 	if err := checkName(name); err != nil {

@@ -78,6 +78,7 @@ func commands() []command {
 		{"who", "show which agents are awake", runWho},
 		{"watch", "run an agent's watcher daemon", runWatch},
 		{"jobs", "list, show or stop the watchers' model runs", runJobs},
+		{"archive", "move a channel's old messages into its archive", runArchive},
 	}
 }
 

@@ -31,6 +31,7 @@ Flags:
 	limit := fs.IntP("limit", "n", 0, "only the last N messages (0: all)")
 	follow := fs.BoolP("follow", "F", false, "keep printing new messages until interrupted")
 	asJSON := fs.Bool("json", false, "print one JSON message per line")
+	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
 	poll := fs.Duration("poll", time.Second, "how often --follow looks for new messages")
 	rootf := rootFlag(fs)
 	if err := parse(fs, args); err != nil {
@@ -74,6 +75,14 @@ Flags:
 		return err
 	}
 	p.skips(skips)
+	if *archive {
+		old, skips, err := channel.ReadArchive(root, ch, channel.ReaderOptions{})
+		if err != nil {
+			return err
+		}
+		p.skips(skips)
+		msgs = append(old, msgs...)
+	}
 	msgs = keep(msgs)
 	if *limit > 0 && len(msgs) > *limit {
 		msgs = msgs[len(msgs)-*limit:]

@@ -92,12 +92,12 @@ func (r Reply) Slowly(d time.Duration) Reply { r.Pace = d; return r }
 func (r Reply) Hung() Reply { r.Hang = true; return r }
 
 // Echo is the default script. It answers a tool result with
-// "tool said: " and the result's first line, and anything else with
-// "echo: " and the first line of the request's Prompt, so a test can tell
-// calls apart and see what each one was sent.
+// "tool said: " and the tool's output line (see [OutputLine]), and anything
+// else with "echo: " and the first line of the request's Prompt, so a test
+// can tell calls apart and see what each one was sent.
 func Echo(r Request) Reply {
 	if res, ok := r.ToolResult(); ok {
-		return Text("tool said: " + firstLine(res.Text))
+		return Text("tool said: " + OutputLine(res.Text))
 	}
 	return Text("echo: " + firstLine(r.Prompt()))
 }
@@ -116,6 +116,39 @@ func (r Reply) resolve(req Request) Reply {
 	}
 	r.Call = call
 	return r
+}
+
+// OutputLine returns the first line of what a tool printed, out of the
+// wrapping each CLI puts around it: Codex's "Chunk ID: …\nOutput:\n…",
+// Gemini CLI's "<untrusted_context>\nOutput: …", Claude Code's line
+// numbers ("     1\t…") on a file read.
+func OutputLine(result string) string {
+	var lines []string
+	for _, l := range strings.Split(result, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || isContextBlock(l) || (strings.HasPrefix(l, "<") && strings.HasSuffix(l, ">") && !strings.Contains(l, " ")) {
+			continue // blank, or a lone <tag> or </tag>
+		}
+		lines = append(lines, l)
+	}
+	for i, l := range lines {
+		if rest, ok := strings.CutPrefix(l, "Output:"); ok {
+			if rest = strings.TrimSpace(rest); rest != "" {
+				return rest
+			}
+			if i+1 < len(lines) {
+				return lines[i+1]
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	// A numbered line, as Claude Code's Read shows a file: "1\ttext" (cat -n).
+	if num, text, ok := strings.Cut(lines[0], "\t"); ok && strings.Trim(num, "0123456789") == "" && num != "" {
+		return text
+	}
+	return lines[0]
 }
 
 func firstLine(s string) string {

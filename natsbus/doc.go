@@ -1,0 +1,64 @@
+// Package natsbus carries collab's messages and heartbeats over NATS as
+// hints (SPEC §6). The files in the shared tree stay the source of truth:
+// NATS only makes delivery sooner, and NATS down means slower, never lost.
+// nats.go is used in this package only.
+//
+// # Subjects
+//
+//	collab.chat.CHANNEL     one message per publish: the file's JSON, with
+//	                        header Nats-Msg-Id set to the message id
+//	collab.presence.AGENT   one heartbeat per publish: the presence JSON
+//
+// The message id is the file's name without ".json", which is the JSON id
+// for everything collab writes. CHANNEL and AGENT are valid tree names
+// (letters, digits, '_' and '-'), so they are always one subject token.
+//
+// # Publishing
+//
+// [Bus.PublishMessage] is called after the message's file is in place. When
+// a JetStream stream named CHAT exists (see [Bus.InitStream]), the message is
+// published to it and the server's ack is awaited for at most
+// [Options.PublishTimeout]; the stream drops a second copy with the same
+// Nats-Msg-Id within its duplicate window. Otherwise the message goes out
+// on core NATS, which is at-most-once. Whether the stream exists is checked
+// at connect, on every reconnect, every minute, and whenever a JetStream
+// publish finds no stream.
+//
+// A failed publish is counted ([Bus.Stats]), logged, and returned; it is
+// never retried. The reconnect buffer is off: while the connection is down
+// a publish fails at once instead of being kept and sent later, possibly
+// long after its file was handled.
+//
+// # Receiving
+//
+// [Bus.Subscribe] decodes the messages of some channels as they are
+// published. [Waker] is a watcher wake source built on it: it wakes the
+// watcher on every message and after every reconnect (messages published
+// during an outage are found by polling the files), hands the decoded
+// message to an optional callback, and, given the tree's root, logs each
+// announced message whose file has not appeared after a grace period.
+//
+// # Parity
+//
+// [Bus.StreamIDs] lists the ids the stream holds for a channel, [FileIDs]
+// the ids in the channel's folder, and [Parity] compares them. Both sides
+// go by the time in the id, so a writer's clock and the server's agree on
+// which messages count.
+//
+// # Caveats
+//
+//   - Core NATS delivers only to subscribers connected at the time: a
+//     watcher that was disconnected finds those messages by polling.
+//   - The stream deduplicates only within its duplicate window (default 2
+//     minutes); a copy published later is stored twice. Receivers dedupe by
+//     id in any case.
+//   - A JetStream ack means the server stored the message, not that it was
+//     synced to disk (sync_interval defaults to 2 minutes).
+//   - A publish whose ack timed out may still have been stored: it is
+//     counted as failed, and parity shows it present.
+//   - A message larger than the server's max_payload (1 MiB by default,
+//     which a message at collab's own size limit plus its header exceeds)
+//     is not published; its file is delivered by polling as usual.
+//   - Anyone allowed to publish on collab.chat.> can announce messages that
+//     do not exist; that is why the file stays the truth.
+package natsbus
