@@ -95,7 +95,7 @@ func Start(root tree.Root, j Job, now func() time.Time) (*Recorder, error) {
 	if now == nil {
 		now = time.Now
 	}
-	if err := tree.CheckName("agent", j.Agent); err != nil {
+	if err := errors.Join(tree.CheckName("agent", j.Agent), checkID(j.ID)); err != nil {
 		return nil, err
 	}
 	j.Status = Running
@@ -170,6 +170,9 @@ func (r *Recorder) Finish(status string, resp modelcli.Response, runErr error) J
 
 // Job returns a copy of the record as it stands.
 func (r *Recorder) Job() Job {
+	if r == nil {
+		return Job{}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j := r.job
@@ -228,7 +231,7 @@ func prune(root tree.Root, agent string, keep int) error {
 	}
 	var done []Job
 	for _, j := range all {
-		if j.Done() {
+		if j.Done() && j.Status != AwaitingInput {
 			done = append(done, j)
 		}
 	}
@@ -359,6 +362,9 @@ func RequestKill(root tree.Root, agent, id, by string) error {
 
 // KillRequested reports whether someone asked to stop job id of agent.
 func KillRequested(root tree.Root, agent, id string) bool {
+	if !tree.ValidName(agent) || checkID(id) != nil {
+		return false
+	}
 	_, err := os.Lstat(filepath.Join(dir(root, agent), id+".kill"))
 	return err == nil
 }

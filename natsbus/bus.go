@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -296,7 +297,7 @@ func connectError(url string, o Options, err error) error {
 		errors.Is(err, nats.ErrAuthRevoked), errors.Is(err, nats.ErrAccountAuthExpired):
 		hint := "check the credentials"
 		if o.CredsFile == "" && o.NKeySeedFile == "" && o.User == "" && o.Token == "" && !strings.Contains(o.URL, "@") {
-			hint = "the server wants credentials and none were given: set NATS_CREDS, NATS_NKEY, NATS_USER and NATS_PASSWORD, or NATS_TOKEN"
+			hint = "the server wants credentials and none were given: NATS_CREDS, NATS_NKEY, NATS_USER and NATS_PASSWORD, or NATS_TOKEN"
 		}
 		return fmt.Errorf("%w at %s (%s): %w", ErrAuth, url, hint, err)
 	case unreachable(err):
@@ -308,9 +309,8 @@ func connectError(url string, o Options, err error) error {
 // unreachable reports whether a connect error means no server answered,
 // as opposed to one that answered and refused.
 func unreachable(err error) bool {
-	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) ||
-		strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "i/o timeout") ||
-		strings.Contains(err.Error(), "no such host")
+	var op *net.OpError
+	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.As(err, &op)
 }
 
 // redact hides the user information of each URL in a comma-separated list.

@@ -122,6 +122,7 @@ func TestConnectAuth(t *testing.T) {
 				b.Close()
 				t.Fatal("Connect without valid credentials succeeded")
 			}
+			t.Logf("error: %v", err)
 			if !errors.Is(err, natsbus.ErrAuth) || !strings.Contains(err.Error(), "authorization failed") {
 				t.Errorf("got %v, want an authorization error", err)
 			}
@@ -172,6 +173,7 @@ func TestConnectUnreachable(t *testing.T) {
 	if !errors.Is(err, natsbus.ErrUnreachable) {
 		t.Fatalf("got %v, want ErrUnreachable", err)
 	}
+	t.Logf("error: %v", err)
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("Connect took %v", took)
 	}

@@ -27,7 +27,13 @@ type state struct {
 	// Budget is what the CLI runs cost today.
 	Budget budget `json:"budget,omitzero"`
 	// Awaiting are jobs that asked a question, by session key.
-	Awaiting map[string]string `json:"awaiting,omitempty"`
+	Awaiting map[string]question `json:"awaiting,omitempty"`
+}
+
+// question is a job waiting for its asker's answer.
+type question struct {
+	Job   string `json:"job"`
+	Asker string `json:"asker"`
 }
 
 // budget is the spending of one UTC day.

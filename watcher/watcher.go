@@ -210,7 +210,7 @@ type watcher struct {
 	dirty   bool           // state to save
 
 	sess     *sessions
-	awaiting map[string]string // session key → job awaiting an answer
+	awaiting map[string]question // session key → job awaiting its asker's answer
 	budget   budget
 
 	started     time.Time
@@ -236,7 +236,7 @@ func Run(ctx context.Context, cfg Config) error {
 		replied:   make(map[ref]string),
 		replay:    cfg.Replay,
 		errLogged: make(map[string]time.Time),
-		awaiting:  make(map[string]string),
+		awaiting:  make(map[string]question),
 	}
 	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now}
 	w.claims.Self.Host = cfg.Host
@@ -558,11 +558,11 @@ func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	if err != nil {
 		w.logOnce("job", "cannot record the job", keyMsg, m.ID, keyErr, err)
 	}
-	if asked := w.awaiting[key]; asked != "" {
-		// This message answers a question the CLI asked in this session.
-		rec.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: m.Content.Text, Data: jsonString(asked)})
-		if err := jobs.SetStatus(w.cfg.Root, w.cfg.Agent, asked, jobs.Completed); err != nil {
-			w.log.Warn("cannot close the job that asked", "job", asked, keyErr, err)
+	if q, ok := w.awaiting[key]; ok && q.Asker == m.From {
+		// The asker answers the question the CLI asked in this session.
+		rec.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: m.Content.Text, Data: jsonString(q.Job)})
+		if err := jobs.SetStatus(w.cfg.Root, w.cfg.Agent, q.Job, jobs.Completed); err != nil {
+			w.log.Warn("cannot close the job that asked", "job", q.Job, keyErr, err)
 		}
 		delete(w.awaiting, key)
 	}
@@ -614,6 +614,7 @@ func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Rec
 	if errors.Is(err, modelcli.ErrSessionGone) && resume != "" && ctx.Err() == nil {
 		w.log.Warn("session cannot be resumed; starting a new one", keyMsg, m.ID, "session", resume, keyErr, err)
 		rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: "session " + resume + " cannot be resumed; starting a new one"})
+		rec.Update(func(j *jobs.Job) { j.Session, j.Resumed = "", false })
 		req.Session = ""
 		resp, err = w.cfg.Runner.Run(ctx, req)
 		return jobResult{it: it, resp: resp, err: err, fresh: true}
@@ -683,9 +684,12 @@ func (w *watcher) finish(r jobResult) {
 		text, status, extra := r.resp.Text, jobs.Completed, map[string]json.RawMessage(nil)
 		if q := r.resp.Question; q != nil {
 			// The CLI stopped to ask: the asker gets the question, and the
-			// answer resumes this session.
-			text, status = questionText(r.resp.Text, q), jobs.AwaitingInput
+			// answer resumes this session (none to resume with scope none).
+			text = questionText(r.resp.Text, q)
 			extra = map[string]json.RawMessage{"needs_input": mustJSON(map[string]any{"job": jobs.ID(m.Key()), "options": q.Options})}
+			if j.key != "" {
+				status = jobs.AwaitingInput
+			}
 		}
 		id := w.post(&it, text, claim.Replied, extra)
 		j.rec.Finish(status, r.resp, nil)
@@ -697,7 +701,7 @@ func (w *watcher) finish(r jobResult) {
 		w.lastReply, w.lastReplyID = now, id
 		w.guards.replied(m.From, m.Metadata.Hops, now)
 		if status == jobs.AwaitingInput {
-			w.awaiting[j.key] = jobs.ID(m.Key())
+			w.awaiting[j.key] = question{Job: jobs.ID(m.Key()), Asker: m.From}
 			w.log.Info("asked for input", keyMsg, m.ID, keyReply, id, "job", jobs.ID(m.Key()), keyDur, dur)
 		} else {
 			w.log.Info("replied", keyMsg, m.ID, keyChannel, m.SessionID, keyReply, id, keyDur, dur, "cost_usd", r.resp.CostUSD)

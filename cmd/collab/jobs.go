@@ -64,7 +64,7 @@ Flags:
 			return err
 		}
 	}
-	var all []jobs.Job
+	all := []jobs.Job{} // --json: [] when there are none
 	for _, a := range agents {
 		js, err := jobs.List(root, a)
 		if err != nil {
