@@ -56,7 +56,6 @@ const (
 	keySuppressed = "suppressed"
 	keySubject    = "subject"
 	keyStream     = "stream"
-	keyWaited     = "waited"
 )
 
 var (
@@ -65,7 +64,25 @@ var (
 	ErrAuth = errors.New("natsbus: authorization failed")
 	// ErrUnreachable is wrapped by Connect's error when no server answered.
 	ErrUnreachable = errors.New("natsbus: server unreachable")
+	// ErrNoJetStream is wrapped by the stream functions' errors when the
+	// server (or the account) has no JetStream.
+	ErrNoJetStream = errors.New("natsbus: JetStream is not enabled on the server")
 )
+
+// noJetStream reports whether err means JetStream is not available: no
+// one answers the JetStream API, or it says it is disabled.
+func noJetStream(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
+}
+
+// streamError wraps an error of the stream API with context.
+func streamError(op string, err error) error {
+	if noJetStream(err) {
+		return fmt.Errorf("%w (%s): %w", ErrNoJetStream, op, err)
+	}
+	return fmt.Errorf("natsbus: %s: %w", op, err)
+}
 
 // Options says where and how to connect. URL is required; the credential
 // fields are exclusive: at most one of CredsFile, NKeySeedFile, User (with
@@ -158,13 +175,12 @@ type Stats struct {
 	Failed      int64 // publishes that failed
 	Received    int64 // messages decoded by subscriptions
 	Rejected    int64 // payloads on a chat subject that are not a valid message
-	Missing     int64 // announced messages whose file never appeared (see Waker)
 	Disconnects int64
 	Reconnects  int64
 }
 
 type counters struct {
-	published, duplicates, failed, received, rejected, missing, disconnects, reconnects atomic.Int64
+	published, duplicates, failed, received, rejected, disconnects, reconnects atomic.Int64
 }
 
 // Bus is a connection to NATS. It is safe for concurrent use.
@@ -175,13 +191,14 @@ type Bus struct {
 	url     string // redacted, for messages
 	timeout time.Duration
 
-	useJS   atomic.Bool
-	jsKnown atomic.Bool   // the stream has been checked once
-	recheck chan struct{} // asks the monitor to check the stream now
-	ctx     context.Context
-	stop    context.CancelFunc // ends the monitor; called by Close and Drain
-	done    chan struct{}      // closed when the monitor has returned
-	closed  chan struct{}      // closed by nats.go's closed handler
+	useJS      atomic.Bool
+	jsKnown    atomic.Bool   // the stream has been checked once
+	background bool          // the first connection is made in the background
+	recheck    chan struct{} // asks the monitor to check the stream now
+	ctx        context.Context
+	stop       context.CancelFunc // ends the monitor; called by Close and Drain
+	done       chan struct{}      // closed when the monitor has returned
+	closed     chan struct{}      // closed by nats.go's closed handler
 
 	mu     sync.Mutex
 	resync map[chan struct{}]struct{} // notified after reconnects and dropped messages
@@ -223,6 +240,7 @@ func Connect(ctx context.Context, o Options) (*Bus, error) {
 	nc, err := nats.Connect(o.URL, opts...)
 	if err != nil && o.KeepTrying && unreachable(err) {
 		b.log.Warn("nats server unreachable; connecting in the background", keyURL, b.url, keyErr, err)
+		b.background = true
 		nc, err = nats.Connect(o.URL, append(opts, nats.RetryOnFailedConnect(true))...)
 	}
 	if err != nil {
@@ -236,8 +254,7 @@ func Connect(ctx context.Context, o Options) (*Bus, error) {
 		nc.Close()
 		return nil, fmt.Errorf("natsbus: jetstream: %w", err)
 	}
-	if nc.IsConnected() {
-		b.log.Info("nats connected", keyURL, nc.ConnectedUrlRedacted())
+	if nc.IsConnected() { // onConnect logs it
 		b.detect(ctx)
 	}
 	go b.monitor()
@@ -258,7 +275,7 @@ func (b *Bus) natsOptions(o Options) ([]nats.Option, error) {
 		nats.IgnoreAuthErrorAbort(),
 		// Notice a dead server within about a minute (the default is 4).
 		nats.PingInterval(20 * time.Second),
-		nats.MaxPingsOutstanding(3),
+		nats.MaxPingsOutstanding(2),
 		nats.FlusherTimeout(or(o.PublishTimeout, DefaultPublishTimeout)),
 		nats.DrainTimeout(5 * time.Second),
 		nats.DisconnectErrHandler(b.onDisconnect),
@@ -310,7 +327,8 @@ func connectError(url string, o Options, err error) error {
 // as opposed to one that answered and refused.
 func unreachable(err error) bool {
 	var op *net.OpError
-	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.As(err, &op)
+	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) ||
+		errors.As(err, &op) && op.Op == "dial"
 }
 
 // redact hides the user information of each URL in a comma-separated list.
@@ -360,10 +378,13 @@ func (b *Bus) onReconnect(nc *nats.Conn) {
 	b.connected()
 }
 
-// onConnect is called for a connection made in the background (KeepTrying).
+// onConnect is called once the first connection is made, at once or in
+// the background (KeepTrying).
 func (b *Bus) onConnect(nc *nats.Conn) {
 	b.log.Info("nats connected", keyURL, nc.ConnectedUrlRedacted())
-	b.connected()
+	if b.background { // else Connect checked the stream
+		b.connected()
+	}
 }
 
 func (b *Bus) connected() {
@@ -446,8 +467,7 @@ func (b *Bus) detect(ctx context.Context) {
 	switch {
 	case err == nil:
 		use = true
-	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
-		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+	case errors.Is(err, jetstream.ErrStreamNotFound), noJetStream(err):
 		use = false
 	default:
 		if b.ctx.Err() == nil {
@@ -477,7 +497,6 @@ func (b *Bus) Stats() Stats {
 		Failed:      s.failed.Load(),
 		Received:    s.received.Load(),
 		Rejected:    s.rejected.Load(),
-		Missing:     s.missing.Load(),
 		Disconnects: s.disconnects.Load(),
 		Reconnects:  s.reconnects.Load(),
 	}

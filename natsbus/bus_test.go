@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,7 +77,7 @@ func TestConnectAuth(t *testing.T) {
 	}
 
 	servers := map[string]*testServer{
-		"user": startServer(t, false, func(o *server.Options) { o.Username, o.Password = "alice", "s3cret" }),
+		"user":  startServer(t, false, func(o *server.Options) { o.Username, o.Password = "alice", "s3cret" }),
 		"token": startServer(t, false, func(o *server.Options) { o.Authorization = "tok3n" }),
 		"nkey": startServer(t, false, func(o *server.Options) {
 			o.Nkeys = []*server.NkeyUser{{Nkey: pub}}
@@ -194,10 +193,13 @@ func TestConnectUnreachable(t *testing.T) {
 func TestCorePublishWakes(t *testing.T) {
 	s := startServer(t, false, nil)
 	root := tree.Root(t.TempDir())
-	pub, _ := connect(t, natsbus.Options{URL: s.URL()})
+	pub, publog := connect(t, natsbus.Options{URL: s.URL()})
 	sub, _ := connect(t, natsbus.Options{URL: s.URL()})
 	if pub.JetStream() {
 		t.Fatal("JetStream() on a server without JetStream")
+	}
+	if log := publog.String(); !contains(log, "publishing with core nats") || contains(log, "check failed") {
+		t.Errorf("log:\n%s", log)
 	}
 
 	woke := make(chan struct{}, 10)
@@ -414,43 +416,26 @@ func TestPresence(t *testing.T) {
 	}
 }
 
-func TestWakerReportsMissingFile(t *testing.T) {
+func TestWakerWakesAfterReconnect(t *testing.T) {
 	s := startServer(t, false, nil)
-	root := tree.Root(t.TempDir())
-	pub, _ := connect(t, natsbus.Options{URL: s.URL()})
-	sub, lb := connect(t, natsbus.Options{URL: s.URL()})
-
-	var mu sync.Mutex
-	seen := map[string]bool{}
+	b, lb := connect(t, natsbus.Options{URL: s.URL()})
+	woke := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go natsbus.Waker{Bus: sub, Root: root, FileGrace: 100 * time.Millisecond, OnMessage: func(m channel.Message) {
-		mu.Lock()
-		seen[m.Key()] = true
-		mu.Unlock()
-	}}.Watch(ctx, []string{"room"}, func() {})
-
-	real := post(t, root, "room", "claude", "on disk")
-	ghost := &channel.Message{ID: "msg-20260111-163315-mallory-dead", SessionID: "room", From: "mallory", Content: channel.Content{Text: "not on disk"}}
-	eventually(t, "both announcements", func() bool {
-		for _, m := range []*channel.Message{real, ghost} {
-			if err := pub.PublishMessage(ctx, m); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-		mu.Lock()
-		defer mu.Unlock()
-		return seen[real.ID] && seen[ghost.ID]
-	})
-	eventually(t, "the missing file report", func() bool { return sub.Stats().Missing > 0 })
-	time.Sleep(300 * time.Millisecond) // every check is done by now
-	log := lb.String()
-	if !contains(log, "nats announced a message whose file never appeared") || !contains(log, ghost.ID) {
-		t.Errorf("log does not report %s:\n%s", ghost.ID, log)
+	go natsbus.Waker{Bus: b}.Watch(ctx, []string{"room"}, func() { woke <- struct{}{} })
+	time.Sleep(50 * time.Millisecond)
+	s.restart()
+	select {
+	case <-woke: // messages sent during the outage are in the files: poll
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up after the reconnect")
 	}
-	if contains(log, "never appeared channel=room msg_id="+real.ID) {
-		t.Errorf("log reports %s, whose file exists:\n%s", real.ID, log)
+	if st := b.Stats(); st.Disconnects != 1 || st.Reconnects != 1 {
+		t.Errorf("stats %+v, want one disconnect and one reconnect", st)
+	}
+	log := lb.String()
+	if !contains(log, "nats disconnected; reconnecting") || !contains(log, "nats reconnected") {
+		t.Errorf("log:\n%s", log)
 	}
 }
 
@@ -526,4 +511,17 @@ func TestDrainAndClose(t *testing.T) {
 	if err := b.PublishMessage(context.Background(), m); err == nil {
 		t.Error("publish after Drain succeeded")
 	}
+}
+
+func presenceOf(agent string) presence.Status {
+	return presence.Status{AgentID: agent, State: presence.StateAwake, Substate: presence.SubIdle}
+}
+
+func TestConnectMissingCredsFile(t *testing.T) {
+	s := startServer(t, false, nil)
+	_, err := natsbus.Connect(context.Background(), natsbus.Options{URL: s.URL(), CredsFile: "/nonexistent.creds", Logger: discard()})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent.creds") {
+		t.Errorf("got %v, want an error naming the file", err)
+	}
+	t.Logf("error: %v", err)
 }

@@ -34,9 +34,9 @@
 // [Bus.Subscribe] decodes the messages of some channels as they are
 // published. [Waker] is a watcher wake source built on it: it wakes the
 // watcher on every message and after every reconnect (messages published
-// during an outage are found by polling the files), hands the decoded
-// message to an optional callback, and, given the tree's root, logs each
-// announced message whose file has not appeared after a grace period.
+// during an outage are found by polling the files), and hands the decoded
+// message to an optional callback, so the watcher can read the announced
+// file at once and report one that never appears.
 //
 // # Parity
 //

@@ -66,7 +66,7 @@ func (b *Bus) InitStream(ctx context.Context, c StreamConfig) (created bool, err
 			cfg.Replicas = c.Replicas
 		}
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
-		return false, fmt.Errorf("natsbus: stream %s: %w", StreamName, err)
+		return false, streamError("stream "+StreamName, err)
 	}
 	cfg.Subjects = []string{ChatPrefix + ">"}
 	cfg.MaxAge = c.MaxAge
@@ -79,7 +79,7 @@ func (b *Bus) InitStream(ctx context.Context, c StreamConfig) (created bool, err
 		_, err = b.js.CreateStream(ctx, cfg)
 	}
 	if err != nil {
-		return false, fmt.Errorf("natsbus: init stream %s: %w", StreamName, err)
+		return false, streamError("init stream "+StreamName, err)
 	}
 	b.detect(ctx)
 	return created, nil
@@ -89,8 +89,8 @@ func (b *Bus) InitStream(ctx context.Context, c StreamConfig) (created bool, err
 type StreamSet struct {
 	IDs map[string]struct{}
 	// From is the time from which the stream can be compared with the
-	// files: the later of the time asked for and the stream's oldest
-	// message (older ones have aged out).
+	// files: the time asked for or, if the stream has dropped its oldest
+	// messages (by age or size), the time of the oldest one it kept.
 	From time.Time
 	// Duplicates lists ids stored more than once: copies published outside
 	// the duplicate window.
@@ -111,11 +111,13 @@ func (b *Bus) StreamIDs(ctx context.Context, ch string, since time.Time) (Stream
 	}
 	s, err := b.js.Stream(ctx, StreamName)
 	if err != nil {
-		return StreamSet{}, fmt.Errorf("natsbus: stream %s: %w", StreamName, err)
+		return StreamSet{}, streamError("stream "+StreamName, err)
 	}
 	set := StreamSet{IDs: make(map[string]struct{}), From: since.UTC()}
-	if first := s.CachedInfo().State.FirstTime; first.After(set.From) {
-		set.From = first.UTC()
+	// Messages were removed from the front (aged out, or over the size
+	// limit): compare only from the oldest one kept.
+	if st := s.CachedInfo().State; st.FirstSeq > 1 && st.FirstTime.After(set.From) {
+		set.From = st.FirstTime.UTC()
 	}
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject:     ChatSubject(ch),

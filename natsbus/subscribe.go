@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"collab/channel"
-	"collab/safedir"
 	"collab/tree"
 )
 
@@ -74,8 +71,8 @@ func (s *Subscription) Stop() {
 // without a gap (or at once if the connection is down: the subscription is
 // made on reconnect). Invalid payloads are counted and logged. fn runs on
 // nats.go's delivery goroutine and should return quickly; while it does
-// not, messages queue up and, past the pending limits (64Ki messages or
-// 64 MiB per channel), are dropped.
+// not, messages queue up and, past nats.go's pending limits (512Ki
+// messages or 64 MiB per channel), are dropped, and Wakers wake to poll.
 func (b *Bus) Subscribe(channels []string, fn func(channel.Message)) (*Subscription, error) {
 	var mu sync.Mutex
 	handle := func(msg *nats.Msg) {
@@ -113,44 +110,24 @@ func (b *Bus) Subscribe(channels []string, fn func(channel.Message)) (*Subscript
 	return s, nil
 }
 
-// DefaultFileGrace is how long a Waker waits for an announced message's
-// file. A reader on another NFS client can see a new file up to 60 s late.
-const DefaultFileGrace = 2 * time.Minute
-
-// maxAwaited bounds the announced messages a Waker is waiting for; more
-// are not checked.
-const maxAwaited = 10000
-
 // Waker is a watcher wake source: Watch calls wake on each message
-// announced on the channels' subjects and after each reconnect or dropped
+// announced on the channels' subjects, and after each reconnect or dropped
 // message, when polling the files is what finds what NATS missed.
 type Waker struct {
 	Bus *Bus
 
 	// OnMessage, if set, is given each announced message before wake. It
 	// runs on nats.go's delivery goroutine and must not block. The message
-	// may arrive before its file, and the file is what counts: dedupe by
-	// Key.
+	// may arrive before its file is visible, and the file is what counts:
+	// dedupe by Key, and report an announced file that never appears (see
+	// channel.Reader.Hint).
 	OnMessage func(channel.Message)
-
-	// Root, if set, has each announced message checked for its file after
-	// FileGrace (default DefaultFileGrace); a message without one is
-	// logged and counted in Stats.Missing.
-	Root      tree.Root
-	FileGrace time.Duration
 }
 
-type awaited struct {
-	due time.Time
-	ch  string
-	id  string
-}
-
-// Watch subscribes to the channels and runs until ctx is done.
+// Watch subscribes to the channels and runs until ctx is done or the Bus
+// is closed.
 func (w Waker) Watch(ctx context.Context, channels []string, wake func()) error {
 	b := w.Bus
-	grace := or(w.FileGrace, DefaultFileGrace)
-	announced := make(chan awaited, 256)
 	resync, unregister := b.onResync()
 	defer unregister()
 	sub, err := b.Subscribe(channels, func(m channel.Message) {
@@ -158,21 +135,11 @@ func (w Waker) Watch(ctx context.Context, channels []string, wake func()) error 
 			w.OnMessage(m)
 		}
 		wake()
-		if w.Root != "" {
-			select {
-			case announced <- awaited{due: time.Now().Add(grace), ch: m.SessionID, id: m.Key()}:
-			default: // the checker is behind; this one goes unchecked
-			}
-		}
 	})
 	if err != nil {
 		return err
 	}
 	defer sub.Stop()
-
-	var queue []awaited // in due order: every entry waits the same grace
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -181,41 +148,6 @@ func (w Waker) Watch(ctx context.Context, channels []string, wake func()) error 
 			return errors.New("natsbus: connection closed")
 		case <-resync:
 			wake()
-		case a := <-announced:
-			if len(queue) >= maxAwaited {
-				continue
-			}
-			queue = append(queue, a)
-			if len(queue) == 1 {
-				timer.Reset(time.Until(a.due))
-			}
-		case <-timer.C:
-			now := time.Now()
-			for len(queue) > 0 && !queue[0].due.After(now) {
-				w.check(queue[0], grace)
-				queue = queue[1:]
-			}
-			if len(queue) > 0 {
-				timer.Reset(time.Until(queue[0].due))
-			}
 		}
 	}
-}
-
-// check logs an announced message whose file is not there.
-func (w Waker) check(a awaited, grace time.Duration) {
-	d, err := safedir.Open(w.Root.Channel(a.ch))
-	if err == nil {
-		_, err = d.Lstat(a.id + ".json")
-		d.Close()
-	}
-	if err == nil {
-		return
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		w.Bus.log.Warn("cannot check an announced message's file", keyChannel, a.ch, keyMsg, a.id, keyErr, err)
-		return
-	}
-	w.Bus.stats.missing.Add(1)
-	w.Bus.log.Warn("nats announced a message whose file never appeared", keyChannel, a.ch, keyMsg, a.id, keyWaited, grace)
 }

@@ -158,7 +158,7 @@ func (s *Server) Setup(name, path, root string) (*CLI, error) {
 		env = append(env,
 			"GEMINI_API_KEY="+FakeKey,
 			"GOOGLE_GEMINI_BASE_URL="+s.URL(),
-			"GEMINI_CLI_TRUST_WORKSPACE=true", // as settings' folderTrust off
+			"GEMINI_CLI_TRUST_WORKSPACE=true", // the settings turn folder trust off too
 			"GEMINI_CLI_NO_RELAUNCH=true",     // no second node process
 		)
 		var b []byte

@@ -230,9 +230,9 @@ var scenarios = []scenario{
 	},
 	{
 		cli: fakemodel.ClaudeCode, name: "tool-denied-stream", ext: ".jsonl",
-		about: "claude stream-json, default permission mode: a Bash command that needs permission is denied, listed in permission_denials",
+		about: "claude stream-json, default permission mode: a Write call is denied (no one to ask in -p), listed in permission_denials",
 		prepare: func(t *testing.T, s *fakemodel.Server, c *fakemodel.CLI) []string {
-			s.Next(fakemodel.Shell("touch denied.txt"))
+			s.Next(fakemodel.Tool("Write", map[string]any{"file_path": filepath.Join(c.Dir, "denied.txt"), "content": "no\n"}))
 			return []string{"-p", "--output-format", "stream-json", "--verbose", "Create a file."}
 		},
 		check: func(t *testing.T, r run) {
@@ -248,6 +248,18 @@ var scenarios = []scenario{
 			if res, ok := reqs[len(reqs)-1].ToolResult(); !ok || !res.IsError {
 				t.Errorf("last request's tool result %+v, want an error", res)
 			}
+		},
+	},
+	{
+		cli: fakemodel.ClaudeCode, name: "partial-stream", ext: ".jsonl",
+		about: "claude stream-json --include-partial-messages: stream_event lines (the API's SSE events) before each assistant line",
+		prepare: func(t *testing.T, s *fakemodel.Server, c *fakemodel.CLI) []string {
+			return []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", hello}
+		},
+		check: func(t *testing.T, r run) {
+			wantExit(t, r, 0)
+			lastOfType(t, r.stdout, "stream_event")
+			wantField(t, lastOfType(t, r.stdout, "result"), "result", helloReply)
 		},
 	},
 	{
@@ -384,6 +396,20 @@ var scenarios = []scenario{
 				t.Error("no command_execution item")
 			}
 			wantToolRound(t, r.srv, "exec_command", toolOutput)
+		},
+	},
+	{
+		cli: fakemodel.CodexCLI, name: "tool-denied", ext: ".jsonl",
+		about: "codex exec --json, read-only sandbox (exec's default): a command that writes fails inside the sandbox; no command_execution item is printed, only the agent_message",
+		prepare: func(t *testing.T, s *fakemodel.Server, c *fakemodel.CLI) []string {
+			s.Next(fakemodel.Shell("touch denied.txt"))
+			return []string{"exec", "--json", "--skip-git-repo-check", "Create a file."}
+		},
+		check: func(t *testing.T, r run) {
+			wantExit(t, r, 0)
+			if _, err := os.Stat(filepath.Join(r.cli.Dir, "denied.txt")); err == nil {
+				t.Error("denied.txt was created")
+			}
 		},
 	},
 	{
@@ -613,6 +639,7 @@ func wantKilled(t *testing.T, r run) {
 	if r.res.Duration > runTimeout/2 {
 		t.Errorf("run took %v", r.res.Duration)
 	}
+	t.Logf("stopped: %v; exit code %d; stdout:\n%s", r.err, r.res.ExitCode, r.stdout)
 }
 
 // wantSameSession checks that a resumed run reports the session it was

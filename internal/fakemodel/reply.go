@@ -19,9 +19,10 @@ type Reply struct {
 
 	Delay time.Duration // wait before sending the response headers
 	Pace  time.Duration // wait between streamed events
-	// Hang, after the first text chunk, stops the stream without ending
-	// it: the response stays open until the client goes away or the server
-	// is closed. For timeout and kill tests.
+	// Hang, after the first chunk, stops the stream without ending it
+	// (a reply that is not streamed never starts): the response stays
+	// open until the client goes away or the server is closed. For
+	// timeout and kill tests.
 	Hang bool
 
 	tool func(Request) (*Call, error) // chosen from the request's tools
@@ -139,6 +140,7 @@ func OutputLine(result string) string {
 			if i+1 < len(lines) {
 				return lines[i+1]
 			}
+			return ""
 		}
 	}
 	if len(lines) == 0 {

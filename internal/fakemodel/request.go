@@ -293,13 +293,14 @@ func decodeOpenAI(r *Request) error {
 	r.Model, r.Stream, r.System = body.Model, body.Stream, body.Instructions
 	for _, t := range body.Tools {
 		switch {
+		case len(t.Tools) > 0: // a namespace: its tools
+			for _, sub := range t.Tools {
+				r.Tools = append(r.Tools, sub.Name)
+			}
 		case t.Name != "":
 			r.Tools = append(r.Tools, t.Name)
-		case t.Type != "" && len(t.Tools) == 0:
+		case t.Type != "":
 			r.Tools = append(r.Tools, t.Type) // web_search, local_shell, …
-		}
-		for _, sub := range t.Tools {
-			r.Tools = append(r.Tools, sub.Name)
 		}
 	}
 	var s string

@@ -64,8 +64,8 @@ func (s *Server) Next(replies ...Reply) {
 }
 
 // Script sets the function that answers model calls when nothing is
-// queued; nil restores [Echo]. It is called from the server's goroutines,
-// one call at a time per request, possibly concurrently.
+// queued; nil restores [Echo]. It is called from the server's handler
+// goroutines, concurrently when calls overlap.
 func (s *Server) Script(f func(Request) Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -76,6 +76,7 @@ func (s *Server) Script(f func(Request) Reply) {
 func (s *Server) Always(r Reply) { s.Script(func(Request) Reply { return r }) }
 
 // Requests returns the model calls (turns) received so far, in order.
+// The requests share their slices and maps with the server: read only.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -147,16 +148,17 @@ func (s *Server) reply(r Request) Reply {
 
 func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	body, err := readBody(hr)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
 	req := Request{
 		Method: hr.Method,
 		Path:   hr.URL.Path,
 		Query:  redactQuery(hr.URL.RawQuery),
 		Header: redactHeader(hr.Header),
 		Body:   body,
+	}
+	if err != nil {
+		s.record(req)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	path := hr.URL.Path
 	switch {
@@ -182,12 +184,14 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		s.record(req)
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{}, "models": []any{}})
 
-	case strings.HasPrefix(path, "/v1beta/models/") || strings.HasPrefix(path, "/v1/models/"):
+	case strings.HasPrefix(path, "/v1beta/models/") || (strings.HasPrefix(path, "/v1/models/") && strings.Contains(path, ":")):
 		req.API = Gemini
 		model, method, _ := strings.Cut(path[strings.Index(path, "/models/")+len("/models/"):], ":")
 		switch method {
 		case "streamGenerateContent":
-			s.turn(w, hr, req, decodeGemini(&req, model), geminiWriter{stream: true})
+			err := decodeGemini(&req, model)
+			req.Stream = true
+			s.turn(w, hr, req, err, geminiWriter{stream: true})
 		case "generateContent":
 			s.turn(w, hr, req, decodeGemini(&req, model), geminiWriter{})
 		case "countTokens":
@@ -209,15 +213,15 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 // writer speaks one API's response format.
 type writer interface {
 	error(w http.ResponseWriter, status int, message string)
-	streaming(r Request) bool           // the request asked for a stream
+	streaming(r Request) bool            // the request asked for a stream
 	events(r Request, rep Reply) []event // the reply as a stream
 	json(r Request, rep Reply) any       // the reply as one JSON body
 }
 
 // event is one server-sent event; name "" leaves out the event: line.
 type event struct {
-	name string
-	data any
+	name      string
+	data      any
 	hangAfter bool // a Hang reply stops the stream after this event
 }
 
@@ -238,6 +242,10 @@ func (s *Server) turn(w http.ResponseWriter, hr *http.Request, req Request, deco
 		return
 	}
 	if !wr.streaming(req) {
+		if rep.Hang {
+			s.sleep(hr.Context(), time.Duration(1<<63-1))
+			return
+		}
 		writeJSON(w, http.StatusOK, wr.json(req, rep))
 		return
 	}
