@@ -45,7 +45,7 @@ func (w *watcher) throttled(now time.Time) bool {
 				w.cfg.Agent, w.budget.Day, w.budget.Spent, w.cfg.BudgetUSD)},
 			Metadata: channel.Metadata{Mode: "watcher", Turn: w.cfg.Agent, Host: w.cfg.Host, Extra: map[string]json.RawMessage{"guard": jsonString("budget")}},
 		}
-		if err := w.writer.Post(notice); err != nil {
+		if err := w.postFile(notice); err != nil {
 			w.log.Error("cannot post the budget notice", keyErr, err)
 		}
 		w.setPresence(presence.SubThrottled, "")

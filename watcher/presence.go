@@ -34,4 +34,7 @@ func (w *watcher) setPresence(what, msgID string) {
 	if err := presence.Write(w.cfg.Root, s); err != nil {
 		w.logOnce("presence", "cannot write presence", keyErr, err)
 	}
+	if w.cfg.Publisher != nil {
+		w.cfg.Publisher.PublishPresence(s) // logged and counted by the publisher
+	}
 }

@@ -32,6 +32,13 @@ type Runner interface {
 	Run(ctx context.Context, req modelcli.Request) (modelcli.Response, error)
 }
 
+// Publisher announces what the watcher writes on a faster path (NATS),
+// after the file is in place. Its errors are never fatal; it logs them.
+type Publisher interface {
+	PublishMessage(ctx context.Context, m *channel.Message) error
+	PublishPresence(s presence.Status) error
+}
+
 // Waker tells the watcher to poll now. Watch runs until ctx is done.
 type Waker interface {
 	Watch(ctx context.Context, channels []string, wake func()) error
@@ -81,6 +88,13 @@ type Config struct {
 
 	Replay *Replay // nil: first start begins now, restarts resume
 	Wakers []Waker
+	// Announce carries messages announced on a faster path (NATS) before
+	// their files may be visible here: the watcher reads those files
+	// directly; one that never appears is logged.
+	Announce <-chan channel.Message
+	// Publisher, if set, also publishes every message and heartbeat the
+	// watcher writes.
+	Publisher Publisher
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -363,6 +377,10 @@ func (w *watcher) loop(ctx context.Context) error {
 			w.log.Warn("grace period over; stopping the CLI", keyMsg, w.busy.it.msg.ID)
 			killJob()
 		case <-poll.C:
+		case m := <-w.cfg.Announce:
+			if r := w.readers[m.SessionID]; r != nil {
+				r.Hint(m.File)
+			}
 		case <-wake:
 			// A hint from elsewhere: list even if the folders look unchanged.
 			for _, r := range w.readers {
@@ -774,12 +792,12 @@ func (w *watcher) post(it *item, text, status string, extra map[string]json.RawM
 	if !tree.ValidName(m.From) {
 		reply.To = channel.Broadcast // a foreign sender name we cannot address
 	}
-	err = w.writer.Post(reply)
+	err = w.postFile(reply)
 	// Output near the CLI cap does not fit in a message once JSON-escaped:
 	// cut it until it does.
 	for size := min(len(text), channel.MaxMessageSize-8<<10); errors.Is(err, channel.ErrTooLarge) && size > 1; size /= 2 {
 		reply.Content.Text = cut(text, size)
-		err = w.writer.Post(reply)
+		err = w.postFile(reply)
 	}
 	if errors.Is(err, fs.ErrExist) {
 		w.log.Info("not posting: the reply was posted by another watcher", keyMsg, m.ID, keyReply, id, "token_fresh", fresh)
@@ -824,9 +842,22 @@ func (w *watcher) stopByGuard(it *item, guard, why string) {
 			Extra:     map[string]json.RawMessage{"guard": g},
 		},
 	}
-	if err := w.writer.Post(notice); err != nil {
+	if err := w.postFile(notice); err != nil {
 		w.log.Error("cannot post a guard notice", keyMsg, m.ID, keyErr, err)
 	}
+}
+
+// postFile writes a message to its channel, then announces it.
+func (w *watcher) postFile(m *channel.Message) error {
+	if err := w.writer.Post(m); err != nil {
+		return err
+	}
+	if w.cfg.Publisher != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		w.cfg.Publisher.PublishMessage(ctx, m) // logged and counted by the publisher
+	}
+	return nil
 }
 
 func (w *watcher) finishClaim(it *item, status, reply, note string) {

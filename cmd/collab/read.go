@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/natsbus"
 	"collab/tree"
 )
 
@@ -33,6 +34,7 @@ Flags:
 	asJSON := fs.Bool("json", false, "print one JSON message per line")
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
 	poll := fs.Duration("poll", time.Second, "how often --follow looks for new messages")
+	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -93,6 +95,27 @@ Flags:
 	if !*follow {
 		return nil
 	}
+	announced := make(chan string, 256)
+	if o, ok := nf.options(getenv, natsbus.ConnName("reader", hostname()), nil); ok {
+		bus, err := connectOptional(ctx, o, stderr)
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		if bus != nil {
+			defer bus.Close()
+			sub, err := bus.Subscribe([]string{ch}, func(m channel.Message) {
+				select {
+				case announced <- m.File:
+				default: // the next poll finds it
+				}
+			})
+			if err != nil {
+				fmt.Fprintf(stderr, "collab: warning: following by polling only: %v\n", err)
+			} else {
+				defer sub.Stop()
+			}
+		}
+	}
 	tick := time.NewTicker(*poll)
 	defer tick.Stop()
 	for {
@@ -100,6 +123,8 @@ Flags:
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case file := <-announced:
+			r.Hint(file) // read at once, even before the folder shows it
 		}
 		msgs, skips, err := r.Scan()
 		if err != nil {

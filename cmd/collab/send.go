@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"collab/channel"
+	"collab/natsbus"
 	"collab/tree"
 )
 
@@ -39,6 +40,7 @@ Flags:
 	typ := fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)")
 	replyTo := fs.String("in-reply-to", "", "id of the message this answers")
 	asJSON := fs.Bool("json", false, "print the whole message as JSON instead of its id")
+	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -106,12 +108,28 @@ Flags:
 		fmt.Fprintf(stderr, "collab: warning: %q is not a known agent (no registry entry or presence); sending anyway\n", *to)
 	}
 
+	var bus *natsbus.Bus
+	if o, ok := nf.options(getenv, natsbus.ConnName(agent, hostname()), nil); ok {
+		// Before the file: bad credentials fail before anything is sent.
+		var err error
+		if bus, err = connectOptional(ctx, o, stderr); err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+		if bus != nil {
+			defer bus.Close()
+		}
+	}
 	w := &channel.Writer{Root: root}
 	if err := w.Post(m); err != nil {
 		if errors.Is(err, channel.ErrTooLarge) {
 			return usageErrorf("send: %v", err)
 		}
 		return fmt.Errorf("send: %w", err)
+	}
+	if bus != nil {
+		if err := bus.PublishMessage(ctx, m); err != nil {
+			fmt.Fprintf(stderr, "collab: warning: sent as a file only: %v\n", err)
+		}
 	}
 	if *asJSON {
 		data, err := m.Encode()

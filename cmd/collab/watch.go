@@ -15,6 +15,7 @@ import (
 
 	"collab/channel"
 	"collab/modelcli"
+	"collab/natsbus"
 	"collab/prompt"
 	"collab/tree"
 	"collab/watcher"
@@ -60,6 +61,7 @@ Flags:
 	replay := fs.String("replay-since", "", "on start, also answer history: since a DURATION ago or after message ID")
 	noNotify := fs.Bool("no-fsnotify", false, "poll only; do not use inotify to wake early")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -160,6 +162,25 @@ Flags:
 	}
 	defer closeLog()
 	cfg.Logger = logger
+	if o, ok := nf.options(getenv, natsbus.ConnName(*agent, hostname()), logger); ok {
+		// Unreachable at start: keep trying in the background (files
+		// deliver meanwhile); bad credentials stop the watcher now.
+		o.KeepTrying = true
+		bus, err := natsbus.Connect(ctx, o)
+		if err != nil {
+			return fmt.Errorf("watch: %w", err)
+		}
+		defer bus.Drain()
+		announce := make(chan channel.Message, 256)
+		cfg.Announce = announce
+		cfg.Publisher = bus
+		cfg.Wakers = append(cfg.Wakers, natsbus.Waker{Bus: bus, OnMessage: func(m channel.Message) {
+			select {
+			case announce <- m:
+			default: // full: the wake-up and the poll find it anyway
+			}
+		}})
+	}
 	return watcher.Run(ctx, cfg)
 }
 

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"collab/internal/bindfstest"
+)
+
+// natsServer starts an embedded nats-server with JetStream and returns its
+// URL.
+func natsServer(t *testing.T) string {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, JetStream: true, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(s.Shutdown)
+	return s.ClientURL()
+}
+
+func TestNATSInitSendParity(t *testing.T) {
+	url := natsServer(t)
+	root := t.TempDir()
+	env := map[string]string{"COLLAB_ROOT": root, "NATS_URL": url}
+	r := runCollab(t, env, "", "nats", "init")
+	if r.code != 0 || !strings.Contains(r.stdout, "created stream CHAT") {
+		t.Fatalf("nats init: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r = runCollab(t, env, "", "nats", "init"); !strings.Contains(r.stdout, "updated") {
+		t.Errorf("second init: %q", r.stdout)
+	}
+	var ids []string
+	for _, text := range []string{"one", "two", "three"} {
+		r := runCollab(t, env, "", "send", "--agent", "a", "--channel", "c", text)
+		if r.code != 0 || r.stderr != "" && !strings.Contains(r.stderr, "not a known agent") {
+			t.Fatalf("send: exit %d, %q", r.code, r.stderr)
+		}
+		ids = append(ids, strings.TrimSpace(r.stdout))
+	}
+	if r = runCollab(t, env, "", "nats", "parity", "--channel", "c"); r.code != 0 || !strings.Contains(r.stdout, "3 files, 3 in the stream") {
+		t.Errorf("parity after dual-write: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	os.Remove(filepath.Join(root, "channels", "c", ids[1]+".json"))
+	r = runCollab(t, env, "", "nats", "parity", "--channel", "c")
+	if r.code != 1 || !strings.Contains(r.stdout, "missing in the folder (1):\n  "+ids[1]) {
+		t.Errorf("parity after a lost file: exit %d, %q", r.code, r.stdout)
+	}
+	// A file sent without NATS is missing in the stream.
+	delete(env, "NATS_URL")
+	id := strings.TrimSpace(runCollab(t, env, "", "send", "--agent", "a", "--channel", "c", "files only").stdout)
+	env["NATS_URL"] = url
+	if r = runCollab(t, env, "", "nats", "parity", "--channel", "c"); r.code != 1 || !strings.Contains(r.stdout, "missing in the stream (1):\n  "+id) {
+		t.Errorf("parity after a file-only send: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+func TestNATSUnreachableSendStillWorks(t *testing.T) {
+	root := t.TempDir()
+	env := map[string]string{"COLLAB_ROOT": root, "NATS_URL": "nats://127.0.0.1:1"}
+	r := runCollab(t, env, "", "send", "--agent", "a", "--channel", "c", "hello")
+	if r.code != 0 || !strings.Contains(r.stderr, "files only") {
+		t.Errorf("send with NATS down: exit %d, stderr %q; want 0 and a warning", r.code, r.stderr)
+	}
+	onlyMessage(t, root, "c")
+}
+
+// A watcher whose mount caches the folder for 30 s still answers at once
+// when NATS announces the message; without NATS, polling would wait for the
+// cache or the full rescan.
+func TestNATSWakesWatcherAcrossCachedMount(t *testing.T) {
+	url := natsServer(t)
+	backing := t.TempDir()
+	a := bindfstest.Mount(t, backing, "-o", "attr_timeout=30,entry_timeout=30,negative_timeout=30")
+	b := bindfstest.Mount(t, backing)
+	os.MkdirAll(filepath.Join(backing, "channels", "dev"), 0o777)
+	startWatcher(t, a, "codex", "dev", []string{"NATS_URL=" + url}, "--poll", "5s", "--no-fsnotify")
+	time.Sleep(3 * time.Second) // let the watcher's reader trust the folder's cached attributes
+	env := map[string]string{"COLLAB_ROOT": b, "NATS_URL": url}
+	start := time.Now()
+	r := runCollab(t, env, "", "send", "--agent", "human", "--channel", "dev", "--to", "codex", "quick?")
+	id := strings.TrimSpace(r.stdout)
+	waitFor(t, func() bool { return len(replies(t, b, "dev", "codex")[id]) == 1 })
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("answered after %v; NATS should beat the 5 s poll and the 30 s cache", d)
+	}
+}
