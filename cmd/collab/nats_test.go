@@ -94,3 +94,35 @@ func TestNATSWakesWatcherAcrossCachedMount(t *testing.T) {
 		t.Errorf("answered after %v; NATS should beat the 5 s poll and the 30 s cache", d)
 	}
 }
+
+// The shipped server configuration parses, and a watcher's user can do
+// what collab needs with it.
+func TestDeployNATSConfig(t *testing.T) {
+	t.Setenv("COLLAB_NATS_PASSWORD", "s3cret")
+	opts, err := server.ProcessConfigFile("../../deploy/nats-server.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Host, opts.Port, opts.StoreDir, opts.NoLog, opts.NoSigs = "127.0.0.1", -1, t.TempDir(), true, true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server did not start")
+	}
+	defer s.Shutdown()
+	env := map[string]string{"COLLAB_ROOT": t.TempDir(), "NATS_URL": s.ClientURL(), "NATS_USER": "collab", "NATS_PASSWORD": "s3cret"}
+	if r := runCollab(t, env, "", "nats", "init"); r.code != 0 {
+		t.Fatalf("init with the deploy config: exit %d %q", r.code, r.stderr)
+	}
+	if r := runCollab(t, env, "", "send", "--agent", "a", "--channel", "c", "hi"); r.code != 0 || strings.Contains(r.stderr, "files only") {
+		t.Errorf("send: exit %d %q", r.code, r.stderr)
+	}
+	delete(env, "NATS_PASSWORD")
+	delete(env, "NATS_USER")
+	if r := runCollab(t, env, "", "send", "--agent", "a", "--channel", "c", "hi"); r.code != 1 || !strings.Contains(r.stderr, "authorization") {
+		t.Errorf("send without credentials: exit %d %q; want 1 and an authorization error", r.code, r.stderr)
+	}
+}
