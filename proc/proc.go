@@ -28,10 +28,11 @@
 // stream (JSON lines) of any length in bounded memory. Each line comes
 // without its newline; a line longer than MaxStdout bytes comes cut to its
 // first MaxStdout bytes; a last line without a newline comes when the
-// output ends. The calls are made one at a time, in order, from a goroutine
-// of Run's, and all of them before Run returns. The slice is valid only
-// during the call. A slow StdoutLine slows the child, which then waits on
-// a full pipe; the time limits still hold.
+// output ends. The calls come one at a time and in order (from the
+// goroutine that reads the pipe, the last one perhaps from Run's own), all
+// before Run returns. The slice is valid only during the call. A slow
+// StdoutLine slows the child, which then waits on a full pipe; the time
+// limits still hold.
 //
 // # Ending
 //

@@ -66,6 +66,7 @@ type Config struct {
 	Memory     []string // files read fresh for every prompt
 	Context    int      // messages of transcript; default 10, <0 none
 	Workdir    string
+	Env        []string      // more KEY=VALUE for the CLI, before SPEC §7's
 	Timeout    time.Duration // per CLI run; default 10m
 	PostErrors bool          // post a short error reply when the CLI fails
 
@@ -95,8 +96,8 @@ type Config struct {
 	// Publisher, if set, also publishes every message and heartbeat the
 	// watcher writes.
 	Publisher Publisher
-	Logger *slog.Logger
-	Now    func() time.Time
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 func (c *Config) setDefaults() error {
@@ -642,14 +643,14 @@ func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Rec
 
 // env is SPEC §7's environment for the CLI.
 func (w *watcher) env(m *channel.Message) []string {
-	return []string{
-		"COLLAB_ROOT=" + string(w.cfg.Root),
-		"COLLAB_AGENT=" + w.cfg.Agent,
-		"COLLAB_CHANNEL=" + m.SessionID,
-		"COLLAB_MESSAGE_ID=" + m.ID,
-		"COLLAB_FROM=" + m.From,
-		"COLLAB_HOPS=" + strconv.Itoa(m.Metadata.Hops),
-	}
+	return append(slices.Clip(w.cfg.Env),
+		"COLLAB_ROOT="+string(w.cfg.Root),
+		"COLLAB_AGENT="+w.cfg.Agent,
+		"COLLAB_CHANNEL="+m.SessionID,
+		"COLLAB_MESSAGE_ID="+m.ID,
+		"COLLAB_FROM="+m.From,
+		"COLLAB_HOPS="+strconv.Itoa(m.Metadata.Hops),
+	)
 }
 
 // finish handles the end of a CLI run: post the reply or record the failure.
@@ -710,11 +711,13 @@ func (w *watcher) finish(r jobResult) {
 			}
 		}
 		id := w.post(&it, text, claim.Replied, extra)
+		if id != "" {
+			j.rec.Update(func(jb *jobs.Job) { jb.Reply = id }) // before the status says done
+		}
 		j.rec.Finish(status, r.resp, nil)
 		if id == "" {
 			break
 		}
-		j.rec.Update(func(jb *jobs.Job) { jb.Reply = id })
 		w.handled++
 		w.lastReply, w.lastReplyID = now, id
 		w.guards.replied(m.From, m.Metadata.Hops, now)

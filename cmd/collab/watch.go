@@ -15,6 +15,9 @@ import (
 
 	"collab/channel"
 	"collab/modelcli"
+	"collab/modelcli/claude"
+	"collab/modelcli/codex"
+	"collab/modelcli/gemini"
 	"collab/natsbus"
 	"collab/prompt"
 	"collab/tree"
@@ -37,7 +40,7 @@ Flags:
 	}
 	agent := fs.String("agent", "", "agent ID (env COLLAB_AGENT)")
 	channels := fs.StringArray("channel", nil, "channel to watch, repeatable (env COLLAB_CHANNEL, comma-separated)")
-	cli := fs.String("cli", "", "CLI adapter: command (env COLLAB_CLI, default command)")
+	cli := fs.String("cli", "", "CLI adapter: claude, codex, gemini or command (env COLLAB_CLI, default command)")
 	cmdline := fs.String("cmd", "", "command line of the CLI, split like shell words but run without a shell (env COLLAB_CMD)")
 	cliArgs := fs.StringArray("cli-arg", nil, "extra argument for the CLI, repeatable; each value is exactly one argument")
 	model := fs.String("model", "", "model for the CLI (env COLLAB_MODEL)")
@@ -156,6 +159,10 @@ Flags:
 	if !*noNotify {
 		cfg.Wakers = append(cfg.Wakers, watcher.FSNotify{Root: root})
 	}
+	// collab on the CLI's PATH, so the agent can `collab send`, `collab who`.
+	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "collab" {
+		cfg.Env = append(cfg.Env, "PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	logger, closeLog, err := watchLogger(root, *agent, level, stderr)
 	if err != nil {
 		return err
@@ -184,23 +191,46 @@ Flags:
 	return watcher.Run(ctx, cfg)
 }
 
-// newRunner builds the CLI adapter.
+// newRunner builds the CLI adapter. For claude, codex and gemini, --cmd
+// may name the program (and leading arguments) to run instead of the one
+// on PATH.
 func newRunner(cli, cmdline, model string, extra []string, getenv env) (watcher.Runner, error) {
+	var argv []string
+	if cmdline != "" {
+		var err error
+		if argv, err = modelcli.SplitCommand(cmdline, getenv); err != nil {
+			return nil, usageErrorf("watch: --cmd: %v", err)
+		}
+	}
+	bin := func() string {
+		if len(argv) > 0 {
+			return argv[0]
+		}
+		return ""
+	}
+	args := func() []string {
+		if len(argv) > 1 {
+			return append(argv[1:len(argv):len(argv)], extra...)
+		}
+		return extra
+	}
 	switch cli {
 	case "command":
-		if cmdline == "" {
+		if len(argv) == 0 {
 			return nil, usageErrorf("watch: --cli command needs --cmd 'PROGRAM ARGS…'")
-		}
-		argv, err := modelcli.SplitCommand(cmdline, getenv)
-		if err != nil {
-			return nil, usageErrorf("watch: --cmd: %v", err)
 		}
 		if model != "" {
 			return nil, usageErrorf("watch: --model needs a dedicated --cli (claude, codex, gemini); put the model in --cmd")
 		}
 		return &modelcli.Command{Argv: argv, Args: extra}, nil
+	case "claude":
+		return &claude.Adapter{Bin: bin(), Model: model, Args: args()}, nil
+	case "codex":
+		return &codex.Adapter{Bin: bin(), Model: model, Args: args()}, nil
+	case "gemini":
+		return &gemini.Adapter{Bin: bin(), Model: model, Args: args()}, nil
 	default:
-		return nil, usageErrorf("watch: unknown --cli %q; use command", cli)
+		return nil, usageErrorf("watch: unknown --cli %q; use claude, codex, gemini or command", cli)
 	}
 }
 

@@ -49,10 +49,11 @@
 // # Events
 //
 // system/init is [modelcli.EventStarted] (Text: the session id); each text
-// block of an assistant message is [modelcli.EventProgress]; each tool_use
+// block of an assistant message (a subagent's too) is
+// [modelcli.EventProgress]; thinking is left out; each tool_use
 // block is [modelcli.EventToolCall] (Tool: its name, Text: its command, file
 // or pattern); an API retry (system/api_retry) is a progress event whose
-// Text starts "[claude] "; the result line ends the run with
+// Text begins with "claude" in square brackets; the result line ends the run with
 // [modelcli.EventNeedsInput] if tools were denied, then
 // [modelcli.EventCompleted] or [modelcli.EventError]. Events carry the time
 // their line arrived.
@@ -83,7 +84,7 @@
 // holds the tail of standard error in every case.
 //
 // Claude Code retries API errors itself, up to ten times over minutes,
-// reporting each retry; CLAUDE_CODE_MAX_RETRIES in Env lowers that.
+// reporting each retry; CLAUDE_CODE_MAX_RETRIES in Adapter.Env lowers that.
 package claude
 
 import (

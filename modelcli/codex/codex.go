@@ -51,7 +51,8 @@
 // is [modelcli.EventToolCall] when it starts, with Tool the item type (for
 // MCP "mcp__SERVER__TOOL") and Text the command, paths or query; Codex's
 // own notices (error items, "Reconnecting…" lines) are progress events
-// whose Text starts "[codex] "; reasoning is left out. The run ends with
+// whose Text begins with "codex" in square brackets; reasoning is left
+// out. The run ends with
 // [modelcli.EventCompleted] or [modelcli.EventError]. Events carry the time
 // their line arrived.
 //

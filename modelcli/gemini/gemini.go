@@ -60,7 +60,8 @@
 // text, sent when something else happens (timed at its last chunk);
 // tool_use is [modelcli.EventToolCall] (Tool: its name, Text: its command,
 // file or pattern); Gemini CLI's own warnings (error lines) are progress
-// events whose Text starts "[gemini] ". The result line ends the run with
+// events whose Text begins with "gemini" in square brackets. The result
+// line ends the run with
 // [modelcli.EventCompleted] or [modelcli.EventError]. Events carry the
 // time their line arrived.
 //
