@@ -92,8 +92,8 @@ const (
 	AwakeWorking   = "AWAKE/WORKING"
 	AwakeWaiting   = "AWAKE/WAITING"
 	AwakeThrottled = "AWAKE/THROTTLED"
-	Stale        = "STALE"
-	Offline      = "OFFLINE"
+	Stale          = "STALE"
+	Offline        = "OFFLINE"
 )
 
 // Interval is how often a watcher should rewrite its heartbeat.
