@@ -98,7 +98,7 @@ func TestJobRecorded(t *testing.T) {
 
 	m := send(t, root, agent, "please review")
 	reply := repliesTo(waitReplies(t, root, m.ID), m.ID)[0]
-	j := waitJob(t, root, m.ID, "reply recorded", func(j jobs.Job) bool { return j.Reply != "" })
+	j := waitJob(t, root, m.ID, "finished with its reply", func(j jobs.Job) bool { return j.Done() && j.Reply != "" })
 
 	if j.ID != jobs.ID(m.ID) || j.Status != jobs.Completed || j.Reply != reply.ID {
 		t.Errorf("job %s status %q reply %q, want %s completed %s", j.ID, j.Status, j.Reply, jobs.ID(m.ID), reply.ID)
@@ -255,7 +255,7 @@ func TestSessionGone(t *testing.T) {
 	if len(h.logs.find("session cannot be resumed; starting a new one", "msg_id", m1.ID, "session", "S1")) != 1 {
 		t.Errorf("no log line about the session that cannot be resumed")
 	}
-	j := waitJob(t, root, m1.ID, "reply recorded", func(j jobs.Job) bool { return j.Reply != "" })
+	j := waitJob(t, root, m1.ID, "finished with its reply", func(j jobs.Job) bool { return j.Done() && j.Reply != "" })
 	if j.Status != jobs.Completed || j.Session != "S2" || j.Error != "" {
 		t.Errorf("job status %q session %q error %q, want completed S2 no error", j.Status, j.Session, j.Error)
 	}
@@ -460,7 +460,7 @@ func TestNeedsInput(t *testing.T) {
 	if err := json.Unmarshal(ask.Metadata.Extra["needs_input"], &meta); err != nil || meta.Job != jobs.ID(m.ID) || !slices.Equal(meta.Options, q.Options) {
 		t.Errorf("metadata.needs_input = %s (%v), want job %s and the options", ask.Metadata.Extra["needs_input"], err, jobs.ID(m.ID))
 	}
-	j := waitJob(t, root, m.ID, "awaiting input with its reply", func(j jobs.Job) bool { return j.Reply != "" })
+	j := waitJob(t, root, m.ID, "awaiting input with its reply", func(j jobs.Job) bool { return j.Done() && j.Reply != "" })
 	if j.Status != jobs.AwaitingInput || j.Reply != ask.ID || j.Question == nil || j.Question.Text != q.Text {
 		t.Errorf("job status %q reply %q question %+v, want awaiting_input %s with the question", j.Status, j.Reply, j.Question, ask.ID)
 	}
