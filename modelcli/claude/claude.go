@@ -90,7 +90,6 @@ package claude
 import (
 	"context"
 	"errors"
-	"os"
 	"strconv"
 	"time"
 
@@ -167,16 +166,9 @@ func (a *Adapter) argv(session string) ([]string, error) {
 	return append(argv, a.Args...), nil
 }
 
-// environ returns the child's whole environment.
+// env returns the child's whole environment.
 func (a *Adapter) env(req []string) []string {
-	base := a.environ
-	if base == nil {
-		base = os.Environ()
-	}
-	env := append([]string(nil), Env...)
-	env = append(env, base...)
-	env = append(env, a.Env...)
-	return append(env, req...)
+	return modelcli.Environ(Env, a.environ, a.Env, req)
 }
 
 func (a *Adapter) maxOutput() int {
@@ -194,32 +186,10 @@ func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Respo
 	}
 	max := a.maxOutput()
 	p := &Parser{Now: a.now, Session: req.Session, MaxText: max}
-	emit := func(evs []modelcli.Event) {
-		if req.OnEvent != nil {
-			for _, e := range evs {
-				req.OnEvent(e)
-			}
-		}
-	}
-	res, runErr := proc.Run(ctx, proc.Spec{
+	return modelcli.RunLines(ctx, req, proc.Spec{
 		Argv:      argv,
 		Env:       a.env(req.Env),
-		Dir:       req.Dir,
-		Stdin:     []byte(req.Prompt),
-		Timeout:   req.Timeout,
 		KillGrace: a.KillGrace,
 		MaxStdout: max,
-		StdoutLine: func(line []byte) {
-			if len(line) >= max {
-				p.Cut()
-			}
-			emit(p.Line(line))
-		},
-	})
-	seen := p.Events()
-	resp, err := p.Finish(runErr, res.StderrTail)
-	emit(resp.Events[seen:])
-	resp.Stderr = string(res.StderrTail)
-	resp.Duration = res.Duration
-	return resp, err
+	}, p)
 }

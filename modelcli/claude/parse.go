@@ -1,23 +1,14 @@
 package claude
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"collab/modelcli"
 	"collab/proc"
-)
-
-// Bounds on what an event carries.
-const (
-	maxEventText = 4 << 10 // Event.Text
-	maxEventData = 4 << 10 // Event.Data: larger records are left out
-	maxOther     = 2 << 10 // output that was not JSON, kept for error messages
 )
 
 // errNoResult is returned when the CLI exited 0 without a result line.
@@ -37,10 +28,8 @@ type Parser struct {
 	Session string           // the session the run resumes, "" if none
 	MaxText int              // Response.Text longer than this is cut; 0: no limit
 
-	resp   modelcli.Response
+	c      modelcli.Collector
 	result *record // the result line, once seen
-	other  []byte  // the start of any output that was not JSON
-	cut    bool    // a line was cut before it reached the parser
 }
 
 // record is one line of stream-json, of any type; each type fills its own
@@ -97,40 +86,31 @@ func (p *Parser) now() time.Time {
 
 // Cut records that a line was cut short before it reached Line: the
 // response is then marked truncated.
-func (p *Parser) Cut() { p.cut = true }
+func (p *Parser) Cut() { p.c.Cut() }
 
 // Events returns how many events the parser has produced so far.
-func (p *Parser) Events() int { return len(p.resp.Events) }
-
-func (p *Parser) add(e modelcli.Event) {
-	e.Text = clip(e.Text, maxEventText)
-	p.resp.Events = append(p.resp.Events, e)
-}
+func (p *Parser) Events() int { return len(p.c.Resp.Events) }
 
 // Line parses one line of output (without its newline) and returns the
 // events it produced. A line that is not a JSON object is kept, in part,
 // for error messages.
 func (p *Parser) Line(line []byte) []modelcli.Event {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
-		return nil
-	}
 	var r record
-	if line[0] != '{' || json.Unmarshal(line, &r) != nil {
-		p.noteOther(line)
+	line, ok := p.c.Decode(line, &r)
+	if !ok {
 		return nil
 	}
-	n := len(p.resp.Events)
+	n := len(p.c.Resp.Events)
 	t := p.now()
-	if r.SessionID != "" && p.resp.Session == "" {
-		p.resp.Session = r.SessionID
+	if r.SessionID != "" && p.c.Resp.Session == "" {
+		p.c.Resp.Session = r.SessionID
 	}
 	switch r.Type {
 	case "system":
 		switch r.Subtype {
 		case "init":
-			p.resp.Session = r.SessionID
-			p.add(modelcli.Event{Time: t, Kind: modelcli.EventStarted, Text: r.SessionID, Data: data(line)})
+			p.c.Resp.Session = r.SessionID
+			p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventStarted, Text: r.SessionID, Data: modelcli.EventData(line)})
 		case "api_retry":
 			text := fmt.Sprintf("[claude] API retry %d of %d", r.Attempt, r.MaxRetries)
 			if r.ErrorStatus != nil {
@@ -139,7 +119,7 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 			if s, ok := r.Error.(string); ok && s != "" {
 				text += " " + s
 			}
-			p.add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: text, Data: data(line)})
+			p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: text, Data: modelcli.EventData(line)})
 		}
 	case "assistant":
 		// A message with an error is Claude Code's own, standing for a
@@ -155,20 +135,20 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 			switch b.Type {
 			case "text":
 				if strings.TrimSpace(b.Text) != "" {
-					p.add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: b.Text})
+					p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: b.Text})
 				}
 			case "tool_use":
-				p.add(modelcli.Event{Time: t, Kind: modelcli.EventToolCall, Tool: b.Name, Text: describe(b.Input), Data: data(b.Input)})
+				p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventToolCall, Tool: b.Name, Text: modelcli.Describe(b.Input, describeKeys), Data: modelcli.EventData(b.Input)})
 			}
 		}
 	case "result":
 		p.result = &r
 		if r.SessionID != "" {
-			p.resp.Session = r.SessionID
+			p.c.Resp.Session = r.SessionID
 		}
-		p.resp.CostUSD = r.TotalCostUSD
+		p.c.Resp.CostUSD = r.TotalCostUSD
 		if r.Usage != nil {
-			p.resp.Usage = modelcli.Usage{
+			p.c.Resp.Usage = modelcli.Usage{
 				Input:      r.Usage.InputTokens,
 				Output:     r.Usage.OutputTokens,
 				CacheRead:  r.Usage.CacheReadInputTokens,
@@ -176,45 +156,29 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 			}
 		}
 		if q := question(r.PermissionDenials); q != nil {
-			p.resp.Question = q
-			p.add(modelcli.Event{Time: t, Kind: modelcli.EventNeedsInput, Text: q.Text})
+			p.c.Resp.Question = q
+			p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventNeedsInput, Text: q.Text})
 		}
 	}
-	return p.resp.Events[n:]
-}
-
-func (p *Parser) noteOther(line []byte) {
-	if room := maxOther - len(p.other); room > 0 {
-		if len(p.other) > 0 {
-			p.other = append(p.other, '\n')
-		}
-		p.other = append(p.other, line[:min(len(line), room)]...)
-	}
+	return p.c.Resp.Events[n:]
 }
 
 // Finish ends the run: given how the process ended (runErr, nil if it
 // exited 0) and the tail of its standard error, it adds the last event
 // (completed or error) and returns the response and the run's error.
 func (p *Parser) Finish(runErr error, stderr []byte) (modelcli.Response, error) {
-	resp := p.resp
-	resp.Events = append([]modelcli.Event(nil), p.resp.Events...)
-	resp.Truncated = p.cut
 	err := p.outcome(runErr, stderr)
+	var text string
+	var cut bool
 	if err == nil {
-		resp.Text = strings.TrimSpace(p.result.Result)
-		if resp.Text == "" {
+		text = strings.TrimSpace(p.result.Result)
+		if text == "" {
 			err = modelcli.ErrEmpty
-		} else if p.MaxText > 0 && len(resp.Text) > p.MaxText {
-			resp.Text, resp.Truncated = clip(resp.Text, p.MaxText), true
+		} else if p.MaxText > 0 && len(text) > p.MaxText {
+			text, cut = modelcli.Clip(text, p.MaxText), true
 		}
 	}
-	if err != nil {
-		resp.Text = ""
-		resp.Events = append(resp.Events, modelcli.Event{Time: p.now(), Kind: modelcli.EventError, Text: clip(err.Error(), maxEventText)})
-		return resp, err
-	}
-	resp.Events = append(resp.Events, modelcli.Event{Time: p.now(), Kind: modelcli.EventCompleted, Text: clip(resp.Text, maxEventText)})
-	return resp, nil
+	return p.c.Finish(p.now(), text, cut, err)
 }
 
 // outcome decides whether the run failed, and why.
@@ -225,14 +189,14 @@ func (p *Parser) outcome(runErr error, stderr []byte) error {
 	}
 	r := p.result
 	if r == nil {
-		if p.Session != "" && mentions(stderr, sessionGone) {
-			return fmt.Errorf("claude: resume %s: %s: %w", p.Session, lastLine(stderr), modelcli.ErrSessionGone)
+		if p.Session != "" && modelcli.Mentions(stderr, sessionGone) {
+			return fmt.Errorf("claude: resume %s: %s: %w", p.Session, modelcli.LastLine(stderr), modelcli.ErrSessionGone)
 		}
 		if runErr != nil {
 			return runErr // names the program, with the last line of stderr
 		}
-		if len(p.other) > 0 {
-			return fmt.Errorf("%w: %s", errNoResult, lastLine(p.other))
+		if len(p.c.Other()) > 0 {
+			return fmt.Errorf("%w: %s", errNoResult, modelcli.LastLine(p.c.Other()))
 		}
 		return errNoResult
 	}
@@ -251,7 +215,7 @@ func (p *Parser) outcome(runErr error, stderr []byte) error {
 		}
 		msg = strings.Join(parts, "; ")
 	}
-	if p.Session != "" && (mentions([]byte(msg), sessionGone) || mentions(stderr, sessionGone)) {
+	if p.Session != "" && (modelcli.Mentions([]byte(msg), sessionGone) || modelcli.Mentions(stderr, sessionGone)) {
 		return fmt.Errorf("claude: resume %s: %s: %w", p.Session, msg, modelcli.ErrSessionGone)
 	}
 	switch {
@@ -268,11 +232,7 @@ func (p *Parser) outcome(runErr error, stderr []byte) error {
 // Parse parses a whole output, as Line and Finish would with a process
 // that exited 0.
 func Parse(out []byte) (modelcli.Response, error) {
-	var p Parser
-	for line := range bytes.SplitSeq(out, []byte{'\n'}) {
-		p.Line(line)
-	}
-	return p.Finish(nil, nil)
+	return modelcli.ParseOutput(&Parser{}, out)
 }
 
 // question turns permission denials into a question, or nil if there
@@ -282,8 +242,8 @@ func question(ds []denial) *modelcli.Question {
 	seen := map[string]bool{}
 	for _, d := range ds {
 		rule := d.ToolName
-		if arg := describe(d.ToolInput); arg != "" {
-			rule += "(" + clip(arg, 200) + ")"
+		if arg := modelcli.Describe(d.ToolInput, describeKeys); arg != "" {
+			rule += "(" + modelcli.Clip(arg, 200) + ")"
 		}
 		if rule != "" && !seen[rule] {
 			seen[rule] = true
@@ -300,69 +260,5 @@ func question(ds []denial) *modelcli.Question {
 }
 
 // describeKeys are the tool-input fields that say best what a call does,
-// best first.
+// best first (see modelcli.Describe).
 var describeKeys = []string{"command", "file_path", "notebook_path", "path", "pattern", "url", "query", "prompt", "description"}
-
-// describe returns a short account of a tool's input: its command, file,
-// pattern or the like, else the input itself.
-func describe(input json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(input, &m) != nil {
-		return ""
-	}
-	for _, k := range describeKeys {
-		if s, ok := m[k].(string); ok && s != "" {
-			return clip(s, 500)
-		}
-	}
-	if len(m) == 0 {
-		return ""
-	}
-	b, _ := json.Marshal(m)
-	return clip(string(b), 500)
-}
-
-// data returns a copy of a JSON record for Event.Data, or nil if it is
-// too large.
-func data(b []byte) json.RawMessage {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || len(b) > maxEventData || !json.Valid(b) {
-		return nil
-	}
-	return append(json.RawMessage(nil), b...)
-}
-
-// clip cuts s to at most n bytes, on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	mark := "…"
-	if n < len(mark) {
-		mark = ""
-	}
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-func mentions(b []byte, needles []string) bool {
-	for _, n := range needles {
-		if bytes.Contains(b, []byte(n)) {
-			return true
-		}
-	}
-	return false
-}
-
-// lastLine returns the last non-blank line of b, clipped.
-func lastLine(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-		b = bytes.TrimSpace(b[i+1:])
-	}
-	return clip(string(b), 500)
-}

@@ -4,48 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"collab/internal/clitest"
 	"collab/modelcli"
 	"collab/proc"
 )
 
-// Fixtures: ../testdata holds the output of the real CLIs recorded against
-// internal/fakemodel (see its README); testdata holds a few more of Claude
-// Code 2.1.197's, recorded the same way: API retries before an error,
-// a Bash call denied in dontAsk mode, the turn limit and an unknown session
-// in stream-json.
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// shared returns a fixture of ../testdata: stdout, stderr and exit status.
-func shared(t testing.TB, stdout string) (out, stderr []byte, exit int) {
-	t.Helper()
-	base := filepath.Join("..", "testdata", strings.TrimSuffix(stdout, filepath.Ext(stdout)))
-	var meta struct {
-		Exit   int    `json:"exit"`
-		Stderr string `json:"stderr"`
-	}
-	if err := json.Unmarshal(fixture(t, base+".meta.json"), &meta); err != nil {
-		t.Fatal(err)
-	}
-	if meta.Stderr != "" {
-		stderr = fixture(t, filepath.Join("..", "testdata", meta.Stderr))
-	}
-	return fixture(t, filepath.Join("..", "testdata", stdout)), stderr, meta.Exit
-}
+// Fixtures: ../testdata (clitest.Dir) holds the output of the real CLIs
+// recorded against internal/fakemodel (see its README); testdata holds a
+// few more of Claude Code 2.1.197's, recorded the same way: API retries
+// before an error, a Bash call denied in dontAsk mode, the turn limit and
+// an unknown session in stream-json.
 
 // lastResult decodes the result line of out, for the expected values.
 func lastResult(t *testing.T, out []byte) (r struct {
@@ -63,19 +37,6 @@ func lastResult(t *testing.T, out []byte) (r struct {
 		}
 	}
 	return r
-}
-
-// kinds returns the kinds of evs, with the tool of tool calls.
-func kinds(evs []modelcli.Event) []string {
-	var out []string
-	for _, e := range evs {
-		k := e.Kind
-		if e.Tool != "" {
-			k += ":" + e.Tool
-		}
-		out = append(out, k)
-	}
-	return out
 }
 
 func TestParseFixtures(t *testing.T) {
@@ -126,34 +87,19 @@ func TestParseFixtures(t *testing.T) {
 		covered[tt.file] = true
 		t.Run(tt.file, func(t *testing.T) {
 			var out, stderr []byte
-			var runErr error
+			var exit int
 			if strings.HasPrefix(tt.file, "testdata/") {
-				out = fixture(t, tt.file)
+				out = clitest.ReadFile(t, tt.file) // standard output only
 				if tt.wantErr != "" {
-					runErr = &proc.ExitError{Name: "claude", Code: 1}
+					exit = 1
 				}
 			} else {
-				var exit int
-				out, stderr, exit = shared(t, tt.file)
-				if exit != 0 {
-					runErr = &proc.ExitError{Name: "claude", Code: exit, StderrTail: stderr}
-				}
+				out, stderr, exit = clitest.Recorded(t, tt.file)
 			}
-			p := Parser{Session: tt.session}
-			for line := range bytes.Lines(out) {
-				p.Line(bytes.TrimSuffix(line, []byte("\n")))
-			}
-			resp, err := p.Finish(runErr, stderr)
-			if tt.wantErr == "" && err != nil {
-				t.Fatalf("got error %v", err)
-			}
-			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
-			}
-			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
-				t.Errorf("got %v, want it to wrap %v", err, tt.wantIs)
-			}
-			if got := kinds(resp.Events); !slices.Equal(got, tt.wantKinds) {
+			resp, err := clitest.Feed(&Parser{Session: tt.session}, "claude", out, stderr, exit)
+			clitest.CheckErr(t, err, tt.wantIs, tt.wantErr)
+			clitest.CheckResponse(t, resp, err)
+			if got := clitest.Kinds(resp.Events); !slices.Equal(got, tt.wantKinds) {
 				t.Errorf("events: got %v, want %v", got, tt.wantKinds)
 			}
 			want := lastResult(t, out)
@@ -167,9 +113,6 @@ func TestParseFixtures(t *testing.T) {
 				t.Errorf("got text %q, session %q, cost %v, usage %+v; want %q, %q, %v, %+v",
 					resp.Text, resp.Session, resp.CostUSD, resp.Usage, wantText, want.SessionID, want.TotalCostUSD, u)
 			}
-			if err == nil && resp.Text == "" {
-				t.Error("success without text")
-			}
 			switch {
 			case tt.wantQ == "" && resp.Question != nil:
 				t.Errorf("question: got %+v, want none", resp.Question)
@@ -177,22 +120,12 @@ func TestParseFixtures(t *testing.T) {
 				!slices.Equal(resp.Question.Options, []string{"allow", "deny"})):
 				t.Errorf("question: got %+v, want one naming %q with options allow, deny", resp.Question, tt.wantQ)
 			}
-			for _, e := range resp.Events {
-				if e.Time.IsZero() || (e.Data != nil && !json.Valid(e.Data)) {
-					t.Errorf("event %+v: want a time and valid data", e)
-				}
-			}
 		})
 	}
 	// Every recorded claude fixture is in the table.
-	metas, _ := filepath.Glob(filepath.Join("..", "testdata", "claude-*.meta.json"))
-	for _, m := range metas {
-		var meta struct{ Stdout string }
-		if err := json.Unmarshal(fixture(t, m), &meta); err != nil {
-			t.Fatal(err)
-		}
-		if !covered[meta.Stdout] {
-			t.Errorf("fixture %s is not in the table", meta.Stdout)
+	for _, name := range clitest.RecordedOutputs(t, "claude") {
+		if !covered[name] {
+			t.Errorf("fixture %s is not in the table", name)
 		}
 	}
 }
@@ -210,7 +143,7 @@ func TestParseEdges(t *testing.T) {
 		runErr   error
 		stderr   string
 		wantText string
-		wantErr  error // matched with errors.Is; nil: success
+		wantErr  error // matched with errors.Is (clitest.ErrAny: any); nil: success
 		wantMsg  string
 	}{
 		{name: "empty output", wantErr: errNoResult},
@@ -235,7 +168,7 @@ func TestParseEdges(t *testing.T) {
 		},
 		{
 			name: "error result without text", out: `{"type":"result","subtype":"error_during_execution","is_error":true,"errors":[{"odd":1}]}`,
-			runErr: exit1, wantErr: errAny, wantMsg: `claude: error_during_execution: {"odd":1}`,
+			runErr: exit1, wantErr: clitest.ErrAny, wantMsg: `claude: error_during_execution: {"odd":1}`,
 		},
 		{
 			name: "error result, nothing said", out: `{"type":"result","subtype":"error_during_execution","is_error":true}`,
@@ -250,14 +183,7 @@ func TestParseEdges(t *testing.T) {
 				p.Line([]byte(line))
 			}
 			resp, err := p.Finish(tt.runErr, []byte(tt.stderr))
-			switch {
-			case tt.wantErr == nil && err != nil:
-				t.Fatalf("got %v, want success", err)
-			case tt.wantErr == errAny && err == nil, tt.wantErr != nil && tt.wantErr != errAny && !errors.Is(err, tt.wantErr):
-				t.Fatalf("got %v, want %v", err, tt.wantErr)
-			case err != nil && !strings.Contains(err.Error(), tt.wantMsg):
-				t.Errorf("got %q, want it to contain %q", err, tt.wantMsg)
-			}
+			clitest.CheckErr(t, err, tt.wantErr, tt.wantMsg)
 			if resp.Text != tt.wantText {
 				t.Errorf("text: got %q, want %q", resp.Text, tt.wantText)
 			}
@@ -268,9 +194,6 @@ func TestParseEdges(t *testing.T) {
 		})
 	}
 }
-
-// errAny in a test table stands for any error.
-var errAny = errors.New("any error")
 
 func TestQuestion(t *testing.T) {
 	ds := []denial{
@@ -289,31 +212,12 @@ func TestQuestion(t *testing.T) {
 	}
 }
 
-func TestClip(t *testing.T) {
-	tests := []struct {
-		s    string
-		n    int
-		want string
-	}{
-		{"hello", 5, "hello"},
-		{"hello", 4, "h…"},
-		{"héllo", 4, "h…"},
-		{"hello", 2, "he"},
-		{"\xff\xfe", 10, "\uFFFD"},
-	}
-	for _, tt := range tests {
-		if got := clip(tt.s, tt.n); got != tt.want || len(got) > max(tt.n, len(tt.want)) {
-			t.Errorf("clip(%q, %d): got %q, want %q", tt.s, tt.n, got, tt.want)
-		}
-	}
-}
-
 // TestEventTimes: events carry the time their line was parsed.
 func TestEventTimes(t *testing.T) {
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := Parser{Now: func() time.Time { clock = clock.Add(time.Second); return clock }}
 	var times []time.Time
-	for line := range bytes.Lines(fixture(t, "../testdata/claude-tool-stream.jsonl")) {
+	for line := range bytes.Lines(clitest.ReadFile(t, filepath.Join(clitest.Dir, "claude-tool-stream.jsonl"))) {
 		for _, e := range p.Line(line) {
 			times = append(times, e.Time)
 		}
@@ -328,35 +232,17 @@ func TestEventTimes(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	names, _ := filepath.Glob(filepath.Join("..", "testdata", "claude-*"))
-	more, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	for _, name := range append(names, more...) {
-		f.Add(fixture(f, name))
-	}
+	clitest.AddSeeds(f, filepath.Join(clitest.Dir, "claude-*"), filepath.Join("testdata", "*.jsonl"))
 	f.Add([]byte(`{"type":"assistant","message":{"content":"text"}}`))
 	f.Add([]byte(`{"type":"result","permission_denials":[{"tool_name":"Bash","tool_input":[1]}],"result":"x"}`))
 	f.Fuzz(func(t *testing.T, out []byte) {
 		resp, err := Parse(out)
-		if (err == nil) == (resp.Text == "") {
-			t.Fatalf("got text %q and error %v: want exactly one", resp.Text, err)
-		}
-		if len(resp.Events) == 0 {
-			t.Fatal("no events: want at least the last")
-		}
-		last := resp.Events[len(resp.Events)-1].Kind
-		if last != modelcli.EventCompleted && last != modelcli.EventError {
-			t.Fatalf("last event %s", last)
-		}
-		for _, e := range resp.Events {
-			if len(e.Text) > maxEventText || (e.Data != nil && !json.Valid(e.Data)) {
-				t.Fatalf("event %+v: text over the cap or invalid data", e)
-			}
-		}
+		clitest.CheckResponse(t, resp, err)
 	})
 }
 
 func BenchmarkParse(b *testing.B) {
-	out := fixture(b, "../testdata/claude-tool-stream.jsonl")
+	out := clitest.ReadFile(b, filepath.Join(clitest.Dir, "claude-tool-stream.jsonl"))
 	b.SetBytes(int64(len(out)))
 	for b.Loop() {
 		if _, err := Parse(out); err != nil {

@@ -83,7 +83,6 @@ package codex
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"sync"
 	"time"
@@ -146,13 +145,7 @@ func (a *Adapter) argv(thread string) []string {
 
 // env returns the child's whole environment.
 func (a *Adapter) env(req []string) []string {
-	base := a.environ
-	if base == nil {
-		base = os.Environ()
-	}
-	env := append([]string(nil), base...)
-	env = append(env, a.Env...)
-	return append(env, req...)
+	return modelcli.Environ(nil, a.environ, a.Env, req)
 }
 
 func (a *Adapter) maxOutput() int {
@@ -170,33 +163,12 @@ func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Respo
 	}
 	max := a.maxOutput()
 	p := &Parser{Now: a.now, Session: req.Session, MaxText: max}
-	emit := func(evs []modelcli.Event) {
-		if req.OnEvent != nil {
-			for _, e := range evs {
-				req.OnEvent(e)
-			}
-		}
-	}
-	res, runErr := proc.Run(ctx, proc.Spec{
+	resp, err := modelcli.RunLines(ctx, req, proc.Spec{
 		Argv:      a.argv(req.Session),
 		Env:       a.env(req.Env),
-		Dir:       req.Dir,
-		Stdin:     []byte(req.Prompt),
-		Timeout:   req.Timeout,
 		KillGrace: a.KillGrace,
 		MaxStdout: max,
-		StdoutLine: func(line []byte) {
-			if len(line) >= max {
-				p.Cut()
-			}
-			emit(p.Line(line))
-		},
-	})
-	seen := p.Events()
-	resp, err := p.Finish(runErr, res.StderrTail)
-	emit(resp.Events[seen:])
-	resp.Stderr = string(res.StderrTail)
-	resp.Duration = res.Duration
+	}, p)
 	if p.Turns() > 0 {
 		resp.Usage = a.runUsage(req.Session, resp.Session, resp.Usage)
 	}

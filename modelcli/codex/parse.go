@@ -1,23 +1,14 @@
 package codex
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"collab/modelcli"
 	"collab/proc"
-)
-
-// Bounds on what an event carries.
-const (
-	maxEventText = 4 << 10 // Event.Text
-	maxEventData = 4 << 10 // Event.Data: larger records are left out
-	maxOther     = 2 << 10 // output that was not JSON, kept for error messages
 )
 
 // errNoResult is returned when Codex exited 0 without ending its turn.
@@ -34,14 +25,12 @@ type Parser struct {
 	Session string           // the thread the run resumes, "" if none
 	MaxText int              // Response.Text longer than this is cut; 0: no limit
 
-	resp    modelcli.Response
+	c       modelcli.Collector
 	text    string          // the last agent message
 	turns   int             // turn.completed lines seen
 	failed  string          // turn.failed's message
 	notice  string          // the last error line's message
 	started map[string]bool // items whose tool call was reported when they started
-	other   []byte          // the start of any output that was not JSON
-	cut     bool            // a line was cut before it reached the parser
 }
 
 // record is one line of output, of any type.
@@ -87,38 +76,29 @@ func (p *Parser) now() time.Time {
 
 // Cut records that a line was cut short before it reached Line: the
 // response is then marked truncated.
-func (p *Parser) Cut() { p.cut = true }
+func (p *Parser) Cut() { p.c.Cut() }
 
 // Events returns how many events the parser has produced so far.
-func (p *Parser) Events() int { return len(p.resp.Events) }
+func (p *Parser) Events() int { return len(p.c.Resp.Events) }
 
 // Turns returns how many turns completed.
 func (p *Parser) Turns() int { return p.turns }
-
-func (p *Parser) add(e modelcli.Event) {
-	e.Text = clip(e.Text, maxEventText)
-	p.resp.Events = append(p.resp.Events, e)
-}
 
 // Line parses one line of output (without its newline) and returns the
 // events it produced. A line that is not a JSON object is kept, in part,
 // for error messages.
 func (p *Parser) Line(line []byte) []modelcli.Event {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
-		return nil
-	}
 	var r record
-	if line[0] != '{' || json.Unmarshal(line, &r) != nil {
-		p.noteOther(line)
+	line, ok := p.c.Decode(line, &r)
+	if !ok {
 		return nil
 	}
-	n := len(p.resp.Events)
+	n := len(p.c.Resp.Events)
 	t := p.now()
 	switch r.Type {
 	case "thread.started":
-		p.resp.Session = r.ThreadID
-		p.add(modelcli.Event{Time: t, Kind: modelcli.EventStarted, Text: r.ThreadID, Data: data(line)})
+		p.c.Resp.Session = r.ThreadID
+		p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventStarted, Text: r.ThreadID, Data: modelcli.EventData(line)})
 	case "item.started":
 		if r.Item != nil {
 			if e, ok := toolCall(r.Item); ok {
@@ -126,8 +106,8 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 					p.started = make(map[string]bool)
 				}
 				p.started[r.Item.ID] = true
-				e.Time, e.Data = t, data(line)
-				p.add(e)
+				e.Time, e.Data = t, modelcli.EventData(line)
+				p.c.Add(e)
 			}
 		}
 	case "item.completed":
@@ -139,23 +119,23 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 		case "agent_message":
 			p.text = it.Text
 			if strings.TrimSpace(it.Text) != "" {
-				p.add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: it.Text})
+				p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: it.Text})
 			}
 		case "error":
-			p.add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: "[codex] " + it.Message, Data: data(line)})
+			p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: "[codex] " + it.Message, Data: modelcli.EventData(line)})
 		default:
 			if e, ok := toolCall(it); ok && !p.started[it.ID] {
-				e.Time, e.Data = t, data(line)
-				p.add(e)
+				e.Time, e.Data = t, modelcli.EventData(line)
+				p.c.Add(e)
 			}
 		}
 	case "turn.completed":
 		p.turns++
 		if u := r.Usage; u != nil {
-			p.resp.Usage.Input += max(u.InputTokens-u.CachedInputTokens, 0)
-			p.resp.Usage.CacheRead += u.CachedInputTokens
-			p.resp.Usage.CacheWrite += u.CacheWriteTokens
-			p.resp.Usage.Output += u.OutputTokens
+			p.c.Resp.Usage.Input += max(u.InputTokens-u.CachedInputTokens, 0)
+			p.c.Resp.Usage.CacheRead += u.CachedInputTokens
+			p.c.Resp.Usage.CacheWrite += u.CacheWriteTokens
+			p.c.Resp.Usage.Output += u.OutputTokens
 		}
 	case "turn.failed":
 		p.failed = "turn failed"
@@ -164,9 +144,9 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 		}
 	case "error":
 		p.notice = apiMessage(r.Message)
-		p.add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: "[codex] " + p.notice, Data: data(line)})
+		p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: "[codex] " + p.notice, Data: modelcli.EventData(line)})
 	}
-	return p.resp.Events[n:]
+	return p.c.Resp.Events[n:]
 }
 
 // toolCall returns the tool-call event of an item that is one.
@@ -207,38 +187,22 @@ func apiMessage(msg string) string {
 	return msg
 }
 
-func (p *Parser) noteOther(line []byte) {
-	if room := maxOther - len(p.other); room > 0 {
-		if len(p.other) > 0 {
-			p.other = append(p.other, '\n')
-		}
-		p.other = append(p.other, line[:min(len(line), room)]...)
-	}
-}
-
 // Finish ends the run: given how the process ended (runErr, nil if it
 // exited 0) and the tail of its standard error, it adds the last event
 // (completed or error) and returns the response and the run's error.
 func (p *Parser) Finish(runErr error, stderr []byte) (modelcli.Response, error) {
-	resp := p.resp
-	resp.Events = append([]modelcli.Event(nil), p.resp.Events...)
-	resp.Truncated = p.cut
 	err := p.outcome(runErr, stderr)
+	var text string
+	var cut bool
 	if err == nil {
-		resp.Text = strings.TrimSpace(p.text)
-		if resp.Text == "" {
+		text = strings.TrimSpace(p.text)
+		if text == "" {
 			err = modelcli.ErrEmpty
-		} else if p.MaxText > 0 && len(resp.Text) > p.MaxText {
-			resp.Text, resp.Truncated = clip(resp.Text, p.MaxText), true
+		} else if p.MaxText > 0 && len(text) > p.MaxText {
+			text, cut = modelcli.Clip(text, p.MaxText), true
 		}
 	}
-	if err != nil {
-		resp.Text = ""
-		resp.Events = append(resp.Events, modelcli.Event{Time: p.now(), Kind: modelcli.EventError, Text: clip(err.Error(), maxEventText)})
-		return resp, err
-	}
-	resp.Events = append(resp.Events, modelcli.Event{Time: p.now(), Kind: modelcli.EventCompleted, Text: clip(resp.Text, maxEventText)})
-	return resp, nil
+	return p.c.Finish(p.now(), text, cut, err)
 }
 
 // outcome decides whether the run failed, and why.
@@ -254,14 +218,14 @@ func (p *Parser) outcome(runErr error, stderr []byte) error {
 		return nil // even if it then exited non-zero: the turn is whole
 	}
 	msg := stderrMessage(stderr)
-	if p.Session != "" && mentions([]byte(msg), sessionGone) {
+	if p.Session != "" && modelcli.Mentions([]byte(msg), sessionGone) {
 		return fmt.Errorf("codex: resume %s: %s: %w", p.Session, msg, modelcli.ErrSessionGone)
 	}
 	switch {
 	case p.notice != "":
 		msg = p.notice
-	case msg == "" && len(p.other) > 0:
-		msg = lastLine(p.other)
+	case msg == "" && len(p.c.Other()) > 0:
+		msg = modelcli.LastLine(p.c.Other())
 	}
 	switch {
 	case runErr != nil && msg != "" && exit != nil:
@@ -282,7 +246,7 @@ func stderrMessage(stderr []byte) string {
 	for line := range strings.Lines(string(stderr)) {
 		line = strings.TrimSpace(line)
 		if msg, ok := strings.CutPrefix(line, "Error: "); ok {
-			return clip(msg, 500)
+			return modelcli.Clip(msg, 500)
 		}
 		switch {
 		case line == "", line == "Stack backtrace:", strings.HasPrefix(line, "WARNING:"),
@@ -291,60 +255,11 @@ func stderrMessage(stderr []byte) string {
 		}
 		last = line
 	}
-	return clip(last, 500)
+	return modelcli.Clip(last, 500)
 }
 
 // Parse parses a whole output, as Line and Finish would with a process
 // that exited 0.
 func Parse(out []byte) (modelcli.Response, error) {
-	var p Parser
-	for line := range bytes.SplitSeq(out, []byte{'\n'}) {
-		p.Line(line)
-	}
-	return p.Finish(nil, nil)
-}
-
-// data returns a copy of a JSON record for Event.Data, or nil if it is
-// too large.
-func data(b []byte) json.RawMessage {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || len(b) > maxEventData || !json.Valid(b) {
-		return nil
-	}
-	return append(json.RawMessage(nil), b...)
-}
-
-// clip cuts s to at most n bytes, on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	mark := "…"
-	if n < len(mark) {
-		mark = ""
-	}
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-func mentions(b []byte, needles []string) bool {
-	for _, n := range needles {
-		if bytes.Contains(b, []byte(n)) {
-			return true
-		}
-	}
-	return false
-}
-
-// lastLine returns the last non-blank line of b, clipped.
-func lastLine(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-		b = bytes.TrimSpace(b[i+1:])
-	}
-	return clip(string(b), 500)
+	return modelcli.ParseOutput(&Parser{}, out)
 }

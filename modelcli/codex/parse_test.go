@@ -4,46 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"collab/internal/clitest"
 	"collab/modelcli"
 	"collab/proc"
 )
 
-// Fixtures: ../testdata holds the output of the real CLIs recorded against
-// internal/fakemodel (see its README); testdata holds two more of
-// codex-cli 0.169.0's, recorded the same way: a model missing from Codex's
-// catalogue (a warning item), and an API 401 with Codex's retries.
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// shared returns a fixture of ../testdata: stdout, stderr and exit status.
-func shared(t testing.TB, stdout string) (out, stderr []byte, exit int) {
-	t.Helper()
-	base := filepath.Join("..", "testdata", strings.TrimSuffix(stdout, filepath.Ext(stdout)))
-	var meta struct {
-		Exit   int    `json:"exit"`
-		Stderr string `json:"stderr"`
-	}
-	if err := json.Unmarshal(fixture(t, base+".meta.json"), &meta); err != nil {
-		t.Fatal(err)
-	}
-	if meta.Stderr != "" {
-		stderr = fixture(t, filepath.Join("..", "testdata", meta.Stderr))
-	}
-	return fixture(t, filepath.Join("..", "testdata", stdout)), stderr, meta.Exit
-}
+// Fixtures: ../testdata (clitest.Dir) holds the output of the real CLIs
+// recorded against internal/fakemodel (see its README); testdata holds two
+// more of codex-cli 0.169.0's, recorded the same way: a model missing from
+// Codex's catalogue (a warning item), and an API 401 with Codex's retries.
 
 // expected decodes out for the values a parser should find: the thread,
 // the last agent message and the usage.
@@ -72,19 +46,6 @@ func expected(t *testing.T, out []byte) (thread, text string, u usage) {
 		}
 	}
 	return thread, strings.TrimSpace(text), u
-}
-
-// kinds returns the kinds of evs, with the tool of tool calls.
-func kinds(evs []modelcli.Event) []string {
-	var out []string
-	for _, e := range evs {
-		k := e.Kind
-		if e.Tool != "" {
-			k += ":" + e.Tool
-		}
-		out = append(out, k)
-	}
-	return out
 }
 
 func TestParseFixtures(t *testing.T) {
@@ -121,34 +82,19 @@ func TestParseFixtures(t *testing.T) {
 		covered[tt.file] = true
 		t.Run(tt.file, func(t *testing.T) {
 			var out, stderr []byte
-			var runErr error
+			var exit int
 			if strings.HasPrefix(tt.file, "testdata/") {
-				out = fixture(t, tt.file)
+				out = clitest.ReadFile(t, tt.file) // standard output only
 				if tt.wantErr != "" {
-					runErr = &proc.ExitError{Name: "codex", Code: 1}
+					exit = 1
 				}
 			} else {
-				var exit int
-				out, stderr, exit = shared(t, tt.file)
-				if exit != 0 {
-					runErr = &proc.ExitError{Name: "codex", Code: exit, StderrTail: stderr}
-				}
+				out, stderr, exit = clitest.Recorded(t, tt.file)
 			}
-			p := Parser{Session: tt.session}
-			for line := range bytes.Lines(out) {
-				p.Line(bytes.TrimSuffix(line, []byte("\n")))
-			}
-			resp, err := p.Finish(runErr, stderr)
-			if tt.wantErr == "" && tt.wantIs == nil && err != nil {
-				t.Fatalf("got error %v", err)
-			}
-			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
-			}
-			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
-				t.Errorf("got %v, want it to wrap %v", err, tt.wantIs)
-			}
-			if got := kinds(resp.Events); !slices.Equal(got, tt.wantKinds) {
+			resp, err := clitest.Feed(&Parser{Session: tt.session}, "codex", out, stderr, exit)
+			clitest.CheckErr(t, err, tt.wantIs, tt.wantErr)
+			clitest.CheckResponse(t, resp, err)
+			if got := clitest.Kinds(resp.Events); !slices.Equal(got, tt.wantKinds) {
 				t.Errorf("events: got %v, want %v", got, tt.wantKinds)
 			}
 			thread, text, u := expected(t, out)
@@ -161,25 +107,12 @@ func TestParseFixtures(t *testing.T) {
 				t.Errorf("got text %q, session %q, usage %+v, cost %v, question %v; want %q, %q, %+v, 0, none",
 					resp.Text, resp.Session, resp.Usage, resp.CostUSD, resp.Question, text, thread, wantUsage)
 			}
-			if err == nil && resp.Text == "" {
-				t.Error("success without text")
-			}
-			for _, e := range resp.Events {
-				if e.Time.IsZero() || (e.Data != nil && !json.Valid(e.Data)) {
-					t.Errorf("event %+v: want a time and valid data", e)
-				}
-			}
 		})
 	}
 	// Every recorded codex fixture is in the table.
-	metas, _ := filepath.Glob(filepath.Join("..", "testdata", "codex-*.meta.json"))
-	for _, m := range metas {
-		var meta struct{ Stdout string }
-		if err := json.Unmarshal(fixture(t, m), &meta); err != nil {
-			t.Fatal(err)
-		}
-		if !covered[meta.Stdout] {
-			t.Errorf("fixture %s is not in the table", meta.Stdout)
+	for _, name := range clitest.RecordedOutputs(t, "codex") {
+		if !covered[name] {
+			t.Errorf("fixture %s is not in the table", name)
 		}
 	}
 }
@@ -249,21 +182,21 @@ func TestParseEdges(t *testing.T) {
 		{name: "killed after the answer", out: message("hi") + completed, runErr: stopped, wantErr: context.Canceled},
 		{
 			name: "error line, then exit 1", out: `{"type":"error","message":"quota exceeded"}`, runErr: exit1,
-			wantErr: errAny, wantMsg: "codex: quota exceeded (exit status 1)",
+			wantErr: clitest.ErrAny, wantMsg: "codex: quota exceeded (exit status 1)",
 		},
 		{
 			name: "stderr error with backtrace", runErr: exit1,
 			stderr:  "WARNING: odd\nError: bad config: model_provider\n\nStack backtrace:\n   0: <unknown>\n",
-			wantErr: errAny, wantMsg: "codex: bad config: model_provider (exit status 1)",
+			wantErr: clitest.ErrAny, wantMsg: "codex: bad config: model_provider (exit status 1)",
 		},
 		{
 			name: "stderr without Error:", runErr: exit1, stderr: "thread 'main' panicked\n   1: <unknown>\n",
-			wantErr: errAny, wantMsg: "codex: thread 'main' panicked (exit status 1)",
+			wantErr: clitest.ErrAny, wantMsg: "codex: thread 'main' panicked (exit status 1)",
 		},
 		{name: "plain text, exit 0", out: "something odd\n", wantErr: errNoResult, wantMsg: "something odd"},
 		{
 			name: "turn.failed without a message", out: `{"type":"turn.failed"}`, runErr: exit1,
-			wantErr: errAny, wantMsg: "codex: turn failed",
+			wantErr: clitest.ErrAny, wantMsg: "codex: turn failed",
 		},
 		{name: "long answer cut", out: message(strings.Repeat("é", 100)) + completed, wantText: strings.Repeat("é", 48) + "…"},
 	}
@@ -274,14 +207,7 @@ func TestParseEdges(t *testing.T) {
 				p.Line([]byte(line))
 			}
 			resp, err := p.Finish(tt.runErr, []byte(tt.stderr))
-			switch {
-			case tt.wantErr == nil && err != nil:
-				t.Fatalf("got %v, want success", err)
-			case tt.wantErr == errAny && err == nil, tt.wantErr != nil && tt.wantErr != errAny && !errors.Is(err, tt.wantErr):
-				t.Fatalf("got %v, want %v", err, tt.wantErr)
-			case err != nil && !strings.Contains(err.Error(), tt.wantMsg):
-				t.Errorf("got %q, want it to contain %q", err, tt.wantMsg)
-			}
+			clitest.CheckErr(t, err, tt.wantErr, tt.wantMsg)
 			if resp.Text != tt.wantText {
 				t.Errorf("text: got %q, want %q", resp.Text, tt.wantText)
 			}
@@ -291,9 +217,6 @@ func TestParseEdges(t *testing.T) {
 		})
 	}
 }
-
-// errAny in a test table stands for any error.
-var errAny = errors.New("any error")
 
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)
@@ -324,32 +247,17 @@ func TestRunUsage(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	names, _ := filepath.Glob(filepath.Join("..", "testdata", "codex-*"))
-	more, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	for _, name := range append(names, more...) {
-		f.Add(fixture(f, name))
-	}
+	clitest.AddSeeds(f, filepath.Join(clitest.Dir, "codex-*"), filepath.Join("testdata", "*.jsonl"))
 	f.Add([]byte(`{"type":"item.started","item":{"type":"file_change","changes":"x"}}`))
 	f.Add([]byte(`{"type":"turn.failed","error":{"message":"{\"error\":{\"message\":\"m\"}}"}}`))
 	f.Fuzz(func(t *testing.T, out []byte) {
 		resp, err := Parse(out)
-		if (err == nil) == (resp.Text == "") {
-			t.Fatalf("got text %q and error %v: want exactly one", resp.Text, err)
-		}
-		last := resp.Events[len(resp.Events)-1].Kind
-		if last != modelcli.EventCompleted && last != modelcli.EventError {
-			t.Fatalf("last event %s", last)
-		}
-		for _, e := range resp.Events {
-			if len(e.Text) > maxEventText || (e.Data != nil && !json.Valid(e.Data)) {
-				t.Fatalf("event %+v: text over the cap or invalid data", e)
-			}
-		}
+		clitest.CheckResponse(t, resp, err)
 	})
 }
 
 func BenchmarkParse(b *testing.B) {
-	out := fixture(b, "../testdata/codex-tool.jsonl")
+	out := clitest.ReadFile(b, filepath.Join(clitest.Dir, "codex-tool.jsonl"))
 	b.SetBytes(int64(len(out)))
 	for b.Loop() {
 		if _, err := Parse(out); err != nil {

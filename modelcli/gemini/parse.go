@@ -1,25 +1,18 @@
 package gemini
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"collab/modelcli"
 	"collab/proc"
 )
 
-// Bounds on what an event carries.
-const (
-	maxEventText = 4 << 10 // Event.Text
-	maxEventData = 4 << 10 // Event.Data: larger records are left out
-	maxOther     = 2 << 10 // output that was not JSON, kept for error messages
-	maxReply     = 8 << 20 // text gathered from chunks, when MaxText is 0
-)
+// maxReply bounds the text gathered from chunks, when MaxText is 0.
+const maxReply = 8 << 20
 
 // errNoResult is returned when Gemini CLI ended without a result line.
 var errNoResult = errors.New("gemini: no result in the output")
@@ -35,14 +28,12 @@ type Parser struct {
 	Session string           // the session the run resumes, "" if none
 	MaxText int              // Response.Text longer than this is cut; 0: no limit
 
-	resp     modelcli.Response
+	c        modelcli.Collector
 	chunk    strings.Builder // assistant text not yet sent as progress
 	chunkAt  time.Time       // when its last piece came
 	reply    strings.Builder // assistant text since the last tool call
 	replyCut bool            // reply went past its bound
 	result   *record         // the result line, once seen
-	other    []byte          // the start of any output that was not JSON
-	cut      bool            // a line was cut before it reached the parser
 }
 
 // record is one line of stream-json, of any type.
@@ -77,15 +68,10 @@ func (p *Parser) now() time.Time {
 
 // Cut records that a line was cut short before it reached Line: the
 // response is then marked truncated.
-func (p *Parser) Cut() { p.cut = true }
+func (p *Parser) Cut() { p.c.Cut() }
 
 // Events returns how many events the parser has produced so far.
-func (p *Parser) Events() int { return len(p.resp.Events) }
-
-func (p *Parser) add(e modelcli.Event) {
-	e.Text = clip(e.Text, maxEventText)
-	p.resp.Events = append(p.resp.Events, e)
-}
+func (p *Parser) Events() int { return len(p.c.Resp.Events) }
 
 // replyLimit is the most bytes of reply text kept.
 func (p *Parser) replyLimit() int {
@@ -98,7 +84,7 @@ func (p *Parser) replyLimit() int {
 // flush sends the assistant text gathered so far as one progress event.
 func (p *Parser) flush() {
 	if strings.TrimSpace(p.chunk.String()) != "" {
-		p.add(modelcli.Event{Time: p.chunkAt, Kind: modelcli.EventProgress, Text: p.chunk.String()})
+		p.c.Add(modelcli.Event{Time: p.chunkAt, Kind: modelcli.EventProgress, Text: p.chunk.String()})
 	}
 	p.chunk.Reset()
 }
@@ -107,20 +93,16 @@ func (p *Parser) flush() {
 // events it produced. A line that is not a JSON object is kept, in part,
 // for error messages.
 func (p *Parser) Line(line []byte) []modelcli.Event {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
-		return nil
-	}
 	var r record
-	if line[0] != '{' || json.Unmarshal(line, &r) != nil {
-		p.noteOther(line)
+	line, ok := p.c.Decode(line, &r)
+	if !ok {
 		return nil
 	}
-	n := len(p.resp.Events)
+	n := len(p.c.Resp.Events)
 	t := p.now()
 	if r.Type == "message" && r.Role == "assistant" {
 		// Text comes in chunks: gather them until something else happens.
-		if p.chunk.Len() < maxEventText {
+		if p.chunk.Len() < modelcli.MaxEventText {
 			p.chunk.WriteString(r.Content)
 		}
 		p.chunkAt = t
@@ -134,17 +116,17 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 	p.flush()
 	switch r.Type {
 	case "init":
-		p.resp.Session = r.SessionID
-		p.add(modelcli.Event{Time: t, Kind: modelcli.EventStarted, Text: r.SessionID, Data: data(line)})
+		p.c.Resp.Session = r.SessionID
+		p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventStarted, Text: r.SessionID, Data: modelcli.EventData(line)})
 	case "tool_use":
 		p.reply.Reset()
 		p.replyCut = false
-		p.add(modelcli.Event{Time: t, Kind: modelcli.EventToolCall, Tool: r.ToolName, Text: describe(r.Parameters), Data: data(r.Parameters)})
+		p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventToolCall, Tool: r.ToolName, Text: modelcli.Describe(r.Parameters, describeKeys), Data: modelcli.EventData(r.Parameters)})
 	case "tool_result":
 		p.reply.Reset()
 		p.replyCut = false
 	case "error":
-		p.add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: "[gemini] " + r.Message, Data: data(line)})
+		p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventProgress, Text: "[gemini] " + r.Message, Data: modelcli.EventData(line)})
 	case "result":
 		p.result = &r
 		if s := r.Stats; s != nil {
@@ -152,19 +134,10 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 			if s.Input != nil {
 				in = *s.Input
 			}
-			p.resp.Usage = modelcli.Usage{Input: max(in, 0), Output: s.OutputTokens, CacheRead: s.Cached}
+			p.c.Resp.Usage = modelcli.Usage{Input: max(in, 0), Output: s.OutputTokens, CacheRead: s.Cached}
 		}
 	}
-	return p.resp.Events[n:]
-}
-
-func (p *Parser) noteOther(line []byte) {
-	if room := maxOther - len(p.other); room > 0 {
-		if len(p.other) > 0 {
-			p.other = append(p.other, '\n')
-		}
-		p.other = append(p.other, line[:min(len(line), room)]...)
-	}
+	return p.c.Resp.Events[n:]
 }
 
 // Finish ends the run: given how the process ended (runErr, nil if it
@@ -173,25 +146,17 @@ func (p *Parser) noteOther(line []byte) {
 // the run's error.
 func (p *Parser) Finish(runErr error, stderr []byte) (modelcli.Response, error) {
 	p.flush()
-	resp := p.resp
-	resp.Events = append([]modelcli.Event(nil), p.resp.Events...)
-	resp.Truncated = p.cut
 	err := p.outcome(runErr, stderr)
+	var text string
 	if err == nil {
-		resp.Text = strings.TrimSpace(p.reply.String())
-		if resp.Text == "" {
+		text = strings.TrimSpace(p.reply.String())
+		if text == "" {
 			err = modelcli.ErrEmpty
 		} else if p.replyCut {
-			resp.Text, resp.Truncated = clip(resp.Text+"…", p.replyLimit()), true
+			text = modelcli.Clip(text+"…", p.replyLimit())
 		}
 	}
-	if err != nil {
-		resp.Text = ""
-		resp.Events = append(resp.Events, modelcli.Event{Time: p.now(), Kind: modelcli.EventError, Text: clip(err.Error(), maxEventText)})
-		return resp, err
-	}
-	resp.Events = append(resp.Events, modelcli.Event{Time: p.now(), Kind: modelcli.EventCompleted, Text: clip(resp.Text, maxEventText)})
-	return resp, nil
+	return p.c.Finish(p.now(), text, p.replyCut, err)
 }
 
 // outcome decides whether the run failed, and why.
@@ -211,11 +176,11 @@ func (p *Parser) outcome(runErr error, stderr []byte) error {
 		return fmt.Errorf("gemini: %s", msg)
 	}
 	msg := stderrMessage(stderr)
-	if p.Session != "" && mentions([]byte(msg), sessionGone) {
+	if p.Session != "" && modelcli.Mentions([]byte(msg), sessionGone) {
 		return fmt.Errorf("gemini: resume %s: %s: %w", p.Session, msg, modelcli.ErrSessionGone)
 	}
-	if msg == "" && len(p.other) > 0 {
-		msg = lastLine(p.other)
+	if msg == "" && len(p.c.Other()) > 0 {
+		msg = modelcli.LastLine(p.c.Other())
 	}
 	switch {
 	case runErr != nil && msg != "" && exit != nil:
@@ -262,7 +227,7 @@ func stderrMessage(stderr []byte) string {
 			} `json:"error"`
 		}
 		if json.Unmarshal([]byte(s[i+1:]), &v) == nil && v.Error.Message != "" {
-			return clip(apiMessage(v.Error.Message), 500)
+			return modelcli.Clip(apiMessage(v.Error.Message), 500)
 		}
 	}
 	var last string
@@ -270,7 +235,7 @@ next:
 	for line := range strings.Lines(s) {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "Error") {
-			return clip(line, 500)
+			return modelcli.Clip(line, 500)
 		}
 		if line == "" || line == "}" || line == "{" || strings.HasPrefix(line, "at ") || strings.HasPrefix(line, "status:") {
 			continue
@@ -282,83 +247,15 @@ next:
 		}
 		last = line
 	}
-	return clip(last, 500)
+	return modelcli.Clip(last, 500)
 }
 
 // Parse parses a whole output, as Line and Finish would with a process
 // that exited 0.
 func Parse(out []byte) (modelcli.Response, error) {
-	var p Parser
-	for line := range bytes.SplitSeq(out, []byte{'\n'}) {
-		p.Line(line)
-	}
-	return p.Finish(nil, nil)
+	return modelcli.ParseOutput(&Parser{}, out)
 }
 
 // describeKeys are the tool-parameter fields that say best what a call
 // does, best first.
 var describeKeys = []string{"command", "file_path", "absolute_path", "path", "dir_path", "pattern", "url", "query", "prompt", "description"}
-
-// describe returns a short account of a tool's parameters: its command,
-// file, pattern or the like, else the parameters themselves.
-func describe(params json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(params, &m) != nil {
-		return ""
-	}
-	for _, k := range describeKeys {
-		if s, ok := m[k].(string); ok && s != "" {
-			return clip(s, 500)
-		}
-	}
-	if len(m) == 0 {
-		return ""
-	}
-	b, _ := json.Marshal(m)
-	return clip(string(b), 500)
-}
-
-// data returns a copy of a JSON record for Event.Data, or nil if it is
-// too large.
-func data(b []byte) json.RawMessage {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || len(b) > maxEventData || !json.Valid(b) {
-		return nil
-	}
-	return append(json.RawMessage(nil), b...)
-}
-
-// clip cuts s to at most n bytes, on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	mark := "…"
-	if n < len(mark) {
-		mark = ""
-	}
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-func mentions(b []byte, needles []string) bool {
-	for _, n := range needles {
-		if bytes.Contains(b, []byte(n)) {
-			return true
-		}
-	}
-	return false
-}
-
-// lastLine returns the last non-blank line of b, clipped.
-func lastLine(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-		b = bytes.TrimSpace(b[i+1:])
-	}
-	return clip(string(b), 500)
-}

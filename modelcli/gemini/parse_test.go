@@ -4,45 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"collab/internal/clitest"
 	"collab/modelcli"
 	"collab/proc"
 )
 
-// The fixtures are in ../testdata: the output of the real CLIs recorded
-// against internal/fakemodel (see its README).
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// shared returns a fixture of ../testdata: stdout, stderr and exit status.
-func shared(t testing.TB, stdout string) (out, stderr []byte, exit int) {
-	t.Helper()
-	base := filepath.Join("..", "testdata", strings.TrimSuffix(stdout, filepath.Ext(stdout)))
-	var meta struct {
-		Exit   int    `json:"exit"`
-		Stderr string `json:"stderr"`
-	}
-	if err := json.Unmarshal(fixture(t, base+".meta.json"), &meta); err != nil {
-		t.Fatal(err)
-	}
-	if meta.Stderr != "" {
-		stderr = fixture(t, filepath.Join("..", "testdata", meta.Stderr))
-	}
-	return fixture(t, filepath.Join("..", "testdata", stdout)), stderr, meta.Exit
-}
+// The fixtures are in ../testdata (clitest.Dir): the output of the real
+// CLIs recorded against internal/fakemodel (see its README).
 
 // expected decodes out for the values a parser should find: the session,
 // the assistant's text after the last tool, and the usage.
@@ -72,19 +46,6 @@ func expected(t *testing.T, out []byte) (session, text string, u modelcli.Usage)
 	return session, strings.TrimSpace(b.String()), u
 }
 
-// kinds returns the kinds of evs, with the tool of tool calls.
-func kinds(evs []modelcli.Event) []string {
-	var out []string
-	for _, e := range evs {
-		k := e.Kind
-		if e.Tool != "" {
-			k += ":" + e.Tool
-		}
-		out = append(out, k)
-	}
-	return out
-}
-
 func TestParseFixtures(t *testing.T) {
 	tests := []struct {
 		file      string
@@ -112,26 +73,11 @@ func TestParseFixtures(t *testing.T) {
 	for _, tt := range tests {
 		covered[tt.file] = true
 		t.Run(tt.file, func(t *testing.T) {
-			out, stderr, exit := shared(t, tt.file)
-			var runErr error
-			if exit != 0 {
-				runErr = &proc.ExitError{Name: "gemini", Code: exit, StderrTail: stderr}
-			}
-			p := Parser{Session: tt.session}
-			for line := range bytes.Lines(out) {
-				p.Line(bytes.TrimSuffix(line, []byte("\n")))
-			}
-			resp, err := p.Finish(runErr, stderr)
-			if tt.wantErr == "" && tt.wantIs == nil && err != nil {
-				t.Fatalf("got error %v", err)
-			}
-			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
-			}
-			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
-				t.Errorf("got %v, want it to wrap %v", err, tt.wantIs)
-			}
-			if got := kinds(resp.Events); !slices.Equal(got, tt.wantKinds) {
+			out, stderr, exit := clitest.Recorded(t, tt.file)
+			resp, err := clitest.Feed(&Parser{Session: tt.session}, "gemini", out, stderr, exit)
+			clitest.CheckErr(t, err, tt.wantIs, tt.wantErr)
+			clitest.CheckResponse(t, resp, err)
+			if got := clitest.Kinds(resp.Events); !slices.Equal(got, tt.wantKinds) {
 				t.Errorf("events: got %v, want %v", got, tt.wantKinds)
 			}
 			session, text, u := expected(t, out)
@@ -142,25 +88,12 @@ func TestParseFixtures(t *testing.T) {
 				t.Errorf("got text %q, session %q, usage %+v, cost %v, question %v; want %q, %q, %+v, 0, none",
 					resp.Text, resp.Session, resp.Usage, resp.CostUSD, resp.Question, text, session, u)
 			}
-			if err == nil && resp.Text == "" {
-				t.Error("success without text")
-			}
-			for _, e := range resp.Events {
-				if e.Time.IsZero() || (e.Data != nil && !json.Valid(e.Data)) {
-					t.Errorf("event %+v: want a time and valid data", e)
-				}
-			}
 		})
 	}
 	// Every recorded gemini fixture is in the table.
-	metas, _ := filepath.Glob(filepath.Join("..", "testdata", "gemini-*.meta.json"))
-	for _, m := range metas {
-		var meta struct{ Stdout string }
-		if err := json.Unmarshal(fixture(t, m), &meta); err != nil {
-			t.Fatal(err)
-		}
-		if !covered[meta.Stdout] {
-			t.Errorf("fixture %s is not in the table", meta.Stdout)
+	for _, name := range clitest.RecordedOutputs(t, "gemini") {
+		if !covered[name] {
+			t.Errorf("fixture %s is not in the table", name)
 		}
 	}
 }
@@ -238,20 +171,20 @@ func TestParseEdges(t *testing.T) {
 		{name: "answer", out: chunk(" hi ") + chunk("there\n") + result, wantText: "hi there"},
 		{name: "killed (exit 0)", out: chunk("hi") + result, runErr: stopped, wantErr: context.Canceled},
 		{name: "SIGTERM'd by someone else: no result", out: chunk("hi"), wantErr: errNoResult},
-		{name: "result error without a message", out: `{"type":"result","status":"error"}`, runErr: exit1, wantErr: errAny, wantMsg: "gemini: status error"},
+		{name: "result error without a message", out: `{"type":"result","status":"error"}`, runErr: exit1, wantErr: clitest.ErrAny, wantMsg: "gemini: status error"},
 		{
 			name: "result error, not an API body", out: `{"type":"result","status":"error","error":{"type":"x","message":"loop"}}`,
-			runErr: exit1, wantErr: errAny, wantMsg: "gemini: loop",
+			runErr: exit1, wantErr: clitest.ErrAny, wantMsg: "gemini: loop",
 		},
 		{
 			name: "untrusted folder", runErr: &proc.ExitError{Name: "gemini", Code: 55},
 			stderr:  "Gemini CLI is not running in a trusted directory. To proceed, …\n",
-			wantErr: errAny, wantMsg: "gemini: Gemini CLI is not running in a trusted directory. To proceed, … (exit status 55)",
+			wantErr: clitest.ErrAny, wantMsg: "gemini: Gemini CLI is not running in a trusted directory. To proceed, … (exit status 55)",
 		},
 		{
 			name: "resume refused without a resume asked", runErr: &proc.ExitError{Name: "gemini", Code: 42},
 			stderr:  "Error resuming session: No previous sessions found for this project.\n",
-			wantErr: errAny, wantMsg: "gemini: Error resuming session: No previous sessions found for this project. (exit status 42)",
+			wantErr: clitest.ErrAny, wantMsg: "gemini: Error resuming session: No previous sessions found for this project. (exit status 42)",
 		},
 		{
 			name: "resume refused", session: "latest", runErr: &proc.ExitError{Name: "gemini", Code: 42},
@@ -266,14 +199,7 @@ func TestParseEdges(t *testing.T) {
 				p.Line([]byte(line))
 			}
 			resp, err := p.Finish(tt.runErr, []byte(tt.stderr))
-			switch {
-			case tt.wantErr == nil && err != nil:
-				t.Fatalf("got %v, want success", err)
-			case tt.wantErr == errAny && err == nil, tt.wantErr != nil && tt.wantErr != errAny && !errors.Is(err, tt.wantErr):
-				t.Fatalf("got %v, want %v", err, tt.wantErr)
-			case err != nil && !strings.Contains(err.Error(), tt.wantMsg):
-				t.Errorf("got %q, want it to contain %q", err, tt.wantMsg)
-			}
+			clitest.CheckErr(t, err, tt.wantErr, tt.wantMsg)
 			if resp.Text != tt.wantText || resp.Truncated != tt.wantTrunc {
 				t.Errorf("text: got %q (truncated %v), want %q (%v)", resp.Text, resp.Truncated, tt.wantText, tt.wantTrunc)
 			}
@@ -281,34 +207,17 @@ func TestParseEdges(t *testing.T) {
 	}
 }
 
-// errAny in a test table stands for any error.
-var errAny = errors.New("any error")
-
 func FuzzParse(f *testing.F) {
-	names, _ := filepath.Glob(filepath.Join("..", "testdata", "gemini-*"))
-	for _, name := range names {
-		f.Add(fixture(f, name))
-	}
+	clitest.AddSeeds(f, filepath.Join(clitest.Dir, "gemini-*"))
 	f.Add([]byte(`{"type":"result","status":"error","error":{"message":"[API Error: {\"error\":{\"code\":1}}]"}}`))
 	f.Fuzz(func(t *testing.T, out []byte) {
 		resp, err := Parse(out)
-		if (err == nil) == (resp.Text == "") {
-			t.Fatalf("got text %q and error %v: want exactly one", resp.Text, err)
-		}
-		last := resp.Events[len(resp.Events)-1].Kind
-		if last != modelcli.EventCompleted && last != modelcli.EventError {
-			t.Fatalf("last event %s", last)
-		}
-		for _, e := range resp.Events {
-			if len(e.Text) > maxEventText || (e.Data != nil && !json.Valid(e.Data)) {
-				t.Fatalf("event %+v: text over the cap or invalid data", e)
-			}
-		}
+		clitest.CheckResponse(t, resp, err)
 	})
 }
 
 func BenchmarkParse(b *testing.B) {
-	out := fixture(b, filepath.Join("..", "testdata", "gemini-tool-stream.jsonl"))
+	out := clitest.ReadFile(b, filepath.Join(clitest.Dir, "gemini-tool-stream.jsonl"))
 	b.SetBytes(int64(len(out)))
 	for b.Loop() {
 		if _, err := Parse(out); err != nil {
