@@ -13,7 +13,7 @@ test:
 
 # The measurements quoted in the README.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) run ./cmd/collab-bench
 
 # A short run of every fuzz target (FUZZTIME=30s for longer).
 FUZZTIME ?= 10s
@@ -26,3 +26,11 @@ fuzz:
 
 demo:
 	./demo/run.sh
+
+# Fault scenarios (cmd/collab-faults): real watchers and senders through
+# SIGKILL, SIGSTOP, FUSE caches, readdir races, clock skew and garbage; exit
+# 1 on any lost, duplicated or corrupt reply. FAULTS_FLAGS=--quick for fewer messages.
+.PHONY: faults
+faults:
+	$(GO) build -o bin/collab-faults ./cmd/collab-faults
+	bin/collab-faults --json bin/faults.json $(FAULTS_FLAGS)

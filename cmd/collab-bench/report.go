@@ -68,17 +68,21 @@ func (s spec) figure(runs []float64, err error) Figure {
 
 // Report is what the JSON file holds.
 type Report struct {
-	Started  time.Time `json:"started"`
-	Seconds  float64   `json:"seconds"`
-	Runs     int       `json:"runs"`
-	Quick    bool      `json:"quick"`
-	CPUs     int       `json:"cpus"`
-	Go       string    `json:"go"`
-	TempDir  string    `json:"temp_dir"`
-	TempFS   string    `json:"temp_fs,omitempty"`
-	Figures  []Figure  `json:"figures"`
-	Failures int       `json:"failures"` // figures over their target
-	Errors   int       `json:"errors"`   // figures not measured
+	Started time.Time `json:"started"`
+	Seconds float64   `json:"seconds"`
+	Runs    int       `json:"runs"`
+	Quick   bool      `json:"quick"`
+	CPUs    int       `json:"cpus"`
+	Go      string    `json:"go"`
+	TempDir string    `json:"temp_dir"`
+	TempFS  string    `json:"temp_fs,omitempty"`
+	// The 1, 5 and 15 minute load averages before and after: the figures
+	// mean little if something else was running.
+	LoadBefore string   `json:"load_before,omitempty"`
+	LoadAfter  string   `json:"load_after,omitempty"`
+	Figures    []Figure `json:"figures"`
+	Failures   int      `json:"failures"` // figures over their target
+	Errors     int      `json:"errors"`   // figures not measured
 }
 
 func (r *Report) count() {
@@ -104,7 +108,7 @@ func writeTable(w io.Writer, figs []Figure) error {
 		}
 		target := "-"
 		if f.Max != nil {
-			target = "≤ " + formatValue(*f.Max, f.Unit)
+			target = "≤ " + strconv.FormatFloat(*f.Max, 'f', -1, 64) + " " + f.Unit
 		}
 		result := f.Result
 		if f.Error != "" {

@@ -1,0 +1,351 @@
+// Command collab-bench measures collab against the performance targets of
+// its issue on this machine. It prints one table (figure, value, target,
+// result) and writes the same as JSON. Each value is the median over
+// several runs (-runs, default 3).
+//
+// Usage:
+//
+//	go run ./cmd/collab-bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN]
+//
+// Everything it writes goes to a folder made with os.MkdirTemp, removed at
+// the end; bindfs mounts and child processes are ended on exit and on the
+// first SIGINT or SIGTERM (a second one exits at once and may leave them).
+//
+// # Figures
+//
+//   - Dispatch latency, "message visible → CLI started", p50 and p99 over
+//     the messages of a run (one warm-up message first, not counted).
+//     Visible is the moment channel.Writer.Post returns (with NATS: the
+//     moment natsbus.Bus.PublishMessage returns after it); CLI started is
+//     the call of the watcher's Runner, an in-process fake that records the
+//     time and answers at once. Each message waits for the reply to the one
+//     before. Three layouts, the watcher configured as collab watch would
+//     be (poll 1 s, fsnotify, info logs to a file) but with the rate guards
+//     off:
+//     (a) sender and watcher on one folder, the watcher woken by fsnotify;
+//     each message 50–150 ms after the last reply.
+//     (b) two bindfs views of one folder as two hosts (bindfs defaults:
+//     FUSE caches attributes for 1 s), the watcher on view A and the sender
+//     on view B, so only polling finds the message. Each message comes as
+//     chat does, after the channel has been quiet for 3 s (past the
+//     reader's 2 s settle time, when an idle watcher stops listing a folder
+//     whose attributes look unchanged), at a random point of the poll
+//     cycle. Slow (about 4 s a message), so the runs go side by side.
+//     (c) as (b) with an embedded nats-server and the JetStream stream
+//     (as deployed: publishes wait for the stream's ack); the sender
+//     publishes each message after its file, the watcher has natsbus.Waker
+//     and Announce; gaps as in (a).
+//   - Backlog: a channel of 100,000 messages none of which is for the
+//     agent, plus one that is, named last, written directly and synced.
+//     Measured two ways: a watcher started with Replay from the zero time,
+//     from watcher.Run to its CLI being started for that last message (the
+//     whole backlog listed, read, decoded, filtered and logged); and
+//     channel.Reader.Scan plus Message.IsFor alone, the floor under it.
+//   - Idle watcher: `collab watch` itself (poll 1 s, fsnotify) over the
+//     backlog channel, one child process per run, all measured side by
+//     side over one 60 s window (-quick: 15 s) once idle: utime+stime from
+//     /proc/PID/stat, and VmRSS from /proc/PID/status at the end.
+//   - Send throughput: `collab send` run once per message, and
+//     channel.Writer.Post in-process; no target.
+//   - `collab who` over 1,000 agents' presence files, run as a process:
+//     the median of several calls per run, after a warm-up.
+//
+// # Caveats
+//
+// The figures are wall-clock times on a shared machine: anything else
+// running (the report records the load averages) moves them, the
+// fsync-bound ones most. The backlog is read soon after it is written,
+// mostly from the page cache.
+//
+// The collab binary is built once with go build into the temp folder,
+// unless -collab names one. Latency (b) and (c) need bindfs and FUSE;
+// without them those figures are reported as errors.
+//
+// Exit codes: 0 when every figure was measured (a missed target is
+// reported, not an error), 1 when some could not be or the run was
+// interrupted, 2 for bad usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal, restore the default action: a second signal
+	// ends the program at once.
+	go func() { <-ctx.Done(); stop() }()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// usageError is bad usage: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintln(stderr, "collab-bench:", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// sizes are how much each part does per run.
+type sizes struct {
+	local, poll, nats int           // latency messages per run
+	backlog           int           // messages in the backlog channel
+	idle              time.Duration // the idle window
+	sendProc          int           // collab send processes
+	sendPost          int           // in-process posts
+	agents            int           // presence files for who
+	whoCalls          int           // who calls per run
+}
+
+var (
+	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7}
+	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3}
+)
+
+// part is one group of figures measured together.
+type part struct {
+	name string
+	run  func(*bench, context.Context) []Figure
+}
+
+func parts() []part {
+	return []part{
+		{"latency-local", (*bench).latencyLocal},
+		{"latency-poll", (*bench).latencyPoll},
+		{"latency-nats", (*bench).latencyNATS},
+		{"backlog", (*bench).backlog},
+		{"idle", (*bench).idle},
+		{"send", (*bench).send},
+		{"who", (*bench).who},
+	}
+}
+
+func partNames() []string {
+	var names []string
+	for _, p := range parts() {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// bench is one run of the command.
+type bench struct {
+	dir      string // the temp folder
+	runs     int
+	size     sizes
+	progress io.Writer
+	mounts   mounts
+
+	collab      string // the collab binary, once built or given
+	backlogRoot string // the backlog fixture, once written
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("collab-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab-bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN]
+
+Measure dispatch latency, backlog filtering, idle CPU and memory, send
+throughput and collab who against their targets; print one table and write
+it as JSON. See the package documentation for what each figure means.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	runs := fs.Int("runs", 0, "runs per figure, whose median is reported (default 3; 1 with -quick)")
+	jsonPath := fs.String("json", "bench.json", "file to write the results to as JSON")
+	quick := fs.Bool("quick", false, "one run, smaller sizes and a 15 s idle window")
+	only := fs.String("only", "", "comma-separated parts to run (default all): "+strings.Join(partNames(), ", "))
+	collabBin := fs.String("collab", "", "collab binary to run (env COLLAB_BENCH_COLLAB; default: go build collab/cmd/collab)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	b := &bench{runs: *runs, size: fullSizes, progress: &lockedWriter{w: stderr}, collab: *collabBin}
+	if *quick {
+		b.size = quickSizes
+	}
+	if b.runs == 0 {
+		b.runs = 3
+		if *quick {
+			b.runs = 1
+		}
+	}
+	if b.runs < 0 {
+		return &usageError{"-runs must be positive"}
+	}
+	if b.collab == "" {
+		b.collab = getenv("COLLAB_BENCH_COLLAB")
+	}
+	selected := parts()
+	if *only != "" {
+		want := strings.Split(*only, ",")
+		for _, w := range want {
+			if !slices.Contains(partNames(), w) {
+				return &usageError{fmt.Sprintf("-only: unknown part %q; use %s", w, strings.Join(partNames(), ", "))}
+			}
+		}
+		selected = slices.DeleteFunc(selected, func(p part) bool { return !slices.Contains(want, p.name) })
+	}
+
+	dir, err := os.MkdirTemp("", "collab-bench-")
+	if err != nil {
+		return err
+	}
+	b.dir = dir
+	defer func() {
+		if err := b.mounts.unmountAll(); err != nil {
+			fmt.Fprintln(stderr, "collab-bench:", err)
+			return // never remove through a mount still up
+		}
+		os.RemoveAll(dir)
+	}()
+
+	rep := &Report{
+		Started:    time.Now().UTC().Truncate(time.Second),
+		Runs:       b.runs,
+		Quick:      *quick,
+		CPUs:       runtime.NumCPU(),
+		Go:         runtime.Version(),
+		TempDir:    dir,
+		TempFS:     fsType(dir),
+		LoadBefore: loadAvg(),
+	}
+	fmt.Fprintf(stderr, "collab-bench: %d run(s) per figure, temp folder %s (%s), %d CPUs, load %s\n", b.runs, dir, rep.TempFS, rep.CPUs, rep.LoadBefore)
+	start := time.Now()
+	for _, p := range selected {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(stderr, "== %s\n", p.name)
+		rep.Figures = append(rep.Figures, p.run(b, ctx)...)
+	}
+	rep.Seconds = time.Since(start).Round(time.Second).Seconds()
+	rep.LoadAfter = loadAvg()
+	rep.count()
+
+	if err := writeTable(stdout, rep.Figures); err != nil {
+		return err
+	}
+	if path, err := filepath.Abs(*jsonPath); err == nil {
+		*jsonPath = path
+	}
+	if err := writeJSON(*jsonPath, rep); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	fmt.Fprintf(stderr, "collab-bench: wrote %s in %v: %d figure(s), %d over target, %d not measured; load %s\n",
+		*jsonPath, time.Since(start).Round(time.Second), len(rep.Figures), rep.Failures, rep.Errors, rep.LoadAfter)
+	switch {
+	case ctx.Err() != nil:
+		return errors.New("interrupted")
+	case rep.Errors > 0:
+		return fmt.Errorf("%d figure(s) could not be measured", rep.Errors)
+	}
+	return nil
+}
+
+// repeat calls measure once per run and collects its values by figure
+// index; the first error stops it.
+func (b *bench) repeat(ctx context.Context, what string, nfig int, measure func(run int) ([]float64, error)) ([][]float64, error) {
+	out := make([][]float64, nfig)
+	for i := range b.runs {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		vals, err := measure(i)
+		if err != nil {
+			fmt.Fprintf(b.progress, "   %s run %d/%d: %v\n", what, i+1, b.runs, err)
+			return out, err
+		}
+		var parts []string
+		for j, v := range vals {
+			out[j] = append(out[j], v)
+			parts = append(parts, fmt.Sprintf("%.4g", v))
+		}
+		fmt.Fprintf(b.progress, "   %s run %d/%d: %s\n", what, i+1, b.runs, strings.Join(parts, " "))
+	}
+	return out, nil
+}
+
+// fsType names the filesystem holding path, for the report.
+func fsType(path string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return ""
+	}
+	switch uint32(st.Type) {
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext4"
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs"
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs"
+	case unix.OVERLAYFS_SUPER_MAGIC:
+		return "overlay"
+	case unix.NFS_SUPER_MAGIC:
+		return "nfs"
+	case unix.FUSE_SUPER_MAGIC:
+		return "fuse"
+	}
+	return fmt.Sprintf("0x%x", uint32(st.Type))
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// lockedWriter serializes writes: runs side by side report progress at once.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,319 @@
+// Command collab-faults drives real collab processes through faults and
+// scores every run with one checker. It is what `make faults` runs (CI
+// too).
+//
+// Usage:
+//
+//	go run ./cmd/collab-faults [--quick] [--only 2,3,12] [--seed N] [--json FILE] [--collab BIN] [--keep]
+//
+// It builds collab with go build into a temporary folder (unless --collab
+// names a binary) and uses itself as the stand-in model CLI: run as
+// "collab-faults __standin", it answers the message COLLAB_MESSAGE_ID with
+// "re ID sum HASH", HASH being the start of the SHA-256 of the message's
+// text, so every reply can be checked against what was sent.
+//
+// Each scenario gets a tree of its own (and bindfs views of it, standing
+// for NFS hosts with their caches), starts `collab watch` processes for the
+// agent "bot" with the stand-in, sends messages with `collab send` or
+// channel.Writer (the ack is the send returning), applies its fault, waits
+// until every acked message is answered (or a deadline) and a little more
+// for late duplicates, stops the watchers, and runs the checker over the
+// channel folder.
+//
+// # The checker
+//
+// For each acked message id, the replies in the channel whose
+// metadata.in_reply_to is the id and whose from is the agent: exactly one is
+// ok, none is lost, more than one is duplicated. A reply whose text is not
+// the stand-in's answer to what was sent, or a file named as the agent's
+// that is not a well-formed message from it, is corrupt. Latency is the
+// first reply's JSON time minus the ack.
+//
+// # Scenarios
+//
+// Numbers follow the issue.
+//
+//	 2  watcher SIGKILLed at random points (also during start-up) and
+//	    restarted, while 200 messages arrive
+//	 3  one of two watchers of the agent (two bindfs "hosts") SIGSTOPped
+//	    while it runs the CLI, past --claim-grace, then SIGCONTed
+//	 6  negative lookup cache: the watcher's mount has negative_timeout=15
+//	    and looks each name up before another mount creates it
+//	 7  stale attribute cache: the watcher's mount has attr_timeout=20 and
+//	    entry_timeout=20, senders write through another mount
+//	 8  readdir racing with renames: 16 writers × 500 messages posted at once,
+//	    one in 40 for the agent (answered once); the watcher's log must show
+//	    every one of the 8,000 noticed exactly once (no gap, no duplicate)
+//	 9  clock skew: a sender whose names are 5 min behind, interleaved with
+//	    an on-time one, and a watcher restart in the middle
+//	12  garbage in the channel (0-byte, non-JSON, 50 MB, deeply nested,
+//	    invalid UTF-8, odd names, a FIFO, a symlink, a folder, a message
+//	    written in place slowly): each logged at most once, never fatal,
+//	    the good messages answered once
+//
+// Seeds are fixed (--seed, default 1). --quick sends fewer messages. Each
+// scenario has 2 minutes; one that takes longer fails. Every scenario also
+// fails when a watcher exits by itself or does not stop cleanly on SIGTERM,
+// and notes what its watchers' logs say about claims taken over and
+// replies held back, which shows the fault reached the code it aims at.
+//
+// Exit codes: 0 when every scenario ran with nothing lost, duplicated or
+// corrupt and no other invariant broken; 1 otherwise; 2 for bad usage.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == standinArg {
+		os.Exit(standin(os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, pflag.ErrHelp):
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, "collab-faults:", err)
+		os.Exit(2)
+	case errors.Is(err, errFailed):
+		os.Exit(1)
+	default:
+		fmt.Fprintln(os.Stderr, "collab-faults:", err)
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+// errFailed: some run lost, duplicated or corrupted a message, or broke
+// another invariant; the table says which.
+var errFailed = errors.New("collab-faults: faults found")
+
+// result is one scenario's line of the report.
+type result struct {
+	ID       string        `json:"id"`
+	Name     string        `json:"name"`
+	Skipped  string        `json:"skipped,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	Verdict  verdict       `json:"verdict"`
+	Notes    []string      `json:"notes,omitempty"`
+	Problems []string      `json:"problems,omitempty"`
+}
+
+func (r result) failed() bool {
+	return r.Error != "" || len(r.Problems) > 0 || r.Verdict.failed()
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("collab-faults", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: collab-faults [flags]\n\nDrives collab watch and send through faults and checks that every acked message is answered exactly once.\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	quick := fs.Bool("quick", false, "fewer messages per scenario")
+	only := fs.StringSlice("only", nil, "scenarios to run, by number (comma-separated; default all)")
+	seed := fs.Uint64("seed", 1, "seed of every random choice")
+	jsonOut := fs.String("json", "bin/faults.json", "write the results as JSON to this file (empty: none)")
+	collab := fs.String("collab", "", "collab binary to use instead of building one")
+	keep := fs.Bool("keep", false, "keep the run folder (trees, logs) and print its path")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	var list []scenario
+	for _, s := range scenarios {
+		if len(*only) == 0 || slices.Contains(*only, s.id) {
+			list = append(list, s)
+		}
+	}
+	for _, o := range *only {
+		if !slices.ContainsFunc(scenarios, func(s scenario) bool { return s.id == o }) {
+			return usageError{fmt.Errorf("--only: no scenario %q", o)}
+		}
+	}
+
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "collab-faults-")
+	if err != nil {
+		return err
+	}
+	if *keep {
+		fmt.Fprintln(stderr, "run folder:", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	h := &harness{collab: *collab, self: self, dir: dir, quick: *quick, seed: *seed, progress: stderr}
+	if h.collab == "" {
+		h.collab = filepath.Join(dir, "collab")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", h.collab, "collab/cmd/collab")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build collab/cmd/collab (run from the collab module, or use --collab): %v: %s", err, out)
+		}
+	}
+	bindfsErr := bindfsWorks(dir)
+	h.bindfs = bindfsErr == nil
+
+	var results []result
+	for _, s := range list {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(stderr, "== %s %s\n", s.id, s.name)
+		r := result{ID: s.id, Name: s.name}
+		if s.bindfs && !h.bindfs {
+			r.Skipped = fmt.Sprintf("bindfs unavailable: %v", bindfsErr)
+			if os.Getenv("COLLAB_TEST_REQUIRE_BINDFS") == "1" {
+				r.Error = r.Skipped
+			}
+			results = append(results, r)
+			continue
+		}
+		t0 := time.Now()
+		r = runScenario(ctx, h, s)
+		r.Elapsed = time.Since(t0)
+		if r.Elapsed > 2*time.Minute {
+			r.Problems = append(r.Problems, fmt.Sprintf("took %v, over the 2 min budget", r.Elapsed.Round(time.Second)))
+		}
+		results = append(results, r)
+	}
+	total := time.Since(start)
+
+	report(stdout, results, total)
+	if *jsonOut != "" {
+		data, err := json.MarshalIndent(struct {
+			Seed    uint64        `json:"seed"`
+			Quick   bool          `json:"quick"`
+			Elapsed time.Duration `json:"elapsed_ns"`
+			Results []result      `json:"results"`
+		}{*seed, *quick, total, results}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(*jsonOut), 0o777); err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(data, '\n'), 0o666); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if slices.ContainsFunc(results, result.failed) {
+		return errFailed
+	}
+	return nil
+}
+
+// runScenario runs one scenario in a tree of its own and scores it.
+func runScenario(ctx context.Context, h *harness, s scenario) result {
+	r := result{ID: s.id, Name: s.name}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	// Each scenario's random stream depends on the seed and its number
+	// alone, so --only does not change it.
+	stream, _ := strconv.ParseUint(s.id, 10, 64)
+	e, err := h.newEnv("s"+s.id, stream)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer e.close()
+	if err := s.run(ctx, e); err != nil {
+		r.Error = err.Error()
+	}
+	// Stop the watchers: a clean stop must be possible after any fault, and
+	// a reply posted during shutdown is counted too.
+	e.mu.Lock()
+	ws := slices.Clone(e.watchers)
+	e.mu.Unlock()
+	for _, w := range ws {
+		switch {
+		case w.exited() && !w.ended:
+			e.problem("watcher %s (pid %d) exited by itself: %v: %s", w.label, w.pid(), w.err, tailFile(w.log, 300))
+		case w.exited():
+		case !w.terminate(10 * time.Second):
+			e.problem("watcher %s (pid %d) did not stop within 10 s of SIGTERM", w.label, w.pid())
+		case w.err != nil:
+			e.problem("watcher %s (pid %d) exited with %v on SIGTERM: %s", w.label, w.pid(), w.err, tailFile(w.log, 300))
+		}
+	}
+	logSummary(e)
+	if s.after != nil {
+		s.after(e)
+	}
+	v, err := check(filepath.Join(e.backing, "channels", chanName), chanName, agent, e.acks.snapshot())
+	if err != nil && r.Error == "" {
+		r.Error = err.Error()
+	}
+	r.Verdict = v
+	r.Notes, r.Problems = e.notes, e.problems
+	return r
+}
+
+// report prints the table, then the details of what went wrong.
+func report(w io.Writer, results []result, total time.Duration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tMESSAGES\tLOST\tDUPLICATED\tCORRUPT\tMAX LATENCY\tP50\tTOOK\tRESULT")
+	for _, r := range results {
+		status := "ok"
+		switch {
+		case r.Skipped != "" && r.Error == "":
+			status = "skipped"
+		case r.failed():
+			status = "FAIL"
+		}
+		v := r.Verdict
+		fmt.Fprintf(tw, "%s %s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Name, v.Messages, v.Lost, v.Duplicated, v.Corrupt,
+			v.MaxLatency.Round(time.Millisecond), v.P50Latency.Round(time.Millisecond), r.Elapsed.Round(100*time.Millisecond), status)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "total %v\n", total.Round(100*time.Millisecond))
+	for _, r := range results {
+		var lines []string
+		for _, s := range []string{r.Skipped, r.Error} {
+			if s != "" {
+				lines = append(lines, s)
+			}
+		}
+		for _, p := range r.Problems {
+			lines = append(lines, "problem: "+p)
+		}
+		lines = append(lines, r.Verdict.Details...)
+		for _, n := range r.Notes {
+			lines = append(lines, "note: "+n)
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s %s:\n  %s\n", r.ID, r.Name, strings.Join(lines, "\n  "))
+		}
+	}
+}

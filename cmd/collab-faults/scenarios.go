@@ -1,0 +1,695 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"collab/channel"
+	"collab/presence"
+	"collab/tree"
+)
+
+// scenario is one fault and its run.
+type scenario struct {
+	id, name string
+	bindfs   bool // needs bindfs mounts
+	run      func(ctx context.Context, e *env) error
+	after    func(e *env) // extra checks once the watchers stopped
+}
+
+var scenarios = []scenario{
+	{id: "2", name: "watcher SIGKILL", run: sigkill},
+	{id: "3", name: "SIGSTOP past claim grace", bindfs: true, run: sigstop},
+	{id: "6", name: "negative lookup cache", bindfs: true, run: negativeCache},
+	{id: "7", name: "stale attribute cache", bindfs: true, run: staleAttrs},
+	{id: "8", name: "readdir vs renames", run: readdirRace, after: noticedOnce},
+	{id: "9", name: "clock skew -5m", run: clockSkew},
+	{id: "12", name: "garbage in channel", run: garbage, after: garbageLogged},
+}
+
+// sigkill: the watcher is SIGKILLed at random points, often while it runs
+// the CLI or writes its state, sometimes before it is even watching, and
+// restarted at once, while messages keep arriving. Every message must be
+// answered exactly once.
+func sigkill(ctx context.Context, e *env) error {
+	n := e.size(200, 60)
+	o := watchOpts{root: e.backing, jitter: 40 * time.Millisecond, claimGrace: 5 * time.Second}
+	w, err := e.startWatcher(ctx, o, true)
+	if err != nil {
+		return err
+	}
+	sendRng := newRng(e)
+	sent := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s2 message %d of %d", i+1, n)); err != nil {
+				sent <- err
+				return
+			}
+			if err := sleep(ctx, between(sendRng, 0, 60*time.Millisecond)); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	kills, early := 0, 0
+	for {
+		select {
+		case err := <-sent:
+			e.note("%d SIGKILLs (%d before the watcher was watching)", kills, early)
+			if err != nil {
+				return err
+			}
+			return e.await(ctx, 60*time.Second, 3*time.Second)
+		case <-time.After(between(e.rng, 30*time.Millisecond, 400*time.Millisecond)):
+		}
+		w.kill()
+		kills++
+		ready := e.rng.IntN(4) != 0
+		if !ready {
+			early++
+		}
+		if w, err = e.startWatcher(ctx, o, ready); err != nil {
+			return err
+		}
+	}
+}
+
+// sigstop: two watchers of the agent, on two "hosts" (bindfs views). The
+// one running the CLI is stopped for longer than --claim-grace, so the
+// other takes its claim over, then resumed: it must not post a second
+// reply.
+func sigstop(ctx context.Context, e *env) error {
+	n, stops := e.size(40, 20), e.size(4, 2)
+	grace := 2 * time.Second
+	var ws [2]*watchProc
+	for i, host := range []string{"host-a", "host-b"} {
+		root, err := e.mount(ctx, host)
+		if err != nil {
+			return err
+		}
+		o := watchOpts{root: root, label: host, delay: 400 * time.Millisecond, jitter: 200 * time.Millisecond,
+			claimGrace: grace, heartbeat: 300 * time.Millisecond}
+		if ws[i], err = e.startWatcher(ctx, o, true); err != nil {
+			return err
+		}
+	}
+	sendRng := newRng(e)
+	sent := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s3 message %d of %d", i+1, n)); err != nil {
+				sent <- err
+				return
+			}
+			if err := sleep(ctx, between(sendRng, 100*time.Millisecond, 400*time.Millisecond)); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	working := 0
+	for k := range stops {
+		if err := sleep(ctx, between(e.rng, 300*time.Millisecond, 1500*time.Millisecond)); err != nil {
+			return err
+		}
+		// Stop the watcher that is running the CLI, if one is (its
+		// presence says so); else either.
+		victim := ws[k%2]
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+			s, err := presence.Read(tree.Root(e.backing), agent)
+			if err == nil && s.Substate == presence.SubWorking {
+				if i := pidIndex(ws[:], s.WatcherPID); i >= 0 {
+					victim = ws[i]
+					working++
+					break
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		pause := grace + between(e.rng, time.Second, 3*time.Second)
+		e.logf("SIGSTOP %s for %v", victim.label, pause.Round(time.Millisecond))
+		victim.signal(syscall.SIGSTOP)
+		err := sleep(ctx, pause)
+		victim.signal(syscall.SIGCONT)
+		if err != nil {
+			return err
+		}
+	}
+	e.note("%d SIGSTOPs of %v+, %d of them while the watcher was running the CLI", stops, grace+time.Second, working)
+	if err := <-sent; err != nil {
+		return err
+	}
+	return e.await(ctx, 60*time.Second, grace+3*time.Second)
+}
+
+func pidIndex(ws []*watchProc, pid int) int {
+	for i, w := range ws {
+		if w.pid() == pid {
+			return i
+		}
+	}
+	return -1
+}
+
+// negativeCache: the watcher's mount caches failed lookups for 15 s
+// (negative_timeout). Just before each message is created through another
+// mount, its name is looked up on the watcher's mount, so the watcher's
+// listing shows a name that open() cannot find for a while. Each message
+// must still be answered, once.
+func negativeCache(ctx context.Context, e *env) error {
+	const negative = 15 * time.Second
+	n := e.size(20, 8)
+	wroot, err := e.mount(ctx, "watcher-host", "-o", fmt.Sprintf("negative_timeout=%d", int(negative.Seconds())))
+	if err != nil {
+		return err
+	}
+	sroot, err := e.mount(ctx, "sender-host")
+	if err != nil {
+		return err
+	}
+	if _, err := e.startWatcher(ctx, watchOpts{root: wroot}, true); err != nil {
+		return err
+	}
+	wr := &channel.Writer{Root: tree.Root(sroot)}
+	cached := 0
+	for i := range n {
+		now := time.Now().UTC()
+		id := channel.NewID(sender, now, fmt.Sprintf("%04x", e.rng.IntN(1<<16)))
+		probe := filepath.Join(tree.Root(wroot).Channel(chanName), id+".json")
+		if _, err := os.Lstat(probe); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("probe %s before it exists: %v", id, err)
+		}
+		m := &channel.Message{ID: id, Timestamp: now.Format(channel.TimeFormat), From: sender,
+			Content: channel.Content{Text: fmt.Sprintf("s6 message %d of %d", i+1, n)}}
+		if _, err := e.post(wr, m); err != nil {
+			return err
+		}
+		if _, err := os.Lstat(probe); errors.Is(err, fs.ErrNotExist) {
+			cached++ // the watcher's mount does not see it yet
+		}
+		if err := sleep(ctx, between(e.rng, 100*time.Millisecond, 600*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+	e.note("%d of %d names still ENOENT on the watcher's mount right after they were created (negative_timeout=%v)", cached, n, negative)
+	if cached == 0 {
+		e.problem("the negative lookup cache never hid a message: the scenario tested nothing")
+	}
+	return e.await(ctx, 75*time.Second, 2*time.Second)
+}
+
+// staleAttrs: the watcher's mount caches attributes and entries for 20 s,
+// so the channel folder's attributes it sees lag the writes made through
+// another mount; it must still answer every message once (within its
+// full-rescan interval). Messages are spaced wider than the reader's 2 s
+// settle window, so the watcher's own replies do not refresh the cache for
+// the next one.
+func staleAttrs(ctx context.Context, e *env) error {
+	n := e.size(14, 6)
+	wroot, err := e.mount(ctx, "watcher-host", "-o", "attr_timeout=20,entry_timeout=20")
+	if err != nil {
+		return err
+	}
+	sroot, err := e.mount(ctx, "sender-host")
+	if err != nil {
+		return err
+	}
+	if _, err := e.startWatcher(ctx, watchOpts{root: wroot, poll: 500 * time.Millisecond}, true); err != nil {
+		return err
+	}
+	dir := tree.Root(wroot).Channel(chanName)
+	stale := 0
+	for i := range n {
+		before, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		if _, err := e.send(ctx, sroot, sender, fmt.Sprintf("s7 message %d of %d", i+1, n)); err != nil {
+			return err
+		}
+		if after, err := os.Stat(dir); err == nil && after.ModTime().Equal(before.ModTime()) {
+			stale++ // the watcher's mount still shows the folder as it was
+		}
+		if err := sleep(ctx, between(e.rng, 3*time.Second, 6*time.Second)); err != nil {
+			return err
+		}
+	}
+	e.note("%d of %d sends left the folder's mtime unchanged on the watcher's mount", stale, n)
+	if stale == 0 {
+		e.problem("the attribute cache never hid a change: the scenario tested nothing")
+	}
+	return e.await(ctx, 80*time.Second, 2*time.Second)
+}
+
+// readdirRace: 16 writers publish into the channel at once (link and
+// rename into the folder the watcher lists), each a numbered sequence.
+// One message in 40 is for the agent and must be answered once; every
+// message must be noticed by the watcher exactly once (its log has one
+// "queued" or "skip" line per message id): no gap, no duplicate.
+func readdirRace(ctx context.Context, e *env) error {
+	const writers, oneIn = 16, 40
+	per := e.size(500, 100)
+	if _, err := e.startWatcher(ctx, watchOpts{root: e.backing}, true); err != nil {
+		return err
+	}
+	wr := &channel.Writer{Root: tree.Root(e.backing)}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs = make([]error, writers)
+	)
+	e.posted = make(map[string]string)
+	start := time.Now()
+	for k := range writers {
+		from := fmt.Sprintf("w%02d", k)
+		rng := newRng(e)
+		wg.Go(func() {
+			for i := range per {
+				text := fmt.Sprintf("s8 %s #%d", from, i)
+				if i%oneIn == k%oneIn {
+					if _, err := e.post(wr, &channel.Message{From: from, Content: channel.Content{Text: text}}); err != nil {
+						errs[k] = err
+						return
+					}
+				} else {
+					m := &channel.Message{From: from, SessionID: chanName, To: channel.Broadcast, Content: channel.Content{Text: text}}
+					if err := wr.Post(m); err != nil {
+						errs[k] = err
+						return
+					}
+				}
+				mu.Lock()
+				e.posted[text] = ""
+				mu.Unlock()
+				if rng.IntN(8) == 0 {
+					time.Sleep(between(rng, 0, 3*time.Millisecond))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e.note("%d messages (%d for the agent) posted by %d writers in %v", writers*per, len(e.acks.snapshot()), writers, time.Since(start).Round(time.Millisecond))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return e.await(ctx, 110*time.Second-time.Since(start), 2*time.Second)
+}
+
+// noticedOnce checks scenario 8's log: every posted message was queued or
+// skipped exactly once, and by writer no message is missing.
+func noticedOnce(e *env) {
+	seen := make(map[string]int) // by id
+	err := logLines(e, func(l logLine) {
+		if (l.Msg == "queued" || l.Msg == "skip") && l.MsgID != "" {
+			seen[l.MsgID]++
+		}
+	})
+	if err != nil {
+		e.problem("watcher log: %v", err)
+		return
+	}
+	// The log names ids; map the posted texts to ids through the channel.
+	ids, err := idsByText(tree.Root(e.backing).Channel(chanName))
+	if err != nil {
+		e.problem("read channel: %v", err)
+		return
+	}
+	missing, dup, absent := 0, 0, 0
+	var first []string
+	for text := range e.posted {
+		id, ok := ids[text]
+		if !ok {
+			absent++
+			continue
+		}
+		switch seen[id] {
+		case 0:
+			missing++
+			if len(first) < 5 {
+				first = append(first, "not noticed: "+id+" ("+text+")")
+			}
+		case 1:
+		default:
+			dup++
+			if len(first) < 5 {
+				first = append(first, fmt.Sprintf("noticed %d times: %s", seen[id], id))
+			}
+		}
+	}
+	e.note("watcher log: %d of %d posted messages noticed once, %d never, %d more than once", len(e.posted)-missing-dup-absent, len(e.posted), missing, dup)
+	if absent > 0 {
+		e.problem("%d posted messages are not in the channel folder", absent)
+	}
+	if missing > 0 || dup > 0 {
+		e.problem("readdir gap or duplicate: %s", strings.Join(first, "; "))
+	}
+}
+
+// idsByText maps the text of every message in dir to its id.
+func idsByText(dir string) (map[string]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(entries))
+	for _, ent := range entries {
+		name := ent.Name()
+		if _, err := channel.ParseName(name); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		m, err := channel.Decode(data, name, chanName)
+		if err != nil {
+			continue
+		}
+		out[m.Content.Text] = m.Key()
+	}
+	return out, nil
+}
+
+// logLine is one JSON line of the watcher's log.
+type logLine struct {
+	Msg       string `json:"msg"`
+	Level     string `json:"level"`
+	MsgID     string `json:"msg_id"`
+	File      string `json:"file"`
+	Reason    string `json:"reason"`
+	Takeovers int    `json:"takeovers"`
+	raw       []byte
+}
+
+// logSummary notes how often the watchers took a claim over or held back a
+// reply, which shows that a fault reached the paths it is meant to test.
+func logSummary(e *env) {
+	counts := make(map[string]int)
+	err := logLines(e, func(l logLine) {
+		switch {
+		case l.Msg == "claimed" && l.Takeovers > 0:
+			counts["claims taken over"]++
+		case l.Msg == "claimed":
+			counts["claimed"]++
+		case l.Msg == "held by another watcher", l.Msg == "claim lost; not posting",
+			l.Msg == "not posting: the reply was posted by another watcher", l.Msg == "claim taken over; stopping the CLI":
+			counts[fmt.Sprintf("%q", l.Msg)]++
+		}
+	})
+	if err != nil {
+		return
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	if len(counts) > 1 || counts["claimed"] == 0 && len(counts) > 0 {
+		e.note("watcher log: %s", strings.Join(parts, ", "))
+	}
+}
+
+// logLines calls f with each line of the agent's JSON log.
+func logLines(e *env, f func(logLine)) error {
+	file, err := os.Open(filepath.Join(tree.Root(e.backing).Logs(), agent+".log"))
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var l logLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		l.raw = sc.Bytes()
+		f(l)
+	}
+	return sc.Err()
+}
+
+// clockSkew: a sender whose clock is 5 min behind (its message names and
+// timestamps are) interleaved with an on-time one, and the watcher
+// restarted in the middle (its saved cursor must keep the late names).
+func clockSkew(ctx context.Context, e *env) error {
+	n := e.size(40, 15)
+	o := watchOpts{root: e.backing}
+	w, err := e.startWatcher(ctx, o, true)
+	if err != nil {
+		return err
+	}
+	late := &channel.Writer{Root: tree.Root(e.backing), Now: func() time.Time { return time.Now().Add(-5 * time.Minute) }}
+	for i := range n {
+		if i == n/2 {
+			if !w.terminate(10*time.Second) || w.err != nil {
+				e.problem("watcher did not stop cleanly on SIGTERM: %v", w.err)
+			}
+			if w, err = e.startWatcher(ctx, o, true); err != nil {
+				return err
+			}
+		}
+		if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s9 on time %d of %d", i+1, n)); err != nil {
+			return err
+		}
+		m := &channel.Message{From: "laggard", Content: channel.Content{Text: fmt.Sprintf("s9 5 min late %d of %d", i+1, n)}}
+		if _, err := e.post(late, m); err != nil {
+			return err
+		}
+		if err := sleep(ctx, between(e.rng, 0, 300*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+	return e.await(ctx, 60*time.Second, 2*time.Second)
+}
+
+// garbageFile is one foreign file dropped into the channel.
+type garbageFile struct {
+	name    string
+	report  int // how often the watcher must report it: 1, 0, or -1 for at most once
+	make    func(path string) error
+	message bool // a valid message for the agent: answered at most once
+}
+
+// garbage drops foreign and broken files into the channel between good
+// messages: each is reported at most once (once for those that must be),
+// none is fatal, and every good message is answered once.
+func garbage(ctx context.Context, e *env) error {
+	good := e.size(20, 10)
+	if _, err := e.startWatcher(ctx, watchOpts{root: e.backing}, true); err != nil {
+		return err
+	}
+	dir := tree.Root(e.backing).Channel(chanName)
+	files := garbageFiles(e)
+	e.mu.Lock()
+	e.garbage = files
+	e.mu.Unlock()
+	slow := make(chan error, 1)
+	for i := range good {
+		if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s12 good %d of %d", i+1, good)); err != nil {
+			return err
+		}
+		for j := i; j < len(files); j += good {
+			// Made under a dot name, then renamed in: each appears whole
+			// (the in-place writer is slowWriter).
+			g := files[j]
+			tmp := filepath.Join(dir, fmt.Sprintf(".garbage-%d", j))
+			if err := g.make(tmp); err != nil {
+				return fmt.Errorf("make %q: %w", g.name, err)
+			}
+			if err := os.Rename(tmp, filepath.Join(dir, g.name)); err != nil {
+				return fmt.Errorf("make %q: %w", g.name, err)
+			}
+		}
+		if i == 1 {
+			go func() { slow <- slowWriter(ctx, e, dir) }()
+		}
+		if err := sleep(ctx, between(e.rng, 50*time.Millisecond, 300*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+	if err := <-slow; err != nil {
+		return err
+	}
+	return e.await(ctx, 30*time.Second, 2*time.Second)
+}
+
+// slowWriter writes a message for the agent in place, in two halves a
+// second apart, as a foreign writer that ignores the protocol might: the
+// half-written file must be retried, not dropped, and answered once.
+func slowWriter(ctx context.Context, e *env, dir string) error {
+	now := time.Now().UTC()
+	id := channel.NewID("mallory", now, "5104")
+	text := "s12 written in place, slowly"
+	data, err := json.Marshal(map[string]any{"id": id, "timestamp": now.Format(channel.TimeFormat), "from": "mallory",
+		"to": agent, "session_id": chanName, "type": "chat", "content": map[string]any{"text": text}})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, id+".json"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(data[:len(data)/2]); err != nil {
+		return err
+	}
+	if err := sleep(ctx, time.Second); err != nil {
+		return err
+	}
+	if _, err := f.Write(data[len(data)/2:]); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	e.acks.add(ack{ID: id, Text: text, At: time.Now()})
+	return nil
+}
+
+func garbageFiles(e *env) []garbageFile {
+	now := time.Now().UTC()
+	name := func(i int) string { return channel.NewID("mallory", now, fmt.Sprintf("%04x", 0xa000+i)) + ".json" }
+	write := func(data []byte) func(string) error {
+		return func(p string) error { return os.WriteFile(p, data, 0o666) }
+	}
+	msg := func(text string) []byte {
+		return []byte(`{"from":"mallory","to":"` + agent + `","content":{"text":"` + text + `"}}`)
+	}
+	nested := func(depth int) []byte {
+		var b bytes.Buffer
+		b.WriteString(`{"from":"mallory","to":"` + agent + `","content":{"text":"deep","x":`)
+		b.WriteString(strings.Repeat("[", depth))
+		b.WriteString(strings.Repeat("]", depth))
+		b.WriteString(`}}`)
+		return b.Bytes()
+	}
+	huge := func(p string) error {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		w.WriteString(`{"from":"mallory","to":"` + agent + `","content":{"text":"`)
+		chunk := bytes.Repeat([]byte("x"), 1<<20)
+		for range 50 {
+			w.Write(chunk)
+		}
+		w.WriteString(`"}}`)
+		if err := w.Flush(); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return []garbageFile{
+		{name: name(0), report: 1, make: write(nil)},
+		{name: name(1), report: 1, make: write([]byte("this is not JSON at all\n"))},
+		{name: name(2), report: 1, make: huge},
+		{name: name(3), report: 1, make: write(nested(100_000))},
+		{name: name(4), message: true, make: write(nested(5_000))},
+		{name: name(5), message: true, make: write(msg("invalid UTF-8: \xff\xfe\xc3\x28 here"))},
+		{name: name(6), report: 1, make: write([]byte("\xff\xfe\x00{not utf-8 or JSON"))},
+		{name: name(7), report: 1, make: write([]byte(`[1,2,3]`))},
+		{name: name(8), report: 1, make: write([]byte(`null`))},
+		{name: name(9), report: 1, make: write([]byte(`{"from":123,"content":{"text":"wrong types"}}`))},
+		{name: name(10), report: 1, make: write([]byte(`{"from":"mallory","to":"bot","content":{"text":"truncated`))},
+		{name: name(11), report: 1, make: func(p string) error { return os.Mkdir(p, 0o777) }},
+		{name: name(12), report: 1, make: func(p string) error { return os.Symlink("/etc/passwd", p) }},
+		{name: name(13), report: 1, make: func(p string) error { return syscall.Mkfifo(p, 0o666) }},
+		{name: "msg-20991231-235959-mallory-beef.json", make: write([]byte(`{"from":"mallory","to":"all","content":{"text":"from the far future"}}`))},
+		{name: "msg-19700101-000000-mallory-0bad.json", report: -1, make: write([]byte(`{"from":"mallory","to":"all","content":{"text":"from 1970"}}`))},
+		{name: "msg-20260101-000000-bot-zzzz.json", report: 1, make: write(msg("bad hex"))},
+		{name: "msg with spaces.json", report: 1, make: write(msg("spaces"))},
+		{name: "msg-\n-newline.json", report: 1, make: write(msg("newline"))},
+		{name: "\xff\xfe-not-utf8.json", report: 1, make: write(msg("bad name"))},
+		{name: strings.Repeat("m", 250) + ".json", report: 1, make: write(msg("long name"))},
+		{name: "notes.txt", report: 1, make: write([]byte("hello"))},
+		{name: ".hidden.json", make: write(msg("hidden"))},
+		{name: name(14) + ".tmp", make: write(msg("tmp"))},
+		{name: "." + name(15), make: write(msg("dot temp"))},
+	}
+}
+
+// asLogged is s as slog's JSON handler writes it: each byte of invalid
+// UTF-8 becomes U+FFFD.
+func asLogged(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		b.WriteRune(r) // utf8.RuneError for an invalid byte
+		s = s[n:]
+	}
+	return b.String()
+}
+
+// garbageLogged checks the watcher's JSON log: each garbage file that must
+// be reported is reported exactly once, the others never, and none more
+// than once.
+func garbageLogged(e *env) {
+	count := make(map[string]int)
+	reasons := make(map[string]string)
+	err := logLines(e, func(l logLine) {
+		if l.Msg == "skipped file" {
+			count[l.File]++
+			reasons[l.File] = l.Reason
+		}
+		if l.Level == "ERROR" {
+			e.note("error logged: %s", clip(string(l.raw), 200))
+		}
+	})
+	if err != nil {
+		e.problem("watcher log: %v", err)
+		return
+	}
+	for _, g := range e.garbage {
+		key := asLogged(g.name)
+		c := count[key]
+		switch {
+		case c > 1:
+			e.problem("%q reported %d times", g.name, c)
+		case g.report == 1 && c == 0:
+			e.problem("%q never reported", g.name)
+		case g.report == 0 && c > 0:
+			e.problem("%q reported (%s), should be ignored silently", g.name, reasons[key])
+		}
+	}
+	logged := 0
+	for _, g := range e.garbage {
+		if count[asLogged(g.name)] == 1 {
+			logged++
+		}
+	}
+	e.note("%d garbage files, %d reported once in the log", len(e.garbage), logged)
+	// The valid message with invalid UTF-8 may be answered, but once.
+	s := newScanner(tree.Root(e.backing).Channel(chanName), chanName, agent)
+	if err := s.scan(); err == nil {
+		for _, g := range e.garbage {
+			if !g.message {
+				continue
+			}
+			id := strings.TrimSuffix(g.name, ".json")
+			if n := len(s.replies[id]); n > 1 {
+				e.problem("%s answered %d times", id, n)
+			} else {
+				e.note("%s (invalid UTF-8 text) answered %d time(s)", id, n)
+			}
+		}
+	}
+}
