@@ -1,15 +1,14 @@
 package channel
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
+
+	"collab/internal/jsonobj"
 )
 
 // MaxMessageSize is the default size limit of a message file.
@@ -137,52 +136,52 @@ func (m *Message) Encode() ([]byte, error) { return m.MarshalJSON() }
 
 // MarshalJSON implements json.Marshaler.
 func (m Message) MarshalJSON() ([]byte, error) {
-	var w object
-	w.field("id", m.ID)
-	w.field("timestamp", m.Timestamp)
-	w.field("session_id", m.SessionID)
-	w.field("from", m.From)
-	w.field("to", m.To)
-	w.field("type", m.Type)
-	w.field("content", m.Content)
-	w.field("metadata", m.Metadata)
-	w.extra(m.Extra)
-	return w.close()
+	var w jsonobj.Writer
+	w.Field("id", m.ID)
+	w.Field("timestamp", m.Timestamp)
+	w.Field("session_id", m.SessionID)
+	w.Field("from", m.From)
+	w.Field("to", m.To)
+	w.Field("type", m.Type)
+	w.Field("content", m.Content)
+	w.Field("metadata", m.Metadata)
+	w.Extra(m.Extra)
+	return w.Bytes()
 }
 
 // MarshalJSON implements json.Marshaler.
 func (c Content) MarshalJSON() ([]byte, error) {
-	var w object
-	w.field("text", c.Text)
-	w.field("code", c.Code)
+	var w jsonobj.Writer
+	w.Field("text", c.Text)
+	w.Field("code", c.Code)
 	if c.Artifacts == nil {
-		w.field("artifacts", []json.RawMessage{})
+		w.Field("artifacts", []json.RawMessage{})
 	} else {
-		w.field("artifacts", c.Artifacts)
+		w.Field("artifacts", c.Artifacts)
 	}
-	w.extra(c.Extra)
-	return w.close()
+	w.Extra(c.Extra)
+	return w.Bytes()
 }
 
 // MarshalJSON implements json.Marshaler.
 func (md Metadata) MarshalJSON() ([]byte, error) {
-	var w object
-	w.field("mode", md.Mode)
-	w.field("turn", md.Turn)
+	var w jsonobj.Writer
+	w.Field("mode", md.Mode)
+	w.Field("turn", md.Turn)
 	if md.InReplyTo == "" {
-		w.field("in_reply_to", nil)
+		w.Field("in_reply_to", nil)
 	} else {
-		w.field("in_reply_to", md.InReplyTo)
+		w.Field("in_reply_to", md.InReplyTo)
 	}
-	w.field("hops", md.Hops)
+	w.Field("hops", md.Hops)
 	if md.Thread != "" {
-		w.field("thread", md.Thread)
+		w.Field("thread", md.Thread)
 	}
 	if md.Host != "" {
-		w.field("host", md.Host)
+		w.Field("host", md.Host)
 	}
-	w.extra(md.Extra)
-	return w.close()
+	w.Extra(md.Extra)
+	return w.Bytes()
 }
 
 // UnmarshalJSON implements json.Unmarshaler. It does not apply Decode's
@@ -301,48 +300,4 @@ func (f rawFields) rest() map[string]json.RawMessage {
 		return nil
 	}
 	return f
-}
-
-// object writes a JSON object with members in the order they are added.
-type object struct {
-	buf bytes.Buffer
-	err error
-}
-
-func (w *object) field(key string, v any) {
-	if w.err != nil {
-		return
-	}
-	if w.buf.Len() == 0 {
-		w.buf.WriteByte('{')
-	} else {
-		w.buf.WriteByte(',')
-	}
-	k, _ := json.Marshal(key)
-	w.buf.Write(k)
-	w.buf.WriteByte(':')
-	enc := json.NewEncoder(&w.buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		w.err = err
-		return
-	}
-	w.buf.Truncate(w.buf.Len() - 1) // Encode's newline
-}
-
-func (w *object) extra(m map[string]json.RawMessage) {
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		w.field(k, m[k])
-	}
-}
-
-func (w *object) close() ([]byte, error) {
-	if w.err != nil {
-		return nil, w.err
-	}
-	if w.buf.Len() == 0 {
-		return []byte("{}"), nil
-	}
-	w.buf.WriteByte('}')
-	return w.buf.Bytes(), nil
 }

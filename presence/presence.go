@@ -55,12 +55,10 @@
 package presence
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +66,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"collab/internal/jsonobj"
 	"collab/safedir"
 	"collab/tree"
 )
@@ -365,38 +364,34 @@ var known = []string{
 // MarshalJSON implements json.Marshaler: the seed's fields in the seed's
 // order, collab's extensions when set, then unknown fields by name.
 func (s Status) MarshalJSON() ([]byte, error) {
-	var w object
-	w.field("agent_id", s.AgentID)
-	w.field("timestamp", s.Timestamp)
-	w.field("state", s.State)
-	w.field("substate", s.Substate)
-	w.field("watcher_pid", s.WatcherPID)
-	w.field("channel", s.Channel)
-	w.field("host", s.Host)
+	var w jsonobj.Writer
+	w.Field("agent_id", s.AgentID)
+	w.Field("timestamp", s.Timestamp)
+	w.Field("state", s.State)
+	w.Field("substate", s.Substate)
+	w.Field("watcher_pid", s.WatcherPID)
+	w.Field("channel", s.Channel)
+	w.Field("host", s.Host)
 	if len(s.Channels) > 0 {
-		w.field("channels", s.Channels)
+		w.Field("channels", s.Channels)
 	}
 	if s.MessageID != "" {
-		w.field("message_id", s.MessageID)
+		w.Field("message_id", s.MessageID)
 	}
 	if s.Started != "" {
-		w.field("started", s.Started)
+		w.Field("started", s.Started)
 	}
 	if s.LastReply != "" {
-		w.field("last_reply", s.LastReply)
+		w.Field("last_reply", s.LastReply)
 	}
 	if s.Queue != 0 {
-		w.field("queue", s.Queue)
+		w.Field("queue", s.Queue)
 	}
 	if len(s.Counters) > 0 {
-		w.field("counters", s.Counters)
+		w.Field("counters", s.Counters)
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.Extra)) {
-		if !slices.Contains(known, k) {
-			w.field(k, s.Extra[k])
-		}
-	}
-	return w.close()
+	w.Extra(s.Extra, known...)
+	return w.Bytes()
 }
 
 // UnmarshalJSON implements json.Unmarshaler. It does not apply Decode's
@@ -463,39 +458,4 @@ func count(v json.RawMessage) int {
 		return 0
 	}
 	return int(n)
-}
-
-// object writes a JSON object with members in the order they are added.
-type object struct {
-	buf bytes.Buffer
-	err error
-}
-
-func (w *object) field(key string, v any) {
-	if w.err != nil {
-		return
-	}
-	if w.buf.Len() == 0 {
-		w.buf.WriteByte('{')
-	} else {
-		w.buf.WriteByte(',')
-	}
-	k, _ := json.Marshal(key)
-	w.buf.Write(k)
-	w.buf.WriteByte(':')
-	enc := json.NewEncoder(&w.buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		w.err = err
-		return
-	}
-	w.buf.Truncate(w.buf.Len() - 1) // Encode's newline
-}
-
-func (w *object) close() ([]byte, error) {
-	if w.err != nil {
-		return nil, w.err
-	}
-	w.buf.WriteByte('}')
-	return w.buf.Bytes(), nil
 }
