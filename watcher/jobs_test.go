@@ -344,8 +344,9 @@ func TestKillJob(t *testing.T) {
 	}
 	select {
 	case <-c.Ctx.Done():
-		// Poll is 20 ms; the bound leaves room for a loaded -race run.
-		if took := time.Since(asked); took > time.Second {
+		// Poll is 20 ms; the bound leaves room for a loaded -race run and is
+		// still far below the CLI's own sleep.
+		if took := time.Since(asked); took > 5*time.Second {
 			t.Errorf("the CLI was stopped %v after the request, want within a poll or two (%v)", took, cfg.Poll)
 		}
 	case <-time.After(waitLong):
