@@ -16,6 +16,10 @@
 //   - [Dir.Replace] atomically replaces a file (temp, fsync, rename, directory
 //     fsync), for files that are rewritten such as presence heartbeats.
 //   - [Dir.ReadFile] reads only regular files no larger than a limit.
+//   - Nothing is created world-writable (see [FilePerm], [MkdirAll]); the
+//     umask applies on top.
+//   - [Dir.RemoveOrphans] removes temp files left by crashed writers, only
+//     once they are older than an age (36 h by default).
 //
 // Temp files are named ".NAME.RANDOM.tmp"; readers of the tree ignore every
 // dot-file. A writer removes its temp file on every failure it survives; one
@@ -61,19 +65,25 @@ type Dir struct {
 	path string
 }
 
-// Open opens the existing directory at path.
+// Open opens the existing directory at path. The last element of path must
+// not be a symbolic link ([ErrSymlink]): a folder of the tree replaced by a
+// link cannot redirect collab's writes elsewhere.
 func Open(path string) (*Dir, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
+		// O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP).
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, pathErr("open", path, ErrSymlink)
+		}
 		return nil, err
 	}
 	return &Dir{f: f, path: path}, nil
 }
 
-// Create opens the directory at path, creating it and its parents (mode
-// 0777 before umask) when missing.
+// Create opens the directory at path, creating it and its parents with
+// [MkdirAll] when missing.
 func Create(path string) (*Dir, error) {
-	if err := os.MkdirAll(path, 0o777); err != nil {
+	if err := MkdirAll(path); err != nil {
 		return nil, err
 	}
 	return Open(path)
@@ -334,7 +344,7 @@ func (d *Dir) writeTemp(name string, data []byte, perm fs.FileMode) (tmp string,
 	var f *os.File
 	for range 10 {
 		tmp = "." + name + "." + randHex(4) + ".tmp"
-		f, err = d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, perm)
+		f, err = d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, sharedPerm(perm))
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}

@@ -24,6 +24,7 @@ import (
 	"collab/modelcli"
 	"collab/presence"
 	"collab/prompt"
+	"collab/safedir"
 	"collab/tree"
 )
 
@@ -282,7 +283,7 @@ func (w *watcher) startup() error {
 	}
 	for _, ch := range w.cfg.Channels {
 		// The folder must exist for fsnotify to watch it.
-		if err := os.MkdirAll(w.cfg.Root.Channel(ch), 0o777); err != nil {
+		if err := safedir.MkdirAll(w.cfg.Root.Channel(ch)); err != nil {
 			return fmt.Errorf("create channel %s: %w", ch, err)
 		}
 		var cur channel.Cursor

@@ -73,6 +73,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"init", "create the shared tree's folders, for a shared group", runInit},
 		{"send", "post a message to a channel", runSend},
 		{"read", "show a channel as a transcript", runRead},
 		{"who", "show which agents are awake", runWho},

@@ -20,6 +20,7 @@ import (
 	"collab/modelcli/gemini"
 	"collab/natsbus"
 	"collab/prompt"
+	"collab/safedir"
 	"collab/tree"
 	"collab/watcher"
 )
@@ -64,6 +65,7 @@ Flags:
 	replay := fs.String("replay-since", "", "on start, also answer history: since a DURATION ago or after message ID")
 	noNotify := fs.Bool("no-fsnotify", false, "poll only; do not use inotify to wake early")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	allowWorld := fs.Bool("allow-world-writable", false, "run even though a folder of the tree is world-writable without the sticky bit")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args); err != nil {
@@ -73,6 +75,11 @@ Flags:
 		return usageErrorf("watch: unexpected argument %q", fs.Arg(0))
 	}
 	root := tree.Resolve(*rootf, getenv)
+	if err := root.CheckShared(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if !errors.Is(err, tree.ErrWorldWritable) || !*allowWorld {
+			return fmt.Errorf("watch: %w (or pass --allow-world-writable)", err)
+		}
+	}
 	if *agent == "" {
 		*agent = getenv("COLLAB_AGENT")
 	}
@@ -263,10 +270,12 @@ func parseReplay(s string, now time.Time) (*watcher.Replay, error) {
 
 // watchLogger logs text to stderr and JSON lines to ROOT/logs/AGENT.log.
 func watchLogger(root tree.Root, agent string, level slog.Level, stderr io.Writer) (*slog.Logger, func(), error) {
-	if err := os.MkdirAll(root.Logs(), 0o777); err != nil {
+	if err := safedir.MkdirAll(root.Logs()); err != nil {
 		return nil, nil, fmt.Errorf("watch: log folder: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(root.Logs(), agent+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	// O_NOFOLLOW: a log name planted as a symlink cannot aim our appends
+	// at another file.
+	f, err := os.OpenFile(filepath.Join(root.Logs(), agent+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, safedir.FilePerm)
 	if err != nil {
 		return nil, nil, fmt.Errorf("watch: log file: %w", err)
 	}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/user"
+	"strconv"
+	"syscall"
+
+	"collab/safedir"
+	"collab/tree"
+)
+
+// runInit creates the tree's folders and, with --group, hands them to a
+// shared group: owned by the group, group-writable and set-group-ID, so
+// every file and folder made later inside belongs to the group too.
+func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	flags := newFlags("init", stderr)
+	flags.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: collab init [--root ROOT] [--group GROUP]\n\nCreate the shared tree's folders (SPEC §1). With --group, the folders\nbelong to GROUP, are group-writable and set-group-ID, so agents running\nas different users in GROUP share the tree; nothing is world-writable.\nRun it again to repair modes; files are never touched.\n\nFlags:\n")
+		flags.PrintDefaults()
+	}
+	group := flags.String("group", "", "shared group (name or numeric id) that owns the tree's folders")
+	rootf := rootFlag(flags)
+	if err := parse(flags, args); err != nil {
+		return err
+	}
+	if flags.NArg() > 0 {
+		return usageErrorf("init: unexpected argument %q", flags.Arg(0))
+	}
+	root := tree.Resolve(*rootf, getenv)
+	gid := -1
+	if *group != "" {
+		var err error
+		if gid, err = lookupGroup(*group); err != nil {
+			return usageErrorf("init: %v", err)
+		}
+	}
+	for _, dir := range root.Folders() {
+		if err := safedir.MkdirAll(dir); err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+		fi, err := os.Lstat(dir)
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if dir != string(root) {
+				return fmt.Errorf("init: %s is a symbolic link; the tree's folders must be real folders", dir)
+			}
+			fi, err = os.Stat(dir) // the root itself may be a link to the mount
+		}
+		if err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+		mode := fi.Mode()
+		if gid >= 0 {
+			if err := os.Chown(dir, -1, gid); err != nil {
+				return fmt.Errorf("init: %w", err)
+			}
+			mode = mode&fs.ModePerm | 0o070 | fs.ModeSetgid
+		}
+		mode &^= 0o002 // never world-writable
+		if mode != fi.Mode() {
+			if err := os.Chmod(dir, mode&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+				return fmt.Errorf("init: %w", err)
+			}
+		}
+	}
+	if err := root.CheckShared(); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	for _, dir := range root.Folders() {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+		owner := ""
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			owner = groupName(int(st.Gid))
+		}
+		fmt.Fprintf(stdout, "%v %-8s %s\n", fi.Mode(), owner, dir)
+	}
+	if gid >= 0 {
+		fmt.Fprintln(stdout, "Run agents with umask 002 so the files they write are group-writable too.")
+	}
+	return nil
+}
+
+// lookupGroup returns the id of a group given by name or number.
+func lookupGroup(s string) (int, error) {
+	if g, err := user.LookupGroup(s); err == nil {
+		return strconv.Atoi(g.Gid)
+	}
+	if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("unknown group %q", s)
+}
+
+func groupName(gid int) string {
+	if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil {
+		return g.Name
+	}
+	return strconv.Itoa(gid)
+}

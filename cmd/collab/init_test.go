@@ -1,0 +1,90 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"collab/tree"
+)
+
+func TestInitGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to a group we are not in needs root")
+	}
+	root := filepath.Join(t.TempDir(), "collab")
+	const gid = 4242 // a group other than ours
+	r := runCollab(t, nil, "", "init", "--root", root, "--group", "4242")
+	if r.code != 0 {
+		t.Fatalf("init: %d %s", r.code, r.stderr)
+	}
+	for _, dir := range tree.Root(root).Folders() {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if int(st.Gid) != gid {
+			t.Errorf("%s: group %d, want %d", dir, st.Gid, gid)
+		}
+		if fi.Mode()&fs.ModeSetgid == 0 || fi.Mode().Perm()&0o070 != 0o070 || fi.Mode().Perm()&0o002 != 0 {
+			t.Errorf("%s: mode %v, want setgid, group rwx, not world-writable", dir, fi.Mode())
+		}
+	}
+	if !strings.Contains(r.stdout, "umask 002") {
+		t.Errorf("no umask hint in:\n%s", r.stdout)
+	}
+	// A channel the watcher or send makes later belongs to the group too.
+	r = runCollab(t, nil, "", "send", "--root", root, "--agent", "ann", "--channel", "dev", "hello")
+	if r.code != 0 {
+		t.Fatalf("send: %s", r.stderr)
+	}
+	fi, err := os.Stat(tree.Root(root).Channel("dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Gid) != gid || fi.Mode().Perm()&0o070 != 0o070 {
+		t.Errorf("new channel folder: group %d mode %v, want group %d and group rwx", st.Gid, fi.Mode(), gid)
+	}
+}
+
+func TestInitRepairsWorldWritable(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "channels"), 0o755)
+	os.Chmod(filepath.Join(root, "channels"), 0o777)
+	r := runCollab(t, nil, "", "watch", "--root", root, "--agent", "a", "--channel", "dev", "--cmd", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "world-writable") {
+		t.Fatalf("watch on a world-writable tree: code %d, stderr %q; want a refusal", r.code, r.stderr)
+	}
+	if r := runCollab(t, nil, "", "init", "--root", root); r.code != 0 {
+		t.Fatalf("init: %s", r.stderr)
+	}
+	if err := tree.Root(root).CheckShared(); err != nil {
+		t.Errorf("after init: %v", err)
+	}
+}
+
+func TestInitRefusesSymlinkedFolder(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "channels")); err != nil {
+		t.Fatal(err)
+	}
+	r := runCollab(t, nil, "", "init", "--root", root)
+	if r.code != 1 || !strings.Contains(r.stderr, "symbolic link") {
+		t.Errorf("init with channels/ a symlink: code %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestInitUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"init", "--root", t.TempDir(), "--group", "no-such-group-xyz"},
+		{"init", "--root", t.TempDir(), "extra"},
+	} {
+		if r := runCollab(t, nil, "", args...); r.code != 2 {
+			t.Errorf("%v: code %d, want 2 (%s)", args, r.code, r.stderr)
+		}
+	}
+}

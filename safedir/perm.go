@@ -1,0 +1,122 @@
+package safedir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Permissions. A shared tree is shared through a group: files are created
+// with at most FilePerm and folders with at most DirPerm, and the process
+// umask still applies (umask 002 gives the group write access, 022 keeps
+// it read-only). Nothing is ever created world-writable, whatever the
+// caller asks.
+const (
+	FilePerm fs.FileMode = 0o664
+	DirPerm  fs.FileMode = 0o775
+)
+
+// sharedPerm drops the world-write bit from perm.
+func sharedPerm(perm fs.FileMode) fs.FileMode { return perm.Perm() &^ 0o002 }
+
+// MkdirAll creates path and any missing parents with DirPerm (before
+// umask). A folder created inside a set-group-ID folder (the shared-group
+// layout that `collab init --group` makes) keeps the bit, as Linux does by
+// itself, and is also made group-writable whatever the umask, so every
+// member of the group can add files to it.
+func MkdirAll(path string) error {
+	path = filepath.Clean(path)
+	fi, err := os.Stat(path)
+	if err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: path, Err: unix.ENOTDIR}
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	parent := filepath.Dir(path)
+	if parent != path {
+		if err := MkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(path, DirPerm); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // another process made it meanwhile
+		}
+		return err
+	}
+	pfi, err := os.Stat(parent)
+	if err != nil || pfi.Mode()&fs.ModeSetgid == 0 {
+		return nil
+	}
+	fi, err = os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	want := fi.Mode().Perm() | 0o070 | fs.ModeSetgid
+	if fi.Mode().Perm()|fi.Mode()&fs.ModeSetgid != want {
+		if err := os.Chmod(path, want); err != nil {
+			return fmt.Errorf("make %s group-writable: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// DefaultOrphanAge is how old a temp file must be before RemoveOrphans
+// removes it. A writer holds its temp file for milliseconds; 36 hours
+// (Maildir's tmp/ rule) leaves room for any clock skew between hosts and
+// for a host that was suspended mid-write.
+const DefaultOrphanAge = 36 * time.Hour
+
+// IsTemp reports whether name is one of the temp files this package
+// writes (".NAME.RANDOM.tmp").
+func IsTemp(name string) bool {
+	return len(name) > len("..tmp") && name[0] == '.' && strings.HasSuffix(name, ".tmp")
+}
+
+// RemoveOrphans removes the temp files in the directory whose modification
+// time is older than age before now: temp files left by writers that
+// crashed mid-write. Newer ones may belong to a write in progress on any
+// host and are left alone. It returns the names removed; a file that
+// vanished meanwhile is not an error.
+func (d *Dir) RemoveOrphans(age time.Duration, now time.Time) ([]string, error) {
+	ents, err := d.ReadDir()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range ents {
+		name := e.Name()
+		if !IsTemp(name) || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := d.Lstat(name)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if now.Sub(fi.ModTime()) < age {
+			continue
+		}
+		if err := d.Remove(name); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
+}
