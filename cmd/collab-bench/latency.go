@@ -338,7 +338,7 @@ func startWatcher(ctx context.Context, cfg watcher.Config, ready func() bool) (s
 // watchLogger logs as collab watch does: JSON lines at info level to
 // ROOT/logs/AGENT.log, and text (here discarded; a daemon's stderr).
 func watchLogger(root tree.Root, agent string) (*slog.Logger, func(), error) {
-	if err := os.MkdirAll(root.Logs(), 0o777); err != nil {
+	if err := os.MkdirAll(root.Logs(), 0o755); err != nil {
 		return nil, nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(root.Logs(), agent+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)

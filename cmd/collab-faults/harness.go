@@ -65,7 +65,7 @@ func (h *harness) newEnv(name string, n uint64) (*env, error) {
 		return nil, err
 	}
 	e := &env{h: h, name: name, dir: dir, backing: filepath.Join(dir, "tree"), rng: rand.New(rand.NewPCG(h.seed, n))}
-	if err := os.MkdirAll(tree.Root(e.backing).Channel(chanName), 0o777); err != nil {
+	if err := os.MkdirAll(tree.Root(e.backing).Channel(chanName), 0o755); err != nil {
 		return nil, err
 	}
 	return e, nil

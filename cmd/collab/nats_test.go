@@ -82,7 +82,7 @@ func TestNATSWakesWatcherAcrossCachedMount(t *testing.T) {
 	backing := t.TempDir()
 	a := bindfstest.Mount(t, backing, "-o", "attr_timeout=30,entry_timeout=30,negative_timeout=30")
 	b := bindfstest.Mount(t, backing)
-	os.MkdirAll(filepath.Join(backing, "channels", "dev"), 0o777)
+	os.MkdirAll(filepath.Join(backing, "channels", "dev"), 0o755)
 	startWatcher(t, a, "codex", "dev", []string{"NATS_URL=" + url}, "--poll", "30s", "--no-fsnotify")
 	time.Sleep(3 * time.Second) // let the watcher's reader trust the folder's cached attributes
 	env := map[string]string{"COLLAB_ROOT": b, "NATS_URL": url}
