@@ -87,6 +87,10 @@ type Config struct {
 	// BudgetUSD stops invoking the CLI for the rest of the UTC day once the
 	// day's runs cost this much (as the CLIs report it); 0: no budget.
 	BudgetUSD float64
+	// OrphanAge: temp files older than this, left in the agent's channels,
+	// claims and state by writers that crashed mid-write, are removed at
+	// start and hourly; default safedir.DefaultOrphanAge (36h), <0 never.
+	OrphanAge time.Duration
 
 	Replay *Replay // nil: first start begins now, restarts resume
 	Wakers []Waker
@@ -151,6 +155,9 @@ func (c *Config) setDefaults() error {
 	def(&c.Grace, 30*time.Second)
 	def(&c.ClaimGrace, claim.DefaultGrace)
 	def(&c.SessionTTL, 8*time.Hour)
+	if c.OrphanAge == 0 {
+		c.OrphanAge = safedir.DefaultOrphanAge
+	}
 	defInt := func(n *int, v int) {
 		if *n == 0 {
 			*n = v
@@ -353,6 +360,9 @@ func (w *watcher) loop(ctx context.Context) error {
 				w.log.Warn("wake source stopped; polling only", keyErr, err)
 			}
 		}()
+	}
+	if w.cfg.OrphanAge > 0 {
+		go w.janitor(wctx)
 	}
 	jobCtx, killJob := context.WithCancel(context.Background())
 	defer killJob()
