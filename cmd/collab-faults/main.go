@@ -33,6 +33,10 @@
 //
 // Numbers follow the issue.
 //
+//	 1  `collab send` of large messages SIGKILLed at random points, often
+//	    mid-write: no partial message is ever visible (a reader checks each
+//	    file as it appears); orphaned temp files survive the watcher's
+//	    janitor while young and are removed once older than 36 h
 //	 2  watcher SIGKILLed at random points (also during start-up) and
 //	    restarted, while 200 messages arrive
 //	 3  one of two watchers of the agent (two bindfs "hosts") SIGSTOPped

@@ -32,6 +32,7 @@ type scenario struct {
 }
 
 var scenarios = []scenario{
+	{id: "1", name: "writer killed mid-write", run: killedWriters},
 	{id: "2", name: "watcher SIGKILL", run: sigkill},
 	{id: "3", name: "SIGSTOP past claim grace", bindfs: true, run: sigstop},
 	{id: "6", name: "negative lookup cache", bindfs: true, run: negativeCache},
