@@ -149,6 +149,7 @@ type watchOpts struct {
 	heartbeat  time.Duration // default 1 s
 	poll       time.Duration // default 200 ms
 	noNotify   bool
+	noDAC      bool // as root: without the capabilities that bypass file modes
 }
 
 // watchProc is one `collab watch` process.
@@ -183,7 +184,13 @@ func (e *env) startWatcher(ctx context.Context, o watchOpts, ready bool) (*watch
 		return nil, err
 	}
 	defer f.Close()
-	cmd := exec.Command(e.h.collab, args...)
+	argv := append([]string{e.h.collab}, args...)
+	if o.noDAC && os.Geteuid() == 0 {
+		// Dropped from the bounding set, the capabilities are gone after
+		// exec even for uid 0: file modes bind the watcher.
+		argv = append([]string{"setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = f, f
 	off, _ := f.Seek(0, io.SeekEnd)

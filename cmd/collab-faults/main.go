@@ -41,6 +41,10 @@
 //	    restarted, while 200 messages arrive
 //	 3  one of two watchers of the agent (two bindfs "hosts") SIGSTOPped
 //	    while it runs the CLI, past --claim-grace, then SIGCONTed
+//	 5  permission denied on messages (published whole with mode 000), then
+//	    on the channel folder, then on the watcher's state folder (the
+//	    watcher runs without CAP_DAC_OVERRIDE when the harness is root):
+//	    each logged once, never fatal, all answered once when restored
 //	 6  negative lookup cache: the watcher's mount has negative_timeout=15
 //	    and looks each name up before another mount creates it
 //	 7  stale attribute cache: the watcher's mount has attr_timeout=20 and

@@ -162,6 +162,12 @@ func (e *env) sendKilled(ctx context.Context, text string, killAfter time.Durati
 // restartWatcher stops the scenario's watchers with SIGTERM and starts one
 // again on the backing tree.
 func (e *env) restartWatcher(ctx context.Context) error {
+	return e.restartWatcherWith(ctx, watchOpts{root: e.backing}, 0)
+}
+
+// restartWatcherWith stops the scenario's watchers with SIGTERM, starts one
+// with o and lets it run for settle (time to answer something twice).
+func (e *env) restartWatcherWith(ctx context.Context, o watchOpts, settle time.Duration) error {
 	e.mu.Lock()
 	ws := append([]*watchProc(nil), e.watchers...)
 	e.mu.Unlock()
@@ -170,8 +176,10 @@ func (e *env) restartWatcher(ctx context.Context) error {
 			e.problem("watcher %s did not stop on SIGTERM", w.label)
 		}
 	}
-	_, err := e.startWatcher(ctx, watchOpts{root: e.backing}, true)
-	return err
+	if _, err := e.startWatcher(ctx, o, true); err != nil {
+		return err
+	}
+	return sleep(ctx, settle)
 }
 
 // watchWhole reads every message file in dir as soon as it is listed, until
