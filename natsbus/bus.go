@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -324,11 +327,14 @@ func connectError(url string, o Options, err error) error {
 }
 
 // unreachable reports whether a connect error means no server answered,
-// as opposed to one that answered and refused.
+// as opposed to one that answered and refused: a failed dial, but also a
+// handshake that timed out or broke (a stopped or dying server accepts the
+// TCP connection in its kernel and never sends INFO).
 func unreachable(err error) bool {
 	var op *net.OpError
 	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) ||
-		errors.As(err, &op) && op.Op == "dial"
+		errors.As(err, &op) && (op.Op == "dial" || op.Timeout()) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // redact hides the user information of each URL in a comma-separated list.

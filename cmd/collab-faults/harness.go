@@ -149,7 +149,8 @@ type watchOpts struct {
 	heartbeat  time.Duration // default 1 s
 	poll       time.Duration // default 200 ms
 	noNotify   bool
-	noDAC      bool // as root: without the capabilities that bypass file modes
+	noDAC      bool     // as root: without the capabilities that bypass file modes
+	env        []string // more KEY=VALUE for the watcher
 }
 
 // watchProc is one `collab watch` process.
@@ -191,7 +192,7 @@ func (e *env) startWatcher(ctx context.Context, o watchOpts, ready bool) (*watch
 		argv = append([]string{"setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), o.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	off, _ := f.Seek(0, io.SeekEnd)
 	if err := cmd.Start(); err != nil {
@@ -266,9 +267,14 @@ func (w *watchProc) terminate(d time.Duration) bool {
 // send posts a message to the agent with a real `collab send` process on
 // root; the ack is the process returning with the new id.
 func (e *env) send(ctx context.Context, root, from, text string) (ack, error) {
+	return e.sendWith(ctx, root, from, text, nil)
+}
+
+// sendWith is send with more KEY=VALUE in the child's environment.
+func (e *env) sendWith(ctx context.Context, root, from, text string, extra []string) (ack, error) {
 	cmd := exec.CommandContext(ctx, e.h.collab, "send", "--root", root, "--agent", from,
 		"--channel", chanName, "--to", agent, "--text", text)
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), extra...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -54,6 +54,10 @@
 //	    every one of the 8,000 noticed exactly once (no gap, no duplicate)
 //	 9  clock skew: a sender whose names are 5 min behind, interleaved with
 //	    an on-time one, and a watcher restart in the middle
+//	10  NATS broker (a child process) SIGKILLed while messages and replies
+//	    are dual-written, left down, restarted on the same port and store,
+//	    SIGSTOPped and SIGCONTed; the watcher polls every 2 s without
+//	    inotify: files deliver everything, nothing is answered twice
 //	12  garbage in the channel (0-byte, non-JSON, 50 MB, deeply nested,
 //	    invalid UTF-8, odd names, a FIFO, a symlink, a folder, a message
 //	    written in place slowly): each logged at most once, never fatal,
@@ -92,6 +96,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == standinArg {
 		os.Exit(standin(os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == natsArg {
+		os.Exit(natsChild(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

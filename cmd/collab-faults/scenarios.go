@@ -40,6 +40,7 @@ var scenarios = []scenario{
 	{id: "7", name: "stale attribute cache", bindfs: true, run: staleAttrs},
 	{id: "8", name: "readdir vs renames", run: readdirRace, after: noticedOnce},
 	{id: "9", name: "clock skew -5m", run: clockSkew},
+	{id: "10", name: "NATS killed, paused, restarted", run: brokerFaults},
 	{id: "12", name: "garbage in channel", run: garbage, after: garbageLogged},
 }
 
