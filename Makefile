@@ -6,10 +6,12 @@ GO ?= go
 build:
 	$(GO) build -o bin/collab ./cmd/collab
 
-# What CI runs (.ci/run): vet, then every test with the race detector.
+# What CI runs (.ci/run): vet, every test with the race detector, then the
+# fault scenarios (make faults).
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	$(MAKE) faults
 
 # The measurements quoted in the README.
 bench:

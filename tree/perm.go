@@ -27,13 +27,24 @@ func (r Root) Folders() []string {
 	}
 }
 
-// CheckShared checks that the root and those of its fixed folders that
-// exist are not world-writable without the sticky bit. In such a folder any
-// local user could replace or delete other users' files (a presence file,
-// a claim, a message), so a watcher refuses to run there unless told to.
-// A missing root is reported as is (fs.ErrNotExist).
+// ErrSymlinkedFolder is wrapped by [Root.CheckShared] when one of the
+// tree's fixed folders (other than the root itself) is a symbolic link.
+var ErrSymlinkedFolder = errors.New("a symbolic link, not a folder")
+
+// CheckShared checks the root and those of its fixed folders that exist:
+// none may be world-writable without the sticky bit (there any local user
+// could replace or delete other users' files: a presence file, a claim, a
+// message), and none but the root may be a symbolic link (which would take
+// collab's writes out of the tree). A watcher refuses to run on a tree that
+// fails the first check unless told to, and always on the second. A
+// missing root is reported as is (fs.ErrNotExist).
 func (r Root) CheckShared() error {
 	for i, dir := range r.Folders() {
+		if i > 0 {
+			if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				return fmt.Errorf("%s: %w", dir, ErrSymlinkedFolder)
+			}
+		}
 		fi, err := os.Stat(dir)
 		if err != nil {
 			if i > 0 && errors.Is(err, fs.ErrNotExist) {

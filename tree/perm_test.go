@@ -41,4 +41,11 @@ func TestCheckShared(t *testing.T) {
 	if err := Root(filepath.Join(t.TempDir(), "missing")).CheckShared(); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing root: %v, want ErrNotExist", err)
 	}
+	link := Root(t.TempDir())
+	if err := os.Symlink(t.TempDir(), filepath.Join(string(link), "state")); err != nil {
+		t.Fatal(err)
+	}
+	if err := link.CheckShared(); !errors.Is(err, ErrSymlinkedFolder) {
+		t.Errorf("state/ a symlink: %v, want ErrSymlinkedFolder", err)
+	}
 }
