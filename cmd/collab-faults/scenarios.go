@@ -35,12 +35,14 @@ var scenarios = []scenario{
 	{id: "1", name: "writer killed mid-write", run: killedWriters},
 	{id: "2", name: "watcher SIGKILL", run: sigkill},
 	{id: "3", name: "SIGSTOP past claim grace", bindfs: true, run: sigstop},
+	{id: "4", name: "ENOSPC", run: diskFull},
 	{id: "5", name: "permission denied", run: permissionDenied},
 	{id: "6", name: "negative lookup cache", bindfs: true, run: negativeCache},
 	{id: "7", name: "stale attribute cache", bindfs: true, run: staleAttrs},
 	{id: "8", name: "readdir vs renames", run: readdirRace, after: noticedOnce},
 	{id: "9", name: "clock skew -5m", run: clockSkew},
 	{id: "10", name: "NATS killed, paused, restarted", run: brokerFaults},
+	{id: "11", name: "state corrupted", run: corruptState},
 	{id: "12", name: "garbage in channel", run: garbage, after: garbageLogged},
 }
 

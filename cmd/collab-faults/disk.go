@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"collab/presence"
+	"collab/tree"
+)
+
+// diskFull (scenario 4): the tree is a small tmpfs. Messages arrive, then
+// the disk is filled while the stand-in model is still thinking, so the
+// reply, the job record, the state and the presence heartbeat all meet
+// ENOSPC. The heartbeat file must stay whole throughout; space then
+// returns and every reply must be posted exactly once. One round stops the
+// watcher while the disk is full and starts it again after space returns:
+// replies kept on disk in the outbox are posted at the next start.
+func diskFull(ctx context.Context, e *env) error {
+	mnt := filepath.Join(e.dir, "small")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=16m,mode=0755"); err != nil {
+		return errSkip{fmt.Sprintf("cannot mount a small tmpfs (needs root): %v", err)}
+	}
+	e.mu.Lock()
+	e.mounts = append(e.mounts, mnt)
+	e.mu.Unlock()
+	e.backing = filepath.Join(mnt, "tree")
+	if err := os.MkdirAll(tree.Root(e.backing).Channel(chanName), 0o755); err != nil {
+		return err
+	}
+	o := watchOpts{root: e.backing, delay: 1500 * time.Millisecond, heartbeat: 200 * time.Millisecond}
+	if _, err := e.startWatcher(ctx, o, true); err != nil {
+		return err
+	}
+	rounds, per := e.size(4, 2), e.size(5, 3)
+	filler := filepath.Join(mnt, "filler")
+	presencePath := filepath.Join(tree.Root(e.backing).Presence(), agent+".json")
+	broken, checks := 0, 0
+	for round := range rounds {
+		for i := range per {
+			if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s4 round %d message %d", round+1, i+1)); err != nil {
+				return err
+			}
+		}
+		if err := fill(filler); err != nil {
+			return err
+		}
+		restart := round == rounds-1
+		if restart {
+			// Stopped while the disk is full: the replies it could not post
+			// wait in the outbox (or, if even that was full, are reported
+			// lost in the log and answered again by the next start).
+			if err := sleep(ctx, 2*time.Second); err != nil {
+				return err
+			}
+			if err := e.stopWatchers(); err != nil {
+				return err
+			}
+		}
+		// Several heartbeats and the CLI's replies meet the full disk.
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+			checks++
+			if err := wholePresence(presencePath); err != nil {
+				broken++
+				e.problem("presence file broken while the disk was full: %v", err)
+			}
+			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		if err := os.Remove(filler); err != nil {
+			return err
+		}
+		if restart {
+			if _, err := e.startWatcher(ctx, o, true); err != nil {
+				return err
+			}
+		}
+		if err := e.await(ctx, 30*time.Second, 0); err != nil {
+			return err
+		}
+	}
+	e.note("%d presence reads while the disk was full, %d broken", checks, broken)
+	return sleep(ctx, 2*time.Second)
+}
+
+// fill writes a file until the filesystem is full.
+func fill(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				// Also use up the last partial block.
+				for n := len(buf) / 2; n > 0; n /= 2 {
+					f.Write(buf[:n])
+				}
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// wholePresence reads a presence file and checks that it parses.
+func wholePresence(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, err := presence.Decode(data, agent); err != nil {
+		return fmt.Errorf("%v (%d bytes)", err, len(data))
+	}
+	return nil
+}
+
+// stopWatchers stops every watcher of the scenario with SIGTERM.
+func (e *env) stopWatchers() error {
+	e.mu.Lock()
+	ws := append([]*watchProc(nil), e.watchers...)
+	e.mu.Unlock()
+	for _, w := range ws {
+		if !w.terminate(15 * time.Second) {
+			e.problem("watcher %s did not stop on SIGTERM", w.label)
+		}
+	}
+	return nil
+}
+
+// corruptState (scenario 11): between runs of the watcher, its state file
+// is truncated, bit-flipped, emptied or replaced by garbage while messages
+// keep arriving. Each start must detect it (and set the bad file aside),
+// answer what arrived meanwhile, and answer nothing twice: the replies
+// already in the channel prove what was answered.
+func corruptState(ctx context.Context, e *env) error {
+	per := e.size(8, 4)
+	stateFile := filepath.Join(tree.Root(e.backing).State(agent), "watch.json")
+	corruptions := []struct {
+		name string
+		do   func(data []byte) []byte
+	}{
+		{"truncated to half", func(d []byte) []byte { return d[:len(d)/2] }},
+		{"one bit flipped", func(d []byte) []byte {
+			d = append([]byte(nil), d...)
+			i := e.rng.IntN(len(d))
+			d[i] ^= 1 << e.rng.IntN(8)
+			return d
+		}},
+		{"emptied", func([]byte) []byte { return nil }},
+		{"garbage", func([]byte) []byte { return []byte("\x00\xff{not json") }},
+	}
+	o := watchOpts{root: e.backing}
+	if _, err := e.startWatcher(ctx, o, true); err != nil {
+		return err
+	}
+	detected := 0
+	for round, c := range corruptions {
+		for i := range per {
+			if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s11 round %d message %d", round+1, i+1)); err != nil {
+				return err
+			}
+		}
+		if err := e.await(ctx, 30*time.Second, 0); err != nil {
+			return err
+		}
+		if err := e.stopWatchers(); err != nil {
+			return err
+		}
+		data, err := os.ReadFile(stateFile)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", round+1, err)
+		}
+		if err := os.WriteFile(stateFile, c.do(data), 0o644); err != nil {
+			return err
+		}
+		// Messages while the watcher is down, before and after its
+		// last-known position.
+		for i := range per {
+			if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s11 round %d while down %d", round+1, i+1)); err != nil {
+				return err
+			}
+		}
+		w, err := e.startWatcher(ctx, o, true)
+		if err != nil {
+			return err
+		}
+		if countLines(w.log, "state unreadable") > round {
+			detected++
+		} else {
+			e.problem("state %s: not detected", c.name)
+		}
+	}
+	if err := e.await(ctx, 30*time.Second, 2*time.Second); err != nil {
+		return err
+	}
+	aside, _ := filepath.Glob(stateFile + ".corrupt-*")
+	e.note("%d of %d corruptions detected; %d bad state files set aside", detected, len(corruptions), len(aside))
+	if len(aside) == 0 {
+		e.problem("no corrupt state file was kept aside")
+	}
+	return nil
+}
