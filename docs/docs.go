@@ -391,9 +391,9 @@ func sibling(file, suffix string) string {
 	return dir + "." + base + suffix
 }
 
-// writeNew creates name with O_EXCL and writes, fsyncs and closes it. On
-// failure nothing is left behind.
-func writeNew(r *os.Root, name string, data []byte) (err error) {
+// writeNew creates name with O_EXCL and writes, fsyncs (if durable) and
+// closes it. On failure nothing is left behind.
+func writeNew(r *os.Root, name string, data []byte, durable bool) (err error) {
 	fh, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return err
@@ -408,6 +408,9 @@ func writeNew(r *os.Root, name string, data []byte) (err error) {
 		return err
 	}
 	// fsync before close: NFS may report write errors only here.
+	if !durable {
+		return fh.Close()
+	}
 	if err = fh.Sync(); err != nil {
 		fh.Close()
 		return err
@@ -419,7 +422,7 @@ func writeNew(r *os.Root, name string, data []byte) (err error) {
 // linked without replacing anything if it did not.
 func commit(r *os.Root, file string, data []byte, existed bool) error {
 	tmp := sibling(file, "."+randHex(4)+".tmp")
-	if err := writeNew(r, tmp, data); err != nil {
+	if err := writeNew(r, tmp, data, true); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	defer r.Remove(tmp) // after a rename, already gone

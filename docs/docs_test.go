@@ -18,7 +18,7 @@ import (
 	"collab/tree"
 )
 
-func newFolder(t *testing.T, root string, opt Options) *Folder {
+func newFolder(t testing.TB, root string, opt Options) *Folder {
 	t.Helper()
 	f, err := New(tree.Root(root), "c", opt)
 	if err != nil {

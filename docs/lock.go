@@ -41,7 +41,8 @@ func (f *Folder) lock(ctx context.Context, r *os.Root, file string) (*heldLock, 
 		return nil, err
 	}
 	own := name + "." + me.Token
-	if err := writeNew(r, own, data); err != nil {
+	// A lock need not survive a crash: no fsync.
+	if err := writeNew(r, own, data, false); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", file, err)
 	}
 	defer r.Remove(own)
@@ -62,7 +63,7 @@ func (f *Folder) lock(ctx context.Context, r *os.Root, file string) (*heldLock, 
 		case errors.Is(err, fs.ErrExist) && linkCount(r, own) >= 2:
 			return held, nil // linked, but the NFS reply was lost
 		case noLinks(err):
-			if err = writeNew(r, name, data); err == nil {
+			if err = writeNew(r, name, data, false); err == nil {
 				return held, nil
 			}
 		}

@@ -16,7 +16,7 @@ import (
 var base = time.Date(2026, 1, 11, 10, 0, 0, 0, time.UTC)
 
 // post writes a message whose writer's clock says at.
-func post(t *testing.T, root, c, from, to, text string, at time.Time) channel.Message {
+func post(t testing.TB, root, c, from, to, text string, at time.Time) channel.Message {
 	t.Helper()
 	w := &channel.Writer{Root: tree.Root(root), Now: func() time.Time { return at }}
 	m := &channel.Message{SessionID: c, From: from, To: to, Content: channel.Content{Text: text}}
@@ -26,7 +26,7 @@ func post(t *testing.T, root, c, from, to, text string, at time.Time) channel.Me
 	return *m
 }
 
-func newInbox(t *testing.T, root, agent string, chans ...string) *Inbox {
+func newInbox(t testing.TB, root, agent string, chans ...string) *Inbox {
 	t.Helper()
 	b, err := New(tree.Root(root), agent, Options{Channels: chans, Now: func() time.Time { return base.Add(time.Hour) }})
 	if err != nil {
