@@ -111,5 +111,8 @@ func (r Root) State(agent string) string { return r.join("state", agent) }
 // Claims is the folder of a channel's claim markers.
 func (r Root) Claims(channel string) string { return r.join("claims", channel) }
 
+// Docs is the folder of a channel's shared documents.
+func (r Root) Docs(channel string) string { return r.join("docs", channel) }
+
 // Scripts is the folder of the seed-compatible entry points.
 func (r Root) Scripts() string { return r.join("scripts") }

@@ -155,6 +155,7 @@ func TestRootLayout(t *testing.T) {
 		{"Logs", r.Logs(), "logs"},
 		{"State", r.State("codex"), "state/codex"},
 		{"Claims", r.Claims("general"), "claims/general"},
+		{"Docs", r.Docs("general"), "docs/general"},
 		{"Scripts", r.Scripts(), "scripts"},
 	}
 	for _, tt := range tests {

@@ -81,6 +81,8 @@ func commands() []command {
 		{"jobs", "list, show or stop the watchers' model runs", runJobs},
 		{"archive", "move a channel's old messages into its archive", runArchive},
 		{"nats", "create the NATS stream, or compare it with a channel", runNATS},
+		{"inbox", "show and acknowledge the messages for an agent", runInbox},
+		{"doc", "read and edit a channel's shared documents", runDoc},
 	}
 }
 

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"collab/inbox"
+	"collab/tree"
+)
+
+func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "ack" {
+		return runInboxAck(args[1:], getenv, stdout, stderr)
+	}
+	fs := newFlags("inbox", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab inbox --agent A [--channel C…] [--peek] [--json]
+       collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
+
+Show the messages addressed to an agent (to it, @mentioning it, or starting
+with its name) that it has not acknowledged, oldest first, across every
+channel or the ones given, and acknowledge them. With --peek nothing is
+acknowledged. "ack" acknowledges the unread messages up to a message id or
+an RFC 3339 time (2026-01-11T16:33:15Z) without showing them.
+
+A message is marked "high" when it addresses several agents or says urgent,
+asap, blocked or critical. The read cursor is kept in ROOT/state/AGENT/inbox/.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	agent, chans, asJSON, rootf := inboxFlags(fs)
+	peek := fs.Bool("peek", false, "show without acknowledging")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("inbox: unexpected argument %q (subcommand: ack)", fs.Arg(0))
+	}
+	b, err := openInbox("inbox", *agent, *chans, *rootf, getenv)
+	if err != nil {
+		return err
+	}
+	var items []inbox.Item
+	if *peek {
+		items, err = b.Peek()
+	} else {
+		items, err = b.Check()
+	}
+	if err != nil {
+		return fmt.Errorf("inbox: %w", err)
+	}
+	for _, it := range items {
+		if err := printItem(stdout, it, *asJSON); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runInboxAck(args []string, getenv env, stdout, stderr io.Writer) error {
+	fs := newFlags("inbox ack", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
+
+Acknowledge the agent's unread messages up to and including the message ID,
+or up to an RFC 3339 TIME, and print how many were acknowledged. A message
+that sorts before ID but arrived after it stays unread: it may not have been
+seen yet. Prefer an id to a time.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	agent, chans, asJSON, rootf := inboxFlags(fs)
+	untilf := fs.String("until", "", "acknowledge up to this message `ID` or RFC 3339 time")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("inbox ack: unexpected argument %q", fs.Arg(0))
+	}
+	if *untilf == "" {
+		return usageErrorf("inbox ack: no --until: give a message id or a time")
+	}
+	until, err := inbox.ParseUntil(*untilf)
+	if err != nil {
+		return usageErrorf("inbox ack: %v", err)
+	}
+	b, err := openInbox("inbox ack", *agent, *chans, *rootf, getenv)
+	if err != nil {
+		return err
+	}
+	n, err := b.Ack(until)
+	if err != nil {
+		return fmt.Errorf("inbox ack: %w", err)
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"acknowledged": n, "until": until.String()})
+	}
+	_, err = fmt.Fprintf(stdout, "acknowledged %d message(s) up to %s\n", n, until)
+	return err
+}
+
+func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool, rootf *string) {
+	agent = fs.String("agent", "", "whose inbox (env COLLAB_AGENT)")
+	chans = fs.StringSlice("channel", nil, "only this channel (repeatable; default: every channel)")
+	asJSON = fs.Bool("json", false, `print one JSON object per line: {"channel", "priority", "message"}`)
+	rootf = rootFlag(fs)
+	return
+}
+
+func openInbox(cmd, agent string, chans []string, rootf string, getenv env) (*inbox.Inbox, error) {
+	if agent == "" {
+		agent = getenv("COLLAB_AGENT")
+	}
+	if agent == "" {
+		return nil, usageErrorf("%s: no agent: use --agent or set COLLAB_AGENT", cmd)
+	}
+	if err := tree.CheckName("agent", agent); err != nil {
+		return nil, usageErrorf("%s: %v", cmd, err)
+	}
+	for _, c := range chans {
+		if err := tree.CheckName("channel", c); err != nil {
+			return nil, usageErrorf("%s: %v", cmd, err)
+		}
+	}
+	b, err := inbox.New(tree.Resolve(rootf, getenv), agent, inbox.Options{Channels: chans})
+	if err != nil {
+		return nil, usageErrorf("%s: %v", cmd, err)
+	}
+	return b, nil
+}
+
+// printItem prints one inbox item as a transcript entry or a JSON line.
+func printItem(w io.Writer, it inbox.Item, asJSON bool) error {
+	if asJSON {
+		data, err := json.Marshal(it)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	}
+	m := &it.Message
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  #%s  %s → %s  %s", m.Time().Format("2006-01-02 15:04:05"), it.Channel, m.From, m.To, m.ID)
+	if it.Priority == inbox.High {
+		b.WriteString("  [high]")
+	}
+	b.WriteByte('\n')
+	indent(&b, m.Content.Text)
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
