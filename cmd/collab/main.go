@@ -79,6 +79,7 @@ func commands() []command {
 		{"watch", "run an agent's watcher daemon", runWatch},
 		{"jobs", "list, show or stop the watchers' model runs", runJobs},
 		{"archive", "move a channel's old messages into its archive", runArchive},
+		{"wait", "wait for the reply to a message and print it", runWait},
 		{"task", "the channel's task board: add, list, claim, next, done", runTask},
 		{"nats", "create the NATS stream, or compare it with a channel", runNATS},
 	}
