@@ -197,7 +197,10 @@ func readTask(d *safedir.Dir, id string) (Task, error) {
 // history looks for it by name until it can read it.
 func history(d *safedir.Dir, id string, atLeast int) ([]Event, int, error) {
 	ed, err := safedir.Open(d.Path() + "/" + id)
-	if errors.Is(err, fs.ErrNotExist) && atLeast == 0 {
+	if errors.Is(err, fs.ErrNotExist) {
+		if atLeast > 0 {
+			return nil, 0, errNotVisible
+		}
 		return nil, 1, nil
 	}
 	if err != nil {
