@@ -9,7 +9,8 @@
 //	ROOT/logs/AGENT.log                watcher logs
 //	ROOT/state/AGENT/                  a watcher's own state
 //	ROOT/claims/CHANNEL/               claim markers
-//	ROOT/docs/CHANNEL/, ROOT/tasks/    documents and the task board
+//	ROOT/docs/CHANNEL/                 shared documents
+//	ROOT/tasks/CHANNEL/                the task board of a channel
 //	ROOT/scripts/                      seed-compatible entry points
 //
 // A channel or agent name is 1-64 characters of [A-Za-z0-9_-] that does not
@@ -113,6 +114,9 @@ func (r Root) Claims(channel string) string { return r.join("claims", channel) }
 
 // Docs is the folder of a channel's shared documents.
 func (r Root) Docs(channel string) string { return r.join("docs", channel) }
+
+// Tasks is the folder of a channel's task board.
+func (r Root) Tasks(channel string) string { return r.join("tasks", channel) }
 
 // Scripts is the folder of the seed-compatible entry points.
 func (r Root) Scripts() string { return r.join("scripts") }

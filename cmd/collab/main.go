@@ -5,6 +5,9 @@
 //	collab send  --agent A --channel C [--to B] TEXT…   post a message
 //	collab read  --channel C [--follow]                 show a channel
 //	collab who   [AGENT…]                               show presence
+//	collab task  add|list|claim|next|done …             the task board
+//	collab wait  --reply-to ID                          wait for a reply
+//	collab mcp   --agent A --channel C                  MCP server on stdio
 //
 // Run "collab COMMAND --help" for a command's flags. Exit codes: 0 ok,
 // 1 runtime failure, 2 usage error; others are documented per command.
@@ -80,6 +83,9 @@ func commands() []command {
 		{"watch", "run an agent's watcher daemon", runWatch},
 		{"jobs", "list, show or stop the watchers' model runs", runJobs},
 		{"archive", "move a channel's old messages into its archive", runArchive},
+		{"wait", "wait for the reply to a message and print it", runWait},
+		{"task", "the channel's task board: add, list, claim, next, done", runTask},
+		{"mcp", "serve the bus to a model CLI over MCP (stdio)", runMCP},
 		{"nats", "create the NATS stream, or compare it with a channel", runNATS},
 		{"inbox", "show and acknowledge the messages for an agent", runInbox},
 		{"doc", "read and edit a channel's shared documents", runDoc},

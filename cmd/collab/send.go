@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strings"
 
 	"collab/channel"
+	"collab/delegate"
 	"collab/natsbus"
 	"collab/tree"
 )
@@ -20,10 +22,14 @@ import (
 func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("send", stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab send --agent A --channel C [--to B] [--text TEXT | WORDS… | -]
+		fmt.Fprint(stderr, `Usage: collab send --agent A --channel C [--to B] [--text TEXT | WORDS… | -] [--wait [--timeout D]]
 
 Post a message to a channel and print its id. The text is --text, the
 positional words joined by spaces, or standard input when it is "-".
+
+With --wait, block until the reply arrives (the first message of another
+agent whose in_reply_to is the new message) and print the reply's text
+instead (--json: the reply). Exit 3 when no reply came within --timeout.
 
 Flags:
 `)
@@ -39,7 +45,10 @@ Flags:
 	code := fs.StringP("code", "c", "", "code block to attach")
 	typ := fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)")
 	replyTo := fs.String("in-reply-to", "", "id of the message this answers")
-	asJSON := fs.Bool("json", false, "print the whole message as JSON instead of its id")
+	asJSON := fs.Bool("json", false, "print the whole message as JSON instead of its id (with --wait: the reply)")
+	wait := fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)")
+	timeout := fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)")
+	poll := fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args); err != nil {
@@ -73,6 +82,12 @@ Flags:
 			return usageErrorf("send: --in-reply-to %q is not a message id", *replyTo)
 		}
 	}
+	if fs.Changed("timeout") && !*wait {
+		return usageErrorf("send: --timeout needs --wait")
+	}
+	if *timeout < 0 || *poll <= 0 {
+		return usageErrorf("send: --timeout must not be negative and --poll must be positive")
+	}
 	body, err := messageText(fs.Changed("text"), *text, fs.Args(), stdin)
 	if err != nil {
 		return err
@@ -94,6 +109,11 @@ Flags:
 	// so the runaway guard sees agent-to-agent chains however they post.
 	if h, err := strconv.Atoi(getenv("COLLAB_HOPS")); err == nil && h >= 0 {
 		m.Metadata.Hops = h + 1
+	}
+	if *wait {
+		// Marks a message whose reply a running process consumes (for
+		// watchers and tools that want to tell delegation from chat).
+		m.Metadata.Extra = map[string]json.RawMessage{"await_reply": json.RawMessage("true")}
 	}
 	if *replyTo != "" {
 		m.Metadata.InReplyTo = *replyTo
@@ -130,6 +150,12 @@ Flags:
 		if err := bus.PublishMessage(ctx, m); err != nil {
 			fmt.Fprintf(stderr, "collab: warning: sent as a file only: %v\n", err)
 		}
+	}
+	if *wait {
+		fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
+		rw := replyWait{root: root, channel: ch, id: m.ID, timeout: *timeout,
+			opt: delegate.Options{NotFrom: agent, Poll: *poll}, json: *asJSON, bus: bus}
+		return rw.run(ctx, nf, getenv, stdout, stderr)
 	}
 	if *asJSON {
 		data, err := m.Encode()

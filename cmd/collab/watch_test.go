@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 // fakeCLI answers "ok MESSAGE-ID". $FAKE_CLI_STARTED names a folder where
 // it first records its PID; $FAKE_CLI_SLEEP makes it slow.
 func fakeCLI() {
+	if os.Getenv("FAKE_CLI_DELEGATE") != "" {
+		delegatingCLI()
+	}
 	io.Copy(io.Discard, os.Stdin)
 	if dir := os.Getenv("FAKE_CLI_STARTED"); dir != "" {
 		os.WriteFile(filepath.Join(dir, fmt.Sprint(os.Getpid())), nil, 0o666)

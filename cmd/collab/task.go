@@ -1,0 +1,339 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"collab/task"
+	"collab/tree"
+)
+
+// Exit codes of collab task.
+const (
+	exitNoneReady = 3 // task next: no ready task
+	exitClaimed   = 4 // task claim: another agent holds the task
+)
+
+const taskUsage = `Usage: collab task COMMAND [flags]
+
+The channel's task board: work items any agent on any host can claim.
+
+  add --title T [--body B] [--depends ID…]   add a task; prints its id
+  list [--status S,…] [--json]               list tasks (S: pending, ready, claimed, done, failed)
+  show ID [--json]                           a task and its events
+  claim ID                                   claim a ready task (exit 4: claimed by another agent)
+  next                                       claim the first ready task (exit 3: none ready)
+  checkpoint ID --summary S                  record progress on your task
+  done ID --outcome O                        finish your task
+  fail ID --error E                          give up your task
+
+Every command takes --channel (env COLLAB_CHANNEL, then COLLAB_SESSION),
+--root (env COLLAB_ROOT), and where an agent acts, --agent (env COLLAB_AGENT).
+A claim whose agent shows no sign of life (no fresh presence heartbeat, no
+event on the task) for --grace is released back to pending by the next
+claim, next or list, and the release is recorded as an event.
+`
+
+func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, taskUsage)
+		return &exitError{code: 2}
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, taskUsage)
+		return nil
+	case "add", "list", "show", "claim", "next", "checkpoint", "done", "fail":
+	default:
+		return usageErrorf("task: unknown command %q; run 'collab task --help'", sub)
+	}
+	fs := newFlags("task "+sub, stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, taskUsage+"\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var ch, agent string
+	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
+	fs.StringVarP(&ch, "session", "s", "", "same as --channel")
+	if sub != "list" && sub != "show" {
+		fs.StringVar(&agent, "agent", "", "acting agent ID (env COLLAB_AGENT)")
+	}
+	asJSON := fs.Bool("json", false, "print JSON")
+	grace := fs.Duration("grace", task.DefaultGrace, "release a claim whose agent shows no sign of life for this long")
+	var title, body, text string
+	var depends, status []string
+	switch sub {
+	case "add":
+		fs.StringVar(&title, "title", "", "the task's title (one line)")
+		fs.StringVar(&body, "body", "", `what to do ("-" reads standard input)`)
+		fs.StringSliceVar(&depends, "depends", nil, "ids of tasks that must be done first (repeat or comma-separate)")
+	case "list":
+		fs.StringSliceVar(&status, "status", nil, "only tasks in these states: pending, ready, claimed, done, failed")
+	case "checkpoint":
+		fs.StringVar(&text, "summary", "", "what has been done so far")
+	case "done":
+		fs.StringVar(&text, "outcome", "", "what came of it")
+	case "fail":
+		fs.StringVar(&text, "error", "", "why it failed")
+	}
+	rootf := rootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ch = cmp.Or(ch, getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
+	if ch == "" {
+		return usageErrorf("task %s: no channel: use --channel or set COLLAB_CHANNEL", sub)
+	}
+	if err := tree.CheckName("channel", ch); err != nil {
+		return usageErrorf("task %s: %v", sub, err)
+	}
+	if fs.Lookup("agent") != nil {
+		agent = cmp.Or(agent, getenv("COLLAB_AGENT"))
+		if agent == "" {
+			return usageErrorf("task %s: no agent: use --agent or set COLLAB_AGENT", sub)
+		}
+		if err := tree.CheckName("agent", agent); err != nil {
+			return usageErrorf("task %s: %v", sub, err)
+		}
+	}
+	if *grace <= 0 {
+		return usageErrorf("task %s: --grace must be positive", sub)
+	}
+	// The positional task id, where one is needed.
+	var id string
+	wantID := sub == "show" || sub == "claim" || sub == "checkpoint" || sub == "done" || sub == "fail"
+	switch {
+	case wantID && fs.NArg() != 1:
+		return usageErrorf("task %s: give one task id", sub)
+	case !wantID && fs.NArg() > 0:
+		return usageErrorf("task %s: unexpected argument %q", sub, fs.Arg(0))
+	case wantID:
+		id = fs.Arg(0)
+		if _, err := task.ParseID(id); err != nil {
+			return usageErrorf("task %s: %v", sub, err)
+		}
+	}
+	b, err := task.New(tree.Resolve(*rootf, getenv), ch)
+	if err != nil {
+		return err
+	}
+	b.Grace = *grace
+	p := taskPrinter{w: stdout, json: *asJSON}
+
+	switch sub {
+	case "add":
+		if body == "-" {
+			data, err := io.ReadAll(io.LimitReader(stdin, task.MaxText+1))
+			if err != nil {
+				return fmt.Errorf("task add: read standard input: %w", err)
+			}
+			body = strings.TrimRight(string(data), "\n")
+		}
+		for _, d := range depends {
+			if _, err := task.ParseID(d); err != nil {
+				return usageErrorf("task add: --depends: %v", err)
+			}
+		}
+		t, err := b.Add(task.NewTask{Title: title, Body: body, Depends: depends, By: agent})
+		if err != nil {
+			if errors.Is(err, task.ErrNotFound) {
+				return fmt.Errorf("task add: %w", err)
+			}
+			return usageErrorf("%v", err)
+		}
+		if p.json {
+			return writeJSON(stdout, t)
+		}
+		_, err = fmt.Fprintln(stdout, t.ID)
+		return err
+	case "list":
+		keep, err := statusFilter(status)
+		if err != nil {
+			return err
+		}
+		tasks, bad, err := b.List()
+		if err != nil {
+			return err
+		}
+		for _, e := range bad {
+			fmt.Fprintf(stderr, "collab: skipped %v\n", e)
+		}
+		return p.list(slices.DeleteFunc(tasks, func(t task.Task) bool { return !keep(t) }))
+	case "show":
+		t, evs, err := b.Events(id)
+		if err != nil {
+			return err
+		}
+		return p.show(t, evs)
+	case "next":
+		t, err := b.Next(agent)
+		if errors.Is(err, task.ErrNoneReady) {
+			return &exitError{code: exitNoneReady, msg: "no ready task in channel " + ch}
+		}
+		if err != nil {
+			return err
+		}
+		return p.one(t)
+	}
+	var t task.Task
+	switch sub {
+	case "claim":
+		t, err = b.Claim(id, agent)
+	case "checkpoint":
+		t, err = b.Checkpoint(id, agent, text)
+	case "done":
+		t, err = b.Finish(id, agent, text)
+	case "fail":
+		t, err = b.Fail(id, agent, text)
+	}
+	var ce *task.ClaimedError
+	if errors.As(err, &ce) {
+		return &exitError{code: exitClaimed, msg: err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	return p.one(t)
+}
+
+// statusFilter returns a filter for --status.
+func statusFilter(status []string) (func(task.Task) bool, error) {
+	if len(status) == 0 {
+		return func(task.Task) bool { return true }, nil
+	}
+	want := map[string]bool{}
+	for _, s := range status {
+		s = strings.ToLower(strings.TrimSpace(s))
+		switch s {
+		case task.Pending, task.Claimed, task.Done, task.Failed, "ready":
+			want[s] = true
+		default:
+			return nil, usageErrorf("task list: --status %q is not one of pending, ready, claimed, done, failed", s)
+		}
+	}
+	return func(t task.Task) bool { return want[t.Status] || want["ready"] && t.Ready }, nil
+}
+
+// taskPrinter prints tasks as text or JSON.
+type taskPrinter struct {
+	w    io.Writer
+	json bool
+}
+
+func (p taskPrinter) one(t task.Task) error {
+	if p.json {
+		return writeJSON(p.w, t)
+	}
+	_, err := fmt.Fprintf(p.w, "%s %s\n", t.ID, stateText(t))
+	return err
+}
+
+func (p taskPrinter) list(tasks []task.Task) error {
+	if p.json {
+		if tasks == nil {
+			tasks = []task.Task{} // [] when there are none
+		}
+		return writeJSON(p.w, tasks)
+	}
+	if len(tasks) == 0 {
+		_, err := fmt.Fprintln(p.w, "no tasks")
+		return err
+	}
+	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tAGE\tTITLE")
+	now := time.Now()
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, stateText(t), shortAge(now.Sub(t.Updated)), oneLine(t.Title))
+	}
+	return tw.Flush()
+}
+
+func (p taskPrinter) show(t task.Task, evs []task.Event) error {
+	if p.json {
+		if evs == nil {
+			evs = []task.Event{}
+		}
+		return writeJSON(p.w, struct {
+			task.Task
+			History []task.Event `json:"history"`
+		}{t, evs})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %s\n", t.ID, oneLine(t.Title))
+	fmt.Fprintf(&b, "state:   %s\n", stateText(t))
+	fmt.Fprintf(&b, "added:   %s by %s\n", t.Created.Local().Format(time.DateTime), t.CreatedBy)
+	if len(t.Depends) > 0 {
+		fmt.Fprintf(&b, "depends: %s\n", strings.Join(t.Depends, ", "))
+	}
+	if t.Body != "" {
+		b.WriteString("\n")
+		indent(&b, t.Body)
+	}
+	if len(evs) > 0 {
+		b.WriteString("\nevents:\n")
+	}
+	for _, e := range evs {
+		fmt.Fprintf(&b, "  %s  %-10s %s", e.Time.Local().Format(time.DateTime), e.Event, e.Agent)
+		if e.Host != "" {
+			fmt.Fprintf(&b, "@%s", e.Host)
+		}
+		if s := cmp.Or(e.Summary, e.Outcome, e.Error, e.Note); s != "" {
+			fmt.Fprintf(&b, ": %s", oneLine(s))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+// stateText is a task's state in words: "claimed by codex", "pending,
+// waits for t1".
+func stateText(t task.Task) string {
+	switch {
+	case t.Status == task.Claimed:
+		return "claimed by " + t.Owner
+	case t.Status == task.Pending && !t.Ready:
+		return "pending, waits for " + strings.Join(t.Blockers, ", ")
+	case t.Status == task.Pending:
+		return "ready"
+	}
+	return t.Status
+}
+
+// oneLine shortens text to its first line, with control characters shown
+// escaped.
+func oneLine(s string) string {
+	line, _, cut := strings.Cut(s, "\n")
+	var b strings.Builder
+	for _, r := range line {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	if cut {
+		b.WriteString(" …")
+	}
+	return b.String()
+}
+
+func shortAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(int(d.Seconds()), 0))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

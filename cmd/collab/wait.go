@@ -1,0 +1,147 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"collab/channel"
+	"collab/delegate"
+	"collab/natsbus"
+	"collab/tree"
+)
+
+// exitTimeout is the exit code of send --wait and wait when no reply came
+// in time.
+const exitTimeout = 3
+
+// defaultWaitTimeout bounds send --wait and wait unless --timeout says
+// otherwise.
+const defaultWaitTimeout = 10 * time.Minute
+
+func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("wait", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab wait --reply-to ID [--channel C] [--from B] [--timeout D] [--json]
+
+Wait for the reply to a message (the first message whose in_reply_to is ID)
+and print its text. Exit 0 with the reply, 3 when none came within
+--timeout.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	var ch string
+	replyTo := fs.String("reply-to", "", "id of the message whose reply to wait for")
+	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
+	fs.StringVarP(&ch, "session", "s", "", "same as --channel")
+	from := fs.String("from", "", "only a reply from this agent")
+	timeout := fs.Duration("timeout", defaultWaitTimeout, "give up after this long (0: wait until interrupted)")
+	poll := fs.Duration("poll", delegate.DefaultPoll, "how often to look at the channel")
+	asJSON := fs.Bool("json", false, "print the whole reply as JSON")
+	nf := addNATSFlags(fs)
+	rootf := rootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("wait: unexpected argument %q", fs.Arg(0))
+	}
+	ch = cmp.Or(ch, getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
+	if ch == "" {
+		return usageErrorf("wait: no channel: use --channel or set COLLAB_CHANNEL")
+	}
+	if err := tree.CheckName("channel", ch); err != nil {
+		return usageErrorf("wait: %v", err)
+	}
+	if *replyTo == "" {
+		return usageErrorf("wait: --reply-to is required")
+	}
+	if _, err := channel.ParseID(*replyTo); err != nil {
+		return usageErrorf("wait: --reply-to %q is not a message id", *replyTo)
+	}
+	if *from != "" {
+		if err := tree.CheckName("agent", *from); err != nil {
+			return usageErrorf("wait: %v", err)
+		}
+	}
+	if *timeout < 0 || *poll <= 0 {
+		return usageErrorf("wait: --timeout must not be negative and --poll must be positive")
+	}
+	w := replyWait{root: tree.Resolve(*rootf, getenv), channel: ch, id: *replyTo, timeout: *timeout,
+		opt: delegate.Options{From: *from, Poll: *poll}, json: *asJSON}
+	return w.run(ctx, nf, getenv, stdout, stderr)
+}
+
+// replyWait is one wait for a reply, as send --wait and wait do it.
+type replyWait struct {
+	root    tree.Root
+	channel string
+	id      string
+	timeout time.Duration // 0: none
+	opt     delegate.Options
+	json    bool
+	bus     *natsbus.Bus // if set, announcements wake the wait; else connect when configured
+}
+
+// run waits and prints the reply's text (or the reply as JSON). NATS, if
+// configured, wakes it as soon as a message is announced.
+func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, stderr io.Writer) error {
+	if w.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.timeout)
+		defer cancel()
+	}
+	if o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), nil); ok && w.bus == nil {
+		bus, err := connectOptional(ctx, o, stderr)
+		if err != nil {
+			return fmt.Errorf("wait: %w", err)
+		}
+		if bus != nil {
+			defer bus.Close()
+		}
+		w.bus = bus
+	}
+	if bus := w.bus; bus != nil {
+		wake := make(chan string, 64)
+		sub, err := bus.Subscribe([]string{w.channel}, func(m channel.Message) {
+			if m.Metadata.InReplyTo != w.id {
+				return
+			}
+			select {
+			case wake <- m.File:
+			default: // the next poll finds it
+			}
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "collab: warning: waiting by polling only: %v\n", err)
+		} else {
+			defer sub.Stop()
+			w.opt.Wake = wake
+		}
+	}
+	m, err := delegate.Wait(ctx, w.root, w.channel, w.id, w.opt)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &exitError{code: exitTimeout, msg: fmt.Sprintf("no reply to %s within %s; keep waiting with: collab wait --channel %s --reply-to %s",
+			w.id, w.timeout, w.channel, w.id)}
+	case errors.Is(err, context.Canceled):
+		return &exitError{code: 1, msg: fmt.Sprintf("interrupted while waiting for the reply to %s", w.id)}
+	case err != nil:
+		return err
+	}
+	if w.json {
+		data, err := m.Encode()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", data)
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, m.Content.Text)
+	return err
+}

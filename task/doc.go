@@ -1,0 +1,59 @@
+// Package task is a channel's task board: work items that agents on any
+// host add, claim, report on and finish (SPEC §1, ROOT/tasks/CHANNEL/).
+//
+// # Files
+//
+//	ROOT/tasks/C/t7.json          task t7: title, body, dependencies, who added it
+//	ROOT/tasks/C/t7/000001.json   its first event
+//	ROOT/tasks/C/t7/000002.json   its second event, and so on
+//
+// Every file is created once with a no-replace publish (package safedir) and
+// never changed, renamed or removed. A task's id is "t" and a number: [Board.Add]
+// publishes t(N+1).json after the highest task it sees and moves on to the
+// next number when that name is taken, so two hosts never get one id.
+//
+// A task's state is its newest event; no events means pending. An event
+// says what happened (claimed, checkpoint, done, failed, released), who did
+// it, and the status and owner that follow. A transition publishes the
+// event under the next number, and a no-replace publish of one name
+// succeeds for exactly one writer, on every host: of many agents claiming
+// one pending task, one creates the event and the others find it, read the
+// new state and are told "claimed by X" ([ClaimedError]). Every loser
+// decides again from the state that won, so no transition is ever made
+// from a state that is gone. The events are also the task's log.
+//
+// The original tool kept tasks/{pending,claimed,completed} and moved files
+// between them. A rename replaces its target and may be replayed by an NFS
+// client, so two claimers could both believe they won; this layout never
+// renames.
+//
+// # States
+//
+//	pending  --claim-->       claimed (owner)
+//	claimed  --checkpoint-->  claimed        (owner only)
+//	claimed  --done-->        done           (owner only, with an outcome)
+//	claimed  --fail-->        failed         (owner only, with an error)
+//	claimed  --release-->     pending        (owner gone; see below)
+//
+// A pending task is ready when every task it depends on is done; only a
+// ready task can be claimed. Done and failed are final.
+//
+// # Stale claims
+//
+// A claim whose owner has shown no sign of life for [Board.Grace] (default
+// [DefaultGrace]) is released back to pending, with a "released" event that
+// says why. The owner is alive while its presence heartbeat (package
+// presence) is AWAKE and fresh; otherwise its last sign of life is the later
+// of that heartbeat and the task's newest event (a claim or checkpoint).
+// Every claim, next and list looks for such claims first, so no daemon is
+// needed. An agent that works without a watcher should checkpoint more often
+// than the grace period.
+//
+// # Caveats
+//
+//   - Ages compare the writer's clock with the reader's, as for presence:
+//     keep hosts in NTP sync.
+//   - A lookup on an NFS client may not yet show an event another host has
+//     published. Publishing then fails with "exists", and the writer looks
+//     again until it can read that event, so the only cost is a retry.
+package task
