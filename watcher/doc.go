@@ -18,12 +18,35 @@
 // the claim over. Before posting, the watcher reserves the reply's id with a
 // no-replace token, so at most one reply per message can ever be posted.
 //
+// # Replies that cannot be posted
+//
+// A reply is written to the outbox, ROOT/state/AGENT/outbox/, before it is
+// posted, and leaves it once it is in the channel. One that cannot be
+// posted (a full disk, a lost mount, a permission error) waits there and is
+// tried again at each poll, backing off up to 32 polls apart; the next
+// start posts the outbox before anything else. Each attempt first looks for
+// a reply already posted and posts under the reply token's id, so a retry
+// never makes a second reply. If the outbox cannot be written either (the
+// state is on the same full disk), the reply is kept in memory and retried
+// the same way; it is lost only if the watcher stops before there is room,
+// which it logs as an error.
+//
 // # Restarts
 //
 // The watcher keeps its cursors and the messages it has not yet handled in
 // ROOT/state/AGENT/watch.json. The first start begins at "now" (history is
 // not answered unless a replay is asked for); a restart resumes where the
 // last run stopped, so what arrived meanwhile is answered, once.
+//
+// watch.json, sessions.json and outbox entries carry a SHA-256 of their
+// content. A file that is truncated, bit-flipped or otherwise not what the
+// watcher wrote is logged, kept aside as NAME.corrupt-TIMESTAMP, and the
+// watcher recovers: it rescans its channels from RecoveryWindow ago
+// (default 6 h) and answers what has no reply. Claims, reply tokens and the
+// agent's own replies in the channel (metadata.in_reply_to) say what was
+// answered, so nothing is answered twice; a message older than the window
+// is not answered, and neither the day's budget nor guard notices already
+// posted are remembered. Files from before checksums load unchecked.
 //
 // # Runaway guards
 //

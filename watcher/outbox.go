@@ -295,6 +295,7 @@ func (w *watcher) deliver(e *outboxEntry) (string, error) {
 		// By another watcher, or by an earlier attempt whose success was
 		// reported as a failure.
 		w.log.Info("not posting: the reply is already posted", keyMsg, e.Message, keyReply, id, "token_fresh", fresh)
+		w.replied[e.ref()] = id
 		w.finishClaim(&it, claim.Replied, id, "")
 		return "", nil
 	case errors.Is(err, channel.ErrTooLarge) || errors.Is(err, tree.ErrBadName):
