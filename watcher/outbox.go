@@ -19,11 +19,14 @@ import (
 // disk (ENOSPC), a lost mount or a permission error does not lose a reply
 // the model has already written.
 //
-// A reply is written to ROOT/state/AGENT/outbox/CHANNEL.MESSAGE.json
-// (sealed, like watch.json) before it is posted, and the file is removed
-// once the reply is in the channel. A reply that cannot be posted stays
-// there and is tried again at each poll, backing off from Poll to 32×Poll;
-// at startup the outbox is posted before anything else. When the outbox
+// A reply that cannot be posted is written to
+// ROOT/state/AGENT/outbox/CHANNEL.MESSAGE.json (sealed, like watch.json),
+// tried again at each poll, backing off from Poll to 32×Poll, and the file
+// is removed once the reply is in the channel; at startup the outbox is
+// posted before anything else. (Writing every reply to the outbox before
+// posting it would cost two more fsyncs a reply and buy little: a watcher
+// that dies before posting leaves the message pending and claimed, and the
+// next start answers it again under the same reply token.) When the outbox
 // file itself cannot be written (the state is on the same full disk), the
 // reply is kept in memory, retried the same way, and its file is written as
 // soon as there is room: only such a reply is lost if the watcher stops
@@ -232,18 +235,16 @@ func (w *watcher) post(it *item, text, status string, extra map[string]json.RawM
 		Channel: m.SessionID, Message: m.Key(), From: m.From, Hops: m.Metadata.Hops,
 		Status: status, Reply: reply, Created: w.now(), owned: true,
 	}
-	// Durable first: a crash or a full channel disk from here on keeps the
-	// reply. Without room for it, memory keeps it.
-	perr := w.persist(e)
-	w.outbox.entries = append(w.outbox.entries, e)
+	// The common case costs no outbox write: post at once. A crash before
+	// the post leaves the message pending with its claim, and the next
+	// start answers it again (under the same reply token).
 	id, err := w.deliver(e)
 	if err == nil {
-		w.drop(e)
-		w.outbox.fails = 0
 		return id
 	}
 	w.outboxFailed()
-	if perr != nil {
+	w.outbox.entries = append(w.outbox.entries, e)
+	if perr := w.persist(e); perr != nil {
 		w.log.Error("cannot post the reply nor keep it on disk; kept in memory and retried (lost if the watcher stops first)",
 			keyMsg, m.ID, keyErr, err, "outbox_err", perr)
 	} else {
