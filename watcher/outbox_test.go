@@ -366,3 +366,51 @@ func dotFiles(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestOutboxCorruptEntry: an outbox entry damaged between runs is kept
+// aside and its message answered again, once (the reply token reserved by
+// the first run names the one reply).
+func TestOutboxCorruptEntry(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	r1 := &fakeRunner{}
+	cfg1 := config(root, r1)
+	disk := &flakyDisk{root: root}
+	disk.full.Store(true)
+	watcher.SetWriteMessage(&cfg1, disk.write)
+	h1 := start(t, cfg1)
+	m := send(t, root, agent, "answer me")
+	waitFor(t, "the reply to go to the outbox", func() bool {
+		return len(h1.logs.find("cannot post the reply; kept in the outbox and retried", "msg_id", m.ID)) == 1
+	})
+	h1.stop()
+	entry := filepath.Join(root.State(agent), "outbox", chName+"."+m.ID+".json")
+	data, err := os.ReadFile(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(entry, data[:len(data)/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r2 := &fakeRunner{}
+	cfg2 := config(root, r2)
+	cfg2.ClaimGrace = 1
+	h2 := start(t, cfg2)
+	waitReplies(t, root, m.ID)
+	waitSettled(t, root, agent)
+	h2.stop()
+	if n := len(h2.logs.find("corrupt outbox entry; the message will be answered again", "msg_id", m.ID)); n != 1 {
+		t.Errorf("%d log lines about the corrupt entry, want 1", n)
+	}
+	if aside, _ := filepath.Glob(entry + ".corrupt-*"); len(aside) != 1 {
+		t.Errorf("corrupt copies: %q, want 1", aside)
+	}
+	if got := outboxFiles(t, root); len(got) != 1 || !strings.Contains(got[0], ".corrupt-") {
+		t.Errorf("outbox = %q, want only the corrupt copy", got)
+	}
+	checkOnce(t, root, r2, m)
+	if tried := disk.attempts(); len(tried) == 0 || repliesTo(messages(t, root), m.ID)[0].ID != tried[0].ID {
+		t.Errorf("the reply does not use the id the first run reserved")
+	}
+}
