@@ -211,7 +211,8 @@ func PIDAlive(pid int) bool {
 
 // Write atomically replaces the heartbeat of s.AgentID, creating the
 // presence folder if needed. An empty Timestamp is written as the current
-// time.
+// time. A write that fails at any step (a full disk, a size limit) leaves
+// the previous heartbeat whole and no temp file behind.
 func Write(root tree.Root, s Status) error {
 	if err := tree.CheckName("agent", s.AgentID); err != nil {
 		return err

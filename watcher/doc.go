@@ -18,12 +18,40 @@
 // the claim over. Before posting, the watcher reserves the reply's id with a
 // no-replace token, so at most one reply per message can ever be posted.
 //
+// # Replies that cannot be posted
+//
+// A reply that cannot be posted (a full disk, a lost mount, a permission
+// error) is kept in the outbox, ROOT/state/AGENT/outbox/, and tried again at
+// each poll, backing off up to 32 polls apart; the next start posts the
+// outbox before anything else. Each attempt first looks for a reply already
+// posted and posts under the reply token's id, so a retry never makes a
+// second reply, even when a failed write had in fact landed. If the outbox
+// cannot be written either (the state is on the same full disk), the reply
+// is kept in memory, retried the same way, and written to the outbox as
+// soon as there is room; it is lost only if the watcher stops before that,
+// which it logs as an error. Meanwhile the message's claim stays "working"
+// and is not refreshed: after the claim grace another watcher of the agent
+// may take it over and run the CLI again, and the reply token still lets
+// only one reply through.
+//
 // # Restarts
 //
 // The watcher keeps its cursors and the messages it has not yet handled in
 // ROOT/state/AGENT/watch.json. The first start begins at "now" (history is
 // not answered unless a replay is asked for); a restart resumes where the
 // last run stopped, so what arrived meanwhile is answered, once.
+//
+// watch.json, sessions.json and outbox entries carry a SHA-256 of their
+// content. A file that is truncated, bit-flipped or otherwise not what the
+// watcher wrote is logged, kept aside as NAME.corrupt-TIMESTAMP, and the
+// watcher recovers: it rescans its channels from RecoveryWindow ago
+// (default 6 h) and answers every message for the agent that has no
+// reply. Claims, reply tokens and the agent's own replies in the channel
+// (metadata.in_reply_to) say what was answered, so nothing is answered
+// twice. Limits: a message older than the window is not answered; one in
+// the window that predates the watcher's first start is (the first-start
+// point was in the lost file); the day's budget and which threads got a
+// guard notice are forgotten. Files from before checksums load unchecked.
 //
 // # Runaway guards
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"time"
 
 	"collab/safedir"
@@ -32,7 +33,8 @@ func (w *watcher) janitor(ctx context.Context) {
 }
 
 func (w *watcher) sweep() {
-	dirs := []string{w.cfg.Root.State(w.cfg.Agent), w.cfg.Root.Presence()}
+	state := w.cfg.Root.State(w.cfg.Agent)
+	dirs := []string{state, filepath.Join(state, outboxDir), filepath.Join(state, "jobs"), w.cfg.Root.Presence()}
 	for _, ch := range w.cfg.Channels {
 		dirs = append(dirs, w.cfg.Root.Channel(ch), w.cfg.Root.Claims(ch))
 	}

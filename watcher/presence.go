@@ -22,6 +22,9 @@ func (w *watcher) setPresence(what, msgID string) {
 		Queue:      len(w.queue),
 		Counters:   map[string]int64{"handled": int64(w.handled), "failed": int64(w.failed)},
 	}
+	if n := len(w.outbox.entries); n > 0 {
+		s.Counters["outbox"] = int64(n) // replies waiting to be posted
+	}
 	if what == presence.StateOffline {
 		s.State, s.Substate = presence.StateOffline, ""
 	}

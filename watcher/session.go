@@ -38,7 +38,9 @@ type sessions struct {
 	m     map[string]session
 }
 
-func loadSessions(root tree.Root, agent, cli, scope string, ttl time.Duration) (*sessions, error) {
+// loadSessions reads sessions.json. A corrupt file is set aside (see
+// setAside) and reported with an error; the sessions start empty.
+func loadSessions(root tree.Root, agent, cli, scope string, ttl time.Duration, now time.Time) (*sessions, error) {
 	s := &sessions{root: root, agent: agent, cli: cli, scope: scope, ttl: ttl, m: make(map[string]session)}
 	d, err := safedir.Open(root.State(agent))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -55,11 +57,29 @@ func loadSessions(root tree.Root, agent, cli, scope string, ttl time.Duration) (
 	if err != nil {
 		return s, err
 	}
-	if err := json.Unmarshal(data, &s.m); err != nil {
-		s.m = make(map[string]session)
-		return s, fmt.Errorf("corrupt %s: %w", sessionsFile, err)
+	m, err := decodeSessions(data)
+	if err != nil {
+		return s, setAside(d, sessionsFile, now, err)
 	}
+	s.m = m
 	return s, nil
+}
+
+// decodeSessions decodes sessions.json, sealed or a bare map (before
+// sealing).
+func decodeSessions(data []byte) (map[string]session, error) {
+	payload, _, err := unseal(data)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]session
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	if m == nil {
+		m = make(map[string]session)
+	}
+	return m, nil
 }
 
 // key is the session key of a message in channel ch and thread.
@@ -110,7 +130,7 @@ func (s *sessions) drop(key string) error {
 }
 
 func (s *sessions) save() error {
-	data, err := json.MarshalIndent(s.m, "", "  ")
+	data, err := seal(s.m)
 	if err != nil {
 		return err
 	}

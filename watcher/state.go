@@ -1,6 +1,9 @@
 package watcher
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,9 +51,133 @@ type ref struct {
 	ID      string `json:"id"`
 }
 
-// loadState reads the agent's state. A missing file is (nil, nil); a
-// corrupt one is an error that says so.
-func loadState(root tree.Root, agent string) (*state, error) {
+// The watcher's own files (watch.json, sessions.json, outbox entries) are
+// sealed: written as
+//
+//	{"version": 2, "sha256": "HEX", "state": PAYLOAD}
+//
+// where HEX is the SHA-256 of PAYLOAD's compact JSON. A truncated or
+// bit-flipped file either does not parse or does not match its sum; both
+// are errCorrupt. Every single-bit flip is caught: one in PAYLOAD changes
+// the sum, and one in the indentation turns a space or newline into a
+// character JSON refuses. Files written before sealing (watch.json version
+// 1, a bare sessions map) still load, unchecked.
+const sealedVersion = 2
+
+// errCorrupt is wrapped by the errors of files that are not what the
+// watcher wrote: truncated, bit-flipped, or of an unknown version.
+var errCorrupt = errors.New("watcher: corrupt state file")
+
+type sealedFile struct {
+	Version int             `json:"version"`
+	SHA256  string          `json:"sha256"`
+	State   json.RawMessage `json:"state"`
+}
+
+// seal returns the sealed form of v.
+func seal(v any) ([]byte, error) {
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(payload)
+	data, err := json.MarshalIndent(sealedFile{Version: sealedVersion, SHA256: hex.EncodeToString(sum[:]), State: payload}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// unseal returns the payload of a sealed file whose sum matches. A file
+// that is a JSON object without a numeric version, or with a version older
+// than sealing, is returned whole with sealed false: the caller decodes it
+// as the old format. Anything else is an error that wraps errCorrupt.
+func unseal(data []byte) (payload []byte, sealed bool, err error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	if top == nil {
+		return nil, false, fmt.Errorf("%w: null", errCorrupt)
+	}
+	var version int
+	raw, ok := top["version"]
+	if !ok || json.Unmarshal(raw, &version) != nil {
+		// No numeric version: the old sessions map (a channel may be
+		// named "version", but its value is an object).
+		return data, false, nil
+	}
+	switch {
+	case version >= 1 && version < sealedVersion:
+		return data, false, nil
+	case version != sealedVersion:
+		return nil, false, fmt.Errorf("%w: unknown version %d", errCorrupt, version)
+	}
+	var f sealedFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	if len(f.State) == 0 {
+		return nil, false, fmt.Errorf("%w: no state", errCorrupt)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, f.State); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	sum := sha256.Sum256(compact.Bytes())
+	if got := hex.EncodeToString(sum[:]); got != f.SHA256 {
+		return nil, false, fmt.Errorf("%w: checksum mismatch (file says %.16q, content is %.16s…)", errCorrupt, f.SHA256, got)
+	}
+	return compact.Bytes(), true, nil
+}
+
+// corruptError reports a state file that was unreadable as data and has
+// been set aside.
+type corruptError struct {
+	path  string // the file
+	aside string // its new name, "" if it could not be moved
+	err   error  // what is wrong with it
+	move  error  // why it could not be moved
+}
+
+func (e *corruptError) Error() string {
+	if e.aside == "" {
+		return fmt.Sprintf("%s: %v (could not set it aside: %v)", e.path, e.err, e.move)
+	}
+	return fmt.Sprintf("%s: %v; kept as %s", e.path, e.err, e.aside)
+}
+
+func (e *corruptError) Unwrap() error { return e.err }
+
+// setAside renames a corrupt file of d to NAME.corrupt-TIMESTAMP (never
+// replacing an earlier one) so that it can be examined, and returns a
+// corruptError describing it.
+func setAside(d *safedir.Dir, name string, now time.Time, bad error) error {
+	ce := &corruptError{path: d.Path() + "/" + name, err: bad}
+	base := name + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+	for i := 0; i < 100; i++ {
+		aside := base
+		if i > 0 {
+			aside = fmt.Sprintf("%s-%d", base, i)
+		}
+		if _, err := d.Lstat(aside); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if ce.move = d.Rename(name, aside); ce.move == nil {
+			ce.aside = aside
+		}
+		return ce
+	}
+	ce.move = errors.New("too many corrupt copies")
+	return ce
+}
+
+// loadState reads the agent's state. A missing file is (nil, nil). A file
+// that is not what a watcher wrote (truncated, bit-flipped, unknown
+// version) is renamed watch.json.corrupt-TIMESTAMP and reported with an
+// error wrapping errCorrupt; an unreadable one (permissions, I/O) is an
+// error left in place.
+func loadState(root tree.Root, agent string, now time.Time) (*state, error) {
 	d, err := safedir.Open(root.State(agent))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -66,19 +193,32 @@ func loadState(root tree.Root, agent string) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
-	var s state
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("corrupt state %s/%s: %w", d.Path(), stateFile, err)
+	s, err := decodeState(data)
+	if err != nil {
+		return nil, setAside(d, stateFile, now, err)
 	}
-	if s.Version != 1 {
-		return nil, fmt.Errorf("state %s/%s: unknown version %d", d.Path(), stateFile, s.Version)
+	return s, nil
+}
+
+// decodeState decodes watch.json, sealed or of version 1.
+func decodeState(data []byte) (*state, error) {
+	payload, sealed, err := unseal(data)
+	if err != nil {
+		return nil, err
+	}
+	var s state
+	if err := json.Unmarshal(payload, &s); err != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	if !sealed && s.Version != 1 {
+		return nil, fmt.Errorf("%w: unknown version %d", errCorrupt, s.Version)
 	}
 	return &s, nil
 }
 
 func saveState(root tree.Root, agent string, s *state) error {
-	s.Version = 1
-	data, err := json.MarshalIndent(s, "", "  ")
+	s.Version = 1 // of the payload; the file's is sealedVersion
+	data, err := seal(s)
 	if err != nil {
 		return err
 	}

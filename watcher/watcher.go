@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -91,6 +90,10 @@ type Config struct {
 	// claims and state by writers that crashed mid-write, are removed at
 	// start and hourly; default safedir.DefaultOrphanAge (36h), <0 never.
 	OrphanAge time.Duration
+	// RecoveryWindow is how far back a watcher rescans its channels when
+	// its state file is corrupt or unreadable; default
+	// DefaultRecoveryWindow. Messages older than that are not answered.
+	RecoveryWindow time.Duration
 
 	Replay *Replay // nil: first start begins now, restarts resume
 	Wakers []Waker
@@ -103,7 +106,14 @@ type Config struct {
 	Publisher Publisher
 	Logger    *slog.Logger
 	Now       func() time.Time
+
+	// writeMessage, if set, replaces the channel writer (tests inject
+	// write errors through it).
+	writeMessage func(*channel.Message) error
 }
+
+// DefaultRecoveryWindow is Config.RecoveryWindow's default.
+const DefaultRecoveryWindow = 6 * time.Hour
 
 func (c *Config) setDefaults() error {
 	if err := tree.CheckName("agent", c.Agent); err != nil {
@@ -158,6 +168,7 @@ func (c *Config) setDefaults() error {
 	if c.OrphanAge == 0 {
 		c.OrphanAge = safedir.DefaultOrphanAge
 	}
+	def(&c.RecoveryWindow, DefaultRecoveryWindow)
 	defInt := func(n *int, v int) {
 		if *n == 0 {
 			*n = v
@@ -236,6 +247,8 @@ type watcher struct {
 	awaiting map[string]question // session key → job awaiting its asker's answer
 	budget   budget
 
+	outbox outbox // replies not yet posted
+
 	started     time.Time
 	lastReply   time.Time
 	lastReplyID string
@@ -282,11 +295,13 @@ func (w *watcher) startup() error {
 			}
 		}
 	}
-	st, err := loadState(w.cfg.Root, w.cfg.Agent)
-	if err != nil {
-		// Not silent, and nothing is answered twice: claims remember.
-		w.log.Error("state unreadable; starting from now", keyErr, err)
-		st = nil
+	st, err := loadState(w.cfg.Root, w.cfg.Agent, w.started)
+	recovering := err != nil
+	if recovering {
+		// Rescan a window: claims, reply tokens and the replies in the
+		// channel say what was answered, so nothing is answered twice.
+		w.log.Error("state unreadable; recovering: rescanning the channels", keyErr, err,
+			"from", w.started.Add(-w.cfg.RecoveryWindow), "window", w.cfg.RecoveryWindow)
 	}
 	for _, ch := range w.cfg.Channels {
 		// The folder must exist for fsnotify to watch it.
@@ -302,6 +317,8 @@ func (w *watcher) startup() error {
 			if c, ok := st.Channels[ch]; ok {
 				cur, seekEnd = c, false
 			}
+		case recovering:
+			cur, seekEnd = channel.Cursor{Floor: w.started.Add(-w.cfg.RecoveryWindow)}, false
 		}
 		r, err := channel.NewReader(w.cfg.Root, ch, cur, channel.ReaderOptions{Now: w.cfg.Now})
 		if err != nil {
@@ -315,16 +332,19 @@ func (w *watcher) startup() error {
 		w.readers[ch] = r
 	}
 	var serr error
-	w.sess, serr = loadSessions(w.cfg.Root, w.cfg.Agent, w.cfg.CLI, w.cfg.SessionScope, w.cfg.SessionTTL)
+	w.sess, serr = loadSessions(w.cfg.Root, w.cfg.Agent, w.cfg.CLI, w.cfg.SessionScope, w.cfg.SessionTTL, w.started)
 	if serr != nil {
 		w.log.Warn("sessions unreadable; starting new ones", keyErr, serr)
 	}
+	// Replies of an earlier run go out first.
+	requeue := w.loadOutbox()
+	w.retryOutbox(true)
 	if st != nil {
 		w.budget = st.Budget
 		maps.Copy(w.awaiting, st.Awaiting)
 		for _, p := range st.Pending {
-			if !slices.Contains(w.cfg.Channels, p.Channel) {
-				continue
+			if _, done := w.replied[p]; done || !slices.Contains(w.cfg.Channels, p.Channel) || w.outbox.find(p) != nil {
+				continue // answered from the outbox, or waiting there
 			}
 			m, err := channel.Lookup(w.cfg.Root, p.Channel, p.ID)
 			if err != nil {
@@ -338,9 +358,10 @@ func (w *watcher) startup() error {
 			w.guards.noticed[t] = at
 		}
 	}
+	w.requeue(requeue)
 	w.save()
 	w.idle()
-	w.log.Info("watching", "channels", w.cfg.Channels, "pending", len(w.queue), "resumed", st != nil)
+	w.log.Info("watching", "channels", w.cfg.Channels, "pending", len(w.queue), "resumed", st != nil, "recovering", recovering, "outbox", len(w.outbox.entries))
 	return nil
 }
 
@@ -415,14 +436,17 @@ func (w *watcher) loop(ctx context.Context) error {
 			w.save()
 		}
 	}
+	w.closeOutbox()
 	w.setPresence(presence.StateOffline, "")
 	w.save()
 	w.log.Info("stopped", "handled", w.handled, "failed", w.failed)
 	return nil
 }
 
-// poll scans every channel and queues what is for the agent.
+// poll retries the outbox, scans every channel and queues what is for
+// the agent.
 func (w *watcher) poll() {
+	w.retryOutbox(false)
 	for _, ch := range w.cfg.Channels {
 		msgs, skips, err := w.readers[ch].Scan()
 		if err != nil {
@@ -771,63 +795,6 @@ func mustJSON(v any) json.RawMessage {
 
 func jsonString(s string) json.RawMessage { return mustJSON(s) }
 
-// post posts text as the one reply to the item and finishes its claim with
-// status. It returns the reply's id, or "" if nothing was posted.
-func (w *watcher) post(it *item, text, status string, extra map[string]json.RawMessage) string {
-	m := &it.msg
-	if id, ok := w.alreadyReplied(it); ok {
-		w.log.Info("not posting: a reply exists", keyMsg, m.ID, keyReply, id)
-		w.finishClaim(it, claim.Replied, id, "")
-		return ""
-	}
-	id, fresh, err := w.claims.ReserveReply(m.SessionID, m.Key(), channel.NewID(w.cfg.Agent, w.now(), randHex4()))
-	if err != nil {
-		w.log.Error("cannot reserve the reply", keyMsg, m.ID, keyErr, err)
-		w.finishClaim(it, claim.Failed, "", err.Error())
-		return ""
-	}
-	reply := &channel.Message{
-		ID:        id,
-		SessionID: m.SessionID,
-		From:      w.cfg.Agent,
-		To:        m.From,
-		Type:      "chat",
-		Content:   channel.Content{Text: text},
-		Metadata: channel.Metadata{
-			Mode:      "watcher",
-			Turn:      w.cfg.Agent,
-			InReplyTo: m.ID,
-			Hops:      m.Metadata.Hops + 1,
-			Thread:    m.ThreadID(),
-			Host:      w.cfg.Host,
-			Extra:     extra,
-		},
-	}
-	if !tree.ValidName(m.From) {
-		reply.To = channel.Broadcast // a foreign sender name we cannot address
-	}
-	err = w.postFile(reply)
-	// Output near the CLI cap does not fit in a message once JSON-escaped:
-	// cut it until it does.
-	for size := min(len(text), channel.MaxMessageSize-8<<10); errors.Is(err, channel.ErrTooLarge) && size > 1; size /= 2 {
-		reply.Content.Text = cut(text, size)
-		err = w.postFile(reply)
-	}
-	if errors.Is(err, fs.ErrExist) {
-		w.log.Info("not posting: the reply was posted by another watcher", keyMsg, m.ID, keyReply, id, "token_fresh", fresh)
-		w.finishClaim(it, claim.Replied, id, "")
-		return ""
-	}
-	if err != nil {
-		w.log.Error("cannot post the reply", keyMsg, m.ID, keyErr, err)
-		w.finishClaim(it, claim.Failed, "", err.Error())
-		return ""
-	}
-	w.replied[it.ref()] = id
-	w.finishClaim(it, status, id, "")
-	return id
-}
-
 // stopByGuard records that a guard stopped the item and posts at most one
 // notice for its thread.
 func (w *watcher) stopByGuard(it *item, guard, why string) {
@@ -863,7 +830,11 @@ func (w *watcher) stopByGuard(it *item, guard, why string) {
 
 // postFile writes a message to its channel, then announces it.
 func (w *watcher) postFile(m *channel.Message) error {
-	if err := w.writer.Post(m); err != nil {
+	write := w.writer.Post
+	if w.cfg.writeMessage != nil {
+		write = w.cfg.writeMessage
+	}
+	if err := write(m); err != nil {
 		return err
 	}
 	if w.cfg.Publisher != nil {

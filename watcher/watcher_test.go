@@ -529,8 +529,9 @@ func TestRestartPending(t *testing.T) {
 	}
 }
 
-// TestCorruptState: an unreadable state file is logged and the watcher
-// runs anyway, from now.
+// TestCorruptState: an unreadable state file is logged, kept aside, and
+// the watcher recovers: it rescans the recovery window and answers what
+// has no reply (scenario 11; see state_test.go for more).
 func TestCorruptState(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct{ name, content string }{
@@ -552,19 +553,29 @@ func TestCorruptState(t *testing.T) {
 			r := &fakeRunner{}
 			h := start(t, config(root, r))
 			m := send(t, root, agent, "hello")
-			waitReplies(t, root, m.ID)
+			waitReplies(t, root, m.ID, old.ID)
 			waitSettled(t, root, agent)
-			if len(h.logs.find("state unreadable; starting from now")) != 1 {
+			if len(h.logs.find("state unreadable; recovering: rescanning the channels")) != 1 {
 				t.Errorf("no log line about the unreadable state")
 			}
-			if n := len(r.callsFor(old.ID)); n != 0 {
-				t.Errorf("history answered %d times after a corrupt state, want 0 (start from now)", n)
+			aside, _ := filepath.Glob(filepath.Join(root.State(agent), "watch.json.corrupt-*"))
+			if len(aside) != 1 {
+				t.Errorf("corrupt copies kept: %q, want 1", aside)
+			} else if got, _ := os.ReadFile(aside[0]); string(got) != tt.content {
+				t.Errorf("the corrupt copy holds %q, want %q", got, tt.content)
 			}
 			// The state is rewritten and good for the next start.
 			h.stop()
 			h2 := start(t, config(root, r))
-			if len(h2.logs.find("state unreadable; starting from now")) != 0 {
+			if len(h2.logs.find("state unreadable; recovering: rescanning the channels")) != 0 {
 				t.Errorf("the state is still unreadable after a run")
+			}
+			h2.stop()
+			msgs := messages(t, root)
+			for _, m := range []channel.Message{old, m} {
+				if n, runs := len(repliesTo(msgs, m.ID)), len(r.callsFor(m.ID)); n != 1 || runs != 1 {
+					t.Errorf("%q: %d replies, %d CLI runs, want 1 and 1", m.Content.Text, n, runs)
+				}
 			}
 		})
 	}

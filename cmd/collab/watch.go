@@ -65,6 +65,7 @@ Flags:
 	replay := fs.String("replay-since", "", "on start, also answer history: since a DURATION ago or after message ID")
 	noNotify := fs.Bool("no-fsnotify", false, "poll only; do not use inotify to wake early")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	recoveryWindow := fs.Duration("recovery-window", watcher.DefaultRecoveryWindow, "when the state file is corrupt, answer what has no reply from this far back")
 	allowWorld := fs.Bool("allow-world-writable", false, "run even though a folder of the tree is world-writable without the sticky bit")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
@@ -126,26 +127,27 @@ Flags:
 		return err
 	}
 	cfg := watcher.Config{
-		Root:         root,
-		Agent:        *agent,
-		Channels:     *channels,
-		Runner:       runner,
-		CLI:          *cli,
-		SessionScope: *sessionScope,
-		SessionTTL:   *sessionTTL,
-		BudgetUSD:    *budget,
-		Memory:       *memory,
-		Context:      *contextN,
-		Workdir:      *workdir,
-		Timeout:      *timeout,
-		PostErrors:   *postErrors,
-		Poll:         *poll,
-		Heartbeat:    *heartbeat,
-		Grace:        *grace,
-		ClaimGrace:   *claimGrace,
-		MaxHops:      *maxHops,
-		Rate:         *rate,
-		PairRate:     *pairRate,
+		Root:           root,
+		RecoveryWindow: *recoveryWindow,
+		Agent:          *agent,
+		Channels:       *channels,
+		Runner:         runner,
+		CLI:            *cli,
+		SessionScope:   *sessionScope,
+		SessionTTL:     *sessionTTL,
+		BudgetUSD:      *budget,
+		Memory:         *memory,
+		Context:        *contextN,
+		Workdir:        *workdir,
+		Timeout:        *timeout,
+		PostErrors:     *postErrors,
+		Poll:           *poll,
+		Heartbeat:      *heartbeat,
+		Grace:          *grace,
+		ClaimGrace:     *claimGrace,
+		MaxHops:        *maxHops,
+		Rate:           *rate,
+		PairRate:       *pairRate,
 	}
 	if *contextN == 0 {
 		cfg.Context = -1

@@ -1,0 +1,416 @@
+package watcher_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"collab/channel"
+	"collab/claim"
+	"collab/modelcli"
+	"collab/presence"
+	"collab/tree"
+	"collab/watcher"
+)
+
+// flakyDisk writes messages like a channel.Writer, except that while full
+// is set every write fails with ENOSPC, and the first landFail writes land
+// in the channel but report ENOSPC (an NFS reply lost after the write).
+type flakyDisk struct {
+	root     tree.Root
+	full     atomic.Bool
+	landFail atomic.Int64
+	fails    atomic.Int64
+
+	mu    sync.Mutex
+	tried []channel.Message // every message it was asked to write
+}
+
+func (d *flakyDisk) write(m *channel.Message) error {
+	d.mu.Lock()
+	d.tried = append(d.tried, *m)
+	d.mu.Unlock()
+	enospc := &fs.PathError{Op: "write", Path: ".tmp", Err: syscall.ENOSPC}
+	if d.full.Load() {
+		d.fails.Add(1)
+		return enospc
+	}
+	if err := (&channel.Writer{Root: d.root}).Post(m); err != nil {
+		return err
+	}
+	if d.landFail.Add(-1) >= 0 {
+		d.fails.Add(1)
+		return enospc
+	}
+	return nil
+}
+
+func (d *flakyDisk) attempts() []channel.Message {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.tried)
+}
+
+// outboxFiles returns the names in the agent's outbox.
+func outboxFiles(t testing.TB, root tree.Root) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(root.State(agent), "outbox"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// checkOnce checks that each message got exactly one reply and one CLI run.
+func checkOnce(t *testing.T, root tree.Root, r *fakeRunner, msgs ...channel.Message) {
+	t.Helper()
+	all := messages(t, root)
+	for _, m := range msgs {
+		if n, runs := len(repliesTo(all, m.ID)), len(r.callsFor(m.ID)); n != 1 || runs != 1 {
+			t.Errorf("%q: %d replies, %d CLI runs, want 1 and 1", m.Content.Text, n, runs)
+		}
+	}
+}
+
+// TestOutboxFullDisk: a reply that cannot be posted (ENOSPC) waits in the
+// outbox, on disk, is retried, and is posted once when space returns; a
+// write that landed but reported ENOSPC is not posted twice (scenario 4).
+func TestOutboxFullDisk(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		full     bool  // ENOSPC until the test frees space
+		landFail int64 // writes that land but report ENOSPC
+	}{
+		{name: "no space, then space", full: true},
+		{name: "written but reported failed", landFail: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			r := &fakeRunner{}
+			cfg := config(root, r)
+			disk := &flakyDisk{root: root}
+			disk.full.Store(tt.full)
+			disk.landFail.Store(tt.landFail)
+			watcher.SetWriteMessage(&cfg, disk.write)
+			h := start(t, cfg)
+
+			m := send(t, root, agent, "answer me")
+			waitFor(t, "the reply to go to the outbox", func() bool {
+				return len(h.logs.find("cannot post the reply; kept in the outbox and retried", "msg_id", m.ID)) == 1
+			})
+			if tt.full {
+				if got := outboxFiles(t, root); len(got) != 1 || got[0] != chName+"."+m.ID+".json" {
+					t.Errorf("outbox = %q, want the reply's entry", got)
+				}
+				waitFor(t, "retries", func() bool { return disk.fails.Load() >= 3 })
+				waitFor(t, "presence to count the outbox", func() bool {
+					return readPresence(t, root, agent).Counters["outbox"] == 1
+				})
+				if n := len(repliesTo(messages(t, root), m.ID)); n != 0 {
+					t.Fatalf("%d replies visible while the disk is full", n)
+				}
+				disk.full.Store(false)
+			}
+			msgs := waitReplies(t, root, m.ID)
+			waitFor(t, "the outbox to empty", func() bool { return len(outboxFiles(t, root)) == 0 })
+			waitSettled(t, root, agent)
+			if err := h.stop(); err != nil {
+				t.Fatal(err)
+			}
+			checkOnce(t, root, r, m)
+			reply := repliesTo(msgs, m.ID)[0]
+			if reply.Content.Text != "reply to "+m.ID || reply.To != "alice" {
+				t.Errorf("reply = %q to %q, want the CLI's answer to alice", reply.Content.Text, reply.To)
+			}
+			if c, err := readClaim(root, agent, m.ID); err != nil || c.Status != claim.Replied || c.Reply != reply.ID {
+				t.Errorf("claim = %+v, %v; want replied with %s", c, err, reply.ID)
+			}
+			for _, a := range disk.attempts() {
+				if a.ID != reply.ID {
+					t.Errorf("an attempt used id %s, the reply is %s: one reply token, one id", a.ID, reply.ID)
+				}
+			}
+		})
+	}
+}
+
+// TestOutboxRestart: replies left in the outbox by a watcher that stopped
+// while the disk was full are posted by the next start, first and once,
+// without running the CLI again, also when an attempt had in fact landed.
+func TestOutboxRestart(t *testing.T) {
+	t.Parallel()
+	for _, landed := range []bool{false, true} {
+		name := map[bool]string{false: "never posted", true: "an attempt landed"}[landed]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			r1 := &fakeRunner{}
+			cfg1 := config(root, r1)
+			disk := &flakyDisk{root: root}
+			disk.full.Store(true)
+			watcher.SetWriteMessage(&cfg1, disk.write)
+			h1 := start(t, cfg1)
+			m := send(t, root, agent, "answer me")
+			waitFor(t, "the reply to go to the outbox", func() bool {
+				return len(h1.logs.find("cannot post the reply; kept in the outbox and retried", "msg_id", m.ID)) == 1
+			})
+			if err := h1.stop(); err != nil {
+				t.Fatal(err)
+			}
+			if len(h1.logs.find("replies left in the outbox; posted at the next start")) != 1 {
+				t.Errorf("the first run did not say that replies are left in the outbox")
+			}
+			if got := outboxFiles(t, root); len(got) != 1 {
+				t.Fatalf("outbox after the first run = %q, want one entry", got)
+			}
+			if landed {
+				// One of the attempts reached the server after all.
+				tried := disk.attempts()
+				post(t, root, tried[len(tried)-1])
+			} else if n := len(repliesTo(messages(t, root), m.ID)); n != 0 {
+				t.Fatalf("%d replies after the first run, want 0", n)
+			}
+
+			r2 := &fakeRunner{reply: func(c runCall) (modelcli.Response, error) {
+				if c.msgID() == m.ID {
+					t.Errorf("the second run ran the CLI again for %s", c.msgID())
+				}
+				return modelcli.Response{Text: "reply to " + c.msgID()}, nil
+			}}
+			cfg2 := config(root, r2)
+			cfg2.ClaimGrace = 1 // the first run's claim is judged gone at once
+			h2 := start(t, cfg2)
+			msgs := waitReplies(t, root, m.ID)
+			waitFor(t, "the outbox to empty", func() bool { return len(outboxFiles(t, root)) == 0 })
+			waitSettled(t, root, agent)
+			other := send(t, root, agent, "business as usual")
+			waitReplies(t, root, other.ID)
+			h2.stop()
+
+			checkOnce(t, root, r1, m)
+			msgs = messages(t, root)
+			if n := len(repliesTo(msgs, m.ID)); n != 1 {
+				t.Errorf("%d replies, want 1", n)
+			}
+			want := "replied from the outbox"
+			if landed {
+				want = "not posting: the reply is already posted"
+			}
+			if len(h2.logs.find(want, "msg_id", m.ID)) != 1 {
+				t.Errorf("the second run did not log %q", want)
+			}
+			reply := repliesTo(msgs, m.ID)[0]
+			if c, err := readClaim(root, agent, m.ID); err != nil || c.Status != claim.Replied || c.Reply != reply.ID {
+				t.Errorf("claim = %+v, %v; want replied with %s", c, err, reply.ID)
+			}
+		})
+	}
+}
+
+// TestOutboxInMemory: when the outbox cannot be written either (the state
+// is on the same full disk), the reply is kept in memory, retried, posted
+// once when the channel has room; a watcher stopped before that says the
+// reply is lost.
+func TestOutboxInMemory(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	if err := os.MkdirAll(root.State(agent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The outbox cannot be created: its name is taken by a file.
+	if err := os.WriteFile(filepath.Join(root.State(agent), "outbox"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &fakeRunner{}
+	cfg := config(root, r)
+	disk := &flakyDisk{root: root}
+	disk.full.Store(true)
+	watcher.SetWriteMessage(&cfg, disk.write)
+	h := start(t, cfg)
+
+	m := send(t, root, agent, "answer me")
+	waitFor(t, "the reply to be kept in memory", func() bool {
+		return len(h.logs.find("cannot post the reply nor keep it on disk; kept in memory and retried (lost if the watcher stops first)", "msg_id", m.ID)) == 1
+	})
+	waitFor(t, "retries", func() bool { return disk.fails.Load() >= 3 })
+	disk.full.Store(false)
+	waitReplies(t, root, m.ID)
+	waitSettled(t, root, agent)
+
+	lost := send(t, root, agent, "this one is lost")
+	disk.full.Store(true)
+	waitFor(t, "the second reply to be kept in memory", func() bool {
+		return len(h.logs.find("cannot post the reply nor keep it on disk; kept in memory and retried (lost if the watcher stops first)", "msg_id", lost.ID)) == 1
+	})
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.logs.find("replies lost: no room to keep them on disk")) != 1 {
+		t.Errorf("no log line about the lost reply")
+	}
+	msgs := messages(t, root)
+	if n := len(repliesTo(msgs, m.ID)); n != 1 {
+		t.Errorf("%d replies to the first message, want 1", n)
+	}
+	if n := len(repliesTo(msgs, lost.ID)); n != 0 {
+		t.Errorf("%d replies to the lost one, want 0", n)
+	}
+}
+
+// TestOutboxRealFullDisk runs a watcher on a small tmpfs that fills up
+// while the CLI runs: the reply is kept (in memory: the state is on the
+// same disk), the heartbeat file stays whole, no temp file is left, and
+// the reply is posted once when space returns. Needs root for the mount.
+func TestOutboxRealFullDisk(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	root := tree.Root(dir)
+	release := make(chan struct{})
+	r := &fakeRunner{reply: blockUntil(release), started: make(chan runCall, 1)}
+	cfg := config(root, r)
+	h := start(t, cfg)
+	m := send(t, root, agent, "answer me")
+	<-r.started
+
+	filler := fill(t, filepath.Join(dir, "filler"))
+	before := readPresence(t, root, agent)
+	close(release)
+	waitFor(t, "the reply to be kept in memory", func() bool {
+		return len(h.logs.find("cannot post the reply nor keep it on disk; kept in memory and retried (lost if the watcher stops first)", "msg_id", m.ID)) == 1
+	})
+	waitFor(t, "a failed heartbeat", func() bool { return len(h.logs.find("cannot write presence")) > 0 })
+	if got := readPresence(t, root, agent); got.AgentID != agent || got.State != presence.StateAwake {
+		t.Errorf("presence after failed writes = %+v, want the last good heartbeat (%+v)", got, before)
+	}
+	if n := len(repliesTo(messages(t, root), m.ID)); n != 0 {
+		t.Fatalf("%d replies while the disk is full", n)
+	}
+	for _, d := range []string{root.Channel(chName), root.Presence(), root.State(agent)} {
+		if tmp := dotFiles(t, d); len(tmp) > 0 {
+			t.Errorf("temp files left in %s: %q", d, tmp)
+		}
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitReplies(t, root, m.ID)
+	waitSettled(t, root, agent)
+	h.stop()
+	checkOnce(t, root, r, m)
+	if got := outboxFiles(t, root); len(got) != 0 {
+		t.Errorf("outbox = %q after the reply, want empty", got)
+	}
+}
+
+// fill writes path until the filesystem is full, and returns path.
+func fill(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, size := range []int{64 << 10, 4 << 10, 1} {
+		buf := make([]byte, size)
+		for {
+			if _, err := f.Write(buf); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+	}
+	return path
+}
+
+// dotFiles returns the dot-files (temp files) in dir.
+func dotFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestOutboxCorruptEntry: an outbox entry damaged between runs is kept
+// aside and its message answered again, once (the reply token reserved by
+// the first run names the one reply).
+func TestOutboxCorruptEntry(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	r1 := &fakeRunner{}
+	cfg1 := config(root, r1)
+	disk := &flakyDisk{root: root}
+	disk.full.Store(true)
+	watcher.SetWriteMessage(&cfg1, disk.write)
+	h1 := start(t, cfg1)
+	m := send(t, root, agent, "answer me")
+	waitFor(t, "the reply to go to the outbox", func() bool {
+		return len(h1.logs.find("cannot post the reply; kept in the outbox and retried", "msg_id", m.ID)) == 1
+	})
+	h1.stop()
+	entry := filepath.Join(root.State(agent), "outbox", chName+"."+m.ID+".json")
+	data, err := os.ReadFile(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(entry, data[:len(data)/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r2 := &fakeRunner{}
+	cfg2 := config(root, r2)
+	cfg2.ClaimGrace = 1
+	h2 := start(t, cfg2)
+	waitReplies(t, root, m.ID)
+	waitSettled(t, root, agent)
+	h2.stop()
+	if n := len(h2.logs.find("corrupt outbox entry; the message will be answered again", "msg_id", m.ID)); n != 1 {
+		t.Errorf("%d log lines about the corrupt entry, want 1", n)
+	}
+	if aside, _ := filepath.Glob(entry + ".corrupt-*"); len(aside) != 1 {
+		t.Errorf("corrupt copies: %q, want 1", aside)
+	}
+	if got := outboxFiles(t, root); len(got) != 1 || !strings.Contains(got[0], ".corrupt-") {
+		t.Errorf("outbox = %q, want only the corrupt copy", got)
+	}
+	checkOnce(t, root, r2, m)
+	if tried := disk.attempts(); len(tried) == 0 || repliesTo(messages(t, root), m.ID)[0].ID != tried[0].ID {
+		t.Errorf("the reply does not use the id the first run reserved")
+	}
+}
