@@ -327,7 +327,11 @@ func TestNewRefusesBadIdentity(t *testing.T) {
 func TestInboxTools(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	_, cs := connect(t, root)
-	w := &channel.Writer{Root: root}
+	// A second apart: messages posted within one millisecond would be in
+	// no fixed order (SPEC §2), and ack until an id covers what sorts
+	// before it.
+	clock := time.Now().Add(-time.Hour)
+	w := &channel.Writer{Root: root, Now: func() time.Time { clock = clock.Add(time.Second); return clock }}
 	post := func(from, to, text string) *channel.Message {
 		t.Helper()
 		m := &channel.Message{SessionID: "dev", From: from, To: to, Content: channel.Content{Text: text}}
@@ -408,7 +412,7 @@ func TestInboxTools(t *testing.T) {
 	}
 	var read ReadResult
 	if e := call(t, cs, "channel_read", map[string]any{"since": d.ID}, &read); e != "" || len(read.Messages) != 1 {
-		t.Fatalf("channel_read = %+v, %s", read, e)
+		t.Fatalf("channel_read since %s = %+v, %s; all %+v", d.ID, read, e, messages(t, root))
 	}
 	if got := unread("inbox_peek"); len(got) != 0 {
 		t.Errorf("after channel_read: %v unread, want none", ids(got))
