@@ -116,10 +116,14 @@ func (openaiWriter) error(w http.ResponseWriter, status int, message string) {
 // item returns the output item for rep, in its final (done) form.
 func (openaiWriter) item(r Request, rep Reply) map[string]any {
 	if rep.Call != nil {
-		return map[string]any{
+		item := map[string]any{
 			"type": "function_call", "id": fmt.Sprintf("fc_fake%04d", r.Seq), "status": "completed",
 			"call_id": fmt.Sprintf("call_fake%04d", r.Seq), "name": rep.Call.Name, "arguments": rep.Call.argsJSON(),
 		}
+		if rep.Call.Namespace != "" {
+			item["namespace"] = rep.Call.Namespace
+		}
+		return item
 	}
 	return map[string]any{
 		"type": "message", "id": fmt.Sprintf("msg_fake%04d", r.Seq), "status": "completed", "role": "assistant",

@@ -20,7 +20,7 @@
 // (or [Server.Always]) decides; without a script, [Echo] answers "echo: "
 // and the first line of the prompt, or "tool said: " and the output of a
 // tool the CLI just ran. A reply is text ([Text]), one tool call ([Tool],
-// [Shell], [ReadFile], which pick the tool each CLI offers), or an HTTP
+// [Shell], [ReadFile], [MCPTool], which pick the tool each CLI offers), or an HTTP
 // error with the API's own error body ([Error]); [Reply.After] delays it,
 // [Reply.Slowly] paces its events, [Reply.Hung] stops it after the first
 // chunk until the client goes away or the server closes.

@@ -3,6 +3,7 @@ package fakemodel
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,6 +33,9 @@ type Reply struct {
 type Call struct {
 	Name string         // the tool, as the CLI named it in the request
 	Args map[string]any // its arguments
+	// Namespace is the group the tool was offered in (OpenAI Responses
+	// "namespace" tools, as Codex offers MCP tools); "" for none.
+	Namespace string
 }
 
 // Text answers s.
@@ -80,6 +84,28 @@ func ReadFile(path string) Reply {
 			return &Call{Name: "read_file", Args: map[string]any{"file_path": path}}, nil
 		}
 		return Shell("cat '" + strings.ReplaceAll(path, "'", `'\''`) + "'").tool(r)
+	}}
+}
+
+// MCPTool answers with a call of tool served by the MCP server named server,
+// however the CLI offers it: Claude Code's "mcp__SERVER__TOOL", Codex's
+// tool TOOL in namespace "mcp__SERVER", Gemini CLI's TOOL or
+// "SERVER__TOOL". A request offering none is answered with a text that
+// says so.
+func MCPTool(server, tool string, args map[string]any) Reply {
+	return Reply{tool: func(r Request) (*Call, error) {
+		prefixed := "mcp__" + server + "__" + tool
+		switch {
+		case r.HasTool(prefixed):
+			return &Call{Name: prefixed, Args: args}, nil
+		case slices.Contains(r.Namespaces["mcp__"+server], tool):
+			return &Call{Namespace: "mcp__" + server, Name: tool, Args: args}, nil
+		case r.HasTool(server + "__" + tool):
+			return &Call{Name: server + "__" + tool, Args: args}, nil
+		case r.API == Gemini && r.HasTool(tool):
+			return &Call{Name: tool, Args: args}, nil
+		}
+		return nil, fmt.Errorf("no MCP tool %s of server %s among %v", tool, server, r.Tools)
 	}}
 }
 

@@ -45,6 +45,10 @@ type Request struct {
 	System   string    // the system prompt (instructions), parts joined by "\n"
 	Messages []Message // the conversation as sent, oldest first
 	Tools    []string  // names of the tools offered to the model
+	// Namespaces holds the tools offered in a group (OpenAI Responses
+	// namespaces, such as Codex's "mcp__SERVER"): group name to its tools'
+	// names, which are in Tools too.
+	Namespaces map[string][]string
 }
 
 // Message is one entry of a conversation, normalised across the APIs.
@@ -294,8 +298,12 @@ func decodeOpenAI(r *Request) error {
 	for _, t := range body.Tools {
 		switch {
 		case len(t.Tools) > 0: // a namespace: its tools
+			if r.Namespaces == nil {
+				r.Namespaces = map[string][]string{}
+			}
 			for _, sub := range t.Tools {
 				r.Tools = append(r.Tools, sub.Name)
+				r.Namespaces[t.Name] = append(r.Namespaces[t.Name], sub.Name)
 			}
 		case t.Name != "":
 			r.Tools = append(r.Tools, t.Name)

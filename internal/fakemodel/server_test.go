@@ -369,6 +369,60 @@ func TestSystemToolsAndContext(t *testing.T) {
 	}
 }
 
+// TestMCPTool: MCPTool calls an MCP server's tool the way each CLI offers
+// it; Codex's comes back with its namespace, which Codex needs to route it.
+func TestMCPTool(t *testing.T) {
+	args := map[string]any{"message": "hi"}
+	for _, tt := range []struct {
+		name, path, body string
+		api              fakemodel.API
+		wantTool         string
+		wantNamespace    string
+	}{
+		{"claude", "/v1/messages", `{"model":"m","stream":true,"tools":[{"name":"Bash"},{"name":"mcp__collab__channel_send"}],
+			"messages":[{"role":"user","content":"go"}]}`, fakemodel.Anthropic, "mcp__collab__channel_send", ""},
+		{"codex", "/v1/responses", `{"model":"m","stream":true,"tools":[{"type":"function","name":"channel_send"},
+			{"type":"namespace","name":"mcp__collab","tools":[{"type":"function","name":"who"},{"type":"function","name":"channel_send"}]}],
+			"input":"go"}`, fakemodel.OpenAI, "channel_send", "mcp__collab"},
+		{"gemini", "/v1beta/models/g:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"channel_send"}]}],
+			"contents":[{"role":"user","parts":[{"text":"go"}]}]}`, fakemodel.Gemini, "channel_send", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := fakemodel.Start(t)
+			s.Next(fakemodel.MCPTool("collab", "channel_send", args))
+			evs := readSSE(t, post(t, s, tt.path, tt.body).Body)
+			got := decodeStream(t, tt.api, evs)
+			if got.tool != tt.wantTool || got.args != `{"message":"hi"}` || !got.done {
+				t.Errorf("call %+v, want %s with the arguments", got, tt.wantTool)
+			}
+			if tt.api == fakemodel.OpenAI {
+				ns := ""
+				for _, ev := range evs {
+					if item, ok := ev.data["item"].(map[string]any); ok && ev.data["type"] == "response.output_item.done" {
+						ns, _ = item["namespace"].(string)
+					}
+				}
+				if ns != tt.wantNamespace {
+					t.Errorf("namespace %q, want %q", ns, tt.wantNamespace)
+				}
+				if got := s.Requests()[0].Namespaces["mcp__collab"]; strings.Join(got, ",") != "who,channel_send" {
+					t.Errorf("Namespaces = %v", s.Requests()[0].Namespaces)
+				}
+			}
+		})
+	}
+	// Offered nowhere: a text that says so.
+	s := fakemodel.Start(t)
+	s.Next(fakemodel.MCPTool("collab", "who", nil))
+	var msg struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	decodeJSON(t, post(t, s, "/v1/messages", `{"model":"m","tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"q"}]}`), &msg)
+	if len(msg.Content) != 1 || !strings.Contains(msg.Content[0].Text, "no MCP tool who") {
+		t.Errorf("reply %+v, want a text naming the missing tool", msg)
+	}
+}
+
 func TestScriptOrder(t *testing.T) {
 	s := fakemodel.Start(t)
 	ask := func() string {
