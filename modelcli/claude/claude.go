@@ -128,7 +128,7 @@ type Adapter struct {
 	// MCPServers are stdio MCP servers given with --mcp-config too, their
 	// tools allowed.
 	MCPServers []modelcli.MCPServer
-	Env            []string // KEY=VALUE, added after the inherited environment
+	Env        []string // KEY=VALUE, added after the inherited environment
 
 	MaxOutput int           // longest stdout line and reply kept; 0: proc.DefaultMaxStdout
 	KillGrace time.Duration // SIGTERM to SIGKILL; 0: proc.DefaultKillGrace

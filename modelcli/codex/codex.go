@@ -113,7 +113,7 @@ type Adapter struct {
 	// MCPServers are stdio MCP servers declared with -c, their tools
 	// approved.
 	MCPServers []modelcli.MCPServer
-	Env     []string // KEY=VALUE, added after the inherited environment
+	Env        []string // KEY=VALUE, added after the inherited environment
 
 	MaxOutput int           // longest stdout line and reply kept; 0: proc.DefaultMaxStdout
 	KillGrace time.Duration // SIGTERM to SIGKILL; 0: proc.DefaultKillGrace
