@@ -125,10 +125,10 @@ type Adapter struct {
 	MaxTurns       int      // --max-turns; 0: the CLI's (no limit)
 	SystemPrompt   string   // --append-system-prompt; "": none
 	MCPConfig      string   // --mcp-config (a file or JSON) with --strict-mcp-config; "": none
+	Env            []string // KEY=VALUE, added after the inherited environment
 	// MCPServers are stdio MCP servers given with --mcp-config too, their
 	// tools allowed.
 	MCPServers []modelcli.MCPServer
-	Env        []string // KEY=VALUE, added after the inherited environment
 
 	MaxOutput int           // longest stdout line and reply kept; 0: proc.DefaultMaxStdout
 	KillGrace time.Duration // SIGTERM to SIGKILL; 0: proc.DefaultKillGrace

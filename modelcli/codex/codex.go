@@ -110,10 +110,10 @@ type Adapter struct {
 	Model   string   // --model; "" is the CLI's default
 	Args    []string // options of codex exec, each exactly one argument
 	Sandbox string   // --sandbox; "" is DefaultSandbox
+	Env     []string // KEY=VALUE, added after the inherited environment
 	// MCPServers are stdio MCP servers declared with -c, their tools
 	// approved.
 	MCPServers []modelcli.MCPServer
-	Env        []string // KEY=VALUE, added after the inherited environment
 
 	MaxOutput int           // longest stdout line and reply kept; 0: proc.DefaultMaxStdout
 	KillGrace time.Duration // SIGTERM to SIGKILL; 0: proc.DefaultKillGrace
