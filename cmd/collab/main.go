@@ -7,7 +7,7 @@
 //	collab read    --channel C [--follow]                  show a channel
 //	collab who     [AGENT…]                                show presence
 //	collab watch   --agent A --channel C --cli CLI [--mcp] run an agent's watcher
-//	collab jobs    [list|show|kill] …                      the watchers' model runs
+//	collab jobs    [show|kill JOB]                         the watchers' model runs
 //	collab archive --channel C --older-than D              archive old messages
 //	collab wait    --reply-to ID                           wait for a reply
 //	collab task    add|list|claim|next|done|fail …         the task board
