@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,25 +13,20 @@ import (
 	"collab/tree"
 )
 
-// codexNoToolSearch is a model Codex has no metadata for. For the models
-// it knows, Codex 0.169 defers MCP tools behind its client-side tool_search
-// (the model must search before it can call them), which the fake model
-// does not script; for others it offers them directly, in namespace
-// mcp__collab. It warns about the model and goes on.
-const codexNoToolSearch = "gpt-4.1"
-
 // TestWatchMCPRealCLIs: `collab watch --mcp` with the real claude and codex
-// CLIs. The fake model calls the MCP tool channel_send mid-task; the
+// CLIs. The fake model calls the MCP tool channel_send mid-task (Codex
+// defers MCP tools: the model first finds it with tool_search); the
 // message lands on the channel of the message being answered (the watcher
 // watches two), from the agent, one hop deeper; then the model's final
 // words, which quote the tool's result, are the reply. The root has a
 // space in it: every argument of the server stays one argument.
 func TestWatchMCPRealCLIs(t *testing.T) {
 	for _, tc := range []struct {
-		cli, name, model string
+		cli, name string
+		calls     string // the tool calls the model made, as the CLI sent them back
 	}{
-		{"claude", fakemodel.ClaudeCode, ""},
-		{"codex", fakemodel.CodexCLI, codexNoToolSearch},
+		{"claude", fakemodel.ClaudeCode, "mcp__collab__channel_send"},
+		{"codex", fakemodel.CodexCLI, "tool_search channel_send"},
 	} {
 		t.Run(tc.cli, func(t *testing.T) {
 			t.Parallel()
@@ -44,7 +38,7 @@ func TestWatchMCPRealCLIs(t *testing.T) {
 			}
 			agent := tc.cli
 			startWatcher(t, root, agent, "dev", c.Env, "--channel", "ops",
-				"--cli", tc.cli, "--cmd", c.Path, "--model", cmp.Or(tc.model, c.Model), "--workdir", c.Dir, "--timeout", "60s", "--mcp")
+				"--cli", tc.cli, "--cmd", c.Path, "--model", c.Model, "--workdir", c.Dir, "--timeout", "60s", "--mcp")
 			env := map[string]string{"COLLAB_ROOT": root}
 
 			srv.Next(fakemodel.MCPTool("collab", "channel_send", map[string]any{"message": "posted mid-task through MCP", "to": "human"}))
@@ -84,14 +78,22 @@ func TestWatchMCPRealCLIs(t *testing.T) {
 			if !strings.Contains(reply.Content.Text, "tool said:") || !strings.Contains(reply.Content.Text, m.ID) {
 				t.Errorf("reply %q; want the model's words quoting the tool's result (id %s)", reply.Content.Text, m.ID)
 			}
+			reqs := srv.Requests()
+			var calls []string
+			for _, p := range reqs[len(reqs)-1].ToolCalls() {
+				calls = append(calls, p.Tool)
+			}
+			if strings.Join(calls, " ") != tc.calls {
+				t.Errorf("tool calls %q, want %q", calls, tc.calls)
+			}
 			j := waitJob(t, root, agent, id, jobs.Completed)
-			calls := 0
+			sends := 0
 			for _, ev := range j.Events {
 				if ev.Kind == modelcli.EventToolCall && strings.Contains(ev.Tool, "channel_send") {
-					calls++
+					sends++
 				}
 			}
-			if calls != 1 {
+			if sends != 1 {
 				t.Errorf("job events %+v; want one channel_send tool call", j.Events)
 			}
 		})

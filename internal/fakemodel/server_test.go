@@ -411,8 +411,39 @@ func TestMCPTool(t *testing.T) {
 			}
 		})
 	}
-	// Offered nowhere: a text that says so.
+	// Codex with the tools deferred: first a search, then, once the search's
+	// result offers the namespace, the call.
 	s := fakemodel.Start(t)
+	s.Next(fakemodel.MCPTool("collab", "channel_send", args), fakemodel.Text("after"))
+	evs := readSSE(t, post(t, s, "/v1/responses", `{"model":"m","stream":true,"tools":[{"type":"tool_search","execution":"client"}],"input":"go"}`).Body)
+	var search map[string]any
+	for _, ev := range evs {
+		if ev.data["type"] == "response.output_item.done" {
+			search = ev.data["item"].(map[string]any)
+		}
+	}
+	if search["type"] != "tool_search_call" || search["execution"] != "client" || search["arguments"].(map[string]any)["query"] != "channel_send" {
+		t.Fatalf("first reply %v, want a client tool_search_call for channel_send", search)
+	}
+	followUp := `{"model":"m","stream":true,"tools":[{"type":"tool_search","execution":"client"}],"input":[
+		{"type":"message","role":"user","content":"go"},
+		{"type":"tool_search_call","call_id":"` + search["call_id"].(string) + `","execution":"client","arguments":{"query":"channel_send"}},
+		{"type":"tool_search_output","call_id":"` + search["call_id"].(string) + `","execution":"client","status":"completed",
+		 "tools":[{"type":"namespace","name":"mcp__collab","tools":[{"type":"function","name":"channel_send"}]}]}]}`
+	evs = readSSE(t, post(t, s, "/v1/responses", followUp).Body)
+	if got := decodeStream(t, fakemodel.OpenAI, evs); got.tool != "channel_send" || got.args != `{"message":"hi"}` {
+		t.Errorf("after the search: %+v, want the call", got)
+	}
+	req := s.Requests()[1]
+	if res, ok := req.ToolResult(); !ok || res.Text != "mcp__collab.channel_send" || !req.HasTool("channel_send") {
+		t.Errorf("follow-up request: result %+v, tools %v", res, req.Tools)
+	}
+	if got := decodeStream(t, fakemodel.OpenAI, readSSE(t, post(t, s, "/v1/responses", followUp).Body)); got.text != "after" {
+		t.Errorf("third reply %+v, want the next queued one", got)
+	}
+
+	// Offered nowhere: a text that says so.
+	s = fakemodel.Start(t)
 	s.Next(fakemodel.MCPTool("collab", "who", nil))
 	var msg struct {
 		Content []struct{ Text string } `json:"content"`

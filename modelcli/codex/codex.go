@@ -32,7 +32,9 @@
 //     tools run without asking (codex exec cannot ask; without it every
 //     call fails with "requires approval"). Codex gives a server only a
 //     few basic variables (HOME, PATH, …) of its environment, plus those
-//     named in env_vars.
+//     named in env_vars. It offers the model the server's tools in
+//     namespace mcp__NAME, for the models it knows behind its tool_search
+//     (the model searches, then calls).
 //   - Resume (resume THREAD_ID, after every option): [modelcli.Request.Session],
 //     the thread id of an earlier [modelcli.Response]. It must be a UUID:
 //     Codex would take anything else for a thread name and, finding none,
