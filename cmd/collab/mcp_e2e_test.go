@@ -18,8 +18,11 @@ import (
 // defers MCP tools: the model first finds it with tool_search); the
 // message lands on the channel of the message being answered (the watcher
 // watches two), from the agent, one hop deeper; then the model's final
-// words, which quote the tool's result, are the reply. The root has a
-// space in it: every argument of the server stays one argument.
+// words, which quote the tool's result, are the reply. A message on the
+// other channel gets tools on that channel (document_append), and the
+// first channel's session resumes with the tools still there
+// (document_create). The root has a space in it: every argument of the
+// server stays one argument.
 func TestWatchMCPRealCLIs(t *testing.T) {
 	for _, tc := range []struct {
 		cli, name string
@@ -95,6 +98,30 @@ func TestWatchMCPRealCLIs(t *testing.T) {
 			}
 			if sends != 1 {
 				t.Errorf("job events %+v; want one channel_send tool call", j.Events)
+			}
+
+			// A message on the other channel: a new session, whose tools
+			// act on dev.
+			srv.Next(fakemodel.MCPTool("collab", "document_append", map[string]any{"content": "- from " + agent + "\n"}))
+			second := strings.TrimSpace(runCollab(t, env, "", "send", "--agent", "human", "--channel", "dev", "--to", agent, "note it").stdout)
+			waitFor(t, func() bool { return len(replies(t, root, "dev", agent)[second]) == 1 })
+			data, err := os.ReadFile(filepath.Join(tree.Root(root).Docs("dev"), "notes.md"))
+			if err != nil || string(data) != "- from "+agent+"\n" {
+				t.Errorf("docs/dev/notes.md = %q, %v; want the appended line", data, err)
+			}
+			if _, err := os.Stat(tree.Root(root).Docs("ops")); err == nil {
+				t.Error("docs/ops exists; the second run's tools acted on ops")
+			}
+
+			// Back on ops: the first session resumes, with the tools again.
+			srv.Next(fakemodel.MCPTool("collab", "document_create", map[string]any{"file": "findings/x.md", "content": "x\n"}))
+			third := strings.TrimSpace(runCollab(t, env, "", "send", "--agent", "human", "--channel", "ops", "--to", agent, "write it down").stdout)
+			waitFor(t, func() bool { return len(replies(t, root, "ops", agent)[third]) == 1 })
+			if j3 := waitJob(t, root, agent, third, jobs.Completed); !j3.Resumed || j3.Session != j.Session {
+				t.Errorf("third job resumed=%v session %q; want a resume of %q", j3.Resumed, j3.Session, j.Session)
+			}
+			if data, err := os.ReadFile(filepath.Join(tree.Root(root).Docs("ops"), "findings", "x.md")); err != nil || string(data) != "x\n" {
+				t.Errorf("docs/ops/findings/x.md = %q, %v", data, err)
 			}
 		})
 	}
