@@ -73,12 +73,13 @@ type ReadResult struct {
 	More bool `json:"more,omitempty"`
 }
 
-func addChannelTools(s *Server) {
+func addChannelTools(s *Server) error {
 	addTool(s, "channel_send", "Post a message to the channel as this agent.", s.channelSend)
 	addTool(s, "channel_read", "Read the channel's messages, oldest first (the newest `limit` after `since`).",
 		func(ctx context.Context, in ReadArgs) (ReadResult, error) { return s.channelRead(ctx, in, true) })
 	addTool(s, "channel_peek", "Like channel_read, but marks nothing as read.",
 		func(ctx context.Context, in ReadArgs) (ReadResult, error) { return s.channelRead(ctx, in, false) })
+	return nil
 }
 
 func (s *Server) channelSend(ctx context.Context, in SendArgs) (SendResult, error) {

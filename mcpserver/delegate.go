@@ -25,9 +25,10 @@ type SendAndWaitResult struct {
 	TimedOut bool     `json:"timed_out,omitempty"`
 }
 
-func addDelegateTools(s *Server) {
+func addDelegateTools(s *Server) error {
 	addTool(s, "send_and_wait", "Send a message to an agent and wait for its reply (delegation). "+
 		"On timeout, timed_out is true and the reply may still come later in the channel.", s.sendAndWait)
+	return nil
 }
 
 func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWaitResult, error) {

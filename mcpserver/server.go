@@ -14,15 +14,28 @@
 //
 // Argument names follow the neighbouring system this was absorbed from
 // (seed 000): channel_send takes message (and to); channel_read and
-// channel_peek take since and limit; who; task_list, task_claim,
-// task_update; send_and_wait takes message, to and timeout_seconds. Results
-// are structured JSON (also sent as text). A failure is a tool error the
-// model can read, never a protocol error.
+// channel_peek take since and limit; inbox_check and inbox_peek take
+// nothing, inbox_ack takes until; document_read, document_write,
+// document_append and document_create take file and content (file
+// defaults to notes.md, the entry point), document_write also if_version;
+// document_list; who; task_list, task_claim, task_update; send_and_wait
+// takes message, to and timeout_seconds. Results are structured JSON (also
+// sent as text). A failure is a tool error the model can read, never a
+// protocol error: a document path that leaves the folder, a version
+// conflict (naming the current version), a bad name.
+//
+// # Reading and the inbox
+//
+// The inbox ([collab/inbox.Inbox]) covers the server's one channel. channel_read
+// acknowledges, in the inbox, every message up to the newest one it
+// returned, as seed 000 does (even older ones that limit left out);
+// channel_peek and inbox_peek acknowledge nothing; inbox_check
+// acknowledges what it shows.
 //
 // # Adding tools
 //
 // A group of tools is one file with one function that registers them,
-// listed in [toolsets]. Inside it, [addTool] takes a typed input struct
+// listed in [toolsets]; it may return an error, which fails [New]. Inside it, [addTool] takes a typed input struct
 // (its json and jsonschema tags are the arguments) and a handler.
 package mcpserver
 
@@ -88,13 +101,13 @@ type Server struct {
 }
 
 // toolsets registers every group of tools, in order.
-var toolsets = []func(*Server){
+var toolsets = []func(*Server) error{
 	addChannelTools,  // channel_send, channel_read, channel_peek
 	addWhoTool,       // who
 	addTaskTools,     // task_list, task_claim, task_update
 	addDelegateTools, // send_and_wait
-	// TODO(inbox): addInboxTools — inbox_check, inbox_ack, inbox_peek
-	// TODO(docs): addDocumentTools — document_read, _write, _append, _list, _create
+	addInboxTools,    // inbox_check, inbox_peek, inbox_ack; channel_read acknowledges
+	addDocumentTools, // document_read, document_write, document_append, document_list, document_create
 }
 
 // New returns a server with every tool registered.
@@ -121,13 +134,17 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, board: board}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "collab", Title: "collab bus for " + cfg.Agent, Version: Version},
 		&mcp.ServerOptions{
-			Instructions: fmt.Sprintf("You are agent %q on collab channel %q. Use channel_read to catch up, "+
-				"channel_send to talk (mention @agent to address someone), task_list/task_claim/task_update for the task board, "+
+			Instructions: fmt.Sprintf("You are agent %q on collab channel %q. Use inbox_check for the messages waiting for you, "+
+				"channel_read to catch up, channel_send to talk (mention @agent to address someone), "+
+				"document_read/document_write/document_append for the shared notes (notes.md first), "+
+				"task_list/task_claim/task_update for the task board, "+
 				"and send_and_wait to hand work to another agent and wait for its answer.", cfg.Agent, cfg.Channel),
 			Logger: cfg.Logger,
 		})
 	for _, add := range toolsets {
-		add(s)
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("mcp server: %w", err)
+		}
 	}
 	return s, nil
 }

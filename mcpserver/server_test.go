@@ -3,6 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"collab/channel"
+	"collab/inbox"
 	"collab/presence"
 	"collab/task"
 	"collab/tree"
@@ -107,7 +112,12 @@ func TestListTools(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"channel_peek", "channel_read", "channel_send", "send_and_wait", "task_claim", "task_list", "task_update", "who"}
+	want := []string{
+		"channel_peek", "channel_read", "channel_send",
+		"document_append", "document_create", "document_list", "document_read", "document_write",
+		"inbox_ack", "inbox_check", "inbox_peek",
+		"send_and_wait", "task_claim", "task_list", "task_update", "who",
+	}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
 	}
@@ -311,5 +321,195 @@ func TestNewRefusesBadIdentity(t *testing.T) {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v) succeeded", c)
 		}
+	}
+}
+
+func TestInboxTools(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	_, cs := connect(t, root)
+	// A second apart: messages posted within one millisecond would be in
+	// no fixed order (SPEC §2), and ack until an id covers what sorts
+	// before it.
+	clock := time.Now().Add(-time.Hour)
+	w := &channel.Writer{Root: root, Now: func() time.Time { clock = clock.Add(time.Second); return clock }}
+	post := func(from, to, text string) *channel.Message {
+		t.Helper()
+		m := &channel.Message{SessionID: "dev", From: from, To: to, Content: channel.Content{Text: text}}
+		if err := w.Post(m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	unread := func(tool string) []InboxItem {
+		t.Helper()
+		var res InboxResult
+		if e := call(t, cs, tool, nil, &res); e != "" {
+			t.Fatalf("%s: %s", tool, e)
+		}
+		if res.Channel != "dev" {
+			t.Errorf("%s channel = %q", tool, res.Channel)
+		}
+		return res.Unread
+	}
+	ids := func(items []InboxItem) []string {
+		var out []string
+		for _, it := range items {
+			out = append(out, it.Message.ID)
+		}
+		return out
+	}
+
+	a := post("human", "claude", "please look at the auth module")
+	post("human", "codex", "not for claude")
+	b := post("codex", "all", "@claude @gemini urgent: the build is blocked")
+	if got := unread("inbox_peek"); !slices.Equal(ids(got), []string{a.ID, b.ID}) || got[0].Priority != "normal" || got[1].Priority != "high" || !got[0].Message.Mentioned {
+		t.Fatalf("inbox_peek = %+v; want a (normal) and b (high)", got)
+	}
+	// Peek changes nothing; check shows the same and marks them read.
+	if got := unread("inbox_check"); !slices.Equal(ids(got), []string{a.ID, b.ID}) {
+		t.Errorf("inbox_check = %v", ids(got))
+	}
+	if got := unread("inbox_check"); len(got) != 0 {
+		t.Errorf("inbox_check again = %v; want nothing", ids(got))
+	}
+
+	// inbox_ack up to a message id: that one and the earlier ones.
+	c := post("human", "claude", "one")
+	d := post("human", "claude", "two")
+	var ack InboxAckResult
+	if e := call(t, cs, "inbox_ack", map[string]any{"until": c.ID}, &ack); e != "" || ack.Acknowledged != 1 {
+		t.Errorf("inbox_ack until c = %+v, %s; want 1", ack, e)
+	}
+	if got := unread("inbox_peek"); !slices.Equal(ids(got), []string{d.ID}) {
+		t.Errorf("after ack until c: %v, want only d", ids(got))
+	}
+	// Up to a time.
+	if e := call(t, cs, "inbox_ack", map[string]any{"until": "2999-01-01T00:00:00Z"}, &ack); e != "" || ack.Acknowledged != 1 {
+		t.Errorf("inbox_ack until the future = %+v, %s; want 1", ack, e)
+	}
+	for _, bad := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"until": "yesterday"}, "neither a message id"},
+		{map[string]any{"until": "msg-20260101-000000-nobody-0000"}, "no message"},
+		{map[string]any{"until": ""}, "until is required"},
+		{map[string]any{}, "until"},
+	} {
+		if e := call(t, cs, "inbox_ack", bad.args, nil); !strings.Contains(e, bad.want) {
+			t.Errorf("inbox_ack(%v) = %q, want an error with %q", bad.args, e, bad.want)
+		}
+	}
+
+	// channel_peek leaves the inbox alone; channel_read marks read what
+	// it returned.
+	e1 := post("human", "claude", "three")
+	if e := call(t, cs, "channel_peek", map[string]any{"since": d.ID}, nil); e != "" {
+		t.Fatal(e)
+	}
+	if got := unread("inbox_peek"); !slices.Equal(ids(got), []string{e1.ID}) {
+		t.Errorf("after channel_peek: %v, want e1 unread", ids(got))
+	}
+	var read ReadResult
+	if e := call(t, cs, "channel_read", map[string]any{"since": d.ID}, &read); e != "" || len(read.Messages) != 1 {
+		t.Fatalf("channel_read since %s = %+v, %s; all %+v", d.ID, read, e, messages(t, root))
+	}
+	if got := unread("inbox_peek"); len(got) != 0 {
+		t.Errorf("after channel_read: %v unread, want none", ids(got))
+	}
+	// Another agent's inbox is untouched by claude's reads.
+	if got, err := inboxOf(root, "codex"); err != nil || len(got) != 1 {
+		t.Errorf("codex's inbox = %d, %v; want its one message", len(got), err)
+	}
+}
+
+func inboxOf(root tree.Root, agent string) ([]inbox.Item, error) {
+	b, err := inbox.New(root, agent, inbox.Options{Channels: []string{"dev"}})
+	if err != nil {
+		return nil, err
+	}
+	return b.Peek()
+}
+
+func TestDocumentTools(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	_, cs := connect(t, root)
+
+	var list DocListResult
+	if e := call(t, cs, "document_list", nil, &list); e != "" || len(list.Documents) != 0 || list.Channel != "dev" {
+		t.Errorf("document_list on nothing = %+v, %s", list, e)
+	}
+	if e := call(t, cs, "document_read", nil, nil); !strings.Contains(e, "no document notes.md") {
+		t.Errorf("document_read of a missing entry point = %q", e)
+	}
+
+	var w DocWriteResult
+	if e := call(t, cs, "document_create", map[string]any{"file": "notes.md", "content": "# Notes\n"}, &w); e != "" || w.File != "notes.md" {
+		t.Fatalf("document_create = %+v, %s", w, e)
+	}
+	if e := call(t, cs, "document_create", map[string]any{"file": "notes.md", "content": "again"}, nil); !strings.Contains(e, "exists already") {
+		t.Errorf("document_create of an existing file = %q", e)
+	}
+	if e := call(t, cs, "document_append", map[string]any{"content": "- auth: token not checked\n"}, &w); e != "" {
+		t.Fatal(e)
+	}
+	var doc Document
+	if e := call(t, cs, "document_read", nil, &doc); e != "" || doc.File != "notes.md" || doc.Content != "# Notes\n- auth: token not checked\n" || doc.Version != w.Version {
+		t.Fatalf("document_read = %+v, %s; want both lines at version %s", doc, e, w.Version)
+	}
+
+	// A write based on that version goes through; a second one based on
+	// the same (now old) version is refused, naming the current one.
+	if e := call(t, cs, "document_write", map[string]any{"content": "# Notes\n(rewritten)\n", "if_version": doc.Version}, &w); e != "" {
+		t.Fatal(e)
+	}
+	e := call(t, cs, "document_write", map[string]any{"content": "# Mine\n", "if_version": doc.Version}, nil)
+	if !strings.Contains(e, "conflict") || !strings.Contains(e, w.Version) {
+		t.Errorf("stale document_write = %q; want a conflict naming version %s", e, w.Version)
+	}
+	if e := call(t, cs, "document_read", map[string]any{"file": "notes.md"}, &doc); e != "" || doc.Content != "# Notes\n(rewritten)\n" {
+		t.Errorf("after the conflict: %+v, %s", doc, e)
+	}
+	// Without if_version a write replaces; in a subfolder too.
+	if e := call(t, cs, "document_write", map[string]any{"file": "findings/auth.md", "content": "token\n"}, &w); e != "" {
+		t.Fatal(e)
+	}
+	if e := call(t, cs, "document_list", nil, &list); e != "" || len(list.Documents) != 2 || list.Documents[0].File != "findings/auth.md" || list.Documents[1].File != "notes.md" {
+		t.Errorf("document_list = %+v, %s", list, e)
+	}
+
+	// Paths that leave the folder, and other bad input, are tool errors
+	// and touch nothing.
+	outside := filepath.Join(string(root), "outside.md")
+	for _, bad := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"document_read", map[string]any{"file": "../../../etc/passwd"}, "invalid document path"},
+		{"document_write", map[string]any{"file": "../outside.md", "content": "x"}, "invalid document path"},
+		{"document_write", map[string]any{"file": outside, "content": "x"}, "invalid document path"},
+		{"document_append", map[string]any{"file": ".hidden", "content": "x"}, "invalid document path"},
+		{"document_create", map[string]any{"file": "a/../../b.md", "content": "x"}, "invalid document path"},
+		{"document_create", map[string]any{"content": "x"}, "file"},
+		{"document_append", map[string]any{"content": ""}, "empty"},
+		{"document_write", map[string]any{"file": "x.md"}, "content"},
+	} {
+		if e := call(t, cs, bad.tool, bad.args, nil); !strings.Contains(e, bad.want) {
+			t.Errorf("%s(%v) = %q, want an error with %q", bad.tool, bad.args, e, bad.want)
+		}
+	}
+	if _, err := os.Stat(outside); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a document was written outside the folder: %v", err)
+	}
+	// A symbolic link out of the folder is refused too.
+	if err := os.Symlink(string(root), filepath.Join(root.Docs("dev"), "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if e := call(t, cs, "document_write", map[string]any{"file": "escape/outside.md", "content": "x"}, nil); e == "" {
+		t.Error("a write through a symbolic link out of the folder succeeded")
+	}
+	if _, err := os.Stat(outside); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a document was written through the link: %v", err)
 	}
 }

@@ -26,8 +26,9 @@ type WhoResult struct {
 	Agents []Agent `json:"agents"`
 }
 
-func addWhoTool(s *Server) {
+func addWhoTool(s *Server) error {
 	addTool(s, "who", "Show which agents are awake, working, stale or offline.", s.who)
+	return nil
 }
 
 func (s *Server) who(ctx context.Context, _ WhoArgs) (WhoResult, error) {

@@ -2,12 +2,19 @@
 //
 // Usage:
 //
-//	collab send  --agent A --channel C [--to B] TEXT…   post a message
-//	collab read  --channel C [--follow]                 show a channel
-//	collab who   [AGENT…]                               show presence
-//	collab task  add|list|claim|next|done …             the task board
-//	collab wait  --reply-to ID                          wait for a reply
-//	collab mcp   --agent A --channel C                  MCP server on stdio
+//	collab init    [--group G]                             create the shared tree
+//	collab send    --agent A --channel C [--to B] TEXT…    post a message (--wait: and its reply)
+//	collab read    --channel C [--follow]                  show a channel
+//	collab who     [AGENT…]                                show presence
+//	collab watch   --agent A --channel C --cli CLI [--mcp] run an agent's watcher
+//	collab jobs    [show|kill JOB]                         the watchers' model runs
+//	collab archive --channel C --older-than D              archive old messages
+//	collab wait    --reply-to ID                           wait for a reply
+//	collab task    add|list|claim|next|done|fail …         the task board
+//	collab inbox   --agent A [--peek] | inbox ack …        an agent's unread messages
+//	collab doc     read|write|append|list|create|delete …  the shared documents
+//	collab mcp     --agent A --channel C                   MCP server on stdio
+//	collab nats    init | parity --channel C               the NATS stream
 //
 // Run "collab COMMAND --help" for a command's flags. Exit codes: 0 ok,
 // 1 runtime failure, 2 usage error; others are documented per command.

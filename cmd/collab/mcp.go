@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"collab/channel"
 	"collab/delegate"
 	"collab/mcpserver"
+	"collab/modelcli"
 	"collab/natsbus"
 	"collab/tree"
 )
@@ -24,13 +27,37 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		fmt.Fprint(stderr, `Usage: collab mcp --agent A --channel C
 
 Serve the bus to a model CLI over MCP on standard input and output, as
-agent A on channel C. Tools: channel_send, channel_read, channel_peek, who,
-task_list, task_claim, task_update, send_and_wait. The agent and channel
-come from these flags only, never from a tool's arguments. Logs go to
-standard error.
+agent A on channel C. The agent and channel come from these flags (or
+COLLAB_AGENT and COLLAB_CHANNEL), never from a tool's arguments. Logs go
+to standard error.
 
-For Claude Code, in an --mcp-config file:
+Tools (arguments in brackets are optional):
+  channel_send     message [to]                   post a message as A
+  channel_read     [since] [limit]                read; marks them read in A's inbox
+  channel_peek     [since] [limit]                read, marking nothing
+  inbox_check                                     unread messages for A; marks them read
+  inbox_peek                                      the same, marking nothing
+  inbox_ack        until                          mark read up to a message id or time
+  document_read    [file]                         a shared document, with its version
+  document_write   content [file] [if_version]    replace it (refused if changed since)
+  document_append  content [file]                 add to its end
+  document_list                                   the channel's documents
+  document_create  file content                   a new document
+  who                                             who is awake, working, stale
+  task_list        [status]                       the task board
+  task_claim       [task_id]                      claim a task (or the first ready one)
+  task_update      id status …                    checkpoint, complete or fail it
+  send_and_wait    message to [timeout_seconds]   ask an agent and wait for the reply
+Documents default to notes.md and stay inside ROOT/docs/C.
+
+'collab watch --mcp' gives the watcher's claude or codex CLI this server by
+itself. By hand, for Claude Code (--mcp-config FILE):
   {"mcpServers": {"collab": {"command": "collab", "args": ["mcp", "--agent", "claude", "--channel", "dev"]}}}
+For Codex (~/.codex/config.toml):
+  [mcp_servers.collab]
+  command = "collab"
+  args = ["mcp", "--agent", "codex", "--channel", "dev"]
+  default_tools_approval_mode = "approve"
 
 Flags:
 `)
@@ -117,3 +144,44 @@ Flags:
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// mcpEnvVars are the variables `collab mcp` reads from its environment
+// that a watcher's CLI must pass on to it: the channel and depth of the
+// message being answered (set by the watcher for each run) and NATS.
+var mcpEnvVars = []string{
+	"COLLAB_CHANNEL", "COLLAB_HOPS",
+	"NATS_URL", "NATS_CREDS", "NATS_NKEY", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CA", "NATS_CERT", "NATS_KEY",
+}
+
+// watchMCP returns the MCP server `collab watch --mcp` gives its model
+// CLI: this same binary as `collab mcp --agent A --root ROOT` plus the
+// watcher's NATS flags. The channel is not a flag: the watcher sets
+// COLLAB_CHANNEL for each run to the channel of the message being
+// answered, so a watcher of several channels gives each run the right one.
+// It returns nil when on is false.
+func watchMCP(on bool, cli string, root tree.Root, agent string, nf *natsFlags) ([]modelcli.MCPServer, error) {
+	if !on {
+		return nil, nil
+	}
+	if cli != "claude" && cli != "codex" {
+		return nil, usageErrorf("watch: --mcp needs --cli claude or codex, not %s", cli)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("watch: --mcp: %w", err)
+	}
+	abs, err := filepath.Abs(string(root)) // the CLI runs in --workdir
+	if err != nil {
+		return nil, fmt.Errorf("watch: --mcp: %w", err)
+	}
+	args := []string{"mcp", "--agent", agent, "--root", abs}
+	for _, f := range []struct{ flag, v string }{
+		{"--nats", nf.url}, {"--nats-creds", nf.creds}, {"--nats-nkey", nf.nkey}, {"--nats-user", nf.user},
+		{"--nats-ca", nf.ca}, {"--nats-cert", nf.cert}, {"--nats-key", nf.key},
+	} {
+		if f.v != "" {
+			args = append(args, f.flag, f.v)
+		}
+	}
+	return []modelcli.MCPServer{{Name: "collab", Command: exe, Args: args, EnvVars: mcpEnvVars}}, nil
+}

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +38,15 @@ func TestMCPOverStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) < 8 {
-		t.Fatalf("tools: %v, %v", tools, err)
+	if err != nil || len(tools.Tools) != 16 {
+		t.Fatalf("tools: %v, %v; want the 16 of issue 7", tools, err)
+	}
+	// --help lists every tool.
+	help := runCollab(t, nil, "", "mcp", "--help").stderr
+	for _, tool := range tools.Tools {
+		if !strings.Contains(help, "\n  "+tool.Name+" ") {
+			t.Errorf("mcp --help does not list %s", tool.Name)
+		}
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "channel_send", Arguments: map[string]any{"message": "hello from mcp", "to": "codex"}})
 	if err != nil || res.IsError {
@@ -71,5 +81,41 @@ func TestMCPUsage(t *testing.T) {
 	r := runCollab(t, nil, "", "mcp", "--help")
 	if r.code != 0 || !strings.Contains(r.stderr, "--mcp-config") {
 		t.Errorf("mcp --help: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestWatchMCP(t *testing.T) {
+	nf := &natsFlags{url: "nats://h:4222", creds: "/etc/c.creds"}
+	got, err := watchMCP(true, "codex", tree.Root("rel/root"), "codex", nf)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("watchMCP = %+v, %v", got, err)
+	}
+	exe, _ := os.Executable()
+	abs, _ := filepath.Abs("rel/root")
+	srv := got[0]
+	want := []string{"mcp", "--agent", "codex", "--root", abs, "--nats", "nats://h:4222", "--nats-creds", "/etc/c.creds"}
+	if srv.Name != "collab" || srv.Command != exe || !slices.Equal(srv.Args, want) || srv.Check() != nil {
+		t.Errorf("server %+v; want %s %q", srv, exe, want)
+	}
+	// The run's channel and depth reach it; the channel is not fixed.
+	for _, v := range []string{"COLLAB_CHANNEL", "COLLAB_HOPS", "NATS_PASSWORD"} {
+		if !slices.Contains(srv.EnvVars, v) {
+			t.Errorf("EnvVars %q lacks %s", srv.EnvVars, v)
+		}
+	}
+	if slices.Contains(srv.Args, "--channel") {
+		t.Errorf("args %q fix the channel", srv.Args)
+	}
+	if got, err := watchMCP(false, "claude", "/r", "claude", &natsFlags{}); got != nil || err != nil {
+		t.Errorf("off: %+v, %v", got, err)
+	}
+	for _, cli := range []string{"gemini", "command"} {
+		if _, err := watchMCP(true, cli, "/r", "a", &natsFlags{}); exitCode(err, io.Discard) != 2 {
+			t.Errorf("--mcp with --cli %s: %v; want a usage error", cli, err)
+		}
+	}
+	r := runCollab(t, map[string]string{"COLLAB_ROOT": t.TempDir()}, "", "watch", "--agent", "a", "--channel", "dev", "--cli", "command", "--cmd", "cat", "--mcp")
+	if r.code != 2 || !strings.Contains(r.stderr, "--mcp needs --cli claude or codex") {
+		t.Errorf("watch --cli command --mcp: exit %d %q", r.code, r.stderr)
 	}
 }

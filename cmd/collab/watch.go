@@ -67,6 +67,7 @@ Flags:
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	recoveryWindow := fs.Duration("recovery-window", watcher.DefaultRecoveryWindow, "when the state file is corrupt, answer what has no reply from this far back")
 	allowWorld := fs.Bool("allow-world-writable", false, "run even though a folder of the tree is world-writable without the sticky bit")
+	mcpOn := fs.Bool("mcp", false, "give the model the bus as MCP tools mid-task (collab mcp as this agent, on the message's channel); claude and codex")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args); err != nil {
@@ -122,7 +123,11 @@ Flags:
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageErrorf("watch: --log-level %q: use debug, info, warn or error", *logLevel)
 	}
-	runner, err := newRunner(*cli, *cmdline, *model, *cliArgs, getenv)
+	servers, err := watchMCP(*mcpOn, *cli, root, *agent, nf)
+	if err != nil {
+		return err
+	}
+	runner, err := newRunner(*cli, *cmdline, *model, *cliArgs, servers, getenv)
 	if err != nil {
 		return err
 	}
@@ -202,8 +207,8 @@ Flags:
 
 // newRunner builds the CLI adapter. For claude, codex and gemini, --cmd
 // may name the program (and leading arguments) to run instead of the one
-// on PATH.
-func newRunner(cli, cmdline, model string, extra []string, getenv env) (watcher.Runner, error) {
+// on PATH. The claude and codex adapters give the CLI the mcp servers.
+func newRunner(cli, cmdline, model string, extra []string, mcp []modelcli.MCPServer, getenv env) (watcher.Runner, error) {
 	var argv []string
 	if cmdline != "" {
 		var err error
@@ -233,9 +238,9 @@ func newRunner(cli, cmdline, model string, extra []string, getenv env) (watcher.
 		}
 		return &modelcli.Command{Argv: argv, Args: extra}, nil
 	case "claude":
-		return &claude.Adapter{Bin: bin(), Model: model, Args: args()}, nil
+		return &claude.Adapter{Bin: bin(), Model: model, Args: args(), MCPServers: mcp}, nil
 	case "codex":
-		return &codex.Adapter{Bin: bin(), Model: model, Args: args()}, nil
+		return &codex.Adapter{Bin: bin(), Model: model, Args: args(), MCPServers: mcp}, nil
 	case "gemini":
 		return &gemini.Adapter{Bin: bin(), Model: model, Args: args()}, nil
 	default:

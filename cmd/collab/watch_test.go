@@ -22,6 +22,11 @@ import (
 // "collab" runs main (a real collab process to signal and kill), and "cli"
 // is a fake model CLI.
 func TestMain(m *testing.M) {
+	// A model CLI of a watch --mcp starts the watcher's binary, this one,
+	// as `collab mcp` (Codex with none of our variables).
+	if len(os.Args) > 1 && os.Args[1] == "mcp" {
+		main()
+	}
 	switch os.Getenv("COLLAB_TEST_AS") {
 	case "collab":
 		// The CLI this watcher runs is the test binary again, as "cli".

@@ -115,11 +115,21 @@ func (openaiWriter) error(w http.ResponseWriter, status int, message string) {
 
 // item returns the output item for rep, in its final (done) form.
 func (openaiWriter) item(r Request, rep Reply) map[string]any {
-	if rep.Call != nil {
+	if rep.Call != nil && rep.Call.Search {
 		return map[string]any{
+			"type": "tool_search_call", "id": fmt.Sprintf("tsc_fake%04d", r.Seq), "status": "completed",
+			"call_id": fmt.Sprintf("call_fake%04d", r.Seq), "execution": "client", "arguments": rep.Call.Args,
+		}
+	}
+	if rep.Call != nil {
+		item := map[string]any{
 			"type": "function_call", "id": fmt.Sprintf("fc_fake%04d", r.Seq), "status": "completed",
 			"call_id": fmt.Sprintf("call_fake%04d", r.Seq), "name": rep.Call.Name, "arguments": rep.Call.argsJSON(),
 		}
+		if rep.Call.Namespace != "" {
+			item["namespace"] = rep.Call.Namespace
+		}
+		return item
 	}
 	return map[string]any{
 		"type": "message", "id": fmt.Sprintf("msg_fake%04d", r.Seq), "status": "completed", "role": "assistant",
@@ -154,7 +164,10 @@ func (o openaiWriter) events(r Request, rep Reply) []event {
 	done := o.item(r, rep)
 	id := done["id"]
 	evs := []event{ev("response.created", map[string]any{"response": o.response(r, rep, "in_progress", []any{})})}
-	if rep.Call != nil {
+	if rep.Call != nil && rep.Call.Search {
+		evs = append(evs, ev("response.output_item.added", map[string]any{"output_index": 0, "item": done}))
+		evs[len(evs)-1].hangAfter = true
+	} else if rep.Call != nil {
 		added := map[string]any{}
 		for k, v := range done {
 			added[k] = v

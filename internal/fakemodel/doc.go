@@ -20,10 +20,18 @@
 // (or [Server.Always]) decides; without a script, [Echo] answers "echo: "
 // and the first line of the prompt, or "tool said: " and the output of a
 // tool the CLI just ran. A reply is text ([Text]), one tool call ([Tool],
-// [Shell], [ReadFile], which pick the tool each CLI offers), or an HTTP
+// [Shell], [ReadFile], [MCPTool], which pick the tool each CLI offers), or an HTTP
 // error with the API's own error body ([Error]); [Reply.After] delays it,
 // [Reply.Slowly] paces its events, [Reply.Hung] stops it after the first
 // chunk until the client goes away or the server closes.
+//
+// [MCPTool] calls a tool of an MCP server the CLI was given: Claude Code
+// offers it as mcp__SERVER__TOOL, Codex in namespace mcp__SERVER (the
+// call carries the namespace). For the models it knows, Codex defers MCP
+// tools behind its client-side tool_search: the reply is then a
+// tool_search_call first, Codex answers it with the tools found (which
+// [Request.Namespaces] shows), and the call itself answers that next model
+// call, ahead of anything queued.
 //
 // Every request is recorded, decoded into a normalised [Request] (model,
 // system prompt, conversation, tools offered, headers with keys

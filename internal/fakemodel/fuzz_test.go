@@ -11,6 +11,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"model":"m","stream":true,"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"tool_result","tool_use_id":"t","content":"out"}]}]}`))
 	f.Add([]byte(`{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]}],"tools":[{"type":"namespace","tools":[{"name":"a"}]}]}`))
 	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}},{"functionResponse":{"name":"f","response":{"output":"o"}}}]}]}`))
+	f.Add([]byte(`{"model":"m","tools":[{"type":"tool_search"}],"input":[{"type":"tool_search_call","call_id":"c","arguments":{"query":"q"}},{"type":"tool_search_output","call_id":"c","tools":[{"type":"namespace","name":"mcp__s","tools":[{"name":"t"}]},{"type":"function","name":"f"}]},{"type":"function_call","name":"t","arguments":"{}"}]}`))
 	f.Add([]byte(`{"input":"just text"}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -31,6 +32,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			_ = Shell("x").resolve(r)
 			_ = ReadFile("x").resolve(r)
+			_ = MCPTool("s", "t", nil).resolve(r)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package fakemodel
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -26,12 +27,22 @@ type Reply struct {
 	Hang bool
 
 	tool func(Request) (*Call, error) // chosen from the request's tools
+	// then, when the call is a tool search, answers the next model call
+	// (the one carrying the search's result), before anything queued.
+	then *Reply
 }
 
 // Call is a tool call by the model.
 type Call struct {
 	Name string         // the tool, as the CLI named it in the request
 	Args map[string]any // its arguments
+	// Namespace is the group the tool was offered in (OpenAI Responses
+	// "namespace" tools, as Codex offers MCP tools); "" for none.
+	Namespace string
+	// Search makes the call a search for deferred tools, Args its
+	// arguments: an OpenAI Responses tool_search_call that the client
+	// runs (Codex's tool_search).
+	Search bool
 }
 
 // Text answers s.
@@ -83,6 +94,42 @@ func ReadFile(path string) Reply {
 	}}
 }
 
+// MCPTool answers with a call of tool served by the MCP server named server,
+// however the CLI offers it: Claude Code's "mcp__SERVER__TOOL", Codex's
+// tool TOOL in namespace "mcp__SERVER", Gemini CLI's TOOL or
+// "SERVER__TOOL". When Codex has deferred the server's tools behind its
+// tool_search (it does for the models it knows), the reply is first a
+// search for the tool, and the call answers the next model call, which
+// carries the search's result. A request offering none is answered with a
+// text that says so.
+func MCPTool(server, tool string, args map[string]any) Reply {
+	return mcpTool(server, tool, args, true)
+}
+
+func mcpTool(server, tool string, args map[string]any, search bool) Reply {
+	r := Reply{tool: func(r Request) (*Call, error) {
+		prefixed := "mcp__" + server + "__" + tool
+		switch {
+		case r.HasTool(prefixed):
+			return &Call{Name: prefixed, Args: args}, nil
+		case slices.Contains(r.Namespaces["mcp__"+server], tool):
+			return &Call{Namespace: "mcp__" + server, Name: tool, Args: args}, nil
+		case r.HasTool(server + "__" + tool):
+			return &Call{Name: server + "__" + tool, Args: args}, nil
+		case r.API == Gemini && r.HasTool(tool):
+			return &Call{Name: tool, Args: args}, nil
+		case search && r.API == OpenAI && r.HasTool("tool_search"):
+			return &Call{Name: "tool_search", Search: true, Args: map[string]any{"query": tool, "limit": 8}}, nil
+		}
+		return nil, fmt.Errorf("no MCP tool %s of server %s among %v", tool, server, r.Tools)
+	}}
+	if search {
+		then := mcpTool(server, tool, args, false)
+		r.then = &then
+	}
+	return r
+}
+
 // After returns r sent only after d.
 func (r Reply) After(d time.Duration) Reply { r.Delay = d; return r }
 
@@ -112,10 +159,13 @@ func (r Reply) resolve(req Request) Reply {
 	call, err := r.tool(req)
 	r.tool = nil
 	if err != nil {
-		r.Text = "fakemodel: " + err.Error()
+		r.Text, r.then = "fakemodel: "+err.Error(), nil
 		return r
 	}
 	r.Call = call
+	if !call.Search {
+		r.then = nil
+	}
 	return r
 }
 

@@ -1,6 +1,7 @@
 package fakemodel
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -45,6 +46,10 @@ type Request struct {
 	System   string    // the system prompt (instructions), parts joined by "\n"
 	Messages []Message // the conversation as sent, oldest first
 	Tools    []string  // names of the tools offered to the model
+	// Namespaces holds the tools offered in a group (OpenAI Responses
+	// namespaces, such as Codex's "mcp__SERVER"): group name to its tools'
+	// names, which are in Tools too.
+	Namespaces map[string][]string
 }
 
 // Message is one entry of a conversation, normalised across the APIs.
@@ -279,29 +284,14 @@ func decodeOpenAI(r *Request) error {
 		Stream       bool            `json:"stream"`
 		Instructions string          `json:"instructions"`
 		Input        json.RawMessage `json:"input"`
-		Tools        []struct {
-			Type  string `json:"type"`
-			Name  string `json:"name"`
-			Tools []struct {
-				Name string `json:"name"`
-			} `json:"tools"` // namespaces group tools
-		} `json:"tools"`
+		Tools        []openaiTool    `json:"tools"`
 	}
 	if err := json.Unmarshal(r.Body, &body); err != nil {
 		return err
 	}
 	r.Model, r.Stream, r.System = body.Model, body.Stream, body.Instructions
 	for _, t := range body.Tools {
-		switch {
-		case len(t.Tools) > 0: // a namespace: its tools
-			for _, sub := range t.Tools {
-				r.Tools = append(r.Tools, sub.Name)
-			}
-		case t.Name != "":
-			r.Tools = append(r.Tools, t.Name)
-		case t.Type != "":
-			r.Tools = append(r.Tools, t.Type) // web_search, local_shell, …
-		}
+		r.addTool(t)
 	}
 	var s string
 	if json.Unmarshal(body.Input, &s) == nil {
@@ -313,10 +303,11 @@ func decodeOpenAI(r *Request) error {
 		Role      string          `json:"role"`
 		Content   json.RawMessage `json:"content"`
 		Name      string          `json:"name"`
-		Arguments string          `json:"arguments"`
+		Arguments json.RawMessage `json:"arguments"` // a string, or an object (tool_search_call)
 		Input     string          `json:"input"`
 		CallID    string          `json:"call_id"`
 		Output    json.RawMessage `json:"output"`
+		Tools     []openaiTool    `json:"tools"` // tool_search_output
 	}
 	if len(body.Input) > 0 {
 		if err := json.Unmarshal(body.Input, &items); err != nil {
@@ -332,8 +323,24 @@ func decodeOpenAI(r *Request) error {
 			}
 			r.Messages = append(r.Messages, Message{Role: role, Parts: openaiContent(it.Content)})
 		case "function_call":
+			var args string
+			_ = json.Unmarshal(it.Arguments, &args)
 			r.Messages = append(r.Messages, Message{Role: "assistant", Parts: []Part{{
-				Kind: PartToolCall, Tool: it.Name, Args: json.RawMessage(it.Arguments), ID: it.CallID,
+				Kind: PartToolCall, Tool: it.Name, Args: json.RawMessage(args), ID: it.CallID,
+			}}})
+		case "tool_search_call":
+			r.Messages = append(r.Messages, Message{Role: "assistant", Parts: []Part{{
+				Kind: PartToolCall, Tool: "tool_search", Args: it.Arguments, ID: it.CallID,
+			}}})
+		case "tool_search_output":
+			// The tools found are offered from now on.
+			var found []string
+			for _, t := range it.Tools {
+				r.addTool(t)
+				found = append(found, t.names()...)
+			}
+			r.Messages = append(r.Messages, Message{Role: "tool", Parts: []Part{{
+				Kind: PartToolResult, Text: strings.Join(found, "\n"), ID: it.CallID,
 			}}})
 		case "custom_tool_call":
 			args, _ := json.Marshal(it.Input)
@@ -349,6 +356,47 @@ func decodeOpenAI(r *Request) error {
 		}
 	}
 	return nil
+}
+
+// openaiTool is a tool offered in the Responses API: a function, a
+// built-in tool (web_search, local_shell, …) known by its type, or a
+// namespace grouping tools.
+type openaiTool struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+}
+
+// names returns t's name, or for a namespace its tools' as NAMESPACE.TOOL.
+func (t openaiTool) names() []string {
+	if len(t.Tools) == 0 {
+		return []string{cmp.Or(t.Name, t.Type)}
+	}
+	var out []string
+	for _, sub := range t.Tools {
+		out = append(out, t.Name+"."+sub.Name)
+	}
+	return out
+}
+
+// addTool records t as offered.
+func (r *Request) addTool(t openaiTool) {
+	switch {
+	case len(t.Tools) > 0: // a namespace: its tools
+		if r.Namespaces == nil {
+			r.Namespaces = map[string][]string{}
+		}
+		for _, sub := range t.Tools {
+			r.Tools = append(r.Tools, sub.Name)
+			r.Namespaces[t.Name] = append(r.Namespaces[t.Name], sub.Name)
+		}
+	case t.Name != "":
+		r.Tools = append(r.Tools, t.Name)
+	case t.Type != "":
+		r.Tools = append(r.Tools, t.Type)
+	}
 }
 
 func openaiContent(raw json.RawMessage) []Part {

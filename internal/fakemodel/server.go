@@ -143,7 +143,14 @@ func (s *Server) reply(r Request) Reply {
 		}
 		rep = script(r)
 	}
-	return rep.resolve(r)
+	rep = rep.resolve(r)
+	if rep.then != nil {
+		// The follow-up of a tool search answers the next call.
+		s.mu.Lock()
+		s.queue = append([]Reply{*rep.then}, s.queue...)
+		s.mu.Unlock()
+	}
+	return rep
 }
 
 func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {

@@ -369,6 +369,91 @@ func TestSystemToolsAndContext(t *testing.T) {
 	}
 }
 
+// TestMCPTool: MCPTool calls an MCP server's tool the way each CLI offers
+// it; Codex's comes back with its namespace, which Codex needs to route it.
+func TestMCPTool(t *testing.T) {
+	args := map[string]any{"message": "hi"}
+	for _, tt := range []struct {
+		name, path, body string
+		api              fakemodel.API
+		wantTool         string
+		wantNamespace    string
+	}{
+		{"claude", "/v1/messages", `{"model":"m","stream":true,"tools":[{"name":"Bash"},{"name":"mcp__collab__channel_send"}],
+			"messages":[{"role":"user","content":"go"}]}`, fakemodel.Anthropic, "mcp__collab__channel_send", ""},
+		{"codex", "/v1/responses", `{"model":"m","stream":true,"tools":[{"type":"function","name":"channel_send"},
+			{"type":"namespace","name":"mcp__collab","tools":[{"type":"function","name":"who"},{"type":"function","name":"channel_send"}]}],
+			"input":"go"}`, fakemodel.OpenAI, "channel_send", "mcp__collab"},
+		{"gemini", "/v1beta/models/g:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"channel_send"}]}],
+			"contents":[{"role":"user","parts":[{"text":"go"}]}]}`, fakemodel.Gemini, "channel_send", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := fakemodel.Start(t)
+			s.Next(fakemodel.MCPTool("collab", "channel_send", args))
+			evs := readSSE(t, post(t, s, tt.path, tt.body).Body)
+			got := decodeStream(t, tt.api, evs)
+			if got.tool != tt.wantTool || got.args != `{"message":"hi"}` || !got.done {
+				t.Errorf("call %+v, want %s with the arguments", got, tt.wantTool)
+			}
+			if tt.api == fakemodel.OpenAI {
+				ns := ""
+				for _, ev := range evs {
+					if item, ok := ev.data["item"].(map[string]any); ok && ev.data["type"] == "response.output_item.done" {
+						ns, _ = item["namespace"].(string)
+					}
+				}
+				if ns != tt.wantNamespace {
+					t.Errorf("namespace %q, want %q", ns, tt.wantNamespace)
+				}
+				if got := s.Requests()[0].Namespaces["mcp__collab"]; strings.Join(got, ",") != "who,channel_send" {
+					t.Errorf("Namespaces = %v", s.Requests()[0].Namespaces)
+				}
+			}
+		})
+	}
+	// Codex with the tools deferred: first a search, then, once the search's
+	// result offers the namespace, the call.
+	s := fakemodel.Start(t)
+	s.Next(fakemodel.MCPTool("collab", "channel_send", args), fakemodel.Text("after"))
+	evs := readSSE(t, post(t, s, "/v1/responses", `{"model":"m","stream":true,"tools":[{"type":"tool_search","execution":"client"}],"input":"go"}`).Body)
+	var search map[string]any
+	for _, ev := range evs {
+		if ev.data["type"] == "response.output_item.done" {
+			search = ev.data["item"].(map[string]any)
+		}
+	}
+	if search["type"] != "tool_search_call" || search["execution"] != "client" || search["arguments"].(map[string]any)["query"] != "channel_send" {
+		t.Fatalf("first reply %v, want a client tool_search_call for channel_send", search)
+	}
+	followUp := `{"model":"m","stream":true,"tools":[{"type":"tool_search","execution":"client"}],"input":[
+		{"type":"message","role":"user","content":"go"},
+		{"type":"tool_search_call","call_id":"` + search["call_id"].(string) + `","execution":"client","arguments":{"query":"channel_send"}},
+		{"type":"tool_search_output","call_id":"` + search["call_id"].(string) + `","execution":"client","status":"completed",
+		 "tools":[{"type":"namespace","name":"mcp__collab","tools":[{"type":"function","name":"channel_send"}]}]}]}`
+	evs = readSSE(t, post(t, s, "/v1/responses", followUp).Body)
+	if got := decodeStream(t, fakemodel.OpenAI, evs); got.tool != "channel_send" || got.args != `{"message":"hi"}` {
+		t.Errorf("after the search: %+v, want the call", got)
+	}
+	req := s.Requests()[1]
+	if res, ok := req.ToolResult(); !ok || res.Text != "mcp__collab.channel_send" || !req.HasTool("channel_send") {
+		t.Errorf("follow-up request: result %+v, tools %v", res, req.Tools)
+	}
+	if got := decodeStream(t, fakemodel.OpenAI, readSSE(t, post(t, s, "/v1/responses", followUp).Body)); got.text != "after" {
+		t.Errorf("third reply %+v, want the next queued one", got)
+	}
+
+	// Offered nowhere: a text that says so.
+	s = fakemodel.Start(t)
+	s.Next(fakemodel.MCPTool("collab", "who", nil))
+	var msg struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	decodeJSON(t, post(t, s, "/v1/messages", `{"model":"m","tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"q"}]}`), &msg)
+	if len(msg.Content) != 1 || !strings.Contains(msg.Content[0].Text, "no MCP tool who") {
+		t.Errorf("reply %+v, want a text naming the missing tool", msg)
+	}
+}
+
 func TestScriptOrder(t *testing.T) {
 	s := fakemodel.Start(t)
 	ask := func() string {

@@ -7,7 +7,7 @@
 // [Adapter.Run] executes, without a shell and with the prompt on standard
 // input:
 //
-//	claude -p [--allowedTools RULE…] [--mcp-config CONFIG --strict-mcp-config]
+//	claude -p [--allowedTools RULE…] [--mcp-config CONFIG… --strict-mcp-config]
 //	    --output-format stream-json --verbose --permission-mode acceptEdits
 //	    [--model MODEL] [--max-turns N] [--append-system-prompt TEXT]
 //	    [--resume SESSION] [ARGS…]
@@ -32,7 +32,12 @@
 //     each rule one argument. The flag takes a list, so it comes right
 //     after -p and is followed by another option, never by a stray word.
 //   - MCP servers (--mcp-config with --strict-mcp-config,
-//     Adapter.MCPConfig): these servers only, not the user's.
+//     Adapter.MCPConfig and Adapter.MCPServers): these servers only, not
+//     the user's. Each of MCPServers is given as one JSON argument,
+//     {"mcpServers":{NAME:{"type":"stdio","command":…,"args":[…]}}}, and
+//     its tools are allowed ("mcp__NAME" joins the allowed tools), so the
+//     model can use them unattended. Claude Code gives a server its own
+//     whole environment, Request.Env included.
 //   - Resume (--resume): [modelcli.Request.Session], the session id of an
 //     earlier [modelcli.Response].
 //
@@ -89,7 +94,9 @@ package claude
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -119,6 +126,9 @@ type Adapter struct {
 	SystemPrompt   string   // --append-system-prompt; "": none
 	MCPConfig      string   // --mcp-config (a file or JSON) with --strict-mcp-config; "": none
 	Env            []string // KEY=VALUE, added after the inherited environment
+	// MCPServers are stdio MCP servers given with --mcp-config too, their
+	// tools allowed.
+	MCPServers []modelcli.MCPServer
 
 	MaxOutput int           // longest stdout line and reply kept; 0: proc.DefaultMaxStdout
 	KillGrace time.Duration // SIGTERM to SIGKILL; 0: proc.DefaultKillGrace
@@ -142,13 +152,28 @@ func (a *Adapter) argv(session string) ([]string, error) {
 		bin = "claude"
 	}
 	argv := []string{bin, "-p"}
-	// Both list flags are followed by an option, so neither swallows a word.
-	if len(a.AllowedTools) > 0 {
-		argv = append(argv, "--allowedTools")
-		argv = append(argv, a.AllowedTools...)
-	}
+	allowed := a.AllowedTools
+	var configs []string
 	if a.MCPConfig != "" {
-		argv = append(argv, "--mcp-config", a.MCPConfig, "--strict-mcp-config")
+		configs = append(configs, a.MCPConfig)
+	}
+	for _, srv := range a.MCPServers {
+		c, err := mcpConfig(srv)
+		if err != nil {
+			return nil, err
+		}
+		configs = append(configs, c)
+		allowed = append(allowed[:len(allowed):len(allowed)], "mcp__"+srv.Name)
+	}
+	// The list flags are followed by an option, so none swallows a word.
+	if len(allowed) > 0 {
+		argv = append(argv, "--allowedTools")
+		argv = append(argv, allowed...)
+	}
+	if len(configs) > 0 {
+		argv = append(argv, "--mcp-config")
+		argv = append(argv, configs...)
+		argv = append(argv, "--strict-mcp-config")
 	}
 	argv = append(argv, "--output-format", "stream-json", "--verbose", "--permission-mode", mode)
 	if a.Model != "" {
@@ -164,6 +189,27 @@ func (a *Adapter) argv(session string) ([]string, error) {
 		argv = append(argv, "--resume", session)
 	}
 	return append(argv, a.Args...), nil
+}
+
+// mcpConfig returns the --mcp-config JSON that declares srv.
+func mcpConfig(srv modelcli.MCPServer) (string, error) {
+	if err := srv.Check(); err != nil {
+		return "", fmt.Errorf("claude: %w", err)
+	}
+	args := srv.Args
+	if args == nil {
+		args = []string{}
+	}
+	type server struct {
+		Type    string   `json:"type"`
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+	b, err := json.Marshal(map[string]map[string]server{"mcpServers": {srv.Name: {Type: "stdio", Command: srv.Command, Args: args}}})
+	if err != nil {
+		return "", fmt.Errorf("claude: mcp config: %w", err)
+	}
+	return string(b), nil
 }
 
 // env returns the child's whole environment.

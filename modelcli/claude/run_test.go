@@ -45,9 +45,28 @@ func TestArgv(t *testing.T) {
 				"--resume", "0f0e7a57-0000-4000-8000-000000000000", "--effort", "high", "two words",
 			},
 		},
+		{
+			name: "mcp servers",
+			a: Adapter{
+				AllowedTools: []string{"Edit"}, MCPConfig: "/etc/mcp.json",
+				MCPServers: []modelcli.MCPServer{
+					{Name: "collab", Command: "/opt/my bin/collab", Args: []string{"mcp", "--agent", "claude", "--root", `/srv/"odd" root`}, EnvVars: []string{"COLLAB_CHANNEL"}},
+					{Name: "other", Command: "x"},
+				},
+			},
+			want: []string{
+				"claude", "-p", "--allowedTools", "Edit", "mcp__collab", "mcp__other",
+				"--mcp-config", "/etc/mcp.json",
+				`{"mcpServers":{"collab":{"type":"stdio","command":"/opt/my bin/collab","args":["mcp","--agent","claude","--root","/srv/\"odd\" root"]}}}`,
+				`{"mcpServers":{"other":{"type":"stdio","command":"x","args":[]}}}`,
+				"--strict-mcp-config",
+				"--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			allowed := slices.Clone(tt.a.AllowedTools)
 			got, err := tt.a.argv(tt.session)
 			if err != nil {
 				t.Fatal(err)
@@ -55,7 +74,25 @@ func TestArgv(t *testing.T) {
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
+			if !slices.Equal(tt.a.AllowedTools, allowed) {
+				t.Errorf("argv changed AllowedTools to %q", tt.a.AllowedTools)
+			}
 		})
+	}
+}
+
+func TestMCPServerRefused(t *testing.T) {
+	for _, srv := range []modelcli.MCPServer{
+		{Name: "", Command: "collab"},
+		{Name: "a b", Command: "collab"},
+		{Name: "a.b", Command: "collab"},
+		{Name: "collab"},
+		{Name: "collab", Command: "collab", EnvVars: []string{"A=B"}},
+	} {
+		a := Adapter{MCPServers: []modelcli.MCPServer{srv}}
+		if got, err := a.argv(""); err == nil {
+			t.Errorf("%+v: argv %q, want an error", srv, got)
+		}
 	}
 }
 

@@ -8,8 +8,8 @@
 // input:
 //
 //	codex exec --json --skip-git-repo-check --sandbox workspace-write
-//	    -c analytics.enabled=false --disable plugins [--model MODEL] [ARGS…]
-//	    [resume THREAD_ID] -
+//	    -c analytics.enabled=false --disable plugins [--model MODEL]
+//	    [-c mcp_servers.NAME.KEY=VALUE…] [ARGS…] [resume THREAD_ID] -
 //
 // The flags, and why:
 //
@@ -26,6 +26,15 @@
 //     are a sandbox already.
 //   - No background calls (-c analytics.enabled=false, --disable plugins):
 //     without them Codex calls ab.chatgpt.com, chatgpt.com and GitHub.
+//   - MCP servers (Adapter.MCPServers): each is declared with -c
+//     mcp_servers.NAME.command, .args and .env_vars (TOML values, each
+//     -c one argument) and default_tools_approval_mode "approve", so its
+//     tools run without asking (codex exec cannot ask; without it every
+//     call fails with "requires approval"). Codex gives a server only a
+//     few basic variables (HOME, PATH, …) of its environment, plus those
+//     named in env_vars. It offers the model the server's tools in
+//     namespace mcp__NAME, for the models it knows behind its tool_search
+//     (the model searches, then calls).
 //   - Resume (resume THREAD_ID, after every option): [modelcli.Request.Session],
 //     the thread id of an earlier [modelcli.Response]. It must be a UUID:
 //     Codex would take anything else for a thread name and, finding none,
@@ -84,6 +93,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,6 +113,9 @@ type Adapter struct {
 	Args    []string // options of codex exec, each exactly one argument
 	Sandbox string   // --sandbox; "" is DefaultSandbox
 	Env     []string // KEY=VALUE, added after the inherited environment
+	// MCPServers are stdio MCP servers declared with -c, their tools
+	// approved.
+	MCPServers []modelcli.MCPServer
 
 	MaxOutput int           // longest stdout line and reply kept; 0: proc.DefaultMaxStdout
 	KillGrace time.Duration // SIGTERM to SIGKILL; 0: proc.DefaultKillGrace
@@ -122,7 +135,7 @@ var threadID = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 
 // argv returns the command line for a run resuming thread ("" for a
 // fresh one).
-func (a *Adapter) argv(thread string) []string {
+func (a *Adapter) argv(thread string) ([]string, error) {
 	bin := a.Bin
 	if bin == "" {
 		bin = "codex"
@@ -136,11 +149,53 @@ func (a *Adapter) argv(thread string) []string {
 	if a.Model != "" {
 		argv = append(argv, "--model", a.Model)
 	}
+	for _, srv := range a.MCPServers {
+		if err := srv.Check(); err != nil {
+			return nil, fmt.Errorf("codex: %w", err)
+		}
+		key := "mcp_servers." + srv.Name + "."
+		argv = append(argv,
+			"-c", key+"command="+tomlString(srv.Command),
+			"-c", key+"args="+tomlArray(srv.Args))
+		if len(srv.EnvVars) > 0 {
+			argv = append(argv, "-c", key+"env_vars="+tomlArray(srv.EnvVars))
+		}
+		argv = append(argv, "-c", key+`default_tools_approval_mode="approve"`)
+	}
 	argv = append(argv, a.Args...)
 	if thread != "" {
 		argv = append(argv, "resume", thread)
 	}
-	return append(argv, "-")
+	return append(argv, "-"), nil
+}
+
+// tomlString returns s as a TOML basic string: quoted, with quotes,
+// backslashes and control characters escaped.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r) // invalid UTF-8 becomes U+FFFD
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// tomlArray returns a TOML array of basic strings.
+func tomlArray(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = tomlString(s)
+	}
+	return "[" + strings.Join(q, ",") + "]"
 }
 
 // env returns the child's whole environment.
@@ -161,10 +216,14 @@ func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Respo
 	if req.Session != "" && !threadID.MatchString(req.Session) {
 		return modelcli.Response{}, fmt.Errorf("codex: resume %q: not a thread id: %w", req.Session, modelcli.ErrSessionGone)
 	}
+	argv, err := a.argv(req.Session)
+	if err != nil {
+		return modelcli.Response{}, err
+	}
 	max := a.maxOutput()
 	p := &Parser{Now: a.now, Session: req.Session, MaxText: max}
 	resp, err := modelcli.RunLines(ctx, req, proc.Spec{
-		Argv:      a.argv(req.Session),
+		Argv:      argv,
 		Env:       a.env(req.Env),
 		KillGrace: a.KillGrace,
 		MaxStdout: max,

@@ -41,13 +41,62 @@ func TestArgv(t *testing.T) {
 				"-c", "analytics.enabled=false", "--disable", "plugins", "--model", "gpt-5.5",
 				"-c", "model_reasoning_effort=\"low\"", "resume", "01a20185-cda8-7ca2-a635-4c05f66a9f9b", "-"},
 		},
+		{
+			name: "mcp servers",
+			a: &Adapter{Args: []string{"-c", "x=1"}, MCPServers: []modelcli.MCPServer{
+				{Name: "collab", Command: "/opt/my bin/collab", Args: []string{"mcp", "--root", `/srv/"odd"\root`, "tab\there"},
+					EnvVars: []string{"COLLAB_CHANNEL", "NATS_URL"}},
+				{Name: "other", Command: "x"},
+			}},
+			want: []string{"codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write",
+				"-c", "analytics.enabled=false", "--disable", "plugins",
+				"-c", `mcp_servers.collab.command="/opt/my bin/collab"`,
+				"-c", `mcp_servers.collab.args=["mcp","--root","/srv/\"odd\"\\root","tab\u0009here"]`,
+				"-c", `mcp_servers.collab.env_vars=["COLLAB_CHANNEL","NATS_URL"]`,
+				"-c", `mcp_servers.collab.default_tools_approval_mode="approve"`,
+				"-c", `mcp_servers.other.command="x"`,
+				"-c", `mcp_servers.other.args=[]`,
+				"-c", `mcp_servers.other.default_tools_approval_mode="approve"`,
+				"-c", "x=1", "-"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.a.argv(tt.session); !slices.Equal(got, tt.want) {
-				t.Errorf("got  %q\nwant %q", got, tt.want)
+			got, err := tt.a.argv(tt.session)
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("got  %q, %v\nwant %q", got, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestMCPServerRefused(t *testing.T) {
+	for _, srv := range []modelcli.MCPServer{
+		{Name: "", Command: "collab"},
+		{Name: "a.b", Command: "collab"},
+		{Name: `a"]`, Command: "collab"},
+		{Name: "collab"},
+		{Name: "collab", Command: "collab", EnvVars: []string{"A B"}},
+	} {
+		a := &Adapter{MCPServers: []modelcli.MCPServer{srv}}
+		if got, err := a.argv(""); err == nil {
+			t.Errorf("%+v: argv %q, want an error", srv, got)
+		}
+	}
+}
+
+func TestTOMLString(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"", `""`},
+		{"plain /path", `"plain /path"`},
+		{`q"b\`, `"q\"b\\"`},
+		{"nl\n del\x7f nul\x00", `"nl\u000A del\u007F nul\u0000"`},
+		{"é ☃ \u2028", "\"é ☃ \u2028\""},
+		{"bad \xff", "\"bad \uFFFD\""},
+	} {
+		if got := tomlString(tt.in); got != tt.want {
+			t.Errorf("tomlString(%q) = %s, want %s", tt.in, got, tt.want)
+		}
 	}
 }
 
@@ -70,7 +119,7 @@ func TestRun(t *testing.T) {
 	if resp.Text != "echo: Which word did I ask you to remember?" || resp.Session != thread || resp.Duration <= 0 {
 		t.Errorf("got %+v", resp)
 	}
-	if want := a.argv(thread); !slices.Equal(c.Args, want) {
+	if want, _ := a.argv(thread); !slices.Equal(c.Args, want) {
 		t.Errorf("argv: got %q, want %q", c.Args, want)
 	}
 	if !slices.Contains(c.Env, "CODEX_TEST_FROM_ADAPTER=1") {
