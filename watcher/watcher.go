@@ -490,6 +490,8 @@ func (w *watcher) consider(m *channel.Message) {
 		skip("guard notice")
 	case !m.IsFor(w.cfg.Agent):
 		skip("not addressed")
+	case w.awaited(m):
+		skip("reply to a message the agent sent with --wait")
 	default:
 		w.queue = append(w.queue, &item{msg: *m})
 		w.log.Info("queued", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyHops, m.Metadata.Hops, "queue", len(w.queue))
@@ -498,6 +500,20 @@ func (w *watcher) consider(m *channel.Message) {
 
 // after reports whether m comes after message id, whose JSON time is ts
 // (zero: unknown), in channel order: name time, JSON time, name.
+// awaited reports whether m answers a message this agent sent with
+// `collab send --wait` (or the MCP send_and_wait): that reply goes to the
+// command waiting for it, not to a new run of the model.
+func (w *watcher) awaited(m *channel.Message) bool {
+	if m.Metadata.InReplyTo == "" {
+		return false
+	}
+	parent, err := channel.Lookup(w.cfg.Root, m.SessionID, m.Metadata.InReplyTo)
+	if err != nil || parent.From != w.cfg.Agent {
+		return false
+	}
+	return string(parent.Metadata.Extra["await_reply"]) == "true"
+}
+
 func after(m *channel.Message, id string, ts time.Time) bool {
 	n, err := channel.ParseID(id)
 	mn, err2 := channel.ParseName(m.File)
