@@ -255,6 +255,8 @@ type watcher struct {
 	handled     int
 	failed      int
 	errLogged   map[string]time.Time
+
+	announcer *announcer // posts to the Publisher; nil without one
 }
 
 // Run runs the watcher until ctx is done, then shuts down gracefully.
@@ -276,6 +278,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now}
 	w.claims.Self.Host = cfg.Host
+	if cfg.Publisher != nil {
+		w.announcer = newAnnouncer(cfg.Publisher, w.log, 2*time.Second)
+		defer w.announcer.close(2 * time.Second)
+	}
 	if err := w.startup(); err != nil {
 		return err
 	}
@@ -853,10 +859,8 @@ func (w *watcher) postFile(m *channel.Message) error {
 	if err := write(m); err != nil {
 		return err
 	}
-	if w.cfg.Publisher != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		w.cfg.Publisher.PublishMessage(ctx, m) // logged and counted by the publisher
+	if w.announcer != nil {
+		w.announcer.announce(m)
 	}
 	return nil
 }
