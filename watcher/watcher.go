@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -199,6 +200,13 @@ type job struct {
 	rec     *jobs.Recorder     // nil if the record cannot be written
 	key     string             // session key
 	killed  bool               // stopped at someone's request
+
+	// launching is closed by the job's goroutine as it starts the CLI;
+	// until then (launched false) the record, presence and state wait, so
+	// that only the claim stands between a message and its CLI.
+	launching chan struct{}
+	launched  bool
+	answers   string // the job that asked the question this run answers
 }
 
 type jobResult struct {
@@ -220,6 +228,7 @@ type watcher struct {
 	busy    *job
 	done    chan jobResult
 	replied map[ref]string // message → our reply, from what we read and wrote
+	recent  *recent        // the last messages read, for transcripts
 	replay  *Replay        // until the first poll is done
 	afterTS time.Time      // the JSON time of replay.After, if found
 	dirty   bool           // state to save
@@ -266,6 +275,7 @@ func (w *watcher) now() time.Time { return w.cfg.Now().UTC() }
 // startup restores state, opens the readers and announces presence.
 func (w *watcher) startup() error {
 	w.started = w.now()
+	w.recent = newRecent(w.cfg.Context, w.started)
 	if w.replay != nil && w.replay.After != "" {
 		for _, ch := range w.cfg.Channels {
 			if m, err := channel.Lookup(w.cfg.Root, ch, w.replay.After); err == nil {
@@ -389,6 +399,8 @@ func (w *watcher) loop(ctx context.Context) error {
 			}
 		case <-beat.C:
 			w.heartbeat()
+		case <-w.launching():
+			w.launched()
 		case r := <-w.done:
 			w.finish(r)
 		}
@@ -400,7 +412,7 @@ func (w *watcher) loop(ctx context.Context) error {
 			w.poll()
 			w.dispatch(jobCtx)
 		}
-		if w.dirty {
+		if w.dirty && (w.busy == nil || w.busy.launched) {
 			w.save()
 		}
 	}
@@ -426,6 +438,7 @@ func (w *watcher) poll() {
 			// must not send claims or replies elsewhere.
 			msgs[i].SessionID = ch
 			msgs[i].ID = msgs[i].Key()
+			w.recent.add(ch, &msgs[i])
 			w.consider(&msgs[i])
 		}
 		if len(msgs) > 0 {
@@ -565,42 +578,82 @@ func (w *watcher) alreadyReplied(it *item) (string, bool) {
 	return "", false
 }
 
-// start records the job and runs the CLI in a goroutine of its own.
+// start runs the CLI in a goroutine of its own. The message is claimed:
+// that is all exactness needs before the CLI starts. The job record, the
+// presence and the state are written once the goroutine says the CLI is
+// starting (launched), or at the latest when it ends (finish).
 func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	m := &it.msg
 	key := w.sess.key(m.SessionID, m.ThreadID())
 	resume := w.sess.get(key, now)
-	rec, err := jobs.Start(w.cfg.Root, jobs.Job{
+	rec, err := jobs.Prepare(w.cfg.Root, jobs.Job{
 		ID: jobs.ID(m.Key()), Agent: w.cfg.Agent, Host: w.cfg.Host, Channel: m.SessionID,
 		Message: m.Key(), From: m.From, CLI: w.cfg.CLI, Session: resume, Resumed: resume != "", Started: now,
 	}, w.cfg.Now)
 	if err != nil {
 		w.logOnce("job", "cannot record the job", keyMsg, m.ID, keyErr, err)
 	}
+	ctx, stop := context.WithCancel(jobCtx)
+	j := &job{it: *it, started: now, stop: stop, rec: rec, key: key, launching: make(chan struct{})}
 	if q, ok := w.awaiting[key]; ok && q.Asker == m.From {
 		// The asker answers the question the CLI asked in this session.
 		rec.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: m.Content.Text, Data: jsonString(q.Job)})
-		if err := jobs.SetStatus(w.cfg.Root, w.cfg.Agent, q.Job, jobs.Completed); err != nil {
-			w.log.Warn("cannot close the job that asked", "job", q.Job, keyErr, err)
-		}
+		j.answers = q.Job
 		delete(w.awaiting, key)
 	}
-	ctx, stop := context.WithCancel(jobCtx)
-	w.busy = &job{it: *it, started: now, stop: stop, rec: rec, key: key}
+	transcript, haveTranscript := w.recent.before(m.SessionID, m, w.cfg.Context)
+	w.busy = j
 	w.log.Info("running", keyMsg, m.ID, "job", jobs.ID(m.Key()), "session", resume)
-	w.setPresence(presence.SubWorking, m.ID)
 	go func() {
 		defer stop()
-		w.done <- w.run(ctx, *it, resume, rec)
+		w.done <- w.run(ctx, *it, resume, rec, transcript, haveTranscript, j.launching)
 	}()
 }
 
+// launching returns the running job's launching channel while the job has
+// not been recorded as launched; nil (never ready) otherwise.
+func (w *watcher) launching() <-chan struct{} {
+	if w.busy == nil || w.busy.launched {
+		return nil
+	}
+	return w.busy.launching
+}
+
+// launched records the running job, now that its CLI is starting: the job
+// record (which prunes old ones), the job whose question it answers, and
+// the presence.
+func (w *watcher) launched() {
+	j := w.busy
+	if j == nil || j.launched {
+		return
+	}
+	w.record(j)
+	w.setPresence(presence.SubWorking, j.it.msg.ID)
+}
+
+// record writes what waits for the CLI to start: the job record and the
+// end of the job whose question this run answers.
+func (w *watcher) record(j *job) {
+	j.launched = true
+	if err := j.rec.Persist(); err != nil {
+		w.logOnce("job", "cannot record the job", keyMsg, j.it.msg.ID, keyErr, err)
+	}
+	if j.answers != "" {
+		if err := jobs.SetStatus(w.cfg.Root, w.cfg.Agent, j.answers, jobs.Completed); err != nil {
+			w.log.Warn("cannot close the job that asked", "job", j.answers, keyErr, err)
+		}
+	}
+}
+
 // run builds the prompt and runs the CLI. It runs in its own goroutine and
-// touches no watcher state.
-func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Recorder) jobResult {
+// touches no watcher state; it closes launching just before the CLI starts
+// (or on its way out if it never does). transcript is the context from the
+// watcher's memory if ok; else run reads it from the folder.
+func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Recorder, transcript []channel.Message, ok bool, launching chan struct{}) jobResult {
+	closeOnce := sync.OnceFunc(func() { close(launching) })
+	defer closeOnce()
 	m := it.msg
-	var transcript []channel.Message
-	if w.cfg.Context > 0 {
+	if !ok {
 		var err error
 		transcript, err = channel.Recent(w.cfg.Root, m.SessionID, m.File, w.cfg.Context)
 		if err != nil {
@@ -629,6 +682,7 @@ func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Rec
 		Session: resume,
 		OnEvent: rec.Event,
 	}
+	closeOnce()
 	resp, err := w.cfg.Runner.Run(ctx, req)
 	if errors.Is(err, modelcli.ErrSessionGone) && resume != "" && ctx.Err() == nil {
 		w.log.Warn("session cannot be resumed; starting a new one", keyMsg, m.ID, "session", resume, keyErr, err)
@@ -656,6 +710,9 @@ func (w *watcher) env(m *channel.Message) []string {
 // finish handles the end of a CLI run: post the reply or record the failure.
 func (w *watcher) finish(r jobResult) {
 	j := w.busy
+	if !j.launched {
+		w.record(j) // the CLI ended (or never started) before the loop heard
+	}
 	w.busy = nil
 	it := r.it
 	m := &it.msg
