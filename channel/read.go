@@ -241,8 +241,9 @@ func (r *Reader) SeekEnd() error {
 // files it skipped for the first time. A missing channel folder is empty.
 // The error is for a channel that cannot be listed; skips are never errors.
 //
-// An idle channel costs one open and one fstat of its folder: the folder is
-// listed only when its attributes changed, until a listing has been made at
+// An idle channel costs one open and one stat of its folder (asked of the
+// file server, past NFS and FUSE attribute caches: see [safedir.Dir.Stamp]):
+// the folder is listed only when its attributes changed, until a listing has been made at
 // least [ReaderOptions.Settle] after the last change (so several writes
 // within one timestamp tick are not missed), while files wait to be retried,
 // after [Reader.Invalidate], and at least every
