@@ -112,6 +112,35 @@ func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
 	return f.ReadDir(-1)
 }
 
+// ReadDirBatches calls fn with the directory's entries, unsorted, at most n
+// at a time (n ≤ 0: 512), so that a folder of 100,000 entries is never
+// held in memory whole. The entries passed to fn are not reused. It stops
+// at fn's first error and returns it.
+func (d *Dir) ReadDirBatches(n int, fn func([]fs.DirEntry) error) error {
+	if n <= 0 {
+		n = 512
+	}
+	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(n)
+		if len(ents) > 0 {
+			if ferr := fn(ents); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
 // Stamp is what changes in a directory's attributes when an entry is added
 // or removed. Equal stamps mean "probably unchanged": a change within one
 // timestamp tick keeps the stamp.
