@@ -396,7 +396,15 @@ func KillRequested(root tree.Root, agent, id string) bool {
 	if !tree.ValidName(agent) || checkID(id) != nil {
 		return false
 	}
-	_, err := os.Lstat(filepath.Join(dir(root, agent), id+".kill"))
+	// Opening the folder revalidates its attributes on NFS (close-to-open),
+	// so a kill file just made on another host is not hidden by a cached
+	// "no such file".
+	d, err := safedir.Open(dir(root, agent))
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	_, err = d.Lstat(id + ".kill")
 	return err == nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"collab/channel"
+	"collab/jobs"
+	"collab/modelcli"
 	"collab/natsbus"
 	"collab/tree"
 	"collab/watcher"
@@ -179,5 +181,74 @@ func TestNATSOutageMidStream(t *testing.T) {
 		total, lost, twice, announced.Load(), viaNATS, bus.Stats())
 	if viaNATS == 0 {
 		t.Errorf("no announcement reached the watcher after the restart")
+	}
+}
+
+// TestKillOverNATS: with polls and heartbeats an hour apart, a kill
+// request announced on NATS makes the watcher look at the kill file at
+// once and stop the CLI; an announcement without a kill file (the file is
+// the truth) stops nothing.
+func TestKillOverNATS(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	root := tree.Root(t.TempDir())
+	quiet := slog.New(slog.DiscardHandler)
+	slow := make(chan runCall, 1)
+	r := &fakeRunner{reply: func(c runCall) (modelcli.Response, error) {
+		slow <- c
+		<-c.Ctx.Done()
+		return modelcli.Response{}, c.Ctx.Err()
+	}}
+	cfg := config(root, r)
+	cfg.Poll = time.Hour // nothing but NATS may make the watcher look
+	cfg.Heartbeat = time.Hour
+	cfg.Wakers = []watcher.Waker{watcher.FSNotify{Root: root}} // to find the message
+	bus := connectBus(t, s, natsbus.ConnName(agent, testHost), quiet)
+	kills := make(chan string, 1)
+	sub, err := bus.SubscribeKills(agent, func(job string) {
+		select {
+		case kills <- job:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop()
+	cfg.Kills = kills
+	start(t, cfg)
+
+	m := send(t, root, agent, "take your time")
+	var c runCall
+	select {
+	case c = <-slow:
+	case <-time.After(waitLong):
+		t.Fatal("the CLI was not run")
+	}
+	waitJob(t, root, m.ID, "running", func(j jobs.Job) bool { return j.Status == jobs.Running })
+	pub := connectBus(t, s, natsbus.ConnName("bob", "host-2"), quiet)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+
+	// Announced, but no kill file: the CLI goes on.
+	if err := pub.PublishKill(ctx, agent, natsbus.KillRequest{Job: jobs.ID(m.ID), By: "mallory"}); err != nil {
+		t.Fatal(err)
+	}
+	holds(t, 300*time.Millisecond, "the CLI runs on without a kill file", func() bool { return c.Ctx.Err() == nil })
+
+	if err := jobs.RequestKill(root, agent, jobs.ID(m.ID), "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.PublishKill(ctx, agent, natsbus.KillRequest{Job: jobs.ID(m.ID), By: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Ctx.Done():
+	case <-time.After(waitLong):
+		t.Fatal("the CLI was not stopped after the kill file and its announcement")
+	}
+	j := waitJob(t, root, m.ID, "killed", func(j jobs.Job) bool { return j.Done() })
+	if j.Status != jobs.Killed || j.Reply != "" {
+		t.Errorf("job status %q reply %q, want killed with no reply", j.Status, j.Reply)
 	}
 }

@@ -94,6 +94,11 @@ type Config struct {
 	// their files may be visible here: the watcher reads those files
 	// directly; one that never appears is logged.
 	Announce <-chan channel.Message
+	// Kills carries the ids of jobs someone asked to stop, announced on a
+	// faster path (NATS): the watcher looks at the kill file at once
+	// instead of at its next poll. The file is the truth: a request whose
+	// file is not there (yet) is not acted on.
+	Kills <-chan string
 	// Publisher, if set, also publishes every message and heartbeat the
 	// watcher writes.
 	Publisher Publisher
@@ -401,6 +406,8 @@ func (w *watcher) loop(ctx context.Context) error {
 			w.heartbeat()
 		case <-w.launching():
 			w.launched()
+		case <-w.cfg.Kills:
+			// checkKill, below, looks at the kill file now.
 		case r := <-w.done:
 			w.finish(r)
 		}
