@@ -44,8 +44,8 @@ func (r *recent) add(ch string, m *channel.Message) {
 		return
 	}
 	n, err := channel.ParseName(m.File)
-	if err != nil {
-		return
+	if err != nil || !n.Time.After(r.since) {
+		return // never trusted: not worth keeping
 	}
 	e := recentMsg{m: *m, name: n.Time}
 	list := r.msgs[ch]
