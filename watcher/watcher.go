@@ -718,7 +718,9 @@ func (w *watcher) env(m *channel.Message) []string {
 func (w *watcher) finish(r jobResult) {
 	j := w.busy
 	if !j.launched {
-		w.record(j) // the CLI ended (or never started) before the loop heard
+		// The CLI ended (or never started) before the loop heard it start:
+		// record it now, so that presence still goes WORKING, then IDLE.
+		w.launched()
 	}
 	w.busy = nil
 	it := r.it
