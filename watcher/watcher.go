@@ -205,6 +205,7 @@ type job struct {
 	rec     *jobs.Recorder     // nil if the record cannot be written
 	key     string             // session key
 	killed  bool               // stopped at someone's request
+	lost    bool               // stopped: its claim was taken over
 
 	// launching is closed by the job's goroutine as it starts the CLI;
 	// until then (launched false) the record, presence and state wait, so
@@ -944,8 +945,11 @@ func (w *watcher) heartbeat() {
 		if errors.Is(err, claim.ErrLost) {
 			// Judged gone and taken over (a long stall, a cut-off host):
 			// the new owner answers; stop spending on a reply it will post.
-			w.log.Warn("claim taken over; stopping the CLI", keyMsg, w.busy.it.msg.ID, keyErr, err)
-			w.busy.stop()
+			if !w.busy.lost {
+				w.log.Warn("claim taken over; stopping the CLI", keyMsg, w.busy.it.msg.ID, keyErr, err)
+				w.busy.lost = true
+				w.busy.stop()
+			}
 		} else if err != nil {
 			w.logOnce("claim-heartbeat", "cannot refresh the claim", keyMsg, w.busy.it.msg.ID, keyErr, err)
 		}
