@@ -207,9 +207,10 @@ type job struct {
 	killed  bool               // stopped at someone's request
 	lost    bool               // stopped: its claim was taken over
 
-	// launching is closed by the job's goroutine as it starts the CLI;
-	// until then (launched false) the record, presence and state wait, so
-	// that only the claim stands between a message and its CLI.
+	// launching is closed by the job's goroutine as it starts the CLI
+	// (and writes WORKING presence alongside); until then (launched false)
+	// the record and state wait, so that only the claim stands between a
+	// message and its CLI.
 	launching chan struct{}
 	launched  bool
 	answers   string // the job that asked the question this run answers
@@ -220,6 +221,8 @@ type jobResult struct {
 	resp  modelcli.Response
 	err   error
 	fresh bool // a resume was refused and the run started afresh
+
+	presenceErr error // writing WORKING presence as the CLI started
 }
 
 type watcher struct {
@@ -587,9 +590,10 @@ func (w *watcher) alreadyReplied(it *item) (string, bool) {
 }
 
 // start runs the CLI in a goroutine of its own. The message is claimed:
-// that is all exactness needs before the CLI starts. The job record, the
-// presence and the state are written once the goroutine says the CLI is
-// starting (launched), or at the latest when it ends (finish).
+// that is all exactness needs before the CLI starts. WORKING presence is
+// written by the goroutine while the CLI starts; the job record and the
+// state once the goroutine says the CLI is starting (launched), or at the
+// latest when it ends (finish).
 func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	m := &it.msg
 	key := w.sess.key(m.SessionID, m.ThreadID())
@@ -611,10 +615,11 @@ func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	}
 	transcript, haveTranscript := w.recent.before(m.SessionID, m, w.cfg.Context)
 	w.busy = j
+	working := w.status(presence.SubWorking, m.ID)
 	w.log.Info("running", keyMsg, m.ID, "job", jobs.ID(m.Key()), "session", resume)
 	go func() {
 		defer stop()
-		w.done <- w.run(ctx, *it, resume, rec, transcript, haveTranscript, j.launching)
+		w.done <- w.run(ctx, *it, resume, rec, transcript, haveTranscript, j.launching, working)
 	}()
 }
 
@@ -628,20 +633,13 @@ func (w *watcher) launching() <-chan struct{} {
 }
 
 // launched records the running job, now that its CLI is starting: the job
-// record (which prunes old ones), the job whose question it answers, and
-// the presence.
+// record (which prunes old ones) and the end of the job whose question it
+// answers.
 func (w *watcher) launched() {
 	j := w.busy
 	if j == nil || j.launched {
 		return
 	}
-	w.record(j)
-	w.setPresence(presence.SubWorking, j.it.msg.ID)
-}
-
-// record writes what waits for the CLI to start: the job record and the
-// end of the job whose question this run answers.
-func (w *watcher) record(j *job) {
 	j.launched = true
 	if err := j.rec.Persist(); err != nil {
 		w.logOnce("job", "cannot record the job", keyMsg, j.it.msg.ID, keyErr, err)
@@ -655,9 +653,10 @@ func (w *watcher) record(j *job) {
 
 // run builds the prompt and runs the CLI. It runs in its own goroutine and
 // touches no watcher state; it closes launching just before the CLI starts
-// (or on its way out if it never does). transcript is the context from the
-// watcher's memory if ok; else run reads it from the folder.
-func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Recorder, transcript []channel.Message, ok bool, launching chan struct{}) jobResult {
+// (or on its way out if it never does), and writes the working presence
+// while the CLI starts, before it returns. transcript is the context from
+// the watcher's memory if ok; else run reads it from the folder.
+func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Recorder, transcript []channel.Message, ok bool, launching chan struct{}, working presence.Status) (res jobResult) {
 	closeOnce := sync.OnceFunc(func() { close(launching) })
 	defer closeOnce()
 	m := it.msg
@@ -691,6 +690,11 @@ func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Rec
 		OnEvent: rec.Event,
 	}
 	closeOnce()
+	// Presence says WORKING while the CLI starts, not before, and before
+	// the loop hears that the run ended (and writes IDLE).
+	wrote := make(chan error, 1)
+	go func() { wrote <- w.writePresence(working) }()
+	defer func() { res.presenceErr = <-wrote }()
 	resp, err := w.cfg.Runner.Run(ctx, req)
 	if errors.Is(err, modelcli.ErrSessionGone) && resume != "" && ctx.Err() == nil {
 		w.log.Warn("session cannot be resumed; starting a new one", keyMsg, m.ID, "session", resume, keyErr, err)
@@ -719,9 +723,10 @@ func (w *watcher) env(m *channel.Message) []string {
 func (w *watcher) finish(r jobResult) {
 	j := w.busy
 	if !j.launched {
-		// The CLI ended (or never started) before the loop heard it start:
-		// record it now, so that presence still goes WORKING, then IDLE.
-		w.launched()
+		w.launched() // the CLI ended (or never started) before the loop heard
+	}
+	if r.presenceErr != nil {
+		w.logOnce("presence", "cannot write presence", keyErr, r.presenceErr)
 	}
 	w.busy = nil
 	it := r.it
