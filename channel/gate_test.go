@@ -170,3 +170,54 @@ func TestHintNeverAppears(t *testing.T) {
 		t.Errorf("reported again: %v", skips)
 	}
 }
+
+// Across mounts with a 30 s attribute cache, the gate still sees another
+// host's write at the next scan: the folder's stamp comes from the server,
+// not the cache, so the folder is listed without waiting for FullRescan
+// or a hint; and nothing is missed, however the writes fall between scans.
+func TestScanGateAcrossMounts(t *testing.T) {
+	backing := t.TempDir()
+	reader := tree.Root(bindfstest.Mount(t, backing, "-o", "attr_timeout=30,entry_timeout=30,negative_timeout=0"))
+	writer := tree.Root(bindfstest.Mount(t, backing))
+	os.MkdirAll(reader.Channel("c"), 0o777)
+	clk := &clock{t: time.Now()}
+	r, _ := channel.NewReader(reader, "c", channel.Cursor{}, channel.ReaderOptions{Now: clk.Now, Settle: 2 * time.Second, FullRescan: time.Hour})
+	settle := func() {
+		t.Helper()
+		for range 3 {
+			scanN(t, r)
+			clk.Add(2 * time.Second)
+		}
+		base := channel.Listings(r)
+		scanN(t, r)
+		if channel.Listings(r) != base {
+			t.Fatalf("an idle, settled folder was listed")
+		}
+	}
+	settle()
+	sent := map[string]bool{}
+	for round := range 5 {
+		// One message, then (round > 0) several within one second.
+		for range 1 + round {
+			m := postAt(t, writer, "c", "m", time.Now())
+			sent[m.File] = true
+		}
+		msgs, _, err := r.Scan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 1+round {
+			t.Errorf("round %d: the next scan returned %d messages, want %d", round, len(msgs), 1+round)
+		}
+		for _, m := range msgs {
+			if !sent[m.File] {
+				t.Errorf("round %d: %s returned twice or never sent", round, m.File)
+			}
+			delete(sent, m.File)
+		}
+		settle()
+	}
+	if len(sent) != 0 {
+		t.Errorf("never returned: %v", sent)
+	}
+}

@@ -86,8 +86,8 @@ type Reader struct {
 	opt     ReaderOptions
 
 	floor  time.Time
-	seen   map[string]int64 // name → Unix second of its name time
-	newest int64
+	seen   *seenSet
+	newest int64 // Unix second of the newest name seen
 	gen    uint64
 	retry  map[string]*retry      // parse failures or unreadable, not yet reported
 	bad    map[string]fingerprint // reported; read again if the file changes
@@ -163,7 +163,7 @@ func newReaderAt(dir, channel string, cur Cursor, opt ReaderOptions) *Reader {
 		channel: channel,
 		opt:     opt,
 		floor:   cur.Floor,
-		seen:    make(map[string]int64, len(cur.Seen)),
+		seen:    newSeenSet(len(cur.Seen)),
 		retry:   make(map[string]*retry),
 		bad:     make(map[string]fingerprint),
 	}
@@ -179,9 +179,8 @@ func newReaderAt(dir, channel string, cur Cursor, opt ReaderOptions) *Reader {
 func (r *Reader) Channel() string { return r.channel }
 
 func (r *Reader) see(name string, t time.Time) {
-	s := t.Unix()
-	r.seen[name] = s
-	r.newest = max(r.newest, s)
+	r.seen.add(name)
+	r.newest = max(r.newest, t.Unix())
 }
 
 // Cursor returns the reader's position. Names more than the skew window
@@ -196,12 +195,7 @@ func (r *Reader) Cursor() Cursor {
 		}
 		floor = later(floor, top.Add(-r.opt.SkewWindow).Truncate(time.Second))
 	}
-	c := Cursor{Floor: floor.UTC()}
-	for name, s := range r.seen {
-		if s >= floor.Unix() {
-			c.Seen = append(c.Seen, name)
-		}
-	}
+	c := Cursor{Floor: floor.UTC(), Seen: r.seen.namesFrom(floor)}
 	slices.Sort(c.Seen)
 	return c
 }
@@ -224,25 +218,31 @@ func (r *Reader) SeekEnd() error {
 		return fmt.Errorf("open channel %s: %w", r.channel, err)
 	}
 	defer d.Close()
-	entries, err := d.ReadDir()
+	err = d.ReadDirBatches(listBatch, func(entries []fs.DirEntry) error {
+		for _, e := range entries {
+			if n, err := ParseName(e.Name()); err == nil {
+				r.see(e.Name(), n.Time)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("list channel %s: %w", r.channel, err)
 	}
-	for _, e := range entries {
-		if n, err := ParseName(e.Name()); err == nil {
-			r.see(e.Name(), n.Time)
-		}
-	}
 	return nil
 }
+
+// listBatch is how many entries of a folder a listing holds at a time.
+const listBatch = 512
 
 // Scan returns the messages that appeared since the last scan, ordered by
 // the time in their names, then their timestamps, then their names, and the
 // files it skipped for the first time. A missing channel folder is empty.
 // The error is for a channel that cannot be listed; skips are never errors.
 //
-// An idle channel costs one open and one fstat of its folder: the folder is
-// listed only when its attributes changed, until a listing has been made at
+// An idle channel costs one open and one stat of its folder (asked of the
+// file server, past NFS and FUSE attribute caches: see [safedir.Dir.Stamp]):
+// the folder is listed only when its attributes changed, until a listing has been made at
 // least [ReaderOptions.Settle] after the last change (so several writes
 // within one timestamp tick are not missed), while files wait to be retried,
 // after [Reader.Invalidate], and at least every
@@ -264,13 +264,18 @@ func (r *Reader) Scan() ([]Message, []Skip, error) {
 	if serr == nil && r.canSkip(stamp, now) {
 		cands = r.hinted(d)
 	} else {
-		entries, err := d.ReadDir()
+		r.gen++
+		err := d.ReadDirBatches(listBatch, func(entries []fs.DirEntry) error {
+			cands = r.candidates(d, entries, cands, &skips)
+			return nil
+		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("list channel %s: %w", r.channel, err)
 		}
+		for _, s := range skips {
+			r.seen.add(s.File) // reported once the listing is whole
+		}
 		r.listed(stamp, serr == nil, now)
-		r.gen++
-		cands = r.candidates(d, entries, &skips)
 	}
 	loadAll(d, cands, r.channel, r.opt.MaxSize)
 	var found []found
@@ -305,7 +310,7 @@ func (r *Reader) Invalidate() { r.force = true }
 // until it appears or HintTTL passes; a hint that never appears is reported
 // as a skip with reason SkipNeverAppeared.
 func (r *Reader) Hint(file string) {
-	if _, ok := r.seen[file]; ok {
+	if r.seen.has(file) {
 		return
 	}
 	if n, err := ParseName(file); err != nil || n.Time.Before(r.floor) {
@@ -357,21 +362,20 @@ type candidate struct {
 	derr error   // decoding
 }
 
-// candidates picks the entries of a listing that are new or worth another
-// look.
-func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, skips *[]Skip) []*candidate {
-	var out []*candidate
+// candidates appends to out the entries of (part of) a listing that are
+// new or worth another look, and to skips the names that are not message
+// names.
+func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, out []*candidate, skips *[]Skip) []*candidate {
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".tmp") || name == ArchiveDir {
 			continue // in-flight writes; the archive
 		}
-		if _, ok := r.seen[name]; ok {
+		if r.seen.has(name) {
 			continue
 		}
 		n, err := ParseName(name)
 		if err != nil {
-			r.seen[name] = 0
 			*skips = append(*skips, Skip{File: name, Reason: SkipName})
 			continue
 		}
@@ -396,7 +400,7 @@ func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, skips *[]Skip
 func (r *Reader) hinted(d *safedir.Dir) []*candidate {
 	var out []*candidate
 	for name := range r.hints {
-		if _, ok := r.seen[name]; ok {
+		if r.seen.has(name) {
 			continue
 		}
 		fi, err := d.Lstat(name)
@@ -414,7 +418,7 @@ func (r *Reader) hinted(d *safedir.Dir) []*candidate {
 // long.
 func (r *Reader) sweepHints(now time.Time, skips *[]Skip) {
 	for name, since := range r.hints {
-		if _, ok := r.seen[name]; ok {
+		if r.seen.has(name) {
 			delete(r.hints, name)
 		} else if now.Sub(since) > r.opt.HintTTL {
 			delete(r.hints, name)

@@ -10,7 +10,9 @@
 // A job id is "job-" plus the id of the message it answers, so a record is
 // found from either. Only the watcher that runs a job writes its record; the
 // running job and the last [Keep] finished ones are kept, older records are
-// removed when a new job starts. Anyone may create the kill file; the
+// removed when a new job's record is first written. A watcher may
+// [Prepare] a record in memory and [Recorder.Persist] it once the CLI is
+// started, so that no write delays the start. Anyone may create the kill file; the
 // watcher notices it within a poll and stops the run, which then ends with
 // an error event and no reply.
 package jobs
@@ -84,6 +86,7 @@ type Recorder struct {
 	mu      sync.Mutex
 	job     Job
 	written time.Time
+	held    bool  // not yet persisted: changes stay in memory
 	err     error // first write error, kept for Close
 }
 
@@ -92,6 +95,21 @@ const minWriteGap = 500 * time.Millisecond
 
 // Start creates the record of a new running job and prunes old records.
 func Start(root tree.Root, j Job, now func() time.Time) (*Recorder, error) {
+	r, err := Prepare(root, j, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Persist(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Prepare returns the Recorder of a new running job without touching the
+// disk: events and updates are kept in memory until [Recorder.Persist]
+// writes the record (and prunes old ones), so a watcher can start the CLI
+// first and record it right after.
+func Prepare(root tree.Root, j Job, now func() time.Time) (*Recorder, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -102,14 +120,31 @@ func Start(root tree.Root, j Job, now func() time.Time) (*Recorder, error) {
 	if j.Started.IsZero() {
 		j.Started = now().UTC()
 	}
-	r := &Recorder{root: root, now: now, job: j}
-	if err := prune(root, j.Agent, Keep); err != nil {
-		return nil, err
+	return &Recorder{root: root, now: now, job: j, held: true}, nil
+}
+
+// Persist prunes old records and writes this one; from then on every
+// change is written as it happens. It returns the first write error. A
+// second call only reports that error.
+func (r *Recorder) Persist() error {
+	if r == nil {
+		return nil
 	}
-	if err := r.write(); err != nil {
-		return nil, err
+	r.mu.Lock()
+	held, agent := r.held, r.job.Agent
+	r.mu.Unlock()
+	if !held {
+		return r.Err()
 	}
-	return r, nil
+	perr := prune(r.root, agent, Keep)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if perr != nil && r.err == nil {
+		r.err = perr
+	}
+	r.held = false
+	r.writeLocked()
+	return r.err
 }
 
 // Event appends an event and rewrites the record (at most every half
@@ -190,14 +225,10 @@ func (r *Recorder) Err() error {
 	return r.err
 }
 
-func (r *Recorder) write() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.writeLocked()
-	return r.err
-}
-
 func (r *Recorder) writeLocked() {
+	if r.held {
+		return // Persist writes everything at once
+	}
 	r.written = r.now()
 	if err := save(r.root, &r.job); err != nil && r.err == nil {
 		r.err = err
@@ -365,7 +396,15 @@ func KillRequested(root tree.Root, agent, id string) bool {
 	if !tree.ValidName(agent) || checkID(id) != nil {
 		return false
 	}
-	_, err := os.Lstat(filepath.Join(dir(root, agent), id+".kill"))
+	// Opening the folder revalidates its attributes on NFS (close-to-open),
+	// so a kill file just made on another host is not hidden by a cached
+	// "no such file".
+	d, err := safedir.Open(dir(root, agent))
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	_, err = d.Lstat(id + ".kill")
 	return err == nil
 }
 

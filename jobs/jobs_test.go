@@ -683,3 +683,53 @@ func TestConcurrentEvents(t *testing.T) {
 	}
 	noTemps(t, jobsDir(root, agent))
 }
+
+// TestPrepareHoldsWrites: a prepared record touches no file until Persist,
+// which then writes everything recorded so far (and prunes); later changes
+// are written as they happen.
+func TestPrepareHoldsWrites(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	clk := newClock()
+	msg := func(i int) string { return fmt.Sprintf("msg-20260310-120000-alice-%04d", i) }
+	for i := range jobs.Keep + 3 {
+		clk.Add(time.Second)
+		mustStart(t, root, newJob(msg(i)), clk.Now).Finish(jobs.Completed, modelcli.Response{Text: "ok"}, nil)
+	}
+	clk.Add(time.Second)
+	r, err := jobs.Prepare(root, newJob(msg(99)), clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: "the answer"})
+	r.Update(func(j *jobs.Job) { j.Session = "S1" })
+	if _, err := jobs.Read(root, agent, jobs.ID(msg(99))); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("before Persist, reading the record: %v, want not exist", err)
+	}
+	// Each Start pruned before writing: Keep+1 finished records now.
+	if list, _ := jobs.List(root, agent); len(list) != jobs.Keep+1 {
+		t.Fatalf("before Persist, %d records, want %d: nothing pruned yet", len(list), jobs.Keep+1)
+	}
+	if err := r.Persist(); err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, root, agent, jobs.ID(msg(99)))
+	if got.Status != jobs.Running || got.Session != "S1" || len(got.Events) != 1 || got.Events[0].Kind != modelcli.EventInputSent {
+		t.Errorf("after Persist: status %q session %q events %v, want running, S1 and the input event", got.Status, got.Session, got.Events)
+	}
+	list, _ := jobs.List(root, agent)
+	if len(list) != jobs.Keep+1 || list[0].ID != jobs.ID(msg(99)) || slices.ContainsFunc(list, func(j jobs.Job) bool { return j.ID == jobs.ID(msg(2)) }) {
+		t.Errorf("after Persist, records %v, want the new one and the %d newest finished", jobIDs(list), jobs.Keep)
+	}
+	if err := r.Persist(); err != nil {
+		t.Errorf("second Persist: %v", err)
+	}
+	r.Finish(jobs.Completed, modelcli.Response{Text: "done"}, nil)
+	if got := mustRead(t, root, agent, jobs.ID(msg(99))); got.Status != jobs.Completed {
+		t.Errorf("after Finish: status %q, want completed", got.Status)
+	}
+	var nilRec *jobs.Recorder
+	if err := nilRec.Persist(); err != nil {
+		t.Errorf("nil Recorder Persist: %v", err)
+	}
+}

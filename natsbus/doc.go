@@ -8,6 +8,8 @@
 //	collab.chat.CHANNEL     one message per publish: the file's JSON, with
 //	                        header Nats-Msg-Id set to the message id
 //	collab.presence.AGENT   one heartbeat per publish: the presence JSON
+//	collab.jobs.kill.AGENT  a kill request: {"job": JOB, "by": …, "host": …},
+//	                        published by collab jobs kill after the kill file
 //
 // The message id is the file's name without ".json", which is the JSON id
 // for everything collab writes. CHANNEL and AGENT are valid tree names
@@ -37,6 +39,10 @@
 // during an outage are found by polling the files), and hands the decoded
 // message to an optional callback, so the watcher can read the announced
 // file at once and report one that never appears.
+//
+// [Bus.SubscribeKills] delivers the job ids of kill requests for one agent,
+// so its watcher looks at the kill file at once; the file stays the
+// request, and one that is not there is not acted on.
 //
 // # Parity
 //

@@ -43,6 +43,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -121,9 +122,38 @@ func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
 	return f.ReadDir(-1)
 }
 
+// ReadDirBatches calls fn with the directory's entries, unsorted, at most n
+// at a time (n ≤ 0: 512), so that a folder of 100,000 entries is never
+// held in memory whole. The entries passed to fn are not reused. It stops
+// at fn's first error and returns it.
+func (d *Dir) ReadDirBatches(n int, fn func([]fs.DirEntry) error) error {
+	if n <= 0 {
+		n = 512
+	}
+	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(n)
+		if len(ents) > 0 {
+			if ferr := fn(ents); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
 // Stamp is what changes in a directory's attributes when an entry is added
 // or removed. Equal stamps mean "probably unchanged": a change within one
-// timestamp tick, or one hidden by an NFS attribute cache, keeps the stamp.
+// timestamp tick keeps the stamp.
 type Stamp struct {
 	Mtime, Ctime int64 // nanoseconds
 	Ino          uint64
@@ -131,9 +161,35 @@ type Stamp struct {
 	Nlink        uint64
 }
 
-// Stamp returns the directory's stamp, from the open descriptor (on NFS,
-// opening revalidates the attributes: close-to-open).
+// noStatx is set once statx(2) with AT_STATX_FORCE_SYNC turns out to be
+// unsupported (kernels before 4.11, some seccomp filters).
+var noStatx atomic.Bool
+
+// Stamp returns the directory's stamp, asked of the file server itself:
+// statx(2) with AT_STATX_FORCE_SYNC makes NFS and FUSE revalidate the
+// attributes instead of answering from their attribute cache (which can be
+// a minute old on NFS), so a change made on another host shows at once.
+// Where statx is unsupported it falls back to fstat on the open descriptor
+// (on NFS, opening revalidates: close-to-open).
 func (d *Dir) Stamp() (Stamp, error) {
+	if !noStatx.Load() {
+		var sx unix.Statx_t
+		var err error = unix.EINTR
+		for err == unix.EINTR {
+			err = unix.Statx(d.fd(), "", unix.AT_EMPTY_PATH|unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &sx)
+		}
+		switch err {
+		case nil:
+			return Stamp{
+				Mtime: sx.Mtime.Sec*1e9 + int64(sx.Mtime.Nsec), Ctime: sx.Ctime.Sec*1e9 + int64(sx.Ctime.Nsec),
+				Ino: sx.Ino, Size: int64(sx.Size), Nlink: uint64(sx.Nlink),
+			}, nil
+		case unix.ENOSYS, unix.EINVAL, unix.EPERM, unix.EOPNOTSUPP:
+			noStatx.Store(true)
+		default:
+			return Stamp{}, pathErr("statx", d.path, err)
+		}
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(d.fd(), &st); err != nil {
 		return Stamp{}, pathErr("stat", d.path, err)

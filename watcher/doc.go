@@ -18,6 +18,12 @@
 // the claim over. Before posting, the watcher reserves the reply's id with a
 // no-replace token, so at most one reply per message can ever be posted.
 //
+// The claim is all that is written before the CLI starts (the prompt's
+// transcript comes from the messages the watcher has read, when it holds
+// enough of them); the job record, WORKING presence and the state file are
+// written as the CLI starts, so a crash in between leaves a claim whose
+// owner is dead, which the restarted watcher takes over.
+//
 // # Replies that cannot be posted
 //
 // A reply that cannot be posted (a full disk, a lost mount, a permission

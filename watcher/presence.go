@@ -9,6 +9,23 @@ import (
 // setPresence writes the agent's heartbeat. what is presence.SubIdle or
 // presence.SubWorking (with the message id), or presence.StateOffline.
 func (w *watcher) setPresence(what, msgID string) {
+	if err := w.writePresence(w.status(what, msgID)); err != nil {
+		w.logOnce("presence", "cannot write presence", keyErr, err)
+	}
+}
+
+// writePresence writes and publishes s. It touches no watcher state, so a
+// job's goroutine may call it.
+func (w *watcher) writePresence(s presence.Status) error {
+	err := presence.Write(w.cfg.Root, s)
+	if w.cfg.Publisher != nil {
+		w.cfg.Publisher.PublishPresence(s) // logged and counted by the publisher
+	}
+	return err
+}
+
+// status is the agent's presence as the loop sees it now.
+func (w *watcher) status(what, msgID string) presence.Status {
 	s := presence.Status{
 		AgentID:    w.cfg.Agent,
 		Timestamp:  presence.FormatTime(w.now()),
@@ -34,10 +51,5 @@ func (w *watcher) setPresence(what, msgID string) {
 	if !w.lastReply.IsZero() {
 		s.LastReply = w.lastReplyID
 	}
-	if err := presence.Write(w.cfg.Root, s); err != nil {
-		w.logOnce("presence", "cannot write presence", keyErr, err)
-	}
-	if w.cfg.Publisher != nil {
-		w.cfg.Publisher.PublishPresence(s) // logged and counted by the publisher
-	}
+	return s
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -101,6 +102,11 @@ type Config struct {
 	// their files may be visible here: the watcher reads those files
 	// directly; one that never appears is logged.
 	Announce <-chan channel.Message
+	// Kills carries the ids of jobs someone asked to stop, announced on a
+	// faster path (NATS): the watcher looks at the kill file at once
+	// instead of at its next poll. The file is the truth: a request whose
+	// file is not there (yet) is not acted on.
+	Kills <-chan string
 	// Publisher, if set, also publishes every message and heartbeat the
 	// watcher writes.
 	Publisher Publisher
@@ -218,6 +224,15 @@ type job struct {
 	rec     *jobs.Recorder     // nil if the record cannot be written
 	key     string             // session key
 	killed  bool               // stopped at someone's request
+	lost    bool               // stopped: its claim was taken over
+
+	// launching is closed by the job's goroutine as it starts the CLI
+	// (and writes WORKING presence alongside); until then (launched false)
+	// the record and state wait, so that only the claim stands between a
+	// message and its CLI.
+	launching chan struct{}
+	launched  bool
+	answers   string // the job that asked the question this run answers
 }
 
 type jobResult struct {
@@ -225,6 +240,8 @@ type jobResult struct {
 	resp  modelcli.Response
 	err   error
 	fresh bool // a resume was refused and the run started afresh
+
+	presenceErr error // writing WORKING presence as the CLI started
 }
 
 type watcher struct {
@@ -239,6 +256,7 @@ type watcher struct {
 	busy    *job
 	done    chan jobResult
 	replied map[ref]string // message → our reply, from what we read and wrote
+	recent  *recent        // the last messages read, for transcripts
 	replay  *Replay        // until the first poll is done
 	afterTS time.Time      // the JSON time of replay.After, if found
 	dirty   bool           // state to save
@@ -293,6 +311,7 @@ func (w *watcher) now() time.Time { return w.cfg.Now().UTC() }
 // startup restores state, opens the readers and announces presence.
 func (w *watcher) startup() error {
 	w.started = w.now()
+	w.recent = newRecent(w.cfg.Context, w.started)
 	if w.replay != nil && w.replay.After != "" {
 		for _, ch := range w.cfg.Channels {
 			if m, err := channel.Lookup(w.cfg.Root, ch, w.replay.After); err == nil {
@@ -427,6 +446,10 @@ func (w *watcher) loop(ctx context.Context) error {
 			}
 		case <-beat.C:
 			w.heartbeat()
+		case <-w.launching():
+			w.launched()
+		case <-w.cfg.Kills:
+			// checkKill, below, looks at the kill file now.
 		case r := <-w.done:
 			w.finish(r)
 		}
@@ -438,7 +461,7 @@ func (w *watcher) loop(ctx context.Context) error {
 			w.poll()
 			w.dispatch(jobCtx)
 		}
-		if w.dirty {
+		if w.dirty && (w.busy == nil || w.busy.launched) {
 			w.save()
 		}
 	}
@@ -467,6 +490,7 @@ func (w *watcher) poll() {
 			// must not send claims or replies elsewhere.
 			msgs[i].SessionID = ch
 			msgs[i].ID = msgs[i].Key()
+			w.recent.add(ch, &msgs[i])
 			w.consider(&msgs[i])
 		}
 		if len(msgs) > 0 {
@@ -622,42 +646,78 @@ func (w *watcher) alreadyReplied(it *item) (string, bool) {
 	return "", false
 }
 
-// start records the job and runs the CLI in a goroutine of its own.
+// start runs the CLI in a goroutine of its own. The message is claimed:
+// that is all exactness needs before the CLI starts. WORKING presence is
+// written by the goroutine while the CLI starts; the job record and the
+// state once the goroutine says the CLI is starting (launched), or at the
+// latest when it ends (finish).
 func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	m := &it.msg
 	key := w.sess.key(m.SessionID, m.ThreadID())
 	resume := w.sess.get(key, now)
-	rec, err := jobs.Start(w.cfg.Root, jobs.Job{
+	rec, err := jobs.Prepare(w.cfg.Root, jobs.Job{
 		ID: jobs.ID(m.Key()), Agent: w.cfg.Agent, Host: w.cfg.Host, Channel: m.SessionID,
 		Message: m.Key(), From: m.From, CLI: w.cfg.CLI, Session: resume, Resumed: resume != "", Started: now,
 	}, w.cfg.Now)
 	if err != nil {
 		w.logOnce("job", "cannot record the job", keyMsg, m.ID, keyErr, err)
 	}
+	ctx, stop := context.WithCancel(jobCtx)
+	j := &job{it: *it, started: now, stop: stop, rec: rec, key: key, launching: make(chan struct{})}
 	if q, ok := w.awaiting[key]; ok && q.Asker == m.From {
 		// The asker answers the question the CLI asked in this session.
 		rec.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: m.Content.Text, Data: jsonString(q.Job)})
-		if err := jobs.SetStatus(w.cfg.Root, w.cfg.Agent, q.Job, jobs.Completed); err != nil {
-			w.log.Warn("cannot close the job that asked", "job", q.Job, keyErr, err)
-		}
+		j.answers = q.Job
 		delete(w.awaiting, key)
 	}
-	ctx, stop := context.WithCancel(jobCtx)
-	w.busy = &job{it: *it, started: now, stop: stop, rec: rec, key: key}
+	transcript, haveTranscript := w.recent.before(m.SessionID, m, w.cfg.Context)
+	w.busy = j
+	working := w.status(presence.SubWorking, m.ID)
 	w.log.Info("running", keyMsg, m.ID, "job", jobs.ID(m.Key()), "session", resume)
-	w.setPresence(presence.SubWorking, m.ID)
 	go func() {
 		defer stop()
-		w.done <- w.run(ctx, *it, resume, rec)
+		w.done <- w.run(ctx, *it, resume, rec, transcript, haveTranscript, j.launching, working)
 	}()
 }
 
+// launching returns the running job's launching channel while the job has
+// not been recorded as launched; nil (never ready) otherwise.
+func (w *watcher) launching() <-chan struct{} {
+	if w.busy == nil || w.busy.launched {
+		return nil
+	}
+	return w.busy.launching
+}
+
+// launched records the running job, now that its CLI is starting: the job
+// record (which prunes old ones) and the end of the job whose question it
+// answers.
+func (w *watcher) launched() {
+	j := w.busy
+	if j == nil || j.launched {
+		return
+	}
+	j.launched = true
+	if err := j.rec.Persist(); err != nil {
+		w.logOnce("job", "cannot record the job", keyMsg, j.it.msg.ID, keyErr, err)
+	}
+	if j.answers != "" {
+		if err := jobs.SetStatus(w.cfg.Root, w.cfg.Agent, j.answers, jobs.Completed); err != nil {
+			w.log.Warn("cannot close the job that asked", "job", j.answers, keyErr, err)
+		}
+	}
+}
+
 // run builds the prompt and runs the CLI. It runs in its own goroutine and
-// touches no watcher state.
-func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Recorder) jobResult {
+// touches no watcher state; it closes launching just before the CLI starts
+// (or on its way out if it never does), and writes the working presence
+// while the CLI starts, before it returns. transcript is the context from
+// the watcher's memory if ok; else run reads it from the folder.
+func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Recorder, transcript []channel.Message, ok bool, launching chan struct{}, working presence.Status) (res jobResult) {
+	closeOnce := sync.OnceFunc(func() { close(launching) })
+	defer closeOnce()
 	m := it.msg
-	var transcript []channel.Message
-	if w.cfg.Context > 0 {
+	if !ok {
 		var err error
 		transcript, err = channel.Recent(w.cfg.Root, m.SessionID, m.File, w.cfg.Context)
 		if err != nil {
@@ -686,6 +746,12 @@ func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Rec
 		Session: resume,
 		OnEvent: rec.Event,
 	}
+	closeOnce()
+	// Presence says WORKING while the CLI starts, not before, and before
+	// the loop hears that the run ended (and writes IDLE).
+	wrote := make(chan error, 1)
+	go func() { wrote <- w.writePresence(working) }()
+	defer func() { res.presenceErr = <-wrote }()
 	resp, err := w.cfg.Runner.Run(ctx, req)
 	if errors.Is(err, modelcli.ErrSessionGone) && resume != "" && ctx.Err() == nil {
 		w.log.Warn("session cannot be resumed; starting a new one", keyMsg, m.ID, "session", resume, keyErr, err)
@@ -713,6 +779,12 @@ func (w *watcher) env(m *channel.Message) []string {
 // finish handles the end of a CLI run: post the reply or record the failure.
 func (w *watcher) finish(r jobResult) {
 	j := w.busy
+	if !j.launched {
+		w.launched() // the CLI ended (or never started) before the loop heard
+	}
+	if r.presenceErr != nil {
+		w.logOnce("presence", "cannot write presence", keyErr, r.presenceErr)
+	}
 	w.busy = nil
 	it := r.it
 	m := &it.msg
@@ -880,8 +952,11 @@ func (w *watcher) heartbeat() {
 		if errors.Is(err, claim.ErrLost) {
 			// Judged gone and taken over (a long stall, a cut-off host):
 			// the new owner answers; stop spending on a reply it will post.
-			w.log.Warn("claim taken over; stopping the CLI", keyMsg, w.busy.it.msg.ID, keyErr, err)
-			w.busy.stop()
+			if !w.busy.lost {
+				w.log.Warn("claim taken over; stopping the CLI", keyMsg, w.busy.it.msg.ID, keyErr, err)
+				w.busy.lost = true
+				w.busy.stop()
+			}
 		} else if err != nil {
 			w.logOnce("claim-heartbeat", "cannot refresh the claim", keyMsg, w.busy.it.msg.ID, keyErr, err)
 		}

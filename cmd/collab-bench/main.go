@@ -16,7 +16,9 @@
 //   - Dispatch latency, "message visible → CLI started", p50 and p99 over
 //     the messages of a run (one warm-up message first, not counted).
 //     Visible is the moment channel.Writer.Post returns (with NATS: the
-//     moment natsbus.Bus.PublishMessage returns after it); CLI started is
+//     moment natsbus.Bus.PublishMessage returns after it); a watcher woken
+//     by inotify as the name appears can start the CLI before Post has
+//     fsynced the folder and returned, so a latency can be negative; CLI started is
 //     the call of the watcher's Runner, an in-process fake that records the
 //     time and answers at once. Each message waits for the reply to the one
 //     before. Three layouts, the watcher configured as collab watch would

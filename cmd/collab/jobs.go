@@ -16,6 +16,7 @@ import (
 
 	"collab/jobs"
 	"collab/modelcli"
+	"collab/natsbus"
 	"collab/tree"
 )
 
@@ -25,18 +26,19 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		case "show":
 			return runJobsShow(args[1:], getenv, stdout, stderr)
 		case "kill":
-			return runJobsKill(args[1:], getenv, stdout, stderr)
+			return runJobsKill(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	fs := newFlags("jobs", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab jobs [--agent A] [--json]
        collab jobs show JOB [--since TIME] [--json]
-       collab jobs kill JOB
+       collab jobs kill JOB [NATS flags]
 
 List the model runs of the watchers (the running ones and the last 20
 finished per agent), show one with its events, or stop a running one from
-any host.
+any host. With NATS configured (--nats or NATS_URL), kill also tells the
+watcher over NATS so that it acts at once rather than at its next poll.
 
 Flags:
 `)
@@ -175,9 +177,10 @@ func runJobsShow(args []string, getenv env, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func runJobsKill(args []string, getenv env, stdout, stderr io.Writer) error {
+func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs kill", stderr)
 	rootf := rootFlag(fs)
+	nf := addNATSFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -196,8 +199,25 @@ func runJobsKill(args []string, getenv env, stdout, stderr io.Writer) error {
 		return fmt.Errorf("jobs kill: %s is %s, not running", j.ID, j.Status)
 	}
 	who := cmpOrEnv(getenv, "COLLAB_AGENT", "USER")
+	var bus *natsbus.Bus
+	if o, ok := nf.options(getenv, natsbus.ConnName(cmpOrEnv(getenv, "COLLAB_AGENT"), hostname()), nil); ok {
+		// Before the file: bad credentials fail before anything is asked.
+		var err error
+		if bus, err = connectOptional(ctx, o, stderr); err != nil {
+			return fmt.Errorf("jobs kill: %w", err)
+		}
+		if bus != nil {
+			defer bus.Close()
+		}
+	}
+	// The file is the request; NATS only makes the watcher look now.
 	if err := jobs.RequestKill(root, j.Agent, j.ID, who); err != nil {
 		return fmt.Errorf("jobs kill: %w", err)
+	}
+	if bus != nil {
+		if err := bus.PublishKill(ctx, j.Agent, natsbus.KillRequest{Job: j.ID, By: who, Host: hostname()}); err != nil {
+			fmt.Fprintf(stderr, "collab: warning: asked by file only (the watcher sees it at its next poll): %v\n", err)
+		}
 	}
 	fmt.Fprintf(stdout, "asked %s's watcher on %s to stop %s\n", j.Agent, j.Host, j.ID)
 	return nil

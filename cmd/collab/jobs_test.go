@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"collab/jobs"
 	"collab/modelcli"
+	"collab/natsbus"
 	"collab/tree"
 )
 
@@ -366,4 +368,79 @@ func TestJobsBadInput(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "Usage: collab jobs") {
 		t.Errorf("--help: exit %d stderr %q", r.code, r.stderr)
 	}
+}
+
+// TestJobsKillNATS: with NATS configured, jobs kill writes the kill file
+// and also publishes the request on the agent's kill subject; with the
+// server unreachable it warns and the file still asks.
+func TestJobsKillNATS(t *testing.T) {
+	f := newJobsFixture(t)
+	url := natsServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bus, err := natsbus.Connect(ctx, natsbus.Options{URL: url, Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	got := make(chan string, 4)
+	sub, err := bus.SubscribeKills("claude", func(job string) { got <- job })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop()
+
+	env := map[string]string{"COLLAB_ROOT": string(f.root), "COLLAB_AGENT": "bob", "NATS_URL": url}
+	r := runCollab(t, env, "", "jobs", "kill", f.running.ID)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if !jobs.KillRequested(f.root, "claude", f.running.ID) {
+		t.Error("no kill file: the file stays the request")
+	}
+	select {
+	case id := <-got:
+		if id != f.running.ID {
+			t.Errorf("kill request over NATS for %q, want %q", id, f.running.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no kill request over NATS")
+	}
+
+	// Nobody listening on the port: a warning, and the file.
+	g := newJobsFixture(t)
+	env = map[string]string{"COLLAB_ROOT": string(g.root), "NATS_URL": "nats://127.0.0.1:1"}
+	r = runCollab(t, env, "", "jobs", "kill", g.running.ID)
+	if r.code != 0 || !strings.Contains(r.stderr, "warning") {
+		t.Errorf("unreachable NATS: exit %d, stderr %q; want 0 and a warning", r.code, r.stderr)
+	}
+	if !jobs.KillRequested(g.root, "claude", g.running.ID) {
+		t.Error("unreachable NATS: no kill file")
+	}
+}
+
+// TestWatchKillOverNATS: a collab watch process with NATS, polling and
+// beating once an hour, stops its CLI when collab jobs kill (with NATS)
+// asks: the request over NATS makes it look at the kill file at once.
+func TestWatchKillOverNATS(t *testing.T) {
+	url := natsServer(t)
+	root := t.TempDir()
+	started := t.TempDir()
+	startWatcher(t, root, "codex", "dev", []string{"NATS_URL=" + url, "FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=1h"},
+		"--poll", "1h", "--heartbeat", "1h")
+	id := send(t, root, "dev", "alice", "codex", "a long task")
+	job := jobs.ID(id)
+	waitFor(t, func() bool {
+		j, err := jobs.Read(tree.Root(root), "codex", job)
+		ents, _ := os.ReadDir(started)
+		return err == nil && j.Status == jobs.Running && len(ents) == 1
+	})
+	r := runCollab(t, map[string]string{"COLLAB_ROOT": root, "NATS_URL": url}, "", "jobs", "kill", job)
+	if r.code != 0 {
+		t.Fatalf("jobs kill: exit %d, stderr %q", r.code, r.stderr)
+	}
+	waitFor(t, func() bool {
+		j, err := jobs.Read(tree.Root(root), "codex", job)
+		return err == nil && j.Status == jobs.Killed
+	})
 }

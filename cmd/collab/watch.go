@@ -201,6 +201,19 @@ Flags:
 			default: // full: the wake-up and the poll find it anyway
 			}
 		}})
+		// collab jobs kill: look at the kill file now, not at the next poll.
+		kills := make(chan string, 1)
+		ksub, err := bus.SubscribeKills(*agent, func(job string) {
+			select {
+			case kills <- job:
+			default: // one pending is enough: the watcher checks the file
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("watch: %w", err)
+		}
+		defer ksub.Stop()
+		cfg.Kills = kills
 	}
 	return watcher.Run(ctx, cfg)
 }
