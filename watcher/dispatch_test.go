@@ -81,6 +81,12 @@ func TestDispatchOrder(t *testing.T) {
 	})
 	waitFor(t, "the state to name the running message", func() bool {
 		data, err := os.ReadFile(filepath.Join(root.State(agent), "watch.json"))
+		var sealed struct {
+			State json.RawMessage `json:"state"` // the sealed format
+		}
+		if err == nil && json.Unmarshal(data, &sealed) == nil && sealed.State != nil {
+			data = sealed.State
+		}
 		var st struct {
 			Pending []struct{ ID string } `json:"pending"`
 		}
