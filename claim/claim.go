@@ -405,15 +405,18 @@ func publish(d *safedir.Dir, name string, c Claim) error {
 }
 
 func read(d *safedir.Dir, name string) (Claim, []byte, error) {
-	raw, _, err := d.ReadFile(name, maxFile)
+	raw, fi, err := d.ReadFile(name, maxFile)
 	if err != nil {
 		return Claim{}, nil, err
 	}
 	var c Claim
 	if err := json.Unmarshal(raw, &c); err != nil || !knownStatus(c.Status) {
-		// A torn or foreign claim: treat as a working claim with no owner
-		// and no heartbeat, which any watcher takes over at once.
-		return Claim{Status: Working, Heartbeat: time.Time{}}, raw, nil
+		// A torn or foreign claim: a working claim with no owner whose
+		// heartbeat is the file's modification time. An NFS or FUSE client
+		// can show a claim short while its owner replaces it for a
+		// heartbeat, so it is taken over only once it has not changed for
+		// the grace period, as a silent owner's claim is.
+		return Claim{Status: Working, Heartbeat: fi.ModTime().UTC()}, raw, nil
 	}
 	return c, raw, nil
 }

@@ -148,6 +148,14 @@ func writeRaw(t *testing.T, root tree.Root, ch, id string, data []byte) {
 	}
 }
 
+// touch sets a file's modification time.
+func touch(t *testing.T, path string, at time.Time) {
+	t.Helper()
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // noDotFiles fails if a temp or moved-aside file is left in dir.
 func noDotFiles(t *testing.T, dir string) {
 	t.Helper()
@@ -822,12 +830,16 @@ func TestGarbageClaim(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := tree.Root(t.TempDir())
 			writeRaw(t, root, chan1, msgID, tt.data)
-			// Observed: a claim that does not parse reads as a working claim
-			// with a zero heartbeat and no owner, so it is stale at once,
-			// whatever the grace and however recent the file is (the clock
-			// here is even earlier than the file's mtime). read's comment
-			// says "after the grace period"; it is not so.
+			// A claim that does not parse is a working claim with no owner
+			// whose heartbeat is the file's mtime: recent, it is held (an
+			// NFS client may show a claim short while its owner replaces
+			// it); unchanged for the grace period, it is taken over.
+			touch(t, claimFile(root, chan1, msgID), t0.Add(-grace/2))
 			s := store(root, owner("vm-1", "a"), newClock(t0))
+			if c, out := acquire(t, s, chan1, msgID); out != claim.Held {
+				t.Fatalf("recent: got %v %+v, want held", out, c)
+			}
+			touch(t, claimFile(root, chan1, msgID), t0.Add(-2*grace))
 			c, out := acquire(t, s, chan1, msgID)
 			if out != claim.Acquired || c.Owner != s.Self || c.Takeovers != 1 || c.Note != "taken over from  pid 0" {
 				t.Fatalf("got %v %+v, want taken over", out, c)
@@ -840,10 +852,9 @@ func TestGarbageClaim(t *testing.T) {
 	}
 }
 
-// TestForeignClaim: JSON that parses but is not a claim. read's comment
-// promises that a foreign claim is treated as a stale working one; today a
-// foreign object without a known status reads as a finished claim, and the
-// message is never answered.
+// TestForeignClaim: JSON that parses but is not a claim is treated as a
+// working claim last touched at its mtime, so after the grace period it is
+// taken over and the message is answered.
 func TestForeignClaim(t *testing.T) {
 	tests := []struct {
 		name string
@@ -857,6 +868,7 @@ func TestForeignClaim(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := tree.Root(t.TempDir())
 			writeRaw(t, root, chan1, msgID, []byte(tt.data))
+			touch(t, claimFile(root, chan1, msgID), t0)
 			s := store(root, owner("vm-1", "a"), newClock(t0.Add(2*grace)))
 			c, out := acquire(t, s, chan1, msgID)
 			if out != claim.Acquired {
