@@ -108,7 +108,7 @@ type NewTask struct {
 
 // Add adds a task and returns it, pending.
 func (b *Board) Add(nt NewTask) (Task, error) {
-	f := taskFile{
+	f := Spec{
 		// The id is checked now, numbered below.
 		ID: FormatID(maxNumber), Channel: b.Channel, Title: nt.Title, Body: nt.Body,
 		Depends:   slices.Compact(slices.Sorted(slices.Values(nt.Depends))),

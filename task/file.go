@@ -67,15 +67,7 @@ func FormatID(n int) string { return "t" + strconv.Itoa(n) }
 
 // Task is a task and its state.
 type Task struct {
-	// The task file: set once by Add.
-	ID        string    `json:"id"`
-	Channel   string    `json:"channel"`
-	Title     string    `json:"title"`
-	Body      string    `json:"body,omitempty"`
-	Depends   []string  `json:"depends,omitempty"`
-	CreatedBy string    `json:"created_by"`
-	Created   time.Time `json:"created"`
-	Host      string    `json:"host,omitempty"`
+	Spec // the task file: set once by Add
 
 	// The state: from the newest event.
 	Status   string    `json:"status"`
@@ -89,8 +81,8 @@ type Task struct {
 	Blockers []string  `json:"blockers,omitempty"` // dependencies not yet done
 }
 
-// taskFile is the JSON of a task file.
-type taskFile struct {
+// Spec is what a task file holds, written once when the task is added.
+type Spec struct {
 	ID        string    `json:"id"`
 	Channel   string    `json:"channel"`
 	Title     string    `json:"title"`
@@ -138,7 +130,7 @@ func parseEventName(name string) (int, bool) {
 // DecodeTask parses a task file. id is the task the file is named for; an
 // id field that disagrees is an error.
 func DecodeTask(data []byte, id string) (Task, error) {
-	var f taskFile
+	var f Spec
 	if err := json.Unmarshal(data, &f); err != nil {
 		return Task{}, fmt.Errorf("%w: %s: %v", ErrMalformed, id, err)
 	}
@@ -151,14 +143,10 @@ func DecodeTask(data []byte, id string) (Task, error) {
 	if err := checkTask(f); err != nil {
 		return Task{}, fmt.Errorf("%w: %s: %v", ErrMalformed, id, err)
 	}
-	return Task{
-		ID: f.ID, Channel: f.Channel, Title: f.Title, Body: f.Body,
-		Depends: f.Depends, CreatedBy: f.CreatedBy, Created: f.Created, Host: f.Host,
-		Status: Pending, Updated: f.Created,
-	}, nil
+	return Task{Spec: f, Status: Pending, Updated: f.Created}, nil
 }
 
-func checkTask(f taskFile) error {
+func checkTask(f Spec) error {
 	if _, err := ParseID(f.ID); err != nil {
 		return err
 	}
