@@ -424,7 +424,7 @@ func TestWakerWakesAfterReconnect(t *testing.T) {
 	defer cancel()
 	go natsbus.Waker{Bus: b}.Watch(ctx, []string{"room"}, func() { woke <- struct{}{} })
 	time.Sleep(50 * time.Millisecond)
-	s.restart()
+	s.Restart()
 	select {
 	case <-woke: // messages sent during the outage are in the files: poll
 	case <-time.After(5 * time.Second):

@@ -3,9 +3,7 @@ package natsbus_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -14,68 +12,18 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"collab/channel"
+	"collab/internal/natstest"
 	"collab/natsbus"
 	"collab/tree"
 )
 
-// testServer is a nats-server embedded in the test process, on a random
-// port that stays the same across restarts, with its JetStream store (if
-// any) in a temporary directory.
-type testServer struct {
-	t    *testing.T
-	opts server.Options
-	srv  *server.Server
-}
+// testServer is an embedded nats-server (internal/natstest).
+type testServer = natstest.Server
 
 func startServer(t *testing.T, jetStream bool, mutate func(*server.Options)) *testServer {
 	t.Helper()
-	s := &testServer{t: t, opts: server.Options{
-		Host:   "127.0.0.1",
-		Port:   -1,
-		NoLog:  true,
-		NoSigs: true,
-	}}
-	if jetStream {
-		s.opts.JetStream = true
-		s.opts.StoreDir = t.TempDir()
-	}
-	if mutate != nil {
-		mutate(&s.opts)
-	}
-	s.start()
-	s.opts.Port = s.srv.Addr().(*net.TCPAddr).Port
-	t.Cleanup(s.stop)
-	return s
+	return natstest.Start(t, jetStream, mutate)
 }
-
-func (s *testServer) start() {
-	s.t.Helper()
-	o := s.opts // NewServer keeps and adjusts what it is given
-	srv, err := server.NewServer(&o)
-	if err != nil {
-		s.t.Fatalf("nats-server: %v", err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		s.t.Fatal("nats-server did not start")
-	}
-	s.srv = srv
-}
-
-func (s *testServer) stop() {
-	if s.srv != nil {
-		s.srv.Shutdown()
-		s.srv.WaitForShutdown()
-		s.srv = nil
-	}
-}
-
-func (s *testServer) restart() {
-	s.stop()
-	s.start()
-}
-
-func (s *testServer) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.opts.Port) }
 
 // logBuffer collects a logger's output; safe for concurrent use.
 type logBuffer struct {

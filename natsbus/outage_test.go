@@ -116,10 +116,10 @@ func TestOutageMidStream(t *testing.T) {
 	for i := range total {
 		switch i {
 		case stopAt:
-			s.stop()
+			s.Stop()
 			t.Logf("%v: server stopped", time.Since(began))
 		case startAt:
-			s.restart()
+			s.Restart()
 			t.Logf("%v: server restarted", time.Since(began))
 		case readyAt:
 			eventually(t, "the reconnect", func() bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"collab/channel"
+	"collab/internal/natstest"
 	"collab/jobs"
 	"collab/modelcli"
 	"collab/natsbus"
@@ -19,49 +19,15 @@ import (
 	"collab/watcher"
 )
 
-// natsServer is a nats-server with JetStream embedded in the test, on a
+// startNATS starts a nats-server with JetStream embedded in the test, on a
 // port that stays the same across restarts.
-type natsServer struct {
-	t    testing.TB
-	opts server.Options
-	srv  *server.Server
-}
-
-func startNATS(t testing.TB) *natsServer {
+func startNATS(t testing.TB) *natstest.Server {
 	t.Helper()
-	s := &natsServer{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, JetStream: true, StoreDir: t.TempDir()}}
-	s.start()
-	s.opts.Port = s.srv.Addr().(*net.TCPAddr).Port
-	t.Cleanup(s.stop)
-	return s
+	return natstest.Start(t, true, nil)
 }
-
-func (s *natsServer) start() {
-	s.t.Helper()
-	o := s.opts
-	srv, err := server.NewServer(&o)
-	if err != nil {
-		s.t.Fatalf("nats-server: %v", err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		s.t.Fatal("nats-server did not start")
-	}
-	s.srv = srv
-}
-
-func (s *natsServer) stop() {
-	if s.srv != nil {
-		s.srv.Shutdown()
-		s.srv.WaitForShutdown()
-		s.srv = nil
-	}
-}
-
-func (s *natsServer) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.opts.Port) }
 
 // connectBus connects a Bus to s, closed at the end of the test.
-func connectBus(t testing.TB, s *natsServer, name string, log *slog.Logger) *natsbus.Bus {
+func connectBus(t testing.TB, s *natstest.Server, name string, log *slog.Logger) *natsbus.Bus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -123,7 +89,7 @@ func TestNATSOutageMidStream(t *testing.T) {
 	announced := withNATS(&cfg, bus)
 	start(t, cfg)
 	waitFor(t, "the watcher to subscribe", func() bool {
-		sz, err := s.srv.Subsz(&server.SubszOptions{Subscriptions: true, Test: natsbus.ChatSubject(chName)})
+		sz, err := s.Raw().Subsz(&server.SubszOptions{Subscriptions: true, Test: natsbus.ChatSubject(chName)})
 		return err == nil && sz.Total > 1 // the stream's and the watcher's
 	})
 
@@ -133,9 +99,9 @@ func TestNATSOutageMidStream(t *testing.T) {
 	for i := range total {
 		switch i {
 		case stopAt:
-			s.stop()
+			s.Stop()
 		case startAt:
-			s.start()
+			s.Start()
 		case readyAt:
 			waitFor(t, "both sides to reconnect", func() bool {
 				return pub.Stats().Reconnects >= 1 && pub.JetStream() && bus.Stats().Reconnects >= 1

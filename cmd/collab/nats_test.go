@@ -10,22 +10,14 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"collab/internal/bindfstest"
+	"collab/internal/natstest"
 )
 
 // natsServer starts an embedded nats-server with JetStream and returns its
 // URL.
 func natsServer(t *testing.T) string {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	return s.ClientURL()
+	return natstest.Start(t, true, nil).URL()
 }
 
 func TestNATSInitSendParity(t *testing.T) {
