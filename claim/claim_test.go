@@ -1,23 +1,21 @@
 package claim_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"collab/claim"
+	"collab/internal/bindfstest"
 	"collab/tree"
 )
 
@@ -955,46 +953,10 @@ func TestBadNames(t *testing.T) {
 	}
 }
 
-// mountBindfs mounts back at a new folder and returns it; the mount goes
-// in t.Cleanup. Without bindfs or FUSE the test is skipped, unless
-// COLLAB_TEST_REQUIRE_BINDFS=1.
+// mountBindfs mounts back at a new folder (internal/bindfstest).
 func mountBindfs(t *testing.T, back string, opts ...string) string {
 	t.Helper()
-	unavailable := t.Skipf
-	if os.Getenv("COLLAB_TEST_REQUIRE_BINDFS") == "1" {
-		unavailable = t.Fatalf
-	}
-	bin, err := exec.LookPath("bindfs")
-	if err != nil {
-		unavailable("bindfs: %v", err)
-	}
-	mnt := t.TempDir()
-	args := append(slices.Clone(opts), back, mnt)
-	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-		unavailable("bindfs %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	// Registered after t.TempDir, so it runs before the folder is removed.
-	t.Cleanup(func() { unmount(t, mnt) })
-	var st1, st2 syscall.Stat_t
-	if syscall.Stat(back, &st1) != nil || syscall.Stat(mnt, &st2) != nil || st1.Dev == st2.Dev {
-		unavailable("bindfs did not mount %s", mnt)
-	}
-	return mnt
-}
-
-func unmount(t *testing.T, mnt string) {
-	var errs []string
-	for range 50 {
-		for _, cmd := range [][]string{{"fusermount3", "-u", mnt}, {"fusermount", "-u", mnt}, {"umount", mnt}} {
-			out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput()
-			if err == nil {
-				return
-			}
-			errs = append(errs, fmt.Sprintf("%s: %v: %s", cmd[0], err, bytes.TrimSpace(out)))
-		}
-		time.Sleep(100 * time.Millisecond) // busy: a request still in flight
-	}
-	t.Errorf("cannot unmount %s: %s", mnt, errs[len(errs)-3:])
+	return bindfstest.Mount(t, back, opts...)
 }
 
 // TestTwoHosts runs the protocol through two bindfs mounts of one folder,

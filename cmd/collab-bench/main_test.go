@@ -129,9 +129,6 @@ func TestProcFiles(t *testing.T) {
 	if kb, err := statusKB(os.Getpid(), "VmRSS"); err != nil || kb <= 0 {
 		t.Errorf("statusKB = %d, %v", kb, err)
 	}
-	if got := unescapeMount(`/tmp/a\040b`); got != "/tmp/a b" {
-		t.Errorf("unescapeMount = %q", got)
-	}
 }
 
 func TestUsage(t *testing.T) {

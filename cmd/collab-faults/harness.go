@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/fusemount"
 	"collab/tree"
 )
 
@@ -101,25 +101,10 @@ func (e *env) logf(format string, args ...any) {
 // (such as "-o", "negative_timeout=15") come before the paths.
 func (e *env) mount(ctx context.Context, host string, opts ...string) (string, error) {
 	at := filepath.Join(e.dir, host)
-	if err := os.MkdirAll(at, 0o755); err != nil {
-		return "", err
-	}
-	args := append(append([]string{}, opts...), e.backing, at)
-	cmd := exec.CommandContext(ctx, "bindfs", args...)
-	cmd.WaitDelay = 5 * time.Second
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("bindfs %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
 	e.mu.Lock()
 	e.mounts = append(e.mounts, at)
 	e.mu.Unlock()
-	for deadline := time.Now().Add(10 * time.Second); !mounted(at); {
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("bindfs: %s did not appear in /proc/self/mountinfo", at)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return at, nil
+	return at, fusemount.Bindfs(ctx, e.backing, at, opts...)
 }
 
 // close ends every watcher still running (SIGTERM, then SIGKILL), resuming
@@ -133,7 +118,7 @@ func (e *env) close() {
 		w.terminate(10 * time.Second)
 	}
 	for _, m := range ms {
-		if err := unmount(m); err != nil {
+		if err := fusemount.Unmount(m); err != nil {
 			fmt.Fprintf(e.h.progress, "   %s: %v\n", e.name, err)
 		}
 	}
@@ -398,75 +383,4 @@ func cmpOr[T comparable](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// unmount unmounts a FUSE mount, trying fusermount3, fusermount, umount and
-// finally a lazy umount.
-func unmount(at string) error {
-	var msgs []string
-	for _, argv := range [][]string{
-		{"fusermount3", "-u", at},
-		{"fusermount", "-u", at},
-		{"umount", at},
-		{"umount", "-l", at},
-	} {
-		if !mounted(at) {
-			return nil
-		}
-		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-		if err == nil {
-			for deadline := time.Now().Add(5 * time.Second); mounted(at) && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if !mounted(at) {
-				return nil
-			}
-		}
-		msgs = append(msgs, strings.Join(argv, " ")+": "+strings.TrimSpace(string(out)))
-	}
-	if mounted(at) {
-		return fmt.Errorf("cannot unmount %s: %s", at, strings.Join(msgs, "; "))
-	}
-	return nil
-}
-
-// mounted reports whether path is a mount point, from /proc/self/mountinfo.
-func mounted(path string) bool {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	want := strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`).Replace(filepath.Clean(path))
-	for line := range strings.SplitSeq(string(data), "\n") {
-		// Field 5 is the mount point, with spaces and such escaped.
-		if f := strings.Fields(line); len(f) > 4 && f[4] == want {
-			return true
-		}
-	}
-	return false
-}
-
-// bindfsWorks reports whether bindfs can mount here.
-func bindfsWorks(dir string) error {
-	if _, err := exec.LookPath("bindfs"); err != nil {
-		return err
-	}
-	src, at := filepath.Join(dir, "probe-src"), filepath.Join(dir, "probe-mnt")
-	for _, d := range []string{src, at} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	defer os.RemoveAll(src)
-	defer os.Remove(at)
-	if out, err := exec.Command("bindfs", src, at).CombinedOutput(); err != nil {
-		return fmt.Errorf("bindfs: %v: %s", err, bytes.TrimSpace(out))
-	}
-	for deadline := time.Now().Add(10 * time.Second); !mounted(at); {
-		if time.Now().After(deadline) {
-			return errors.New("bindfs: the mount did not appear")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return unmount(at)
 }

@@ -98,6 +98,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"collab/internal/fusemount"
 )
 
 func main() {
@@ -206,7 +208,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("go build collab/cmd/collab (run from the collab module, or use --collab): %v: %s", err, out)
 		}
 	}
-	bindfsErr := bindfsWorks(dir)
+	bindfsErr := fusemount.Works(dir)
 	h.bindfs = bindfsErr == nil
 
 	var results []result
