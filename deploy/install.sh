@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install collab on this host and into the shared tree.
 #
-#   deploy/install.sh [--root ROOT] [--prefix PREFIX] [--bin PATH] [--no-shared-bin] [--systemd]
+#   deploy/install.sh [--root ROOT] [--group GROUP] [--prefix PREFIX] [--bin PATH] [--no-shared-bin] [--systemd]
 #
 # - builds cmd/collab (or takes --bin PATH) and installs it as PREFIX/bin/collab
 #   (default PREFIX /usr/local);
@@ -9,7 +9,8 @@
 #   share one tree (skip with --no-shared-bin);
 # - installs the seed-compatible entry points into ROOT/scripts, so
 #   ROOT/scripts/who and ROOT/scripts/send-message work as in the seed;
-# - creates the tree's folders (SPEC §1);
+# - creates the tree's folders (SPEC §1) with `collab init`; with --group,
+#   they belong to GROUP, group-writable and set-group-ID;
 # - with --systemd, installs collab-watcher@.service and /etc/collab/ with an
 #   example agent file (never overwriting one that exists).
 # ROOT defaults to $COLLAB_ROOT, then /mnt/shared/collab. Every file is put in
@@ -21,6 +22,7 @@ prefix=/usr/local
 bin=
 shared_bin=1
 systemd=
+group=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--root) root=$2; shift 2 ;;
@@ -31,7 +33,9 @@ while [ $# -gt 0 ]; do
 	--bin=*) bin=${1#*=}; shift ;;
 	--no-shared-bin) shared_bin=; shift ;;
 	--systemd) systemd=1; shift ;;
-	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--group) group=$2; shift 2 ;;
+	--group=*) group=${1#*=}; shift ;;
+	-h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "install.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -58,9 +62,11 @@ put() {
 put "$bin" "$prefix/bin/collab" 0755
 echo "installed $prefix/bin/collab"
 
-for d in channels signals/presence registry/agents logs state claims docs tasks scripts; do
-	mkdir -p "$root/$d"
-done
+if [ -n "$group" ]; then
+	"$bin" init --root "$root" --group "$group"
+else
+	"$bin" init --root "$root"
+fi
 if [ -n "$shared_bin" ]; then
 	arch=$(uname -s | tr 'A-Z' 'a-z')-$(uname -m)
 	put "$bin" "$root/bin/$arch/collab" 0755
