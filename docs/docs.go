@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"collab/safedir"
 	"collab/tree"
 )
 
@@ -108,7 +109,7 @@ func Version(content string) string {
 // not to be created gives an error that wraps fs.ErrNotExist.
 func (f *Folder) open(create bool) (*os.Root, error) {
 	if create {
-		if err := os.MkdirAll(f.dir, 0o777); err != nil {
+		if err := safedir.MkdirAll(f.dir); err != nil {
 			return nil, fmt.Errorf("create documents folder: %w", err)
 		}
 	}
@@ -265,7 +266,7 @@ func (f *Folder) change(ctx context.Context, file string, edit func(old string, 
 	}
 	defer r.Close()
 	if dir := path.Dir(file); dir != "." {
-		if err := r.MkdirAll(dir, 0o777); err != nil {
+		if err := r.MkdirAll(dir, safedir.DirPerm); err != nil {
 			return "", fmt.Errorf("create folder %s: %w", dir, err)
 		}
 	}
@@ -394,7 +395,7 @@ func sibling(file, suffix string) string {
 // writeNew creates name with O_EXCL and writes, fsyncs (if durable) and
 // closes it. On failure nothing is left behind.
 func writeNew(r *os.Root, name string, data []byte, durable bool) (err error) {
-	fh, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	fh, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, safedir.FilePerm)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -403,5 +404,37 @@ func TestVersionConflictAcrossHosts(t *testing.T) {
 	}
 	if _, err := a.Write(ctx, EntryPoint, "a\n", da.Version); !errors.Is(err, ErrConflict) {
 		t.Fatalf("host A overwrote host B's change: %v", err)
+	}
+}
+
+// TestNeverWorldWritable: documents, their folders and lock files are made
+// through the shared-tree permissions, whatever the umask.
+func TestNeverWorldWritable(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	root := t.TempDir()
+	f := newFolder(t, root, Options{})
+	ctx := context.Background()
+	if _, err := f.Create(ctx, "plans/q1.md", "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Append(ctx, "notes.md", "a line\n"); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if p != root && fi.Mode().Perm()&0o002 != 0 {
+			t.Errorf("%s: mode %v is world-writable", p, fi.Mode())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

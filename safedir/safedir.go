@@ -114,7 +114,7 @@ func pathErr(op, name string, err error) error {
 func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
 	// A fresh descriptor per listing: on NFS this revalidates the directory
 	// and never continues from an old offset.
-	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (d *Dir) ReadDirBatches(n int, fn func([]fs.DirEntry) error) error {
 	if n <= 0 {
 		n = 512
 	}
-	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
