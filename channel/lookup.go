@@ -33,8 +33,11 @@ func Lookup(root tree.Root, channel, id string) (Message, error) {
 }
 
 // Recent returns up to n messages of a channel that come before the message
-// file before, in channel order, oldest first. Files that cannot be read or
-// parsed are left out. It is meant for building context, not for delivery.
+// file before (or the newest n when before is ""), in channel order, oldest
+// first. Only those n files are read, besides any whose names share a
+// second at the boundary. Files that cannot be read or parsed are left out.
+// It is meant for building context and showing a channel's tail, not for
+// delivery.
 func Recent(root tree.Root, channel, before string, n int) ([]Message, error) {
 	if n <= 0 {
 		return nil, nil
@@ -51,9 +54,11 @@ func Recent(root tree.Root, channel, before string, n int) ([]Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list channel: %w", err)
 	}
-	limit, err := ParseName(before)
-	if err != nil {
-		return nil, fmt.Errorf("recent before %q: %w", before, err)
+	var limit Name
+	if before != "" {
+		if limit, err = ParseName(before); err != nil {
+			return nil, fmt.Errorf("recent before %q: %w", before, err)
+		}
 	}
 	// Channel order is name time, JSON time, name. The JSON time is read
 	// only where name times tie, and only once per file.
@@ -87,14 +92,17 @@ func Recent(root tree.Root, channel, before string, n int) ([]Message, error) {
 		}
 		return cmp.Or(ts(a).Compare(ts(b)), strings.Compare(a.file, b.file))
 	}
-	self := &entry{file: before, n: limit}
+	var self *entry // nil: no bound
+	if before != "" {
+		self = &entry{file: before, n: limit}
+	}
 	var older []*entry
 	for _, de := range entries {
 		nm, err := ParseName(de.Name())
 		if err != nil || de.Name() == before {
 			continue
 		}
-		if e := (&entry{file: de.Name(), n: nm}); compare(e, self) < 0 {
+		if e := (&entry{file: de.Name(), n: nm}); self == nil || compare(e, self) < 0 {
 			older = append(older, e)
 		}
 	}

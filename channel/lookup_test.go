@@ -65,6 +65,8 @@ func TestRecent(t *testing.T) {
 		{"none asked", before, 0, nil},
 		{"first message", fileName("a", at(0), "0000"), 5, nil},
 		{"before a name not written yet", fileName("a", at(10), "0000"), 3, []string{"3", "4", "5"}},
+		{"the newest, no bound", "", 2, []string{"4", "5"}},
+		{"all, no bound", "", 100, []string{"0", "1", "2", "3", "4", "5"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

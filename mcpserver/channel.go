@@ -138,15 +138,24 @@ func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadRe
 	case limit > MaxReadLimit:
 		limit = MaxReadLimit
 	}
-	keep, err := since(in.Since)
-	if err != nil {
-		return ReadResult{}, err
+	var msgs []channel.Message
+	if in.Since == "" {
+		// The tail only: read limit+1 files, not the whole channel.
+		var err error
+		if msgs, err = channel.Recent(s.cfg.Root, s.cfg.Channel, "", limit+1); err != nil {
+			return ReadResult{}, fmt.Errorf("read channel: %w", err)
+		}
+	} else {
+		keep, err := since(in.Since)
+		if err != nil {
+			return ReadResult{}, err
+		}
+		all, _, err := channel.ReadAll(s.cfg.Root, s.cfg.Channel, channel.ReaderOptions{Retries: 1})
+		if err != nil {
+			return ReadResult{}, fmt.Errorf("read channel: %w", err)
+		}
+		msgs = keep(all)
 	}
-	all, _, err := channel.ReadAll(s.cfg.Root, s.cfg.Channel, channel.ReaderOptions{Retries: 1})
-	if err != nil {
-		return ReadResult{}, fmt.Errorf("read channel: %w", err)
-	}
-	msgs := keep(all)
 	res := ReadResult{Channel: s.cfg.Channel, Messages: []Message{}}
 	if len(msgs) > limit {
 		msgs, res.More = msgs[len(msgs)-limit:], true
