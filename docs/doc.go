@@ -71,5 +71,6 @@
 // # Leftovers
 //
 // A crash can leave dot-files (".NAME.RANDOM.tmp", ".NAME.lock.TOKEN"):
-// [Folder.List] hides them, and they may be removed by age.
+// [Folder.List] hides them, and every change to a document removes those
+// of its folder that are older than 36 hours.
 package docs

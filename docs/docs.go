@@ -297,6 +297,7 @@ func (f *Folder) change(ctx context.Context, file string, edit func(old string, 
 		}
 		return "", err
 	}
+	sweep(r, path.Dir(file), time.Now())
 	return Version(content), nil
 }
 

@@ -438,3 +438,44 @@ func TestNeverWorldWritable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSweepLeftovers: a change to a document removes the temp and lock
+// files crashed writers left in its folder once they are 36 hours old,
+// and nothing younger or of another kind.
+func TestSweepLeftovers(t *testing.T) {
+	root := t.TempDir()
+	f := newFolder(t, root, Options{})
+	ctx := context.Background()
+	if _, err := f.Create(ctx, "plans/q1.md", "v1\n"); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tree.Root(root).Docs("c"), "plans")
+	now := time.Now()
+	files := map[string]struct {
+		age  time.Duration
+		gone bool
+	}{
+		".q1.md.ab12.tmp":      {40 * time.Hour, true},
+		".q1.md.lock.0123abcd": {40 * time.Hour, true},
+		".q2.md.cd34.tmp":      {time.Hour, false},
+		".q1.md.lock.young":    {time.Minute, false},
+		"old.md":               {40 * time.Hour, false},
+		".hidden-note":         {40 * time.Hour, false},
+	}
+	for name, c := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, now.Add(-c.age), now.Add(-c.age))
+	}
+	if _, err := f.Append(ctx, "plans/q1.md", "v2\n"); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range files {
+		_, err := os.Lstat(filepath.Join(dir, name))
+		if gone := errors.Is(err, fs.ErrNotExist); gone != c.gone {
+			t.Errorf("%s (age %v): gone = %v, want %v", name, c.age, gone, c.gone)
+		}
+	}
+}
