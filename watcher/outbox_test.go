@@ -152,6 +152,23 @@ func TestOutboxFullDisk(t *testing.T) {
 	}
 }
 
+// intoOutbox starts a watcher whose channel writes fail with ENOSPC, sends
+// it a message and waits until the reply is kept in the outbox.
+func intoOutbox(t *testing.T, root tree.Root) (*harness, *fakeRunner, *flakyDisk, channel.Message) {
+	t.Helper()
+	r := &fakeRunner{}
+	cfg := config(root, r)
+	disk := &flakyDisk{root: root}
+	disk.full.Store(true)
+	watcher.SetWriteMessage(&cfg, disk.write)
+	h := start(t, cfg)
+	m := send(t, root, agent, "answer me")
+	waitFor(t, "the reply to go to the outbox", func() bool {
+		return len(h.logs.find("cannot post the reply; kept in the outbox and retried", "msg_id", m.ID)) == 1
+	})
+	return h, r, disk, m
+}
+
 // TestOutboxRestart: replies left in the outbox by a watcher that stopped
 // while the disk was full are posted by the next start, first and once,
 // without running the CLI again, also when an attempt had in fact landed.
@@ -162,16 +179,7 @@ func TestOutboxRestart(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			root := tree.Root(t.TempDir())
-			r1 := &fakeRunner{}
-			cfg1 := config(root, r1)
-			disk := &flakyDisk{root: root}
-			disk.full.Store(true)
-			watcher.SetWriteMessage(&cfg1, disk.write)
-			h1 := start(t, cfg1)
-			m := send(t, root, agent, "answer me")
-			waitFor(t, "the reply to go to the outbox", func() bool {
-				return len(h1.logs.find("cannot post the reply; kept in the outbox and retried", "msg_id", m.ID)) == 1
-			})
+			h1, r1, disk, m := intoOutbox(t, root)
 			if err := h1.stop(); err != nil {
 				t.Fatal(err)
 			}
@@ -373,16 +381,7 @@ func dotFiles(t *testing.T, dir string) []string {
 func TestOutboxCorruptEntry(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
-	r1 := &fakeRunner{}
-	cfg1 := config(root, r1)
-	disk := &flakyDisk{root: root}
-	disk.full.Store(true)
-	watcher.SetWriteMessage(&cfg1, disk.write)
-	h1 := start(t, cfg1)
-	m := send(t, root, agent, "answer me")
-	waitFor(t, "the reply to go to the outbox", func() bool {
-		return len(h1.logs.find("cannot post the reply; kept in the outbox and retried", "msg_id", m.ID)) == 1
-	})
+	h1, _, disk, m := intoOutbox(t, root)
 	h1.stop()
 	entry := filepath.Join(root.State(agent), "outbox", chName+"."+m.ID+".json")
 	data, err := os.ReadFile(entry)

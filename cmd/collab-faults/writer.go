@@ -168,14 +168,7 @@ func (e *env) restartWatcher(ctx context.Context) error {
 // restartWatcherWith stops the scenario's watchers with SIGTERM, starts one
 // with o and lets it run for settle (time to answer something twice).
 func (e *env) restartWatcherWith(ctx context.Context, o watchOpts, settle time.Duration) error {
-	e.mu.Lock()
-	ws := append([]*watchProc(nil), e.watchers...)
-	e.mu.Unlock()
-	for _, w := range ws {
-		if !w.terminate(10 * time.Second) {
-			e.problem("watcher %s did not stop on SIGTERM", w.label)
-		}
-	}
+	e.stopWatchers()
 	if _, err := e.startWatcher(ctx, o, true); err != nil {
 		return err
 	}

@@ -53,16 +53,16 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		if err != nil {
 			return fmt.Errorf("init: %w", err)
 		}
-		mode := fi.Mode()
+		have := fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky)
+		want := have &^ 0o002 // never world-writable
 		if gid >= 0 {
 			if err := os.Chown(dir, -1, gid); err != nil {
 				return fmt.Errorf("init: %w", err)
 			}
-			mode = mode&fs.ModePerm | 0o070 | fs.ModeSetgid
+			want |= 0o070 | fs.ModeSetgid
 		}
-		mode &^= 0o002 // never world-writable
-		if mode != fi.Mode() {
-			if err := os.Chmod(dir, mode&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		if want != have {
+			if err := os.Chmod(dir, want); err != nil {
 				return fmt.Errorf("init: %w", err)
 			}
 		}
