@@ -39,17 +39,10 @@ func Mount(t testing.TB, backing string, opts ...string) string {
 		}
 		t.Skipf("bindfs unavailable: %v", err)
 	}
-	t.Cleanup(func() { Unmount(t, mnt) })
+	t.Cleanup(func() {
+		if err := fusemount.Unmount(mnt); err != nil {
+			t.Error(err)
+		}
+	})
 	return mnt
 }
-
-// Unmount unmounts a mount made by Mount, failing the test if it cannot.
-func Unmount(t testing.TB, mnt string) {
-	t.Helper()
-	if err := fusemount.Unmount(mnt); err != nil {
-		t.Error(err)
-	}
-}
-
-// Mounted reports whether path is a mount point.
-func Mounted(path string) bool { return fusemount.Mounted(path) }
