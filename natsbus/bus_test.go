@@ -423,7 +423,11 @@ func TestWakerWakesAfterReconnect(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go natsbus.Waker{Bus: b}.Watch(ctx, []string{"room"}, func() { woke <- struct{}{} })
-	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-woke: // subscribed: what was announced before is in the files
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up once subscribed")
+	}
 	s.Restart()
 	select {
 	case <-woke: // messages sent during the outage are in the files: poll

@@ -140,6 +140,7 @@ func (w Waker) Watch(ctx context.Context, channels []string, wake func()) error 
 		return err
 	}
 	defer sub.Stop()
+	wake() // a message announced before the subscription was in place
 	for {
 		select {
 		case <-ctx.Done():

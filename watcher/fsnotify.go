@@ -30,6 +30,7 @@ func (f FSNotify) Watch(ctx context.Context, channels []string, wake func()) err
 			return fmt.Errorf("fsnotify %s: %w", ch, err)
 		}
 	}
+	wake() // a file created before the watches were in place
 	for {
 		select {
 		case <-ctx.Done():

@@ -40,7 +40,10 @@ type Publisher interface {
 	PublishPresence(s presence.Status) error
 }
 
-// Waker tells the watcher to poll now. Watch runs until ctx is done.
+// Waker tells the watcher to poll now. Watch runs until ctx is done. Once
+// its source is in place, Watch calls wake once: what arrived between the
+// watcher's first scan and that moment would otherwise wait for the next
+// poll.
 type Waker interface {
 	Watch(ctx context.Context, channels []string, wake func()) error
 }

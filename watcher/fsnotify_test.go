@@ -1,0 +1,73 @@
+package watcher_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"collab/tree"
+	"collab/watcher"
+)
+
+// TestFSNotifyWakes: Watch wakes once its watches are in place (a file
+// created before then is found by that poll, not the next one), then on
+// each new file, and never for a dot-file (a writer's temp file).
+func TestFSNotifyWakes(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	dir := root.Channel("room")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	woke := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- watcher.FSNotify{Root: root}.Watch(ctx, []string{"room"}, func() { woke <- struct{}{} })
+	}()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-woke:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no wake-up %s", what)
+		}
+	}
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case <-woke:
+			t.Fatalf("woken %s", what)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	wait("once the watches are in place")
+	quiet("with nothing new")
+
+	if err := os.WriteFile(filepath.Join(dir, ".tmp-1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	quiet("by a dot-file")
+	if err := os.WriteFile(filepath.Join(dir, "msg-20261124-000000-bob-a001.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait("by a new message file")
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Watch: %v", err)
+	}
+}
+
+// TestFSNotifyMissingChannel: a channel folder that does not exist is an
+// error (the watcher logs it and polls), not a hang.
+func TestFSNotifyMissingChannel(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	err := watcher.FSNotify{Root: root}.Watch(context.Background(), []string{"nowhere"}, func() {})
+	if err == nil {
+		t.Fatal("Watch on a missing folder returned nil")
+	}
+}
