@@ -44,6 +44,8 @@
 // When Spec.Timeout expires or ctx is done, the whole group gets SIGTERM
 // (and SIGCONT, so that a stopped process sees it). A child still running
 // Spec.KillGrace later gets SIGKILL, and with it the rest of its group.
+// When ctx is cancelled with the cause [ErrKill] (context.WithCancelCause),
+// the group gets SIGKILL at once instead: for a caller that must exit now.
 //
 // Run returns the [Result] in every case, with any partial output. The
 // error is an [*ExitError] when the child did not exit 0 on its own: a
@@ -92,6 +94,10 @@ const (
 
 // ErrNoProgram is returned by [Run] for an empty Argv.
 var ErrNoProgram = errors.New("proc: no program")
+
+// ErrKill, as the cause of ctx's cancellation, has Run kill the group with
+// SIGKILL at once, with no SIGTERM and no grace.
+var ErrKill = errors.New("proc: killed at once")
 
 // ErrTimeout is the cause recorded when Spec.Timeout expires; an
 // [*ExitError] with TimedOut set unwraps to it.
@@ -221,6 +227,13 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	// Wait returns.
 	var stopped error
 	cmd.Cancel = func() error {
+		if errors.Is(context.Cause(runCtx), ErrKill) {
+			err := signalGroup(cmd.Process.Pid, syscall.SIGKILL)
+			if err == nil {
+				stopped = ErrKill
+			}
+			return err
+		}
 		err := signalGroup(cmd.Process.Pid, syscall.SIGTERM)
 		if err == nil {
 			stopped = context.Cause(runCtx)

@@ -482,6 +482,38 @@ func TestStop(t *testing.T) {
 	}
 }
 
+// TestKillAtOnce: a ctx cancelled with the cause ErrKill kills the whole
+// group with SIGKILL at once, even a child and grandchild that ignore
+// SIGTERM, without waiting for KillGrace.
+func TestKillAtOnce(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	s := helperSpec(t, "spawn", envChild+"=ignore-term", envThen+"=ignore-term", envPIDFile+"="+pidFile)
+	s.KillGrace = time.Minute
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	stopped := make(chan time.Time, 1)
+	go func() {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(pidFile); err == nil {
+				break
+			}
+		}
+		stopped <- time.Now()
+		cancel(proc.ErrKill)
+	}()
+	_, err := proc.Run(ctx, s)
+	after := time.Since(<-stopped)
+	grandchild := readPID(t, pidFile, 0)
+	var e *proc.ExitError
+	if !errors.As(err, &e) || !errors.Is(err, proc.ErrKill) || e.Signal != syscall.SIGKILL {
+		t.Fatalf("got %v, want an *ExitError for SIGKILL with cause ErrKill", err)
+	}
+	if after > 10*time.Second {
+		t.Errorf("Run returned %v after the kill; KillGrace was not skipped", after)
+	}
+	assertGone(t, grandchild)
+}
+
 // TestLeftoversKilled: a child that exits 0 leaving a grandchild on its
 // stdout succeeds at once, and the grandchild is killed.
 func TestLeftoversKilled(t *testing.T) {

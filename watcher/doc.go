@@ -72,5 +72,7 @@
 //
 // When ctx is cancelled the watcher takes nothing new, lets a running CLI
 // finish for up to Grace (posting its reply), then kills it, writes OFFLINE
-// presence and returns.
+// presence and returns. Closing Hurry (a second signal) cuts the grace
+// short: the CLI's whole process group gets SIGKILL at once, so nothing it
+// started is left running. Either way the killed run fails, with no reply.
 package watcher

@@ -9,6 +9,7 @@ import (
 	"collab/claim"
 	"collab/modelcli"
 	"collab/presence"
+	"collab/proc"
 	"collab/tree"
 )
 
@@ -105,6 +106,50 @@ func TestShutdownPastGrace(t *testing.T) {
 	}
 	if len(h.logs.find("grace period over; stopping the CLI", "msg_id", m.ID)) != 1 {
 		t.Errorf("no log line about the grace period")
+	}
+}
+
+// TestShutdownHurry: closing Hurry after the cancel cuts the grace short:
+// the CLI is killed at once (cause proc.ErrKill, which proc turns into a
+// SIGKILL of its whole group) and Run writes OFFLINE and returns.
+func TestShutdownHurry(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	r := &fakeRunner{reply: func(c runCall) (modelcli.Response, error) {
+		<-c.Ctx.Done()
+		return modelcli.Response{}, context.Cause(c.Ctx)
+	}}
+	cfg := config(root, r)
+	cfg.Grace = time.Hour
+	hurry := make(chan struct{})
+	cfg.Hurry = hurry
+	h := start(t, cfg)
+	m := send(t, root, agent, "a job that will not end")
+	waitFor(t, "the CLI to start", func() bool { return len(r.Calls()) == 1 })
+
+	h.cancel()
+	waitFor(t, "the watcher to notice the cancel", func() bool { return len(h.logs.find("stopping; waiting for the running CLI")) == 1 })
+	call := r.Calls()[0]
+	if call.Ctx.Err() != nil {
+		t.Fatal("the CLI was stopped before the grace period and before Hurry")
+	}
+	close(hurry)
+	select {
+	case <-h.exited:
+	case <-time.After(waitLong):
+		t.Fatal("Run did not return after Hurry")
+	}
+	if cause := context.Cause(call.Ctx); !errors.Is(cause, proc.ErrKill) {
+		t.Errorf("CLI context cause = %v, want proc.ErrKill", cause)
+	}
+	if s := readPresence(t, root, agent); s.State != presence.StateOffline {
+		t.Errorf("presence after Run = %s/%s, want OFFLINE", s.State, s.Substate)
+	}
+	if n := len(repliesTo(messages(t, root), m.ID)); n != 0 {
+		t.Errorf("%d replies to a killed job, want 0", n)
+	}
+	if len(h.logs.find("told to hurry; killing the CLI", "msg_id", m.ID)) != 1 {
+		t.Errorf("no log line about hurrying")
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"collab/jobs"
 	"collab/modelcli"
 	"collab/presence"
+	"collab/proc"
 	"collab/prompt"
 	"collab/safedir"
 	"collab/tree"
@@ -110,6 +111,10 @@ type Config struct {
 	// instead of at its next poll. The file is the truth: a request whose
 	// file is not there (yet) is not acted on.
 	Kills <-chan string
+	// Hurry, once closed after ctx is done (a second signal), ends the
+	// grace: the running CLI's process group is killed at once (SIGKILL)
+	// and Run writes OFFLINE and returns as soon as the run has ended.
+	Hurry <-chan struct{}
 	// Publisher, if set, also publishes every message and heartbeat the
 	// watcher writes.
 	Publisher Publisher
@@ -413,8 +418,8 @@ func (w *watcher) loop(ctx context.Context) error {
 	if w.cfg.OrphanAge > 0 {
 		go w.janitor(wctx)
 	}
-	jobCtx, killJob := context.WithCancel(context.Background())
-	defer killJob()
+	jobCtx, killJob := context.WithCancelCause(context.Background())
+	defer killJob(nil)
 	poll := time.NewTicker(w.cfg.Poll)
 	defer poll.Stop()
 	beat := time.NewTicker(w.cfg.Heartbeat)
@@ -426,17 +431,25 @@ func (w *watcher) loop(ctx context.Context) error {
 	// stopping, not done, says whether to keep going.
 	done, stopping := ctx.Done(), false
 	var grace <-chan time.Time
+	var hurry <-chan struct{}
 	for !stopping || w.busy != nil {
 		select {
 		case <-done:
 			done, stopping = nil, true
+			hurry = w.cfg.Hurry
 			if w.busy != nil {
 				w.log.Info("stopping; waiting for the running CLI", keyMsg, w.busy.it.msg.ID, "grace", w.cfg.Grace)
 				grace = time.After(w.cfg.Grace)
 			}
 		case <-grace:
 			w.log.Warn("grace period over; stopping the CLI", keyMsg, w.busy.it.msg.ID)
-			killJob()
+			killJob(context.Canceled)
+		case <-hurry:
+			hurry, grace = nil, nil
+			if w.busy != nil {
+				w.log.Warn("told to hurry; killing the CLI", keyMsg, w.busy.it.msg.ID)
+				killJob(proc.ErrKill)
+			}
 		case <-poll.C:
 		case m := <-w.cfg.Announce:
 			if r := w.readers[m.SessionID]; r != nil {

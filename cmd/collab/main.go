@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -36,12 +37,45 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// After the first signal, restore the default action: a second signal
-	// ends the program at once.
-	go func() { <-ctx.Done(); stop() }()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	h := &hurry{c: make(chan struct{})}
+	go func() {
+		<-ctx.Done()
+		// The first signal asked for a clean stop. A second one ends the
+		// program at once: a watcher first kills its CLI's process group
+		// and writes OFFLINE (it took the hurry); a third does not wait.
+		sig := make(chan os.Signal, 2)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		stop()
+		s := <-sig
+		if h.taken.Load() {
+			close(h.c)
+			s = <-sig
+		}
+		os.Exit(128 + int(s.(syscall.Signal)))
+	}()
+	err := run(context.WithValue(ctx, hurryKey{}, h), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
+}
+
+// hurry is closed on a second signal, if a command took it to end at once
+// but cleanly (see watcher.Config.Hurry).
+type hurry struct {
+	c     chan struct{}
+	taken atomic.Bool
+}
+
+type hurryKey struct{}
+
+// takeHurry returns the channel closed on a second signal, or nil when
+// ctx carries none (tests calling run).
+func takeHurry(ctx context.Context) <-chan struct{} {
+	h, _ := ctx.Value(hurryKey{}).(*hurry)
+	if h == nil {
+		return nil
+	}
+	h.taken.Store(true)
+	return h.c
 }
 
 // exitError ends the program with a code and, if msg is set, a message.

@@ -153,6 +153,7 @@ Flags:
 		MaxHops:        *maxHops,
 		Rate:           *rate,
 		PairRate:       *pairRate,
+		Hurry:          takeHurry(ctx),
 	}
 	if *contextN == 0 {
 		cfg.Context = -1

@@ -47,6 +47,15 @@ func fakeCLI() {
 	}
 	io.Copy(io.Discard, os.Stdin)
 	if dir := os.Getenv("FAKE_CLI_STARTED"); dir != "" {
+		if os.Getenv("FAKE_CLI_SPAWN") != "" {
+			// A tool of the CLI's, in its process group.
+			child := exec.Command("sleep", "300")
+			if err := child.Start(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.WriteFile(filepath.Join(dir, fmt.Sprint("child-", child.Process.Pid)), nil, 0o666)
+		}
 		os.WriteFile(filepath.Join(dir, fmt.Sprint(os.Getpid())), nil, 0o666)
 	}
 	if d, err := time.ParseDuration(os.Getenv("FAKE_CLI_SLEEP")); err == nil {
@@ -59,7 +68,7 @@ func fakeCLI() {
 // watcherProc is a collab watch process.
 type watcherProc struct {
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	stderr syncBuffer
 	done   chan error
 }
 
@@ -199,6 +208,47 @@ func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if n := len(replies(t, root, "dev", "codex")[id]); n != 1 {
 		t.Errorf("%d replies after the crash and restart, want 1", n)
+	}
+}
+
+// TestWatchProcessSecondSignal: the first SIGTERM waits for the CLI (up to
+// --grace); a second one kills the CLI's whole process group at once,
+// grandchildren included, and the watcher still writes OFFLINE.
+func TestWatchProcessSecondSignal(t *testing.T) {
+	root := t.TempDir()
+	started := t.TempDir()
+	w := startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=5m", "FAKE_CLI_SPAWN=1"}, "--grace", "5m")
+	send(t, root, "dev", "human", "codex", "take your time")
+	var cliPID, childPID int
+	waitFor(t, func() bool {
+		ents, _ := os.ReadDir(started)
+		for _, e := range ents {
+			if _, err := fmt.Sscanf(e.Name(), "child-%d", &childPID); err != nil {
+				fmt.Sscan(e.Name(), &cliPID)
+			}
+		}
+		return cliPID != 0 && childPID != 0
+	})
+	t.Cleanup(func() { syscall.Kill(childPID, syscall.SIGKILL) })
+
+	w.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, func() bool { return strings.Contains(w.stderr.String(), "stopping; waiting for the running CLI") })
+	if !presence.PIDAlive(cliPID) {
+		t.Fatal("the CLI was stopped by the first signal, before the grace period")
+	}
+	began := time.Now()
+	if err := w.stop(t, syscall.SIGTERM); err != nil {
+		t.Errorf("exit after the second signal: %v", err)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("the watcher took %v to exit after the second signal", took)
+	}
+	for _, pid := range []int{cliPID, childPID} {
+		waitFor(t, func() bool { return !presence.PIDAlive(pid) || isZombie(pid) })
+	}
+	s, err := presence.Read(tree.Root(root), "codex")
+	if err != nil || s.State != presence.StateOffline {
+		t.Errorf("presence after the second signal = %+v, %v; want OFFLINE", s, err)
 	}
 }
 
