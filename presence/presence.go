@@ -24,7 +24,10 @@
 // writes) and other names are ignored; a file that is not a regular file, is
 // a symlink (never followed), is larger than [MaxSize], has a name that is
 // not a valid agent name, or does not decode is skipped and reported as a
-// [Skip], never fatal. A missing folder means no agents. Decoding is
+// [Skip], never fatal. A file that does not decode is first read again a
+// few times over about 150 ms: a foreign writer may be rewriting it in
+// place, and a stale NFS attribute cache can give a short read that a new
+// open revalidates. A missing folder means no agents. Decoding is
 // liberal: state and substate in any case, watcher_pid as a number or a
 // string, a missing agent_id taken from the file name; a state other than
 // AWAKE or OFFLINE is malformed.
@@ -324,12 +327,23 @@ func Read(root tree.Root, agent string) (Status, error) {
 	return s, nil
 }
 
+// rereads are the pauses before each new read of a presence file that did
+// not parse: a foreign writer may be writing it in place, and a stale NFS
+// attribute cache can give a short read that a new open revalidates.
+var rereads = []time.Duration{10 * time.Millisecond, 40 * time.Millisecond, 100 * time.Millisecond}
+
 func read(d *safedir.Dir, agent string) (Status, error) {
-	data, _, err := d.ReadFile(agent+suffix, MaxSize)
-	if err != nil {
-		return Status{}, err
+	for i := 0; ; i++ {
+		data, _, err := d.ReadFile(agent+suffix, MaxSize)
+		if err != nil {
+			return Status{}, err
+		}
+		s, err := Decode(data, agent)
+		if err == nil || i == len(rereads) {
+			return s, err
+		}
+		time.Sleep(rereads[i])
 	}
-	return Decode(data, agent)
 }
 
 // Decode parses a presence file's contents. agent, the name the file is

@@ -445,3 +445,40 @@ func ExampleStatus_Effective() {
 	// STALE
 	// STALE
 }
+
+// TestReadRetriesShortRead: a heartbeat seen half-written (a foreign writer
+// rewriting it in place, or a stale NFS attribute cache) is read again, and
+// the whole one is returned; a file that stays broken is ErrMalformed.
+func TestReadRetriesShortRead(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	if err := Write(root, Status{AgentID: "codex", State: StateAwake, Substate: SubIdle}); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(root.Presence(), "codex.json")
+	whole, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, whole[:len(whole)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(rereads[0] / 2)
+		done <- os.WriteFile(name, whole, 0o644) // the writer finishes in place
+	}()
+	s, err := Read(root, "codex")
+	if werr := <-done; werr != nil {
+		t.Fatal(werr)
+	}
+	if err != nil || s.State != StateAwake {
+		t.Errorf("Read of a file completed in place = %+v, %v; want the whole heartbeat", s, err)
+	}
+
+	if err := os.WriteFile(name, whole[:len(whole)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(root, "codex"); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Read of a file that stays broken: %v, want ErrMalformed", err)
+	}
+}
