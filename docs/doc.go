@@ -11,8 +11,9 @@
 // with '.' or '-', at most [MaxPathLen] bytes in all. So "..", absolute
 // paths, empty elements, backslashes and dot-files are refused before any
 // file is touched, and the dot-files the package keeps for itself (temp
-// files and locks) cannot be named. Every file access goes through an
-// [os.Root] opened on the channel's folder: a symbolic link may point
+// files and locks) cannot be named. The channel's folder is reached with no
+// symbolic link followed below ROOT (safedir), and every file access goes
+// through an [os.Root] opened on that folder: a symbolic link may point
 // elsewhere inside the folder, but one that leads out of it is refused.
 //
 // # Writes

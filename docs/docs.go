@@ -113,7 +113,15 @@ func (f *Folder) open(create bool) (*os.Root, error) {
 			return nil, fmt.Errorf("create documents folder: %w", err)
 		}
 	}
-	r, err := os.OpenRoot(f.dir)
+	// safedir refuses a link anywhere below ROOT on the way to the folder;
+	// the os.Root, checked to be that very folder, then confines every
+	// path inside it.
+	d, err := safedir.Open(f.dir)
+	if err != nil {
+		return nil, fmt.Errorf("open documents of %s: %w", f.channel, err)
+	}
+	defer d.Close()
+	r, err := d.OpenRoot()
 	if err != nil {
 		return nil, fmt.Errorf("open documents of %s: %w", f.channel, err)
 	}

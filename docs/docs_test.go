@@ -479,3 +479,52 @@ func TestSweepLeftovers(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkedFolderRefused: ROOT/docs or ROOT/docs/CHANNEL replaced by a
+// symbolic link to a folder outside the tree is refused by every call, and
+// nothing is read from or written there.
+func TestLinkedFolderRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, link := range []string{"docs", "docs/c"} {
+		t.Run(link, func(t *testing.T) {
+			root, outside := t.TempDir(), t.TempDir()
+			must(t, os.MkdirAll(filepath.Join(root, filepath.Dir(link)), 0o755))
+			must(t, os.Symlink(outside, filepath.Join(root, link)))
+			must(t, os.MkdirAll(filepath.Join(outside, "c"), 0o755))
+			must(t, os.WriteFile(filepath.Join(outside, "c", EntryPoint), []byte("outside"), 0o644))
+			must(t, os.WriteFile(filepath.Join(outside, EntryPoint), []byte("outside"), 0o644))
+			f := newFolder(t, root, Options{})
+			if d, err := f.Read(EntryPoint); err == nil {
+				t.Errorf("read through the link = %q", d.Content)
+			}
+			if ents, err := f.List(); err == nil {
+				t.Errorf("list through the link = %v", ents)
+			}
+			if _, err := f.Write(ctx, "new.md", "pwned", ""); err == nil {
+				t.Error("write through the link succeeded")
+			}
+			if _, err := f.Append(ctx, EntryPoint, "pwned"); err == nil {
+				t.Error("append through the link succeeded")
+			}
+			if err := f.Delete(ctx, EntryPoint, ""); err == nil {
+				t.Error("delete through the link succeeded")
+			}
+			var got []string
+			filepath.WalkDir(outside, func(p string, d fs.DirEntry, err error) error {
+				got = append(got, p)
+				return nil
+			})
+			want := []string{outside, filepath.Join(outside, "c"), filepath.Join(outside, "c", EntryPoint), filepath.Join(outside, EntryPoint)}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("outside holds %v, want %v", got, want)
+			}
+			for _, p := range []string{filepath.Join(outside, "c", EntryPoint), filepath.Join(outside, EntryPoint)} {
+				if data, _ := os.ReadFile(p); string(data) != "outside" {
+					t.Errorf("%s is now %q", p, data)
+				}
+			}
+		})
+	}
+}

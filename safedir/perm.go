@@ -2,10 +2,7 @@ package safedir
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -26,49 +23,26 @@ const (
 func sharedPerm(perm fs.FileMode) fs.FileMode { return perm.Perm() &^ 0o002 }
 
 // MkdirAll creates path and any missing parents with DirPerm (before
-// umask). A folder created inside a set-group-ID folder (the shared-group
-// layout that `collab init --group` makes) keeps the bit, as Linux does by
-// itself, and is also made group-writable whatever the umask, so every
-// member of the group can add files to it.
+// umask). No symbolic link is followed in any component of path: a link
+// gives an error that wraps [ErrSymlink], and nothing is created through it.
+// A folder created inside a set-group-ID folder (the shared-group layout
+// that `collab init --group` makes) keeps the bit, as Linux does by itself,
+// and is also made group-writable whatever the umask, so every member of
+// the group can add files to it.
 func MkdirAll(path string) error {
-	path = filepath.Clean(path)
-	fi, err := os.Stat(path)
-	if err == nil {
-		if !fi.IsDir() {
-			return &fs.PathError{Op: "mkdir", Path: path, Err: unix.ENOTDIR}
-		}
-		return nil
+	fd, err := openDir(path, pathFlags)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Each missing folder is made relative to its parent's descriptor.
+		fd, err = walk(path, pathFlags, true)
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	parent := filepath.Dir(path)
-	if parent != path {
-		if err := MkdirAll(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(path, DirPerm); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil // another process made it meanwhile
-		}
-		return err
-	}
-	pfi, err := os.Stat(parent)
-	if err != nil || pfi.Mode()&fs.ModeSetgid == 0 {
-		return nil
-	}
-	fi, err = os.Lstat(path)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Op == "open" {
+			pe.Op = "mkdir"
+		}
 		return err
 	}
-	want := fi.Mode().Perm() | 0o070 | fs.ModeSetgid
-	if fi.Mode().Perm()|fi.Mode()&fs.ModeSetgid != want {
-		if err := os.Chmod(path, want); err != nil {
-			return fmt.Errorf("make %s group-writable: %w", path, err)
-		}
-	}
-	return nil
+	return unix.Close(fd)
 }
 
 // DefaultOrphanAge is how old a temp file must be before RemoveOrphans

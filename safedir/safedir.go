@@ -7,6 +7,13 @@
 //   - Names are single path elements; a name with a '/' or one of "", ".",
 //     ".." is refused. Symlinks are never followed: opening one fails with
 //     [ErrSymlink].
+//   - Nor is a symlink followed in any component of a directory's path:
+//     [Open], [Create], [MkdirAll] and the listings resolve it with
+//     openat2(2) RESOLVE_NO_SYMLINKS (before Linux 5.6, one component at a
+//     time with O_NOFOLLOW) and refuse a link anywhere with [ErrSymlink];
+//     missing folders are made relative to their parent's descriptor. So a
+//     path whose root has been made link-free (tree.Resolve does) cannot be
+//     taken out of the tree by a link planted in it.
 //   - [Dir.Publish] makes a new file appear whole or not at all and never
 //     replaces an existing one: a dot-prefixed temp file is created with
 //     O_EXCL, written, fsynced and closed, hard-linked to the final name
@@ -41,16 +48,15 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 var (
-	// ErrSymlink is returned when a name is a symbolic link.
+	// ErrSymlink is returned when a name, or any folder on a path opened
+	// or created, is a symbolic link.
 	ErrSymlink = errors.New("safedir: symbolic link")
 	// ErrNotRegular is returned when a name is not a regular file.
 	ErrNotRegular = errors.New("safedir: not a regular file")
@@ -66,19 +72,17 @@ type Dir struct {
 	path string
 }
 
-// Open opens the existing directory at path. The last element of path must
-// not be a symbolic link ([ErrSymlink]): a folder of the tree replaced by a
-// link cannot redirect collab's writes elsewhere.
+// Open opens the existing directory at path. No component of path may be
+// a symbolic link ([ErrSymlink], naming the link): a folder of the tree
+// replaced by a link cannot redirect collab's writes elsewhere. Paths built
+// from tree.Resolve's root have no other link in them (it resolves the
+// root's own links).
 func Open(path string) (*Dir, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := openDir(path, dirFlags)
 	if err != nil {
-		// O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP).
-		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			return nil, pathErr("open", path, ErrSymlink)
-		}
 		return nil, err
 	}
-	return &Dir{f: f, path: path}, nil
+	return &Dir{f: os.NewFile(uintptr(fd), path), path: path}, nil
 }
 
 // Create opens the directory at path, creating it and its parents with
@@ -112,14 +116,23 @@ func pathErr(op, name string, err error) error {
 // ReadDir lists the directory's entries, unsorted. The type of each entry
 // comes from the directory listing itself (no stat).
 func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
-	// A fresh descriptor per listing: on NFS this revalidates the directory
-	// and never continues from an old offset.
-	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	f, err := d.reopen()
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	return f.ReadDir(-1)
+}
+
+// reopen opens the directory's path afresh, with no symlink followed: on
+// NFS this revalidates the directory, and a listing never continues from
+// an old offset.
+func (d *Dir) reopen() (*os.File, error) {
+	fd, err := openDir(d.path, dirFlags)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), d.path), nil
 }
 
 // ReadDirBatches calls fn with the directory's entries, unsorted, at most n
@@ -130,7 +143,7 @@ func (d *Dir) ReadDirBatches(n int, fn func([]fs.DirEntry) error) error {
 	if n <= 0 {
 		n = 512
 	}
-	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	f, err := d.reopen()
 	if err != nil {
 		return err
 	}
@@ -205,7 +218,55 @@ func (d *Dir) Lstat(name string) (fs.FileInfo, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	return os.Lstat(filepath.Join(d.path, name))
+	var st unix.Stat_t
+	for {
+		err := unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil {
+			return newFileInfo(name, &st), nil
+		}
+		if err != unix.EINTR {
+			return nil, pathErr("lstat", name, err)
+		}
+	}
+}
+
+// OpenAppend opens the file name for appending, creating it with at most
+// perm (never world-writable) if missing. A symlink gives [ErrSymlink].
+func (d *Dir) OpenAppend(name string, perm fs.FileMode) (*os.File, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	return d.open(name, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT, sharedPerm(perm))
+}
+
+// ErrReplaced is returned by [Dir.OpenRoot] when the directory's path no
+// longer leads to the open directory.
+var ErrReplaced = errors.New("safedir: folder replaced while being opened")
+
+// OpenRoot returns an [os.Root] on the directory, for callers that work in
+// its subfolders: os.Root follows no link out of it. The path is opened
+// again and checked to be this very directory, so a link put in its place
+// since [Open] is refused ([ErrReplaced]).
+func (d *Dir) OpenRoot() (*os.Root, error) {
+	r, err := os.OpenRoot(d.path)
+	if err != nil {
+		return nil, err
+	}
+	rfi, err := r.Stat(".")
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	dfi, err := d.f.Stat()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	if !os.SameFile(rfi, dfi) {
+		r.Close()
+		return nil, pathErr("open", d.path, ErrReplaced)
+	}
+	return r, nil
 }
 
 // open opens name with O_NOFOLLOW. A symlink gives ErrSymlink.

@@ -17,11 +17,20 @@
 // start with '-'. Every name that comes from outside is checked with
 // [CheckName] before it is joined to a path, so no name can climb out of the
 // root or address a dot-file.
+//
+// # Symbolic links
+//
+// The root and the folders above it may be symbolic links (a mount point
+// reached through one); [Resolve] resolves them once ([Canonical]). Below
+// the root collab follows no link: every folder is opened or made with
+// safedir, which refuses a link in any component of its path, so a folder
+// of the tree replaced by a link cannot take reads or writes out of it.
 package tree
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 )
 
@@ -76,15 +85,47 @@ func NameByte(c byte) bool {
 type Root string
 
 // Resolve picks the root: flag, then $COLLAB_ROOT (from getenv), then
-// [DefaultRoot].
+// [DefaultRoot], and makes it [Canonical]. If that fails (a folder on the
+// way cannot be searched), the path is returned cleaned but as given, and
+// opening the tree reports the error.
 func Resolve(flag string, getenv func(string) string) Root {
+	p := string(DefaultRoot)
 	if flag != "" {
-		return Root(flag)
+		p = flag
+	} else if v := getenv("COLLAB_ROOT"); v != "" {
+		p = v
 	}
-	if v := getenv("COLLAB_ROOT"); v != "" {
-		return Root(v)
+	r, err := Canonical(p)
+	if err != nil {
+		return Root(filepath.Clean(p))
 	}
-	return DefaultRoot
+	return r
+}
+
+// Canonical returns path as an absolute path with no symbolic link in it:
+// the root and the folders above it may be links (/mnt/shared/collab to an
+// NFS mount, say), resolved here once, because collab then opens every
+// folder below the root refusing a link in any component (safedir). A root
+// that does not exist yet is resolved through its deepest existing
+// ancestor.
+func Canonical(path string) (Root, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for p := abs; ; {
+		r, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return Root(filepath.Join(r, rest)), nil
+		}
+		parent := filepath.Dir(p)
+		if !errors.Is(err, fs.ErrNotExist) || parent == p {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
 }
 
 func (r Root) join(elem ...string) string {

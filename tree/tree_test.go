@@ -2,6 +2,7 @@ package tree_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -162,6 +163,43 @@ func TestRootLayout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if want := filepath.Join("/srv/collab", tt.want); tt.got != want {
 				t.Errorf("got %q, want %q", tt.got, want)
+			}
+		})
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	real := t.TempDir()
+	base := t.TempDir()
+	link := filepath.Join(base, "collab")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(base, "dangling")
+	if err := os.Symlink(filepath.Join(base, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(base)
+	tests := []struct {
+		name, in, want string
+	}{
+		{"real", real, real},
+		{"link", link, real},
+		{"relative link", "collab", real},
+		{"inside a link", filepath.Join(link, "x", ".."), real},
+		{"missing below a link", filepath.Join(link, "a", "b"), filepath.Join(real, "a", "b")},
+		// A dangling link is kept, for safedir to refuse: nothing is made
+		// where it points.
+		{"dangling link", dangling, dangling},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tree.Canonical(tt.in)
+			if err != nil || string(got) != tt.want {
+				t.Errorf("Canonical(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			}
+			if r := tree.Resolve(tt.in, func(string) string { return "" }); string(r) != tt.want {
+				t.Errorf("Resolve(%q) = %q, want %q", tt.in, r, tt.want)
 			}
 		})
 	}
