@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"collab/channel"
@@ -32,6 +33,14 @@ import (
 // soon as there is room: only such a reply is lost if the watcher stops
 // before space returns, and it says so.
 //
+// A full disk that also holds the state is why the outbox keeps a reserve:
+// ROOT/state/AGENT/outbox/.reserve, 2 MiB of allocated space (fallocate,
+// or zeros where the filesystem cannot). When an outbox entry cannot be
+// written for want of space, the watcher removes the reserve and writes the
+// entry in the room it frees; the reserve is made again once the outbox is
+// empty and there is room. While a reply is held only in memory, the
+// watcher starts no new run: its reply would have nowhere to go either.
+//
 // Exactly one reply: each attempt first looks for a reply already posted
 // (alreadyReplied), then reserves the reply's id with the message's reply
 // token and posts under that id without replacing. An attempt that posted
@@ -39,6 +48,14 @@ import (
 // restart therefore never adds a second reply. A reply is never partly
 // visible: messages are published whole (package safedir).
 const outboxDir = "outbox"
+
+// The outbox's reserve: its name (a dot-file, ignored by every reader of
+// the tree and never swept as a temp file) and size, enough for a reply at
+// the message size limit.
+const (
+	reserveName = ".reserve"
+	reserveSize = 2 << 20
+)
 
 // outboxEntry is a reply waiting in the outbox.
 type outboxEntry struct {
@@ -86,9 +103,15 @@ func (e *outboxEntry) item() item {
 
 // outbox is the watcher's queue of unposted replies. Owned by the loop.
 type outbox struct {
-	entries []*outboxEntry // oldest first
-	fails   int            // failed attempts in a row
-	next    time.Time      // no retry before
+	entries  []*outboxEntry // oldest first
+	fails    int            // failed attempts in a row
+	next     time.Time      // no retry before
+	reserved bool           // the reserve is in place
+}
+
+// inMemory reports whether a reply is held only in memory.
+func (o *outbox) inMemory() bool {
+	return slices.ContainsFunc(o.entries, func(e *outboxEntry) bool { return !e.durable })
 }
 
 func (o *outbox) find(r ref) *outboxEntry {
@@ -113,11 +136,39 @@ func (w *watcher) persist(e *outboxEntry) error {
 		return fmt.Errorf("outbox: %w", err)
 	}
 	defer d.Close()
-	if err := d.Replace(e.file(), data, 0o666); err != nil {
+	err = d.Replace(e.file(), data, 0o666)
+	if isNoSpace(err) && d.Remove(reserveName) == nil {
+		w.outbox.reserved = false
+		w.log.Warn("disk full: the outbox's reserve makes room for a reply", keyMsg, e.Message)
+		err = d.Replace(e.file(), data, 0o666)
+	}
+	if err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
 	e.durable = true
 	return nil
+}
+
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// reserve makes the outbox's reserve if it is not in place. It fails
+// quietly (logged once): a disk without room for it is what it is for.
+func (w *watcher) reserve() {
+	if w.outbox.reserved {
+		return
+	}
+	d, err := safedir.Create(w.outboxPath())
+	if err == nil {
+		err = d.Reserve(reserveName, reserveSize)
+		d.Close()
+	}
+	if err != nil {
+		w.logOnce("outbox-reserve", "cannot make the outbox's reserve; a reply may not be kept on a full disk", keyFile, w.outboxPath(), keyErr, err)
+		return
+	}
+	w.outbox.reserved = true
 }
 
 // drop takes e out of the outbox.
@@ -339,6 +390,9 @@ func (w *watcher) retryOutbox(force bool) {
 			return
 		}
 		w.drop(e)
+		if len(w.outbox.entries) == 0 {
+			w.reserve()
+		}
 		if id == "" {
 			continue
 		}

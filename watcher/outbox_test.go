@@ -72,7 +72,9 @@ func outboxFiles(t testing.TB, root tree.Root) []string {
 	}
 	var names []string
 	for _, e := range ents {
-		names = append(names, e.Name())
+		if !strings.HasPrefix(e.Name(), ".") { // the reserve, temp files
+			names = append(names, e.Name())
+		}
 	}
 	return names
 }
@@ -258,9 +260,19 @@ func TestOutboxInMemory(t *testing.T) {
 	waitFor(t, "the reply to be kept in memory", func() bool {
 		return len(h.logs.find("cannot post the reply nor keep it on disk; kept in memory and retried (lost if the watcher stops first)", "msg_id", m.ID)) == 1
 	})
+	// While the reply is only in memory, a new message waits: its reply
+	// would have nowhere to go either.
+	next := send(t, root, agent, "wait your turn")
 	waitFor(t, "retries", func() bool { return disk.fails.Load() >= 3 })
+	waitFor(t, "the hold to be logged", func() bool {
+		return len(h.logs.find("a reply is held in memory only (no room on disk); no new run until it is kept or posted")) > 0
+	})
+	if len(r.callsFor(next.ID)) != 0 {
+		t.Fatal("a new run started while a reply was held in memory")
+	}
 	disk.full.Store(false)
 	waitReplies(t, root, m.ID)
+	waitReplies(t, root, next.ID)
 	waitSettled(t, root, agent)
 
 	lost := send(t, root, agent, "this one is lost")
@@ -284,9 +296,11 @@ func TestOutboxInMemory(t *testing.T) {
 }
 
 // TestOutboxRealFullDisk runs a watcher on a small tmpfs that fills up
-// while the CLI runs: the reply is kept (in memory: the state is on the
-// same disk), the heartbeat file stays whole, no temp file is left, and
-// the reply is posted once when space returns. Needs root for the mount.
+// while the CLI runs: the reply is kept on disk in the room the outbox's
+// reserve frees (the state is on the same disk), the heartbeat file stays
+// whole, no temp file is left, no new run starts while the disk is full,
+// and after a restart on the still full disk the reply is posted once when
+// space returns, without running the CLI again. Needs root for the mount.
 func TestOutboxRealFullDisk(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -306,30 +320,49 @@ func TestOutboxRealFullDisk(t *testing.T) {
 	m := send(t, root, agent, "answer me")
 	<-r.started
 
+	if got := dotFiles(t, filepath.Join(root.State(agent), "outbox")); !slices.Equal(got, []string{".reserve"}) {
+		t.Fatalf("outbox holds %q before the disk fills, want the reserve", got)
+	}
 	filler := fill(t, filepath.Join(dir, "filler"))
 	before := readPresence(t, root, agent)
-	close(release)
-	waitFor(t, "the reply to be kept in memory", func() bool {
-		return len(h.logs.find("cannot post the reply nor keep it on disk; kept in memory and retried (lost if the watcher stops first)", "msg_id", m.ID)) == 1
-	})
 	waitFor(t, "a failed heartbeat", func() bool { return len(h.logs.find("cannot write presence")) > 0 })
 	if got := readPresence(t, root, agent); got.AgentID != agent || got.State != presence.StateAwake {
 		t.Errorf("presence after failed writes = %+v, want the last good heartbeat (%+v)", got, before)
 	}
-	if n := len(repliesTo(messages(t, root), m.ID)); n != 0 {
-		t.Fatalf("%d replies while the disk is full", n)
+	close(release)
+	waitFor(t, "the reply to be kept in the outbox", func() bool {
+		return len(h.logs.find("cannot post the reply; kept in the outbox and retried", "msg_id", m.ID)) == 1
+	})
+	if len(h.logs.find("disk full: the outbox's reserve makes room for a reply", "msg_id", m.ID)) != 1 {
+		t.Error("no log line about the reserve")
+	}
+	// The room the reserve freed may let the reply through; take it
+	// back. Stopped and restarted on the full disk, the watcher keeps the
+	// reply in its outbox (unless it got through); once there is room it
+	// posts it, and the CLI is not run again.
+	filler2 := fill(t, filepath.Join(dir, "filler2"))
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.logs.find("replies lost: no room to keep them on disk")) != 0 {
+		t.Fatal("the reply was lost at the stop")
 	}
 	for _, d := range []string{root.Channel(chName), root.Presence(), root.State(agent)} {
 		if tmp := dotFiles(t, d); len(tmp) > 0 {
 			t.Errorf("temp files left in %s: %q", d, tmp)
 		}
 	}
-
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
+	h = start(t, cfg)
+	for _, f := range []string{filler, filler2} {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitReplies(t, root, m.ID)
 	waitSettled(t, root, agent)
+	waitFor(t, "the reserve to be made again", func() bool {
+		return slices.Equal(dotFiles(t, filepath.Join(root.State(agent), "outbox")), []string{".reserve"})
+	})
 	h.stop()
 	checkOnce(t, root, r, m)
 	if got := outboxFiles(t, root); len(got) != 0 {

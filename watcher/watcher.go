@@ -372,6 +372,9 @@ func (w *watcher) startup() error {
 	// Replies of an earlier run go out first.
 	requeue := w.loadOutbox()
 	w.retryOutbox(true)
+	if len(w.outbox.entries) == 0 {
+		w.reserve()
+	}
 	if st != nil {
 		w.budget = st.Budget
 		maps.Copy(w.awaiting, st.Awaiting)
@@ -602,6 +605,10 @@ func (w *watcher) dispatch(jobCtx context.Context) {
 			return
 		}
 		if w.throttled(now) {
+			return
+		}
+		if w.outbox.inMemory() {
+			w.logOnce("outbox-hold", "a reply is held in memory only (no room on disk); no new run until it is kept or posted", "queue", len(w.queue))
 			return
 		}
 		it := w.queue[i]
