@@ -37,4 +37,13 @@ type Usage struct {
 type Question struct {
 	Text    string   `json:"text"`
 	Options []string `json:"options,omitempty"`
+	// Allow, when set, are the permission rules an answer that allows
+	// (see [AllowOption]) grants: the caller passes them as
+	// [Request.AllowTools] to the run that resumes the session. Claude
+	// Code's are the tool rules it was denied.
+	Allow []string `json:"allow,omitempty"`
 }
+
+// AllowOption is the option of a Question with Allow rules that grants
+// them.
+const AllowOption = "allow"

@@ -48,6 +48,11 @@ type Request struct {
 	// sessions); a resume the CLI refuses is an error wrapping
 	// ErrSessionGone, and the caller starts afresh.
 	Session string
+	// AllowTools are permission rules allowed for this run only, on top
+	// of the adapter's own: the Allow of a [Question] an earlier run of
+	// the session asked, granted by the answer. Adapters without
+	// permission rules (command, codex, gemini) ignore them.
+	AllowTools []string
 	// OnEvent, when set, receives events as they happen, from the
 	// adapter's goroutine.
 	OnEvent func(Event)

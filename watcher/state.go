@@ -37,6 +37,9 @@ type state struct {
 type question struct {
 	Job   string `json:"job"`
 	Asker string `json:"asker"`
+	// Allow are the permission rules an answer that allows grants the
+	// run that resumes the session (modelcli.Question.Allow).
+	Allow []string `json:"allow,omitempty"`
 }
 
 // budget is the spending of one UTC day.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"collab/channel"
@@ -240,7 +241,8 @@ type job struct {
 	// message and its CLI.
 	launching chan struct{}
 	launched  bool
-	answers   string // the job that asked the question this run answers
+	answers   string   // the job that asked the question this run answers
+	allow     []string // permission rules the answer granted, for this run only
 }
 
 type jobResult struct {
@@ -691,6 +693,11 @@ func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 		// The asker answers the question the CLI asked in this session.
 		rec.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: m.Content.Text, Data: jsonString(q.Job)})
 		j.answers = q.Job
+		if len(q.Allow) > 0 && allows(m.Content.Text) {
+			j.allow = q.Allow
+			rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: "allowed for this run: " + strings.Join(q.Allow, ", ")})
+			w.log.Info("allowed for this run", keyMsg, m.ID, "job", q.Job, "allow", q.Allow)
+		}
 		delete(w.awaiting, key)
 	}
 	transcript, haveTranscript := w.recent.before(m.SessionID, m, w.cfg.Context)
@@ -699,7 +706,7 @@ func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	w.log.Info("running", keyMsg, m.ID, "job", jobs.ID(m.Key()), "session", resume)
 	go func() {
 		defer stop()
-		w.done <- w.run(ctx, *it, resume, rec, transcript, haveTranscript, j.launching, working)
+		w.done <- w.run(ctx, *it, resume, j.allow, rec, transcript, haveTranscript, j.launching, working)
 	}()
 }
 
@@ -735,8 +742,9 @@ func (w *watcher) launched() {
 // touches no watcher state; it closes launching just before the CLI starts
 // (or on its way out if it never does), and writes the working presence
 // while the CLI starts, before it returns. transcript is the context from
-// the watcher's memory if ok; else run reads it from the folder.
-func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Recorder, transcript []channel.Message, ok bool, launching chan struct{}, working presence.Status) (res jobResult) {
+// the watcher's memory if ok; else run reads it from the folder. allow
+// are permission rules granted to this run alone.
+func (w *watcher) run(ctx context.Context, it item, resume string, allow []string, rec *jobs.Recorder, transcript []channel.Message, ok bool, launching chan struct{}, working presence.Status) (res jobResult) {
 	closeOnce := sync.OnceFunc(func() { close(launching) })
 	defer closeOnce()
 	m := it.msg
@@ -762,12 +770,13 @@ func (w *watcher) run(ctx context.Context, it item, resume string, rec *jobs.Rec
 		return jobResult{it: it, err: fmt.Errorf("build prompt: %w", err)}
 	}
 	req := modelcli.Request{
-		Prompt:  text,
-		Env:     w.env(&m),
-		Dir:     w.cfg.Workdir,
-		Timeout: w.cfg.Timeout,
-		Session: resume,
-		OnEvent: rec.Event,
+		Prompt:     text,
+		Env:        w.env(&m),
+		Dir:        w.cfg.Workdir,
+		Timeout:    w.cfg.Timeout,
+		Session:    resume,
+		AllowTools: allow,
+		OnEvent:    rec.Event,
 	}
 	closeOnce()
 	// Presence says WORKING while the CLI starts, not before, and before
@@ -857,7 +866,11 @@ func (w *watcher) finish(r jobResult) {
 			// The CLI stopped to ask: the asker gets the question, and the
 			// answer resumes this session (none to resume with scope none).
 			text = questionText(r.resp.Text, q)
-			extra = map[string]json.RawMessage{"needs_input": mustJSON(map[string]any{"job": jobs.ID(m.Key()), "options": q.Options})}
+			ni := map[string]any{"job": jobs.ID(m.Key()), "options": q.Options}
+			if len(q.Allow) > 0 {
+				ni["allow"] = q.Allow
+			}
+			extra = map[string]json.RawMessage{"needs_input": mustJSON(ni)}
 			if j.key != "" {
 				status = jobs.AwaitingInput
 			}
@@ -874,7 +887,7 @@ func (w *watcher) finish(r jobResult) {
 		w.lastReply, w.lastReplyID = now, id
 		w.guards.replied(m.From, m.Metadata.Hops, now)
 		if status == jobs.AwaitingInput {
-			w.awaiting[j.key] = question{Job: jobs.ID(m.Key()), Asker: m.From}
+			w.awaiting[j.key] = question{Job: jobs.ID(m.Key()), Asker: m.From, Allow: r.resp.Question.Allow}
 			w.log.Info("asked for input", keyMsg, m.ID, keyReply, id, "job", jobs.ID(m.Key()), keyDur, dur)
 		} else {
 			w.log.Info("replied", keyMsg, m.ID, keyChannel, m.SessionID, keyReply, id, keyDur, dur, "cost_usd", r.resp.CostUSD)
@@ -899,7 +912,29 @@ func questionText(said string, q *modelcli.Question) string {
 	if len(q.Options) > 0 {
 		fmt.Fprintf(&b, "\n\nReply with one of: %s.", strings.Join(q.Options, ", "))
 	}
+	if len(q.Allow) > 0 {
+		fmt.Fprintf(&b, " A reply whose first word is %s, yes or y lets the run that resumes the session use %s (that run only); any other reply is passed on as it is.",
+			modelcli.AllowOption, strings.Join(q.Allow, ", "))
+	}
 	return b.String()
+}
+
+// allowWords are the first words of an answer that grant a question's
+// Allow rules.
+var allowWords = []string{modelcli.AllowOption, "yes", "y"}
+
+// allows reports whether answer grants a question's Allow rules: its
+// first word, in any case and without trailing punctuation, is one of
+// allowWords ("Allow.", "yes, go ahead"; not "no", "deny", "allowing").
+func allows(answer string) bool {
+	first, _, _ := strings.Cut(strings.TrimSpace(answer), " ")
+	first = strings.TrimRightFunc(first, func(r rune) bool { return unicode.IsPunct(r) })
+	for _, w := range allowWords {
+		if strings.EqualFold(first, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -31,6 +31,8 @@
 //     without asking, such as "Bash(git diff:*)" or "Bash(collab send:*)",
 //     each rule one argument. The flag takes a list, so it comes right
 //     after -p and is followed by another option, never by a stray word.
+//     [modelcli.Request.AllowTools] join them for that run only (the
+//     rules of a denial someone allowed, see Questions).
 //   - MCP servers (--mcp-config with --strict-mcp-config,
 //     Adapter.MCPConfig and Adapter.MCPServers): these servers only, not
 //     the user's. Each of MCPServers is given as one JSON argument,
@@ -73,10 +75,23 @@
 // approval is denied and the model carries on, usually explaining what it
 // could not do. When the result lists permission denials, the response is
 // still a success (its Text is the model's answer) and carries a
-// [modelcli.Question] naming each denied call as a rule ("Bash(git push)",
-// "Read(/etc/hostname)") with the options "allow" and "deny"; allowing
-// means adding the rule to AllowedTools. A model that asks the user a
-// question in plain text is not detected: that is just its answer.
+// [modelcli.Question] naming each denied call ("Bash(git push)",
+// "Read(/etc/hostname)") with the options "allow" and "deny". Its Allow
+// holds the permission rules that let exactly those calls run, to pass
+// as [modelcli.Request.AllowTools] to the run that resumes the session
+// once someone allows them:
+//
+//   - Bash: the exact command, "Bash(git push)".
+//   - Read: the file, an absolute path written with a leading "//" as
+//     Claude Code's rules want, "Read(//etc/hostname)".
+//   - Edit, Write, MultiEdit, NotebookEdit: the file in an Edit rule
+//     (the only kind that matches a Write with a path),
+//     "Edit(//srv/notes.txt)".
+//   - WebFetch: the URL's host, "WebFetch(domain:example.com)".
+//   - Any other tool (an MCP tool, WebSearch…): the tool's name.
+//
+// A model that asks the user a question in plain text is not detected:
+// that is just its answer.
 //
 // # Errors
 //
@@ -97,6 +112,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -138,8 +154,8 @@ type Adapter struct {
 }
 
 // argv returns the command line for a run resuming session ("" for a
-// fresh one).
-func (a *Adapter) argv(session string) ([]string, error) {
+// fresh one) with the rules of grant allowed too.
+func (a *Adapter) argv(session string, grant []string) ([]string, error) {
 	mode := a.PermissionMode
 	if mode == "" {
 		mode = DefaultPermissionMode
@@ -152,7 +168,7 @@ func (a *Adapter) argv(session string) ([]string, error) {
 		bin = "claude"
 	}
 	argv := []string{bin, "-p"}
-	allowed := a.AllowedTools
+	allowed := append(slices.Clip(a.AllowedTools), grant...)
 	var configs []string
 	if a.MCPConfig != "" {
 		configs = append(configs, a.MCPConfig)
@@ -226,7 +242,7 @@ func (a *Adapter) maxOutput() int {
 
 // Run runs Claude Code once on req.Prompt, resuming req.Session if set.
 func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Response, error) {
-	argv, err := a.argv(req.Session)
+	argv, err := a.argv(req.Session, req.AllowTools)
 	if err != nil {
 		return modelcli.Response{}, err
 	}

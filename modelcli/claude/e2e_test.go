@@ -2,6 +2,8 @@ package claude
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -75,4 +77,50 @@ func TestRealSessionGone(t *testing.T) {
 func TestRealKilled(t *testing.T) {
 	a, s, req := realCLI(t)
 	clitest.TestKilled(t, a, s, req)
+}
+
+// TestRealDenialAllowed: the rules of a denial's question, given as
+// Request.AllowTools to the run that resumes the session, let Claude Code
+// make exactly the calls it was denied.
+func TestRealDenialAllowed(t *testing.T) {
+	a, s, req := realCLI(t)
+	outside := filepath.Join(t.TempDir(), "granted.txt") // not in the project: acceptEdits asks
+	cmd := "python3 -c 'print(6*7)'"
+	for _, turn := range []string{"denied", "allowed"} {
+		s.Next(fakemodel.Shell(cmd))
+		s.Next(fakemodel.Tool("Write", map[string]any{"file_path": outside, "content": "granted\n"}))
+		req.Prompt = "Run it and write the file."
+		resp, err := a.Run(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%s: %v\nstderr: %s", turn, err, resp.Stderr)
+		}
+		_, statErr := os.Stat(outside)
+		if turn == "denied" {
+			want := []string{"Bash(" + cmd + ")", "Edit(/" + outside + ")"}
+			if resp.Question == nil || !slices.Equal(resp.Question.Allow, want) {
+				t.Fatalf("question %+v, want one allowing %q", resp.Question, want)
+			}
+			if statErr == nil {
+				t.Fatal("the denied Write wrote the file")
+			}
+			req.Session, req.AllowTools = resp.Session, resp.Question.Allow
+			continue
+		}
+		if resp.Question != nil {
+			t.Errorf("allowed run asked again: %+v", resp.Question)
+		}
+		if statErr != nil {
+			t.Errorf("the allowed Write did not write the file: %v", statErr)
+		}
+		// The model saw the command's output as the first tool result.
+		var saw bool
+		for _, r := range s.Requests() {
+			if res, ok := r.ToolResult(); ok && fakemodel.OutputLine(res.Text) == "42" {
+				saw = true
+			}
+		}
+		if !saw {
+			t.Errorf("no turn carried the allowed command's output 42")
+		}
+	}
 }

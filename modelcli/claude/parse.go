@@ -1,9 +1,12 @@
 package claude
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -238,25 +241,65 @@ func Parse(out []byte) (modelcli.Response, error) {
 // question turns permission denials into a question, or nil if there
 // were none.
 func question(ds []denial) *modelcli.Question {
-	var rules []string
-	seen := map[string]bool{}
+	var calls, rules []string
 	for _, d := range ds {
-		rule := d.ToolName
+		call := d.ToolName
 		if arg := modelcli.Describe(d.ToolInput, describeKeys); arg != "" {
-			rule += "(" + modelcli.Clip(arg, 200) + ")"
+			call += "(" + modelcli.Clip(arg, 200) + ")"
 		}
-		if rule != "" && !seen[rule] {
-			seen[rule] = true
-			rules = append(rules, rule)
+		if call != "" && !slices.Contains(calls, call) {
+			calls = append(calls, call)
+		}
+		if r := rule(d); r != "" && !slices.Contains(rules, r) {
+			rules = append(rules, r)
 		}
 	}
-	if len(rules) == 0 {
+	if len(calls) == 0 {
 		return nil
 	}
 	return &modelcli.Question{
-		Text:    "Claude Code was denied permission for " + strings.Join(rules, ", ") + ". Allow (add to its allowed tools) or deny?",
-		Options: []string{"allow", "deny"},
+		Text:    "Claude Code was denied permission for " + strings.Join(calls, ", ") + ". Allow (for the run that resumes the session) or deny?",
+		Options: []string{modelcli.AllowOption, "deny"},
+		Allow:   rules,
 	}
+}
+
+// editTools are the tools that Edit rules cover (a Write rule with a path
+// does not match a Write call: Claude Code 2.1).
+var editTools = []string{"Edit", "Write", "MultiEdit", "NotebookEdit"}
+
+// rule returns the permission rule that allows the denied call d and as
+// little else as Claude Code's rules can say (see the package
+// documentation), or "" for a denial without a usable tool name.
+func rule(d denial) string {
+	tool := d.ToolName
+	if tool == "" || strings.ContainsAny(tool, "() ") {
+		return ""
+	}
+	var in map[string]any
+	json.Unmarshal(d.ToolInput, &in) // not an object: the tool's name alone
+	str := func(k string) string { s, _ := in[k].(string); return s }
+	switch {
+	case tool == "Bash" && str("command") != "":
+		return "Bash(" + str("command") + ")"
+	case tool == "Read" || slices.Contains(editTools, tool):
+		p := cmp.Or(str("file_path"), str("notebook_path"))
+		if p == "" {
+			break
+		}
+		if strings.HasPrefix(p, "/") {
+			p = "/" + p // "//abs": from the root, not the project
+		}
+		if tool != "Read" {
+			tool = "Edit"
+		}
+		return tool + "(" + p + ")"
+	case tool == "WebFetch":
+		if u, err := url.Parse(str("url")); err == nil && u.Hostname() != "" {
+			return "WebFetch(domain:" + u.Hostname() + ")"
+		}
+	}
+	return tool
 }
 
 // describeKeys are the tool-input fields that say best what a call does,

@@ -203,12 +203,46 @@ func TestQuestion(t *testing.T) {
 		{ToolName: "mcp__collab__send", ToolInput: json.RawMessage(`{}`)},
 	}
 	q := question(ds)
-	want := "Claude Code was denied permission for Bash(git push), Read(/etc/hostname), mcp__collab__send. Allow (add to its allowed tools) or deny?"
+	want := "Claude Code was denied permission for Bash(git push), Read(/etc/hostname), mcp__collab__send. Allow (for the run that resumes the session) or deny?"
 	if q == nil || q.Text != want {
 		t.Fatalf("got %+v, want text %q", q, want)
 	}
+	if wantAllow := []string{"Bash(git push)", "Read(//etc/hostname)", "mcp__collab__send"}; !slices.Equal(q.Allow, wantAllow) {
+		t.Errorf("allow %q, want %q", q.Allow, wantAllow)
+	}
+	if !slices.Equal(q.Options, []string{modelcli.AllowOption, "deny"}) {
+		t.Errorf("options %q", q.Options)
+	}
 	if question(nil) != nil {
 		t.Error("no denials: want no question")
+	}
+}
+
+// TestRule: the rule that allows a denied call allows that call, unclipped,
+// in the form Claude Code's --allowedTools matches.
+func TestRule(t *testing.T) {
+	long := strings.Repeat("x", 600)
+	for _, tt := range []struct {
+		name, tool, input, want string
+	}{
+		{"bash", "Bash", `{"command":"python3 -c 'print(1)'","description":"Run"}`, "Bash(python3 -c 'print(1)')"},
+		{"bash, long", "Bash", `{"command":"echo ` + long + `"}`, "Bash(echo " + long + ")"},
+		{"read, absolute", "Read", `{"file_path":"/etc/hostname"}`, "Read(//etc/hostname)"},
+		{"write, relative", "Write", `{"file_path":"out/a.txt","content":"x"}`, "Edit(out/a.txt)"},
+		{"edit, absolute", "Edit", `{"file_path":"/srv/a.go","old_string":"x"}`, "Edit(//srv/a.go)"},
+		{"notebook", "NotebookEdit", `{"notebook_path":"/w/n.ipynb"}`, "Edit(//w/n.ipynb)"},
+		{"web fetch", "WebFetch", `{"url":"https://example.com:8443/a?b","prompt":"p"}`, "WebFetch(domain:example.com)"},
+		{"web fetch, no url", "WebFetch", `{"prompt":"p"}`, "WebFetch"},
+		{"mcp tool", "mcp__collab__send", `{"message":"hi"}`, "mcp__collab__send"},
+		{"bash without a command", "Bash", `[1]`, "Bash"},
+		{"no tool", "", `{}`, ""},
+		{"odd tool name", "Bash(rm -rf /)", `{}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rule(denial{ToolName: tt.tool, ToolInput: json.RawMessage(tt.input)}); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 

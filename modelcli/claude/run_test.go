@@ -24,6 +24,7 @@ func TestArgv(t *testing.T) {
 		name    string
 		a       Adapter
 		session string
+		grant   []string
 		want    []string
 	}{
 		{
@@ -63,11 +64,24 @@ func TestArgv(t *testing.T) {
 				"--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits",
 			},
 		},
+		{
+			name: "granted for this run", session: "S1", grant: []string{"Bash(git push)", "Read(//etc/hostname)"},
+			a: Adapter{AllowedTools: []string{"Edit"}, MCPServers: []modelcli.MCPServer{{Name: "collab", Command: "collab"}}},
+			want: []string{
+				"claude", "-p", "--allowedTools", "Edit", "Bash(git push)", "Read(//etc/hostname)", "mcp__collab",
+				"--mcp-config", `{"mcpServers":{"collab":{"type":"stdio","command":"collab","args":[]}}}`, "--strict-mcp-config",
+				"--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--resume", "S1",
+			},
+		},
+		{
+			name: "granted, nothing else allowed", grant: []string{"WebSearch"},
+			want: []string{"claude", "-p", "--allowedTools", "WebSearch", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			allowed := slices.Clone(tt.a.AllowedTools)
-			got, err := tt.a.argv(tt.session)
+			got, err := tt.a.argv(tt.session, tt.grant)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +104,7 @@ func TestMCPServerRefused(t *testing.T) {
 		{Name: "collab", Command: "collab", EnvVars: []string{"A=B"}},
 	} {
 		a := Adapter{MCPServers: []modelcli.MCPServer{srv}}
-		if got, err := a.argv(""); err == nil {
+		if got, err := a.argv("", nil); err == nil {
 			t.Errorf("%+v: argv %q, want an error", srv, got)
 		}
 	}
