@@ -9,13 +9,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"collab/channel"
 	"collab/delegate"
 	"collab/natsbus"
+	"collab/safedir"
 	"collab/tree"
 )
 
@@ -37,9 +37,9 @@ Flags:
 	}
 	var agent, ch string
 	fs.StringVar(&agent, "agent", "", "sender agent ID (env COLLAB_AGENT)")
-	fs.StringVarP(&agent, "from", "f", "", "same as --agent")
+	fs.StringVarP(&agent, "from", "f", "", "same as --agent (env COLLAB_AGENT)")
 	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
-	fs.StringVarP(&ch, "session", "s", "", "same as --channel")
+	fs.StringVarP(&ch, "session", "s", "", "same as --channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
 	to := fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, or "all"`)
 	text := fs.String("text", "", `message text ("-" reads standard input)`)
 	code := fs.StringP("code", "c", "", "code block to attach")
@@ -199,7 +199,13 @@ func messageText(textSet bool, text string, words []string, stdin io.Reader) (st
 // knownAgent reports whether id has a registry entry or a presence file.
 func knownAgent(root tree.Root, id string) bool {
 	for _, dir := range []string{root.Registry(), root.Presence()} {
-		if _, err := os.Lstat(filepath.Join(dir, id+".json")); err == nil {
+		d, err := safedir.Open(dir) // no link followed below ROOT
+		if err != nil {
+			continue
+		}
+		_, err = d.Lstat(id + ".json")
+		d.Close()
+		if err == nil {
 			return true
 		}
 	}

@@ -294,3 +294,41 @@ func TestWatchProcessTwoMountsOneAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchBadNames: a name that breaks SPEC §1, from a flag or the
+// environment, exits 2 with a clear message before anything is created.
+func TestWatchBadNames(t *testing.T) {
+	base := []string{"--cli", "command", "--cmd", "cat"}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"agent dotdot", nil, []string{"--agent", "../x", "--channel", "dev"}, "agent name"},
+		{"agent slash", nil, []string{"--agent", "a/b", "--channel", "dev"}, "agent name"},
+		{"no agent", nil, []string{"--channel", "dev"}, "agent"},
+		{"channel dotdot", nil, []string{"--agent", "codex", "--channel", ".."}, "channel name"},
+		{"channel slash", nil, []string{"--agent", "codex", "--channel", "a/b"}, "channel name"},
+		{"empty channel", nil, []string{"--agent", "codex", "--channel", ""}, "channel"},
+		{"second channel bad", nil, []string{"--agent", "codex", "--channel", "dev", "--channel", "../x"}, "channel name"},
+		{"env channel list", map[string]string{"COLLAB_CHANNEL": "dev,../x"}, []string{"--agent", "codex"}, "channel name"},
+		{"env agent", map[string]string{"COLLAB_AGENT": "../x"}, []string{"--channel", "dev"}, "agent name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			env := map[string]string{"COLLAB_ROOT": root}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			r := runCollab(t, env, "", append(append([]string{"watch"}, tt.args...), base...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.want)
+			}
+			if files := filesUnder(t, root); len(files) > 0 {
+				t.Errorf("created %v", files)
+			}
+		})
+	}
+}

@@ -219,17 +219,10 @@ func whoTable(w io.Writer, rows []whoRow) error {
 		if r.hasAge {
 			age = formatAge(r.age)
 		}
-		var host, channels, msg string
-		if s := r.status; s != nil {
-			host, channels = s.Host, s.Channel
-			if len(s.Channels) > 0 {
-				channels = strings.Join(s.Channels, ",")
-			}
-			if r.state == presence.AwakeWorking {
-				msg = s.MessageID
-			}
-		} else if r.reg != nil {
-			host = r.reg.Host
+		host, channels := r.where()
+		var msg string
+		if r.status != nil && r.state == presence.AwakeWorking {
+			msg = r.status.MessageID
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.agent, r.state, age, cell(host), cell(channels), cell(msg))
 	}
@@ -272,11 +265,27 @@ func formatAge(d time.Duration) string {
 	}
 }
 
+// where returns the agent's host and channels: from its heartbeat, or for
+// an agent without one, the host its registry entry names.
+func (r whoRow) where() (host, channels string) {
+	if s := r.status; s != nil {
+		host, channels = s.Host, s.Channel
+		if len(s.Channels) > 0 {
+			channels = strings.Join(s.Channels, ",")
+		}
+	} else if r.reg != nil {
+		host = r.reg.Host
+	}
+	return host, channels
+}
+
 // whoEntry is one element of --json's array.
 type whoEntry struct {
 	Agent      string           `json:"agent"`
 	State      string           `json:"state"`
 	AgeSeconds *int64           `json:"age_seconds"` // null: no heartbeat time
+	Host       string           `json:"host,omitempty"`
+	Channels   string           `json:"channels,omitempty"` // comma-separated
 	Role       string           `json:"role,omitempty"`
 	Status     *presence.Status `json:"status"` // null: no readable heartbeat
 }
@@ -285,6 +294,7 @@ func whoJSON(w io.Writer, rows []whoRow) error {
 	out := make([]whoEntry, len(rows))
 	for i, r := range rows {
 		out[i] = whoEntry{Agent: r.agent, State: r.state, Status: r.status}
+		out[i].Host, out[i].Channels = r.where()
 		if r.hasAge {
 			secs := int64(r.age / time.Second)
 			out[i].AgeSeconds = &secs

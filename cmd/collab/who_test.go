@@ -181,6 +181,8 @@ func TestWhoJSON(t *testing.T) {
 		Agent      string                     `json:"agent"`
 		State      string                     `json:"state"`
 		AgeSeconds *int64                     `json:"age_seconds"`
+		Host       string                     `json:"host"`
+		Channels   string                     `json:"channels"`
 		Role       string                     `json:"role"`
 		Status     map[string]json.RawMessage `json:"status"`
 	}
@@ -206,8 +208,11 @@ func TestWhoJSON(t *testing.T) {
 		t.Errorf("beta = %+v, want WORKING with its unknown field kept", beta)
 	}
 	eps := got[by["epsilon"]]
-	if eps.State != "OFFLINE" || eps.Status != nil || eps.AgeSeconds != nil || eps.Role != "qc" {
-		t.Errorf("epsilon = %+v, want OFFLINE, no status, no age, role qc", eps)
+	if eps.State != "OFFLINE" || eps.Status != nil || eps.AgeSeconds != nil || eps.Role != "qc" || eps.Host != "vm-9" {
+		t.Errorf("epsilon = %+v, want OFFLINE, no status, no age, role qc, the registry's host vm-9", eps)
+	}
+	if alpha.Host != "other-host" || alpha.Channels != "general" {
+		t.Errorf("alpha's host %q, channels %q; want its heartbeat's other-host, general", alpha.Host, alpha.Channels)
 	}
 	for agent, state := range map[string]string{"gamma": "STALE", "delta": "OFFLINE", "local": "STALE", "remote": "AWAKE/IDLE", "broken": "UNKNOWN"} {
 		if got := got[by[agent]].State; got != state {
