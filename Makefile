@@ -15,7 +15,8 @@ test:
 
 # The measurements quoted in the README.
 bench:
-	$(GO) run ./cmd/collab-bench
+	mkdir -p bin
+	$(GO) run ./cmd/collab-bench -json bin/bench.json
 
 # A short run of every fuzz target (FUZZTIME=30s for longer).
 FUZZTIME ?= 10s
