@@ -66,7 +66,7 @@ func TestSendWaitPrintsTheReply(t *testing.T) {
 func TestSendWaitTimesOut(t *testing.T) {
 	env := map[string]string{"COLLAB_ROOT": t.TempDir(), "COLLAB_CHANNEL": "dev"}
 	r := runCollab(t, env, "", "send", "--wait", "--agent", "lead", "--timeout", "50ms", "--poll", "10ms", "anyone?")
-	if r.code != exitTimeout || !strings.Contains(r.stderr, "no reply to msg-") || !strings.Contains(r.stderr, "collab wait --channel dev --reply-to msg-") {
+	if r.code != 3 || !strings.Contains(r.stderr, "no reply to msg-") || !strings.Contains(r.stderr, "collab wait --channel dev --reply-to msg-") {
 		t.Errorf("send --wait without a reply: exit %d, stderr %q; want exit 3 and a hint", r.code, r.stderr)
 	}
 	if r := runCollab(t, env, "", "send", "--agent", "lead", "--timeout", "5s", "x"); r.code != 2 {
@@ -85,7 +85,7 @@ func TestWaitCommand(t *testing.T) {
 		t.Errorf("wait: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 	r = runCollab(t, env, "", "wait", "--reply-to", id, "--from", "codex", "--timeout", "50ms", "--poll", "10ms")
-	if r.code != exitTimeout {
+	if r.code != 3 {
 		t.Errorf("wait --from codex with only gemini's reply: exit %d, want 3", r.code)
 	}
 	runCollab(t, env, "", "send", "--agent", "codex", "--in-reply-to", id, "from codex")
