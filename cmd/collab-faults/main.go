@@ -37,8 +37,12 @@
 //	    mid-write: no partial message is ever visible (a reader checks each
 //	    file as it appears); orphaned temp files survive the watcher's
 //	    janitor while young and are removed once older than 36 h
-//	 2  watcher SIGKILLed at random points (also during start-up) and
-//	    restarted, while 200 messages arrive
+//	 2  watcher SIGKILLed and restarted, while 200 messages arrive; kills
+//	    aim at log lines (queued, claimed, running, replied), some at random
+//	    times or during start-up; where each landed (before claim, after
+//	    claim, during the CLI, after the reply before the state save) is read
+//	    from the dead watcher's log and state, counted, and each of the four
+//	    must be hit
 //	 3  one of two watchers of the agent (two bindfs "hosts") SIGSTOPped
 //	    while it runs the CLI, past --claim-grace, then SIGCONTed
 //	 4  ENOSPC: the tree is a 16 MB tmpfs, filled while the model thinks,
@@ -56,8 +60,12 @@
 //	 8  readdir racing with renames: 16 writers × 500 messages posted at once,
 //	    one in 40 for the agent (answered once); the watcher's log must show
 //	    every one of the 8,000 noticed exactly once (no gap, no duplicate)
-//	 9  clock skew: a sender whose names are 5 min behind, interleaved with
-//	    an on-time one, and a watcher restart in the middle
+//	 9  clock skew: senders whose names are 5 min behind and 5 min ahead,
+//	    interleaved with an on-time one, and a watcher restart in the
+//	    middle; meanwhile one writer (8 messages a second) has its clock
+//	    jump back 2 s, and each message it posts in a second it used before
+//	    the jump first meets a name clash (must fail, EEXIST, and leave the
+//	    earlier message whole) and is posted again with a new hex4
 //	10  NATS broker (a child process) SIGKILLed while messages and replies
 //	    are dual-written, left down, restarted on the same port and store,
 //	    SIGSTOPped and SIGCONTed; the watcher polls every 2 s without

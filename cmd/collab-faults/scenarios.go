@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -40,59 +41,138 @@ var scenarios = []scenario{
 	{id: "6", name: "negative lookup cache", bindfs: true, run: negativeCache},
 	{id: "7", name: "stale attribute cache", bindfs: true, run: staleAttrs},
 	{id: "8", name: "readdir vs renames", run: readdirRace, after: noticedOnce},
-	{id: "9", name: "clock skew -5m", run: clockSkew},
+	{id: "9", name: "clock skew ±5m, jump back 2s", run: clockSkew},
 	{id: "10", name: "NATS killed, paused, restarted", run: brokerFaults},
 	{id: "11", name: "state corrupted", run: corruptState},
 	{id: "12", name: "garbage in channel", run: garbage, after: garbageLogged},
 }
 
-// sigkill: the watcher is SIGKILLed at random points, often while it runs
-// the CLI or writes its state, sometimes before it is even watching, and
-// restarted at once, while messages keep arriving. Every message must be
-// answered exactly once.
+// sigkill: the watcher is SIGKILLed and restarted at once, over and over,
+// while messages keep arriving. Every message must be answered exactly
+// once. Each kill aims at a point of a message's handling: the harness
+// follows the watcher's JSON log (inotify) and kills the moment it logs
+// "queued" (before claim), "claimed" (after claim), "running" (during the
+// CLI, plus up to 15 ms) or "replied" (after the reply, before the state
+// save); one kill in five lands at a random time instead, and one restart
+// in four is killed before it is even watching. Where each kill really
+// landed is read from the dead watcher's log and state file (phaseOf), and
+// counted; the run fails if one of the four points was never hit.
 func sigkill(ctx context.Context, e *env) error {
 	n := e.size(200, 60)
 	o := watchOpts{root: e.backing, jitter: 40 * time.Millisecond, claimGrace: 5 * time.Second}
+	logPath := filepath.Join(tree.Root(e.backing).Logs(), agent+".log")
+	off := fileSize(logPath)
 	w, err := e.startWatcher(ctx, o, true)
 	if err != nil {
 		return err
 	}
+	follow, err := followLog(logPath, off)
+	if err != nil {
+		return err
+	}
+	defer follow.close()
 	sendRng := newRng(e)
-	sent := make(chan error, 1)
+	var sendErr error
+	sendDone := make(chan struct{})
 	go func() {
+		defer close(sendDone)
 		for i := range n {
 			if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s2 message %d of %d", i+1, n)); err != nil {
-				sent <- err
+				sendErr = err
 				return
 			}
 			if err := sleep(ctx, between(sendRng, 0, 60*time.Millisecond)); err != nil {
-				sent <- err
+				sendErr = err
 				return
 			}
 		}
-		sent <- nil
 	}()
-	kills, early := 0, 0
-	for {
-		select {
-		case err := <-sent:
-			e.note("%d SIGKILLs (%d before the watcher was watching)", kills, early)
+	// What each kill aims at: a random time, then the log line that
+	// starts each phase.
+	aims := []struct {
+		at    []string
+		extra time.Duration // a random delay below this after the line
+	}{
+		{},
+		{at: []string{"queued"}},
+		{at: []string{"claimed"}},
+		{at: []string{"running"}, extra: 15 * time.Millisecond},
+		{at: []string{"replied"}},
+	}
+	hits := make(map[phase]int)
+	kills, missed, aimed := 0, 0, 0
+	ready := true
+	for done := false; !done; {
+		aim := aims[aimed%len(aims)]
+		follow.skip()
+		switch {
+		case !ready:
+			// Killed again during its start-up.
+			select {
+			case <-sendDone:
+				done = true
+			case <-time.After(between(e.rng, 0, 15*time.Millisecond)):
+			}
+		case aim.at == nil:
+			aimed++
+			select {
+			case <-sendDone:
+				done = true
+			case <-time.After(between(e.rng, 30*time.Millisecond, 400*time.Millisecond)):
+			}
+		default:
+			aimed++
+			ok, err := follow.until(ctx, 2*time.Second, sendDone, aim.at...)
 			if err != nil {
 				return err
 			}
-			return e.await(ctx, 60*time.Second, 3*time.Second)
-		case <-time.After(between(e.rng, 30*time.Millisecond, 400*time.Millisecond)):
+			if !ok {
+				missed++
+			}
+			if ok && aim.extra > 0 {
+				time.Sleep(between(e.rng, 0, aim.extra))
+			}
+			select {
+			case <-sendDone:
+				done = true
+			default:
+			}
+		}
+		if done {
+			break
 		}
 		w.kill()
 		kills++
-		ready := e.rng.IntN(4) != 0
-		if !ready {
-			early++
+		p, err := phaseOf(e, off)
+		if err != nil {
+			return fmt.Errorf("phase of kill %d: %w", kills, err)
 		}
+		hits[p]++
+		ready = e.rng.IntN(5) != 0
+		off = fileSize(logPath)
 		if w, err = e.startWatcher(ctx, o, ready); err != nil {
 			return err
 		}
 	}
+	var parts []string
+	for _, p := range append(slices.Clone(requiredPhases), phaseIdle, phaseStartup) {
+		if hits[p] > 0 || slices.Contains(requiredPhases, p) {
+			parts = append(parts, fmt.Sprintf("%s %d", p, hits[p]))
+		}
+	}
+	e.note("%d SIGKILLs by phase (read from the dead watcher's log and state): %s", kills, strings.Join(parts, ", "))
+	if missed > 0 {
+		e.note("%d aimed kills waited 2 s for their log line in vain and struck then", missed)
+	}
+	for _, p := range requiredPhases {
+		if hits[p] == 0 {
+			e.problem("no SIGKILL landed %s: that kill point was not tested", p)
+		}
+	}
+	if sendErr != nil {
+		return sendErr
+	}
+	return e.await(ctx, 60*time.Second, 3*time.Second)
 }
 
 // sigstop: two watchers of the agent, on two "hosts" (bindfs views). The
@@ -450,9 +530,13 @@ func logLines(e *env, f func(logLine)) error {
 	return sc.Err()
 }
 
-// clockSkew: a sender whose clock is 5 min behind (its message names and
-// timestamps are) interleaved with an on-time one, and the watcher
-// restarted in the middle (its saved cursor must keep the late names).
+// clockSkew (scenario 9): a sender whose clock is 5 min behind and one
+// whose clock is 5 min ahead (their message names and timestamps are),
+// interleaved with an on-time `collab send`, and the watcher restarted in
+// the middle (its saved cursor, pushed 5 min ahead by the early names, must
+// keep the on-time and late ones). Meanwhile jumper, one agent posting
+// about 8 messages a second, has its clock jump back 2 s halfway: for 2 s
+// its names reuse seconds it has already written (jumpingWriter).
 func clockSkew(ctx context.Context, e *env) error {
 	n := e.size(40, 15)
 	o := watchOpts{root: e.backing}
@@ -461,6 +545,11 @@ func clockSkew(ctx context.Context, e *env) error {
 		return err
 	}
 	late := &channel.Writer{Root: tree.Root(e.backing), Now: func() time.Time { return time.Now().Add(-5 * time.Minute) }}
+	early := &channel.Writer{Root: tree.Root(e.backing), Now: func() time.Time { return time.Now().Add(5 * time.Minute) }}
+	jctx, stopJumper := context.WithCancel(ctx)
+	defer stopJumper()
+	jumped := make(chan error, 1)
+	go func() { jumped <- jumpingWriter(jctx, e, time.Duration(e.size(8, 5))*time.Second) }()
 	for i := range n {
 		if i == n/2 {
 			if !w.terminate(10*time.Second) || w.err != nil {
@@ -477,11 +566,81 @@ func clockSkew(ctx context.Context, e *env) error {
 		if _, err := e.post(late, m); err != nil {
 			return err
 		}
+		m = &channel.Message{From: "hasty", Content: channel.Content{Text: fmt.Sprintf("s9 5 min early %d of %d", i+1, n)}}
+		if _, err := e.post(early, m); err != nil {
+			return err
+		}
 		if err := sleep(ctx, between(e.rng, 0, 300*time.Millisecond)); err != nil {
 			return err
 		}
 	}
+	if err := <-jumped; err != nil {
+		return err
+	}
 	return e.await(ctx, 60*time.Second, 2*time.Second)
+}
+
+// jumpingWriter posts as "jumper" for about d, a message every 80 to 170
+// ms, its clock jumping back 2 s halfway. After the jump, every message
+// in a second the writer used before the jump first meets a name clash: it is
+// posted under the name of that earlier message (as if the random hex4
+// had come up again), which must fail with fs.ErrExist and leave the
+// earlier message as it was; the writer then posts it again with a new
+// hex4 in the same second. Every message must be answered once (the
+// checker), and each clash resolved.
+func jumpingWriter(ctx context.Context, e *env, d time.Duration) error {
+	const from = "jumper"
+	var offset atomic.Int64 // nanoseconds added to the real clock
+	wr := &channel.Writer{Root: tree.Root(e.backing), Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }}
+	rng := newRng(e)
+	bySecond := make(map[int64][]ack) // the names of each second before the jump
+	start := time.Now()
+	posted, reused, clashes := 0, 0, 0
+	for i := 0; time.Since(start) < d; i++ {
+		if offset.Load() == 0 && time.Since(start) >= d/2 {
+			offset.Store(int64(-2 * time.Second))
+			e.logf("jumper's clock jumps back 2 s after %d messages", posted)
+		}
+		text := fmt.Sprintf("s9 jumper %d", i+1)
+		sec := wr.Now().Unix()
+		clashed := false
+		if prev := bySecond[sec]; offset.Load() != 0 && len(prev) > 0 {
+			reused++
+			clashed = true
+			// The clash: the name of an earlier message of this second.
+			old := prev[rng.IntN(len(prev))]
+			m := &channel.Message{ID: old.ID, From: from, SessionID: chanName, To: agent, Content: channel.Content{Text: text}}
+			err := wr.Post(m)
+			if !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("jumper: posting under the existing name %s gave %v, want an error wrapping fs.ErrExist", old.ID, err)
+			}
+			if got, err := channel.Lookup(tree.Root(e.backing), chanName, old.ID); err != nil || got.Content.Text != old.Text {
+				e.problem("jumper: the clash on %s changed the earlier message: %v %q", old.ID, err, got.Content.Text)
+			}
+		}
+		m := &channel.Message{From: from, Content: channel.Content{Text: text}}
+		a, err := e.post(wr, m)
+		if err != nil {
+			return fmt.Errorf("jumper: %w", err)
+		}
+		posted++
+		if n, err := channel.ParseID(a.ID); err == nil {
+			if clashed && n.Time.Unix() == sec {
+				clashes++ // resolved: a new name in the same second
+			}
+			if offset.Load() == 0 {
+				bySecond[n.Time.Unix()] = append(bySecond[n.Time.Unix()], a)
+			}
+		}
+		if err := sleep(ctx, between(rng, 80*time.Millisecond, 170*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+	e.note("jumper: %d messages, clock back 2 s halfway; %d posted in a second it had used before the jump, each after a name clash; %d clashes resolved with a new hex4 in the same second (the others crossed into the next second)", posted, reused, clashes)
+	if reused == 0 || clashes == 0 {
+		e.problem("the clock jump never made jumper reuse a second: nothing was tested")
+	}
+	return nil
 }
 
 // garbageFile is one foreign file dropped into the channel.
