@@ -114,6 +114,10 @@ func (c *Command) argv(prompt string) ([]string, bool) {
 	return all, inArg
 }
 
+// ReportsCost reports whether runs report what they cost (Response.CostUSD):
+// a command's do not.
+func (*Command) ReportsCost() bool { return false }
+
 // Run runs the command once.
 func (c *Command) Run(ctx context.Context, req Request) (Response, error) {
 	if len(c.Argv) == 0 {

@@ -35,6 +35,12 @@ type Runner interface {
 	Run(ctx context.Context, req modelcli.Request) (modelcli.Response, error)
 }
 
+// costReporter is a Runner that says whether its runs report what they
+// cost. A Runner that does not say is taken to report it.
+type costReporter interface {
+	ReportsCost() bool
+}
+
 // Publisher announces what the watcher writes on a faster path (NATS),
 // after the file is in place. Its errors are never fatal; it logs them.
 type Publisher interface {
@@ -90,7 +96,9 @@ type Config struct {
 	SessionScope string // default ScopeChannel
 	SessionTTL   time.Duration
 	// BudgetUSD stops invoking the CLI for the rest of the UTC day once the
-	// day's runs cost this much (as the CLIs report it); 0: no budget.
+	// day's runs cost this much (as the CLIs report it); 0: no budget. A
+	// Runner whose ReportsCost method says false (codex, gemini, command)
+	// reports none, so its budget never trips: Run warns at start.
 	BudgetUSD float64
 	// OrphanAge: temp files older than this, left in the agent's channels,
 	// claims and state by writers that crashed mid-write, are removed at
@@ -320,6 +328,9 @@ func (w *watcher) now() time.Time { return w.cfg.Now().UTC() }
 
 // startup restores state, opens the readers and announces presence.
 func (w *watcher) startup() error {
+	if r, ok := w.cfg.Runner.(costReporter); ok && w.cfg.BudgetUSD > 0 && !r.ReportsCost() {
+		w.log.Warn("budget cannot trip: the CLI reports no cost, so every run counts as free", "cli", w.cfg.CLI, "budget_usd", w.cfg.BudgetUSD)
+	}
 	w.started = w.now()
 	w.recent = newRecent(w.cfg.Context, w.started)
 	if w.replay != nil && w.replay.After != "" {

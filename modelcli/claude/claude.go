@@ -240,6 +240,10 @@ func (a *Adapter) maxOutput() int {
 	return proc.DefaultMaxStdout
 }
 
+// ReportsCost reports whether runs report what they cost: Claude Code's
+// do (total_cost_usd).
+func (*Adapter) ReportsCost() bool { return true }
+
 // Run runs Claude Code once on req.Prompt, resuming req.Session if set.
 func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Response, error) {
 	argv, err := a.argv(req.Session, req.AllowTools)

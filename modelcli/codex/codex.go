@@ -210,6 +210,10 @@ func (a *Adapter) maxOutput() int {
 	return proc.DefaultMaxStdout
 }
 
+// ReportsCost reports whether runs report what they cost: Codex's do
+// not (CostUSD is 0).
+func (*Adapter) ReportsCost() bool { return false }
+
 // Run runs Codex once on req.Prompt, resuming the thread req.Session if
 // set.
 func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Response, error) {

@@ -152,6 +152,10 @@ func (a *Adapter) maxOutput() int {
 	return proc.DefaultMaxStdout
 }
 
+// ReportsCost reports whether runs report what they cost: Gemini CLI's do
+// not (CostUSD is 0).
+func (*Adapter) ReportsCost() bool { return false }
+
 // Run runs Gemini CLI once on req.Prompt, resuming req.Session if set.
 func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Response, error) {
 	max := a.maxOutput()

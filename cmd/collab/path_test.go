@@ -1,0 +1,76 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"collab/channel"
+	"collab/presence"
+	"collab/tree"
+)
+
+// TestWatchPutsCollabOnPath: a watcher whose binary is named collab puts
+// its folder first on the CLI's PATH, so the agent can run `collab send`
+// and `collab who`. The CLI here is a shell printing where collab is.
+func TestWatchPutsCollabOnPath(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	bin := filepath.Join(t.TempDir(), "collab")
+	copyFile(t, os.Args[0], bin) // a copy, not a symlink: os.Executable resolves those
+	root := t.TempDir()
+	w := &watcherProc{done: make(chan error, 1)}
+	w.cmd = exec.Command(bin, "watch", "--root", root, "--agent", "claude", "--channel", "dev",
+		"--cli", "command", "--cmd", `sh -c 'command -v collab'`, "--poll", "100ms", "--heartbeat", "200ms", "--grace", "2s")
+	// PATH without the copy's folder; COLLAB_TEST_AS makes the copy run main.
+	w.cmd.Env = append(os.Environ(), "COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0", "PATH=/usr/bin:/bin")
+	w.cmd.Stderr = &w.stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.done <- w.cmd.Wait() }()
+	t.Cleanup(func() {
+		w.cmd.Process.Kill()
+		<-w.done
+		if t.Failed() {
+			t.Logf("watcher log:\n%s", w.stderr.String())
+		}
+	})
+
+	waitFor(t, func() bool {
+		s, err := presence.Read(tree.Root(root), "claude")
+		return err == nil && s.State == presence.StateAwake && s.WatcherPID == w.cmd.Process.Pid
+	})
+	id := send(t, root, "dev", "human", "claude", "where is collab?")
+	waitFor(t, func() bool { return len(replies(t, root, "dev", "claude")[id]) == 1 })
+	m, err := channel.Lookup(tree.Root(root), "dev", replies(t, root, "dev", "claude")[id][0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(m.Content.Text); got != bin {
+		t.Errorf("the CLI found collab at %q, want the watcher's own %q", got, bin)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
