@@ -47,7 +47,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -206,14 +205,23 @@ func (b *Inbox) Ack(until Until) (int, error) {
 			return n, err
 		}
 		seen := slices.Clone(cur.Seen)
+		var dir *safedir.Dir // the channel's folder, opened once at need
+		if at != nil && len(msgs) > 0 {
+			if dir, err = safedir.Open(b.root.Channel(c)); err != nil {
+				return n, fmt.Errorf("ack until %s: %w", until.ID, err)
+			}
+		}
 		for _, m := range msgs {
-			if !b.covers(c, &m, until, at) {
+			if !b.covers(dir, &m, until, at) {
 				continue
 			}
 			seen = append(seen, m.File)
 			if m.IsFor(b.agent) {
 				n++
 			}
+		}
+		if dir != nil {
+			dir.Close()
 		}
 		// The reader's own rule moves the floor.
 		r, err := channel.NewReader(b.root, c, channel.Cursor{Floor: cur.Floor, Seen: seen}, b.readerOptions())
@@ -227,14 +235,16 @@ func (b *Inbox) Ack(until Until) (int, error) {
 	return n, nil
 }
 
-func (b *Inbox) covers(c string, m *channel.Message, until Until, at *anchor) bool {
+// covers reports whether until covers m, a message of the channel folder
+// dir (nil when at is).
+func (b *Inbox) covers(dir *safedir.Dir, m *channel.Message, until Until, at *anchor) bool {
 	if at == nil {
 		return !m.Time().After(until.Time)
 	}
 	if keyOf(m).compare(at.key) > 0 {
 		return false
 	}
-	fi, err := os.Lstat(filepath.Join(b.root.Channel(c), m.File))
+	fi, err := dir.Lstat(m.File)
 	return err == nil && !fi.ModTime().After(at.arrived)
 }
 
@@ -248,13 +258,24 @@ func (b *Inbox) find(chans []string, id string) (*anchor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ack until %s: %w", id, err)
 		}
-		fi, err := os.Lstat(filepath.Join(b.root.Channel(c), m.File))
+		fi, err := lstat(b.root.Channel(c), m.File)
 		if err != nil {
 			return nil, fmt.Errorf("ack until %s: %w", id, err)
 		}
 		return &anchor{key: keyOf(&m), arrived: fi.ModTime()}, nil
 	}
 	return nil, fmt.Errorf("%w: %s in %s", ErrUnknownMessage, id, strings.Join(chans, ", "))
+}
+
+// lstat returns the file info of name in the folder dir, reached with no
+// symbolic link followed.
+func lstat(dir, name string) (fs.FileInfo, error) {
+	d, err := safedir.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Lstat(name)
 }
 
 // orderKey is a message's place in channel order (SPEC §2).

@@ -357,17 +357,30 @@ func Find(root tree.Root, id string) (Job, error) {
 	if err := checkID(id); err != nil {
 		return Job{}, err
 	}
-	agents, err := os.ReadDir(filepath.Join(string(root), "state"))
+	d, err := safedir.Open(filepath.Join(string(root), "state"))
 	if err != nil {
 		return Job{}, fmt.Errorf("find job %s: %w", id, err)
 	}
+	agents, err := d.ReadDir()
+	d.Close()
+	if err != nil {
+		return Job{}, fmt.Errorf("find job %s: %w", id, err)
+	}
+	var linked error // the first agent folder refused for a symlink
 	for _, a := range agents {
-		if !a.IsDir() || !tree.ValidName(a.Name()) {
+		if t := a.Type(); t != fs.ModeDir && t != fs.ModeSymlink || !tree.ValidName(a.Name()) {
 			continue
 		}
-		if j, err := Read(root, a.Name(), id); err == nil {
+		j, err := Read(root, a.Name(), id)
+		if err == nil {
 			return j, nil
 		}
+		if linked == nil && errors.Is(err, safedir.ErrSymlink) {
+			linked = err
+		}
+	}
+	if linked != nil {
+		return Job{}, fmt.Errorf("job %s: %w; skipped %w", id, fs.ErrNotExist, linked)
 	}
 	return Job{}, fmt.Errorf("job %s: %w", id, fs.ErrNotExist)
 }

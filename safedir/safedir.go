@@ -100,6 +100,15 @@ func (d *Dir) Path() string { return d.path }
 // Close closes the directory.
 func (d *Dir) Close() error { return d.f.Close() }
 
+// Stat returns the file info of the directory itself.
+func (d *Dir) Stat() (fs.FileInfo, error) { return d.f.Stat() }
+
+// Chmod changes the directory's mode (permissions, set-group-ID, sticky).
+func (d *Dir) Chmod(mode fs.FileMode) error { return d.f.Chmod(mode) }
+
+// Chown changes the directory's owner and group; -1 keeps one as it is.
+func (d *Dir) Chown(uid, gid int) error { return d.f.Chown(uid, gid) }
+
 func (d *Dir) fd() int { return int(d.f.Fd()) }
 
 func checkName(name string) error {

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"os/user"
 	"strconv"
 	"syscall"
@@ -40,38 +40,18 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 	}
 	for _, dir := range root.Folders() {
-		if err := safedir.MkdirAll(dir); err != nil {
+		if err := setMode(dir, gid); err != nil {
+			if errors.Is(err, safedir.ErrSymlink) {
+				return fmt.Errorf("init: %w; the tree's folders must be real folders", err)
+			}
 			return fmt.Errorf("init: %w", err)
-		}
-		fi, err := os.Lstat(dir)
-		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			if dir != string(root) {
-				return fmt.Errorf("init: %s is a symbolic link; the tree's folders must be real folders", dir)
-			}
-			fi, err = os.Stat(dir) // the root itself may be a link to the mount
-		}
-		if err != nil {
-			return fmt.Errorf("init: %w", err)
-		}
-		have := fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky)
-		want := have &^ 0o002 // never world-writable
-		if gid >= 0 {
-			if err := os.Chown(dir, -1, gid); err != nil {
-				return fmt.Errorf("init: %w", err)
-			}
-			want |= 0o070 | fs.ModeSetgid
-		}
-		if want != have {
-			if err := os.Chmod(dir, want); err != nil {
-				return fmt.Errorf("init: %w", err)
-			}
 		}
 	}
 	if err := root.CheckShared(); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	for _, dir := range root.Folders() {
-		fi, err := os.Stat(dir)
+		fi, err := statFolder(dir)
 		if err != nil {
 			return fmt.Errorf("init: %w", err)
 		}
@@ -85,6 +65,47 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		fmt.Fprintln(stdout, "Run agents with umask 002 so the files they write are group-writable too.")
 	}
 	return nil
+}
+
+// setMode makes the tree folder dir if missing, never world-writable, and
+// with gid ≥ 0 owned by that group, group-writable and set-group-ID. The
+// folder is reached with no symbolic link followed below the root (which
+// tree.Resolve has made link-free): a link gives safedir.ErrSymlink.
+func setMode(dir string, gid int) error {
+	d, err := safedir.Create(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return err
+	}
+	have := fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky)
+	want := have &^ 0o002 // never world-writable
+	if gid >= 0 {
+		if err := d.Chown(-1, gid); err != nil {
+			return fmt.Errorf("chown %s: %w", dir, err)
+		}
+		want |= 0o070 | fs.ModeSetgid
+	}
+	if want != have {
+		if err := d.Chmod(want); err != nil {
+			return fmt.Errorf("chmod %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// statFolder returns the file info of the tree folder dir, reached with no
+// symbolic link followed.
+func statFolder(dir string) (fs.FileInfo, error) {
+	d, err := safedir.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Stat()
 }
 
 // lookupGroup returns the id of a group given by name or number.

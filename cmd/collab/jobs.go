@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"collab/jobs"
 	"collab/modelcli"
 	"collab/natsbus"
+	"collab/safedir"
 	"collab/tree"
 )
 
@@ -104,10 +104,15 @@ Flags:
 
 // stateAgents lists the agents that have state in the tree.
 func stateAgents(root tree.Root) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(string(root), "state"))
+	d, err := safedir.Open(filepath.Join(string(root), "state"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir()
 	if err != nil {
 		return nil, err
 	}

@@ -291,14 +291,16 @@ func parseReplay(s string, now time.Time) (*watcher.Replay, error) {
 
 // watchLogger logs text to stderr and JSON lines to ROOT/logs/AGENT.log.
 func watchLogger(root tree.Root, agent string, level slog.Level, stderr io.Writer) (*slog.Logger, func(), error) {
-	if err := safedir.MkdirAll(root.Logs()); err != nil {
+	// No link is followed to the folder, nor at the file: a log folder or
+	// name planted as a symlink cannot aim our appends elsewhere.
+	logs, err := safedir.Create(root.Logs())
+	if err != nil {
 		return nil, nil, fmt.Errorf("watch: log folder: %w", err)
 	}
-	// O_NOFOLLOW: a log name planted as a symlink cannot aim our appends
-	// at another file.
-	f, err := os.OpenFile(filepath.Join(root.Logs(), agent+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, safedir.FilePerm)
+	f, err := logs.OpenAppend(agent+".log", safedir.FilePerm)
+	logs.Close()
 	if err != nil {
-		return nil, nil, fmt.Errorf("watch: log file: %w", err)
+		return nil, nil, fmt.Errorf("watch: log file %s: %w", root.Logs(), err)
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	h := slog.NewMultiHandler(slog.NewTextHandler(stderr, opts), slog.NewJSONHandler(f, opts))
