@@ -195,4 +195,3 @@ func snapshot(t *testing.T, dir string) map[string]string {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
-
