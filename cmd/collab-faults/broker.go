@@ -6,16 +6,24 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
+
+	"collab/channel"
+	"collab/natsbus"
+	"collab/tree"
 )
 
 const natsArg = "__nats"
@@ -108,11 +116,21 @@ func freePort() (int, error) {
 }
 
 // brokerFaults (scenario 10): the watcher and the senders use NATS
-// (dual-write, wake-ups) while the broker is SIGKILLed, left down while
-// messages and replies pile up (more than any reconnect buffer would hold),
-// restarted on the same port and store, then SIGSTOPped (connections stay
-// open but nothing answers) and SIGCONTed. Files must deliver everything,
-// nothing may be answered twice, and no stale publish may be replayed.
+// JetStream (dual-write, wake-ups; `collab nats init` makes the stream)
+// while the broker is SIGKILLed, left down, restarted on the same port and
+// store, then SIGSTOPped (connections stay open but nothing answers) and
+// SIGCONTed. Files must deliver everything and nothing may be answered
+// twice.
+//
+// natsbus runs without a reconnect buffer (nats.ReconnectBufSize(-1)): a
+// publish while disconnected fails at once instead of being kept and
+// replayed, stale, after the reconnect. While the broker is down the
+// harness, connected like a watcher through natsbus, posts a burst of
+// messages larger than nats.go's default reconnect buffer (8 MB) and
+// publishes each; a buffer would have kept the first 8 MB and replayed
+// them. At the end the stream is read (natsbus.StreamIDs) and compared with
+// the files (natsbus.Parity): it must hold no message twice, nothing that
+// is not a file, and nothing published while the broker was down.
 func brokerFaults(ctx context.Context, e *env) error {
 	n := e.size(120, 48)
 	port, err := freePort()
@@ -132,6 +150,20 @@ func brokerFaults(ctx context.Context, e *env) error {
 	if out, err := init.CombinedOutput(); err != nil {
 		return fmt.Errorf("collab nats init: %v: %s", err, out)
 	}
+	busLog, err := os.Create(filepath.Join(e.dir, "harness-nats.log"))
+	if err != nil {
+		return err
+	}
+	defer busLog.Close()
+	bus, err := natsbus.Connect(ctx, natsbus.Options{URL: url, Name: "collab-faults", ReconnectWait: 250 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(busLog, nil))})
+	if err != nil {
+		return err
+	}
+	defer bus.Close()
+	if !bus.JetStream() {
+		return fmt.Errorf("the broker has no stream after collab nats init: the scenario would test core NATS only")
+	}
 	// Polling every 2 s without inotify: NATS is what makes it fast, the
 	// poll is what makes it right.
 	o := watchOpts{root: e.backing, poll: 2 * time.Second, noNotify: true, env: natsEnv}
@@ -139,16 +171,27 @@ func brokerFaults(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	var (
+		down, up time.Time
+		b        burst
+	)
 	phase := func(i int) string {
 		switch {
 		case i == n/5:
 			broker.kill()
-			return "broker SIGKILLed"
+			down = time.Now()
+			var err error
+			if b, err = e.publishBurst(ctx, bus); err != nil {
+				return "burst failed: " + err.Error()
+			}
+			return fmt.Sprintf("broker SIGKILLed; a burst of %d messages, %.1f MB, published while it is down: %d publishes failed at once",
+				b.n, float64(b.bytes)/(1<<20), b.failed)
 		case i == 2*n/5:
 			var err error
 			if broker, err = e.startNATS(ctx, port, store); err != nil {
 				return "restart failed: " + err.Error()
 			}
+			up = time.Now()
 			return "broker restarted"
 		case i == 3*n/5:
 			broker.cmd.Process.Signal(syscall.SIGSTOP)
@@ -165,7 +208,7 @@ func brokerFaults(ctx context.Context, e *env) error {
 	for i := range n {
 		if p := phase(i); p != "" {
 			e.logf("%s (message %d of %d)", p, i+1, n)
-			if strings.HasPrefix(p, "restart failed") {
+			if strings.HasPrefix(p, "restart failed") || strings.HasPrefix(p, "burst failed") {
 				return fmt.Errorf("%s", p)
 			}
 		}
@@ -179,6 +222,11 @@ func brokerFaults(ctx context.Context, e *env) error {
 		}
 	}
 	e.note("slowest send %v (a stopped broker holds a connect or publish up to its timeout)", slowest.Round(time.Millisecond))
+	e.note("burst while the broker was down: %d messages, %.1f MB (nats.go's default reconnect buffer is 8 MB): %d publishes failed at once, %d were accepted",
+		b.n, float64(b.bytes)/(1<<20), b.failed, b.n-b.failed)
+	if b.failed != b.n {
+		e.problem("%d publishes were accepted while the broker was down: a reconnect buffer kept them", b.n-b.failed)
+	}
 	if err := e.await(ctx, 60*time.Second, 3*time.Second); err != nil {
 		return err
 	}
@@ -186,6 +234,111 @@ func brokerFaults(ctx context.Context, e *env) error {
 		e.problem("the watcher's log never mentions nats: the broker faults reached nothing")
 	}
 	e.note("%d watcher log lines about nats", countLines(w.log, "nats"))
+	return e.checkStream(ctx, bus, b, down, up)
+}
+
+// burst is what publishBurst posted.
+type burst struct {
+	ids       []string
+	n, failed int
+	bytes     int64
+}
+
+// burstSize is how much publishBurst publishes: more than nats.go's
+// default reconnect buffer (nats.DefaultReconnectBufSize, 8 MB).
+const burstSize = nats.DefaultReconnectBufSize + 1<<20
+
+// publishBurst waits until bus has noticed that the broker is gone, then
+// posts messages of 512 KiB for the agent (files, acked: they must be
+// answered) and publishes each through bus, until more than burstSize
+// bytes were published.
+func (e *env) publishBurst(ctx context.Context, bus *natsbus.Bus) (burst, error) {
+	var b burst
+	for deadline := time.Now().Add(10 * time.Second); bus.Stats().Disconnects == 0; {
+		if time.Now().After(deadline) {
+			return b, fmt.Errorf("the harness's connection did not notice the broker's death in 10 s")
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return b, err
+		}
+	}
+	wr := &channel.Writer{Root: tree.Root(e.backing)}
+	for i := 0; b.bytes <= burstSize; i++ {
+		text := fmt.Sprintf("s10 burst %d ", i+1) + strings.Repeat(string(rune('a'+i%26)), 512<<10)
+		m := &channel.Message{From: sender, Content: channel.Content{Text: text}}
+		if _, err := e.post(wr, m); err != nil {
+			return b, err
+		}
+		data, err := m.Encode()
+		if err != nil {
+			return b, err
+		}
+		b.ids = append(b.ids, m.ID)
+		b.n++
+		b.bytes += int64(len(data))
+		if err := bus.PublishMessage(ctx, m); err != nil {
+			b.failed++
+		}
+	}
+	return b, nil
+}
+
+// checkStream reads the channel's messages in the stream and compares them
+// with the files: no id twice, none that is not a file, none of the burst
+// and none named in the seconds the broker was down (a publish then can
+// only be in the stream if something kept it and replayed it).
+func (e *env) checkStream(ctx context.Context, bus *natsbus.Bus, b burst, down, up time.Time) error {
+	var (
+		set natsbus.StreamSet
+		err error
+	)
+	for try := 0; ; try++ {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		set, err = bus.StreamIDs(rctx, chanName, time.Time{})
+		cancel()
+		if err == nil {
+			break
+		}
+		if try == 4 {
+			return fmt.Errorf("read the stream: %w", err)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	files, err := natsbus.FileIDs(tree.Root(e.backing), chanName, set.From)
+	if err != nil {
+		return err
+	}
+	missingInStream, missingInFiles := natsbus.Parity(files, set.IDs)
+	var fromBurst, whileDown []string
+	for _, id := range b.ids {
+		if _, ok := set.IDs[id]; ok {
+			fromBurst = append(fromBurst, id)
+		}
+	}
+	for id := range set.IDs {
+		// Names have whole seconds: one second of margin after the
+		// kill (a publish in flight then may have been stored), none
+		// before the restart.
+		if n, err := channel.ParseID(id); err == nil && n.Time.Unix() > down.Unix()+1 && n.Time.Unix() < up.Unix() {
+			whileDown = append(whileDown, id)
+		}
+	}
+	e.note("stream: %d messages, %d stored twice; files: %d; parity: %d files not in the stream (published while the broker was down or stopped), %d stream messages with no file; in the stream: %d of the burst, %d named while the broker was down",
+		len(set.IDs), len(set.Duplicates), len(files), len(missingInStream), len(missingInFiles), len(fromBurst), len(whileDown))
+	if len(set.Duplicates) > 0 {
+		e.problem("the stream holds %d messages twice: %s", len(set.Duplicates), clip(strings.Join(set.Duplicates, " "), 300))
+	}
+	if len(missingInFiles) > 0 {
+		e.problem("the stream holds %d messages with no file: %s", len(missingInFiles), clip(strings.Join(missingInFiles, " "), 300))
+	}
+	if stale := slices.Compact(slices.Sorted(slices.Values(append(fromBurst, whileDown...)))); len(stale) > 0 {
+		e.problem("%d stale publishes were replayed after the reconnect: %s", len(stale), clip(strings.Join(stale, " "), 300))
+	}
+	if st := bus.Stats(); st.Reconnects == 0 {
+		e.problem("the harness's connection never reconnected")
+	}
 	return nil
 }
 

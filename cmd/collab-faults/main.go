@@ -66,10 +66,15 @@
 //	    jump back 2 s, and each message it posts in a second it used before
 //	    the jump first meets a name clash (must fail, EEXIST, and leave the
 //	    earlier message whole) and is posted again with a new hex4
-//	10  NATS broker (a child process) SIGKILLed while messages and replies
-//	    are dual-written, left down, restarted on the same port and store,
-//	    SIGSTOPped and SIGCONTed; the watcher polls every 2 s without
-//	    inotify: files deliver everything, nothing is answered twice
+//	10  NATS broker with JetStream (a child process) SIGKILLed while
+//	    messages and replies are dual-written, left down, restarted on the
+//	    same port and store, SIGSTOPped and SIGCONTed; the watcher polls
+//	    every 2 s without inotify: files deliver everything, nothing is
+//	    answered twice. While the broker is down the harness publishes a
+//	    burst larger than nats.go's default reconnect buffer (8 MB) through
+//	    natsbus, which keeps no such buffer; at the end the stream
+//	    (natsbus.StreamIDs, Parity) must hold no message twice, none without
+//	    a file, and nothing published while the broker was down
 //	11  the watcher's state file truncated, bit-flipped, emptied or
 //	    replaced by garbage between runs, while messages arrive: detected
 //	    and set aside; recovery answers what has no reply and nothing twice
