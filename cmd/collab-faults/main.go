@@ -81,7 +81,9 @@
 //	12  garbage in the channel (0-byte, non-JSON, 50 MB, deeply nested,
 //	    invalid UTF-8, odd names, a FIFO, a symlink, a folder, a message
 //	    written in place slowly): each logged at most once, never fatal,
-//	    the good messages answered once
+//	    the good messages answered once; the watcher's peak resident memory
+//	    (VmHWM, sampled every 20 ms) stays under 45 MB, less than the 50 MB
+//	    file
 //
 // Seeds are fixed (--seed, default 1). --quick sends fewer messages. Each
 // scenario has 2 minutes; one that takes longer fails. Every scenario also

@@ -239,3 +239,74 @@ func (l *logFollower) until(ctx context.Context, d time.Duration, stop <-chan st
 		l.drain()
 	}
 }
+
+// memSampler samples a process's resident memory (VmRSS) and its peak
+// (VmHWM) from /proc/PID/status until stopped.
+type memSampler struct {
+	pid     int
+	stop    chan struct{}
+	done    chan struct{}
+	samples int
+	maxRSS  int64 // bytes
+	hwm     int64 // bytes, the last VmHWM read
+}
+
+func sampleMemory(pid int, every time.Duration) *memSampler {
+	m := &memSampler{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			m.sample()
+			select {
+			case <-m.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return m
+}
+
+func (m *memSampler) sample() {
+	rss, hwm, err := procMemory(m.pid)
+	if err != nil {
+		return
+	}
+	m.samples++
+	m.maxRSS = max(m.maxRSS, rss)
+	m.hwm = max(m.hwm, hwm)
+}
+
+// end takes a last sample and stops.
+func (m *memSampler) end() {
+	close(m.stop)
+	<-m.done
+	m.sample()
+}
+
+// procMemory reads VmRSS and VmHWM, in bytes, from /proc/PID/status.
+func procMemory(pid int) (rss, hwm int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range bytes.Lines(data) {
+		var kb int64
+		switch {
+		case bytes.HasPrefix(line, []byte("VmRSS:")):
+			if _, err := fmt.Sscanf(string(line), "VmRSS: %d kB", &kb); err == nil {
+				rss = kb << 10
+			}
+		case bytes.HasPrefix(line, []byte("VmHWM:")):
+			if _, err := fmt.Sscanf(string(line), "VmHWM: %d kB", &kb); err == nil {
+				hwm = kb << 10
+			}
+		}
+	}
+	if hwm == 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/status: no VmHWM", pid)
+	}
+	return rss, hwm, nil
+}

@@ -653,12 +653,32 @@ type garbageFile struct {
 
 // garbage drops foreign and broken files into the channel between good
 // messages: each is reported at most once (once for those that must be),
-// none is fatal, and every good message is answered once.
+// none is fatal, and every good message is answered once. The watcher's
+// memory is sampled from /proc/PID/status every 20 ms throughout; its peak
+// (VmHWM) must stay under garbageMemBound.
+// garbageMemBound bounds the watcher's peak resident memory (VmHWM) in
+// scenario 12. It is below the size of the 50 MB garbage file, so a watcher
+// that reads that file whole cannot pass, and well over twice the peak
+// measured with the fixed seed (19-19.5 MB in three runs, 2026-11-24), so
+// a change of Go runtime or GC pacing does not trip it.
+const garbageMemBound = 45 << 20
+
 func garbage(ctx context.Context, e *env) error {
 	good := e.size(20, 10)
-	if _, err := e.startWatcher(ctx, watchOpts{root: e.backing}, true); err != nil {
+	w, err := e.startWatcher(ctx, watchOpts{root: e.backing}, true)
+	if err != nil {
 		return err
 	}
+	mem := sampleMemory(w.pid(), 20*time.Millisecond)
+	defer func() {
+		mem.end()
+		mb := func(n int64) float64 { return float64(n) / (1 << 20) }
+		e.note("watcher memory: peak resident %.1f MB (VmHWM), highest VmRSS sampled %.1f MB (%d samples, every 20 ms); bound %d MB",
+			mb(mem.hwm), mb(mem.maxRSS), mem.samples, garbageMemBound>>20)
+		if mem.hwm > garbageMemBound {
+			e.problem("the watcher's peak resident memory %.1f MB is above the bound of %d MB", mb(mem.hwm), garbageMemBound>>20)
+		}
+	}()
 	dir := tree.Root(e.backing).Channel(chanName)
 	files := garbageFiles(e)
 	e.mu.Lock()
