@@ -28,6 +28,9 @@ const maxTries = 50
 var (
 	// ErrNotFound: no such task in the channel.
 	ErrNotFound = errors.New("task: no such task")
+	// ErrInvalid is wrapped by Add's error for a task that breaks the
+	// rules: an empty title, a bad agent name or dependency id, and so on.
+	ErrInvalid = errors.New("task: invalid task")
 	// ErrNotReady: the task waits for dependencies that are not done.
 	ErrNotReady = errors.New("task: dependencies not done")
 	// ErrClosed: the task is done or failed.
@@ -118,7 +121,7 @@ func (b *Board) Add(nt NewTask) (Task, error) {
 		f.Depends = nil
 	}
 	if err := checkTask(f); err != nil {
-		return Task{}, fmt.Errorf("add task: %w", err)
+		return Task{}, fmt.Errorf("add task: %w", invalidError{err})
 	}
 	d, err := b.dir(true)
 	if err != nil {
@@ -614,3 +617,9 @@ func (b *Board) ownerGone(t Task) (bool, string) {
 	}
 	return true, fmt.Sprintf("%s, no sign of life for %s (grace %s)", state, silent.Round(time.Second), b.grace())
 }
+
+// invalidError is a rule a new task breaks; it is ErrInvalid.
+type invalidError struct{ err error }
+
+func (e invalidError) Error() string   { return e.err.Error() }
+func (e invalidError) Unwrap() []error { return []error{ErrInvalid, e.err} }

@@ -143,11 +143,11 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			}
 		}
 		t, err := b.Add(task.NewTask{Title: title, Body: body, Depends: depends, By: agent})
-		if err != nil {
-			if errors.Is(err, task.ErrNotFound) {
-				return fmt.Errorf("task add: %w", err)
-			}
+		if errors.Is(err, task.ErrInvalid) {
 			return usageErrorf("%v", err)
+		}
+		if err != nil {
+			return fmt.Errorf("task add: %w", err)
 		}
 		if p.json {
 			return writeJSON(stdout, t)
