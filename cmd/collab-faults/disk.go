@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -206,6 +209,139 @@ func corruptState(ctx context.Context, e *env) error {
 	e.note("%d of %d corruptions detected; %d bad state files set aside", detected, len(corruptions), len(aside))
 	if len(aside) == 0 {
 		e.problem("no corrupt state file was kept aside")
+	}
+	return nil
+}
+
+// presenceRewrites (scenario 7, second part): the heartbeat of "carol", an
+// agent AWAKE on another host, is rewritten in place every 200 to 400 ms,
+// with a fresh timestamp, the way a foreign writer makes a reader meet a
+// short file: truncated, then the first half written, 50 ms later the
+// second half. Meanwhile `collab who --check carol` runs in a loop on two
+// other mounts, in turn:
+//
+//   - root, a mount that revalidates attributes at each open
+//     (attr_timeout=0, as an NFS mount with close-to-open consistency,
+//     the default, does): it sees the short file only while it is short;
+//     every check there must exit 0, the short reads being retried;
+//   - cached, the watcher's mount with a 20 s attribute cache (an NFS
+//     mount with nocto and a long actimeo): a short read makes the kernel
+//     keep the short size until the cache expires, longer than any retry
+//     waits, so failures there are counted and noted, as a limit, not a
+//     failure of the run.
+//
+// It runs until stop closes.
+func presenceRewrites(ctx context.Context, e *env, root, cached string, stop <-chan struct{}) error {
+	const who = "carol"
+	st := presence.Status{AgentID: who, State: presence.StateAwake, Substate: presence.SubIdle,
+		WatcherPID: os.Getpid(), Channel: chanName, Host: "host-c"}
+	if err := presence.Write(tree.Root(e.backing), st); err != nil {
+		return err
+	}
+	path := filepath.Join(tree.Root(e.backing).Presence(), who+".json")
+	var (
+		mu      sync.Mutex
+		windows [][2]time.Time // when the file was short
+	)
+	writerDone := make(chan error, 1)
+	rng := newRng(e)
+	go func() {
+		writerDone <- func() error {
+			for {
+				select {
+				case <-stop:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(between(rng, 200*time.Millisecond, 400*time.Millisecond)):
+				}
+				st.Timestamp = presence.FormatTime(time.Now())
+				data, err := st.Encode()
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				windows = append(windows, [2]time.Time{time.Now()}) // the end when known
+				k := len(windows) - 1
+				mu.Unlock()
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+				if err != nil {
+					return err
+				}
+				time.Sleep(20 * time.Millisecond)
+				_, err1 := f.Write(data[:len(data)/2])
+				time.Sleep(50 * time.Millisecond)
+				_, err2 := f.Write(data[len(data)/2:])
+				err3 := f.Close()
+				mu.Lock()
+				windows[k][1] = time.Now()
+				mu.Unlock()
+				if err := errors.Join(err1, err2, err3); err != nil {
+					return err
+				}
+			}
+		}()
+	}()
+	type tally struct {
+		checks, failed, overlapping int
+		first                       string
+	}
+	var on [2]tally // root, cached
+	for k := 0; ; k++ {
+		select {
+		case <-stop:
+		default:
+			mount := []string{root, cached}[k%2]
+			t := &on[k%2]
+			t0 := time.Now()
+			cmd := exec.CommandContext(ctx, e.h.collab, "who", "--root", mount, "--check", who)
+			cmd.Env = childEnv()
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			t1 := time.Now()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			t.checks++
+			mu.Lock()
+			for i := len(windows) - 1; i >= 0 && i >= len(windows)-3; i-- {
+				if w := windows[i]; (w[1].IsZero() || t0.Before(w[1])) && t1.After(w[0]) {
+					t.overlapping++
+					break
+				}
+			}
+			mu.Unlock()
+			if err != nil {
+				t.failed++
+				if t.first == "" {
+					t.first = fmt.Sprintf("%v: %s", err, bytes.TrimSpace(stderr.Bytes()))
+				}
+			}
+			if err := sleep(ctx, between(rng, 0, 30*time.Millisecond)); err != nil {
+				return err
+			}
+			continue
+		}
+		break
+	}
+	if err := <-writerDone; err != nil {
+		return fmt.Errorf("presence rewriter: %w", err)
+	}
+	mu.Lock()
+	rewrites := len(windows)
+	mu.Unlock()
+	c, a := on[0], on[1]
+	e.note("presence of %s rewritten in place %d times (truncate, half, 50 ms, half); `collab who --check %s` on a mount revalidating at open: %d checks, %d while the file was short, %d failed",
+		who, rewrites, who, c.checks, c.overlapping, c.failed)
+	e.note("limit: on the mount with a 20 s attribute cache, %d of %d checks failed (%d while the file was short): the kernel keeps a short read's size until the cache expires; first: %s",
+		a.failed, a.checks, a.overlapping, clip(cmpOr(a.first, "none"), 200))
+	if c.failed > 0 {
+		e.problem("`collab who --check %s` failed %d of %d times while its heartbeat was rewritten in place (a short read not retried); first: %s",
+			who, c.failed, c.checks, clip(c.first, 300))
+	}
+	if c.overlapping == 0 {
+		e.problem("no presence check ran while the file was short: the presence part tested nothing")
 	}
 	return nil
 }

@@ -56,7 +56,13 @@
 //	 6  negative lookup cache: the watcher's mount has negative_timeout=15
 //	    and looks each name up before another mount creates it
 //	 7  stale attribute cache: the watcher's mount has attr_timeout=20 and
-//	    entry_timeout=20, senders write through another mount
+//	    entry_timeout=20, senders write through another mount; meanwhile a
+//	    presence file is rewritten in place (truncated, half, 50 ms, half)
+//	    while `collab who --check` of that AWAKE agent runs in a loop on a
+//	    mount that revalidates at open (as NFS close-to-open does): every
+//	    check must exit 0. Checks on the 20 s attribute-cache mount are
+//	    noted as a limit (the kernel keeps a short read's size until the
+//	    cache expires)
 //	 8  readdir racing with renames: 16 writers × 500 messages posted at once,
 //	    one in 40 for the agent (answered once); the watcher's log must show
 //	    every one of the 8,000 noticed exactly once (no gap, no duplicate)

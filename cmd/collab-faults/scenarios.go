@@ -319,7 +319,14 @@ func staleAttrs(ctx context.Context, e *env) error {
 	if _, err := e.startWatcher(ctx, watchOpts{root: wroot, poll: 500 * time.Millisecond}, true); err != nil {
 		return err
 	}
+	proot, err := e.mount(ctx, "checker-host", "-o", "attr_timeout=0,entry_timeout=0")
+	if err != nil {
+		return err
+	}
 	dir := tree.Root(wroot).Channel(chanName)
+	stopPresence := make(chan struct{})
+	presenceDone := make(chan error, 1)
+	go func() { presenceDone <- presenceRewrites(ctx, e, proot, wroot, stopPresence) }()
 	stale := 0
 	for i := range n {
 		before, err := os.Stat(dir)
@@ -335,6 +342,10 @@ func staleAttrs(ctx context.Context, e *env) error {
 		if err := sleep(ctx, between(e.rng, 3*time.Second, 6*time.Second)); err != nil {
 			return err
 		}
+	}
+	close(stopPresence)
+	if err := <-presenceDone; err != nil {
+		return err
 	}
 	e.note("%d of %d sends left the folder's mtime unchanged on the watcher's mount", stale, n)
 	if stale == 0 {
