@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -92,6 +95,50 @@ func diskFull(ctx context.Context, e *env) error {
 	}
 	e.note("%d presence reads while the disk was full, %d broken", checks, broken)
 	return sleep(ctx, 2*time.Second)
+}
+
+// outboxLogged checks scenario 4's watcher log once the watchers stopped: a
+// reply that could not be posted must have been kept in the outbox
+// (watcher/outbox.go) and posted from it when space returned, so the log
+// must show at least one "replied from the outbox" and no "replies lost: no
+// room to keep them on disk" (a reply only in memory when the watcher
+// stopped).
+func outboxLogged(e *env) {
+	const (
+		lost   = "replies lost: no room to keep them on disk"
+		posted = "replied from the outbox"
+	)
+	counts := make(map[string]int)
+	var lostLines []string
+	err := logLines(e, func(l logLine) {
+		switch l.Msg {
+		case lost:
+			lostLines = append(lostLines, clip(string(l.raw), 300))
+			counts[l.Msg]++
+		case posted,
+			"cannot post the reply; kept in the outbox and retried",
+			"cannot post the reply nor keep it on disk; kept in memory and retried (lost if the watcher stops first)",
+			"reply kept in memory is now on disk",
+			"replies left in the outbox; posted at the next start",
+			"replies waiting in the outbox":
+			counts[l.Msg]++
+		}
+	})
+	if err != nil {
+		e.problem("watcher log: %v", err)
+		return
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%q %d", k, counts[k]))
+	}
+	e.note("outbox in the watcher log: %s", strings.Join(parts, ", "))
+	for _, l := range lostLines {
+		e.problem("a reply was lost for want of disk space: %s", l)
+	}
+	if counts[posted] == 0 {
+		e.problem("no reply was posted from the outbox: the full disk never held a reply back, or the outbox never posted it")
+	}
 }
 
 // fill writes a file until the filesystem is full.

@@ -48,7 +48,9 @@
 //	 4  ENOSPC: the tree is a 16 MB tmpfs, filled while the model thinks,
 //	    so replies, state and heartbeats fail; the presence file stays
 //	    whole and every reply is posted once when space returns, also
-//	    across a watcher restart during the full disk (the outbox)
+//	    across a watcher restart during the full disk (the outbox); the
+//	    watcher's log must show a reply posted from the outbox and never
+//	    "replies lost: no room to keep them on disk"
 //	 5  permission denied on messages (published whole with mode 000), then
 //	    on the channel folder, then on the watcher's state folder (the
 //	    watcher runs without CAP_DAC_OVERRIDE when the harness is root):

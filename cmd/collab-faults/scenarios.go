@@ -36,7 +36,7 @@ var scenarios = []scenario{
 	{id: "1", name: "writer killed mid-write", run: killedWriters},
 	{id: "2", name: "watcher SIGKILL", run: sigkill},
 	{id: "3", name: "SIGSTOP past claim grace", bindfs: true, run: sigstop},
-	{id: "4", name: "ENOSPC", run: diskFull},
+	{id: "4", name: "ENOSPC", run: diskFull, after: outboxLogged},
 	{id: "5", name: "permission denied", run: permissionDenied},
 	{id: "6", name: "negative lookup cache", bindfs: true, run: negativeCache},
 	{id: "7", name: "stale attribute cache", bindfs: true, run: staleAttrs},
