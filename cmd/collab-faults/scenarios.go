@@ -491,14 +491,26 @@ type logLine struct {
 	File      string `json:"file"`
 	Reason    string `json:"reason"`
 	Takeovers int    `json:"takeovers"`
+	ReplyID   string `json:"reply_id"`
 	raw       []byte
 }
 
 // logSummary notes how often the watchers took a claim over or held back a
 // reply, which shows that a fault reached the paths it is meant to test.
+// It also checks each "not posting: the reply is already posted": the
+// message it names must be a reply to that message; one that answers
+// another message is a clash of reply names that left the message
+// unanswered (a problem, which the checker also counts as lost).
 func logSummary(e *env) {
 	counts := make(map[string]int)
+	root := tree.Root(e.backing)
 	err := logLines(e, func(l logLine) {
+		if l.Msg == "not posting: the reply is already posted" && l.ReplyID != "" {
+			if r, err := channel.Lookup(root, chanName, l.ReplyID); err == nil && r.Metadata.InReplyTo != l.MsgID {
+				e.problem("reply name clash: %s was not answered because its reply's random name %s is taken by the reply to %s",
+					l.MsgID, l.ReplyID, r.Metadata.InReplyTo)
+			}
+		}
 		switch {
 		case l.Msg == "claimed" && l.Takeovers > 0:
 			counts["claims taken over"]++
