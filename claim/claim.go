@@ -9,6 +9,7 @@
 //	ROOT/claims/C/A/M.json    the claim, generation 0: owner, status, heartbeat
 //	ROOT/claims/C/A/M.N.json  generation N, made by the N-th takeover
 //	ROOT/claims/C/A/M.reply   the reply token: the id the one reply will have
+//	ROOT/claims/C/A/M.reply.N token N, when the id of token N-1 was taken
 //
 // The claim of M is its highest generation. Each generation is created
 // with a no-replace publish, so of several watchers exactly one creates it,
@@ -30,6 +31,12 @@
 // M.reply (no-replace) naming the reply's id; whoever finds a token already
 // there posts under that id or not at all, and a message id can be
 // published only once. So at most one reply per message is ever visible.
+//
+// An id has a random part of 16 bits, so two replies made in one second
+// can draw the same id: the second post then finds the name taken by a
+// message that does not answer M. Its poster renews the token
+// ([Store.RenewReply]): token N+1, again no-replace, names a new id, and
+// every poster follows the highest token.
 package claim
 
 import (
@@ -350,36 +357,104 @@ type Token struct {
 }
 
 // ReserveReply publishes the reply token of message id naming reply as the
-// id of its one reply. If a token exists already, it returns the id that
-// token names and fresh is false: the caller must post under that id (a
-// no-replace publish then decides) or not at all.
+// id of its one reply. If a token exists already, it returns the id the
+// highest token names and fresh is false: the caller must post under that
+// id (a no-replace publish then decides) or not at all.
 func (s *Store) ReserveReply(channel, id, reply string) (replyID string, fresh bool, err error) {
 	d, err := s.dir(channel, id, true)
 	if err != nil {
 		return "", false, fmt.Errorf("reply token %s: %w", id, err)
 	}
 	defer d.Close()
-	name := id + ".reply"
+	t, gen, err := currentToken(d, id)
+	if err != nil {
+		return "", false, fmt.Errorf("reply token %s: %w", id, err)
+	}
+	if gen >= 0 {
+		return t.Reply, false, nil
+	}
+	return s.publishToken(d, id, 0, reply)
+}
+
+// RenewReply is for a caller that found the id its token names, taken,
+// already used by a message that does not answer message id: it publishes
+// the next token naming reply, and returns the id to post under now (reply,
+// or the id of a token another poster published first).
+func (s *Store) RenewReply(channel, id, taken, reply string) (replyID string, fresh bool, err error) {
+	d, err := s.dir(channel, id, true)
+	if err != nil {
+		return "", false, fmt.Errorf("reply token %s: %w", id, err)
+	}
+	defer d.Close()
+	t, gen, err := currentToken(d, id)
+	if err != nil {
+		return "", false, fmt.Errorf("reply token %s: %w", id, err)
+	}
+	if gen >= 0 && t.Reply != taken {
+		return t.Reply, false, nil // renewed already
+	}
+	if gen+1 >= maxGen {
+		return "", false, fmt.Errorf("reply token %s: more than %d renewals", id, maxGen)
+	}
+	return s.publishToken(d, id, gen+1, reply)
+}
+
+// publishToken publishes token gen naming reply, or, if another poster
+// published it first, returns the id that one names.
+func (s *Store) publishToken(d *safedir.Dir, id string, gen int, reply string) (string, bool, error) {
 	data, err := json.Marshal(Token{Reply: reply, Owner: s.Self, Time: s.now()})
 	if err != nil {
 		return "", false, err
 	}
-	err = d.Publish(name, data, 0o666)
+	err = d.Publish(tokenName(id, gen), data, 0o666)
 	if err == nil {
 		return reply, true, nil
 	}
 	if !errors.Is(err, fs.ErrExist) {
 		return "", false, fmt.Errorf("reply token %s: %w", id, err)
 	}
-	raw, _, err := d.ReadFile(name, maxFile)
+	t, err := readToken(d, tokenName(id, gen))
 	if err != nil {
 		return "", false, fmt.Errorf("reply token %s: %w", id, err)
 	}
+	return t.Reply, false, nil
+}
+
+// tokenName is the file of reply token gen of message id.
+func tokenName(id string, gen int) string {
+	if gen == 0 {
+		return id + ".reply"
+	}
+	return id + ".reply." + strconv.Itoa(gen)
+}
+
+// currentToken reads the highest reply token of message id; gen is -1
+// when there is none.
+func currentToken(d *safedir.Dir, id string) (t Token, gen int, err error) {
+	gen = -1
+	for g := 0; g < maxGen; g++ {
+		next, err := readToken(d, tokenName(id, g))
+		if errors.Is(err, fs.ErrNotExist) {
+			return t, gen, nil
+		}
+		if err != nil {
+			return Token{}, 0, err
+		}
+		t, gen = next, g
+	}
+	return Token{}, 0, fmt.Errorf("more than %d reply tokens", maxGen)
+}
+
+func readToken(d *safedir.Dir, name string) (Token, error) {
+	raw, _, err := d.ReadFile(name, maxFile)
+	if err != nil {
+		return Token{}, err
+	}
 	var t Token
 	if err := json.Unmarshal(raw, &t); err != nil || t.Reply == "" {
-		return "", false, fmt.Errorf("reply token %s: unreadable token: %v", id, err)
+		return Token{}, fmt.Errorf("unreadable token %s: %v", name, err)
 	}
-	return t.Reply, false, nil
+	return t, nil
 }
 
 // Read returns the claim of message id, if any.

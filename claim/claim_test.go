@@ -811,6 +811,69 @@ func TestReserveReply(t *testing.T) {
 	})
 }
 
+// TestRenewReply: when the id a token names turns out to be taken by
+// another message, RenewReply publishes the next token; a renewal for an
+// id already renewed away returns the new id; concurrent renewers agree on
+// one id, and ReserveReply follows the highest token.
+func TestRenewReply(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	clk := newClock(t0)
+	a := store(root, owner("vm-1", "a"), clk)
+	b := store(root, owner("vm-2", "b"), clk)
+	const first, second, third = "msg-20260111-163400-codex-aaaa", "msg-20260111-163400-codex-bbbb", "msg-20260111-163400-codex-cccc"
+
+	if _, _, err := a.ReserveReply(chan1, msgID, first); err != nil {
+		t.Fatal(err)
+	}
+	id, fresh, err := a.RenewReply(chan1, msgID, first, second)
+	if err != nil || !fresh || id != second {
+		t.Fatalf("RenewReply: %q %v %v, want %q fresh", id, fresh, err, second)
+	}
+	// b saw the clash of the first id too, late: it follows a's renewal.
+	if id, fresh, err := b.RenewReply(chan1, msgID, first, third); err != nil || fresh || id != second {
+		t.Errorf("late RenewReply: %q %v %v, want %q not fresh", id, fresh, err, second)
+	}
+	if id, fresh, err := b.ReserveReply(chan1, msgID, third); err != nil || fresh || id != second {
+		t.Errorf("ReserveReply after a renewal: %q %v %v, want %q", id, fresh, err, second)
+	}
+	if _, err := os.Stat(filepath.Join(claimDir(root, chan1), msgID+".reply.1")); err != nil {
+		t.Errorf("no second token file: %v", err)
+	}
+
+	stores := contenderStores(root, clk)
+	for round := range 20 {
+		id := fmt.Sprintf("msg-20260111-163315-claude-%04x", round)
+		if _, _, err := a.ReserveReply(chan1, id, first); err != nil {
+			t.Fatal(err)
+		}
+		type res struct {
+			id    string
+			fresh bool
+			err   error
+		}
+		got := race(contenders, func(i int) res {
+			r, f, err := stores[i].RenewReply(chan1, id, first, fmt.Sprintf("reply-%d", i))
+			return res{r, f, err}
+		})
+		var freshN int
+		for i, g := range got {
+			if g.err != nil {
+				t.Fatalf("%d: %v", i, g.err)
+			}
+			if g.fresh {
+				freshN++
+			}
+			if g.id != got[0].id || g.id == first {
+				t.Fatalf("round %d: renewers got %q and %q (taken: %q)", round, g.id, got[0].id, first)
+			}
+		}
+		if freshN != 1 {
+			t.Fatalf("round %d: %d fresh renewals, want 1", round, freshN)
+		}
+	}
+	noDotFiles(t, claimDir(root, chan1))
+}
+
 func TestGarbageClaim(t *testing.T) {
 	valid, _ := json.Marshal(claim.Claim{Message: msgID, Channel: chan1, Owner: owner("vm-2", "x"), Status: claim.Working, Claimed: t0, Heartbeat: t0})
 	tests := []struct {

@@ -107,6 +107,7 @@ type outbox struct {
 	fails    int            // failed attempts in a row
 	next     time.Time      // no retry before
 	reserved bool           // the reserve is in place
+	remake   time.Time      // no attempt to make the reserve before
 }
 
 // inMemory reports whether a reply is held only in memory.
@@ -153,10 +154,13 @@ func isNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
-// reserve makes the outbox's reserve if it is not in place. It fails
-// quietly (logged once): a disk without room for it is what it is for.
+// reserve makes the outbox's reserve if it is not in place and the outbox
+// is empty (the room is theirs until then). A failure is logged once a
+// minute and tried again after 5 polls: a disk without room for the
+// reserve is what it is for.
 func (w *watcher) reserve() {
-	if w.outbox.reserved {
+	now := w.now()
+	if w.outbox.reserved || len(w.outbox.entries) > 0 || now.Before(w.outbox.remake) {
 		return
 	}
 	d, err := safedir.Create(w.outboxPath())
@@ -165,10 +169,14 @@ func (w *watcher) reserve() {
 		d.Close()
 	}
 	if err != nil {
+		w.outbox.remake = now.Add(5 * w.cfg.Poll)
 		w.logOnce("outbox-reserve", "cannot make the outbox's reserve; a reply may not be kept on a full disk", keyFile, w.outboxPath(), keyErr, err)
 		return
 	}
-	w.outbox.reserved = true
+	if !w.outbox.remake.IsZero() {
+		w.log.Info("the outbox's reserve is made again", keyFile, w.outboxPath())
+	}
+	w.outbox.reserved, w.outbox.remake = true, time.Time{}
 }
 
 // drop takes e out of the outbox.
@@ -333,19 +341,40 @@ func (w *watcher) deliver(e *outboxEntry) (string, error) {
 		return "", fmt.Errorf("reserve the reply: %w", err)
 	}
 	reply := e.Reply
-	reply.ID, reply.Timestamp = id, ""
 	text := reply.Content.Text
-	err = w.postFile(&reply)
-	// Output near the CLI cap does not fit in a message once JSON-escaped:
-	// cut it until it does.
-	for size := min(len(text), channel.MaxMessageSize-8<<10); errors.Is(err, channel.ErrTooLarge) && size > 1; size /= 2 {
-		reply.Content.Text = cut(text, size)
+	for clashes := 0; ; clashes++ {
+		reply.ID, reply.Timestamp, reply.Content.Text = id, "", text
 		err = w.postFile(&reply)
+		// Output near the CLI cap does not fit in a message once
+		// JSON-escaped: cut it until it does.
+		for size := min(len(text), channel.MaxMessageSize-8<<10); errors.Is(err, channel.ErrTooLarge) && size > 1; size /= 2 {
+			reply.Content.Text = cut(text, size)
+			err = w.postFile(&reply)
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+		// By another watcher, or by an earlier attempt whose success was
+		// reported as a failure; or another message drew the same id.
+		there, lerr := channel.Lookup(w.cfg.Root, e.Channel, id)
+		if lerr != nil {
+			return "", fmt.Errorf("read the message under the reply's id %s: %w", id, lerr)
+		}
+		if there.From == w.cfg.Agent && there.Metadata.InReplyTo == e.Message {
+			break
+		}
+		if clashes == 5 {
+			return "", fmt.Errorf("post the reply: %d ids in a row taken by other messages", clashes+1)
+		}
+		renewed, _, rerr := w.claims.RenewReply(e.Channel, e.Message, id, channel.NewID(w.cfg.Agent, w.now(), randHex4()))
+		if rerr != nil {
+			return "", fmt.Errorf("renew the reply's id: %w", rerr)
+		}
+		w.log.Info("reply id taken by another message; renewed", keyMsg, e.Message, "taken", id, keyReply, renewed)
+		id = renewed
 	}
 	switch {
 	case errors.Is(err, fs.ErrExist):
-		// By another watcher, or by an earlier attempt whose success was
-		// reported as a failure.
 		w.log.Info("not posting: the reply is already posted", keyMsg, e.Message, keyReply, id, "token_fresh", fresh)
 		w.replied[e.ref()] = id
 		w.finishClaim(&it, claim.Replied, id, "")
@@ -390,9 +419,6 @@ func (w *watcher) retryOutbox(force bool) {
 			return
 		}
 		w.drop(e)
-		if len(w.outbox.entries) == 0 {
-			w.reserve()
-		}
 		if id == "" {
 			continue
 		}

@@ -446,3 +446,42 @@ func TestOutboxCorruptEntry(t *testing.T) {
 		t.Errorf("the reply does not use the id the first run reserved")
 	}
 }
+
+// TestReplyIDClash: another message of the agent already holds the id the
+// reply token names (two replies in one second drew the same random part):
+// the watcher renews the token and posts the one reply under a new id,
+// instead of taking the clash for its own earlier post.
+func TestReplyIDClash(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	r := &fakeRunner{}
+	cfg := config(root, r)
+	writer := &channel.Writer{Root: root}
+	var taken atomic.Value // the id the other message took
+	watcher.SetWriteMessage(&cfg, func(m *channel.Message) error {
+		if m.From == agent && m.Metadata.InReplyTo != "" && taken.CompareAndSwap(nil, m.ID) {
+			other := channel.Message{ID: m.ID, SessionID: m.SessionID, From: agent, To: "bob",
+				Content: channel.Content{Text: "a reply to something else"}}
+			if err := writer.Post(&other); err != nil {
+				return err
+			}
+		}
+		return writer.Post(m)
+	})
+	h := start(t, cfg)
+	m := send(t, root, agent, "answer me")
+	msgs := waitReplies(t, root, m.ID)
+	waitSettled(t, root, agent)
+	h.stop()
+	checkOnce(t, root, r, m)
+	reply := repliesTo(msgs, m.ID)[0]
+	if reply.ID == taken.Load() || reply.Content.Text != "reply to "+m.ID {
+		t.Errorf("reply %s %q; the clashing id was %v", reply.ID, reply.Content.Text, taken.Load())
+	}
+	if len(h.logs.find("reply id taken by another message; renewed", "msg_id", m.ID)) != 1 {
+		t.Error("no log line about the renewal")
+	}
+	if c, err := readClaim(root, agent, m.ID); err != nil || c.Status != claim.Replied || c.Reply != reply.ID {
+		t.Errorf("claim = %+v, %v; want replied with %s", c, err, reply.ID)
+	}
+}

@@ -385,9 +385,7 @@ func (w *watcher) startup() error {
 	// Replies of an earlier run go out first.
 	requeue := w.loadOutbox()
 	w.retryOutbox(true)
-	if len(w.outbox.entries) == 0 {
-		w.reserve()
-	}
+	w.reserve()
 	if st != nil {
 		w.budget = st.Budget
 		maps.Copy(w.awaiting, st.Awaiting)
@@ -508,6 +506,7 @@ func (w *watcher) loop(ctx context.Context) error {
 // the agent.
 func (w *watcher) poll() {
 	w.retryOutbox(false)
+	w.reserve()
 	for _, ch := range w.cfg.Channels {
 		msgs, skips, err := w.readers[ch].Scan()
 		if err != nil {
