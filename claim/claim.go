@@ -223,18 +223,29 @@ func genName(id string, g int) string {
 // current reads the claim of message id: its highest generation, gen. gen
 // is -1 when there is no claim.
 func current(d *safedir.Dir, id string) (c Claim, gen int, err error) {
+	return highest("takeovers", func(g int) (Claim, error) {
+		c, _, err := read(d, genName(id, g))
+		return c, err
+	})
+}
+
+// highest reads generations 0, 1, … of a file with read until one does not
+// exist, and returns the last one read; gen is -1 when there is none.
+func highest[T any](what string, read func(gen int) (T, error)) (v T, gen int, err error) {
 	gen = -1
 	for g := 0; g < maxGen; g++ {
-		next, _, err := read(d, genName(id, g))
+		next, err := read(g)
 		if errors.Is(err, fs.ErrNotExist) {
-			return c, gen, nil
+			return v, gen, nil
 		}
 		if err != nil {
-			return Claim{}, 0, err
+			var zero T
+			return zero, 0, err
 		}
-		c, gen = next, g
+		v, gen = next, g
 	}
-	return Claim{}, 0, fmt.Errorf("more than %d takeovers", maxGen)
+	var zero T
+	return zero, 0, fmt.Errorf("more than %d %s", maxGen, what)
 }
 
 // Stale reports whether a working claim's owner is gone, as seen by s.
@@ -431,18 +442,7 @@ func tokenName(id string, gen int) string {
 // currentToken reads the highest reply token of message id; gen is -1
 // when there is none.
 func currentToken(d *safedir.Dir, id string) (t Token, gen int, err error) {
-	gen = -1
-	for g := 0; g < maxGen; g++ {
-		next, err := readToken(d, tokenName(id, g))
-		if errors.Is(err, fs.ErrNotExist) {
-			return t, gen, nil
-		}
-		if err != nil {
-			return Token{}, 0, err
-		}
-		t, gen = next, g
-	}
-	return Token{}, 0, fmt.Errorf("more than %d reply tokens", maxGen)
+	return highest("reply tokens", func(g int) (Token, error) { return readToken(d, tokenName(id, g)) })
 }
 
 func readToken(d *safedir.Dir, name string) (Token, error) {
