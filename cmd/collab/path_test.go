@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"collab/channel"
-	"collab/presence"
 	"collab/tree"
 )
 
@@ -23,28 +22,9 @@ func TestWatchPutsCollabOnPath(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "collab")
 	copyFile(t, os.Args[0], bin) // a copy, not a symlink: os.Executable resolves those
 	root := t.TempDir()
-	w := &watcherProc{done: make(chan error, 1)}
-	w.cmd = exec.Command(bin, "watch", "--root", root, "--agent", "claude", "--channel", "dev",
-		"--cli", "command", "--cmd", `sh -c 'command -v collab'`, "--poll", "100ms", "--heartbeat", "200ms", "--grace", "2s")
 	// PATH without the copy's folder; COLLAB_TEST_AS makes the copy run main.
-	w.cmd.Env = append(os.Environ(), "COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0", "PATH=/usr/bin:/bin")
-	w.cmd.Stderr = &w.stderr
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { w.done <- w.cmd.Wait() }()
-	t.Cleanup(func() {
-		w.cmd.Process.Kill()
-		<-w.done
-		if t.Failed() {
-			t.Logf("watcher log:\n%s", w.stderr.String())
-		}
-	})
-
-	waitFor(t, func() bool {
-		s, err := presence.Read(tree.Root(root), "claude")
-		return err == nil && s.State == presence.StateAwake && s.WatcherPID == w.cmd.Process.Pid
-	})
+	startWatch(t, bin, root, "claude", []string{"PATH=/usr/bin:/bin"},
+		"--channel", "dev", "--cli", "command", "--cmd", `sh -c 'command -v collab'`)
 	id := send(t, root, "dev", "human", "claude", "where is collab?")
 	waitFor(t, func() bool { return len(replies(t, root, "dev", "claude")[id]) == 1 })
 	m, err := channel.Lookup(tree.Root(root), "dev", replies(t, root, "dev", "claude")[id][0])

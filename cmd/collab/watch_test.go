@@ -76,10 +76,17 @@ type watcherProc struct {
 // fake CLI; env adds variables for the CLI, flags more flags.
 func startWatcher(t *testing.T, root, agent, c string, env []string, flags ...string) *watcherProc {
 	t.Helper()
+	return startWatch(t, os.Args[0], root, agent, env, append([]string{"--channel", c, "--cli", "command", "--cmd", os.Args[0]}, flags...)...)
+}
+
+// startWatch runs bin (the test binary or a copy) as `collab watch` for
+// agent in root with args, and waits until its presence says it is awake;
+// env adds variables (a later one wins).
+func startWatch(t *testing.T, bin, root, agent string, env []string, args ...string) *watcherProc {
+	t.Helper()
 	w := &watcherProc{done: make(chan error, 1)}
-	w.cmd = exec.Command(os.Args[0], "watch", "--root", root, "--agent", agent, "--channel", c,
-		"--cli", "command", "--cmd", os.Args[0], "--poll", "100ms", "--heartbeat", "200ms", "--grace", "2s")
-	w.cmd.Args = append(w.cmd.Args, flags...)
+	w.cmd = exec.Command(bin, "watch", "--root", root, "--agent", agent, "--poll", "100ms", "--heartbeat", "200ms", "--grace", "2s")
+	w.cmd.Args = append(w.cmd.Args, args...)
 	w.cmd.Env = append(os.Environ(), append([]string{"COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0"}, env...)...)
 	w.cmd.Stderr = &w.stderr
 	if err := w.cmd.Start(); err != nil {
