@@ -372,25 +372,14 @@ type Token struct {
 // highest token names and fresh is false: the caller must post under that
 // id (a no-replace publish then decides) or not at all.
 func (s *Store) ReserveReply(channel, id, reply string) (replyID string, fresh bool, err error) {
-	d, err := s.dir(channel, id, true)
-	if err != nil {
-		return "", false, fmt.Errorf("reply token %s: %w", id, err)
-	}
-	defer d.Close()
-	t, gen, err := currentToken(d, id)
-	if err != nil {
-		return "", false, fmt.Errorf("reply token %s: %w", id, err)
-	}
-	if gen >= 0 {
-		return t.Reply, false, nil
-	}
-	return s.publishToken(d, id, 0, reply)
+	return s.RenewReply(channel, id, "", reply)
 }
 
 // RenewReply is for a caller that found the id its token names, taken,
 // already used by a message that does not answer message id: it publishes
 // the next token naming reply, and returns the id to post under now (reply,
-// or the id of a token another poster published first).
+// or the id of a token another poster published first). With taken empty
+// it is ReserveReply.
 func (s *Store) RenewReply(channel, id, taken, reply string) (replyID string, fresh bool, err error) {
 	d, err := s.dir(channel, id, true)
 	if err != nil {
@@ -402,7 +391,7 @@ func (s *Store) RenewReply(channel, id, taken, reply string) (replyID string, fr
 		return "", false, fmt.Errorf("reply token %s: %w", id, err)
 	}
 	if gen >= 0 && t.Reply != taken {
-		return t.Reply, false, nil // renewed already
+		return t.Reply, false, nil // reserved, or renewed, already
 	}
 	if gen+1 >= maxGen {
 		return "", false, fmt.Errorf("reply token %s: more than %d renewals", id, maxGen)

@@ -765,33 +765,9 @@ func TestReserveReply(t *testing.T) {
 		stores := contenderStores(root, clk)
 		for round := range 50 {
 			id := fmt.Sprintf("msg-20260111-163315-claude-%04x", round)
-			type res struct {
-				id    string
-				fresh bool
-				err   error
-			}
-			got := race(contenders, func(i int) res {
-				r, f, err := stores[i].ReserveReply(chan1, id, fmt.Sprintf("reply-%d", i))
-				return res{r, f, err}
+			raceTokens(t, round, func(i int) (string, bool, error) {
+				return stores[i].ReserveReply(chan1, id, fmt.Sprintf("reply-%d", i))
 			})
-			var freshN int
-			for i, g := range got {
-				if g.err != nil {
-					t.Fatalf("%d: %v", i, g.err)
-				}
-				if g.fresh {
-					freshN++
-					if g.id != fmt.Sprintf("reply-%d", i) {
-						t.Errorf("fresh token with a foreign id %q", g.id)
-					}
-				}
-				if g.id != got[0].id {
-					t.Fatalf("round %d: contenders disagree: %q vs %q", round, g.id, got[0].id)
-				}
-			}
-			if freshN != 1 {
-				t.Fatalf("round %d: %d fresh tokens, want 1", round, freshN)
-			}
 		}
 		noDotFiles(t, claimDir(root, chan1))
 	})
@@ -846,32 +822,49 @@ func TestRenewReply(t *testing.T) {
 		if _, _, err := a.ReserveReply(chan1, id, first); err != nil {
 			t.Fatal(err)
 		}
-		type res struct {
-			id    string
-			fresh bool
-			err   error
-		}
-		got := race(contenders, func(i int) res {
-			r, f, err := stores[i].RenewReply(chan1, id, first, fmt.Sprintf("reply-%d", i))
-			return res{r, f, err}
+		got := raceTokens(t, round, func(i int) (string, bool, error) {
+			return stores[i].RenewReply(chan1, id, first, fmt.Sprintf("reply-%d", i))
 		})
-		var freshN int
-		for i, g := range got {
-			if g.err != nil {
-				t.Fatalf("%d: %v", i, g.err)
-			}
-			if g.fresh {
-				freshN++
-			}
-			if g.id != got[0].id || g.id == first {
-				t.Fatalf("round %d: renewers got %q and %q (taken: %q)", round, g.id, got[0].id, first)
-			}
-		}
-		if freshN != 1 {
-			t.Fatalf("round %d: %d fresh renewals, want 1", round, freshN)
+		if got == first {
+			t.Fatalf("round %d: renewers kept the taken id %q", round, first)
 		}
 	}
 	noDotFiles(t, claimDir(root, chan1))
+}
+
+// raceTokens runs reserve for every contender at once and checks that
+// none failed, all got one id, and exactly one published it (fresh) under
+// its own id, "reply-I"; it returns that id.
+func raceTokens(t *testing.T, round int, reserve func(i int) (string, bool, error)) string {
+	t.Helper()
+	type res struct {
+		id    string
+		fresh bool
+		err   error
+	}
+	got := race(contenders, func(i int) res {
+		r, f, err := reserve(i)
+		return res{r, f, err}
+	})
+	var freshN int
+	for i, g := range got {
+		if g.err != nil {
+			t.Fatalf("%d: %v", i, g.err)
+		}
+		if g.fresh {
+			freshN++
+			if g.id != fmt.Sprintf("reply-%d", i) {
+				t.Errorf("fresh token with a foreign id %q", g.id)
+			}
+		}
+		if g.id != got[0].id {
+			t.Fatalf("round %d: contenders disagree: %q vs %q", round, g.id, got[0].id)
+		}
+	}
+	if freshN != 1 {
+		t.Fatalf("round %d: %d fresh tokens, want 1", round, freshN)
+	}
+	return got[0].id
 }
 
 func TestGarbageClaim(t *testing.T) {

@@ -227,14 +227,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	// Wait returns.
 	var stopped error
 	cmd.Cancel = func() error {
+		sig := syscall.SIGTERM
 		if errors.Is(context.Cause(runCtx), ErrKill) {
-			err := signalGroup(cmd.Process.Pid, syscall.SIGKILL)
-			if err == nil {
-				stopped = ErrKill
-			}
-			return err
+			sig = syscall.SIGKILL
 		}
-		err := signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+		err := signalGroup(cmd.Process.Pid, sig)
 		if err == nil {
 			stopped = context.Cause(runCtx)
 			_ = signalGroup(cmd.Process.Pid, syscall.SIGCONT)

@@ -27,6 +27,8 @@ func TestAllowGrantsDenied(t *testing.T) {
 		{"Yes, go ahead.", rules},
 		{"ALLOW.", rules},
 		{"y", rules},
+		{"allow\nthanks", rules},
+		{"  \t", nil},
 		{"deny", nil},
 		{"no", nil},
 		{"allowing that would be unwise", nil},

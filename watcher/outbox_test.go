@@ -208,7 +208,7 @@ func TestOutboxRestart(t *testing.T) {
 			cfg2 := config(root, r2)
 			cfg2.ClaimGrace = 1 // the first run's claim is judged gone at once
 			h2 := start(t, cfg2)
-			msgs := waitReplies(t, root, m.ID)
+			waitReplies(t, root, m.ID)
 			waitFor(t, "the outbox to empty", func() bool { return len(outboxFiles(t, root)) == 0 })
 			waitSettled(t, root, agent)
 			other := send(t, root, agent, "business as usual")
@@ -216,7 +216,7 @@ func TestOutboxRestart(t *testing.T) {
 			h2.stop()
 
 			checkOnce(t, root, r1, m)
-			msgs = messages(t, root)
+			msgs := messages(t, root)
 			if n := len(repliesTo(msgs, m.ID)); n != 1 {
 				t.Errorf("%d replies, want 1", n)
 			}

@@ -937,8 +937,11 @@ var allowWords = []string{modelcli.AllowOption, "yes", "y"}
 // first word, in any case and without trailing punctuation, is one of
 // allowWords ("Allow.", "yes, go ahead"; not "no", "deny", "allowing").
 func allows(answer string) bool {
-	first, _, _ := strings.Cut(strings.TrimSpace(answer), " ")
-	first = strings.TrimRightFunc(first, func(r rune) bool { return unicode.IsPunct(r) })
+	words := strings.Fields(answer)
+	if len(words) == 0 {
+		return false
+	}
+	first := strings.TrimRightFunc(words[0], unicode.IsPunct)
 	for _, w := range allowWords {
 		if strings.EqualFold(first, w) {
 			return true

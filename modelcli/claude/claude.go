@@ -90,6 +90,10 @@
 //   - WebFetch: the URL's host, "WebFetch(domain:example.com)".
 //   - Any other tool (an MCP tool, WebSearch…): the tool's name.
 //
+// A Bash, Read, edit or WebFetch call without the argument its rule needs
+// gets no rule (the bare name would allow every call of the tool), so
+// allowing it grants nothing.
+//
 // A model that asks the user a question in plain text is not detected:
 // that is just its answer.
 //

@@ -270,7 +270,8 @@ var editTools = []string{"Edit", "Write", "MultiEdit", "NotebookEdit"}
 
 // rule returns the permission rule that allows the denied call d and as
 // little else as Claude Code's rules can say (see the package
-// documentation), or "" for a denial without a usable tool name.
+// documentation), or "" for a denial without a usable tool name or
+// without the argument its rule needs.
 func rule(d denial) string {
 	tool := d.ToolName
 	if tool == "" || strings.ContainsAny(tool, "() ") {
@@ -279,13 +280,18 @@ func rule(d denial) string {
 	var in map[string]any
 	json.Unmarshal(d.ToolInput, &in) // not an object: the tool's name alone
 	str := func(k string) string { s, _ := in[k].(string); return s }
+	// A call of a tool with an argument rule whose argument is missing
+	// gets no rule: the tool's bare name would allow every call of it.
 	switch {
-	case tool == "Bash" && str("command") != "":
-		return "Bash(" + str("command") + ")"
+	case tool == "Bash":
+		if c := str("command"); c != "" {
+			return "Bash(" + c + ")"
+		}
+		return ""
 	case tool == "Read" || slices.Contains(editTools, tool):
 		p := cmp.Or(str("file_path"), str("notebook_path"))
 		if p == "" {
-			break
+			return ""
 		}
 		if strings.HasPrefix(p, "/") {
 			p = "/" + p // "//abs": from the root, not the project
@@ -298,6 +304,7 @@ func rule(d denial) string {
 		if u, err := url.Parse(str("url")); err == nil && u.Hostname() != "" {
 			return "WebFetch(domain:" + u.Hostname() + ")"
 		}
+		return ""
 	}
 	return tool
 }

@@ -232,9 +232,11 @@ func TestRule(t *testing.T) {
 		{"edit, absolute", "Edit", `{"file_path":"/srv/a.go","old_string":"x"}`, "Edit(//srv/a.go)"},
 		{"notebook", "NotebookEdit", `{"notebook_path":"/w/n.ipynb"}`, "Edit(//w/n.ipynb)"},
 		{"web fetch", "WebFetch", `{"url":"https://example.com:8443/a?b","prompt":"p"}`, "WebFetch(domain:example.com)"},
-		{"web fetch, no url", "WebFetch", `{"prompt":"p"}`, "WebFetch"},
+		{"web fetch, no url", "WebFetch", `{"prompt":"p"}`, ""},
 		{"mcp tool", "mcp__collab__send", `{"message":"hi"}`, "mcp__collab__send"},
-		{"bash without a command", "Bash", `[1]`, "Bash"},
+		{"bash without a command", "Bash", `[1]`, ""},
+		{"read without a path", "Read", `{}`, ""},
+		{"write without a path", "Write", `{"content":"x"}`, ""},
 		{"no tool", "", `{}`, ""},
 		{"odd tool name", "Bash(rm -rf /)", `{}`, ""},
 	} {
