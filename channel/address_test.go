@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 func TestIsFor(t *testing.T) {

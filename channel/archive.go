@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 // ArchiveDir is the folder inside a channel that holds archived messages,

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // BenchmarkPost measures Writer.Post into a channel on the temp folder's

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // Post a message into a channel, then read the channel with a Reader: the

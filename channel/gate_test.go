@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/internal/bindfstest"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/bindfstest"
 )
 
 // clock is a settable fake clock.

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // t0 is the fixed "now" of most tests.

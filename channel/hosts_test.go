@@ -11,8 +11,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"collab/channel"
-	"collab/internal/bindfstest"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/bindfstest"
 )
 
 // TestTwoHosts models two hosts sharing one folder with two bindfs mounts

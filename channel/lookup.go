@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 // Lookup reads the message with the given id from a channel.

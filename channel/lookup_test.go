@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 func TestLookup(t *testing.T) {

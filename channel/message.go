@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/jsonobj"
+	"collab/internal/plumbing/jsonobj"
 )
 
 // MaxMessageSize is the default size limit of a message file.

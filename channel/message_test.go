@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 const seedFile = "msg-20260111-163315-claude-4c78.json"

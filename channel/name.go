@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // ErrNotMessageName is returned by ParseName for a name that is not a

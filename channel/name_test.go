@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 func TestParseName(t *testing.T) {

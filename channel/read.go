@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 const (

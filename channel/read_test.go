@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 func TestScanReturnsEachMessageOnceInOrder(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 // ErrTooLarge is returned when a message is larger than the size limit.

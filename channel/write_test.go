@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 func TestPost(t *testing.T) {

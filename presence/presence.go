@@ -69,9 +69,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/internal/jsonobj"
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/jsonobj"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 // The values of the state field.

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // A failed heartbeat write leaves the previous heartbeat whole and no temp

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"collab/channel"
-	"collab/jobs"
-	"collab/modelcli"
-	"collab/tree"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
 )
 
 // TestAllowGrantsDenied: a question with permission rules (Claude Code's

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"collab/channel"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 )
 
 // hungPublisher blocks every message publish until released, ignoring its

@@ -3,11 +3,11 @@ package watcher_test
 import (
 	"testing"
 
-	"collab/modelcli"
-	"collab/modelcli/claude"
-	"collab/modelcli/codex"
-	"collab/modelcli/gemini"
-	"collab/tree"
+	"collab/internal/agent/modelcli"
+	"collab/internal/agent/modelcli/claude"
+	"collab/internal/agent/modelcli/codex"
+	"collab/internal/agent/modelcli/gemini"
+	"collab/internal/plumbing/tree"
 	"collab/watcher"
 )
 

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/internal/fakemodel"
-	"collab/jobs"
-	"collab/modelcli"
-	"collab/modelcli/claude"
-	"collab/tree"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/agent/modelcli/claude"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/fakemodel"
 )
 
 // TestRealClaudeAllow runs the real Claude Code against the fake model: a

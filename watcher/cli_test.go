@@ -10,10 +10,10 @@ import (
 	"unicode/utf8"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/modelcli"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 )
 
 // TestCLIFailures runs a real CLI process that fails in the ways a model

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/jobs"
-	"collab/modelcli"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 )
 
 // TestDispatchOrder: when the CLI starts, the message is claimed (that is

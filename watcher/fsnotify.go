@@ -8,7 +8,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // FSNotify wakes the watcher when a file appears in one of its channel

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 	"collab/watcher"
 )
 

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/modelcli"
-	"collab/tree"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
 )
 
 // TestMaxHops: a message as deep as MaxHops is not answered; its thread

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"collab/safedir"
+	"collab/internal/plumbing/safedir"
 )
 
 // janitorEvery is how often the janitor sweeps after its first sweep.

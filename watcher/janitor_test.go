@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // TestJanitorRemovesOnlyOldOrphans: a temp file a crashed writer left 40 h

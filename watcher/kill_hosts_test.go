@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/claim"
-	"collab/internal/bindfstest"
-	"collab/jobs"
-	"collab/modelcli"
-	"collab/tree"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/bindfstest"
 )
 
 // TestKillJobFromAnotherHost: `collab jobs kill` on another host (a second

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/internal/bindfstest"
-	"collab/tree"
+	"collab/internal/agent/claim"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/bindfstest"
 	"collab/watcher"
 )
 

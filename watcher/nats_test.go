@@ -11,11 +11,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"collab/channel"
-	"collab/internal/natstest"
-	"collab/jobs"
-	"collab/modelcli"
-	"collab/natsbus"
-	"collab/tree"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/natstest"
+	"collab/internal/transport/natsbus"
 	"collab/watcher"
 )
 

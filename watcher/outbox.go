@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/agent/claim"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 // The outbox keeps replies the watcher has not yet posted, so that a full

@@ -15,10 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/modelcli"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 	"collab/watcher"
 )
 

@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 // Session scopes: which messages share one CLI session.

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/claim"
-	"collab/modelcli"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/proc"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/proc"
-	"collab/tree"
 )
 
 // TestShutdownWithinGrace: cancelled while the CLI works, the watcher lets

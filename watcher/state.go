@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 const stateFile = "watch.json"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 var t0 = time.Date(2026, 1, 11, 16, 30, 0, 0, time.UTC)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/modelcli"
-	"collab/tree"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
 )
 
 // TestStateRecovery: watch.json damaged between runs (scenario 11) is

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/internal/bindfstest"
-	"collab/modelcli"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/bindfstest"
 	"collab/presence"
-	"collab/tree"
 	"collab/watcher"
 )
 

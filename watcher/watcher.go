@@ -20,14 +20,14 @@ import (
 	"unicode/utf8"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/jobs"
-	"collab/modelcli"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/agent/prompt"
+	"collab/internal/plumbing/proc"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/proc"
-	"collab/prompt"
-	"collab/safedir"
-	"collab/tree"
 )
 
 // Runner runs the model CLI once.

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/modelcli"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 	"collab/watcher"
 )
 

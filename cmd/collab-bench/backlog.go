@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"collab/channel"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 	"collab/watcher"
 )
 

@@ -17,11 +17,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"collab/channel"
-	"collab/claim"
-	"collab/modelcli"
-	"collab/natsbus"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
 	"collab/presence"
-	"collab/tree"
 	"collab/watcher"
 )
 

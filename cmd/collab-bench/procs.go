@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 )
 
 // collabBinary returns the collab binary to run: the one given, or one

@@ -22,8 +22,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"collab/channel"
-	"collab/natsbus"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
 )
 
 const natsArg = "__nats"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // TestCheck proves the checker can fail: on a hand-made channel with one

@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 )
 
 // diskFull (scenario 4): the tree is a small tmpfs. Messages arrive, then

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/internal/fusemount"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/fusemount"
 )
 
 // The names every scenario uses.

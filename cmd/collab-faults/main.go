@@ -122,7 +122,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/internal/fusemount"
+	"collab/internal/testsupport/fusemount"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // permissionDenied (scenario 5): the watcher meets EACCES on a message, on

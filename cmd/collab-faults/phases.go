@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // phase is where in a message's handling a watcher was when it was

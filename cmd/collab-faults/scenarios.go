@@ -20,8 +20,8 @@ import (
 	"unicode/utf8"
 
 	"collab/channel"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 )
 
 // scenario is one fault and its run.

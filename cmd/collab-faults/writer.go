@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 // killedWriters (scenario 1): `collab send` processes posting large

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 func runArchive(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

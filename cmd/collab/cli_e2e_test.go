@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/internal/fakemodel"
-	"collab/jobs"
-	"collab/tree"
+	"collab/internal/agent/jobs"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/fakemodel"
 )
 
 // The real model CLIs, each run by a collab watcher process against the

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/claim"
-	"collab/jobs"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/jobs"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 )
 
 // TestConfinedTree replaces each folder of the tree by a symbolic link to

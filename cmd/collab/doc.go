@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"collab/docs"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/documents"
 )
 
 // exitConflict is the exit code of a write refused by --if-version, or of
@@ -81,7 +81,7 @@ Flags:
 	if err := tree.CheckName("channel", ch); err != nil {
 		return usageErrorf("doc: %v", err)
 	}
-	file := docs.EntryPoint
+	file := documents.EntryPoint
 	switch {
 	case len(rest) > 1:
 		return usageErrorf("doc %s: one file at a time, got %q", action, rest)
@@ -93,7 +93,7 @@ Flags:
 	if action == "list" && len(rest) > 0 {
 		return usageErrorf("doc list: unexpected argument %q", rest[0])
 	}
-	if err := docs.CheckPath(file); err != nil {
+	if err := documents.CheckPath(file); err != nil {
 		return usageErrorf("doc %s: %v", action, err)
 	}
 	if *ifVersion != "" && action != "write" && action != "delete" {
@@ -102,7 +102,7 @@ Flags:
 	if fs.Changed("text") && (action == "read" || action == "delete" || action == "list") {
 		return usageErrorf("doc %s: --text is for write, append and create", action)
 	}
-	f, err := docs.New(tree.Resolve(*rootf, getenv), ch, docs.Options{})
+	f, err := documents.New(tree.Resolve(*rootf, getenv), ch, documents.Options{})
 	if err != nil {
 		return usageErrorf("doc: %v", err)
 	}
@@ -125,7 +125,7 @@ Flags:
 		}
 		if *asJSON {
 			if list == nil {
-				list = []docs.Entry{}
+				list = []documents.Entry{}
 			}
 			return json.NewEncoder(stdout).Encode(list)
 		}
@@ -173,12 +173,12 @@ func docContent(textSet bool, text string, stdin io.Reader) (string, error) {
 		}
 		return text, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(stdin, docs.DefaultMaxSize+1))
+	data, err := io.ReadAll(io.LimitReader(stdin, documents.DefaultMaxSize+1))
 	if err != nil {
 		return "", fmt.Errorf("doc: read standard input: %w", err)
 	}
-	if len(data) > docs.DefaultMaxSize {
-		return "", usageErrorf("doc: standard input is larger than the %d-byte document limit", docs.DefaultMaxSize)
+	if len(data) > documents.DefaultMaxSize {
+		return "", usageErrorf("doc: standard input is larger than the %d-byte document limit", documents.DefaultMaxSize)
 	}
 	return string(data), nil
 }
@@ -186,13 +186,13 @@ func docContent(textSet bool, text string, stdin io.Reader) (string, error) {
 // docError turns a docs error into a clear message and exit code.
 func docError(action, ch, file string, err error) error {
 	switch {
-	case errors.Is(err, docs.ErrConflict):
+	case errors.Is(err, documents.ErrConflict):
 		return &exitError{code: exitConflict, msg: fmt.Sprintf("doc %s: %v", action, err)}
 	case errors.Is(err, fs.ErrExist) && action == "create":
 		return &exitError{code: exitConflict, msg: fmt.Sprintf("doc create: %s already exists in channel %s", file, ch)}
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("doc %s: %s does not exist in channel %s", action, file, ch)
-	case errors.Is(err, docs.ErrBadPath):
+	case errors.Is(err, documents.ErrBadPath):
 		return usageErrorf("doc %s: %v", action, err)
 	}
 	return fmt.Errorf("doc %s: %w", action, err)

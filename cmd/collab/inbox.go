@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/inbox"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/inbox"
 )
 
 func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"syscall"
 
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
 )
 
 // runInit creates the tree's folders and, with --group, hands them to a

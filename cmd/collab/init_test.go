@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 func TestInitGroup(t *testing.T) {

@@ -13,11 +13,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"collab/jobs"
-	"collab/modelcli"
-	"collab/natsbus"
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
 )
 
 func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

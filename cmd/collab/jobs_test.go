@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/jobs"
-	"collab/modelcli"
-	"collab/natsbus"
-	"collab/tree"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
 )
 
 // jobsFixture is a tree with three job records:

@@ -32,7 +32,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 func main() {

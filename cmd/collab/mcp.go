@@ -14,11 +14,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"collab/channel"
-	"collab/delegate"
-	"collab/mcpserver"
-	"collab/modelcli"
-	"collab/natsbus"
-	"collab/tree"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/mcpserver"
+	"collab/internal/transport/natsbus"
+	"collab/internal/workspace/delegate"
 )
 
 func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"collab/channel"
-	"collab/internal/fakemodel"
-	"collab/jobs"
-	"collab/modelcli"
-	"collab/tree"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/fakemodel"
 )
 
 // TestWatchMCPRealCLIs: `collab watch --mcp` with the real claude and codex

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/natsbus"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
 )
 
 // natsFlags are the connection flags shared by the commands that talk NATS.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"collab/internal/bindfstest"
-	"collab/internal/natstest"
+	"collab/internal/testsupport/bindfstest"
+	"collab/internal/testsupport/natstest"
 )
 
 // natsServer starts an embedded nats-server with JetStream and returns its

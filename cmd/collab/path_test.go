@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // TestWatchPutsCollabOnPath: a watcher whose binary is named collab puts

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/natsbus"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
 )
 
 func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -13,10 +13,10 @@ import (
 	"strings"
 
 	"collab/channel"
-	"collab/delegate"
-	"collab/natsbus"
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
+	"collab/internal/workspace/delegate"
 )
 
 func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // onlyMessage returns the one message in a channel.

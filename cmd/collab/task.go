@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"collab/task"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/task"
 )
 
 // Exit codes of collab task.

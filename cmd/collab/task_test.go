@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/task"
+	"collab/internal/workspace/task"
 )
 
 func TestTaskCommands(t *testing.T) {

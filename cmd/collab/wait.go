@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/delegate"
-	"collab/natsbus"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
+	"collab/internal/workspace/delegate"
 )
 
 // exitTimeout is the exit code of send --wait and wait when no reply came

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/tree"
+	"collab/internal/plumbing/tree"
 )
 
 // requestIn waits until a message from agent appears in channel c and

@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/modelcli"
-	"collab/modelcli/claude"
-	"collab/modelcli/codex"
-	"collab/modelcli/gemini"
-	"collab/natsbus"
-	"collab/prompt"
-	"collab/safedir"
-	"collab/tree"
+	"collab/internal/agent/modelcli"
+	"collab/internal/agent/modelcli/claude"
+	"collab/internal/agent/modelcli/codex"
+	"collab/internal/agent/modelcli/gemini"
+	"collab/internal/agent/prompt"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
 	"collab/watcher"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"collab/channel"
-	"collab/internal/bindfstest"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/bindfstest"
 	"collab/presence"
-	"collab/tree"
 )
 
 // The test binary plays two other programs, chosen by $COLLAB_TEST_AS:

@@ -14,9 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/registry"
 	"collab/presence"
-	"collab/registry"
-	"collab/tree"
 )
 
 // unknown is the state of an agent named on the command line that has

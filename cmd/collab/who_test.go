@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"collab/internal/plumbing/tree"
 	"collab/presence"
-	"collab/tree"
 )
 
 // deadPID returns the PID of a process that has exited and been reaped.

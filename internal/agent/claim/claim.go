@@ -1,0 +1,500 @@
+// Package claim makes exactly one watcher own each message it answers, even
+// when two watchers of one agent run on two hosts by mistake, and even across
+// crashes.
+//
+// # Files
+//
+// For agent A answering message M of channel C:
+//
+//	ROOT/claims/C/A/M.json    the claim, generation 0: owner, status, heartbeat
+//	ROOT/claims/C/A/M.N.json  generation N, made by the N-th takeover
+//	ROOT/claims/C/A/M.reply   the reply token: the id the one reply will have
+//	ROOT/claims/C/A/M.reply.N token N, when the id of token N-1 was taken
+//
+// The claim of M is its highest generation. Each generation is created
+// with a no-replace publish, so of several watchers exactly one creates it,
+// and only its owner ever rewrites it: the owner refreshes the heartbeat
+// while it works and sets the status when it is done (replied, failed,
+// skipped). A claim whose status is still "working" is taken over when its
+// owner is gone: its heartbeat is older than the grace period, or its owner
+// ran on this host (same boot and PID namespace) and its PID is dead.
+// Takeover publishes the next generation; nothing is moved or replaced, so
+// no contender can remove a claim it did not judge, and an owner that wakes
+// up late writes only into its own, superseded generation and learns with
+// [ErrLost] that it lost.
+//
+// A message id is made of the characters of a name ([tree.NameByte]); it
+// has no '.', so the generations' file names cannot collide.
+//
+// Takeover can misjudge an owner that is alive but cut off. What makes the
+// reply unique is the reply token: before posting, the owner publishes
+// M.reply (no-replace) naming the reply's id; whoever finds a token already
+// there posts under that id or not at all, and a message id can be
+// published only once. So at most one reply per message is ever visible.
+//
+// An id has a random part of 16 bits, so two replies made in one second
+// can draw the same id: the second post then finds the name taken by a
+// message that does not answer M. Its poster renews the token
+// ([Store.RenewReply]): token N+1, again no-replace, names a new id, and
+// every poster follows the highest token.
+package claim
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+)
+
+// Status of a claim.
+const (
+	Working = "working"
+	Replied = "replied"
+	Failed  = "failed"
+	Skipped = "skipped"
+)
+
+// DefaultGrace is how old a working claim's heartbeat must be before another
+// host may take it over. It must exceed the heartbeat interval plus the NFS
+// attribute cache (60 s by default) plus clock skew.
+const DefaultGrace = 2 * time.Minute
+
+const maxFile = 64 << 10
+
+// maxGen bounds the generations a claim may have.
+const maxGen = 1000
+
+// Owner identifies one watcher process.
+type Owner struct {
+	Agent    string `json:"agent"`
+	Host     string `json:"host"`
+	PID      int    `json:"pid"`
+	BootID   string `json:"boot_id,omitempty"`
+	PIDNS    string `json:"pid_ns,omitempty"`
+	Instance string `json:"instance"`
+}
+
+// Self returns the Owner of this process for agent, with a fresh instance id.
+func Self(agent string) Owner {
+	host, _ := os.Hostname()
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return Owner{
+		Agent:    agent,
+		Host:     host,
+		PID:      os.Getpid(),
+		BootID:   strings.TrimSpace(string(boot)),
+		PIDNS:    ns,
+		Instance: randHex(8),
+	}
+}
+
+// sameMachine reports whether PIDs of o can be checked from self: same host,
+// same boot, same PID namespace. Only then is a PID meaningful.
+func (self Owner) sameMachine(o Owner) bool {
+	return o.Host == self.Host && o.BootID != "" && o.BootID == self.BootID && o.PIDNS == self.PIDNS
+}
+
+// Claim is the content of a claim file.
+type Claim struct {
+	Message   string    `json:"message"`
+	Channel   string    `json:"channel"`
+	Owner     Owner     `json:"owner"`
+	Status    string    `json:"status"`
+	Claimed   time.Time `json:"claimed"`
+	Heartbeat time.Time `json:"heartbeat"`
+	Reply     string    `json:"reply,omitempty"`
+	Takeovers int       `json:"takeovers,omitempty"`
+	Note      string    `json:"note,omitempty"`
+}
+
+// Outcome of Acquire.
+type Outcome int
+
+const (
+	// Acquired: the caller owns the message now.
+	Acquired Outcome = iota
+	// Held: another live watcher owns it; look again later.
+	Held
+	// Done: it was already handled; Claim.Status says how.
+	Done
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Acquired:
+		return "acquired"
+	case Held:
+		return "held"
+	default:
+		return "done"
+	}
+}
+
+// Store is one watcher's view of the claims of its agent.
+type Store struct {
+	Root  tree.Root
+	Self  Owner
+	Grace time.Duration    // default DefaultGrace
+	Now   func() time.Time // default time.Now
+	// Alive reports whether a PID on this machine is running; default
+	// kill(pid, 0).
+	Alive func(pid int) bool
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Store) grace() time.Duration {
+	if s.Grace > 0 {
+		return s.Grace
+	}
+	return DefaultGrace
+}
+
+func (s *Store) alive(pid int) bool {
+	if s.Alive != nil {
+		return s.Alive(pid)
+	}
+	return PIDAlive(pid)
+}
+
+// PIDAlive reports whether a process with this PID exists on this machine.
+func PIDAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func (s *Store) dir(channel, id string, create bool) (*safedir.Dir, error) {
+	if err := tree.CheckName("channel", channel); err != nil {
+		return nil, err
+	}
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := tree.CheckName("agent", s.Self.Agent); err != nil {
+		return nil, err
+	}
+	path := s.Root.Claims(channel) + "/" + s.Self.Agent
+	if create {
+		return safedir.Create(path)
+	}
+	return safedir.Open(path)
+}
+
+// checkID refuses a message id that could not name a message file.
+func checkID(id string) error {
+	if id == "" || len(id) > 200 || id[0] == '-' {
+		return fmt.Errorf("%w: message id %q", tree.ErrBadName, id)
+	}
+	for i := 0; i < len(id); i++ {
+		if !tree.NameByte(id[i]) {
+			return fmt.Errorf("%w: message id %q has %q at byte %d", tree.ErrBadName, id, id[i], i)
+		}
+	}
+	return nil
+}
+
+// genName is the file of generation g of the claim of message id.
+func genName(id string, g int) string {
+	if g == 0 {
+		return id + ".json"
+	}
+	return id + "." + strconv.Itoa(g) + ".json"
+}
+
+// current reads the claim of message id: its highest generation, gen. gen
+// is -1 when there is no claim.
+func current(d *safedir.Dir, id string) (c Claim, gen int, err error) {
+	return highest("takeovers", func(g int) (Claim, error) {
+		c, _, err := read(d, genName(id, g))
+		return c, err
+	})
+}
+
+// highest reads generations 0, 1, … of a file with read until one does not
+// exist, and returns the last one read; gen is -1 when there is none.
+func highest[T any](what string, read func(gen int) (T, error)) (v T, gen int, err error) {
+	gen = -1
+	for g := 0; g < maxGen; g++ {
+		next, err := read(g)
+		if errors.Is(err, fs.ErrNotExist) {
+			return v, gen, nil
+		}
+		if err != nil {
+			var zero T
+			return zero, 0, err
+		}
+		v, gen = next, g
+	}
+	var zero T
+	return zero, 0, fmt.Errorf("more than %d %s", maxGen, what)
+}
+
+// Stale reports whether a working claim's owner is gone, as seen by s.
+func (s *Store) Stale(c Claim) bool {
+	if c.Status != Working {
+		return false
+	}
+	if c.Owner.Instance == s.Self.Instance {
+		return false
+	}
+	if s.Self.sameMachine(c.Owner) && !s.alive(c.Owner.PID) {
+		return true
+	}
+	return s.now().Sub(c.Heartbeat) > s.grace()
+}
+
+// Acquire claims message id of channel for s.Self. It returns the claim as
+// it now stands and what happened.
+func (s *Store) Acquire(channel, id string) (Claim, Outcome, error) {
+	d, err := s.dir(channel, id, true)
+	if err != nil {
+		return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
+	}
+	defer d.Close()
+	for range 5 {
+		old, gen, err := current(d, id)
+		if err != nil {
+			return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
+		}
+		switch {
+		case gen < 0:
+		case old.Status != Working:
+			return old, Done, nil
+		case old.Owner.Instance == s.Self.Instance:
+			return old, Acquired, nil
+		case !s.Stale(old):
+			return old, Held, nil
+		}
+		now := s.now()
+		c := Claim{Message: id, Channel: channel, Owner: s.Self, Status: Working, Claimed: now, Heartbeat: now}
+		if gen >= 0 {
+			c.Reply, c.Takeovers = old.Reply, gen+1
+			c.Note = fmt.Sprintf("taken over from %s pid %d", old.Owner.Host, old.Owner.PID)
+		}
+		err = publish(d, genName(id, gen+1), c)
+		if err == nil {
+			return c, Acquired, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
+		}
+		// Another watcher published this generation first: look again.
+	}
+	// Contended on every try (or a generation is not visible yet here): let
+	// the caller look again later.
+	old, _, err := current(d, id)
+	if err != nil {
+		return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
+	}
+	return old, Held, nil
+}
+
+// Heartbeat refreshes the claim's heartbeat if s.Self still owns it.
+func (s *Store) Heartbeat(channel, id string) error {
+	return s.update(channel, id, func(c *Claim) { c.Heartbeat = s.now() })
+}
+
+// Finish records how the message was handled: status is Replied, Failed or
+// Skipped; reply is the reply's id, if any; note says why, if useful.
+func (s *Store) Finish(channel, id, status, reply, note string) error {
+	return s.update(channel, id, func(c *Claim) {
+		c.Status, c.Heartbeat, c.Note = status, s.now(), note
+		if reply != "" {
+			c.Reply = reply
+		}
+	})
+}
+
+// ErrLost is returned when the claim is no longer the caller's.
+var ErrLost = errors.New("claim: lost to another owner")
+
+func (s *Store) update(channel, id string, f func(*Claim)) error {
+	d, err := s.dir(channel, id, false)
+	if err != nil {
+		return fmt.Errorf("claim %s: %w", id, err)
+	}
+	defer d.Close()
+	c, gen, err := current(d, id)
+	if err != nil {
+		return fmt.Errorf("claim %s: %w", id, err)
+	}
+	if gen < 0 {
+		return fmt.Errorf("claim %s: %w", id, fs.ErrNotExist)
+	}
+	if c.Owner.Instance != s.Self.Instance {
+		return fmt.Errorf("claim %s: %w (%s pid %d)", id, ErrLost, c.Owner.Host, c.Owner.PID)
+	}
+	f(&c)
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	// Only s.Self writes this generation, so nothing is overwritten but its
+	// own claim.
+	if err := d.Replace(genName(id, gen), data, 0o666); err != nil {
+		return fmt.Errorf("claim %s: %w", id, err)
+	}
+	// A takeover published since we looked makes this write moot.
+	if _, err := d.Lstat(genName(id, gen+1)); err == nil {
+		return fmt.Errorf("claim %s: %w (taken over)", id, ErrLost)
+	}
+	return nil
+}
+
+// Token is the content of a reply token.
+type Token struct {
+	Reply string    `json:"reply"`
+	Owner Owner     `json:"owner"`
+	Time  time.Time `json:"time"`
+}
+
+// ReserveReply publishes the reply token of message id naming reply as the
+// id of its one reply. If a token exists already, it returns the id the
+// highest token names and fresh is false: the caller must post under that
+// id (a no-replace publish then decides) or not at all.
+func (s *Store) ReserveReply(channel, id, reply string) (replyID string, fresh bool, err error) {
+	return s.RenewReply(channel, id, "", reply)
+}
+
+// RenewReply is for a caller that found the id its token names, taken,
+// already used by a message that does not answer message id: it publishes
+// the next token naming reply, and returns the id to post under now (reply,
+// or the id of a token another poster published first). With taken empty
+// it is ReserveReply.
+func (s *Store) RenewReply(channel, id, taken, reply string) (replyID string, fresh bool, err error) {
+	d, err := s.dir(channel, id, true)
+	if err != nil {
+		return "", false, fmt.Errorf("reply token %s: %w", id, err)
+	}
+	defer d.Close()
+	t, gen, err := currentToken(d, id)
+	if err != nil {
+		return "", false, fmt.Errorf("reply token %s: %w", id, err)
+	}
+	if gen >= 0 && t.Reply != taken {
+		return t.Reply, false, nil // reserved, or renewed, already
+	}
+	if gen+1 >= maxGen {
+		return "", false, fmt.Errorf("reply token %s: more than %d renewals", id, maxGen)
+	}
+	return s.publishToken(d, id, gen+1, reply)
+}
+
+// publishToken publishes token gen naming reply, or, if another poster
+// published it first, returns the id that one names.
+func (s *Store) publishToken(d *safedir.Dir, id string, gen int, reply string) (string, bool, error) {
+	data, err := json.Marshal(Token{Reply: reply, Owner: s.Self, Time: s.now()})
+	if err != nil {
+		return "", false, err
+	}
+	err = d.Publish(tokenName(id, gen), data, 0o666)
+	if err == nil {
+		return reply, true, nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return "", false, fmt.Errorf("reply token %s: %w", id, err)
+	}
+	t, err := readToken(d, tokenName(id, gen))
+	if err != nil {
+		return "", false, fmt.Errorf("reply token %s: %w", id, err)
+	}
+	return t.Reply, false, nil
+}
+
+// tokenName is the file of reply token gen of message id.
+func tokenName(id string, gen int) string {
+	if gen == 0 {
+		return id + ".reply"
+	}
+	return id + ".reply." + strconv.Itoa(gen)
+}
+
+// currentToken reads the highest reply token of message id; gen is -1
+// when there is none.
+func currentToken(d *safedir.Dir, id string) (t Token, gen int, err error) {
+	return highest("reply tokens", func(g int) (Token, error) { return readToken(d, tokenName(id, g)) })
+}
+
+func readToken(d *safedir.Dir, name string) (Token, error) {
+	raw, _, err := d.ReadFile(name, maxFile)
+	if err != nil {
+		return Token{}, err
+	}
+	var t Token
+	if err := json.Unmarshal(raw, &t); err != nil || t.Reply == "" {
+		return Token{}, fmt.Errorf("unreadable token %s: %v", name, err)
+	}
+	return t, nil
+}
+
+// Read returns the claim of message id, if any.
+func (s *Store) Read(channel, id string) (Claim, error) {
+	d, err := s.dir(channel, id, false)
+	if err != nil {
+		return Claim{}, err
+	}
+	defer d.Close()
+	c, gen, err := current(d, id)
+	if err == nil && gen < 0 {
+		err = pathErr(id, fs.ErrNotExist)
+	}
+	return c, err
+}
+
+func publish(d *safedir.Dir, name string, c Claim) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return d.Publish(name, data, 0o666)
+}
+
+func read(d *safedir.Dir, name string) (Claim, []byte, error) {
+	raw, fi, err := d.ReadFile(name, maxFile)
+	if err != nil {
+		return Claim{}, nil, err
+	}
+	var c Claim
+	if err := json.Unmarshal(raw, &c); err != nil || !knownStatus(c.Status) {
+		// A torn or foreign claim: a working claim with no owner whose
+		// heartbeat is the file's modification time. An NFS or FUSE client
+		// can show a claim short while its owner replaces it for a
+		// heartbeat, so it is taken over only once it has not changed for
+		// the grace period, as a silent owner's claim is.
+		return Claim{Status: Working, Heartbeat: fi.ModTime().UTC()}, raw, nil
+	}
+	return c, raw, nil
+}
+
+func knownStatus(s string) bool {
+	return s == Working || s == Replied || s == Failed || s == Skipped
+}
+
+func pathErr(id string, err error) error {
+	return &fs.PathError{Op: "read", Path: id + ".json", Err: err}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

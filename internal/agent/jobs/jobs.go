@@ -1,0 +1,434 @@
+// Package jobs keeps the record of every model run a watcher makes: who
+// asked, which CLI and session, cost and tokens, and the run's normalised
+// event stream (SPEC §1: ROOT/state/AGENT/jobs).
+//
+// # Files
+//
+//	ROOT/state/AGENT/jobs/JOB.json   the record, rewritten atomically as the run goes
+//	ROOT/state/AGENT/jobs/JOB.kill   a request from any host to stop the run
+//
+// A job id is "job-" plus the id of the message it answers, so a record is
+// found from either. Only the watcher that runs a job writes its record; the
+// running job and the last [Keep] finished ones are kept, older records are
+// removed when a new job's record is first written. A watcher may
+// [Prepare] a record in memory and [Recorder.Persist] it once the CLI is
+// started, so that no write delays the start. Anyone may create the kill file; the
+// watcher notices it within a poll and stops the run, which then ends with
+// an error event and no reply.
+package jobs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+)
+
+// Keep is how many finished jobs stay on disk per agent.
+const Keep = 20
+
+// Status of a job.
+const (
+	Running       = "running"
+	AwaitingInput = "awaiting_input"
+	Completed     = "completed"
+	Failed        = "failed"
+	Killed        = "killed"
+)
+
+const maxRecord = 8 << 20
+
+// Job is a job's record.
+type Job struct {
+	ID       string             `json:"id"`
+	Agent    string             `json:"agent"`
+	Host     string             `json:"host"`
+	Channel  string             `json:"channel"`
+	Message  string             `json:"message"`
+	From     string             `json:"from"`
+	CLI      string             `json:"cli"`
+	Session  string             `json:"session,omitempty"`
+	Resumed  bool               `json:"resumed,omitempty"`
+	Status   string             `json:"status"`
+	Started  time.Time          `json:"started"`
+	Ended    time.Time          `json:"ended,omitzero"`
+	CostUSD  float64            `json:"cost_usd,omitempty"`
+	Usage    modelcli.Usage     `json:"usage"`
+	Reply    string             `json:"reply,omitempty"`
+	Error    string             `json:"error,omitempty"`
+	Question *modelcli.Question `json:"question,omitempty"`
+	Events   []modelcli.Event   `json:"events"`
+}
+
+// ID returns the job id for a message id.
+func ID(message string) string { return "job-" + message }
+
+// Done reports whether the job has ended.
+func (j *Job) Done() bool { return j.Status != Running }
+
+// Recorder writes one running job's record. Its methods are safe for
+// concurrent use (events arrive from the CLI adapter's goroutine), and a nil
+// Recorder records nothing.
+type Recorder struct {
+	root tree.Root
+	now  func() time.Time
+
+	mu      sync.Mutex
+	job     Job
+	written time.Time
+	held    bool  // not yet persisted: changes stay in memory
+	err     error // first write error, kept for Close
+}
+
+// minWriteGap bounds how often progress rewrites the record.
+const minWriteGap = 500 * time.Millisecond
+
+// Start creates the record of a new running job and prunes old records.
+func Start(root tree.Root, j Job, now func() time.Time) (*Recorder, error) {
+	r, err := Prepare(root, j, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Persist(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Prepare returns the Recorder of a new running job without touching the
+// disk: events and updates are kept in memory until [Recorder.Persist]
+// writes the record (and prunes old ones), so a watcher can start the CLI
+// first and record it right after.
+func Prepare(root tree.Root, j Job, now func() time.Time) (*Recorder, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if err := errors.Join(tree.CheckName("agent", j.Agent), checkID(j.ID)); err != nil {
+		return nil, err
+	}
+	j.Status = Running
+	if j.Started.IsZero() {
+		j.Started = now().UTC()
+	}
+	return &Recorder{root: root, now: now, job: j, held: true}, nil
+}
+
+// Persist prunes old records and writes this one; from then on every
+// change is written as it happens. It returns the first write error. A
+// second call only reports that error.
+func (r *Recorder) Persist() error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	held, agent := r.held, r.job.Agent
+	r.mu.Unlock()
+	if !held {
+		return r.Err()
+	}
+	perr := prune(r.root, agent, Keep)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if perr != nil && r.err == nil {
+		r.err = perr
+	}
+	r.held = false
+	r.writeLocked()
+	return r.err
+}
+
+// Event appends an event and rewrites the record (at most every half
+// second for progress; at once for anything else).
+func (r *Recorder) Event(e modelcli.Event) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e.Time.IsZero() {
+		e.Time = r.now().UTC()
+	}
+	r.job.Events = append(r.job.Events, e)
+	switch e.Kind {
+	case modelcli.EventProgress, modelcli.EventToolCall:
+		if r.now().Sub(r.written) < minWriteGap {
+			return
+		}
+	}
+	r.writeLocked()
+}
+
+// Update changes the record under its lock and rewrites it.
+func (r *Recorder) Update(f func(*Job)) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(&r.job)
+	r.writeLocked()
+}
+
+// Finish ends the job with status and the run's response and error.
+func (r *Recorder) Finish(status string, resp modelcli.Response, runErr error) Job {
+	if r == nil {
+		return Job{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j := &r.job
+	j.Status = status
+	j.Ended = r.now().UTC()
+	if resp.Session != "" {
+		j.Session = resp.Session
+	}
+	j.CostUSD, j.Usage, j.Question = resp.CostUSD, resp.Usage, resp.Question
+	if runErr != nil {
+		j.Error = runErr.Error()
+		if n := len(j.Events); n == 0 || j.Events[n-1].Kind != modelcli.EventError {
+			j.Events = append(j.Events, modelcli.Event{Time: j.Ended, Kind: modelcli.EventError, Text: j.Error})
+		}
+	}
+	r.writeLocked()
+	return *j
+}
+
+// Job returns a copy of the record as it stands.
+func (r *Recorder) Job() Job {
+	if r == nil {
+		return Job{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j := r.job
+	j.Events = slices.Clone(j.Events)
+	return j
+}
+
+// Err returns the first error writing the record, if any.
+func (r *Recorder) Err() error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+func (r *Recorder) writeLocked() {
+	if r.held {
+		return // Persist writes everything at once
+	}
+	r.written = r.now()
+	if err := save(r.root, &r.job); err != nil && r.err == nil {
+		r.err = err
+	}
+}
+
+func dir(root tree.Root, agent string) string { return filepath.Join(root.State(agent), "jobs") }
+
+func save(root tree.Root, j *Job) error {
+	data, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	d, err := safedir.Create(dir(root, j.Agent))
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j.ID, err)
+	}
+	defer d.Close()
+	if err := d.Replace(j.ID+".json", data, 0o666); err != nil {
+		return fmt.Errorf("job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// prune removes finished records beyond the newest keep, and their kill
+// files.
+func prune(root tree.Root, agent string, keep int) error {
+	all, err := List(root, agent)
+	if err != nil {
+		return err
+	}
+	var done []Job
+	for _, j := range all {
+		if j.Done() && j.Status != AwaitingInput {
+			done = append(done, j)
+		}
+	}
+	if len(done) <= keep {
+		return nil
+	}
+	d, err := safedir.Open(dir(root, agent))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	// List is newest first.
+	for _, j := range done[keep:] {
+		d.Remove(j.ID + ".json")
+		d.Remove(j.ID + ".kill")
+	}
+	return nil
+}
+
+// checkID refuses ids that are not job ids (and so could name other files).
+func checkID(id string) error {
+	rest, ok := strings.CutPrefix(id, "job-")
+	if !ok || rest == "" || len(id) > 200 || strings.ContainsAny(rest, "./\x00") {
+		return fmt.Errorf("%w: job id %q", tree.ErrBadName, id)
+	}
+	for i := 0; i < len(rest); i++ {
+		if !tree.NameByte(rest[i]) {
+			return fmt.Errorf("%w: job id %q", tree.ErrBadName, id)
+		}
+	}
+	return nil
+}
+
+// Read reads one job of agent.
+func Read(root tree.Root, agent, id string) (Job, error) {
+	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
+		return Job{}, err
+	}
+	d, err := safedir.Open(dir(root, agent))
+	if err != nil {
+		return Job{}, err
+	}
+	defer d.Close()
+	return read(d, id+".json")
+}
+
+func read(d *safedir.Dir, name string) (Job, error) {
+	data, _, err := d.ReadFile(name, maxRecord)
+	if err != nil {
+		return Job{}, err
+	}
+	var j Job
+	if err := json.Unmarshal(data, &j); err != nil {
+		return Job{}, fmt.Errorf("job %s: %w", name, err)
+	}
+	return j, nil
+}
+
+// List returns agent's jobs, newest first. Unreadable records are left out.
+func List(root tree.Root, agent string) ([]Job, error) {
+	if err := tree.CheckName("agent", agent); err != nil {
+		return nil, err
+	}
+	d, err := safedir.Open(dir(root, agent))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir()
+	if err != nil {
+		return nil, err
+	}
+	var out []Job
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") || checkID(strings.TrimSuffix(name, ".json")) != nil {
+			continue
+		}
+		if j, err := read(d, name); err == nil {
+			out = append(out, j)
+		}
+	}
+	slices.SortFunc(out, func(a, b Job) int { return b.Started.Compare(a.Started) })
+	return out, nil
+}
+
+// Find looks for job id among every agent's jobs.
+func Find(root tree.Root, id string) (Job, error) {
+	if err := checkID(id); err != nil {
+		return Job{}, err
+	}
+	d, err := safedir.Open(filepath.Join(string(root), "state"))
+	if err != nil {
+		return Job{}, fmt.Errorf("find job %s: %w", id, err)
+	}
+	agents, err := d.ReadDir()
+	d.Close()
+	if err != nil {
+		return Job{}, fmt.Errorf("find job %s: %w", id, err)
+	}
+	var linked error // the first agent folder refused for a symlink
+	for _, a := range agents {
+		if t := a.Type(); t != fs.ModeDir && t != fs.ModeSymlink || !tree.ValidName(a.Name()) {
+			continue
+		}
+		j, err := Read(root, a.Name(), id)
+		if err == nil {
+			return j, nil
+		}
+		if linked == nil && errors.Is(err, safedir.ErrSymlink) {
+			linked = err
+		}
+	}
+	if linked != nil {
+		return Job{}, fmt.Errorf("job %s: %w; skipped %w", id, fs.ErrNotExist, linked)
+	}
+	return Job{}, fmt.Errorf("job %s: %w", id, fs.ErrNotExist)
+}
+
+// RequestKill asks the watcher running job id of agent to stop it.
+func RequestKill(root tree.Root, agent, id, by string) error {
+	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
+		return err
+	}
+	d, err := safedir.Open(dir(root, agent))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	host, _ := os.Hostname()
+	data, _ := json.Marshal(map[string]any{"by": by, "host": host, "time": time.Now().UTC()})
+	err = d.Publish(id+".kill", data, 0o666)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // asked already
+	}
+	return err
+}
+
+// KillRequested reports whether someone asked to stop job id of agent.
+func KillRequested(root tree.Root, agent, id string) bool {
+	if !tree.ValidName(agent) || checkID(id) != nil {
+		return false
+	}
+	// Opening the folder revalidates its attributes on NFS (close-to-open),
+	// so a kill file just made on another host is not hidden by a cached
+	// "no such file".
+	d, err := safedir.Open(dir(root, agent))
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	_, err = d.Lstat(id + ".kill")
+	return err == nil
+}
+
+// SetStatus changes the status of a finished job of agent (a job that asked
+// a question is completed when the answer arrives). Only the agent's
+// watcher calls it.
+func SetStatus(root tree.Root, agent, id, status string) error {
+	j, err := Read(root, agent, id)
+	if err != nil {
+		return err
+	}
+	j.Status = status
+	return save(root, &j)
+}

@@ -1,0 +1,73 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"collab/channel"
+	"collab/internal/workspace/delegate"
+)
+
+// SendAndWaitArgs are send_and_wait's arguments.
+type SendAndWaitArgs struct {
+	Message        string `json:"message" jsonschema:"what to ask; may @mention agents"`
+	To             string `json:"to" jsonschema:"the agent to ask"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"give up after this many seconds (default 300, at most 1800)"`
+}
+
+// SendAndWaitResult is what send_and_wait returns.
+type SendAndWaitResult struct {
+	ID       string   `json:"id"` // of the message sent
+	Reply    *Message `json:"reply,omitempty"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+}
+
+func addDelegateTools(s *Server) error {
+	addTool(s, "send_and_wait", "Send a message to an agent and wait for its reply (delegation). "+
+		"On timeout, timed_out is true and the reply may still come later in the channel.", s.sendAndWait)
+	return nil
+}
+
+func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWaitResult, error) {
+	if in.To == "" || in.To == channel.Broadcast {
+		return SendAndWaitResult{}, errors.New("to must name the agent to ask")
+	}
+	if in.TimeoutSeconds < 0 {
+		return SendAndWaitResult{}, errors.New("timeout_seconds must not be negative")
+	}
+	timeout := DefaultWaitTimeout
+	if in.TimeoutSeconds > 0 {
+		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, MaxWaitTimeout)
+	}
+	opt := delegate.Options{NotFrom: s.cfg.Agent, Poll: s.cfg.Poll}
+	if s.cfg.Wake != nil {
+		wake, stop, err := s.cfg.Wake(ctx)
+		if err != nil {
+			s.cfg.Logger.Warn("waiting by polling only", "err", err)
+		} else {
+			defer stop()
+			opt.Wake = wake
+		}
+	}
+	m, err := s.post(ctx, in.Message, in.To, func(m *channel.Message) {
+		m.Metadata.Extra = map[string]json.RawMessage{"await_reply": json.RawMessage("true")}
+	})
+	if err != nil {
+		return SendAndWaitResult{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	reply, err := delegate.Wait(wctx, s.cfg.Root, s.cfg.Channel, m.ID, opt)
+	switch {
+	case err == nil:
+		v := s.view(&reply)
+		return SendAndWaitResult{ID: m.ID, Reply: &v}, nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return SendAndWaitResult{ID: m.ID, TimedOut: true}, nil
+	default:
+		return SendAndWaitResult{ID: m.ID}, fmt.Errorf("wait for the reply to %s: %w", m.ID, err)
+	}
+}

@@ -1,0 +1,177 @@
+// Package mcpserver serves the collab bus to a model over the Model Context
+// Protocol, with the official Go SDK: a model CLI (Claude Code, Codex, …)
+// starts `collab mcp --agent A --channel C` as a stdio MCP server and can
+// then talk on the channel, see who is awake, work the task board and
+// delegate, mid-task.
+//
+// # Identity
+//
+// Every tool acts as [Config.Agent] on [Config.Channel]. No tool takes an
+// agent or a channel as an argument: the model cannot speak for another
+// agent or reach another channel, whatever its prompt says.
+//
+// # Tools
+//
+// Argument names follow the neighbouring system this was absorbed from
+// (seed 000): channel_send takes message (and to); channel_read and
+// channel_peek take since and limit; inbox_check and inbox_peek take
+// nothing, inbox_ack takes until; document_read, document_write,
+// document_append and document_create take file and content (file
+// defaults to notes.md, the entry point), document_write also if_version;
+// document_list; who; task_list, task_claim, task_update; send_and_wait
+// takes message, to and timeout_seconds. Results are structured JSON (also
+// sent as text). A failure is a tool error the model can read, never a
+// protocol error: a document path that leaves the folder, a version
+// conflict (naming the current version), a bad name.
+//
+// # Reading and the inbox
+//
+// The inbox ([collab/inbox.Inbox]) covers the server's one channel. channel_read
+// acknowledges, in the inbox, every message up to the newest one it
+// returned, as seed 000 does (even older ones that limit left out);
+// channel_peek and inbox_peek acknowledge nothing; inbox_check
+// acknowledges what it shows.
+//
+// # Adding tools
+//
+// A group of tools is one file with one function that registers them,
+// listed in [toolsets]; it may return an error, which fails [New]. Inside it, [addTool] takes a typed input struct
+// (its json and jsonschema tags are the arguments) and a handler.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"collab/channel"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/task"
+)
+
+// Version is reported to clients as the server's version.
+const Version = "1"
+
+// DefaultWaitTimeout bounds send_and_wait when the call gives no timeout;
+// MaxWaitTimeout bounds it whatever the call says.
+const (
+	DefaultWaitTimeout = 5 * time.Minute
+	MaxWaitTimeout     = 30 * time.Minute
+)
+
+// Config is what a Server needs. Root, Agent and Channel are required.
+type Config struct {
+	Root    tree.Root
+	Agent   string // every tool acts as this agent
+	Channel string // on this channel
+	Host    string // written in messages' metadata.host
+	// Hops is the depth of the message the agent is answering (COLLAB_HOPS
+	// inside a watcher's run), or -1 if none: messages sent are one deeper,
+	// so delegation chains stay bounded by the watchers' --max-hops.
+	Hops int
+
+	Logger *slog.Logger     // default: discard
+	Now    func() time.Time // default time.Now
+
+	// Poll is how often send_and_wait looks for the reply; default 1 s.
+	Poll time.Duration
+	// Publish, if set, announces a message after its file is written
+	// (NATS dual-write). A failure is logged; the file is the truth.
+	Publish func(ctx context.Context, m *channel.Message) error
+	// Wake, if set, returns names of message files announced on the
+	// channel (NATS) and a function to stop; send_and_wait reads them at
+	// once instead of waiting for its next poll.
+	Wake func(ctx context.Context) (<-chan string, func(), error)
+}
+
+// Server is an MCP server for one agent on one channel.
+type Server struct {
+	cfg   Config
+	mcp   *mcp.Server
+	board *task.Board
+
+	// afterRead runs after channel_read returns messages, with the last
+	// one (channel_peek does not run it). The inbox tools hook in here to
+	// acknowledge what was read.
+	afterRead []func(ctx context.Context, last channel.Message) error
+}
+
+// toolsets registers every group of tools, in order.
+var toolsets = []func(*Server) error{
+	addChannelTools,  // channel_send, channel_read, channel_peek
+	addWhoTool,       // who
+	addTaskTools,     // task_list, task_claim, task_update
+	addDelegateTools, // send_and_wait
+	addInboxTools,    // inbox_check, inbox_peek, inbox_ack; channel_read acknowledges
+	addDocumentTools, // document_read, document_write, document_append, document_list, document_create
+}
+
+// New returns a server with every tool registered.
+func New(cfg Config) (*Server, error) {
+	if err := tree.CheckName("agent", cfg.Agent); err != nil {
+		return nil, fmt.Errorf("mcp server: %w", err)
+	}
+	board, err := task.New(cfg.Root, cfg.Channel)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server: %w", err)
+	}
+	if cfg.Host != "" {
+		board.Host = cfg.Host
+	}
+	if cfg.Now != nil {
+		board.Now = cfg.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, board: board}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "collab", Title: "collab bus for " + cfg.Agent, Version: Version},
+		&mcp.ServerOptions{
+			Instructions: fmt.Sprintf("You are agent %q on collab channel %q. Use inbox_check for the messages waiting for you, "+
+				"channel_read to catch up, channel_send to talk (mention @agent to address someone), "+
+				"document_read/document_write/document_append for the shared notes (notes.md first), "+
+				"task_list/task_claim/task_update for the task board, "+
+				"and send_and_wait to hand work to another agent and wait for its answer.", cfg.Agent, cfg.Channel),
+			Logger: cfg.Logger,
+		})
+	for _, add := range toolsets {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("mcp server: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// MCP returns the underlying SDK server.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one client over t (mcp.StdioTransport in production) until
+// the client goes away or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	err := s.mcp.Run(ctx, t)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// addTool registers a tool whose arguments are In (json tags name them,
+// jsonschema tags describe them) and whose result is Out. An error from h
+// becomes a tool error the model sees.
+func addTool[In, Out any](s *Server, name, description string, h func(ctx context.Context, in In) (Out, error)) {
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: name, Description: description},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+			out, err := h(ctx, in)
+			if err != nil {
+				s.cfg.Logger.Info("tool failed", "tool", name, "err", err)
+			}
+			return nil, out, err
+		})
+}

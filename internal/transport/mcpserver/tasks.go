@@ -1,0 +1,103 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"collab/internal/workspace/task"
+)
+
+// TaskListArgs are task_list's arguments.
+type TaskListArgs struct {
+	Status []string `json:"status,omitempty" jsonschema:"only tasks in these states: pending, ready, claimed, done, failed"`
+}
+
+// TaskListResult is what task_list returns.
+type TaskListResult struct {
+	Tasks []task.Task `json:"tasks"`
+}
+
+// TaskClaimArgs are task_claim's arguments.
+type TaskClaimArgs struct {
+	TaskID string `json:"task_id,omitempty" jsonschema:"the task to claim, such as t3; empty: the first ready task"`
+}
+
+// TaskClaimResult is what task_claim returns.
+type TaskClaimResult struct {
+	Success          bool       `json:"success"`
+	AlreadyClaimedBy string     `json:"already_claimed_by,omitempty"`
+	Task             *task.Task `json:"task,omitempty"`
+}
+
+// TaskUpdateArgs are task_update's arguments.
+type TaskUpdateArgs struct {
+	ID      string `json:"id" jsonschema:"the task, such as t3"`
+	Status  string `json:"status" jsonschema:"in_progress (a checkpoint; needs summary), completed (needs outcome) or failed (needs error)"`
+	Summary string `json:"summary,omitempty" jsonschema:"what has been done so far"`
+	Outcome string `json:"outcome,omitempty" jsonschema:"what came of the task"`
+	Error   string `json:"error,omitempty" jsonschema:"why the task failed"`
+}
+
+func addTaskTools(s *Server) error {
+	addTool(s, "task_list", "List the channel's task board, in id order.", s.taskList)
+	addTool(s, "task_claim", "Claim a task for this agent (atomic: one agent wins). Without task_id, claims the first ready task.", s.taskClaim)
+	addTool(s, "task_update", "Report on a task this agent has claimed: a checkpoint, completed or failed.", s.taskUpdate)
+	return nil
+}
+
+func (s *Server) taskList(ctx context.Context, in TaskListArgs) (TaskListResult, error) {
+	want := map[string]bool{}
+	for _, st := range in.Status {
+		st = strings.ToLower(strings.TrimSpace(st))
+		switch st {
+		case task.Pending, task.Claimed, task.Done, task.Failed, "ready":
+			want[st] = true
+		default:
+			return TaskListResult{}, fmt.Errorf("status %q is not one of pending, ready, claimed, done, failed", st)
+		}
+	}
+	tasks, _, err := s.board.List()
+	if err != nil {
+		return TaskListResult{}, err
+	}
+	if len(want) > 0 {
+		tasks = slices.DeleteFunc(tasks, func(t task.Task) bool { return !want[t.Status] && !(want["ready"] && t.Ready) })
+	}
+	if tasks == nil {
+		tasks = []task.Task{}
+	}
+	return TaskListResult{Tasks: tasks}, nil
+}
+
+func (s *Server) taskClaim(ctx context.Context, in TaskClaimArgs) (TaskClaimResult, error) {
+	var t task.Task
+	var err error
+	if in.TaskID == "" {
+		t, err = s.board.Next(s.cfg.Agent)
+	} else {
+		t, err = s.board.Claim(in.TaskID, s.cfg.Agent)
+	}
+	var ce *task.ClaimedError
+	switch {
+	case errors.As(err, &ce):
+		return TaskClaimResult{AlreadyClaimedBy: ce.Owner}, nil
+	case err != nil:
+		return TaskClaimResult{}, err
+	}
+	return TaskClaimResult{Success: true, Task: &t}, nil
+}
+
+func (s *Server) taskUpdate(ctx context.Context, in TaskUpdateArgs) (task.Task, error) {
+	switch strings.ToLower(in.Status) {
+	case "in_progress", "checkpoint":
+		return s.board.Checkpoint(in.ID, s.cfg.Agent, in.Summary)
+	case "completed", "done":
+		return s.board.Finish(in.ID, s.cfg.Agent, in.Outcome)
+	case "failed":
+		return s.board.Fail(in.ID, s.cfg.Agent, in.Error)
+	}
+	return task.Task{}, fmt.Errorf("status %q is not one of in_progress, completed, failed", in.Status)
+}

@@ -1,0 +1,112 @@
+// Package delegate waits for the answer to a message: the first message of
+// the same channel whose metadata.in_reply_to is its id. It is how an agent
+// hands work to another and blocks until it is done (collab send --wait,
+// collab wait, the MCP tool send_and_wait).
+//
+// # How it waits
+//
+// Polling the channel folder is the truth ([channel.Reader], so an idle
+// wait costs one fstat of the folder per poll); a name received on
+// [Options.Wake] (a NATS announcement) is read at once, without waiting for
+// the next poll. A reply already in the channel when the wait starts is
+// found by the first scan. Replies are looked for among messages named no
+// more than [channel.DefaultSkewWindow] before the request, so a reply from
+// a host whose clock is behind is still found.
+//
+// # Bounds
+//
+// The caller bounds the wait with its context; [Wait] returns the context's
+// error (context.DeadlineExceeded on a timeout). Delegation chains are
+// bounded by the hop count: a message sent from inside a watcher's model
+// run carries that run's COLLAB_HOPS plus one, and watchers do not answer
+// messages at their --max-hops (they post a notice in reply instead, which
+// ends the wait).
+package delegate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"collab/channel"
+	"collab/internal/plumbing/tree"
+)
+
+// DefaultPoll is how often the channel is looked at.
+const DefaultPoll = time.Second
+
+// Options tune Wait; the zero value waits for any reply, polling every
+// DefaultPoll.
+type Options struct {
+	// From, if set, accepts only a reply from this agent.
+	From string
+	// NotFrom, if set, ignores replies from this agent (the asker itself).
+	NotFrom string
+	// Poll is how often the channel is scanned; default DefaultPoll.
+	Poll time.Duration
+	// Wake carries names of message files announced elsewhere (NATS); each
+	// is read at once. May be nil.
+	Wake <-chan string
+	// Reader tunes the channel reader (its clock, size limit).
+	Reader channel.ReaderOptions
+}
+
+// Wait blocks until the reply to message id of channel ch arrives and
+// returns it, or until ctx ends.
+func Wait(ctx context.Context, root tree.Root, ch, id string, opt Options) (channel.Message, error) {
+	name, err := channel.ParseID(id)
+	if err != nil {
+		return channel.Message{}, fmt.Errorf("wait for a reply: message id %q: %w", id, err)
+	}
+	for _, n := range []struct{ kind, v string }{{"agent", opt.From}, {"agent", opt.NotFrom}} {
+		if n.v != "" {
+			if err := tree.CheckName(n.kind, n.v); err != nil {
+				return channel.Message{}, fmt.Errorf("wait for a reply: %w", err)
+			}
+		}
+	}
+	cur := channel.Cursor{Floor: name.Time.Add(-channel.DefaultSkewWindow)}
+	r, err := channel.NewReader(root, ch, cur, opt.Reader)
+	if err != nil {
+		return channel.Message{}, fmt.Errorf("wait for a reply: %w", err)
+	}
+	poll := opt.Poll
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		msgs, _, err := r.Scan()
+		if err != nil {
+			lastErr = err // the mount may come back: keep waiting
+		}
+		for _, m := range msgs {
+			if isReply(&m, id, opt) {
+				return m, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr != nil {
+				return channel.Message{}, fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
+			}
+			return channel.Message{}, ctx.Err()
+		case <-tick.C:
+		case file := <-opt.Wake:
+			r.Hint(file)
+		}
+	}
+}
+
+// isReply reports whether m answers message id, as opt allows.
+func isReply(m *channel.Message, id string, opt Options) bool {
+	if m.Metadata.InReplyTo != id {
+		return false
+	}
+	if opt.From != "" && m.From != opt.From {
+		return false
+	}
+	return opt.NotFrom == "" || m.From != opt.NotFrom
+}

@@ -1,0 +1,449 @@
+// Package inbox is an agent's inbox: the messages addressed to it (SPEC §3,
+// [channel.Message.IsFor]) that it has not acknowledged yet, across its
+// channels, each with a priority.
+//
+// # Channels
+//
+// An inbox covers the channels given in [Options.Channels], or, when none
+// are given, every channel folder under ROOT/channels at the time of the
+// call (agents are not registered per channel, and a mention in any
+// channel is for the agent). Archived messages are not in the inbox.
+//
+// # The read cursor
+//
+// What an agent acknowledged is kept per channel in
+// ROOT/state/AGENT/inbox/CHANNEL.json, rewritten atomically (package
+// safedir), as a [channel.Cursor]: the set of message names already
+// acknowledged, plus a floor below which everything is. It is not "the last
+// id or timestamp read": a message whose name sorts earlier than one already
+// acknowledged (its writer's clock is behind) and that arrives later is not
+// in the set, so it is still unread. The floor trails the newest
+// acknowledged name by the skew window ([channel.DefaultSkewWindow]), as for
+// the watcher's own reader; a message named further back than that when it
+// arrives is not shown.
+//
+// [Inbox.Check] returns the unread messages and acknowledges exactly the
+// messages it looked at; [Inbox.Peek] returns them and changes nothing;
+// [Inbox.Ack] acknowledges the messages present now up to a message id or a
+// time. With an id, a message that arrived (file mtime, the file server's
+// clock) after that message is left unread even when it sorts before it:
+// the agent may not have seen it when it read up to the id. With a time
+// there is no such guard, so prefer ids, or Check.
+//
+// Two processes of one agent checking at once may both show a message, and
+// one's acknowledgement may be overwritten by the other's; a message is
+// then shown again, never lost.
+//
+// # Priority
+//
+// A message is [High] when it addresses several agents (its "to" and its
+// @mentions name more than one) or says urgent, asap, blocked or critical as
+// a whole word, in any case; otherwise [Normal].
+package inbox
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"collab/channel"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+)
+
+// Priority of an inbox item.
+type Priority string
+
+// The priorities.
+const (
+	Normal Priority = "normal"
+	High   Priority = "high"
+)
+
+// ErrUnknownMessage is returned by Ack for an id found in none of the
+// inbox's channels.
+var ErrUnknownMessage = errors.New("inbox: no such message")
+
+// Item is one unread message.
+type Item struct {
+	Channel  string          `json:"channel"`
+	Priority Priority        `json:"priority"`
+	Message  channel.Message `json:"message"`
+}
+
+// Options tune an Inbox; zero fields take defaults.
+type Options struct {
+	// Channels limits the inbox to these channels; empty means every
+	// channel in the tree.
+	Channels []string
+	// SkewWindow is how far behind the newest acknowledged name a late
+	// message may be named and still be shown; default
+	// channel.DefaultSkewWindow.
+	SkewWindow time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Inbox is one agent's inbox. Each call reads the tree afresh; an Inbox
+// holds no open files.
+type Inbox struct {
+	root  tree.Root
+	agent string
+	opt   Options
+}
+
+// New returns agent's inbox.
+func New(root tree.Root, agent string, opt Options) (*Inbox, error) {
+	if err := tree.CheckName("agent", agent); err != nil {
+		return nil, err
+	}
+	for _, c := range opt.Channels {
+		if err := tree.CheckName("channel", c); err != nil {
+			return nil, err
+		}
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Inbox{root: root, agent: agent, opt: opt}, nil
+}
+
+// Peek returns the unread messages, oldest first, and acknowledges nothing.
+func (b *Inbox) Peek() ([]Item, error) { return b.unread(false) }
+
+// Check returns the unread messages, oldest first, and acknowledges them.
+func (b *Inbox) Check() ([]Item, error) { return b.unread(true) }
+
+func (b *Inbox) unread(ack bool) ([]Item, error) {
+	chans, err := b.channels()
+	if err != nil {
+		return nil, err
+	}
+	var items []Item
+	for _, c := range chans {
+		cur, r, msgs, err := b.scan(c)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			if m.IsFor(b.agent) {
+				items = append(items, Item{Channel: c, Priority: PriorityOf(&m), Message: m})
+			}
+		}
+		if ack {
+			if err := b.save(c, cur, r.Cursor()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	sortItems(items)
+	return items, nil
+}
+
+// Until is how far Ack acknowledges: up to and including the message ID,
+// or every message whose time is at or before Time.
+type Until struct {
+	ID   string
+	Time time.Time
+}
+
+// ParseUntil parses a message id (msg-…) or an RFC 3339 time.
+func ParseUntil(s string) (Until, error) {
+	if strings.HasPrefix(s, "msg-") {
+		if _, err := channel.ParseID(s); err != nil {
+			return Until{}, fmt.Errorf("until %q: %w", s, err)
+		}
+		return Until{ID: s}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.IsZero() {
+		return Until{}, fmt.Errorf("until %q is neither a message id (msg-…) nor an RFC 3339 time (2026-01-11T16:33:15Z)", s)
+	}
+	return Until{Time: t.UTC()}, nil
+}
+
+func (u Until) String() string {
+	if u.ID != "" {
+		return u.ID
+	}
+	return u.Time.Format(time.RFC3339Nano)
+}
+
+// anchor is the message an id-Until names.
+type anchor struct {
+	key     orderKey
+	arrived time.Time
+}
+
+// Ack acknowledges the unread messages up to until (see the package doc)
+// and returns how many of them were for the agent.
+func (b *Inbox) Ack(until Until) (int, error) {
+	if until.ID == "" && until.Time.IsZero() {
+		return 0, errors.New("inbox: ack: no message id or time")
+	}
+	chans, err := b.channels()
+	if err != nil {
+		return 0, err
+	}
+	var at *anchor
+	if until.ID != "" {
+		if at, err = b.find(chans, until.ID); err != nil {
+			return 0, err
+		}
+	}
+	n := 0
+	for _, c := range chans {
+		cur, _, msgs, err := b.scan(c)
+		if err != nil {
+			return n, err
+		}
+		seen := slices.Clone(cur.Seen)
+		var dir *safedir.Dir // the channel's folder, opened once at need
+		if at != nil && len(msgs) > 0 {
+			if dir, err = safedir.Open(b.root.Channel(c)); err != nil {
+				return n, fmt.Errorf("ack until %s: %w", until.ID, err)
+			}
+		}
+		for _, m := range msgs {
+			if !b.covers(dir, &m, until, at) {
+				continue
+			}
+			seen = append(seen, m.File)
+			if m.IsFor(b.agent) {
+				n++
+			}
+		}
+		if dir != nil {
+			dir.Close()
+		}
+		// The reader's own rule moves the floor.
+		r, err := channel.NewReader(b.root, c, channel.Cursor{Floor: cur.Floor, Seen: seen}, b.readerOptions())
+		if err != nil {
+			return n, err
+		}
+		if err := b.save(c, cur, r.Cursor()); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// covers reports whether until covers m, a message of the channel folder
+// dir (nil when at is).
+func (b *Inbox) covers(dir *safedir.Dir, m *channel.Message, until Until, at *anchor) bool {
+	if at == nil {
+		return !m.Time().After(until.Time)
+	}
+	if keyOf(m).compare(at.key) > 0 {
+		return false
+	}
+	fi, err := dir.Lstat(m.File)
+	return err == nil && !fi.ModTime().After(at.arrived)
+}
+
+// find locates the message id in one of chans.
+func (b *Inbox) find(chans []string, id string) (*anchor, error) {
+	for _, c := range chans {
+		m, err := channel.Lookup(b.root, c, id)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ack until %s: %w", id, err)
+		}
+		fi, err := lstat(b.root.Channel(c), m.File)
+		if err != nil {
+			return nil, fmt.Errorf("ack until %s: %w", id, err)
+		}
+		return &anchor{key: keyOf(&m), arrived: fi.ModTime()}, nil
+	}
+	return nil, fmt.Errorf("%w: %s in %s", ErrUnknownMessage, id, strings.Join(chans, ", "))
+}
+
+// lstat returns the file info of name in the folder dir, reached with no
+// symbolic link followed.
+func lstat(dir, name string) (fs.FileInfo, error) {
+	d, err := safedir.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Lstat(name)
+}
+
+// orderKey is a message's place in channel order (SPEC §2).
+type orderKey struct {
+	name time.Time
+	ts   time.Time
+	file string
+}
+
+func keyOf(m *channel.Message) orderKey {
+	n, _ := channel.ParseName(m.File)
+	return orderKey{name: n.Time, ts: m.Time(), file: m.File}
+}
+
+func (k orderKey) compare(o orderKey) int {
+	return cmp.Or(k.name.Compare(o.name), k.ts.Compare(o.ts), strings.Compare(k.file, o.file))
+}
+
+func sortItems(items []Item) {
+	slices.SortStableFunc(items, func(a, b Item) int {
+		return cmp.Or(keyOf(&a.Message).compare(keyOf(&b.Message)), strings.Compare(a.Channel, b.Channel))
+	})
+}
+
+func (b *Inbox) readerOptions() channel.ReaderOptions {
+	// One look per call: a file that does not parse now is read again by
+	// the next call, since it is never acknowledged.
+	return channel.ReaderOptions{Retries: 1, SkewWindow: b.opt.SkewWindow, Now: b.opt.Now}
+}
+
+// scan returns channel c's saved cursor, a reader that started from it and
+// scanned once, and the messages it found.
+func (b *Inbox) scan(c string) (channel.Cursor, *channel.Reader, []channel.Message, error) {
+	cur, err := b.load(c)
+	if err != nil {
+		return cur, nil, nil, err
+	}
+	r, err := channel.NewReader(b.root, c, cur, b.readerOptions())
+	if err != nil {
+		return cur, nil, nil, err
+	}
+	msgs, _, err := r.Scan() // skipped files are the channel readers' to report
+	if err != nil {
+		return cur, nil, nil, err
+	}
+	return cur, r, msgs, nil
+}
+
+// channels returns the channels the inbox covers.
+func (b *Inbox) channels() ([]string, error) {
+	if len(b.opt.Channels) > 0 {
+		return b.opt.Channels, nil
+	}
+	d, err := safedir.Open(b.root.Channels())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list channels: %w", err)
+	}
+	defer d.Close()
+	ents, err := d.ReadDir()
+	if err != nil {
+		return nil, fmt.Errorf("list channels: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && tree.ValidName(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// The cursor files.
+const (
+	stateDir     = "inbox"
+	stateVersion = 1
+	maxState     = 16 << 20
+)
+
+type stateFile struct {
+	Version int            `json:"version"`
+	Saved   time.Time      `json:"saved"`
+	Cursor  channel.Cursor `json:"cursor"`
+}
+
+func (b *Inbox) stateDir() string { return filepath.Join(b.root.State(b.agent), stateDir) }
+
+// load reads channel c's cursor; none yet is the zero cursor.
+func (b *Inbox) load(c string) (channel.Cursor, error) {
+	d, err := safedir.Open(b.stateDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return channel.Cursor{}, nil
+	}
+	if err != nil {
+		return channel.Cursor{}, fmt.Errorf("open inbox state: %w", err)
+	}
+	defer d.Close()
+	data, _, err := d.ReadFile(c+".json", maxState)
+	if errors.Is(err, fs.ErrNotExist) {
+		return channel.Cursor{}, nil
+	}
+	if err != nil {
+		return channel.Cursor{}, fmt.Errorf("read inbox state: %w", err)
+	}
+	var s stateFile
+	if err := json.Unmarshal(data, &s); err != nil {
+		return channel.Cursor{}, fmt.Errorf("corrupt inbox state %s/%s.json: %w", d.Path(), c, err)
+	}
+	if s.Version != stateVersion {
+		return channel.Cursor{}, fmt.Errorf("inbox state %s/%s.json: unknown version %d", d.Path(), c, s.Version)
+	}
+	return s.Cursor, nil
+}
+
+// save writes channel c's cursor if it moved from old.
+func (b *Inbox) save(c string, old, cur channel.Cursor) error {
+	if old.Floor.Equal(cur.Floor) && slices.Equal(old.Seen, cur.Seen) {
+		return nil
+	}
+	data, err := json.MarshalIndent(stateFile{Version: stateVersion, Saved: b.opt.Now().UTC(), Cursor: cur}, "", "  ")
+	if err != nil {
+		return err
+	}
+	d, err := safedir.Create(b.stateDir())
+	if err != nil {
+		return fmt.Errorf("save inbox state: %w", err)
+	}
+	defer d.Close()
+	if err := d.Replace(c+".json", data, 0o666); err != nil {
+		return fmt.Errorf("save inbox state: %w", err)
+	}
+	return nil
+}
+
+var urgent = regexp.MustCompile(`(?i)\b(urgent|asap|blocked|critical)\b`)
+
+// PriorityOf returns a message's priority.
+func PriorityOf(m *channel.Message) Priority {
+	who := Mentioned(m.Content.Text)
+	if to := strings.ToLower(m.To); to != "" && to != channel.Broadcast && !slices.Contains(who, to) {
+		who = append(who, to)
+	}
+	if len(who) > 1 || urgent.MatchString(m.Content.Text) {
+		return High
+	}
+	return Normal
+}
+
+// Mentioned returns the agents text mentions as @NAME (the rule of
+// [channel.Mentions]), lower-cased, each once, in order of appearance.
+func Mentioned(text string) []string {
+	var out []string
+	for i := 0; i < len(text); i++ {
+		if text[i] != '@' || i > 0 && tree.NameByte(text[i-1]) {
+			continue
+		}
+		j := i + 1
+		for j < len(text) && tree.NameByte(text[j]) {
+			j++
+		}
+		name := strings.ToLower(text[i+1 : j])
+		if tree.ValidName(name) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+		i = j - 1
+	}
+	return out
+}

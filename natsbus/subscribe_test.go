@@ -1,9 +1,0 @@
-package natsbus_test
-
-import (
-	"collab/natsbus"
-	"collab/watcher"
-)
-
-// A Waker is a watcher's wake source.
-var _ watcher.Waker = natsbus.Waker{}
