@@ -6,10 +6,14 @@ GO ?= go
 build:
 	$(GO) build -o bin/collab ./cmd/collab
 
-# What CI runs (.ci/run): vet, every test with the race detector, then the
-# fault scenarios (make faults).
+# staticcheck, pinned: `make test` fails on any finding.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# What CI runs (.ci/run): vet, staticcheck, every test with the race
+# detector, then the fault scenarios (make faults).
 test:
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 	$(GO) test -race -count=1 ./...
 	$(MAKE) faults
 

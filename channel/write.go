@@ -49,7 +49,7 @@ func (w *Writer) Post(m *Message) error {
 		m.Type = "chat"
 	}
 	if m.Metadata.Mode == "" {
-		m.Metadata.Mode = "chat"
+		m.Metadata.Mode = ModeChat
 	}
 	if m.Metadata.Turn == "" {
 		m.Metadata.Turn = m.From

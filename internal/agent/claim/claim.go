@@ -99,10 +99,10 @@ func Self(agent string) Owner {
 	}
 }
 
-// sameMachine reports whether PIDs of o can be checked from self: same host,
+// sameMachine reports whether PIDs of o can be checked from w: same host,
 // same boot, same PID namespace. Only then is a PID meaningful.
-func (self Owner) sameMachine(o Owner) bool {
-	return o.Host == self.Host && o.BootID != "" && o.BootID == self.BootID && o.PIDNS == self.PIDNS
+func (w Owner) sameMachine(o Owner) bool {
+	return o.Host == w.Host && o.BootID != "" && o.BootID == w.BootID && o.PIDNS == w.PIDNS
 }
 
 // Claim is the content of a claim file.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -145,7 +144,7 @@ func buildStub(b *testing.B) string {
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		b.Skip("building the stub needs go on PATH")
 	}
 	stub := filepath.Join(dir, "stub")
 	build := exec.Command(goBin, "build", "-o", stub, src)

@@ -19,7 +19,7 @@ func (r Root) Folders() []string {
 		r.join("signals"), r.Presence(),
 		r.join("registry"), r.Registry(),
 		r.Logs(),
-		r.join("state"),
+		r.States(),
 		r.join("claims"),
 		r.join("docs"),
 		r.join("tasks"),

@@ -7,8 +7,12 @@
 //	ROOT/signals/presence/AGENT.json   presence heartbeats
 //	ROOT/registry/agents/AGENT.json    known agents (optional)
 //	ROOT/logs/AGENT.log                watcher logs
-//	ROOT/state/AGENT/                  a watcher's own state
-//	ROOT/claims/CHANNEL/               claim markers
+//	ROOT/state/AGENT/                  a watcher's own state:
+//	           watch.json, sessions.json  its cursors and CLI sessions
+//	           outbox/                    replies not yet posted
+//	           jobs/                      its model runs
+//	           inbox/CHANNEL.json         its read cursors
+//	ROOT/claims/CHANNEL/AGENT/         an agent's claims on a channel
 //	ROOT/docs/CHANNEL/                 shared documents
 //	ROOT/tasks/CHANNEL/                the task board of a channel
 //	ROOT/scripts/                      seed-compatible entry points
@@ -36,6 +40,10 @@ import (
 
 // DefaultRoot is the root used when neither --root nor COLLAB_ROOT is set.
 const DefaultRoot = "/mnt/shared/collab"
+
+// ArchiveDir is the name of the folder inside a channel that holds its
+// archived messages; it is not a message and no reader lists it as one.
+const ArchiveDir = "archive"
 
 // MaxNameLen is the longest channel or agent name.
 const MaxNameLen = 64
@@ -147,11 +155,31 @@ func (r Root) Registry() string { return r.join("registry", "agents") }
 // Logs is the folder of watcher logs.
 func (r Root) Logs() string { return r.join("logs") }
 
+// States is the folder that holds every agent's state folder.
+func (r Root) States() string { return r.join("state") }
+
 // State is an agent's private state folder.
 func (r Root) State(agent string) string { return r.join("state", agent) }
 
-// Claims is the folder of a channel's claim markers.
+// Outbox is the folder of an agent's replies that are not yet posted.
+func (r Root) Outbox(agent string) string { return r.join("state", agent, "outbox") }
+
+// Jobs is the folder of an agent's job records.
+func (r Root) Jobs(agent string) string { return r.join("state", agent, "jobs") }
+
+// Inbox is the folder of an agent's read cursors, one file per channel.
+func (r Root) Inbox(agent string) string { return r.join("state", agent, "inbox") }
+
+// Claims is the folder of a channel's claims, one folder per agent.
 func (r Root) Claims(channel string) string { return r.join("claims", channel) }
+
+// AgentClaims is the folder of one agent's claims on a channel: its claim
+// markers and reply tokens (and a crashed writer's temp files).
+func (r Root) AgentClaims(channel, agent string) string { return r.join("claims", channel, agent) }
+
+// Archive is the folder of a channel's archived messages, one folder per
+// month (YYYY-MM) inside it.
+func (r Root) Archive(channel string) string { return r.join("channels", channel, ArchiveDir) }
 
 // Docs is the folder of a channel's shared documents.
 func (r Root) Docs(channel string) string { return r.join("docs", channel) }

@@ -1,0 +1,70 @@
+package channel
+
+import (
+	"encoding/json"
+
+	"collab/internal/plumbing/tree"
+)
+
+// The metadata extensions collab writes (SPEC §2 lets metadata carry more
+// fields; old readers keep them verbatim). Each key has one constant.
+const (
+	// ExtAwaitReply marks a message whose reply a running process waits
+	// for (send --wait, the MCP send_and_wait tool): "await_reply": true.
+	ExtAwaitReply = "await_reply"
+)
+
+// Modes a message's metadata.mode takes.
+const (
+	ModeChat    = "chat"    // a person or script (send); the default
+	ModeWatcher = "watcher" // a watcher's reply or notice
+	ModeMCP     = "mcp"     // an agent's tool call (collab mcp)
+)
+
+// SetParent makes m a reply to parent: in_reply_to is parent's id and the
+// thread is parent's thread.
+func (m *Message) SetParent(parent *Message) {
+	m.Metadata.InReplyTo = parent.ID
+	m.Metadata.Thread = parent.ThreadID()
+}
+
+// Reply returns the message a watcher posts from agent on host in answer
+// to m: in m's channel and thread, in reply to m, one hop deeper, mode
+// "watcher", type "chat", addressed to m's sender, or to everyone when
+// that sender's name cannot be addressed (a foreign writer's). The caller
+// fills in the content and any extension.
+func (m *Message) Reply(agent, host string) Message {
+	r := Message{
+		SessionID: m.SessionID,
+		From:      agent,
+		To:        m.From,
+		Type:      "chat",
+		Metadata: Metadata{
+			Mode: ModeWatcher,
+			Turn: agent,
+			Hops: m.Metadata.Hops + 1,
+			Host: host,
+		},
+	}
+	if !tree.ValidName(m.From) {
+		r.To = Broadcast
+	}
+	r.SetParent(m)
+	return r
+}
+
+// SetAwaitReply marks m as awaited ([ExtAwaitReply]).
+func (m *Message) SetAwaitReply() { m.SetExtension(ExtAwaitReply, json.RawMessage("true")) }
+
+// AwaitsReply reports whether m is marked as awaited ([ExtAwaitReply]).
+func (m *Message) AwaitsReply() bool {
+	return string(m.Metadata.Extra[ExtAwaitReply]) == "true"
+}
+
+// SetExtension sets metadata extension key to the JSON value v.
+func (m *Message) SetExtension(key string, v json.RawMessage) {
+	if m.Metadata.Extra == nil {
+		m.Metadata.Extra = map[string]json.RawMessage{}
+	}
+	m.Metadata.Extra[key] = v
+}
