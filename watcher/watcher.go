@@ -135,9 +135,6 @@ type Config struct {
 	writeMessage func(*channel.Message) error
 }
 
-// DefaultRecoveryWindow is Config.RecoveryWindow's default.
-const DefaultRecoveryWindow = 6 * time.Hour
-
 func (c *Config) setDefaults() error {
 	if err := tree.CheckName("agent", c.Agent); err != nil {
 		return err
@@ -166,7 +163,7 @@ func (c *Config) setDefaults() error {
 	}
 	switch c.SessionScope {
 	case "":
-		c.SessionScope = ScopeChannel
+		c.SessionScope = DefaultSessionScope
 	case ScopeChannel, ScopeThread, ScopeNone:
 	default:
 		return fmt.Errorf("watcher: session scope %q: use %s, %s or %s", c.SessionScope, ScopeChannel, ScopeThread, ScopeNone)
@@ -182,12 +179,12 @@ func (c *Config) setDefaults() error {
 			*d = v
 		}
 	}
-	def(&c.Timeout, 10*time.Minute)
-	def(&c.Poll, time.Second)
-	def(&c.Heartbeat, 10*time.Second)
-	def(&c.Grace, 30*time.Second)
-	def(&c.ClaimGrace, claim.DefaultGrace)
-	def(&c.SessionTTL, 8*time.Hour)
+	def(&c.Timeout, DefaultTimeout)
+	def(&c.Poll, DefaultPoll)
+	def(&c.Heartbeat, DefaultHeartbeat)
+	def(&c.Grace, DefaultGrace)
+	def(&c.ClaimGrace, DefaultClaimGrace)
+	def(&c.SessionTTL, DefaultSessionTTL)
 	if c.OrphanAge == 0 {
 		c.OrphanAge = safedir.DefaultOrphanAge
 	}
@@ -197,10 +194,10 @@ func (c *Config) setDefaults() error {
 			*n = v
 		}
 	}
-	defInt(&c.Context, 10)
-	defInt(&c.MaxHops, 6)
-	defInt(&c.Rate, 20)
-	defInt(&c.PairRate, 6)
+	defInt(&c.Context, DefaultContext)
+	defInt(&c.MaxHops, DefaultMaxHops)
+	defInt(&c.Rate, DefaultRate)
+	defInt(&c.PairRate, DefaultPairRate)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
