@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -187,60 +186,63 @@ func (md Metadata) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON implements json.Unmarshaler. It does not apply Decode's
 // defaults or checks.
 func (m *Message) UnmarshalJSON(b []byte) error {
-	f, err := fields(b)
+	f, err := jsonobj.Parse(b)
 	if err != nil {
 		return err
 	}
 	*m = Message{}
+	// Only "from" and "content.text" are required (SPEC §2): a field of the
+	// wrong type elsewhere is dropped, so one foreign writer's odd field does
+	// not make the message malformed.
 	err = errors.Join(
-		f.take("from", &m.From),
-		f.take("content", &m.Content),
+		f.Take("from", &m.From),
+		f.Take("content", &m.Content),
 	)
-	f.lenient("id", &m.ID)
-	f.lenient("timestamp", &m.Timestamp)
-	f.lenient("session_id", &m.SessionID)
-	f.lenient("to", &m.To)
-	f.lenient("type", &m.Type)
-	f.lenient("metadata", &m.Metadata)
-	m.Extra = f.rest()
+	f.Lenient("id", &m.ID)
+	f.Lenient("timestamp", &m.Timestamp)
+	f.Lenient("session_id", &m.SessionID)
+	f.Lenient("to", &m.To)
+	f.Lenient("type", &m.Type)
+	f.Lenient("metadata", &m.Metadata)
+	m.Extra = f.Rest()
 	return err
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *Content) UnmarshalJSON(b []byte) error {
-	f, err := fields(b)
+	f, err := jsonobj.Parse(b)
 	if err != nil {
 		return err
 	}
 	*c = Content{}
-	err = f.take("text", &c.Text)
-	f.lenient("code", &c.Code)
-	f.lenient("artifacts", &c.Artifacts)
-	c.Extra = f.rest()
+	err = f.Take("text", &c.Text)
+	f.Lenient("code", &c.Code)
+	f.Lenient("artifacts", &c.Artifacts)
+	c.Extra = f.Rest()
 	return err
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (md *Metadata) UnmarshalJSON(b []byte) error {
-	f, err := fields(b)
+	f, err := jsonobj.Parse(b)
 	if err != nil {
 		return err
 	}
 	*md = Metadata{}
 	var hops json.Number
-	f.lenient("mode", &md.Mode)
-	f.lenient("turn", &md.Turn)
-	f.lenient("in_reply_to", &md.InReplyTo)
-	f.lenient("hops", &hops)
-	f.lenient("thread", &md.Thread)
-	f.lenient("host", &md.Host)
+	f.Lenient("mode", &md.Mode)
+	f.Lenient("turn", &md.Turn)
+	f.Lenient("in_reply_to", &md.InReplyTo)
+	f.Lenient("hops", &hops)
+	f.Lenient("thread", &md.Thread)
+	f.Lenient("host", &md.Host)
 	if hops != "" {
 		// Be liberal: 2, 2.0 and "2" are all depth 2; nonsense is 0.
 		if n, e := hops.Float64(); e == nil && n >= 0 && n < 1<<31 {
 			md.Hops = int(n)
 		}
 	}
-	md.Extra = f.rest()
+	md.Extra = f.Rest()
 	return nil
 }
 
@@ -253,51 +255,4 @@ func hasText(data []byte) bool {
 	return json.Unmarshal(data, &top) == nil &&
 		json.Unmarshal(top["content"], &content) == nil &&
 		json.Unmarshal(content["text"], &text) == nil && text != nil
-}
-
-// rawFields is a JSON object's members by name.
-type rawFields map[string]json.RawMessage
-
-func fields(b []byte) (rawFields, error) {
-	var f rawFields
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, err
-	}
-	if f == nil {
-		return nil, errors.New("not an object")
-	}
-	return f, nil
-}
-
-// take decodes member key into dst (null leaves dst alone) and removes it.
-func (f rawFields) take(key string, dst any) error {
-	v, ok := f[key]
-	if !ok {
-		return nil
-	}
-	delete(f, key)
-	if string(v) == "null" {
-		return nil
-	}
-	if err := json.Unmarshal(v, dst); err != nil {
-		return fmt.Errorf("%q: %w", key, err)
-	}
-	return nil
-}
-
-// lenient is take for an optional field: a value of the wrong type is
-// dropped and dst keeps its zero value, so a foreign writer's odd field
-// does not make the message malformed (SPEC §2: only "from" and
-// "content.text" are required).
-func (f rawFields) lenient(key string, dst any) {
-	if err := f.take(key, dst); err != nil {
-		reflect.ValueOf(dst).Elem().SetZero()
-	}
-}
-
-func (f rawFields) rest() map[string]json.RawMessage {
-	if len(f) == 0 {
-		return nil
-	}
-	return f
 }

@@ -1,8 +1,6 @@
 package channel
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -92,10 +90,4 @@ func isHex(s string) bool {
 		}
 	}
 	return true
-}
-
-func randHex4() string {
-	var b [2]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"time"
 
+	"collab/internal/plumbing/randhex"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -76,7 +77,7 @@ func (w *Writer) Post(m *Message) error {
 	for range maxNameTries {
 		if !fixed {
 			t := now().UTC()
-			m.ID = NewID(m.From, t, randHex4())
+			m.ID = NewID(m.From, t, randhex.String(2))
 			m.Timestamp = t.Format(TimeFormat)
 		} else if m.Timestamp == "" {
 			m.Timestamp = now().UTC().Format(TimeFormat)

@@ -23,11 +23,11 @@
 // [ReadAll] reads every *.json file of the folder. Dot-files (in-flight
 // writes) and other names are ignored; a file that is not a regular file, is
 // a symlink (never followed), is larger than [MaxSize], has a name that is
-// not a valid agent name, or does not decode is skipped and reported as a
-// [Skip], never fatal. A file that does not decode is first read again a
-// few times over about 150 ms: a foreign writer may be rewriting it in
-// place, and a stale NFS attribute cache can give a short read that a new
-// open revalidates. A missing folder means no agents. Decoding is
+// not a valid agent name, or does not decode is skipped and reported as an
+// [agentfiles.Skip], never fatal. A file that does not decode is first read
+// again a few times over about 150 ms: a foreign writer may be rewriting it
+// in place, and a stale NFS attribute cache can give a short read that a
+// new open revalidates. A missing folder means no agents. Decoding is
 // liberal: state and substate in any case, watcher_pid as a number or a
 // string, a missing agent_id taken from the file name; a state other than
 // AWAKE or OFFLINE is malformed.
@@ -61,15 +61,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"collab/internal/plumbing/agentfiles"
 	"collab/internal/plumbing/jsonobj"
+	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -119,8 +118,6 @@ const TimeFormat = "2006-01-02T15:04:05.000Z"
 
 // ErrMalformed is wrapped by every decoding error.
 var ErrMalformed = errors.New("presence: malformed status")
-
-const suffix = ".json"
 
 // Status is one agent's heartbeat.
 type Status struct {
@@ -201,16 +198,11 @@ func (s Status) Effective(now time.Time, staleAfter time.Duration, localHost str
 	return AwakeIdle
 }
 
-// PIDAlive reports whether a process with this PID exists on this host,
-// by sending it signal 0: ESRCH means it does not; EPERM means it exists
-// but belongs to someone else.
-func PIDAlive(pid int) bool {
-	if pid <= 0 || pid > 1<<31-1 {
-		return false // 0 and -N would address process groups; pid_t is 32 bits
-	}
-	err := unix.Kill(pid, 0)
-	return err == nil || err == unix.EPERM
-}
+// PIDAlive reports whether a process with this PID exists on this host.
+// It is kept for callers outside this package.
+//
+// Deprecated: use proc.PIDAlive.
+var PIDAlive = proc.PIDAlive
 
 // Write atomically replaces the heartbeat of s.AgentID, creating the
 // presence folder if needed. An empty Timestamp is written as the current
@@ -235,75 +227,26 @@ func Write(root tree.Root, s Status) error {
 		return fmt.Errorf("write presence of %s: %w", s.AgentID, err)
 	}
 	defer d.Close()
-	if err := d.Replace(s.AgentID+suffix, data, 0o666); err != nil {
+	if err := d.Replace(agentfiles.Name(s.AgentID), data, 0o666); err != nil {
 		return fmt.Errorf("write presence of %s: %w", s.AgentID, err)
 	}
 	return nil
 }
 
-// Skip reports a presence file that was not returned.
-type Skip struct {
-	File string // the file name within the presence folder
-	Err  error
-}
-
-func (s Skip) String() string {
-	err := s.Err
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err // the path is File
-	}
-	return fmt.Sprintf("%s: %v", s.File, err)
-}
-
-// Agent returns the agent the skipped file is named for, or "" if its name
-// is not AGENT.json.
-func (s Skip) Agent() string {
-	if a, ok := strings.CutSuffix(s.File, suffix); ok && tree.ValidName(a) {
-		return a
-	}
-	return ""
-}
-
 // ReadAll reads every heartbeat, sorted by agent, and reports the files it
 // skipped. A missing presence folder is no heartbeats; only a folder that
 // cannot be listed is an error.
-func ReadAll(root tree.Root) ([]Status, []Skip, error) {
-	d, err := safedir.Open(root.Presence())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("open presence: %w", err)
-	}
-	defer d.Close()
-	entries, err := d.ReadDir()
-	if err != nil {
-		return nil, nil, fmt.Errorf("list presence: %w", err)
-	}
-	var (
-		all   []Status
-		skips []Skip
-	)
-	for _, e := range entries {
-		name := e.Name()
-		agent, ok := strings.CutSuffix(name, suffix)
-		if !ok || strings.HasPrefix(name, ".") {
-			continue // in-flight writes and files that are not heartbeats
-		}
-		if err := tree.CheckName("agent", agent); err != nil {
-			skips = append(skips, Skip{File: name, Err: err})
-			continue
-		}
+func ReadAll(root tree.Root) ([]Status, []agentfiles.Skip, error) {
+	var all []Status
+	skips, err := agentfiles.Each(root.Presence(), func(d *safedir.Dir, agent string) error {
 		s, err := read(d, agent)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed since the listing
+		if err == nil {
+			all = append(all, s)
 		}
-		if err != nil {
-			skips = append(skips, Skip{File: name, Err: err})
-			continue
-		}
-		all = append(all, s)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read presence: %w", err)
 	}
 	slices.SortFunc(all, func(a, b Status) int { return strings.Compare(a.AgentID, b.AgentID) })
 	return all, skips, nil
@@ -334,7 +277,7 @@ var rereads = []time.Duration{10 * time.Millisecond, 40 * time.Millisecond, 100 
 
 func read(d *safedir.Dir, agent string) (Status, error) {
 	for i := 0; ; i++ {
-		data, _, err := d.ReadFile(agent+suffix, MaxSize)
+		data, _, err := d.ReadFile(agentfiles.Name(agent), MaxSize)
 		if err != nil {
 			return Status{}, err
 		}
@@ -412,53 +355,31 @@ func (s Status) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON implements json.Unmarshaler. It does not apply Decode's
 // defaults or checks.
 func (s *Status) UnmarshalJSON(b []byte) error {
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal(b, &f); err != nil {
+	f, err := jsonobj.Parse(b)
+	if err != nil {
 		return err
-	}
-	if f == nil {
-		return errors.New("not an object")
 	}
 	*s = Status{}
 	var pid, queue json.RawMessage
-	err := errors.Join(
-		take(f, "agent_id", &s.AgentID),
-		take(f, "timestamp", &s.Timestamp),
-		take(f, "state", &s.State),
-		take(f, "substate", &s.Substate),
-		take(f, "watcher_pid", &pid),
-		take(f, "channel", &s.Channel),
-		take(f, "host", &s.Host),
-		take(f, "channels", &s.Channels),
-		take(f, "message_id", &s.MessageID),
-		take(f, "started", &s.Started),
-		take(f, "last_reply", &s.LastReply),
-		take(f, "queue", &queue),
-		take(f, "counters", &s.Counters),
+	err = errors.Join(
+		f.Take("agent_id", &s.AgentID),
+		f.Take("timestamp", &s.Timestamp),
+		f.Take("state", &s.State),
+		f.Take("substate", &s.Substate),
+		f.Take("watcher_pid", &pid),
+		f.Take("channel", &s.Channel),
+		f.Take("host", &s.Host),
+		f.Take("channels", &s.Channels),
+		f.Take("message_id", &s.MessageID),
+		f.Take("started", &s.Started),
+		f.Take("last_reply", &s.LastReply),
+		f.Take("queue", &queue),
+		f.Take("counters", &s.Counters),
 	)
 	s.WatcherPID = count(pid)
 	s.Queue = count(queue)
-	if len(f) > 0 {
-		s.Extra = f
-	}
+	s.Extra = f.Rest()
 	return err
-}
-
-// take decodes member key of f into dst (null leaves dst alone) and
-// removes it.
-func take(f map[string]json.RawMessage, key string, dst any) error {
-	v, ok := f[key]
-	if !ok {
-		return nil
-	}
-	delete(f, key)
-	if string(v) == "null" {
-		return nil
-	}
-	if err := json.Unmarshal(v, dst); err != nil {
-		return fmt.Errorf("%q: %w", key, err)
-	}
-	return nil
 }
 
 // count reads a non-negative integer liberally: 12, 12.0 and "12" are 12;

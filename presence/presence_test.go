@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -361,33 +360,6 @@ func TestReadAll(t *testing.T) {
 		if strings.Contains(s.String(), dir) {
 			t.Errorf("skip %q repeats the folder", s)
 		}
-	}
-}
-
-func TestSkipAgent(t *testing.T) {
-	for file, want := range map[string]string{"codex.json": "codex", "bad name.json": "", "x.txt": "", ".json": ""} {
-		if got := (Skip{File: file}).Agent(); got != want {
-			t.Errorf("Skip{%q}.Agent() = %q, want %q", file, got, want)
-		}
-	}
-}
-
-func TestPIDAlive(t *testing.T) {
-	if !PIDAlive(os.Getpid()) {
-		t.Error("PIDAlive(own pid) = false")
-	}
-	for _, pid := range []int{0, -1, -os.Getpid(), 1<<32 + os.Getpid()} {
-		if PIDAlive(pid) {
-			t.Errorf("PIDAlive(%d) = true", pid)
-		}
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0") // -race waits 1 s at exit
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if pid := cmd.Process.Pid; PIDAlive(pid) {
-		t.Errorf("PIDAlive(%d) of a reaped child = true", pid)
 	}
 }
 

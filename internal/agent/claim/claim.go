@@ -40,8 +40,6 @@
 package claim
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,9 +47,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"collab/internal/plumbing/proc"
+	"collab/internal/plumbing/randhex"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -95,7 +94,7 @@ func Self(agent string) Owner {
 		PID:      os.Getpid(),
 		BootID:   strings.TrimSpace(string(boot)),
 		PIDNS:    ns,
-		Instance: randHex(8),
+		Instance: randhex.String(8),
 	}
 }
 
@@ -148,7 +147,7 @@ type Store struct {
 	Grace time.Duration    // default DefaultGrace
 	Now   func() time.Time // default time.Now
 	// Alive reports whether a PID on this machine is running; default
-	// kill(pid, 0).
+	// proc.PIDAlive (kill(pid, 0)).
 	Alive func(pid int) bool
 }
 
@@ -170,16 +169,7 @@ func (s *Store) alive(pid int) bool {
 	if s.Alive != nil {
 		return s.Alive(pid)
 	}
-	return PIDAlive(pid)
-}
-
-// PIDAlive reports whether a process with this PID exists on this machine.
-func PIDAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return proc.PIDAlive(pid)
 }
 
 func (s *Store) dir(channel, id string, create bool) (*safedir.Dir, error) {
@@ -491,10 +481,4 @@ func knownStatus(s string) bool {
 
 func pathErr(id string, err error) error {
 	return &fs.PathError{Op: "read", Path: id + ".json", Err: err}
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

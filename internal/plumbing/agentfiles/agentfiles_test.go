@@ -79,3 +79,11 @@ func TestSkipString(t *testing.T) {
 		t.Errorf("String = %q, want %q", got, want)
 	}
 }
+
+func TestSkipAgent(t *testing.T) {
+	for file, want := range map[string]string{"codex.json": "codex", "bad name.json": "", "x.txt": "", ".json": ""} {
+		if got := (Skip{File: file}).Agent(); got != want {
+			t.Errorf("Skip{%q}.Agent() = %q, want %q", file, got, want)
+		}
+	}
+}

@@ -21,7 +21,9 @@ func TestPIDAlive(t *testing.T) {
 		{"exited and reaped", cmd.Process.Pid, false},
 		{"zero (own process group)", 0, false},
 		{"negative (a process group)", -1, false},
+		{"own process group", -os.Getpid(), false},
 		{"beyond pid_t", 1 << 40, false},
+		{"own pid plus 2^32 (truncated to pid_t, it would be self)", 1<<32 + os.Getpid(), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

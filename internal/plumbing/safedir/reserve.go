@@ -6,6 +6,8 @@ import (
 	"io/fs"
 
 	"golang.org/x/sys/unix"
+
+	"collab/internal/plumbing/randhex"
 )
 
 // Reserve makes name a regular file holding size bytes of allocated disk
@@ -28,7 +30,7 @@ func (d *Dir) Reserve(name string, size int64) error {
 	var tmp string
 	var err error
 	for range 10 {
-		tmp = "." + name + "." + randHex(4) + ".tmp"
+		tmp = "." + name + "." + randhex.String(4) + ".tmp"
 		if err = d.allocate(tmp, size); !errors.Is(err, fs.ErrExist) {
 			break
 		}

@@ -41,8 +41,6 @@
 package safedir
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +50,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"collab/internal/plumbing/randhex"
 )
 
 var (
@@ -469,7 +469,7 @@ func (d *Dir) Remove(name string) error {
 func (d *Dir) writeTemp(name string, data []byte, perm fs.FileMode) (tmp string, err error) {
 	var f *os.File
 	for range 10 {
-		tmp = "." + name + "." + randHex(4) + ".tmp"
+		tmp = "." + name + "." + randhex.String(4) + ".tmp"
 		f, err = d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, sharedPerm(perm))
 		if !errors.Is(err, fs.ErrExist) {
 			break
@@ -511,10 +511,4 @@ func (d *Dir) sync() error {
 		return nil
 	}
 	return err
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

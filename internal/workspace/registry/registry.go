@@ -10,18 +10,19 @@
 // missing folder means no registered agents. Dot-files and names not ending
 // in ".json" are ignored; a file that is a symlink (never followed), not a
 // regular file, larger than [MaxSize], named for an invalid agent name or not
-// a JSON object with string id, role and host is skipped and reported, never
-// fatal.
+// a JSON object with string id, role and host is skipped and reported as an
+// [agentfiles.Skip], never fatal.
 package registry
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
+	"collab/internal/plumbing/agentfiles"
+	"collab/internal/plumbing/jsonobj"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -31,8 +32,6 @@ const MaxSize = 64 << 10
 
 // ErrMalformed is wrapped by every decoding error.
 var ErrMalformed = errors.New("registry: malformed agent")
-
-const suffix = ".json"
 
 // Agent is one registered agent.
 type Agent struct {
@@ -44,71 +43,23 @@ type Agent struct {
 	Extra map[string]json.RawMessage
 }
 
-// Skip reports a registry file that was not returned.
-type Skip struct {
-	File string // the file name within the registry folder
-	Err  error
-}
-
-func (s Skip) String() string {
-	err := s.Err
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err // the path is File
-	}
-	return fmt.Sprintf("%s: %v", s.File, err)
-}
-
-// Agent returns the agent the skipped file is named for, or "" if its name
-// is not AGENT.json.
-func (s Skip) Agent() string {
-	if a, ok := strings.CutSuffix(s.File, suffix); ok && tree.ValidName(a) {
-		return a
-	}
-	return ""
-}
-
 // List reads every registered agent, sorted by id, and reports the files it
 // skipped. Only a folder that exists but cannot be listed is an error.
-func List(root tree.Root) ([]Agent, []Skip, error) {
-	d, err := safedir.Open(root.Registry())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("open registry: %w", err)
-	}
-	defer d.Close()
-	entries, err := d.ReadDir()
-	if err != nil {
-		return nil, nil, fmt.Errorf("list registry: %w", err)
-	}
-	var (
-		agents []Agent
-		skips  []Skip
-	)
-	for _, e := range entries {
-		name := e.Name()
-		id, ok := strings.CutSuffix(name, suffix)
-		if !ok || strings.HasPrefix(name, ".") {
-			continue
+func List(root tree.Root) ([]Agent, []agentfiles.Skip, error) {
+	var agents []Agent
+	skips, err := agentfiles.Each(root.Registry(), func(d *safedir.Dir, id string) error {
+		data, _, err := d.ReadFile(agentfiles.Name(id), MaxSize)
+		if err != nil {
+			return err
 		}
-		if err := tree.CheckName("agent", id); err != nil {
-			skips = append(skips, Skip{File: name, Err: err})
-			continue
-		}
-		data, _, err := d.ReadFile(name, MaxSize)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed since the listing
-		}
+		a, err := decode(data, id)
 		if err == nil {
-			var a Agent
-			if a, err = decode(data, id); err == nil {
-				agents = append(agents, a)
-				continue
-			}
+			agents = append(agents, a)
 		}
-		skips = append(skips, Skip{File: name, Err: err})
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read registry: %w", err)
 	}
 	slices.SortFunc(agents, func(a, b Agent) int { return strings.Compare(a.ID, b.ID) })
 	return agents, skips, nil
@@ -116,29 +67,17 @@ func List(root tree.Root) ([]Agent, []Skip, error) {
 
 // decode parses a registry file's contents for the agent named id.
 func decode(data []byte, id string) (Agent, error) {
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal(data, &f); err != nil {
+	f, err := jsonobj.Parse(data)
+	if err != nil {
 		return Agent{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if f == nil {
-		return Agent{}, fmt.Errorf("%w: not an object", ErrMalformed)
 	}
 	var a Agent
 	for _, m := range []struct {
 		key string
 		dst *string
 	}{{"id", &a.ID}, {"role", &a.Role}, {"host", &a.Host}} {
-		key, dst := m.key, m.dst
-		v, ok := f[key]
-		if !ok {
-			continue
-		}
-		delete(f, key)
-		if string(v) == "null" {
-			continue
-		}
-		if err := json.Unmarshal(v, dst); err != nil {
-			return Agent{}, fmt.Errorf("%w: %q: %v", ErrMalformed, key, err)
+		if err := f.Take(m.key, m.dst); err != nil {
+			return Agent{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
 	}
 	if a.ID == "" {
@@ -147,8 +86,6 @@ func decode(data []byte, id string) (Agent, error) {
 	if a.ID != id {
 		return Agent{}, fmt.Errorf("%w: id %q in the file of %q", ErrMalformed, a.ID, id)
 	}
-	if len(f) > 0 {
-		a.Extra = f
-	}
+	a.Extra = f.Rest()
 	return a, nil
 }

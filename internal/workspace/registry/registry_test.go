@@ -128,11 +128,3 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
-
-func TestSkipAgent(t *testing.T) {
-	for file, want := range map[string]string{"codex.json": "codex", "bad name.json": "", "x.txt": "", ".json": ""} {
-		if got := (Skip{File: file}).Agent(); got != want {
-			t.Errorf("Skip{%q}.Agent() = %q, want %q", file, got, want)
-		}
-	}
-}
