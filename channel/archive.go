@@ -4,20 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"time"
 
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
 
-// ArchiveDir is the folder inside a channel that holds archived messages,
-// one subfolder per month of their names: archive/YYYY-MM/. Readers of the
-// channel ignore it.
-const ArchiveDir = "archive"
-
 // Archive moves the messages of a channel named before the given time into
-// ArchiveDir/YYYY-MM/, unchanged. A move never loses or overwrites a
+// its archive folder ([tree.Root.Archive]), one subfolder per month of
+// their names (archive/YYYY-MM/, [tree.Root.ArchiveMonth]), unchanged.
+// Readers of the channel ignore the archive folder. A move never loses or overwrites a
 // message (see safedir.Dir.MoveTo). It returns how many were moved.
 //
 // Readers of the channel no longer see archived messages, and a watcher
@@ -49,10 +45,10 @@ func Archive(root tree.Root, channel string, before time.Time) (int, error) {
 		if err != nil || !e.Type().IsRegular() || !n.Time.Before(before) {
 			continue
 		}
-		month := n.Time.Format("2006-01")
+		month := n.Time.Format(tree.ArchiveMonthLayout)
 		dst := months[month]
 		if dst == nil {
-			if dst, err = safedir.Create(filepath.Join(d.Path(), ArchiveDir, month)); err != nil {
+			if dst, err = safedir.Create(root.ArchiveMonth(channel, n.Time)); err != nil {
 				return moved, fmt.Errorf("archive folder: %w", err)
 			}
 			months[month] = dst
@@ -71,8 +67,7 @@ func ReadArchive(root tree.Root, channel string, opt ReaderOptions) ([]Message, 
 	if err := tree.CheckName("channel", channel); err != nil {
 		return nil, nil, err
 	}
-	base := filepath.Join(root.Channel(channel), ArchiveDir)
-	d, err := safedir.Open(base)
+	d, err := safedir.Open(root.Archive(channel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -91,10 +86,11 @@ func ReadArchive(root tree.Root, channel string, opt ReaderOptions) ([]Message, 
 		if !e.IsDir() {
 			continue
 		}
-		if _, err := time.Parse("2006-01", e.Name()); err != nil {
+		month, err := time.Parse(tree.ArchiveMonthLayout, e.Name())
+		if err != nil {
 			continue
 		}
-		r := newReaderAt(filepath.Join(base, e.Name()), channel, Cursor{}, opt)
+		r := newReaderAt(root.ArchiveMonth(channel, month), channel, Cursor{}, opt)
 		msgs, sk, err := r.Scan()
 		if err != nil {
 			return nil, nil, err

@@ -27,6 +27,8 @@
 //     non-regular files and files over the size limit are skipped and
 //     reported once. An unreadable file is reported once and picked up when
 //     it becomes readable. A skip is never fatal.
+//   - The channel's archive folder, archive/YYYY-MM/ ([Archive]), is not
+//     part of the channel: readers pass over it, and [ReadArchive] reads it.
 //
 // # Leniency
 //

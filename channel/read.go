@@ -368,7 +368,7 @@ type candidate struct {
 func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, out []*candidate, skips *[]Skip) []*candidate {
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".tmp") || name == ArchiveDir {
+		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".tmp") || name == tree.ArchiveDir {
 			continue // in-flight writes; the archive
 		}
 		if r.seen.has(name) {

@@ -182,7 +182,7 @@ func (s *Store) dir(channel, id string, create bool) (*safedir.Dir, error) {
 	if err := tree.CheckName("agent", s.Self.Agent); err != nil {
 		return nil, err
 	}
-	path := s.Root.Claims(channel) + "/" + s.Self.Agent
+	path := s.Root.AgentClaims(channel, s.Self.Agent)
 	if create {
 		return safedir.Create(path)
 	}

@@ -81,7 +81,7 @@ func store(root tree.Root, o claim.Owner, clk *clock) *claim.Store {
 }
 
 func claimDir(root tree.Root, ch string) string {
-	return filepath.Join(root.Claims(ch), agent)
+	return root.AgentClaims(ch, agent)
 }
 
 func claimFile(root tree.Root, ch, id string) string {

@@ -3,7 +3,9 @@
 //
 // One root is shared by every host, normally over NFS:
 //
-//	ROOT/channels/CHANNEL/msg-*.json   messages
+//	ROOT/channels/CHANNEL/             a channel:
+//	         msg-*.json                   its messages
+//	         archive/YYYY-MM/             archived messages, by month
 //	ROOT/signals/presence/AGENT.json   presence heartbeats
 //	ROOT/registry/agents/AGENT.json    known agents (optional)
 //	ROOT/logs/AGENT.log                watcher logs
@@ -36,6 +38,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"time"
 )
 
 // DefaultRoot is the root used when neither --root nor COLLAB_ROOT is set.
@@ -44,6 +47,10 @@ const DefaultRoot = "/mnt/shared/collab"
 // ArchiveDir is the name of the folder inside a channel that holds its
 // archived messages; it is not a message and no reader lists it as one.
 const ArchiveDir = "archive"
+
+// ArchiveMonthLayout is the time layout of the month folders inside a
+// channel's archive folder (YYYY-MM).
+const ArchiveMonthLayout = "2006-01"
 
 // MaxNameLen is the longest channel or agent name.
 const MaxNameLen = 64
@@ -180,6 +187,12 @@ func (r Root) AgentClaims(channel, agent string) string { return r.join("claims"
 // Archive is the folder of a channel's archived messages, one folder per
 // month (YYYY-MM) inside it.
 func (r Root) Archive(channel string) string { return r.join("channels", channel, ArchiveDir) }
+
+// ArchiveMonth is the folder of a channel's archived messages named in the
+// month of t (UTC), archive/YYYY-MM.
+func (r Root) ArchiveMonth(channel string, t time.Time) string {
+	return r.join("channels", channel, ArchiveDir, t.UTC().Format(ArchiveMonthLayout))
+}
 
 // Docs is the folder of a channel's shared documents.
 func (r Root) Docs(channel string) string { return r.join("docs", channel) }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"collab/internal/plumbing/tree"
 )
@@ -162,6 +163,8 @@ func TestRootLayout(t *testing.T) {
 		{"Claims", r.Claims("general"), "claims/general"},
 		{"AgentClaims", r.AgentClaims("general", "codex"), "claims/general/codex"},
 		{"Archive", r.Archive("general"), "channels/general/archive"},
+		{"ArchiveMonth", r.ArchiveMonth("general", time.Date(2026, 1, 31, 23, 0, 0, 0, time.FixedZone("east", 3*3600))), "channels/general/archive/2026-01"},
+		{"ArchiveMonth in UTC", r.ArchiveMonth("general", time.Date(2026, 2, 1, 1, 0, 0, 0, time.FixedZone("east", 3*3600))), "channels/general/archive/2026-01"},
 		{"Tasks", r.Tasks("general"), "tasks/general"},
 		{"Docs", r.Docs("general"), "docs/general"},
 		{"Scripts", r.Scripts(), "scripts"},
