@@ -9,7 +9,7 @@ import (
 
 // ErrWorldWritable is wrapped by [Root.CheckShared] when a folder of the
 // tree can be written by every user of a host and lacks the sticky bit.
-var ErrWorldWritable = errors.New("world-writable without the sticky bit")
+var ErrWorldWritable = errors.New("tree: world-writable without the sticky bit")
 
 // Folders returns the tree's fixed folders (SPEC §1), parents first.
 func (r Root) Folders() []string {
@@ -29,7 +29,7 @@ func (r Root) Folders() []string {
 
 // ErrSymlinkedFolder is wrapped by [Root.CheckShared] when one of the
 // tree's fixed folders (other than the root itself) is a symbolic link.
-var ErrSymlinkedFolder = errors.New("a symbolic link, not a folder")
+var ErrSymlinkedFolder = errors.New("tree: a symbolic link, not a folder")
 
 // CheckShared checks the root and those of its fixed folders that exist:
 // none may be world-writable without the sticky bit (there any local user
