@@ -185,7 +185,30 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if len(s.Argv) == 0 {
 		return res, ErrNoProgram
 	}
+	s = s.withDefaults()
 	name := s.Argv[0]
+	path, err := lookPath(name, s.Env)
+	if err != nil {
+		return res, fmt.Errorf("proc: start %q: %w", name, err)
+	}
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.Timeout, ErrTimeout)
+		defer cancel()
+	}
+	c := newChild(ctx, path, s)
+	start := time.Now()
+	if err := c.cmd.Start(); err != nil {
+		res.Duration = time.Since(start)
+		return res, fmt.Errorf("proc: start %q: %w", name, err)
+	}
+	werr := c.wait()
+	res.Duration = time.Since(start)
+	return c.result(res, werr)
+}
+
+// withDefaults returns s with its zero limits set to the defaults.
+func (s Spec) withDefaults() Spec {
 	if s.KillGrace <= 0 {
 		s.KillGrace = DefaultKillGrace
 	}
@@ -195,45 +218,53 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if s.StderrTail <= 0 {
 		s.StderrTail = DefaultStderrTail
 	}
-	path, err := lookPath(name, s.Env)
-	if err != nil {
-		return res, fmt.Errorf("proc: start %q: %w", name, err)
-	}
+	return s
+}
 
-	runCtx := ctx
-	if s.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeoutCause(ctx, s.Timeout, ErrTimeout)
-		defer cancel()
+// child is one run of a Spec: the command and what collects its output.
+type child struct {
+	name   string // Argv[0]
+	cmd    *exec.Cmd
+	stdout *capped
+	stderr *tail
+	lines  *lines // nil without Spec.StdoutLine
+	// stopped is why the group was signalled (ErrTimeout, ctx's cause), or
+	// nil. It is set by cmd.Cancel, which os/exec calls at most once and
+	// before Wait returns.
+	stopped error
+}
+
+// newChild prepares the command for path: the group of its own, the
+// output collectors, and the stop on ctx (signal the group, then kill the
+// child KillGrace later).
+func newChild(ctx context.Context, path string, s Spec) *child {
+	c := &child{
+		name:   s.Argv[0],
+		stdout: &capped{max: s.MaxStdout},
+		stderr: &tail{max: s.StderrTail},
 	}
-	stdout := &capped{max: s.MaxStdout}
-	stderr := &tail{max: s.StderrTail}
-	cmd := exec.CommandContext(runCtx, path)
+	cmd := exec.CommandContext(ctx, path)
 	cmd.Args = append([]string(nil), s.Argv...)
 	cmd.Env = s.Env
 	cmd.Dir = s.Dir
 	if len(s.Stdin) > 0 {
 		cmd.Stdin = bytes.NewReader(s.Stdin) // copied by an os/exec goroutine, EPIPE ignored
 	}
-	cmd.Stdout = stdout
-	var lw *lines
+	cmd.Stdout = c.stdout
 	if s.StdoutLine != nil {
-		lw = &lines{f: s.StdoutLine, max: s.MaxStdout}
-		cmd.Stdout = io.MultiWriter(stdout, lw)
+		c.lines = &lines{f: s.StdoutLine, max: s.MaxStdout}
+		cmd.Stdout = io.MultiWriter(c.stdout, c.lines)
 	}
-	cmd.Stderr = stderr
+	cmd.Stderr = c.stderr
 	cmd.SysProcAttr = procAttr()
-	// stopped is set by Cancel, which os/exec calls at most once and before
-	// Wait returns.
-	var stopped error
 	cmd.Cancel = func() error {
 		sig := syscall.SIGTERM
-		if errors.Is(context.Cause(runCtx), ErrKill) {
+		if errors.Is(context.Cause(ctx), ErrKill) {
 			sig = syscall.SIGKILL
 		}
 		err := signalGroup(cmd.Process.Pid, sig)
 		if err == nil {
-			stopped = context.Cause(runCtx)
+			c.stopped = context.Cause(ctx)
 			_ = signalGroup(cmd.Process.Pid, syscall.SIGCONT)
 		}
 		return err
@@ -242,43 +273,49 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	// kills the child (only the child: the group follows below) and closes
 	// the pipes.
 	cmd.WaitDelay = s.KillGrace
+	c.cmd = cmd
+	return c
+}
 
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		res.Duration = time.Since(start)
-		return res, fmt.Errorf("proc: start %q: %w", name, err)
-	}
+// wait waits for the started child to exit, kills what is left of its
+// group, reaps it and finishes reading its output.
+func (c *child) wait() error {
 	// The child is waitable but not reaped, so its pid still names the
 	// group: kill what is left of it, then reap.
-	pgid := cmd.Process.Pid
+	pgid := c.cmd.Process.Pid
 	if awaitExit(pgid) == nil {
 		_ = signalGroup(pgid, syscall.SIGKILL)
 	}
-	werr := cmd.Wait()
-	if lw != nil {
-		lw.flush() // os/exec's copying goroutine is done
+	werr := c.cmd.Wait()
+	if c.lines != nil {
+		c.lines.flush() // os/exec's copying goroutine is done
 	}
+	return werr
+}
 
-	res.Duration = time.Since(start)
-	res.Stdout, res.Truncated = stdout.buf, stdout.over
-	res.StderrTail = stderr.bytes()
-	res.TimedOut = errors.Is(stopped, ErrTimeout)
-	state := cmd.ProcessState
+// result fills res from the reaped child and returns the error Run
+// reports: nil for a child that exited 0 on its own, else an *ExitError
+// (or Wait's own error).
+func (c *child) result(res Result, werr error) (Result, error) {
+	res.Stdout, res.Truncated = c.stdout.buf, c.stdout.over
+	res.StderrTail = c.stderr.bytes()
+	res.TimedOut = errors.Is(c.stopped, ErrTimeout)
+	state := c.cmd.ProcessState
 	if state == nil { // Wait failed to get a status
-		return res, fmt.Errorf("proc: wait %q: %w", name, werr)
+		return res, fmt.Errorf("proc: wait %q: %w", c.name, werr)
 	}
 	res.ExitCode = state.ExitCode()
-	if state.Success() && stopped == nil {
+	if state.Success() && c.stopped == nil {
 		if werr != nil { // ErrWaitDelay, or copying stdin failed
-			return res, fmt.Errorf("proc: %s: %w", name, werr)
+			return res, fmt.Errorf("proc: %s: %w", c.name, werr)
 		}
 		return res, nil
 	}
 	e := &ExitError{
-		Name:       name,
+		Name:       c.name,
 		Code:       res.ExitCode,
 		TimedOut:   res.TimedOut,
-		Cause:      stopped,
+		Cause:      c.stopped,
 		StderrTail: res.StderrTail,
 	}
 	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
