@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"collab/internal/plumbing/tree"
@@ -292,7 +293,11 @@ func TestWriteRefuses(t *testing.T) {
 	}
 }
 
-func TestReadAll(t *testing.T) {
+// TestReadAll runs in a synctest bubble: the broken files' rereads wait on
+// its fake clock, not for real.
+func TestReadAll(t *testing.T) { synctest.Test(t, testReadAll) }
+
+func testReadAll(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	all, skips, err := ReadAll(root)
 	if err != nil || len(all) != 0 || len(skips) != 0 {
@@ -421,7 +426,13 @@ func ExampleStatus_Effective() {
 // TestReadRetriesShortRead: a heartbeat seen half-written (a foreign writer
 // rewriting it in place, or a stale NFS attribute cache) is read again, and
 // the whole one is returned; a file that stays broken is ErrMalformed.
-func TestReadRetriesShortRead(t *testing.T) {
+//
+// It runs in a synctest bubble: the writer finishes halfway through the
+// first pause, on the bubble's fake clock, so the reread that sees the
+// whole file is always the first one, and no pause is waited for real.
+func TestReadRetriesShortRead(t *testing.T) { synctest.Test(t, testReadRetriesShortRead) }
+
+func testReadRetriesShortRead(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	if err := Write(root, Status{AgentID: "codex", State: StateAwake, Substate: SubIdle}); err != nil {
 		t.Fatal(err)
@@ -439,6 +450,7 @@ func TestReadRetriesShortRead(t *testing.T) {
 		time.Sleep(rereads[0] / 2)
 		done <- os.WriteFile(name, whole, 0o644) // the writer finishes in place
 	}()
+	start := time.Now()
 	s, err := Read(root, "codex")
 	if werr := <-done; werr != nil {
 		t.Fatal(werr)
@@ -446,11 +458,22 @@ func TestReadRetriesShortRead(t *testing.T) {
 	if err != nil || s.State != StateAwake {
 		t.Errorf("Read of a file completed in place = %+v, %v; want the whole heartbeat", s, err)
 	}
+	if took := time.Since(start); took != rereads[0] {
+		t.Errorf("Read of a file completed in place took %v, want one pause, %v", took, rereads[0])
+	}
 
 	if err := os.WriteFile(name, whole[:len(whole)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
+	start = time.Now()
 	if _, err := Read(root, "codex"); !errors.Is(err, ErrMalformed) {
 		t.Errorf("Read of a file that stays broken: %v, want ErrMalformed", err)
+	}
+	var all time.Duration
+	for _, d := range rereads {
+		all += d
+	}
+	if took := time.Since(start); took != all {
+		t.Errorf("Read of a file that stays broken took %v, want every pause, %v", took, all)
 	}
 }

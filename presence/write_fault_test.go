@@ -130,7 +130,9 @@ func TestWriteFailureKeepsHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteFailureKeepsHeartbeat$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), fsizeChild+"="+string(root))
+	// -race waits 1 s at a child's exit unless told not to.
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), fsizeChild+"="+string(root), "GORACE="+gorace)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "child: write failed with EFBIG") {
 		t.Fatalf("child: %v\n%s", err, out)
