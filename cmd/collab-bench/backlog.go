@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -51,45 +52,13 @@ func (b *bench) backlogFixture() (tree.Root, error) {
 	start := time.Now()
 	n := b.size.backlog
 	first := time.Now().UTC().Truncate(time.Second).Add(-time.Duration(n+b.runs+60) * time.Second)
-	senders := []string{"alice", "bob", "carol", "dave", "qc-1"}
-	msg := func(i int) channel.Message {
-		at := first.Add(time.Duration(i) * time.Second)
-		from := senders[i%len(senders)]
-		to, text := channel.Broadcast, fmt.Sprintf("build %d finished: %d tests passed, nothing for anyone to do", i, 1000+i%97)
-		switch i % 4 {
-		case 1:
-			to = senders[(i+1)%len(senders)]
-			text = fmt.Sprintf("please look at issue #%d when you can, @%s", i, to)
-		case 2:
-			text = fmt.Sprintf("%s: deploy %d is done", senders[(i+2)%len(senders)], i)
-		}
-		return channel.Message{
-			ID: channel.NewID(from, at, fmt.Sprintf("%04x", i&0xffff)), Timestamp: at.Format(channel.TimeFormat),
-			SessionID: backlogChannel, From: from, To: to, Type: "chat",
-			Content:  channel.Content{Text: text},
-			Metadata: channel.Metadata{Mode: "chat", Turn: from, Host: "host-2"},
-		}
-	}
 	jobs := make(chan int)
 	errs := make(chan error, 4)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			for i := range jobs {
-				var m channel.Message
-				if i < n {
-					m = msg(i)
-				} else {
-					// The one message for backlog run k, named last.
-					k := i - n
-					at := first.Add(time.Duration(i) * time.Second)
-					m = channel.Message{
-						ID: channel.NewID("alice", at, "beef"), Timestamp: at.Format(channel.TimeFormat),
-						SessionID: backlogChannel, From: "alice", To: backlogAgent(k), Type: "chat",
-						Content:  channel.Content{Text: "you are wanted after all that"},
-						Metadata: channel.Metadata{Mode: "chat", Turn: "alice"},
-					}
-				}
+				m := backlogMessage(first, i, n)
 				data, err := m.Encode()
 				if err == nil {
 					err = os.WriteFile(filepath.Join(dir, m.ID+".json"), data, 0o644)
@@ -120,6 +89,37 @@ func (b *bench) backlogFixture() (tree.Root, error) {
 	fmt.Fprintf(b.progress, "   fixture: %s messages written and synced in %v\n", thousands(n+b.runs), time.Since(start).Round(time.Millisecond))
 	b.backlogRoot = string(root)
 	return root, nil
+}
+
+// backlogMessage is message i of the backlog fixture, named i seconds
+// after first: below n, one for none of the bench's agents; from n on, the
+// one message for backlog run i-n, named last.
+func backlogMessage(first time.Time, i, n int) channel.Message {
+	at := first.Add(time.Duration(i) * time.Second)
+	if i >= n {
+		return channel.Message{
+			ID: channel.NewID("alice", at, "beef"), Timestamp: at.Format(channel.TimeFormat),
+			SessionID: backlogChannel, From: "alice", To: backlogAgent(i - n), Type: "chat",
+			Content:  channel.Content{Text: "you are wanted after all that"},
+			Metadata: channel.Metadata{Mode: channel.ModeChat, Turn: "alice"},
+		}
+	}
+	senders := []string{"alice", "bob", "carol", "dave", "qc-1"}
+	from := senders[i%len(senders)]
+	to, text := channel.Broadcast, fmt.Sprintf("build %d finished: %d tests passed, nothing for anyone to do", i, 1000+i%97)
+	switch i % 4 {
+	case 1:
+		to = senders[(i+1)%len(senders)]
+		text = fmt.Sprintf("please look at issue #%d when you can, @%s", i, to)
+	case 2:
+		text = fmt.Sprintf("%s: deploy %d is done", senders[(i+2)%len(senders)], i)
+	}
+	return channel.Message{
+		ID: channel.NewID(from, at, fmt.Sprintf("%04x", i&0xffff)), Timestamp: at.Format(channel.TimeFormat),
+		SessionID: backlogChannel, From: from, To: to, Type: "chat",
+		Content:  channel.Content{Text: text},
+		Metadata: channel.Metadata{Mode: channel.ModeChat, Turn: from, Host: "host-2"},
+	}
 }
 
 func (b *bench) backlog(ctx context.Context) []Figure {
@@ -264,20 +264,7 @@ func (b *bench) idleRun(ctx context.Context) (vals [2][]float64, err error) {
 		}
 		ws = append(ws, w)
 	}
-	// Idle: presence written (startup done), then the first listings and
-	// the 2 s settle time after them behind.
-	for _, w := range ws {
-		if err := waitFor(ctx, w.agent+" to start", func() bool {
-			s, err := presence.Read(root, w.agent)
-			return err == nil && s.State == presence.StateAwake || w.exited()
-		}); err != nil {
-			return vals, err
-		}
-		if w.exited() {
-			return vals, fmt.Errorf("%s exited: %s", w.agent, tail(w.stderr.String(), 500))
-		}
-	}
-	if err := sleep(ctx, 3*time.Second); err != nil {
+	if err := waitIdle(ctx, root, ws); err != nil {
 		return vals, err
 	}
 	t0 := time.Now()
@@ -300,26 +287,54 @@ func (b *bench) idleRun(ctx context.Context) (vals [2][]float64, err error) {
 		}
 	}
 	for _, w := range ws {
-		if w.exited() {
-			return vals, fmt.Errorf("%s exited: %s", w.agent, tail(w.stderr.String(), 500))
-		}
-		ticks, err := cpuTicks(w.cmd.Process.Pid)
+		share, mb, err := w.measured(t0, b.progress)
 		if err != nil {
 			return vals, err
 		}
-		wall := time.Since(t0)
-		kb, err := statusKB(w.cmd.Process.Pid, "VmRSS")
-		if err != nil {
-			return vals, err
-		}
-		share := float64(ticks-w.ticks) / userHZ / wall.Seconds() * 100
-		mb := float64(kb) * 1024 / 1e6
 		vals[0] = append(vals[0], share)
 		vals[1] = append(vals[1], mb)
-		fmt.Fprintf(b.progress, "   %s: %.3g%% of a core (%d ticks in %v), RSS %.1f MB at the end, %.1f–%.1f MB in the window\n",
-			w.agent, share, ticks-w.ticks, wall.Round(time.Millisecond), mb, float64(w.rssMin)*1024/1e6, float64(w.rssMax)*1024/1e6)
 	}
 	return vals, nil
+}
+
+// waitIdle waits until the watchers are idle: presence written (startup
+// done), then the first listings and the 2 s settle time after them
+// behind.
+func waitIdle(ctx context.Context, root tree.Root, ws []*idleWatcher) error {
+	for _, w := range ws {
+		if err := waitFor(ctx, w.agent+" to start", func() bool {
+			s, err := presence.Read(root, w.agent)
+			return err == nil && s.State == presence.StateAwake || w.exited()
+		}); err != nil {
+			return err
+		}
+		if w.exited() {
+			return fmt.Errorf("%s exited: %s", w.agent, tail(w.stderr.String(), 500))
+		}
+	}
+	return sleep(ctx, 3*time.Second)
+}
+
+// measured returns the watcher's CPU share (% of a core) since t0 and its
+// RSS (MB) now, and writes them to progress.
+func (w *idleWatcher) measured(t0 time.Time, progress io.Writer) (share, mb float64, err error) {
+	if w.exited() {
+		return 0, 0, fmt.Errorf("%s exited: %s", w.agent, tail(w.stderr.String(), 500))
+	}
+	ticks, err := cpuTicks(w.cmd.Process.Pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	wall := time.Since(t0)
+	kb, err := statusKB(w.cmd.Process.Pid, "VmRSS")
+	if err != nil {
+		return 0, 0, err
+	}
+	share = float64(ticks-w.ticks) / userHZ / wall.Seconds() * 100
+	mb = float64(kb) * 1024 / 1e6
+	fmt.Fprintf(progress, "   %s: %.3g%% of a core (%d ticks in %v), RSS %.1f MB at the end, %.1f–%.1f MB in the window\n",
+		w.agent, share, ticks-w.ticks, wall.Round(time.Millisecond), mb, float64(w.rssMin)*1024/1e6, float64(w.rssMax)*1024/1e6)
+	return share, mb, nil
 }
 
 // startIdle starts collab watch for agent on the backlog channel, in a

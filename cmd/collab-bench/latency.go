@@ -177,24 +177,15 @@ type result struct {
 func (b *bench) latencyRun(ctx context.Context, l layout, run int) (lat []time.Duration, err error) {
 	base := filepath.Join(b.dir, fmt.Sprintf("latency-%s-%d", l.key, run))
 	backing := tree.Root(filepath.Join(base, "tree"))
-	if err := os.MkdirAll(backing.Channel(benchChannel), 0o755); err != nil {
-		return nil, err
-	}
-	watchRoot, sendRoot := backing, backing
-	if l.twoHosts {
-		a, s := filepath.Join(base, "host-a"), filepath.Join(base, "host-b")
-		for _, at := range []string{a, s} {
-			if err := b.mounts.mount(ctx, string(backing), at); err != nil {
-				return nil, err
-			}
-			// Deferred first, so it runs after the watcher has stopped.
-			defer func() {
-				if uerr := b.mounts.unmount(at); err == nil {
-					err = uerr
-				}
-			}()
+	watchRoot, sendRoot, unmount, err := b.latencyTree(ctx, l, base, backing)
+	// Deferred first, so it runs after the watcher has stopped.
+	defer func() {
+		if uerr := unmount(); err == nil {
+			err = uerr
 		}
-		watchRoot, sendRoot = tree.Root(a), tree.Root(s)
+	}()
+	if err != nil {
+		return nil, err
 	}
 
 	started := make(chan call, 1)
@@ -219,36 +210,12 @@ func (b *bench) latencyRun(ctx context.Context, l layout, run int) (lat []time.D
 	var sender *natsbus.Bus
 	var srv *server.Server
 	if l.nats {
-		if srv, err = startNATS(filepath.Join(base, "nats")); err != nil {
-			return nil, err
-		}
-		defer srv.Shutdown()
-		quiet := slog.New(slog.DiscardHandler)
-		// As deployed: the stream exists before the watcher connects
-		// (collab nats init), so publishes wait for JetStream's ack.
-		sender, err = natsbus.Connect(ctx, natsbus.Options{URL: srv.ClientURL(), Name: natsbus.ConnName(senderAgent, "host-b"), Logger: quiet})
+		var stopNATS func()
+		srv, sender, stopNATS, err = wireNATS(ctx, filepath.Join(base, "nats"), &cfg)
+		defer stopNATS()
 		if err != nil {
 			return nil, err
 		}
-		defer sender.Close()
-		if _, err := sender.InitStream(ctx, natsbus.StreamConfig{}); err != nil {
-			return nil, err
-		}
-		bus, err := natsbus.Connect(ctx, natsbus.Options{URL: srv.ClientURL(), Name: natsbus.ConnName(benchAgent, "host-a"), Logger: logger})
-		if err != nil {
-			return nil, err
-		}
-		defer bus.Drain()
-		// Wired as collab watch wires it.
-		announce := make(chan channel.Message, 256)
-		cfg.Announce = announce
-		cfg.Publisher = bus
-		cfg.Wakers = append(cfg.Wakers, natsbus.Waker{Bus: bus, OnMessage: func(m channel.Message) {
-			select {
-			case announce <- m:
-			default:
-			}
-		}})
 	}
 
 	stop, err := startWatcher(ctx, cfg, func() bool {
@@ -265,25 +232,113 @@ func (b *bench) latencyRun(ctx context.Context, l layout, run int) (lat []time.D
 			err = serr
 		}
 	}()
+	p := pinger{l: l, w: &channel.Writer{Root: sendRoot}, sender: sender, started: started,
+		claims: &claim.Store{Root: backing, Self: claim.Owner{Agent: benchAgent}}}
+	return p.run(ctx)
+}
 
-	w := &channel.Writer{Root: sendRoot}
-	claims := &claim.Store{Root: backing, Self: claim.Owner{Agent: benchAgent}}
-	for i := range l.n + 1 { // 0 is the warm-up
-		if err := sleep(ctx, l.gap()); err != nil {
+// latencyTree makes the tree of one run and, for a two-host layout, the
+// two bindfs views of it; it returns where the watcher and the sender work
+// and a function that undoes the mounts (to call even on an error).
+func (b *bench) latencyTree(ctx context.Context, l layout, base string, backing tree.Root) (watchRoot, sendRoot tree.Root, unmount func() error, err error) {
+	var mounted []string
+	unmount = func() error {
+		var first error
+		for _, at := range slices.Backward(mounted) {
+			if err := b.mounts.unmount(at); first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	if err := os.MkdirAll(backing.Channel(benchChannel), 0o755); err != nil {
+		return "", "", unmount, err
+	}
+	if !l.twoHosts {
+		return backing, backing, unmount, nil
+	}
+	a, s := filepath.Join(base, "host-a"), filepath.Join(base, "host-b")
+	for _, at := range []string{a, s} {
+		if err := b.mounts.mount(ctx, string(backing), at); err != nil {
+			return "", "", unmount, err
+		}
+		mounted = append(mounted, at)
+	}
+	return tree.Root(a), tree.Root(s), unmount, nil
+}
+
+// wireNATS starts an embedded nats-server in storeDir with the stream made
+// (as deployed: the stream exists before the watcher connects, collab nats
+// init, so publishes wait for JetStream's ack), connects a sender, and
+// wires the watcher's Bus into cfg as collab watch does. stop closes
+// whatever was started (to call even on an error).
+func wireNATS(ctx context.Context, storeDir string, cfg *watcher.Config) (srv *server.Server, sender *natsbus.Bus, stop func(), err error) {
+	var undo []func()
+	stop = func() {
+		for _, f := range slices.Backward(undo) {
+			f()
+		}
+	}
+	if srv, err = startNATS(storeDir); err != nil {
+		return nil, nil, stop, err
+	}
+	undo = append(undo, srv.Shutdown)
+	quiet := slog.New(slog.DiscardHandler)
+	sender, err = natsbus.Connect(ctx, natsbus.Options{URL: srv.ClientURL(), Name: natsbus.ConnName(senderAgent, "host-b"), Logger: quiet})
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	undo = append(undo, sender.Close)
+	if _, err := sender.InitStream(ctx, natsbus.StreamConfig{}); err != nil {
+		return nil, nil, stop, err
+	}
+	bus, err := natsbus.Connect(ctx, natsbus.Options{URL: srv.ClientURL(), Name: natsbus.ConnName(benchAgent, "host-a"), Logger: cfg.Logger})
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	undo = append(undo, func() { bus.Drain() })
+	announce := make(chan channel.Message, 256)
+	cfg.Announce = announce
+	cfg.Publisher = bus
+	cfg.Wakers = append(cfg.Wakers, natsbus.Waker{Bus: bus, OnMessage: func(m channel.Message) {
+		select {
+		case announce <- m:
+		default:
+		}
+	}})
+	return srv, sender, stop, nil
+}
+
+// pinger sends a run's messages one after another and times each.
+type pinger struct {
+	l       layout
+	w       *channel.Writer
+	sender  *natsbus.Bus // publishes each message after its file; may be nil
+	started <-chan call  // the fake CLI's starts
+	claims  *claim.Store // where the reply shows
+}
+
+// run sends l.n messages after a warm-up, each l.gap() after the reply to
+// the one before, and returns for each the time from its being visible to
+// the CLI being started.
+func (p *pinger) run(ctx context.Context) ([]time.Duration, error) {
+	var lat []time.Duration
+	for i := range p.l.n + 1 { // 0 is the warm-up
+		if err := sleep(ctx, p.l.gap()); err != nil {
 			return nil, err
 		}
 		m := channel.Message{SessionID: benchChannel, From: senderAgent, To: benchAgent, Content: channel.Content{Text: fmt.Sprintf("ping %d", i)}}
-		if err := w.Post(&m); err != nil {
+		if err := p.w.Post(&m); err != nil {
 			return nil, err
 		}
-		if sender != nil {
-			if err := sender.PublishMessage(ctx, &m); err != nil {
+		if p.sender != nil {
+			if err := p.sender.PublishMessage(ctx, &m); err != nil {
 				return nil, err
 			}
 		}
 		visible := time.Now()
 		select {
-		case c := <-started:
+		case c := <-p.started:
 			if c.id != m.ID {
 				return nil, fmt.Errorf("CLI started for %s, want %s", c.id, m.ID)
 			}
@@ -296,7 +351,7 @@ func (b *bench) latencyRun(ctx context.Context, l layout, run int) (lat []time.D
 			return nil, ctx.Err()
 		}
 		if err := waitFor(ctx, "the reply to "+m.ID, func() bool {
-			c, err := claims.Read(benchChannel, m.ID)
+			c, err := p.claims.Read(benchChannel, m.ID)
 			return err == nil && c.Status == claim.Replied
 		}); err != nil {
 			return nil, err

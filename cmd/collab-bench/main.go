@@ -169,6 +169,56 @@ type bench struct {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	b, o, err := parseArgs(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "collab-bench-")
+	if err != nil {
+		return err
+	}
+	b.dir = dir
+	defer func() {
+		if err := b.mounts.unmountAll(); err != nil {
+			fmt.Fprintln(stderr, "collab-bench:", err)
+			return // never remove through a mount still up
+		}
+		os.RemoveAll(dir)
+	}()
+
+	start := time.Now()
+	rep := b.measure(ctx, o)
+	if err := writeTable(stdout, rep.Figures); err != nil {
+		return err
+	}
+	if path, err := filepath.Abs(o.jsonPath); err == nil {
+		o.jsonPath = path
+	}
+	if err := writeJSON(o.jsonPath, rep); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	fmt.Fprintf(stderr, "collab-bench: wrote %s in %v: %d figure(s), %d over target, %d not measured; load %s\n",
+		o.jsonPath, time.Since(start).Round(time.Second), len(rep.Figures), rep.Failures, rep.Errors, rep.LoadAfter)
+	switch {
+	case ctx.Err() != nil:
+		return errors.New("interrupted")
+	case rep.Errors > 0:
+		return fmt.Errorf("%d figure(s) could not be measured", rep.Errors)
+	}
+	return nil
+}
+
+// options are the flags that are not the bench's own settings.
+type options struct {
+	jsonPath string
+	quick    bool
+	parts    []part // the parts to run, in order
+}
+
+// parseArgs reads the flags (and $COLLAB_BENCH_COLLAB) into a bench, its
+// temp folder not made yet, and the options of the run.
+func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (*bench, options, error) {
+	var o options
 	fs := flag.NewFlagSet("collab-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -183,100 +233,74 @@ Flags:
 		fs.PrintDefaults()
 	}
 	runs := fs.Int("runs", 0, "runs per figure, whose median is reported (default 3; 1 with -quick)")
-	jsonPath := fs.String("json", "bench.json", "file to write the results to as JSON")
-	quick := fs.Bool("quick", false, "one run, smaller sizes and a 15 s idle window")
+	fs.StringVar(&o.jsonPath, "json", "bench.json", "file to write the results to as JSON")
+	fs.BoolVar(&o.quick, "quick", false, "one run, smaller sizes and a 15 s idle window")
 	only := fs.String("only", "", "comma-separated parts to run (default all): "+strings.Join(partNames(), ", "))
 	collabBin := fs.String("collab", "", "collab binary to run (env COLLAB_BENCH_COLLAB; default: go build collab/cmd/collab)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return nil, o, err
 		}
-		return &usageError{err.Error()}
+		return nil, o, &usageError{err.Error()}
 	}
 	if fs.NArg() > 0 {
-		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+		return nil, o, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	b := &bench{runs: *runs, size: fullSizes, progress: &lockedWriter{w: stderr}, collab: *collabBin}
-	if *quick {
+	if o.quick {
 		b.size = quickSizes
 	}
 	if b.runs == 0 {
 		b.runs = 3
-		if *quick {
+		if o.quick {
 			b.runs = 1
 		}
 	}
 	if b.runs < 0 {
-		return &usageError{"-runs must be positive"}
+		return nil, o, &usageError{"-runs must be positive"}
 	}
 	if b.collab == "" {
 		b.collab = getenv("COLLAB_BENCH_COLLAB")
 	}
-	selected := parts()
+	o.parts = parts()
 	if *only != "" {
 		want := strings.Split(*only, ",")
 		for _, w := range want {
 			if !slices.Contains(partNames(), w) {
-				return &usageError{fmt.Sprintf("-only: unknown part %q; use %s", w, strings.Join(partNames(), ", "))}
+				return nil, o, &usageError{fmt.Sprintf("-only: unknown part %q; use %s", w, strings.Join(partNames(), ", "))}
 			}
 		}
-		selected = slices.DeleteFunc(selected, func(p part) bool { return !slices.Contains(want, p.name) })
+		o.parts = slices.DeleteFunc(o.parts, func(p part) bool { return !slices.Contains(want, p.name) })
 	}
+	return b, o, nil
+}
 
-	dir, err := os.MkdirTemp("", "collab-bench-")
-	if err != nil {
-		return err
-	}
-	b.dir = dir
-	defer func() {
-		if err := b.mounts.unmountAll(); err != nil {
-			fmt.Fprintln(stderr, "collab-bench:", err)
-			return // never remove through a mount still up
-		}
-		os.RemoveAll(dir)
-	}()
-
+// measure runs the selected parts in order until ctx ends and reports
+// their figures.
+func (b *bench) measure(ctx context.Context, o options) *Report {
 	rep := &Report{
 		Started:    time.Now().UTC().Truncate(time.Second),
 		Runs:       b.runs,
-		Quick:      *quick,
+		Quick:      o.quick,
 		CPUs:       runtime.NumCPU(),
 		Go:         runtime.Version(),
-		TempDir:    dir,
-		TempFS:     fsType(dir),
+		TempDir:    b.dir,
+		TempFS:     fsType(b.dir),
 		LoadBefore: loadAvg(),
 	}
-	fmt.Fprintf(stderr, "collab-bench: %d run(s) per figure, temp folder %s (%s), %d CPUs, load %s\n", b.runs, dir, rep.TempFS, rep.CPUs, rep.LoadBefore)
+	fmt.Fprintf(b.progress, "collab-bench: %d run(s) per figure, temp folder %s (%s), %d CPUs, load %s\n", b.runs, b.dir, rep.TempFS, rep.CPUs, rep.LoadBefore)
 	start := time.Now()
-	for _, p := range selected {
+	for _, p := range o.parts {
 		if ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(stderr, "== %s\n", p.name)
+		fmt.Fprintf(b.progress, "== %s\n", p.name)
 		rep.Figures = append(rep.Figures, p.run(b, ctx)...)
 	}
 	rep.Seconds = time.Since(start).Round(time.Second).Seconds()
 	rep.LoadAfter = loadAvg()
 	rep.count()
-
-	if err := writeTable(stdout, rep.Figures); err != nil {
-		return err
-	}
-	if path, err := filepath.Abs(*jsonPath); err == nil {
-		*jsonPath = path
-	}
-	if err := writeJSON(*jsonPath, rep); err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	fmt.Fprintf(stderr, "collab-bench: wrote %s in %v: %d figure(s), %d over target, %d not measured; load %s\n",
-		*jsonPath, time.Since(start).Round(time.Second), len(rep.Figures), rep.Failures, rep.Errors, rep.LoadAfter)
-	switch {
-	case ctx.Err() != nil:
-		return errors.New("interrupted")
-	case rep.Errors > 0:
-		return fmt.Errorf("%d figure(s) could not be measured", rep.Errors)
-	}
-	return nil
+	return rep
 }
 
 // repeat calls measure once per run and collects its values by figure

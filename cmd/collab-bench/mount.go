@@ -9,7 +9,7 @@ import (
 )
 
 // mounts makes bindfs views of a folder, each standing for one host of a
-// shared NFS export (as internal/bindfstest does for tests), and unmounts
+// shared NFS export (as package bindfstest does for tests), and unmounts
 // whatever is left at the end.
 type mounts struct {
 	mu     sync.Mutex

@@ -137,33 +137,18 @@ func brokerFaults(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	r := &brokerRun{e: e, port: port, store: filepath.Join(e.dir, "nats")}
+	if r.broker, err = e.startNATS(ctx, port, r.store); err != nil {
+		return err
+	}
+	defer func() { r.broker.kill() }()
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	store := filepath.Join(e.dir, "nats")
-	broker, err := e.startNATS(ctx, port, store)
-	if err != nil {
-		return err
-	}
-	defer func() { broker.kill() }()
 	natsEnv := []string{"NATS_URL=" + url}
-	init := exec.CommandContext(ctx, e.h.collab, "nats", "init", "--root", e.backing)
-	init.Env = append(childEnv(), natsEnv...)
-	if out, err := init.CombinedOutput(); err != nil {
-		return fmt.Errorf("collab nats init: %v: %s", err, out)
-	}
-	busLog, err := os.Create(filepath.Join(e.dir, "harness-nats.log"))
+	bus, closeBus, err := e.harnessBus(ctx, url, natsEnv)
 	if err != nil {
 		return err
 	}
-	defer busLog.Close()
-	bus, err := natsbus.Connect(ctx, natsbus.Options{URL: url, Name: "collab-faults", ReconnectWait: 250 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(busLog, nil))})
-	if err != nil {
-		return err
-	}
-	defer bus.Close()
-	if !bus.JetStream() {
-		return fmt.Errorf("the broker has no stream after collab nats init: the scenario would test core NATS only")
-	}
+	defer closeBus()
 	// Polling every 2 s without inotify: NATS is what makes it fast, the
 	// poll is what makes it right.
 	o := watchOpts{root: e.backing, poll: 2 * time.Second, noNotify: true, env: natsEnv}
@@ -171,46 +156,12 @@ func brokerFaults(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	var (
-		down, up time.Time
-		b        burst
-	)
-	phase := func(i int) string {
-		switch {
-		case i == n/5:
-			broker.kill()
-			down = time.Now()
-			var err error
-			if b, err = e.publishBurst(ctx, bus); err != nil {
-				return "burst failed: " + err.Error()
-			}
-			return fmt.Sprintf("broker SIGKILLed; a burst of %d messages, %.1f MB, published while it is down: %d publishes failed at once",
-				b.n, float64(b.bytes)/(1<<20), b.failed)
-		case i == 2*n/5:
-			var err error
-			if broker, err = e.startNATS(ctx, port, store); err != nil {
-				return "restart failed: " + err.Error()
-			}
-			up = time.Now()
-			return "broker restarted"
-		case i == 3*n/5:
-			broker.cmd.Process.Signal(syscall.SIGSTOP)
-			return "broker SIGSTOPped"
-		case i == 3*n/5+n/12:
-			// Every send meanwhile waits out a connect timeout; a few
-			// are enough.
-			broker.cmd.Process.Signal(syscall.SIGCONT)
-			return "broker SIGCONTed"
-		}
-		return ""
-	}
 	var slowest time.Duration
 	for i := range n {
-		if p := phase(i); p != "" {
+		if p, err := r.phase(ctx, bus, i, n); err != nil {
+			return err
+		} else if p != "" {
 			e.logf("%s (message %d of %d)", p, i+1, n)
-			if strings.HasPrefix(p, "restart failed") || strings.HasPrefix(p, "burst failed") {
-				return fmt.Errorf("%s", p)
-			}
 		}
 		t0 := time.Now()
 		if _, err := e.sendEnv(ctx, natsEnv, fmt.Sprintf("s10 message %d of %d", i+1, n)); err != nil {
@@ -221,6 +172,7 @@ func brokerFaults(ctx context.Context, e *env) error {
 			return err
 		}
 	}
+	b := r.b
 	e.note("slowest send %v (a stopped broker holds a connect or publish up to its timeout)", slowest.Round(time.Millisecond))
 	e.note("burst while the broker was down: %d messages, %.1f MB (nats.go's default reconnect buffer is 8 MB): %d publishes failed at once, %d were accepted",
 		b.n, float64(b.bytes)/(1<<20), b.failed, b.n-b.failed)
@@ -234,7 +186,77 @@ func brokerFaults(ctx context.Context, e *env) error {
 		e.problem("the watcher's log never mentions nats: the broker faults reached nothing")
 	}
 	e.note("%d watcher log lines about nats", countLines(w.log, "nats"))
-	return e.checkStream(ctx, bus, b, down, up)
+	return e.checkStream(ctx, bus, b, r.down, r.up)
+}
+
+// harnessBus makes the stream (collab nats init) and connects the
+// harness to the broker through natsbus, as a watcher is, logging to
+// harness-nats.log; it refuses a broker without the stream.
+func (e *env) harnessBus(ctx context.Context, url string, natsEnv []string) (*natsbus.Bus, func(), error) {
+	init := exec.CommandContext(ctx, e.h.collab, "nats", "init", "--root", e.backing)
+	init.Env = append(childEnv(), natsEnv...)
+	if out, err := init.CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("collab nats init: %v: %s", err, out)
+	}
+	busLog, err := os.Create(filepath.Join(e.dir, "harness-nats.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	bus, err := natsbus.Connect(ctx, natsbus.Options{URL: url, Name: "collab-faults", ReconnectWait: 250 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(busLog, nil))})
+	if err != nil {
+		busLog.Close()
+		return nil, nil, err
+	}
+	closeAll := func() { bus.Close(); busLog.Close() }
+	if !bus.JetStream() {
+		closeAll()
+		return nil, nil, fmt.Errorf("the broker has no stream after collab nats init: the scenario would test core NATS only")
+	}
+	return bus, closeAll, nil
+}
+
+// brokerRun is scenario 10's broker and what its faults left to check.
+type brokerRun struct {
+	e      *env
+	port   int
+	store  string
+	broker *natsProc
+
+	down, up time.Time // when the broker was killed and restarted
+	b        burst     // published while it was down
+}
+
+// phase makes the fault due before message i of n, if any, and says what
+// it did.
+func (r *brokerRun) phase(ctx context.Context, bus *natsbus.Bus, i, n int) (string, error) {
+	switch {
+	case i == n/5:
+		r.broker.kill()
+		r.down = time.Now()
+		var err error
+		if r.b, err = r.e.publishBurst(ctx, bus); err != nil {
+			return "", fmt.Errorf("burst failed: %w", err)
+		}
+		return fmt.Sprintf("broker SIGKILLed; a burst of %d messages, %.1f MB, published while it is down: %d publishes failed at once",
+			r.b.n, float64(r.b.bytes)/(1<<20), r.b.failed), nil
+	case i == 2*n/5:
+		var err error
+		if r.broker, err = r.e.startNATS(ctx, r.port, r.store); err != nil {
+			return "", fmt.Errorf("restart failed: %w", err)
+		}
+		r.up = time.Now()
+		return "broker restarted", nil
+	case i == 3*n/5:
+		r.broker.cmd.Process.Signal(syscall.SIGSTOP)
+		return "broker SIGSTOPped", nil
+	case i == 3*n/5+n/12:
+		// Every send meanwhile waits out a connect timeout; a few are
+		// enough.
+		r.broker.cmd.Process.Signal(syscall.SIGCONT)
+		return "broker SIGCONTed", nil
+	}
+	return "", nil
 }
 
 // burst is what publishBurst posted.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,7 +196,7 @@ func (e *env) stopWatchers() {
 // already in the channel prove what was answered.
 func corruptState(ctx context.Context, e *env) error {
 	per := e.size(8, 4)
-	stateFile := filepath.Join(tree.Root(e.backing).State(agent), "watch.json")
+	stateFile := e.statePath()
 	corruptions := []struct {
 		name string
 		do   func(data []byte) []byte
@@ -285,85 +286,17 @@ func presenceRewrites(ctx context.Context, e *env, root, cached string, stop <-c
 	if err := presence.Write(tree.Root(e.backing), st); err != nil {
 		return err
 	}
-	path := filepath.Join(tree.Root(e.backing).Presence(), who+".json")
-	var (
-		mu      sync.Mutex
-		windows [][2]time.Time // when the file was short
-	)
+	rw := &rewriter{path: filepath.Join(tree.Root(e.backing).Presence(), who+".json"), st: st}
 	writerDone := make(chan error, 1)
+	go func() { writerDone <- rw.run(ctx, newRng(e), stop) }()
+	var on [2]whoTally // root, cached
 	rng := newRng(e)
-	go func() {
-		writerDone <- func() error {
-			for {
-				select {
-				case <-stop:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(between(rng, 200*time.Millisecond, 400*time.Millisecond)):
-				}
-				st.Timestamp = presence.FormatTime(time.Now())
-				data, err := st.Encode()
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				windows = append(windows, [2]time.Time{time.Now()}) // the end when known
-				k := len(windows) - 1
-				mu.Unlock()
-				f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
-				if err != nil {
-					return err
-				}
-				time.Sleep(20 * time.Millisecond)
-				_, err1 := f.Write(data[:len(data)/2])
-				time.Sleep(50 * time.Millisecond)
-				_, err2 := f.Write(data[len(data)/2:])
-				err3 := f.Close()
-				mu.Lock()
-				windows[k][1] = time.Now()
-				mu.Unlock()
-				if err := errors.Join(err1, err2, err3); err != nil {
-					return err
-				}
-			}
-		}()
-	}()
-	type tally struct {
-		checks, failed, overlapping int
-		first                       string
-	}
-	var on [2]tally // root, cached
 	for k := 0; ; k++ {
 		select {
 		case <-stop:
 		default:
-			mount := []string{root, cached}[k%2]
-			t := &on[k%2]
-			t0 := time.Now()
-			cmd := exec.CommandContext(ctx, e.h.collab, "who", "--root", mount, "--check", who)
-			cmd.Env = childEnv()
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			t1 := time.Now()
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			t.checks++
-			mu.Lock()
-			for i := len(windows) - 1; i >= 0 && i >= len(windows)-3; i-- {
-				if w := windows[i]; (w[1].IsZero() || t0.Before(w[1])) && t1.After(w[0]) {
-					t.overlapping++
-					break
-				}
-			}
-			mu.Unlock()
-			if err != nil {
-				t.failed++
-				if t.first == "" {
-					t.first = fmt.Sprintf("%v: %s", err, bytes.TrimSpace(stderr.Bytes()))
-				}
+			if err := on[k%2].check(ctx, e, []string{root, cached}[k%2], who, rw); err != nil {
+				return err
 			}
 			if err := sleep(ctx, between(rng, 0, 30*time.Millisecond)); err != nil {
 				return err
@@ -375,12 +308,9 @@ func presenceRewrites(ctx context.Context, e *env, root, cached string, stop <-c
 	if err := <-writerDone; err != nil {
 		return fmt.Errorf("presence rewriter: %w", err)
 	}
-	mu.Lock()
-	rewrites := len(windows)
-	mu.Unlock()
 	c, a := on[0], on[1]
 	e.note("presence of %s rewritten in place %d times (truncate, half, 50 ms, half); `collab who --check %s` on a mount revalidating at open: %d checks, %d while the file was short, %d failed",
-		who, rewrites, who, c.checks, c.overlapping, c.failed)
+		who, rw.rewrites(), who, c.checks, c.overlapping, c.failed)
 	e.note("limit: on the mount with a 20 s attribute cache, %d of %d checks failed (%d while the file was short): the kernel keeps a short read's size until the cache expires; first: %s",
 		a.failed, a.checks, a.overlapping, clip(cmpOr(a.first, "none"), 200))
 	if c.failed > 0 {
@@ -389,6 +319,108 @@ func presenceRewrites(ctx context.Context, e *env, root, cached string, stop <-c
 	}
 	if c.overlapping == 0 {
 		e.problem("no presence check ran while the file was short: the presence part tested nothing")
+	}
+	return nil
+}
+
+// rewriter rewrites a presence file in place, not atomically, every
+// 200-400 ms: truncate, 20 ms, half, 50 ms, the other half. It keeps the
+// windows in which the file was short.
+type rewriter struct {
+	path string
+	st   presence.Status
+
+	mu      sync.Mutex
+	windows [][2]time.Time // when the file was short; the end zero until known
+}
+
+// run rewrites until stop closes or ctx ends.
+func (rw *rewriter) run(ctx context.Context, rng *rand.Rand, stop <-chan struct{}) error {
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(between(rng, 200*time.Millisecond, 400*time.Millisecond)):
+		}
+		if err := rw.rewrite(); err != nil {
+			return err
+		}
+	}
+}
+
+func (rw *rewriter) rewrite() error {
+	rw.st.Timestamp = presence.FormatTime(time.Now())
+	data, err := rw.st.Encode()
+	if err != nil {
+		return err
+	}
+	rw.mu.Lock()
+	rw.windows = append(rw.windows, [2]time.Time{time.Now()}) // the end when known
+	k := len(rw.windows) - 1
+	rw.mu.Unlock()
+	f, err := os.OpenFile(rw.path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	time.Sleep(20 * time.Millisecond)
+	_, err1 := f.Write(data[:len(data)/2])
+	time.Sleep(50 * time.Millisecond)
+	_, err2 := f.Write(data[len(data)/2:])
+	err3 := f.Close()
+	rw.mu.Lock()
+	rw.windows[k][1] = time.Now()
+	rw.mu.Unlock()
+	return errors.Join(err1, err2, err3)
+}
+
+// shortDuring reports whether the file was short at some time between t0
+// and t1 (looking at the last three rewrites).
+func (rw *rewriter) shortDuring(t0, t1 time.Time) bool {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	for i := len(rw.windows) - 1; i >= 0 && i >= len(rw.windows)-3; i-- {
+		if w := rw.windows[i]; (w[1].IsZero() || t0.Before(w[1])) && t1.After(w[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (rw *rewriter) rewrites() int {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return len(rw.windows)
+}
+
+// whoTally counts the `collab who --check` runs on one mount.
+type whoTally struct {
+	checks, failed, overlapping int
+	first                       string // the first failure
+}
+
+// check runs `collab who --check who` on mount once and counts it.
+func (t *whoTally) check(ctx context.Context, e *env, mount, who string, rw *rewriter) error {
+	t0 := time.Now()
+	cmd := exec.CommandContext(ctx, e.h.collab, "who", "--root", mount, "--check", who)
+	cmd.Env = childEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	t1 := time.Now()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	t.checks++
+	if rw.shortDuring(t0, t1) {
+		t.overlapping++
+	}
+	if err != nil {
+		t.failed++
+		if t.first == "" {
+			t.first = fmt.Sprintf("%v: %s", err, bytes.TrimSpace(stderr.Bytes()))
+		}
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ type harness struct {
 	quick    bool
 	seed     uint64
 	progress io.Writer
-	bindfs   bool // bindfs and FUSE work here
+	noBindfs error // why bindfs and FUSE do not work here; nil if they do
 }
 
 // env is one scenario's run: its tree, mounts, processes and acks.
@@ -55,6 +55,16 @@ type env struct {
 	garbage  []garbageFile     // scenario 12's foreign files
 	posted   map[string]string // scenario 8's messages, by text
 }
+
+// watchFile is the name of the watcher's state file in its state folder
+// (a private constant of package watcher, read here as a test tool).
+const watchFile = "watch.json"
+
+// statePath is the file the agent's watcher saves its state to.
+func (e *env) statePath() string { return filepath.Join(tree.Root(e.backing).State(agent), watchFile) }
+
+// logPath is the agent's watcher log, one JSON object a line.
+func (e *env) logPath() string { return filepath.Join(tree.Root(e.backing).Logs(), agent+".log") }
 
 // newRng returns a generator for one goroutine, seeded from the scenario's.
 func newRng(e *env) *rand.Rand { return rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64())) }

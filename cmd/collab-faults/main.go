@@ -122,6 +122,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"collab/internal/plumbing/tree"
 	"collab/internal/testsupport/fusemount"
 )
 
@@ -133,7 +134,7 @@ func main() {
 		os.Exit(natsChild(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	var usage usageError
 	switch {
@@ -176,26 +177,74 @@ func (r result) failed() bool {
 	return r.Error != "" || len(r.Problems) > 0 || r.Verdict.failed()
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// options are collab-faults' flags.
+type options struct {
+	quick   bool
+	seed    uint64
+	jsonOut string
+	collab  string
+	keep    bool
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, list, err := parseArgs(args, stderr)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "collab-faults-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintln(stderr, "run folder:", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	h, err := newHarness(ctx, o, dir, stderr)
+	if err != nil {
+		return err
+	}
+	results := h.runAll(ctx, list, getenv("COLLAB_TEST_REQUIRE_BINDFS") == "1")
+	total := time.Since(start)
+
+	report(stdout, results, total)
+	if o.jsonOut != "" {
+		if err := writeResults(o, total, results); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if slices.ContainsFunc(results, result.failed) {
+		return errFailed
+	}
+	return nil
+}
+
+// parseArgs reads the flags and picks the scenarios to run.
+func parseArgs(args []string, stderr io.Writer) (options, []scenario, error) {
+	var o options
 	fs := pflag.NewFlagSet("collab-faults", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: collab-faults [flags]\n\nDrives collab watch and send through faults and checks that every acked message is answered exactly once.\n\nFlags:\n%s", fs.FlagUsages())
 	}
-	quick := fs.Bool("quick", false, "fewer messages per scenario")
+	fs.BoolVar(&o.quick, "quick", false, "fewer messages per scenario")
 	only := fs.StringSlice("only", nil, "scenarios to run, by number (comma-separated; default all)")
-	seed := fs.Uint64("seed", 1, "seed of every random choice")
-	jsonOut := fs.String("json", "bin/faults.json", "write the results as JSON to this file (empty: none)")
-	collab := fs.String("collab", "", "collab binary to use instead of building one")
-	keep := fs.Bool("keep", false, "keep the run folder (trees, logs) and print its path")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of every random choice")
+	fs.StringVar(&o.jsonOut, "json", "bin/faults.json", "write the results as JSON to this file (empty: none)")
+	fs.StringVar(&o.collab, "collab", "", "collab binary to use instead of building one")
+	fs.BoolVar(&o.keep, "keep", false, "keep the run folder (trees, logs) and print its path")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return err
+			return o, nil, err
 		}
-		return usageError{err}
+		return o, nil, usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return o, nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	var list []scenario
 	for _, s := range scenarios {
@@ -203,47 +252,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			list = append(list, s)
 		}
 	}
-	for _, o := range *only {
-		if !slices.ContainsFunc(scenarios, func(s scenario) bool { return s.id == o }) {
-			return usageError{fmt.Errorf("--only: no scenario %q", o)}
+	for _, id := range *only {
+		if !slices.ContainsFunc(scenarios, func(s scenario) bool { return s.id == id }) {
+			return o, nil, usageError{fmt.Errorf("--only: no scenario %q", id)}
 		}
 	}
+	return o, list, nil
+}
 
-	start := time.Now()
-	dir, err := os.MkdirTemp("", "collab-faults-")
-	if err != nil {
-		return err
-	}
-	if *keep {
-		fmt.Fprintln(stderr, "run folder:", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+// newHarness builds collab into dir unless given one and checks for
+// bindfs.
+func newHarness(ctx context.Context, o options, dir string, progress io.Writer) (*harness, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h := &harness{collab: *collab, self: self, dir: dir, quick: *quick, seed: *seed, progress: stderr}
+	h := &harness{collab: o.collab, self: self, dir: dir, quick: o.quick, seed: o.seed, progress: progress}
 	if h.collab == "" {
 		h.collab = filepath.Join(dir, "collab")
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", h.collab, "collab/cmd/collab")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build collab/cmd/collab (run from the collab module, or use --collab): %v: %s", err, out)
+			return nil, fmt.Errorf("go build collab/cmd/collab (run from the collab module, or use --collab): %v: %s", err, out)
 		}
 	}
-	bindfsErr := fusemount.Works(dir)
-	h.bindfs = bindfsErr == nil
+	h.noBindfs = fusemount.Works(dir)
+	return h, nil
+}
 
+// runAll runs the scenarios in order until ctx ends. One that needs bindfs
+// is skipped without it, or fails when requireBindfs is set.
+func (h *harness) runAll(ctx context.Context, list []scenario, requireBindfs bool) []result {
 	var results []result
 	for _, s := range list {
 		if ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(stderr, "== %s %s\n", s.id, s.name)
+		fmt.Fprintf(h.progress, "== %s %s\n", s.id, s.name)
 		r := result{ID: s.id, Name: s.name}
-		if s.bindfs && !h.bindfs {
-			r.Skipped = fmt.Sprintf("bindfs unavailable: %v", bindfsErr)
-			if os.Getenv("COLLAB_TEST_REQUIRE_BINDFS") == "1" {
+		if s.bindfs && h.noBindfs != nil {
+			r.Skipped = fmt.Sprintf("bindfs unavailable: %v", h.noBindfs)
+			if requireBindfs {
 				r.Error = r.Skipped
 			}
 			results = append(results, r)
@@ -257,33 +305,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		results = append(results, r)
 	}
-	total := time.Since(start)
+	return results
+}
 
-	report(stdout, results, total)
-	if *jsonOut != "" {
-		data, err := json.MarshalIndent(struct {
-			Seed    uint64        `json:"seed"`
-			Quick   bool          `json:"quick"`
-			Elapsed time.Duration `json:"elapsed_ns"`
-			Results []result      `json:"results"`
-		}{*seed, *quick, total, results}, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(*jsonOut), 0o777); err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonOut, append(data, '\n'), 0o666); err != nil {
-			return err
-		}
+// writeResults writes the run's results as JSON to o.jsonOut.
+func writeResults(o options, total time.Duration, results []result) error {
+	data, err := json.MarshalIndent(struct {
+		Seed    uint64        `json:"seed"`
+		Quick   bool          `json:"quick"`
+		Elapsed time.Duration `json:"elapsed_ns"`
+		Results []result      `json:"results"`
+	}{o.seed, o.quick, total, results}, "", "  ")
+	if err != nil {
+		return err
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err := os.MkdirAll(filepath.Dir(o.jsonOut), 0o777); err != nil {
+		return err
 	}
-	if slices.ContainsFunc(results, result.failed) {
-		return errFailed
-	}
-	return nil
+	return os.WriteFile(o.jsonOut, append(data, '\n'), 0o666)
 }
 
 // runScenario runs one scenario in a tree of its own and scores it.
@@ -331,7 +370,7 @@ func runScenario(ctx context.Context, h *harness, s scenario) result {
 	if s.after != nil {
 		s.after(e)
 	}
-	v, err := check(filepath.Join(e.backing, "channels", chanName), chanName, agent, e.acks.snapshot())
+	v, err := check(tree.Root(e.backing).Channel(chanName), chanName, agent, e.acks.snapshot())
 	if err != nil && r.Error == "" {
 		r.Error = err.Error()
 	}

@@ -27,12 +27,41 @@ func permissionDenied(ctx context.Context, e *env) error {
 		return err
 	}
 	root := tree.Root(e.backing)
-	chDir := root.Channel(chanName)
 	hold := 3 * time.Second // several polls with the permission missing
 
 	// A: unreadable messages, published whole with mode 000.
-	staging := filepath.Join(e.dir, "staging")
-	sw := &channel.Writer{Root: tree.Root(staging)}
+	if err := unreadableMessages(ctx, e, w, per, hold); err != nil {
+		return err
+	}
+	// B: the channel folder cannot be listed.
+	if err := deniedFolder(ctx, e, root.Channel(chanName), "s5 folder denied", per, hold); err != nil {
+		return err
+	}
+	if n := countLines(w.log, "cannot scan channel", "permission denied"); n < 1 || n > 2 {
+		e.problem("the unlistable channel folder was logged %d times, want once", n)
+	}
+	// C: the watcher's state folder cannot be written or read.
+	if err := deniedFolder(ctx, e, root.State(agent), "s5 state denied", per, hold); err != nil {
+		return err
+	}
+	if n := countLines(w.log, "permission denied"); n == 0 {
+		e.problem("no log line says permission denied")
+	}
+	e.note("%d log lines name a permission denied", countLines(w.log, "permission denied"))
+	if err := e.await(ctx, 40*time.Second, 2*time.Second); err != nil {
+		return err
+	}
+	// A restart must not answer anything twice, whatever state was saved.
+	return e.restartWatcherWith(ctx, watchOpts{root: e.backing, noDAC: true}, 2*time.Second)
+}
+
+// unreadableMessages sends per readable messages and links per messages
+// of mode 000 into the channel, waits hold, checks that each unreadable one
+// was logged once, and makes them readable.
+func unreadableMessages(ctx context.Context, e *env, w *watchProc, per int, hold time.Duration) error {
+	chDir := tree.Root(e.backing).Channel(chanName)
+	staging := tree.Root(filepath.Join(e.dir, "staging"))
+	sw := &channel.Writer{Root: staging}
 	var denied []string
 	for i := range per {
 		if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s5 readable %d", i)); err != nil {
@@ -44,7 +73,7 @@ func permissionDenied(ctx context.Context, e *env) error {
 			return err
 		}
 		name := m.ID + ".json"
-		src := filepath.Join(tree.Root(staging).Channel(chanName), name)
+		src := filepath.Join(staging.Channel(chanName), name)
 		if err := os.Chmod(src, 0); err != nil {
 			return err
 		}
@@ -65,51 +94,24 @@ func permissionDenied(ctx context.Context, e *env) error {
 			return err
 		}
 	}
+	return nil
+}
 
-	// B: the channel folder cannot be listed.
-	if err := os.Chmod(chDir, 0); err != nil {
+// deniedFolder takes every permission off dir, sends per messages (text
+// and a number), waits hold and gives dir mode 0755 back.
+func deniedFolder(ctx context.Context, e *env, dir, text string, per int, hold time.Duration) error {
+	if err := os.Chmod(dir, 0); err != nil {
 		return err
 	}
 	for i := range per {
-		if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s5 folder denied %d", i)); err != nil {
-			os.Chmod(chDir, 0o755)
+		if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("%s %d", text, i)); err != nil {
+			os.Chmod(dir, 0o755)
 			return err
 		}
 	}
-	err = sleep(ctx, hold)
-	os.Chmod(chDir, 0o755)
-	if err != nil {
-		return err
-	}
-	if n := countLines(w.log, "cannot scan channel", "permission denied"); n < 1 || n > 2 {
-		e.problem("the unlistable channel folder was logged %d times, want once", n)
-	}
-
-	// C: the watcher's state folder cannot be written or read.
-	stateDir := root.State(agent)
-	if err := os.Chmod(stateDir, 0); err != nil {
-		return err
-	}
-	for i := range per {
-		if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s5 state denied %d", i)); err != nil {
-			os.Chmod(stateDir, 0o755)
-			return err
-		}
-	}
-	err = sleep(ctx, hold)
-	os.Chmod(stateDir, 0o755)
-	if err != nil {
-		return err
-	}
-	if n := countLines(w.log, "permission denied"); n == 0 {
-		e.problem("no log line says permission denied")
-	}
-	e.note("%d log lines name a permission denied", countLines(w.log, "permission denied"))
-	if err := e.await(ctx, 40*time.Second, 2*time.Second); err != nil {
-		return err
-	}
-	// A restart must not answer anything twice, whatever state was saved.
-	return e.restartWatcherWith(ctx, watchOpts{root: e.backing, noDAC: true}, 2*time.Second)
+	err := sleep(ctx, hold)
+	os.Chmod(dir, 0o755)
+	return err
 }
 
 // countLines counts the lines of a log file that contain every one of subs.

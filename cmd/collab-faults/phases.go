@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"collab/internal/plumbing/tree"
 )
 
 // phase is where in a message's handling a watcher was when it was
@@ -45,7 +42,7 @@ var requiredPhases = []phase{phaseBeforeClaim, phaseAfterClaim, phaseCLI, phaseA
 //
 // A "watching" line whose pending count is above zero counts as "queued".
 func phaseOf(e *env, off int64) (phase, error) {
-	data, err := readFrom(filepath.Join(tree.Root(e.backing).Logs(), agent+".log"), off)
+	data, err := readFrom(e.logPath(), off)
 	if err != nil {
 		return "", err
 	}
@@ -89,7 +86,7 @@ func phaseOf(e *env, off int64) (phase, error) {
 
 // statePending returns the ids the watcher's saved state lists as pending.
 func statePending(e *env) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(tree.Root(e.backing).State(agent), "watch.json"))
+	data, err := os.ReadFile(e.statePath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

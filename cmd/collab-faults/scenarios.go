@@ -60,7 +60,7 @@ var scenarios = []scenario{
 func sigkill(ctx context.Context, e *env) error {
 	n := e.size(200, 60)
 	o := watchOpts{root: e.backing, jitter: 40 * time.Millisecond, claimGrace: 5 * time.Second}
-	logPath := filepath.Join(tree.Root(e.backing).Logs(), agent+".log")
+	logPath := e.logPath()
 	off := fileSize(logPath)
 	w, err := e.startWatcher(ctx, o, true)
 	if err != nil {
@@ -71,108 +71,158 @@ func sigkill(ctx context.Context, e *env) error {
 		return err
 	}
 	defer follow.close()
-	sendRng := newRng(e)
+	sendDone, sendErr := sendSpaced(ctx, e, n)
+	k := &killer{e: e, o: o, w: w, follow: follow, off: off, sendDone: sendDone, hits: make(map[phase]int)}
+	if err := k.run(ctx); err != nil {
+		return err
+	}
+	k.report()
+	if err := sendErr(); err != nil {
+		return err
+	}
+	return e.await(ctx, 60*time.Second, 3*time.Second)
+}
+
+// sendSpaced sends n messages from another goroutine, each 0-60 ms after
+// the last. done is closed when it stops; err, called after that, tells
+// why it stopped early, if it did.
+func sendSpaced(ctx context.Context, e *env, n int) (done <-chan struct{}, err func() error) {
+	rng := newRng(e)
 	var sendErr error
-	sendDone := make(chan struct{})
+	c := make(chan struct{})
 	go func() {
-		defer close(sendDone)
+		defer close(c)
 		for i := range n {
 			if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s2 message %d of %d", i+1, n)); err != nil {
 				sendErr = err
 				return
 			}
-			if err := sleep(ctx, between(sendRng, 0, 60*time.Millisecond)); err != nil {
+			if err := sleep(ctx, between(rng, 0, 60*time.Millisecond)); err != nil {
 				sendErr = err
 				return
 			}
 		}
 	}()
-	// What each kill aims at: a random time, then the log line that
-	// starts each phase.
-	aims := []struct {
-		at    []string
-		extra time.Duration // a random delay below this after the line
-	}{
-		{},
-		{at: []string{"queued"}},
-		{at: []string{"claimed"}},
-		{at: []string{"running"}, extra: 15 * time.Millisecond},
-		{at: []string{"replied"}},
-	}
-	hits := make(map[phase]int)
-	kills, missed, aimed := 0, 0, 0
-	ready := true
-	for done := false; !done; {
-		aim := aims[aimed%len(aims)]
-		follow.skip()
-		switch {
-		case !ready:
-			// Killed again during its start-up.
-			select {
-			case <-sendDone:
-				done = true
-			case <-time.After(between(e.rng, 0, 15*time.Millisecond)):
-			}
-		case aim.at == nil:
-			aimed++
-			select {
-			case <-sendDone:
-				done = true
-			case <-time.After(between(e.rng, 30*time.Millisecond, 400*time.Millisecond)):
-			}
-		default:
-			aimed++
-			ok, err := follow.until(ctx, 2*time.Second, sendDone, aim.at...)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				missed++
-			}
-			if ok && aim.extra > 0 {
-				time.Sleep(between(e.rng, 0, aim.extra))
-			}
-			select {
-			case <-sendDone:
-				done = true
-			default:
-			}
+	return c, func() error { <-c; return sendErr }
+}
+
+// killAims is what each kill aims at, in turn: a random time, then the log
+// line that starts each phase.
+var killAims = []struct {
+	at    []string
+	extra time.Duration // a random delay below this after the line
+}{
+	{},
+	{at: []string{"queued"}},
+	{at: []string{"claimed"}},
+	{at: []string{"running"}, extra: 15 * time.Millisecond},
+	{at: []string{"replied"}},
+}
+
+// killer SIGKILLs and restarts scenario 2's watcher until the sending ends.
+type killer struct {
+	e        *env
+	o        watchOpts
+	w        *watchProc // the running watcher
+	follow   *logFollower
+	off      int64 // where the running watcher's log starts
+	sendDone <-chan struct{}
+
+	ready  bool // the running watcher was started to be watching
+	aimed  int  // kills aimed so far (not those during a start-up)
+	kills  int
+	missed int // aimed kills whose log line never came
+	hits   map[phase]int
+}
+
+// run kills the watcher at each aim in turn, reads where the kill landed,
+// and restarts it (killed again during its start-up one time in five).
+func (k *killer) run(ctx context.Context) error {
+	k.ready = true
+	for {
+		done, err := k.wait(ctx)
+		if err != nil || done {
+			return err
 		}
-		if done {
-			break
-		}
-		w.kill()
-		kills++
-		p, err := phaseOf(e, off)
+		k.w.kill()
+		k.kills++
+		p, err := phaseOf(k.e, k.off)
 		if err != nil {
-			return fmt.Errorf("phase of kill %d: %w", kills, err)
+			return fmt.Errorf("phase of kill %d: %w", k.kills, err)
 		}
-		hits[p]++
-		ready = e.rng.IntN(5) != 0
-		off = fileSize(logPath)
-		if w, err = e.startWatcher(ctx, o, ready); err != nil {
+		k.hits[p]++
+		k.ready = k.e.rng.IntN(5) != 0
+		k.off = fileSize(k.e.logPath())
+		if k.w, err = k.e.startWatcher(ctx, k.o, k.ready); err != nil {
 			return err
 		}
 	}
+}
+
+// wait waits for the moment of the next kill and reports whether the
+// sending ended meanwhile (then there is no kill).
+func (k *killer) wait(ctx context.Context) (done bool, err error) {
+	aim := killAims[k.aimed%len(killAims)]
+	k.follow.skip()
+	switch {
+	case !k.ready:
+		// Killed again during its start-up.
+		return k.doneWithin(between(k.e.rng, 0, 15*time.Millisecond)), nil
+	case aim.at == nil:
+		k.aimed++
+		return k.doneWithin(between(k.e.rng, 30*time.Millisecond, 400*time.Millisecond)), nil
+	}
+	k.aimed++
+	ok, err := k.follow.until(ctx, 2*time.Second, k.sendDone, aim.at...)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		k.missed++
+	}
+	if ok && aim.extra > 0 {
+		time.Sleep(between(k.e.rng, 0, aim.extra))
+	}
+	return k.doneWithin(0), nil
+}
+
+// doneWithin waits d (not at all if 0) and reports whether the sending
+// ended meanwhile.
+func (k *killer) doneWithin(d time.Duration) bool {
+	if d == 0 {
+		select {
+		case <-k.sendDone:
+			return true
+		default:
+			return false
+		}
+	}
+	select {
+	case <-k.sendDone:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// report notes where the kills landed and fails the run if one of the
+// required phases was never hit.
+func (k *killer) report() {
 	var parts []string
 	for _, p := range append(slices.Clone(requiredPhases), phaseIdle, phaseStartup) {
-		if hits[p] > 0 || slices.Contains(requiredPhases, p) {
-			parts = append(parts, fmt.Sprintf("%s %d", p, hits[p]))
+		if k.hits[p] > 0 || slices.Contains(requiredPhases, p) {
+			parts = append(parts, fmt.Sprintf("%s %d", p, k.hits[p]))
 		}
 	}
-	e.note("%d SIGKILLs by phase (read from the dead watcher's log and state): %s", kills, strings.Join(parts, ", "))
-	if missed > 0 {
-		e.note("%d aimed kills waited 2 s for their log line in vain and struck then", missed)
+	k.e.note("%d SIGKILLs by phase (read from the dead watcher's log and state): %s", k.kills, strings.Join(parts, ", "))
+	if k.missed > 0 {
+		k.e.note("%d aimed kills waited 2 s for their log line in vain and struck then", k.missed)
 	}
 	for _, p := range requiredPhases {
-		if hits[p] == 0 {
-			e.problem("no SIGKILL landed %s: that kill point was not tested", p)
+		if k.hits[p] == 0 {
+			k.e.problem("no SIGKILL landed %s: that kill point was not tested", p)
 		}
 	}
-	if sendErr != nil {
-		return sendErr
-	}
-	return e.await(ctx, 60*time.Second, 3*time.Second)
 }
 
 // sigstop: two watchers of the agent, on two "hosts" (bindfs views). The
@@ -535,7 +585,7 @@ func logSummary(e *env) {
 
 // logLines calls f with each line of the agent's JSON log.
 func logLines(e *env, f func(logLine)) error {
-	file, err := os.Open(filepath.Join(tree.Root(e.backing).Logs(), agent+".log"))
+	file, err := os.Open(e.logPath())
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"collab/channel"
+	"collab/internal/plumbing/tree"
 )
 
 // standinArg, as the first argument, makes this binary the stand-in model
@@ -41,7 +42,7 @@ func standin(args []string, env func(string) string, stdin io.Reader, stdout, st
 	io.Copy(io.Discard, stdin)
 	id, ch := env("COLLAB_MESSAGE_ID"), env("COLLAB_CHANNEL")
 	file := id + ".json"
-	path := filepath.Join(env("COLLAB_ROOT"), "channels", ch, file)
+	path := filepath.Join(tree.Root(env("COLLAB_ROOT")).Channel(ch), file)
 	var (
 		data []byte
 		err  error

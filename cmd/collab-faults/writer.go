@@ -76,7 +76,13 @@ func killedWriters(ctx context.Context, e *env) error {
 	if err := e.await(ctx, 60*time.Second, time.Second); err != nil {
 		return err
 	}
+	return checkOrphanSweep(ctx, e, dir, orphans)
+}
 
+// checkOrphanSweep checks the watcher's janitor on the temp files of the
+// channel folder dir: at a restart, young ones (orphans, or one planted if
+// there are none) stay; aged past 36 h, the next restart removes them.
+func checkOrphanSweep(ctx context.Context, e *env, dir string, orphans []string) error {
 	if len(orphans) == 0 {
 		// No kill landed mid-write this time: leave one the way a killed
 		// writer does, so the janitor's age rule is still tested.

@@ -19,12 +19,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"collab/internal/plumbing/tree"
 )
 
 func main() {
 	prompt, _ := io.ReadAll(os.Stdin)
 	me := os.Getenv("COLLAB_AGENT")
-	path := filepath.Join(os.Getenv("COLLAB_ROOT"), "channels", os.Getenv("COLLAB_CHANNEL"), os.Getenv("COLLAB_MESSAGE_ID")+".json")
+	root := tree.Root(os.Getenv("COLLAB_ROOT"))
+	path := filepath.Join(root.Channel(os.Getenv("COLLAB_CHANNEL")), os.Getenv("COLLAB_MESSAGE_ID")+".json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "standin:", err)

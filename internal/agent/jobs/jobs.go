@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -235,14 +234,12 @@ func (r *Recorder) writeLocked() {
 	}
 }
 
-func dir(root tree.Root, agent string) string { return filepath.Join(root.State(agent), "jobs") }
-
 func save(root tree.Root, j *Job) error {
 	data, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(dir(root, j.Agent))
+	d, err := safedir.Create(root.Jobs(j.Agent))
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.ID, err)
 	}
@@ -269,7 +266,7 @@ func prune(root tree.Root, agent string, keep int) error {
 	if len(done) <= keep {
 		return nil
 	}
-	d, err := safedir.Open(dir(root, agent))
+	d, err := safedir.Open(root.Jobs(agent))
 	if err != nil {
 		return err
 	}
@@ -301,7 +298,7 @@ func Read(root tree.Root, agent, id string) (Job, error) {
 	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
 		return Job{}, err
 	}
-	d, err := safedir.Open(dir(root, agent))
+	d, err := safedir.Open(root.Jobs(agent))
 	if err != nil {
 		return Job{}, err
 	}
@@ -326,7 +323,7 @@ func List(root tree.Root, agent string) ([]Job, error) {
 	if err := tree.CheckName("agent", agent); err != nil {
 		return nil, err
 	}
-	d, err := safedir.Open(dir(root, agent))
+	d, err := safedir.Open(root.Jobs(agent))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -357,7 +354,7 @@ func Find(root tree.Root, id string) (Job, error) {
 	if err := checkID(id); err != nil {
 		return Job{}, err
 	}
-	d, err := safedir.Open(filepath.Join(string(root), "state"))
+	d, err := safedir.Open(root.States())
 	if err != nil {
 		return Job{}, fmt.Errorf("find job %s: %w", id, err)
 	}
@@ -390,7 +387,7 @@ func RequestKill(root tree.Root, agent, id, by string) error {
 	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
 		return err
 	}
-	d, err := safedir.Open(dir(root, agent))
+	d, err := safedir.Open(root.Jobs(agent))
 	if err != nil {
 		return err
 	}
@@ -412,7 +409,7 @@ func KillRequested(root tree.Root, agent, id string) bool {
 	// Opening the folder revalidates its attributes on NFS (close-to-open),
 	// so a kill file just made on another host is not hidden by a cached
 	// "no such file".
-	d, err := safedir.Open(dir(root, agent))
+	d, err := safedir.Open(root.Jobs(agent))
 	if err != nil {
 		return false
 	}

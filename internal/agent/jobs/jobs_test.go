@@ -50,10 +50,6 @@ func newJob(msg string) jobs.Job {
 	}
 }
 
-func jobsDir(root tree.Root, agent string) string {
-	return filepath.Join(root.State(agent), "jobs")
-}
-
 func mustStart(t *testing.T, root tree.Root, j jobs.Job, now func() time.Time) *jobs.Recorder {
 	t.Helper()
 	r, err := jobs.Start(root, j, now)
@@ -175,7 +171,7 @@ func TestRecordLifecycle(t *testing.T) {
 	if err != nil || found.ID != j.ID || found.Agent != agent || found.Reply != "msg-reply" {
 		t.Errorf("Find = %+v, %v", found, err)
 	}
-	noTemps(t, jobsDir(root, agent))
+	noTemps(t, root.Jobs(agent))
 }
 
 // TestProgressCoalesced: progress and tool calls rewrite the record at
@@ -345,7 +341,7 @@ func TestPrune(t *testing.T) {
 			t.Errorf("KillRequested(%s) = %v after pruning, want %v", tt.id, got, tt.want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(jobsDir(root, agent), jobs.ID(msg(1))+".json")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(root.Jobs(agent), jobs.ID(msg(1))+".json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the oldest finished record is still there: %v", err)
 	}
 	// The old running recorder still writes its record.
@@ -353,7 +349,7 @@ func TestPrune(t *testing.T) {
 	if got := mustRead(t, root, agent, jobs.ID(msg(0))); got.Status != jobs.Completed {
 		t.Errorf("the long-running job: status %q, want completed", got.Status)
 	}
-	noTemps(t, jobsDir(root, agent))
+	noTemps(t, root.Jobs(agent))
 }
 
 // TestKillRequest: anyone may ask; the request is a control file the
@@ -372,7 +368,7 @@ func TestKillRequest(t *testing.T) {
 	if err := jobs.RequestKill(root, agent, j.ID, "bob"); err != nil {
 		t.Fatalf("RequestKill: %v", err)
 	}
-	data, err := os.ReadFile(filepath.Join(jobsDir(root, agent), j.ID+".kill"))
+	data, err := os.ReadFile(filepath.Join(root.Jobs(agent), j.ID+".kill"))
 	if err != nil {
 		t.Fatalf("no kill file: %v", err)
 	}
@@ -392,13 +388,13 @@ func TestKillRequest(t *testing.T) {
 	if err := jobs.RequestKill(root, agent, j.ID, "carol"); err != nil {
 		t.Errorf("second RequestKill = %v, want nil (asked already)", err)
 	}
-	if after, _ := os.ReadFile(filepath.Join(jobsDir(root, agent), j.ID+".kill")); string(after) != string(data) {
+	if after, _ := os.ReadFile(filepath.Join(root.Jobs(agent), j.ID+".kill")); string(after) != string(data) {
 		t.Errorf("second request replaced the first: %s, was %s", after, data)
 	}
 	if err := jobs.RequestKill(root, "claude", jobs.ID("msg-20260310-120000-alice-0006"), "bob"); err == nil {
 		t.Error("RequestKill for an agent with no jobs = nil, want an error")
 	}
-	noTemps(t, jobsDir(root, agent))
+	noTemps(t, root.Jobs(agent))
 }
 
 // TestBadIDs: names that are not job ids are refused everywhere, so no id
@@ -456,7 +452,7 @@ func TestBadIDs(t *testing.T) {
 					t.Skip("no file can have this name")
 				}
 				// A file where the bad id's kill file would be.
-				p := filepath.Join(jobsDir(root, agent), tt.id+".kill")
+				p := filepath.Join(root.Jobs(agent), tt.id+".kill")
 				if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
 					t.Fatal(err)
 				}
@@ -570,7 +566,7 @@ func TestSetStatus(t *testing.T) {
 	if err := jobs.SetStatus(root, agent, jobs.ID("msg-20260310-120000-alice-0010"), jobs.Completed); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("SetStatus of an unknown job = %v, want ErrNotExist", err)
 	}
-	noTemps(t, jobsDir(root, agent))
+	noTemps(t, root.Jobs(agent))
 }
 
 // TestListAndFind: List is per agent, newest first, and leaves out what is
@@ -592,7 +588,7 @@ func TestListAndFind(t *testing.T) {
 	b1.Agent = "claude"
 	mustStart(t, root, b1, clk.Now)
 
-	dir := jobsDir(root, agent)
+	dir := root.Jobs(agent)
 	for name, data := range map[string]string{
 		"job-broken.json":    `{"id":`,
 		"notes.txt":          "hello",
@@ -681,7 +677,7 @@ func TestConcurrentEvents(t *testing.T) {
 	if r.Err() != nil {
 		t.Errorf("Err = %v", r.Err())
 	}
-	noTemps(t, jobsDir(root, agent))
+	noTemps(t, root.Jobs(agent))
 }
 
 // TestPrepareHoldsWrites: a prepared record touches no file until Persist,

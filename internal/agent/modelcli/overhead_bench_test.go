@@ -36,7 +36,7 @@ import (
 // Process start-up dominates both runs, so the difference is noisy: run a
 // few thousand iterations, and -count to see the spread.
 //
-//	go test ./modelcli -run '^$' -bench Overhead -benchtime 2000x -count 3
+//	go test ./internal/agent/modelcli -run '^$' -bench Overhead -benchtime 2000x -count 3
 func BenchmarkOverhead(b *testing.B) {
 	stub := buildStub(b)
 	prompt := strings.Repeat("A line of the transcript the watcher puts in the prompt.\n", 40) // about 2 KiB

@@ -21,7 +21,9 @@ type Memory struct {
 	Err       error  // why the file could not be read; then Text is ""
 }
 
-// errNotRegular is Memory.Err for a directory, FIFO, device or socket.
+// errNotRegular is Memory.Err for a directory, FIFO, device or socket. It
+// stands where an errno would ("no such file or directory"): a bare reason
+// after the path the template prints, so it carries no package prefix.
 var errNotRegular = errors.New("not a regular file")
 
 // LoadMemory reads the files at paths, now: it is meant to be called for

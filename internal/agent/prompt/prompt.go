@@ -172,7 +172,7 @@ func tmplError(name string, err error) error {
 	return &templateError{msg: "prompt: template " + msg, err: err}
 }
 
-var errTooLarge = errors.New("prompt too large")
+var errTooLarge = errors.New("prompt: too large")
 
 // capWriter collects output up to max bytes and fails beyond, which stops
 // a runaway template early.
@@ -198,7 +198,7 @@ func sample() Data {
 			ID: id, Timestamp: at.Format(channel.TimeFormat), SessionID: "sample",
 			From: from, To: to, Type: "chat",
 			Content:  channel.Content{Text: text, Code: code},
-			Metadata: channel.Metadata{Mode: "chat", Turn: from, Hops: hops, InReplyTo: "msg-20260111-163000-alice-0001", Thread: "msg-20260111-163000-alice-0001", Host: "h"},
+			Metadata: channel.Metadata{Mode: channel.ModeChat, Turn: from, Hops: hops, InReplyTo: "msg-20260111-163000-alice-0001", Thread: "msg-20260111-163000-alice-0001", Host: "h"},
 			File:     id + ".json",
 		}
 	}

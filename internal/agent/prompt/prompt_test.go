@@ -103,10 +103,10 @@ func golden(t *testing.T, path, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./prompt -update to create it)", err)
+		t.Fatalf("%v (run go test ./internal/agent/prompt -update to create it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("%s differs (go test ./prompt -update rewrites it):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+		t.Errorf("%s differs (go test ./internal/agent/prompt -update rewrites it):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
 	}
 }
 

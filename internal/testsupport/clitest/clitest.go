@@ -2,7 +2,7 @@
 // (modelcli/claude, modelcli/codex, modelcli/gemini) share: the recorded
 // fixtures in modelcli/testdata, checks every parser's response must pass,
 // a fake CLI that is the test binary itself (fake.go), and runs of the
-// real CLIs against internal/fakemodel (real.go).
+// real CLIs against package fakemodel (real.go).
 //
 // It is for tests only: its functions fail the test they are given.
 //
@@ -27,7 +27,7 @@ import (
 )
 
 // Dir is the folder of the recorded fixtures, modelcli/testdata: the
-// output of the real CLIs recorded against internal/fakemodel (see its
+// output of the real CLIs recorded against package fakemodel (see its
 // README), each stdout file with a NAME.meta.json beside it.
 var Dir = filepath.Join("..", "testdata")
 

@@ -179,7 +179,7 @@ func (s *Server) Setup(name, path, root string) (*CLI, error) {
 // codexConfig is $CODEX_HOME/config.toml: a provider at the server,
 // without retries, analytics or plugins.
 func codexConfig(url, model string) string {
-	return fmt.Sprintf(`# Written by collab/internal/fakemodel.
+	return fmt.Sprintf(`# Written by collab/internal/testsupport/fakemodel.
 model = %q
 model_provider = "fakemodel"
 

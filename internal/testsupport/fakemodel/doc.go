@@ -74,5 +74,5 @@
 //
 // The CLIs' output formats, exit codes and quirks are written down in
 // modelcli/testdata/README.md, next to fixtures recorded from them with
-// `go test ./internal/fakemodel -run Record -record`.
+// `go test ./internal/testsupport/fakemodel -run Record -record`.
 package fakemodel

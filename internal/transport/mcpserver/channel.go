@@ -108,7 +108,7 @@ func (s *Server) post(ctx context.Context, text, to string, extra func(*channel.
 		From:      s.cfg.Agent,
 		To:        to,
 		Content:   channel.Content{Text: text},
-		Metadata:  channel.Metadata{Host: s.cfg.Host, Mode: "mcp"},
+		Metadata:  channel.Metadata{Host: s.cfg.Host, Mode: channel.ModeMCP},
 	}
 	if s.cfg.Hops >= 0 {
 		m.Metadata.Hops = s.cfg.Hops + 1
@@ -122,7 +122,7 @@ func (s *Server) post(ctx context.Context, text, to string, extra func(*channel.
 	}
 	if s.cfg.Publish != nil {
 		if err := s.cfg.Publish(ctx, m); err != nil {
-			s.cfg.Logger.Warn("sent as a file only", "msg", m.ID, "err", err)
+			s.cfg.Logger.Warn("sent as a file only", keyMsg, m.ID, keyErr, err)
 		}
 	}
 	return m, nil

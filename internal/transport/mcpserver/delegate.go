@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -46,15 +45,13 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 	if s.cfg.Wake != nil {
 		wake, stop, err := s.cfg.Wake(ctx)
 		if err != nil {
-			s.cfg.Logger.Warn("waiting by polling only", "err", err)
+			s.cfg.Logger.Warn("waiting by polling only", keyErr, err)
 		} else {
 			defer stop()
 			opt.Wake = wake
 		}
 	}
-	m, err := s.post(ctx, in.Message, in.To, func(m *channel.Message) {
-		m.Metadata.Extra = map[string]json.RawMessage{"await_reply": json.RawMessage("true")}
-	})
+	m, err := s.post(ctx, in.Message, in.To, (*channel.Message).SetAwaitReply)
 	if err != nil {
 		return SendAndWaitResult{}, err
 	}

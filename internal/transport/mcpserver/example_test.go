@@ -48,6 +48,6 @@ func Example() {
 	// Output:
 	// document_create ok
 	// document_append ok
-	// document_read failed: docs: invalid document path: "../secrets" has ".."; paths may not climb
+	// document_read failed: documents: invalid document path: "../secrets" has ".."; paths may not climb
 	// inbox_ack failed: until "yesterday" is neither a message id (msg-…) nor an RFC 3339 time (2026-01-11T16:33:15Z)
 }

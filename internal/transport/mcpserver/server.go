@@ -26,17 +26,18 @@
 //
 // # Reading and the inbox
 //
-// The inbox ([collab/inbox.Inbox]) covers the server's one channel. channel_read
-// acknowledges, in the inbox, every message up to the newest one it
-// returned, as seed 000 does (even older ones that limit left out);
-// channel_peek and inbox_peek acknowledge nothing; inbox_check
-// acknowledges what it shows.
+// The inbox ([collab/internal/workspace/inbox.Inbox]) covers the server's
+// one channel. channel_read acknowledges, in the inbox, every message up
+// to the newest one it returned, as seed 000 does (even older ones that
+// limit left out); channel_peek and inbox_peek acknowledge nothing;
+// inbox_check acknowledges what it shows.
 //
 // # Adding tools
 //
 // A group of tools is one file with one function that registers them,
-// listed in [toolsets]; it may return an error, which fails [New]. Inside it, [addTool] takes a typed input struct
-// (its json and jsonschema tags are the arguments) and a handler.
+// listed in [toolsets]; it may return an error, which fails [New]. Inside
+// it, [addTool] takes a typed input struct (its json and jsonschema tags
+// are the arguments) and a handler.
 package mcpserver
 
 import (
@@ -51,6 +52,13 @@ import (
 	"collab/channel"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/task"
+)
+
+// Log attribute keys (the same keys as the watcher's and natsbus's).
+const (
+	keyMsg  = "msg_id"
+	keyErr  = "err"
+	keyTool = "tool"
 )
 
 // Version is reported to clients as the server's version.
@@ -170,7 +178,7 @@ func addTool[In, Out any](s *Server, name, description string, h func(ctx contex
 		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 			out, err := h(ctx, in)
 			if err != nil {
-				s.cfg.Logger.Info("tool failed", "tool", name, "err", err)
+				s.cfg.Logger.Info("tool failed", keyTool, name, keyErr, err)
 			}
 			return nil, out, err
 		})

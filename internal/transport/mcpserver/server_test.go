@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -276,7 +278,13 @@ func TestTaskTools(t *testing.T) {
 	}
 }
 
+// TestSendAndWait runs in a synctest bubble: the one-second timeout passes
+// on the bubble's clock, at once.
 func TestSendAndWait(t *testing.T) {
+	synctest.Test(t, testSendAndWait)
+}
+
+func testSendAndWait(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	_, cs := connect(t, root)
 	// codex answers the first message claude sends it.
@@ -511,5 +519,34 @@ func TestDocumentTools(t *testing.T) {
 	}
 	if _, err := os.Stat(outside); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a document was written through the link: %v", err)
+	}
+}
+
+// TestPublishFailureLogged: a message whose announcement fails is still
+// sent (the file is the truth), and the warning names it under the log
+// key every package uses for a message id.
+func TestPublishFailureLogged(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	var log strings.Builder
+	s, err := New(Config{Root: root, Agent: "claude", Channel: "dev", Hops: -1,
+		Logger:  slog.New(slog.NewJSONHandler(&log, nil)),
+		Publish: func(context.Context, *channel.Message) error { return errors.New("broker down") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.channelSend(context.Background(), SendArgs{Message: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := channel.Lookup(root, "dev", res.ID)
+	if err != nil || m.Metadata.Mode != channel.ModeMCP {
+		t.Errorf("sent %+v, %v; want a file with mode %q", m.Metadata, err, channel.ModeMCP)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(log.String()), &rec); err != nil {
+		t.Fatalf("log %q: %v", log.String(), err)
+	}
+	if rec["msg_id"] != res.ID || rec["err"] != "broker down" {
+		t.Errorf("log record %v; want msg_id %s and err", rec, res.ID)
 	}
 }

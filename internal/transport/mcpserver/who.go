@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"collab/internal/plumbing/proc"
 	"collab/presence"
 )
 
@@ -42,7 +43,7 @@ func (s *Server) who(ctx context.Context, _ WhoArgs) (WhoResult, error) {
 		age, _ := st.Age(now)
 		res.Agents = append(res.Agents, Agent{
 			Agent:      st.AgentID,
-			State:      st.Effective(now, 0, s.cfg.Host, presence.PIDAlive),
+			State:      st.Effective(now, 0, s.cfg.Host, proc.PIDAlive),
 			AgeSeconds: age.Round(time.Second).Seconds(),
 			Host:       st.Host,
 			Channel:    st.Channel,

@@ -17,7 +17,7 @@ import (
 	"collab/internal/transport/natsbus"
 )
 
-// testServer is an embedded nats-server (internal/natstest).
+// testServer is an embedded nats-server (internal/testsupport/natstest).
 type testServer = natstest.Server
 
 func startServer(t *testing.T, jetStream bool, mutate func(*server.Options)) *testServer {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"collab/channel"
@@ -73,8 +74,11 @@ func TestWaitReturnsTheReply(t *testing.T) {
 	}
 }
 
-// TestWaitForALaterReply: the reply arrives while Wait is polling.
-func TestWaitForALaterReply(t *testing.T) {
+// TestWaitForALaterReply: the reply arrives while Wait is polling (on a
+// synctest bubble's clock).
+func TestWaitForALaterReply(t *testing.T) { synctest.Test(t, testWaitForALaterReply) }
+
+func testWaitForALaterReply(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	q := ask(t, root)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
@@ -132,7 +136,11 @@ func TestWakeScansAtOnce(t *testing.T) {
 	}
 }
 
-func TestWaitTimesOut(t *testing.T) {
+// TestWaitTimesOut runs on a synctest bubble's clock: the timeout passes
+// as soon as Wait sleeps.
+func TestWaitTimesOut(t *testing.T) { synctest.Test(t, testWaitTimesOut) }
+
+func testWaitTimesOut(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	q := ask(t, root)
 	reply(t, root, "gemini", "msg-20200101-000000-x-abcd", time.Now()) // a reply to something else

@@ -1,4 +1,4 @@
-// Package docs keeps a channel's shared documents: the files under
+// Package documents keeps a channel's shared documents: the files under
 // ROOT/docs/CHANNEL (SPEC §1) that agents read and edit together, with
 // notes.md as the entry point ([EntryPoint]) and any number of other files
 // and subfolders.

@@ -2,8 +2,6 @@ package documents
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"collab/internal/plumbing/randhex"
 )
 
 // lockInfo is the content of a lock file.
@@ -35,7 +35,7 @@ type heldLock struct {
 // writer holds it and taking it over once it is stale.
 func (f *Folder) lock(ctx context.Context, r *os.Root, file string) (*heldLock, error) {
 	name := sibling(file, ".lock")
-	me := lockInfo{Token: randHex(8), Host: f.opt.Host, PID: os.Getpid(), Time: time.Now().UTC()}
+	me := lockInfo{Token: randhex.String(8), Host: f.opt.Host, PID: os.Getpid(), Time: time.Now().UTC()}
 	data, err := json.Marshal(me)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (f *Folder) lock(ctx context.Context, r *os.Root, file string) (*heldLock, 
 // is renamed aside first, so of several waiters exactly one moves it; one
 // that moved a fresh lock by mistake links it back.
 func takeOver(r *os.Root, name, token string) {
-	aside := name + "." + randHex(8) + ".stale"
+	aside := name + "." + randhex.String(8) + ".stale"
 	if err := r.Rename(name, aside); err != nil {
 		return // gone already: another waiter took it over, or it was released
 	}
@@ -129,7 +129,7 @@ func (l *heldLock) verify() error {
 
 // unlock releases the lock if it is still ours.
 func (l *heldLock) unlock() {
-	aside := l.name + "." + randHex(8) + ".done"
+	aside := l.name + "." + randhex.String(8) + ".done"
 	if err := l.r.Rename(l.name, aside); err != nil {
 		return
 	}
@@ -160,10 +160,4 @@ func linkCount(r *os.Root, name string) uint64 {
 		return uint64(st.Nlink)
 	}
 	return 0
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	crand.Read(b)
-	return hex.EncodeToString(b)
 }

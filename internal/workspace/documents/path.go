@@ -17,7 +17,7 @@ const (
 )
 
 // ErrBadPath is wrapped by every error CheckPath returns.
-var ErrBadPath = errors.New("docs: invalid document path")
+var ErrBadPath = errors.New("documents: invalid document path")
 
 // CheckPath reports whether p names a document inside a channel's folder:
 // a relative path of slash-separated elements of letters, digits, '.', '_'

@@ -47,7 +47,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -353,7 +352,6 @@ func (b *Inbox) channels() ([]string, error) {
 
 // The cursor files.
 const (
-	stateDir     = "inbox"
 	stateVersion = 1
 	maxState     = 16 << 20
 )
@@ -364,11 +362,9 @@ type stateFile struct {
 	Cursor  channel.Cursor `json:"cursor"`
 }
 
-func (b *Inbox) stateDir() string { return filepath.Join(b.root.State(b.agent), stateDir) }
-
 // load reads channel c's cursor; none yet is the zero cursor.
 func (b *Inbox) load(c string) (channel.Cursor, error) {
-	d, err := safedir.Open(b.stateDir())
+	d, err := safedir.Open(b.root.Inbox(b.agent))
 	if errors.Is(err, fs.ErrNotExist) {
 		return channel.Cursor{}, nil
 	}
@@ -402,7 +398,7 @@ func (b *Inbox) save(c string, old, cur channel.Cursor) error {
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(b.stateDir())
+	d, err := safedir.Create(b.root.Inbox(b.agent))
 	if err != nil {
 		return fmt.Errorf("save inbox state: %w", err)
 	}

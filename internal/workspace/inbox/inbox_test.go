@@ -91,7 +91,7 @@ func TestCheckPeekAndRestart(t *testing.T) {
 	}
 	want(t, "check after restart", got, m6)
 	for _, c := range []string{"dev", "ops"} {
-		if _, err := os.Stat(filepath.Join(root, "state", "codex", "inbox", c+".json")); err != nil {
+		if _, err := os.Stat(filepath.Join(tree.Root(root).Inbox("codex"), c+".json")); err != nil {
 			t.Errorf("cursor of %s: %v", c, err)
 		}
 	}
@@ -197,7 +197,7 @@ func TestAckIDLeavesLaterArrivals(t *testing.T) {
 	early := post(t, root, "dev", "claude", "codex", "early", base)
 	x := post(t, root, "dev", "claude", "codex", "x", base.Add(time.Minute))
 	slow := post(t, root, "dev", "gemini", "codex", "slow clock, arrived after x", base.Add(30*time.Second))
-	dir := filepath.Join(root, "channels", "dev")
+	dir := tree.Root(root).Channel("dev")
 	arrive := func(m channel.Message, at time.Time) {
 		if err := os.Chtimes(filepath.Join(dir, m.File), at, at); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/presence"
@@ -63,7 +64,7 @@ type Board struct {
 	Grace      time.Duration      // default DefaultGrace
 	StaleAfter time.Duration      // presence staleness; default presence.DefaultStaleAfter
 	Host       string             // this host, written in events and used for PID checks; default os.Hostname
-	Alive      func(pid int) bool // default presence.PIDAlive
+	Alive      func(pid int) bool // default proc.PIDAlive
 }
 
 // New returns the board of channel in root.
@@ -88,7 +89,7 @@ func (b *Board) alive() func(int) bool {
 	if b.Alive != nil {
 		return b.Alive
 	}
-	return presence.PIDAlive
+	return proc.PIDAlive
 }
 
 func (b *Board) dir(create bool) (*safedir.Dir, error) {

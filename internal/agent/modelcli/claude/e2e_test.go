@@ -14,7 +14,7 @@ import (
 	"collab/internal/testsupport/fakemodel"
 )
 
-// The tests below run the real Claude Code against internal/fakemodel
+// The tests below run the real Claude Code against internal/testsupport/fakemodel
 // (see clitest.RealCLI): without the binary they are skipped, or fail
 // when $COLLAB_TEST_REQUIRE_CLIS is 1.
 

@@ -16,7 +16,7 @@ import (
 )
 
 // Fixtures: ../testdata (clitest.Dir) holds the output of the real CLIs
-// recorded against internal/fakemodel (see its README); testdata holds a
+// recorded against internal/testsupport/fakemodel (see its README); testdata holds a
 // few more of Claude Code 2.1.197's, recorded the same way: API retries
 // before an error, a Bash call denied in dontAsk mode, the turn limit and
 // an unknown session in stream-json.

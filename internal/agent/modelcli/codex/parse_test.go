@@ -15,7 +15,7 @@ import (
 )
 
 // Fixtures: ../testdata (clitest.Dir) holds the output of the real CLIs
-// recorded against internal/fakemodel (see its README); testdata holds two
+// recorded against internal/testsupport/fakemodel (see its README); testdata holds two
 // more of codex-cli 0.169.0's, recorded the same way: a model missing from
 // Codex's catalogue (a warning item), and an API 401 with Codex's retries.
 

@@ -16,7 +16,7 @@ import (
 )
 
 // The fixtures are in ../testdata (clitest.Dir): the output of the real
-// CLIs recorded against internal/fakemodel (see its README).
+// CLIs recorded against internal/testsupport/fakemodel (see its README).
 
 // expected decodes out for the values a parser should find: the session,
 // the assistant's text after the last tool, and the usage.

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"collab/internal/plumbing/randhex"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -31,17 +32,17 @@ const (
 var (
 	// ErrConflict is returned when a document is not at the version a
 	// write expected.
-	ErrConflict = errors.New("docs: version conflict")
+	ErrConflict = errors.New("documents: version conflict")
 	// ErrTooLarge is returned for a document larger than the size limit.
-	ErrTooLarge = errors.New("docs: document too large")
+	ErrTooLarge = errors.New("documents: document too large")
 	// ErrNotRegular is returned when a path names a folder or a special file.
-	ErrNotRegular = errors.New("docs: not a regular file")
+	ErrNotRegular = errors.New("documents: not a regular file")
 	// ErrLockBusy is returned when a document's lock stays held by a live
 	// writer for longer than [Options.LockWait].
-	ErrLockBusy = errors.New("docs: document is locked")
+	ErrLockBusy = errors.New("documents: document is locked")
 	// ErrLockLost is returned when a writer's lock was taken over before it
 	// committed; nothing was written.
-	ErrLockLost = errors.New("docs: lock taken over by another writer")
+	ErrLockLost = errors.New("documents: lock taken over by another writer")
 )
 
 // Options tune a Folder; zero fields take defaults.
@@ -431,7 +432,7 @@ func writeNew(r *os.Root, name string, data []byte, durable bool) (err error) {
 // commit puts data in file atomically: renamed over it if it existed,
 // linked without replacing anything if it did not.
 func commit(r *os.Root, file string, data []byte, existed bool) error {
-	tmp := sibling(file, "."+randHex(4)+".tmp")
+	tmp := sibling(file, "."+randhex.String(4)+".tmp")
 	if err := writeNew(r, tmp, data, true); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}

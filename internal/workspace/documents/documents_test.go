@@ -528,3 +528,13 @@ func TestLinkedFolderRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinelPrefix: every sentinel error names the package, as every
+// package's do ("tree: …"), whatever wraps it.
+func TestSentinelPrefix(t *testing.T) {
+	for _, err := range []error{ErrBadPath, ErrConflict, ErrTooLarge, ErrNotRegular, ErrLockBusy, ErrLockLost} {
+		if !strings.HasPrefix(err.Error(), "documents: ") {
+			t.Errorf("%q does not start with %q", err, "documents: ")
+		}
+	}
+}

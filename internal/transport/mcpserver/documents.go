@@ -62,7 +62,7 @@ type DocListResult struct {
 }
 
 // addDocumentTools registers the tools over the channel's shared
-// documents (package docs).
+// documents (package documents).
 func addDocumentTools(s *Server) error {
 	f, err := documents.New(s.cfg.Root, s.cfg.Channel, documents.Options{Host: s.cfg.Host})
 	if err != nil {
