@@ -38,13 +38,14 @@ func (w *watcher) sweep() {
 }
 
 // sweptFolders are the folders this watcher writes to: its state, outbox
-// and jobs, the presence folder, and for each channel the channel and its
-// claims.
+// and jobs, the presence folder, and for each channel the channel and the
+// agent's claims and reply tokens, ROOT/claims/CHANNEL/AGENT (where package
+// claim writes them; ROOT/claims/CHANNEL too, which holds none today).
 func (w *watcher) sweptFolders() []string {
 	r, agent := w.cfg.Root, w.cfg.Agent
 	dirs := []string{r.State(agent), r.Outbox(agent), r.Jobs(agent), r.Presence()}
 	for _, ch := range w.cfg.Channels {
-		dirs = append(dirs, r.Channel(ch), r.Claims(ch))
+		dirs = append(dirs, r.Channel(ch), r.Claims(ch), r.AgentClaims(ch, agent))
 	}
 	return dirs
 }
