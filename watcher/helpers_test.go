@@ -267,6 +267,14 @@ func waitForIn(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 // holds checks that cond stays true for d (for things that must not
 // happen, there is no event to wait for).
+//
+// Tests that assert something about time (a guard holds for some polls, a
+// grace period, a claim kept alive by heartbeats) run in a synctest bubble
+// (synctest.Test): the watcher's tickers, its Now and these waits use the
+// bubble's clock, which moves only when every goroutine of the test is
+// blocked, so "for 10 polls" means 10 polls however loaded the machine,
+// and waiting costs no real time. Tests with subprocesses, fsnotify, NATS or
+// bindfs mounts stay on real time.
 func holds(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
