@@ -187,6 +187,33 @@ func config(root tree.Root, r watcher.Runner) watcher.Config {
 	}
 }
 
+// presenceLog is a Publisher that keeps every presence the watcher wrote
+// (it publishes each one it writes), so a test can see a state that lasts
+// too short a time to be read from the presence file.
+type presenceLog struct {
+	mu   sync.Mutex
+	list []presence.Status
+}
+
+func (p *presenceLog) PublishMessage(context.Context, *channel.Message) error { return nil }
+
+func (p *presenceLog) PublishPresence(s presence.Status) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.list = append(p.list, s)
+	return nil
+}
+
+// saw reports whether the watcher wrote presence AWAKE/substate for
+// message msgID.
+func (p *presenceLog) saw(substate, msgID string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(p.list, func(s presence.Status) bool {
+		return s.State == presence.StateAwake && s.Substate == substate && s.MessageID == msgID
+	})
+}
+
 // harness is one watcher.Run in a goroutine.
 type harness struct {
 	t      testing.TB
