@@ -54,7 +54,7 @@ func (a *announcer) announce(m *channel.Message) {
 		n := a.dropped
 		a.mu.Unlock()
 		if n == 1 || n%100 == 0 {
-			a.log.Warn("announcement queue full; the message is announced by its file only", keyMsg, m.ID, "dropped", n)
+			a.log.Warn("announcement queue full; the message is announced by its file only", keyMsg, m.ID, keyDropped, n)
 		}
 	}
 }

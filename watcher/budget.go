@@ -1,7 +1,6 @@
 package watcher
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -35,20 +34,25 @@ func (w *watcher) throttled(now time.Time) bool {
 	if !w.budget.Noticed {
 		w.budget.Noticed = true
 		w.dirty = true
-		w.log.Warn("daily budget spent; messages wait until the next UTC day", "spent_usd", w.budget.Spent, "budget_usd", w.cfg.BudgetUSD, "queue", len(w.queue))
-		notice := &channel.Message{
-			SessionID: w.cfg.Channels[0],
-			From:      w.cfg.Agent,
-			To:        channel.Broadcast,
-			Type:      noticeType,
-			Content: channel.Content{Text: fmt.Sprintf("[collab] %s has spent its budget for %s (%.2f of %.2f USD); messages wait until 00:00 UTC.",
-				w.cfg.Agent, w.budget.Day, w.budget.Spent, w.cfg.BudgetUSD)},
-			Metadata: channel.Metadata{Mode: "watcher", Turn: w.cfg.Agent, Host: w.cfg.Host, Extra: map[string]json.RawMessage{"guard": jsonString("budget")}},
-		}
-		if err := w.postFile(notice); err != nil {
-			w.log.Error("cannot post the budget notice", keyErr, err)
-		}
+		w.log.Warn("daily budget spent; messages wait until the next UTC day", keySpent, w.budget.Spent, keyBudget, w.cfg.BudgetUSD, keyQueue, len(w.queue))
+		w.postBudgetNotice()
 		w.setPresence(presence.SubThrottled, "")
 	}
 	return true
+}
+
+// postBudgetNotice posts the day's notice that the budget is spent, to
+// the first channel.
+func (w *watcher) postBudgetNotice() {
+	// A notice of the watcher, not of a thread: in reply to nothing.
+	notice := channel.Message{
+		SessionID: w.cfg.Channels[0],
+		From:      w.cfg.Agent,
+		Metadata:  channel.Metadata{Mode: channel.ModeWatcher, Turn: w.cfg.Agent, Host: w.cfg.Host},
+	}
+	setNotice(&notice, "budget", fmt.Sprintf("[collab] %s has spent its budget for %s (%.2f of %.2f USD); messages wait until 00:00 UTC.",
+		w.cfg.Agent, w.budget.Day, w.budget.Spent, w.cfg.BudgetUSD))
+	if err := w.postFile(&notice); err != nil {
+		w.log.Error("cannot post the budget notice", keyErr, err)
+	}
 }

@@ -41,11 +41,15 @@ func TestCLIFailures(t *testing.T) {
 				cfg.Timeout = time.Second
 			}
 			cfg.PostErrors = tt.postErrors
+			shown := &presenceLog{}
+			cfg.Publisher = shown
 			h := start(t, cfg)
 
 			m := send(t, root, agent, "please "+tt.text)
 			began := time.Now()
-			waitFor(t, "the CLI to start", func() bool { return readPresence(t, root, agent).Substate == presence.SubWorking })
+			// A CLI that fails at once shows WORKING for a few milliseconds:
+			// look for it among the presences written, not in the file.
+			waitFor(t, "the CLI to start", func() bool { return shown.saw(presence.SubWorking, m.ID) })
 			c := waitClaim(t, root, agent, m.ID)
 			took := time.Since(began)
 			// The next message is still answered.

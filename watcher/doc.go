@@ -59,6 +59,17 @@
 // point was in the lost file); the day's budget and which threads got a
 // guard notice are forgotten. Files from before checksums load unchecked.
 //
+// # Orphaned temp files
+//
+// Every file is written through a dot-prefixed temp file (".NAME.RANDOM.tmp",
+// package safedir); a writer that crashes mid-write leaves it behind. The
+// watcher's janitor removes such files once they are older than OrphanAge
+// (default 36 h, so a write in progress on any host is never disturbed), at
+// start and hourly, in the folders the watcher writes to: each channel, the
+// agent's claims and reply tokens in ROOT/claims/CHANNEL/AGENT/ (and
+// ROOT/claims/CHANNEL/), ROOT/state/AGENT/ with its outbox/ and jobs/, and
+// the presence folder. It goes by age, never by name alone.
+//
 // # Runaway guards
 //
 // Replies carry metadata.hops, one more than the message they answer. A

@@ -1,6 +1,67 @@
 package watcher
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"collab/channel"
+	"collab/internal/agent/claim"
+)
+
+// A guard notice is a message of type noticeType, to "all" (it wakes no
+// one), whose extGuard extension names the guard that stopped a thread
+// (max-hops, pair-rate) or the watcher (budget).
+const (
+	noticeType = "notice"
+	extGuard   = "guard"
+)
+
+// isNotice reports whether m is a guard notice: no watcher answers one.
+func isNotice(m *channel.Message) bool {
+	_, guard := m.Metadata.Extra[extGuard]
+	return m.Type == noticeType || guard
+}
+
+// setNotice makes n the notice of guard saying text.
+func setNotice(n *channel.Message, guard, text string) {
+	n.Type, n.To = noticeType, channel.Broadcast
+	n.Content = channel.Content{Text: text}
+	n.SetExtension(extGuard, jsonString(guard))
+}
+
+// guardStops reports whether a runaway guard stops the claimed item: its
+// thread reached the hop limit, or its sender got PairRate replies this
+// minute in an agent chain.
+func (w *watcher) guardStops(it *item, now time.Time) bool {
+	m := &it.msg
+	switch {
+	case w.cfg.MaxHops > 0 && m.Metadata.Hops >= w.cfg.MaxHops:
+		w.stopByGuard(it, "max-hops", fmt.Sprintf("the thread reached the hop limit (%d)", w.cfg.MaxHops))
+	case w.cfg.PairRate > 0 && !w.guards.pairAllowed(m.From, m.Metadata.Hops, now):
+		w.stopByGuard(it, "pair-rate", fmt.Sprintf("more than %d replies a minute to %s", w.cfg.PairRate, m.From))
+	default:
+		return false
+	}
+	return true
+}
+
+// stopByGuard records that a guard stopped the item and posts at most one
+// notice for its thread.
+func (w *watcher) stopByGuard(it *item, guard, why string) {
+	m := &it.msg
+	thread := m.ThreadID()
+	w.log.Warn("guard stopped a message", keyMsg, m.ID, keyFrom, m.From, keyGuard, guard, keyHops, m.Metadata.Hops, keyThread, thread)
+	w.finishClaim(it, claim.Skipped, "", guard+": "+why)
+	if !w.guards.notice(thread, w.now()) {
+		return
+	}
+	w.dirty = true
+	notice := m.Reply(w.cfg.Agent, w.cfg.Host)
+	setNotice(&notice, guard, fmt.Sprintf("[collab] %s stopped answering this thread: %s. A person can reply to continue.", w.cfg.Agent, why))
+	if err := w.postFile(&notice); err != nil {
+		w.log.Error("cannot post a guard notice", keyMsg, m.ID, keyErr, err)
+	}
+}
 
 // window counts events in a sliding time window.
 type window struct {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"collab/channel"
@@ -103,86 +104,90 @@ func TestMaxHopsNoticeSurvivesRestart(t *testing.T) {
 // each other stop at the hop limit, and then it is quiet.
 func TestAgentsStopByThemselves(t *testing.T) {
 	t.Parallel()
-	root := tree.Root(t.TempDir())
-	const maxHops = 4
-	handOver := func(to string) *fakeRunner {
-		return &fakeRunner{reply: func(c runCall) (modelcli.Response, error) {
-			return modelcli.Response{Text: "@" + to + " over to you"}, nil
-		}}
-	}
-	cfgA, cfgB := config(root, handOver("b")), config(root, handOver("a"))
-	cfgA.Agent, cfgB.Agent = "a", "b"
-	cfgA.MaxHops, cfgB.MaxHops = maxHops, maxHops
-	cfgA.PairRate, cfgB.PairRate = 0, 0 // defaults
-	cfgA.Rate, cfgB.Rate = 0, 0
-	ha, hb := start(t, cfgA), start(t, cfgB)
-
-	send(t, root, "all", "@a what do you and b think?")
-	waitFor(t, "the guard notice", func() bool { return len(notices(messages(t, root))) > 0 })
-	n := len(messages(t, root))
-	holds(t, 20*cfgA.Poll, "the channel is quiet", func() bool { return len(messages(t, root)) == n })
-	ha.stop()
-	hb.stop()
-
-	msgs := messages(t, root)
-	if len(msgs) > maxHops+2 {
-		t.Errorf("%d messages, want at most %d (the question, %d replies, one notice)", len(msgs), maxHops+2, maxHops)
-	}
-	if nn := len(notices(msgs)); nn != 1 {
-		t.Errorf("%d notices, want 1", nn)
-	}
-	for _, m := range msgs {
-		if m.Type != "notice" && m.Metadata.Hops > maxHops {
-			t.Errorf("%s posted at hops %d > %d", m.From, m.Metadata.Hops, maxHops)
+	synctest.Test(t, func(t *testing.T) {
+		root := tree.Root(t.TempDir())
+		const maxHops = 4
+		handOver := func(to string) *fakeRunner {
+			return &fakeRunner{reply: func(c runCall) (modelcli.Response, error) {
+				return modelcli.Response{Text: "@" + to + " over to you"}, nil
+			}}
 		}
-		t.Logf("%s → %s hops %d %s: %q", m.From, m.To, m.Metadata.Hops, m.Type, m.Content.Text)
-	}
+		cfgA, cfgB := config(root, handOver("b")), config(root, handOver("a"))
+		cfgA.Agent, cfgB.Agent = "a", "b"
+		cfgA.MaxHops, cfgB.MaxHops = maxHops, maxHops
+		cfgA.PairRate, cfgB.PairRate = 0, 0 // defaults
+		cfgA.Rate, cfgB.Rate = 0, 0
+		ha, hb := start(t, cfgA), start(t, cfgB)
+
+		send(t, root, "all", "@a what do you and b think?")
+		waitFor(t, "the guard notice", func() bool { return len(notices(messages(t, root))) > 0 })
+		n := len(messages(t, root))
+		holds(t, 20*cfgA.Poll, "the channel is quiet", func() bool { return len(messages(t, root)) == n })
+		ha.stop()
+		hb.stop()
+
+		msgs := messages(t, root)
+		if len(msgs) > maxHops+2 {
+			t.Errorf("%d messages, want at most %d (the question, %d replies, one notice)", len(msgs), maxHops+2, maxHops)
+		}
+		if nn := len(notices(msgs)); nn != 1 {
+			t.Errorf("%d notices, want 1", nn)
+		}
+		for _, m := range msgs {
+			if m.Type != "notice" && m.Metadata.Hops > maxHops {
+				t.Errorf("%s posted at hops %d > %d", m.From, m.Metadata.Hops, maxHops)
+			}
+			t.Logf("%s → %s hops %d %s: %q", m.From, m.To, m.Metadata.Hops, m.Type, m.Content.Text)
+		}
+	})
 }
 
 // TestRate: with Rate 2 the CLI runs twice a minute; further messages wait
 // for the window, and are answered when it moves on.
 func TestRate(t *testing.T) {
 	t.Parallel()
-	root := tree.Root(t.TempDir())
-	var offset atomic.Int64 // the fake clock runs with real time, plus jumps
-	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	r := &fakeRunner{}
-	cfg := config(root, r)
-	cfg.Rate = 2
-	cfg.Now = now
-	h := start(t, cfg)
+	synctest.Test(t, func(t *testing.T) {
+		root := tree.Root(t.TempDir())
+		var offset atomic.Int64 // the watcher's clock is the bubble's, plus jumps
+		now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		r := &fakeRunner{}
+		cfg := config(root, r)
+		cfg.Rate = 2
+		cfg.Now = now
+		h := start(t, cfg)
 
-	var sent []channel.Message
-	for i := range 5 {
-		sent = append(sent, send(t, root, agent, "message "+strconv.Itoa(i)))
-	}
-	for k, want := range []int{2, 4, 5} {
-		waitFor(t, strconv.Itoa(want)+" CLI runs", func() bool { return len(r.Calls()) >= want })
-		if want < 5 {
-			// The watcher is idle with messages queued, and says why it
-			// waits (once a minute of its clock): only then does "no more
-			// runs" test the limit rather than a busy watcher.
-			waitFor(t, "the rate limit", func() bool { return len(h.logs.find("rate limit reached; messages wait")) == k+1 })
+		var sent []channel.Message
+		for i := range 5 {
+			sent = append(sent, send(t, root, agent, "message "+strconv.Itoa(i)))
 		}
-		holds(t, 10*cfg.Poll, "no more runs in this minute", func() bool { return len(r.Calls()) == want })
-		if want < 5 {
-			if s := readPresence(t, root, agent); s.Queue != 5-want {
-				t.Errorf("presence queue = %d, want %d waiting", s.Queue, 5-want)
+		for k, want := range []int{2, 4, 5} {
+			waitFor(t, strconv.Itoa(want)+" CLI runs", func() bool { return len(r.Calls()) >= want })
+			if want < 5 {
+				// The watcher is idle with messages queued, and says why it
+				// waits (once a minute of its clock): only then does "no more
+				// runs" test the limit rather than a busy watcher.
+				waitFor(t, "the rate limit", func() bool { return len(h.logs.find("rate limit reached; messages wait")) == k+1 })
+			}
+			holds(t, 10*cfg.Poll, "no more runs in this minute", func() bool { return len(r.Calls()) == want })
+			if want < 5 {
+				if s := readPresence(t, root, agent); s.Queue != 5-want {
+					t.Errorf("presence queue = %d, want %d waiting", s.Queue, 5-want)
+				}
+			}
+			offset.Add(int64(61 * time.Second))
+		}
+		waitReplies(t, root, ids(sent...)...)
+		// Oldest first, in channel order (within a millisecond, by name).
+		var want []string
+		for _, m := range messages(t, root) {
+			if m.From != agent {
+				want = append(want, m.ID)
 			}
 		}
-		offset.Add(int64(61 * time.Second))
-	}
-	waitReplies(t, root, ids(sent...)...)
-	// Oldest first, in channel order (within a millisecond, by name).
-	var want []string
-	for _, m := range messages(t, root) {
-		if m.From != agent {
-			want = append(want, m.ID)
+		if got := r.calledIDs(); !slices.Equal(got, want) {
+			t.Errorf("runs in order %v, want channel order %v", got, want)
 		}
-	}
-	if got := r.calledIDs(); !slices.Equal(got, want) {
-		t.Errorf("runs in order %v, want channel order %v", got, want)
-	}
+	})
 }
 
 // TestPairRate: in agent chains (hops ≥ 1) one sender gets at most

@@ -187,6 +187,33 @@ func config(root tree.Root, r watcher.Runner) watcher.Config {
 	}
 }
 
+// presenceLog is a Publisher that keeps every presence the watcher wrote
+// (it publishes each one it writes), so a test can see a state that lasts
+// too short a time to be read from the presence file.
+type presenceLog struct {
+	mu   sync.Mutex
+	list []presence.Status
+}
+
+func (p *presenceLog) PublishMessage(context.Context, *channel.Message) error { return nil }
+
+func (p *presenceLog) PublishPresence(s presence.Status) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.list = append(p.list, s)
+	return nil
+}
+
+// saw reports whether the watcher wrote presence AWAKE/substate for
+// message msgID.
+func (p *presenceLog) saw(substate, msgID string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(p.list, func(s presence.Status) bool {
+		return s.State == presence.StateAwake && s.Substate == substate && s.MessageID == msgID
+	})
+}
+
 // harness is one watcher.Run in a goroutine.
 type harness struct {
 	t      testing.TB
@@ -267,6 +294,14 @@ func waitForIn(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 // holds checks that cond stays true for d (for things that must not
 // happen, there is no event to wait for).
+//
+// Tests that assert something about time (a guard holds for some polls, a
+// grace period, a claim kept alive by heartbeats) run in a synctest bubble
+// (synctest.Test): the watcher's tickers, its Now and these waits use the
+// bubble's clock, which moves only when every goroutine of the test is
+// blocked, so "for 10 polls" means 10 polls however loaded the machine,
+// and waiting costs no real time. Tests with subprocesses, fsnotify, NATS or
+// bindfs mounts stay on real time.
 func holds(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {

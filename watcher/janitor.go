@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"path/filepath"
 	"time"
 
 	"collab/internal/plumbing/safedir"
@@ -14,8 +13,7 @@ import (
 const janitorEvery = time.Hour
 
 // janitor removes temp files that writers which crashed mid-write left in
-// the folders this watcher writes to: its channels, their claims, its state
-// and the presence folder. It runs in its own goroutine and touches no
+// the folders this watcher writes to (sweptFolders). It runs in its own goroutine and touches no
 // watcher state; only files older than OrphanAge go, so a write in progress
 // on any host (with any sane clock skew) is never disturbed.
 func (w *watcher) janitor(ctx context.Context) {
@@ -33,27 +31,40 @@ func (w *watcher) janitor(ctx context.Context) {
 }
 
 func (w *watcher) sweep() {
-	state := w.cfg.Root.State(w.cfg.Agent)
-	dirs := []string{state, filepath.Join(state, outboxDir), filepath.Join(state, "jobs"), w.cfg.Root.Presence()}
-	for _, ch := range w.cfg.Channels {
-		dirs = append(dirs, w.cfg.Root.Channel(ch), w.cfg.Root.Claims(ch))
-	}
 	now := w.now()
-	for _, dir := range dirs {
-		d, err := safedir.Open(dir)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				w.log.Warn("janitor: cannot open folder", keyFile, dir, keyErr, err)
-			}
-			continue
+	for _, dir := range w.sweptFolders() {
+		w.sweepFolder(dir, now)
+	}
+}
+
+// sweptFolders are the folders this watcher writes to: its state, outbox
+// and jobs, the presence folder, and for each channel the channel and the
+// agent's claims and reply tokens, ROOT/claims/CHANNEL/AGENT (where package
+// claim writes them; ROOT/claims/CHANNEL too, which holds none today).
+func (w *watcher) sweptFolders() []string {
+	r, agent := w.cfg.Root, w.cfg.Agent
+	dirs := []string{r.State(agent), r.Outbox(agent), r.Jobs(agent), r.Presence()}
+	for _, ch := range w.cfg.Channels {
+		dirs = append(dirs, r.Channel(ch), r.Claims(ch), r.AgentClaims(ch, agent))
+	}
+	return dirs
+}
+
+// sweepFolder removes the orphaned temp files of dir.
+func (w *watcher) sweepFolder(dir string, now time.Time) {
+	d, err := safedir.Open(dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			w.log.Warn("janitor: cannot open folder", keyFile, dir, keyErr, err)
 		}
-		removed, err := d.RemoveOrphans(w.cfg.OrphanAge, now)
-		d.Close()
-		for _, name := range removed {
-			w.log.Info("janitor: removed an orphaned temp file", keyFile, dir+"/"+name, "older_than", w.cfg.OrphanAge)
-		}
-		if err != nil {
-			w.log.Warn("janitor: sweep failed", keyFile, dir, keyErr, err)
-		}
+		return
+	}
+	removed, err := d.RemoveOrphans(w.cfg.OrphanAge, now)
+	d.Close()
+	for _, name := range removed {
+		w.log.Info("janitor: removed an orphaned temp file", keyFile, dir+"/"+name, keyAge, w.cfg.OrphanAge)
+	}
+	if err != nil {
+		w.log.Warn("janitor: sweep failed", keyFile, dir, keyErr, err)
 	}
 }

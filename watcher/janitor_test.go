@@ -8,22 +8,27 @@ import (
 	"testing"
 	"time"
 
+	"collab/channel"
 	"collab/internal/plumbing/tree"
 )
 
 // TestJanitorRemovesOnlyOldOrphans: a temp file a crashed writer left 40 h
 // ago goes; one from a write that may still be in progress stays, and so
-// does everything that is not a temp file.
+// does everything that is not a temp file. The claim and reply token
+// orphans are where package claim writes them, in ROOT/claims/CH/AGENT/,
+// named as safedir names a temp file (".NAME.RANDOM.tmp").
 func TestJanitorRemovesOnlyOldOrphans(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
 	now := time.Now()
+	claimed := channel.NewID("alice", now.Add(-37*time.Hour), "0a0b") // the message a crashed watcher claimed
 	files := map[string]time.Duration{
-		filepath.Join(root.Channel(chName), ".msg-x.json.ab12.tmp"): 40 * time.Hour,
-		filepath.Join(root.Channel(chName), ".msg-y.json.cd34.tmp"): time.Minute,
-		filepath.Join(root.Channel(chName), ".keep"):                40 * time.Hour,
-		filepath.Join(root.State(agent), ".watch.json.ef56.tmp"):    50 * time.Hour,
-		filepath.Join(root.Claims(chName), ".m.json.0000.tmp"):      37 * time.Hour,
+		filepath.Join(root.Channel(chName), ".msg-x.json.ab12.tmp"):                       40 * time.Hour,
+		filepath.Join(root.Channel(chName), ".msg-y.json.cd34.tmp"):                       time.Minute,
+		filepath.Join(root.Channel(chName), ".keep"):                                      40 * time.Hour,
+		filepath.Join(root.State(agent), ".watch.json.ef56.tmp"):                          50 * time.Hour,
+		filepath.Join(root.AgentClaims(chName, agent), "."+claimed+".json.1a2b3c4d.tmp"):  37 * time.Hour,
+		filepath.Join(root.AgentClaims(chName, agent), "."+claimed+".reply.5e6f7a8b.tmp"): time.Minute,
 	}
 	for p, age := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -117,6 +117,9 @@ func TestNATSOutageMidStream(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 
+	// Wait on the runner's count first: reading the whole channel every
+	// few milliseconds while the watcher works through it would slow both.
+	waitForIn(t, 2*time.Minute, "a run for every message", func() bool { return len(r.Calls()) >= total })
 	var msgs []channel.Message
 	waitForIn(t, 2*time.Minute, "a reply to every message", func() bool {
 		msgs = messages(t, root)

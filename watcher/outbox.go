@@ -9,14 +9,17 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"collab/channel"
 	"collab/internal/agent/claim"
+	"collab/internal/plumbing/randhex"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
 
-// The outbox keeps replies the watcher has not yet posted, so that a full
+// The outbox (ROOT/state/AGENT/outbox, tree.Root.Outbox) keeps replies the
+// watcher has not yet posted, so that a full
 // disk (ENOSPC), a lost mount or a permission error does not lose a reply
 // the model has already written.
 //
@@ -47,7 +50,6 @@ import (
 // but reported a failure (an NFS reply lost), a second watcher, or a
 // restart therefore never adds a second reply. A reply is never partly
 // visible: messages are published whole (package safedir).
-const outboxDir = "outbox"
 
 // The outbox's reserve: its name (a dot-file, ignored by every reader of
 // the tree and never swept as a temp file) and size, enough for a reply at
@@ -124,7 +126,7 @@ func (o *outbox) find(r ref) *outboxEntry {
 	return nil
 }
 
-func (w *watcher) outboxPath() string { return w.cfg.Root.State(w.cfg.Agent) + "/" + outboxDir }
+func (w *watcher) outboxPath() string { return w.cfg.Root.Outbox(w.cfg.Agent) }
 
 // persist writes e's file.
 func (w *watcher) persist(e *outboxEntry) error {
@@ -238,7 +240,7 @@ func (w *watcher) loadOutbox() (requeue []ref) {
 	}
 	slices.SortStableFunc(w.outbox.entries, func(a, b *outboxEntry) int { return a.Created.Compare(b.Created) })
 	if n := len(w.outbox.entries); n > 0 {
-		w.log.Info("replies waiting in the outbox", "count", n)
+		w.log.Info("replies waiting in the outbox", keyCount, n)
 	}
 	return requeue
 }
@@ -262,33 +264,20 @@ func readOutboxEntry(d *safedir.Dir, name string) (*outboxEntry, error) {
 	return e, nil
 }
 
-// post posts text as the one reply to the item, through the outbox, and
-// finishes its claim with status once posted. It returns the reply's id, or
+// post posts text, with the extensions ext, as the one reply to the item
+// (channel.Message.Reply), through the outbox, and finishes its claim
+// with status once posted. It returns the reply's id, or
 // "" if nothing was posted now.
-func (w *watcher) post(it *item, text, status string, extra map[string]json.RawMessage) string {
+func (w *watcher) post(it *item, text, status string, ext map[string]json.RawMessage) string {
 	m := &it.msg
 	if e := w.outbox.find(it.ref()); e != nil {
 		w.log.Warn("not posting: a reply to this message waits in the outbox", keyMsg, m.ID)
 		return ""
 	}
-	reply := channel.Message{
-		SessionID: m.SessionID,
-		From:      w.cfg.Agent,
-		To:        m.From,
-		Type:      "chat",
-		Content:   channel.Content{Text: text},
-		Metadata: channel.Metadata{
-			Mode:      "watcher",
-			Turn:      w.cfg.Agent,
-			InReplyTo: m.ID,
-			Hops:      m.Metadata.Hops + 1,
-			Thread:    m.ThreadID(),
-			Host:      w.cfg.Host,
-			Extra:     extra,
-		},
-	}
-	if !tree.ValidName(m.From) {
-		reply.To = channel.Broadcast // a foreign sender name we cannot address
+	reply := m.Reply(w.cfg.Agent, w.cfg.Host)
+	reply.Content.Text = text
+	for k, v := range ext {
+		reply.SetExtension(k, v)
 	}
 	e := &outboxEntry{
 		Channel: m.SessionID, Message: m.Key(), From: m.From, Hops: m.Metadata.Hops,
@@ -305,7 +294,7 @@ func (w *watcher) post(it *item, text, status string, extra map[string]json.RawM
 	w.outbox.entries = append(w.outbox.entries, e)
 	if perr := w.persist(e); perr != nil {
 		w.log.Error("cannot post the reply nor keep it on disk; kept in memory and retried (lost if the watcher stops first)",
-			keyMsg, m.ID, keyErr, err, "outbox_err", perr)
+			keyMsg, m.ID, keyErr, err, keyOutErr, perr)
 	} else {
 		w.log.Warn("cannot post the reply; kept in the outbox and retried", keyMsg, m.ID, keyFile, e.file(), keyErr, err)
 	}
@@ -331,7 +320,7 @@ func (w *watcher) deliver(e *outboxEntry) (string, error) {
 		w.finishClaim(&it, claim.Replied, id, "")
 		return "", nil
 	}
-	id, fresh, err := w.claims.ReserveReply(e.Channel, e.Message, channel.NewID(w.cfg.Agent, w.now(), randHex4()))
+	id, fresh, err := w.claims.ReserveReply(e.Channel, e.Message, channel.NewID(w.cfg.Agent, w.now(), randhex.String(2)))
 	if errors.Is(err, tree.ErrBadName) {
 		w.log.Error("cannot reserve the reply", keyMsg, e.Message, keyErr, err)
 		w.finishClaim(&it, claim.Failed, "", err.Error())
@@ -343,39 +332,22 @@ func (w *watcher) deliver(e *outboxEntry) (string, error) {
 	reply := e.Reply
 	text := reply.Content.Text
 	for clashes := 0; ; clashes++ {
-		reply.ID, reply.Timestamp, reply.Content.Text = id, "", text
-		err = w.postFile(&reply)
-		// Output near the CLI cap does not fit in a message once
-		// JSON-escaped: cut it until it does.
-		for size := min(len(text), channel.MaxMessageSize-8<<10); errors.Is(err, channel.ErrTooLarge) && size > 1; size /= 2 {
-			reply.Content.Text = cut(text, size)
-			err = w.postFile(&reply)
-		}
+		err = w.postUnder(&reply, id, text)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
-		// By another watcher, or by an earlier attempt whose success was
-		// reported as a failure; or another message drew the same id.
-		there, lerr := channel.Lookup(w.cfg.Root, e.Channel, id)
-		if lerr != nil {
-			return "", fmt.Errorf("read the message under the reply's id %s: %w", id, lerr)
+		renewed, cerr := w.renewTaken(e, id, clashes)
+		if cerr != nil {
+			return "", cerr
 		}
-		if there.From == w.cfg.Agent && there.Metadata.InReplyTo == e.Message {
-			break
+		if renewed == "" {
+			break // the reply is there already
 		}
-		if clashes == 5 {
-			return "", fmt.Errorf("post the reply: %d ids in a row taken by other messages", clashes+1)
-		}
-		renewed, _, rerr := w.claims.RenewReply(e.Channel, e.Message, id, channel.NewID(w.cfg.Agent, w.now(), randHex4()))
-		if rerr != nil {
-			return "", fmt.Errorf("renew the reply's id: %w", rerr)
-		}
-		w.log.Info("reply id taken by another message; renewed", keyMsg, e.Message, "taken", id, keyReply, renewed)
 		id = renewed
 	}
 	switch {
 	case errors.Is(err, fs.ErrExist):
-		w.log.Info("not posting: the reply is already posted", keyMsg, e.Message, keyReply, id, "token_fresh", fresh)
+		w.log.Info("not posting: the reply is already posted", keyMsg, e.Message, keyReply, id, keyFresh, fresh)
 		w.replied[e.ref()] = id
 		w.finishClaim(&it, claim.Replied, id, "")
 		return "", nil
@@ -389,6 +361,42 @@ func (w *watcher) deliver(e *outboxEntry) (string, error) {
 	w.replied[e.ref()] = id
 	w.finishClaim(&it, e.Status, id, "")
 	return id, nil
+}
+
+// postUnder posts reply under id with text, cut until it fits: output
+// near the CLI cap does not fit in a message once JSON-escaped.
+func (w *watcher) postUnder(reply *channel.Message, id, text string) error {
+	reply.ID, reply.Timestamp, reply.Content.Text = id, "", text
+	err := w.postFile(reply)
+	for size := min(len(text), channel.MaxMessageSize-8<<10); errors.Is(err, channel.ErrTooLarge) && size > 1; size /= 2 {
+		reply.Content.Text = cut(text, size)
+		err = w.postFile(reply)
+	}
+	return err
+}
+
+// renewTaken is for a reply whose id was taken: by another watcher, or by
+// an earlier attempt whose success was reported as a failure (then the
+// reply is there: it returns ""); or another message drew the same id,
+// and it returns the id of the renewed reply token. clashes is how many
+// ids were taken before this one.
+func (w *watcher) renewTaken(e *outboxEntry, id string, clashes int) (string, error) {
+	there, err := channel.Lookup(w.cfg.Root, e.Channel, id)
+	if err != nil {
+		return "", fmt.Errorf("read the message under the reply's id %s: %w", id, err)
+	}
+	if there.From == w.cfg.Agent && there.Metadata.InReplyTo == e.Message {
+		return "", nil
+	}
+	if clashes == 5 {
+		return "", fmt.Errorf("post the reply: %d ids in a row taken by other messages", clashes+1)
+	}
+	renewed, _, err := w.claims.RenewReply(e.Channel, e.Message, id, channel.NewID(w.cfg.Agent, w.now(), randhex.String(2)))
+	if err != nil {
+		return "", fmt.Errorf("renew the reply's id: %w", err)
+	}
+	w.log.Info("reply id taken by another message; renewed", keyMsg, e.Message, keyTaken, id, keyReply, renewed)
+	return renewed, nil
 }
 
 // outboxFailed schedules the next attempt: Poll after the first failure,
@@ -414,8 +422,8 @@ func (w *watcher) retryOutbox(force bool) {
 		id, err := w.deliver(e)
 		if err != nil {
 			w.outboxFailed()
-			w.logOnce("outbox", "cannot post replies from the outbox; retrying", "waiting", len(w.outbox.entries),
-				"attempts", w.outbox.fails, "next", w.outbox.next, keyErr, err)
+			w.logOnce("outbox", "cannot post replies from the outbox; retrying", keyWaiting, len(w.outbox.entries),
+				keyAttempts, w.outbox.fails, keyNext, w.outbox.next, keyErr, err)
 			return
 		}
 		w.drop(e)
@@ -423,7 +431,7 @@ func (w *watcher) retryOutbox(force bool) {
 			continue
 		}
 		now := w.now()
-		w.log.Info("replied from the outbox", keyMsg, e.Message, keyChannel, e.Channel, keyReply, id, "waited", now.Sub(e.Created))
+		w.log.Info("replied from the outbox", keyMsg, e.Message, keyChannel, e.Channel, keyReply, id, keyWaited, now.Sub(e.Created))
 		if e.Status == claim.Replied {
 			w.handled++
 			w.lastReply, w.lastReplyID = now, id
@@ -445,10 +453,10 @@ func (w *watcher) closeOutbox() {
 		}
 	}
 	if len(durable) > 0 {
-		w.log.Warn("replies left in the outbox; posted at the next start", "messages", durable, keyFile, w.outboxPath())
+		w.log.Warn("replies left in the outbox; posted at the next start", keyMessages, durable, keyFile, w.outboxPath())
 	}
 	if len(memory) > 0 {
-		w.log.Error("replies lost: no room to keep them on disk", "messages", memory)
+		w.log.Error("replies lost: no room to keep them on disk", keyMessages, memory)
 	}
 }
 
@@ -467,4 +475,14 @@ func (w *watcher) requeue(refs []ref) {
 		m.SessionID, m.ID = r.Channel, m.Key()
 		w.queue = append(w.queue, &item{msg: m})
 	}
+}
+
+// cut shortens text to at most n bytes, on a UTF-8 boundary, and says so.
+func cut(text string, n int) string {
+	note := fmt.Sprintf("\n[… cut by collab: the output was %d bytes]", len(text))
+	n = max(n-len(note), 0)
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n] + note
 }

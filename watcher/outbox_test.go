@@ -63,7 +63,7 @@ func (d *flakyDisk) attempts() []channel.Message {
 // outboxFiles returns the names in the agent's outbox.
 func outboxFiles(t testing.TB, root tree.Root) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(root.State(agent), "outbox"))
+	ents, err := os.ReadDir(root.Outbox(agent))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -246,7 +246,7 @@ func TestOutboxInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The outbox cannot be created: its name is taken by a file.
-	if err := os.WriteFile(filepath.Join(root.State(agent), "outbox"), nil, 0o644); err != nil {
+	if err := os.WriteFile(root.Outbox(agent), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := &fakeRunner{}
@@ -320,7 +320,7 @@ func TestOutboxRealFullDisk(t *testing.T) {
 	m := send(t, root, agent, "answer me")
 	<-r.started
 
-	if got := dotFiles(t, filepath.Join(root.State(agent), "outbox")); !slices.Equal(got, []string{".reserve"}) {
+	if got := dotFiles(t, root.Outbox(agent)); !slices.Equal(got, []string{".reserve"}) {
 		t.Fatalf("outbox holds %q before the disk fills, want the reserve", got)
 	}
 	filler := fill(t, filepath.Join(dir, "filler"))
@@ -361,7 +361,7 @@ func TestOutboxRealFullDisk(t *testing.T) {
 	waitReplies(t, root, m.ID)
 	waitSettled(t, root, agent)
 	waitFor(t, "the reserve to be made again", func() bool {
-		return slices.Equal(dotFiles(t, filepath.Join(root.State(agent), "outbox")), []string{".reserve"})
+		return slices.Equal(dotFiles(t, root.Outbox(agent)), []string{".reserve"})
 	})
 	h.stop()
 	checkOnce(t, root, r, m)
@@ -416,7 +416,7 @@ func TestOutboxCorruptEntry(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	h1, _, disk, m := intoOutbox(t, root)
 	h1.stop()
-	entry := filepath.Join(root.State(agent), "outbox", chName+"."+m.ID+".json")
+	entry := filepath.Join(root.Outbox(agent), chName+"."+m.ID+".json")
 	data, err := os.ReadFile(entry)
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,11 @@
 package watcher
 
 import (
+	"errors"
 	"os"
+	"time"
 
+	"collab/internal/agent/claim"
 	"collab/presence"
 )
 
@@ -52,4 +55,46 @@ func (w *watcher) status(what, msgID string) presence.Status {
 		s.LastReply = w.lastReplyID
 	}
 	return s
+}
+
+// heartbeat refreshes presence and the running job's claim.
+func (w *watcher) heartbeat() {
+	w.checkKill()
+	if w.busy == nil {
+		w.idle()
+		return
+	}
+	w.setPresence(presence.SubWorking, w.busy.it.msg.ID)
+	w.refreshClaim()
+}
+
+// refreshClaim refreshes the running job's claim, and stops the job if
+// the claim was taken over.
+func (w *watcher) refreshClaim() {
+	m := &w.busy.it.msg
+	err := w.claims.Heartbeat(m.SessionID, m.Key())
+	switch {
+	case errors.Is(err, claim.ErrLost):
+		// Judged gone and taken over (a long stall, a cut-off host):
+		// the new owner answers; stop spending on a reply it will post.
+		if !w.busy.lost {
+			w.log.Warn("claim taken over; stopping the CLI", keyMsg, m.ID, keyErr, err)
+			w.busy.lost = true
+			w.busy.stop()
+		}
+	case err != nil:
+		w.logOnce("claim-heartbeat", "cannot refresh the claim", keyMsg, m.ID, keyErr, err)
+	}
+}
+
+// idle writes the presence of a watcher with no CLI running.
+func (w *watcher) idle() {
+	switch {
+	case w.cfg.BudgetUSD > 0 && w.budget.Spent >= w.cfg.BudgetUSD && w.budget.Day == w.now().Format(time.DateOnly):
+		w.setPresence(presence.SubThrottled, "")
+	case len(w.awaiting) > 0:
+		w.setPresence(presence.SubWaiting, "")
+	default:
+		w.setPresence(presence.SubIdle, "")
+	}
 }

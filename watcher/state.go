@@ -235,3 +235,28 @@ func saveState(root tree.Root, agent string, s *state) error {
 	}
 	return nil
 }
+
+// save writes the state file.
+func (w *watcher) save() {
+	st := &state{
+		Saved:    w.now(),
+		Budget:   w.budget,
+		Awaiting: w.awaiting,
+		Channels: make(map[string]channel.Cursor, len(w.readers)),
+		Noticed:  w.guards.noticed,
+	}
+	for ch, r := range w.readers {
+		st.Channels[ch] = r.Cursor()
+	}
+	if w.busy != nil {
+		st.Pending = append(st.Pending, w.busy.it.ref())
+	}
+	for _, it := range w.queue {
+		st.Pending = append(st.Pending, it.ref())
+	}
+	if err := saveState(w.cfg.Root, w.cfg.Agent, st); err != nil {
+		w.logOnce("state", "cannot save state", keyErr, err)
+		return
+	}
+	w.dirty = false
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"collab/channel"
@@ -50,7 +51,7 @@ func TestCrashTakeover(t *testing.T) {
 			if tt.reply {
 				post(t, root, channel.Message{
 					ID: replyID, From: agent, To: m.From, Content: channel.Content{Text: "posted before the crash"},
-					Metadata: channel.Metadata{Mode: "watcher", InReplyTo: m.ID, Hops: 1, Thread: m.ID, Host: testHost},
+					Metadata: channel.Metadata{Mode: channel.ModeWatcher, InReplyTo: m.ID, Hops: 1, Thread: m.ID, Host: testHost},
 				})
 			}
 
@@ -253,27 +254,29 @@ func TestRunBackgroundContext(t *testing.T) {
 // keeps its claim's heartbeat fresh.
 func TestLongRunKeepsClaim(t *testing.T) {
 	t.Parallel()
-	root := tree.Root(t.TempDir())
-	slow := func(c runCall) (modelcli.Response, error) {
-		select {
-		case <-time.After(time.Second):
-			return modelcli.Response{Text: "done"}, nil
-		case <-c.Ctx.Done():
-			return modelcli.Response{}, c.Ctx.Err()
+	synctest.Test(t, func(t *testing.T) {
+		root := tree.Root(t.TempDir())
+		slow := func(c runCall) (modelcli.Response, error) {
+			select {
+			case <-time.After(time.Second):
+				return modelcli.Response{Text: "done"}, nil
+			case <-c.Ctx.Done():
+				return modelcli.Response{}, c.Ctx.Err()
+			}
 		}
-	}
-	ra, rb := &fakeRunner{reply: slow}, &fakeRunner{reply: slow}
-	cfgA, cfgB := config(root, ra), config(root, rb)
-	cfgA.Host, cfgB.Host = "host-a", "host-b"
-	cfgA.ClaimGrace, cfgB.ClaimGrace = 300*time.Millisecond, 300*time.Millisecond
-	start(t, cfgA)
-	start(t, cfgB)
-	m := send(t, root, agent, "a long one")
-	waitReplies(t, root, m.ID)
-	c := waitClaim(t, root, agent, m.ID)
-	if runs := len(ra.Calls()) + len(rb.Calls()); runs != 1 || c.Takeovers != 0 {
-		t.Errorf("CLI ran %d times, claim taken over %d times; want 1 run, no takeover", runs, c.Takeovers)
-	}
+		ra, rb := &fakeRunner{reply: slow}, &fakeRunner{reply: slow}
+		cfgA, cfgB := config(root, ra), config(root, rb)
+		cfgA.Host, cfgB.Host = "host-a", "host-b"
+		cfgA.ClaimGrace, cfgB.ClaimGrace = 300*time.Millisecond, 300*time.Millisecond
+		start(t, cfgA)
+		start(t, cfgB)
+		m := send(t, root, agent, "a long one")
+		waitReplies(t, root, m.ID)
+		c := waitClaim(t, root, agent, m.ID)
+		if runs := len(ra.Calls()) + len(rb.Calls()); runs != 1 || c.Takeovers != 0 {
+			t.Errorf("CLI ran %d times, claim taken over %d times; want 1 run, no takeover", runs, c.Takeovers)
+		}
+	})
 }
 
 // TestClaimLost: when another watcher takes the claim over mid-run (this

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"collab/channel"
@@ -718,25 +719,27 @@ func TestSkippedFiles(t *testing.T) {
 // reply to an ordinary message of the agent is answered as usual.
 func TestAwaitedReplySkipped(t *testing.T) {
 	t.Parallel()
-	root := tree.Root(t.TempDir())
-	f := &fakeRunner{}
-	h := start(t, config(root, f))
-	waited := channel.Message{From: agent, To: "bob", SessionID: chName}
-	waited.Content.Text = "bob, what is 2+2?"
-	waited.Metadata.Extra = map[string]json.RawMessage{"await_reply": json.RawMessage("true")}
-	waited = post(t, root, waited)
-	plain := channel.Message{From: agent, To: "bob", SessionID: chName}
-	plain.Content.Text = "bob, tell me when done"
-	plain = post(t, root, plain)
-	for _, parent := range []channel.Message{waited, plain} {
-		r := channel.Message{From: "bob", To: agent, SessionID: chName}
-		r.Content.Text = "answer to " + parent.ID
-		r.Metadata.InReplyTo = parent.ID
-		post(t, root, r)
-	}
-	waitFor(t, "the skip", func() bool {
-		return len(h.logs.find("skip", "reason", "reply to a message the agent sent with --wait")) == 1
+	synctest.Test(t, func(t *testing.T) {
+		root := tree.Root(t.TempDir())
+		f := &fakeRunner{}
+		h := start(t, config(root, f))
+		waited := channel.Message{From: agent, To: "bob", SessionID: chName}
+		waited.Content.Text = "bob, what is 2+2?"
+		waited.SetAwaitReply()
+		waited = post(t, root, waited)
+		plain := channel.Message{From: agent, To: "bob", SessionID: chName}
+		plain.Content.Text = "bob, tell me when done"
+		plain = post(t, root, plain)
+		for _, parent := range []channel.Message{waited, plain} {
+			r := channel.Message{From: "bob", To: agent, SessionID: chName}
+			r.Content.Text = "answer to " + parent.ID
+			r.Metadata.InReplyTo = parent.ID
+			post(t, root, r)
+		}
+		waitFor(t, "the skip", func() bool {
+			return len(h.logs.find("skip", "reason", "reply to a message the agent sent with --wait")) == 1
+		})
+		waitFor(t, "the ordinary reply to be run", func() bool { return len(f.Calls()) == 1 })
+		holds(t, 300*time.Millisecond, "no second run", func() bool { return len(f.Calls()) == 1 })
 	})
-	waitFor(t, "the ordinary reply to be run", func() bool { return len(f.Calls()) == 1 })
-	holds(t, 300*time.Millisecond, "no second run", func() bool { return len(f.Calls()) == 1 })
 }

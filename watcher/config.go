@@ -1,0 +1,170 @@
+package watcher
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"collab/channel"
+	"collab/internal/agent/prompt"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+)
+
+// Config is a watcher's configuration. Zero durations and counts take the
+// defaults named in their comments.
+type Config struct {
+	Root     tree.Root
+	Agent    string
+	Channels []string
+	Host     string // default os.Hostname()
+
+	Runner     Runner
+	CLI        string           // the adapter's name, for job records; default "command"
+	Template   *prompt.Template // default prompt.Default()
+	Role       string
+	Memory     []string // files read fresh for every prompt
+	Context    int      // messages of transcript; default 10, <0 none
+	Workdir    string
+	Env        []string      // more KEY=VALUE for the CLI, before SPEC §7's
+	Timeout    time.Duration // per CLI run; default 10m
+	PostErrors bool          // post a short error reply when the CLI fails
+
+	Poll       time.Duration // default 1s
+	Heartbeat  time.Duration // default 10s
+	Grace      time.Duration // shutdown grace for a running CLI; default 30s
+	ClaimGrace time.Duration // default claim.DefaultGrace
+
+	MaxHops  int // default 6; <0 disables
+	Rate     int // CLI runs per minute; default 20; <0 disables
+	PairRate int // replies per minute to one sender in agent chains; default 6; <0 disables
+
+	// Sessions: messages with the same key (see the Scope constants) resume
+	// the CLI session of the last run, for up to SessionTTL (default 8h).
+	SessionScope string // default ScopeChannel
+	SessionTTL   time.Duration
+	// BudgetUSD stops invoking the CLI for the rest of the UTC day once the
+	// day's runs cost this much (as the CLIs report it); 0: no budget. A
+	// Runner whose ReportsCost method says false (codex, gemini, command)
+	// reports none, so its budget never trips: Run warns at start.
+	BudgetUSD float64
+	// OrphanAge: temp files older than this, left by writers that crashed
+	// mid-write in the folders the watcher writes to (its channels, its
+	// claims and reply tokens in ROOT/claims/CHANNEL/AGENT/, its state,
+	// outbox and jobs, presence), are removed at start and hourly; default
+	// safedir.DefaultOrphanAge (36h), <0 never.
+	OrphanAge time.Duration
+	// RecoveryWindow is how far back a watcher rescans its channels when
+	// its state file is corrupt or unreadable; default
+	// DefaultRecoveryWindow. Messages older than that are not answered.
+	RecoveryWindow time.Duration
+
+	Replay *Replay // nil: first start begins now, restarts resume
+	Wakers []Waker
+	// Announce carries messages announced on a faster path (NATS) before
+	// their files may be visible here: the watcher reads those files
+	// directly; one that never appears is logged.
+	Announce <-chan channel.Message
+	// Kills carries the ids of jobs someone asked to stop, announced on a
+	// faster path (NATS): the watcher looks at the kill file at once
+	// instead of at its next poll. The file is the truth: a request whose
+	// file is not there (yet) is not acted on.
+	Kills <-chan string
+	// Hurry, once closed after ctx is done (a second signal), ends the
+	// grace: the running CLI's process group is killed at once (SIGKILL)
+	// and Run writes OFFLINE and returns as soon as the run has ended.
+	Hurry <-chan struct{}
+	// Publisher, if set, also publishes every message and heartbeat the
+	// watcher writes.
+	Publisher Publisher
+	Logger    *slog.Logger
+	Now       func() time.Time
+
+	// writeMessage, if set, replaces the channel writer (tests inject
+	// write errors through it).
+	writeMessage func(*channel.Message) error
+}
+
+// setDefaults checks c and fills in the defaults of its zero fields.
+func (c *Config) setDefaults() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if c.Host == "" {
+		c.Host, _ = os.Hostname()
+	}
+	if c.CLI == "" {
+		c.CLI = "command"
+	}
+	if c.SessionScope == "" {
+		c.SessionScope = DefaultSessionScope
+	}
+	if c.Template == nil {
+		c.Template = prompt.Default()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Timeout, DefaultTimeout)
+	def(&c.Poll, DefaultPoll)
+	def(&c.Heartbeat, DefaultHeartbeat)
+	def(&c.Grace, DefaultGrace)
+	def(&c.ClaimGrace, DefaultClaimGrace)
+	def(&c.SessionTTL, DefaultSessionTTL)
+	if c.OrphanAge == 0 {
+		c.OrphanAge = safedir.DefaultOrphanAge
+	}
+	def(&c.RecoveryWindow, DefaultRecoveryWindow)
+	defInt := func(n *int, v int) {
+		if *n == 0 {
+			*n = v
+		}
+	}
+	defInt(&c.Context, DefaultContext)
+	defInt(&c.MaxHops, DefaultMaxHops)
+	defInt(&c.Rate, DefaultRate)
+	defInt(&c.PairRate, DefaultPairRate)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// check refuses a configuration the watcher cannot run with.
+func (c *Config) check() error {
+	if err := tree.CheckName("agent", c.Agent); err != nil {
+		return err
+	}
+	if len(c.Channels) == 0 {
+		return errors.New("watcher: no channel")
+	}
+	for _, ch := range c.Channels {
+		if err := tree.CheckName("channel", ch); err != nil {
+			return err
+		}
+	}
+	if c.Runner == nil {
+		return errors.New("watcher: no runner")
+	}
+	if c.Replay != nil && c.Replay.After != "" {
+		if _, err := channel.ParseID(c.Replay.After); err != nil {
+			return fmt.Errorf("watcher: replay after %q: %w", c.Replay.After, err)
+		}
+	}
+	switch c.SessionScope {
+	case "", ScopeChannel, ScopeThread, ScopeNone:
+	default:
+		return fmt.Errorf("watcher: session scope %q: use %s, %s or %s", c.SessionScope, ScopeChannel, ScopeThread, ScopeNone)
+	}
+	if c.BudgetUSD < 0 {
+		return errors.New("watcher: negative budget")
+	}
+	return nil
+}

@@ -1,0 +1,432 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"collab/channel"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/agent/prompt"
+	"collab/presence"
+)
+
+// A job is one CLI run on one claimed message: the loop starts it (start),
+// its goroutine builds the prompt and runs the CLI (run), and the loop
+// records its launch (launched) and its end (finish), which posts the
+// reply, or the question the CLI asked, or records the failure.
+
+// extNeedsInput is the extension of a reply that asks the sender a
+// question: {"job": …, "options": […], "allow": […]}.
+const extNeedsInput = "needs_input"
+
+// errKilled is the error of a job stopped at someone's request.
+var errKilled = errors.New("watcher: killed by request")
+
+// job is the CLI run in progress.
+type job struct {
+	it      item
+	started time.Time
+	stop    context.CancelFunc // stops this run alone
+	rec     *jobs.Recorder     // nil if the record cannot be written
+	key     string             // session key
+	killed  bool               // stopped at someone's request
+	lost    bool               // stopped: its claim was taken over
+
+	// launching is closed by the job's goroutine as it starts the CLI
+	// (and writes WORKING presence alongside); until then (launched false)
+	// the record and state wait, so that only the claim stands between a
+	// message and its CLI.
+	launching chan struct{}
+	launched  bool
+	answers   string   // the job that asked the question this run answers
+	allow     []string // permission rules the answer granted, for this run only
+}
+
+// runRequest is all a job's goroutine needs to run the CLI once: run
+// touches no watcher state.
+type runRequest struct {
+	it     item
+	resume string         // the CLI session to resume; "" for a new one
+	allow  []string       // permission rules granted to this run alone
+	rec    *jobs.Recorder // the job's record
+
+	// transcript is the prompt's context from the watcher's memory, unless
+	// readTranscript: memory did not hold it all, and run reads it from
+	// the channel's folder.
+	transcript     []channel.Message
+	readTranscript bool
+
+	launching chan struct{}   // closed just before the CLI starts
+	working   presence.Status // written while the CLI starts
+}
+
+// jobResult is what a job's goroutine hands back to the loop.
+type jobResult struct {
+	it    item
+	resp  modelcli.Response
+	err   error
+	fresh bool // a resume was refused and the run started afresh
+
+	presenceErr error // writing WORKING presence as the CLI started
+}
+
+// start runs the CLI in a goroutine of its own. The message is claimed:
+// that is all exactness needs before the CLI starts. WORKING presence is
+// written by the goroutine while the CLI starts; the job record and the
+// state once the goroutine says the CLI is starting (launched), or at the
+// latest when it ends (finish).
+func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
+	m := &it.msg
+	key := w.sess.key(m.SessionID, m.ThreadID())
+	resume := w.sess.get(key, now)
+	rec, err := jobs.Prepare(w.cfg.Root, jobs.Job{
+		ID: jobs.ID(m.Key()), Agent: w.cfg.Agent, Host: w.cfg.Host, Channel: m.SessionID,
+		Message: m.Key(), From: m.From, CLI: w.cfg.CLI, Session: resume, Resumed: resume != "", Started: now,
+	}, w.cfg.Now)
+	if err != nil {
+		w.logOnce("job", "cannot record the job", keyMsg, m.ID, keyErr, err)
+	}
+	ctx, stop := context.WithCancel(jobCtx)
+	j := &job{it: *it, started: now, stop: stop, rec: rec, key: key, launching: make(chan struct{})}
+	w.takeAnswer(j)
+	req := runRequest{it: *it, resume: resume, allow: j.allow, rec: rec, launching: j.launching}
+	var held bool
+	req.transcript, held = w.recent.before(m.SessionID, m, w.cfg.Context)
+	req.readTranscript = !held
+	w.busy = j
+	req.working = w.status(presence.SubWorking, m.ID)
+	w.log.Info("running", keyMsg, m.ID, keyJob, jobs.ID(m.Key()), keySession, resume)
+	go func() {
+		defer stop()
+		w.done <- w.run(ctx, req)
+	}()
+}
+
+// takeAnswer makes j the answer to the question its CLI session asked, if
+// one awaits its sender's answer: the run then ends the asking job, and an
+// answer that allows grants the question's permission rules to this run.
+func (w *watcher) takeAnswer(j *job) {
+	m := &j.it.msg
+	q, ok := w.awaiting[j.key]
+	if !ok || q.Asker != m.From {
+		return
+	}
+	j.rec.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: m.Content.Text, Data: jsonString(q.Job)})
+	j.answers = q.Job
+	if len(q.Allow) > 0 && allows(m.Content.Text) {
+		j.allow = q.Allow
+		j.rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: "allowed for this run: " + strings.Join(q.Allow, ", ")})
+		w.log.Info("allowed for this run", keyMsg, m.ID, keyJob, q.Job, keyAllow, q.Allow)
+	}
+	delete(w.awaiting, j.key)
+}
+
+// launching returns the running job's launching channel while the job has
+// not been recorded as launched; nil (never ready) otherwise.
+func (w *watcher) launching() <-chan struct{} {
+	if w.busy == nil || w.busy.launched {
+		return nil
+	}
+	return w.busy.launching
+}
+
+// launched records the running job, now that its CLI is starting: the job
+// record (which prunes old ones) and the end of the job whose question it
+// answers.
+func (w *watcher) launched() {
+	j := w.busy
+	if j == nil || j.launched {
+		return
+	}
+	j.launched = true
+	if err := j.rec.Persist(); err != nil {
+		w.logOnce("job", "cannot record the job", keyMsg, j.it.msg.ID, keyErr, err)
+	}
+	if j.answers != "" {
+		if err := jobs.SetStatus(w.cfg.Root, w.cfg.Agent, j.answers, jobs.Completed); err != nil {
+			w.log.Warn("cannot close the job that asked", keyJob, j.answers, keyErr, err)
+		}
+	}
+}
+
+// run builds the prompt and runs the CLI. It runs in its own goroutine and
+// touches no watcher state; it closes req.launching just before the CLI
+// starts (or on its way out if it never does), and writes the working
+// presence while the CLI starts, before it returns.
+func (w *watcher) run(ctx context.Context, req runRequest) (res jobResult) {
+	closeOnce := sync.OnceFunc(func() { close(req.launching) })
+	defer closeOnce()
+	cli, err := w.cliRequest(&req)
+	if err != nil {
+		return jobResult{it: req.it, err: err}
+	}
+	closeOnce()
+	// Presence says WORKING while the CLI starts, not before, and before
+	// the loop hears that the run ended (and writes IDLE).
+	wrote := make(chan error, 1)
+	go func() { wrote <- w.writePresence(req.working) }()
+	defer func() { res.presenceErr = <-wrote }()
+	return w.runCLI(ctx, &req, cli)
+}
+
+// cliRequest builds the prompt and the CLI's request.
+func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
+	m := req.it.msg
+	transcript := req.transcript
+	if req.readTranscript {
+		var err error
+		transcript, err = channel.Recent(w.cfg.Root, m.SessionID, m.File, w.cfg.Context)
+		if err != nil {
+			w.log.Warn("no transcript for the prompt", keyMsg, m.ID, keyErr, err)
+		}
+	}
+	text, err := w.cfg.Template.Render(prompt.Data{
+		Agent:      w.cfg.Agent,
+		Channel:    m.SessionID,
+		Host:       w.cfg.Host,
+		Role:       w.cfg.Role,
+		Memory:     prompt.LoadMemory(w.cfg.Memory, 0),
+		Transcript: transcript,
+		Message:    m,
+		MaxHops:    max(w.cfg.MaxHops, 0),
+		Now:        w.now(),
+	})
+	if err != nil {
+		return modelcli.Request{}, fmt.Errorf("build prompt: %w", err)
+	}
+	return modelcli.Request{
+		Prompt:     text,
+		Env:        w.env(&m),
+		Dir:        w.cfg.Workdir,
+		Timeout:    w.cfg.Timeout,
+		Session:    req.resume,
+		AllowTools: req.allow,
+		OnEvent:    req.rec.Event,
+	}, nil
+}
+
+// runCLI runs the CLI; a resume it refuses (the session is gone) runs
+// again in a new session.
+func (w *watcher) runCLI(ctx context.Context, req *runRequest, cli modelcli.Request) jobResult {
+	resp, err := w.cfg.Runner.Run(ctx, cli)
+	if !errors.Is(err, modelcli.ErrSessionGone) || req.resume == "" || ctx.Err() != nil {
+		return jobResult{it: req.it, resp: resp, err: err}
+	}
+	w.log.Warn("session cannot be resumed; starting a new one", keyMsg, req.it.msg.ID, keySession, req.resume, keyErr, err)
+	req.rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: "session " + req.resume + " cannot be resumed; starting a new one"})
+	req.rec.Update(func(j *jobs.Job) { j.Session, j.Resumed = "", false })
+	cli.Session = ""
+	resp, err = w.cfg.Runner.Run(ctx, cli)
+	return jobResult{it: req.it, resp: resp, err: err, fresh: true}
+}
+
+// env is SPEC §7's environment for the CLI.
+func (w *watcher) env(m *channel.Message) []string {
+	return append(slices.Clip(w.cfg.Env),
+		"COLLAB_ROOT="+string(w.cfg.Root),
+		"COLLAB_AGENT="+w.cfg.Agent,
+		"COLLAB_CHANNEL="+m.SessionID,
+		"COLLAB_MESSAGE_ID="+m.ID,
+		"COLLAB_FROM="+m.From,
+		"COLLAB_HOPS="+strconv.Itoa(m.Metadata.Hops),
+	)
+}
+
+// finish handles the end of a CLI run: post the reply or record the failure.
+func (w *watcher) finish(r jobResult) {
+	j := w.busy
+	if !j.launched {
+		w.launched() // the CLI ended (or never started) before the loop heard
+	}
+	if r.presenceErr != nil {
+		w.logOnce("presence", "cannot write presence", keyErr, r.presenceErr)
+	}
+	w.busy = nil
+	now := w.now()
+	w.spend(r.resp.CostUSD, now)
+	w.keepSession(j, &r, now)
+	switch {
+	case j.killed:
+		w.finishKilled(j, &r, now)
+	case r.err != nil:
+		w.finishFailed(j, &r, now)
+	case r.resp.Text == NoReply && r.resp.Question == nil:
+		w.handled++
+		w.log.Info("no reply needed", keyMsg, r.it.msg.ID, keyChannel, r.it.msg.SessionID, keyDur, now.Sub(j.started))
+		j.rec.Finish(jobs.Completed, r.resp, nil)
+		w.finishClaim(&r.it, claim.Skipped, "", "the model answered "+NoReply)
+	default:
+		w.finishReplied(j, &r, now)
+	}
+	if err := j.rec.Err(); err != nil {
+		w.logOnce("job", "cannot record the job", keyMsg, r.it.msg.ID, keyErr, err)
+	}
+	w.dirty = true
+	w.idle()
+}
+
+// keepSession records the CLI session the run used, or forgets the one it
+// could not resume.
+func (w *watcher) keepSession(j *job, r *jobResult, now time.Time) {
+	switch {
+	case r.resp.Session != "":
+		if err := w.sess.put(j.key, r.resp.Session, now); err != nil {
+			w.logOnce("sessions", "cannot save sessions", keyErr, err)
+		}
+	case r.fresh:
+		w.sess.drop(j.key)
+	}
+}
+
+// finishKilled ends a job stopped at someone's request: no reply.
+func (w *watcher) finishKilled(j *job, r *jobResult, now time.Time) {
+	m := &r.it.msg
+	w.failed++
+	w.log.Warn("killed by request", keyMsg, m.ID, keyJob, jobs.ID(m.Key()), keyDur, now.Sub(j.started))
+	j.rec.Finish(jobs.Killed, r.resp, errKilled)
+	w.finishClaim(&r.it, claim.Failed, "", "job killed by request")
+}
+
+// finishFailed ends a job whose CLI failed: an error reply if PostErrors,
+// unless the claim was lost to another watcher, which answers instead.
+func (w *watcher) finishFailed(j *job, r *jobResult, now time.Time) {
+	m := &r.it.msg
+	w.failed++
+	w.log.Error("failed", keyMsg, m.ID, keyChannel, m.SessionID, keyDur, now.Sub(j.started), keyErr, r.err, keyStderr, tail(r.resp.Stderr, 2000))
+	j.rec.Finish(jobs.Failed, r.resp, r.err)
+	note := tail(r.err.Error(), 500)
+	switch {
+	case errors.Is(w.claims.Heartbeat(m.SessionID, m.Key()), claim.ErrLost):
+		// Another watcher owns the message now and will answer it: an
+		// error reply would take its reply token.
+		w.log.Info("claim lost; not posting", keyMsg, m.ID)
+	case w.cfg.PostErrors:
+		w.post(&r.it, fmt.Sprintf("[collab] %s could not answer: %s", w.cfg.Agent, note), claim.Failed, nil)
+	default:
+		w.finishClaim(&r.it, claim.Failed, "", note)
+	}
+}
+
+// finishReplied posts the CLI's answer, or the question it asked (the job
+// then awaits the asker's answer, which resumes its session).
+func (w *watcher) finishReplied(j *job, r *jobResult, now time.Time) {
+	m := &r.it.msg
+	if r.resp.Truncated {
+		w.log.Warn("output truncated", keyMsg, m.ID)
+	}
+	text, status, ext := r.resp.Text, jobs.Completed, map[string]json.RawMessage(nil)
+	if q := r.resp.Question; q != nil {
+		text, ext = questionText(r.resp.Text, q), needsInput(jobs.ID(m.Key()), q)
+		if j.key != "" { // none to resume with scope none
+			status = jobs.AwaitingInput
+		}
+	}
+	id := w.post(&r.it, text, claim.Replied, ext)
+	if id != "" {
+		j.rec.Update(func(jb *jobs.Job) { jb.Reply = id }) // before the status says done
+	}
+	j.rec.Finish(status, r.resp, nil)
+	if id == "" {
+		return
+	}
+	w.handled++
+	w.lastReply, w.lastReplyID = now, id
+	w.guards.replied(m.From, m.Metadata.Hops, now)
+	dur := now.Sub(j.started)
+	if status == jobs.AwaitingInput {
+		w.awaiting[j.key] = question{Job: jobs.ID(m.Key()), Asker: m.From, Allow: r.resp.Question.Allow}
+		w.log.Info("asked for input", keyMsg, m.ID, keyReply, id, keyJob, jobs.ID(m.Key()), keyDur, dur)
+	} else {
+		w.log.Info("replied", keyMsg, m.ID, keyChannel, m.SessionID, keyReply, id, keyDur, dur, keyCost, r.resp.CostUSD)
+	}
+}
+
+// checkKill stops the running job if someone asked for it (collab jobs kill).
+func (w *watcher) checkKill() {
+	if w.busy == nil || w.busy.killed {
+		return
+	}
+	id := jobs.ID(w.busy.it.msg.Key())
+	if jobs.KillRequested(w.cfg.Root, w.cfg.Agent, id) {
+		w.log.Warn("kill requested; stopping the CLI", keyMsg, w.busy.it.msg.ID, keyJob, id)
+		w.busy.killed = true
+		w.busy.stop()
+	}
+}
+
+// needsInput is the extension of the reply that asks q for job.
+func needsInput(job string, q *modelcli.Question) map[string]json.RawMessage {
+	ni := map[string]any{"job": job, "options": q.Options}
+	if len(q.Allow) > 0 {
+		ni["allow"] = q.Allow
+	}
+	return map[string]json.RawMessage{extNeedsInput: mustJSON(ni)}
+}
+
+// questionText is the message that asks for input: the model's words, the
+// question and the options.
+func questionText(said string, q *modelcli.Question) string {
+	var b strings.Builder
+	if said = strings.TrimSpace(said); said != "" && said != NoReply {
+		b.WriteString(said)
+		b.WriteString("\n\n")
+	}
+	b.WriteString(q.Text)
+	if len(q.Options) > 0 {
+		fmt.Fprintf(&b, "\n\nReply with one of: %s.", strings.Join(q.Options, ", "))
+	}
+	if len(q.Allow) > 0 {
+		fmt.Fprintf(&b, " A reply whose first word is %s, yes or y lets the run that resumes the session use %s (that run only); any other reply is passed on as it is.",
+			modelcli.AllowOption, strings.Join(q.Allow, ", "))
+	}
+	return b.String()
+}
+
+// allowWords are the first words of an answer that grant a question's
+// Allow rules.
+var allowWords = []string{modelcli.AllowOption, "yes", "y"}
+
+// allows reports whether answer grants a question's Allow rules: its
+// first word, in any case and without trailing punctuation, is one of
+// allowWords ("Allow.", "yes, go ahead"; not "no", "deny", "allowing").
+func allows(answer string) bool {
+	words := strings.Fields(answer)
+	if len(words) == 0 {
+		return false
+	}
+	first := strings.TrimRightFunc(words[0], unicode.IsPunct)
+	for _, w := range allowWords {
+		if strings.EqualFold(first, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func mustJSON(v any) json.RawMessage {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+func jsonString(s string) json.RawMessage { return mustJSON(s) }
+
+// tail is the last n bytes of s, marked as cut when it is.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
