@@ -83,6 +83,7 @@ func TestNATSUnreachableSendStillWorks(t *testing.T) {
 // when NATS announces the message; without NATS, polling would wait for the
 // cache or the full rescan.
 func TestNATSWakesWatcherAcrossCachedMount(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes and mounts
 	url := natsServer(t)
 	backing := t.TempDir()
 	a := bindfstest.Mount(t, backing, "-o", "attr_timeout=30,entry_timeout=30,negative_timeout=30")

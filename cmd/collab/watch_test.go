@@ -171,6 +171,7 @@ func TestWatchProcessReplyAndSIGTERM(t *testing.T) {
 }
 
 func TestWatchProcessRestartAnswersBacklogOnce(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes and mounts
 	root := t.TempDir()
 	w := startWatcher(t, root, "codex", "dev", nil)
 	first := send(t, root, "dev", "human", "codex", "before the stop")
@@ -193,6 +194,7 @@ func TestWatchProcessRestartAnswersBacklogOnce(t *testing.T) {
 }
 
 func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes and mounts
 	root := t.TempDir()
 	started := t.TempDir()
 	w := startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=30s"})
@@ -274,6 +276,7 @@ func isZombie(pid int) bool {
 // started by mistake: every message sent from a third mount is answered
 // exactly once. (Latency across mounts is measured by collab-bench.)
 func TestWatchProcessTwoMountsOneAgent(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes and mounts
 	backing := t.TempDir()
 	a := bindfstest.Mount(t, backing)
 	b := bindfstest.Mount(t, backing)
