@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/testsupport/bindfstest"
 	"collab/presence"
@@ -210,7 +211,7 @@ func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
 	})
 	w.stop(t, syscall.SIGKILL)
 	// The kernel kills the orphaned CLI (parent-death signal).
-	waitFor(t, func() bool { return !presence.PIDAlive(cliPID) || isZombie(cliPID) })
+	waitFor(t, func() bool { return !proc.PIDAlive(cliPID) || isZombie(cliPID) })
 
 	startWatcher(t, root, "codex", "dev", nil) // fast CLI now
 	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[id]) >= 1 })
@@ -242,7 +243,7 @@ func TestWatchProcessSecondSignal(t *testing.T) {
 
 	w.cmd.Process.Signal(syscall.SIGTERM)
 	waitFor(t, func() bool { return strings.Contains(w.stderr.String(), "stopping; waiting for the running CLI") })
-	if !presence.PIDAlive(cliPID) {
+	if !proc.PIDAlive(cliPID) {
 		t.Fatal("the CLI was stopped by the first signal, before the grace period")
 	}
 	began := time.Now()
@@ -253,7 +254,7 @@ func TestWatchProcessSecondSignal(t *testing.T) {
 		t.Errorf("the watcher took %v to exit after the second signal", took)
 	}
 	for _, pid := range []int{cliPID, childPID} {
-		waitFor(t, func() bool { return !presence.PIDAlive(pid) || isZombie(pid) })
+		waitFor(t, func() bool { return !proc.PIDAlive(pid) || isZombie(pid) })
 	}
 	s, err := presence.Read(tree.Root(root), "codex")
 	if err != nil || s.State != presence.StateOffline {
