@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,27 +23,30 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	var ch string
-	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
+	ch := channelFlag(fs, "channel")
 	older := fs.Duration("older-than", 0, "archive messages older than this (e.g. 720h)")
+	asJSON := fs.Bool("json", false, `print {"channel", "archived"}`)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("archive: unexpected argument %q", fs.Arg(0))
 	}
-	if ch == "" {
-		ch = cmp.Or(getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
-	}
-	if err := tree.CheckName("channel", ch); err != nil {
-		return usageErrorf("archive: %v", err)
+	if err := checkChannel("archive", *ch); err != nil {
+		return err
 	}
 	if *older < time.Hour {
 		return usageErrorf("archive: --older-than must be at least 1h (watchers may not have seen newer messages)")
 	}
-	n, err := channel.Archive(tree.Resolve(*rootf, getenv), ch, time.Now().Add(-*older))
-	fmt.Fprintf(stdout, "archived %d messages of %s\n", n, ch)
+	n, err := channel.Archive(tree.Resolve(*rootf, getenv), *ch, time.Now().Add(-*older))
+	if *asJSON {
+		if jerr := writeJSON(stdout, map[string]any{"channel": *ch, "archived": n}); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else {
+		fmt.Fprintf(stdout, "archived %d messages of %s\n", n, *ch)
+	}
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}

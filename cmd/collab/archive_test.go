@@ -37,6 +37,11 @@ func TestArchive(t *testing.T) {
 		t.Errorf("read --archive: %q; want the old message, then the fresh one", r.stdout)
 	}
 
+	r = runCollab(t, env, "", "archive", "--channel", "c", "--older-than", "24h", "--json")
+	if r.code != 0 || r.stdout != "{\n  \"archived\": 0,\n  \"channel\": \"c\"\n}\n" {
+		t.Errorf("archive --json: exit %d, %q", r.code, r.stdout)
+	}
+
 	for _, args := range [][]string{
 		{"archive", "--channel", "c", "--older-than", "1m"},
 		{"archive", "--channel", "../x", "--older-than", "24h"},

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,27 +16,25 @@ import (
 	"collab/internal/workspace/documents"
 )
 
-// exitConflict is the exit code of a write refused by --if-version, or of
-// a create whose file exists.
-const exitConflict = 3
-
 var docActions = []string{"read", "write", "append", "create", "delete", "list"}
 
 func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("doc", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab doc read   --channel C [FILE] [--json]
-       collab doc write  --channel C [FILE] [--if-version V] [--text T | < FILE]
-       collab doc append --channel C [FILE] [--text T | < FILE]
-       collab doc create --channel C FILE [--text T | < FILE]
+       collab doc write  --channel C [FILE] [--if-version V] [--text T | WORDS… | - | < FILE]
+       collab doc append --channel C [FILE] [--text T | WORDS… | - | < FILE]
+       collab doc create --channel C FILE [--text T | WORDS… | - | < FILE]
        collab doc delete --channel C FILE [--if-version V]
        collab doc list   --channel C [--json]
 
 A channel's shared documents, in ROOT/docs/CHANNEL. FILE is a path inside
 that folder such as notes.md or findings/auth.md (letters, digits, '.', '_',
 '-' and '/'; no "..", no absolute paths, no dot-files); it defaults to
-notes.md, the entry point. Content comes from --text (a final newline is
-added if missing) or, without --text, standard input, verbatim.
+notes.md, the entry point. The first argument after the action is FILE; the
+words after it are the content. Content comes from --text or the words (a
+final newline is added if missing), or from standard input, verbatim, when
+that is "-" or no content is given.
 
 read prints the content; with --json also its version. write replaces the
 file; with --if-version it refuses when the file is no longer at that version
@@ -44,50 +42,44 @@ file; with --if-version it refuses when the file is no longer at that version
 any number of hosts at once are all kept. create fails if FILE exists.
 write, append and create print the new version.
 
-Exit codes: 0 ok, 1 failure, 2 usage, 3 conflict (--if-version did not match,
-or create found the file).
+Exit codes: 0 ok, 1 failure, 2 usage, 4 refused (--if-version did not
+match, or create found the file).
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
-	var ch string
-	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
-	fs.StringVarP(&ch, "session", "s", "", "same as --channel")
-	text := fs.String("text", "", "content (default: standard input)")
+	ch := channelFlag(fs, "channel")
+	text := fs.String("text", "", `content ("-" reads standard input, the default)`)
 	ifVersion := fs.String("if-version", "", "write or delete only if the file is at this version (from read --json)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return usageErrorf("doc: no action: use one of %s", strings.Join(docActions, ", "))
 	}
 	action, rest := fs.Arg(0), fs.Args()[1:]
-	known := false
-	for _, a := range docActions {
-		known = known || a == action
-	}
-	if !known {
+	if !slices.Contains(docActions, action) {
 		return usageErrorf("doc: unknown action %q: use one of %s", action, strings.Join(docActions, ", "))
 	}
-	if ch == "" {
-		ch = cmp.Or(getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
+	if err := checkChannel("doc", *ch); err != nil {
+		return err
 	}
-	if ch == "" {
-		return usageErrorf("doc: no channel: use --channel or set COLLAB_CHANNEL")
-	}
-	if err := tree.CheckName("channel", ch); err != nil {
-		return usageErrorf("doc: %v", err)
-	}
-	file := documents.EntryPoint
+	file, named, words := documents.EntryPoint, false, []string(nil)
+	writes := action == "write" || action == "append" || action == "create"
 	switch {
+	case writes && len(rest) > 0 && rest[0] == "-":
+		words = rest // no FILE: standard input into the default file
+	case writes && len(rest) > 0:
+		file, named, words = rest[0], true, rest[1:]
 	case len(rest) > 1:
 		return usageErrorf("doc %s: one file at a time, got %q", action, rest)
 	case len(rest) == 1:
-		file = rest[0]
-	case action == "create" || action == "delete":
+		file, named = rest[0], true
+	}
+	if !named && (action == "create" || action == "delete") {
 		return usageErrorf("doc %s: name the file", action)
 	}
 	if action == "list" && len(rest) > 0 {
@@ -99,10 +91,10 @@ Flags:
 	if *ifVersion != "" && action != "write" && action != "delete" {
 		return usageErrorf("doc %s: --if-version is for write and delete", action)
 	}
-	if fs.Changed("text") && (action == "read" || action == "delete" || action == "list") {
+	if fs.Changed("text") && !writes {
 		return usageErrorf("doc %s: --text is for write, append and create", action)
 	}
-	f, err := documents.New(tree.Resolve(*rootf, getenv), ch, documents.Options{})
+	f, err := documents.New(tree.Resolve(*rootf, getenv), *ch, documents.Options{})
 	if err != nil {
 		return usageErrorf("doc: %v", err)
 	}
@@ -111,7 +103,7 @@ Flags:
 	case "read":
 		d, err := f.Read(file)
 		if err != nil {
-			return docError("read", ch, file, err)
+			return docError("read", *ch, file, err)
 		}
 		if *asJSON {
 			return json.NewEncoder(stdout).Encode(d)
@@ -121,7 +113,7 @@ Flags:
 	case "list":
 		list, err := f.List()
 		if err != nil {
-			return docError("list", ch, "", err)
+			return docError("list", *ch, "", err)
 		}
 		if *asJSON {
 			if list == nil {
@@ -137,12 +129,12 @@ Flags:
 		return tw.Flush()
 	case "delete":
 		if err := f.Delete(ctx, file, *ifVersion); err != nil {
-			return docError("delete", ch, file, err)
+			return docError("delete", *ch, file, err)
 		}
 		return nil
 	}
 
-	content, err := docContent(fs.Changed("text"), *text, stdin)
+	content, err := docContent(action, fs.Changed("text"), *text, words, stdin)
 	if err != nil {
 		return err
 	}
@@ -156,7 +148,7 @@ Flags:
 		version, err = f.Create(ctx, file, content)
 	}
 	if err != nil {
-		return docError(action, ch, file, err)
+		return docError(action, *ch, file, err)
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]string{"file": file, "version": version})
@@ -165,31 +157,29 @@ Flags:
 	return err
 }
 
-// docContent returns --text with a final newline, or standard input.
-func docContent(textSet bool, text string, stdin io.Reader) (string, error) {
-	if textSet {
-		if !strings.HasSuffix(text, "\n") {
-			text += "\n"
-		}
-		return text, nil
+// docContent returns the content: --text or the words with a final
+// newline, or standard input as it is ("-", or nothing given).
+func docContent(action string, textSet bool, text string, words []string, stdin io.Reader) (string, error) {
+	cmd := "doc " + action
+	text, from, err := readText(cmd, textSet, text, words, stdin, documents.DefaultMaxSize, "document")
+	switch {
+	case err != nil:
+		return "", err
+	case from == textNone:
+		return readStdin(cmd, stdin, documents.DefaultMaxSize, "document")
+	case from == textArgs && !strings.HasSuffix(text, "\n"):
+		text += "\n"
 	}
-	data, err := io.ReadAll(io.LimitReader(stdin, documents.DefaultMaxSize+1))
-	if err != nil {
-		return "", fmt.Errorf("doc: read standard input: %w", err)
-	}
-	if len(data) > documents.DefaultMaxSize {
-		return "", usageErrorf("doc: standard input is larger than the %d-byte document limit", documents.DefaultMaxSize)
-	}
-	return string(data), nil
+	return text, nil
 }
 
 // docError turns a docs error into a clear message and exit code.
 func docError(action, ch, file string, err error) error {
 	switch {
 	case errors.Is(err, documents.ErrConflict):
-		return &exitError{code: exitConflict, msg: fmt.Sprintf("doc %s: %v", action, err)}
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("doc %s: %v", action, err)}
 	case errors.Is(err, fs.ErrExist) && action == "create":
-		return &exitError{code: exitConflict, msg: fmt.Sprintf("doc create: %s already exists in channel %s", file, ch)}
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("doc create: %s already exists in channel %s", file, ch)}
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("doc %s: %s does not exist in channel %s", action, file, ch)
 	case errors.Is(err, documents.ErrBadPath):

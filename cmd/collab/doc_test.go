@@ -35,16 +35,16 @@ func TestDoc(t *testing.T) {
 		t.Fatalf("read --json: %+v, %v", d, err)
 	}
 	// Agent B writes on top of what it read; agent A, holding the old
-	// version, is refused with exit 3 and its text is not written.
+	// version, is refused with exit 4 (refused) and its text is not written.
 	v2 := strings.TrimSpace(ok("", "write", "--if-version", d.Version, "--text", "B"))
 	r := runCollab(t, env, "", "doc", "write", "--if-version", d.Version, "--text", "A")
-	if r.code != 3 || !strings.Contains(r.stderr, "version conflict") {
+	if r.code != exitRefused || !strings.Contains(r.stderr, "version conflict") {
 		t.Errorf("stale write: exit %d, %q", r.code, r.stderr)
 	}
 	if got := ok("", "read"); got != "B\n" {
 		t.Errorf("after the refused write: %q", got)
 	}
-	if r := runCollab(t, env, "", "doc", "create", "notes.md", "--text", "x"); r.code != 3 || !strings.Contains(r.stderr, "already exists") {
+	if r := runCollab(t, env, "", "doc", "create", "notes.md", "--text", "x"); r.code != exitRefused || !strings.Contains(r.stderr, "already exists") {
 		t.Errorf("create of an existing file: exit %d, %q", r.code, r.stderr)
 	}
 	ok("", "create", "findings/auth.md", "--text", "weak hash")
@@ -58,7 +58,7 @@ func TestDoc(t *testing.T) {
 	if got := ok("", "list"); !strings.HasPrefix(got, "FILE") || !strings.Contains(got, "findings/auth.md  10") {
 		t.Errorf("list:\n%s", got)
 	}
-	if r := runCollab(t, env, "", "doc", "delete", "notes.md", "--if-version", d.Version); r.code != 3 {
+	if r := runCollab(t, env, "", "doc", "delete", "notes.md", "--if-version", d.Version); r.code != exitRefused {
 		t.Errorf("delete at an old version: exit %d", r.code)
 	}
 	ok("", "delete", "notes.md", "--if-version", v2)

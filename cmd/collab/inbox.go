@@ -15,7 +15,7 @@ import (
 
 func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "ack" {
-		return runInboxAck(args[1:], getenv, stdout, stderr)
+		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
 	}
 	fs := newFlags("inbox", stderr)
 	fs.Usage = func() {
@@ -37,13 +37,13 @@ Flags:
 	}
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	peek := fs.Bool("peek", false, "show without acknowledging")
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("inbox: unexpected argument %q (subcommand: ack)", fs.Arg(0))
 	}
-	b, err := openInbox("inbox", *agent, *chans, *rootf, getenv)
+	b, err := openInbox(ctx, "inbox", *agent, *chans, *rootf, getenv)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ Flags:
 	return nil
 }
 
-func runInboxAck(args []string, getenv env, stdout, stderr io.Writer) error {
+func runInboxAck(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("inbox ack", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
@@ -80,7 +80,7 @@ Flags:
 	}
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	untilf := fs.String("until", "", "acknowledge up to this message `ID` or RFC 3339 time")
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -93,7 +93,7 @@ Flags:
 	if err != nil {
 		return usageErrorf("inbox ack: %v", err)
 	}
-	b, err := openInbox("inbox ack", *agent, *chans, *rootf, getenv)
+	b, err := openInbox(ctx, "inbox ack", *agent, *chans, *rootf, getenv)
 	if err != nil {
 		return err
 	}
@@ -109,22 +109,17 @@ Flags:
 }
 
 func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool, rootf *string) {
-	agent = fs.String("agent", "", "whose inbox (env COLLAB_AGENT)")
+	agent = agentFlag(fs, "", "whose inbox", true)
 	chans = fs.StringSlice("channel", nil, "only this channel (repeatable; default: every channel)")
 	asJSON = fs.Bool("json", false, `print one JSON object per line: {"channel", "priority", "message"}`)
 	rootf = rootFlag(fs)
 	return
 }
 
-func openInbox(cmd, agent string, chans []string, rootf string, getenv env) (*inbox.Inbox, error) {
-	if agent == "" {
-		agent = getenv("COLLAB_AGENT")
-	}
-	if agent == "" {
-		return nil, usageErrorf("%s: no agent: use --agent or set COLLAB_AGENT", cmd)
-	}
-	if err := tree.CheckName("agent", agent); err != nil {
-		return nil, usageErrorf("%s: %v", cmd, err)
+func openInbox(ctx context.Context, cmd, agent string, chans []string, rootf string, getenv env) (*inbox.Inbox, error) {
+	agent, err := actingAgent(ctx, cmd, "agent", agent)
+	if err != nil {
+		return nil, err
 	}
 	for _, c := range chans {
 		if err := tree.CheckName("channel", c); err != nil {

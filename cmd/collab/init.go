@@ -24,8 +24,9 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		flags.PrintDefaults()
 	}
 	group := flags.String("group", "", "shared group (name or numeric id) that owns the tree's folders")
+	asJSON := flags.Bool("json", false, `print a JSON array of the folders: {"path", "mode", "group"}`)
 	rootf := rootFlag(flags)
-	if err := parse(flags, args); err != nil {
+	if err := parse(flags, args, getenv); err != nil {
 		return err
 	}
 	if flags.NArg() > 0 {
@@ -50,6 +51,12 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err := root.CheckShared(); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	type folder struct {
+		Path  string `json:"path"`
+		Mode  string `json:"mode"`
+		Group string `json:"group"`
+	}
+	out := []folder{}
 	for _, dir := range root.Folders() {
 		fi, err := statFolder(dir)
 		if err != nil {
@@ -59,7 +66,13 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			owner = groupName(int(st.Gid))
 		}
-		fmt.Fprintf(stdout, "%v %-8s %s\n", fi.Mode(), owner, dir)
+		out = append(out, folder{dir, fi.Mode().String(), owner})
+	}
+	if *asJSON {
+		return writeJSON(stdout, out)
+	}
+	for _, f := range out {
+		fmt.Fprintf(stdout, "%s %-8s %s\n", f.Mode, f.Group, f.Path)
 	}
 	if gid >= 0 {
 		fmt.Fprintln(stdout, "Run agents with umask 002 so the files they write are group-writable too.")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -85,6 +86,24 @@ func TestInitUsage(t *testing.T) {
 	} {
 		if r := runCollab(t, nil, "", args...); r.code != 2 {
 			t.Errorf("%v: code %d, want 2 (%s)", args, r.code, r.stderr)
+		}
+	}
+}
+
+func TestInitJSON(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "collab")
+	r := runCollab(t, map[string]string{"COLLAB_ROOT": root}, "", "init", "--json")
+	var got []struct{ Path, Mode, Group string }
+	if err := json.Unmarshal([]byte(r.stdout), &got); r.code != 0 || err != nil {
+		t.Fatalf("init --json: exit %d, %q (%v), stderr %q", r.code, r.stdout, err, r.stderr)
+	}
+	want := tree.Root(root).Folders()
+	if len(got) != len(want) {
+		t.Fatalf("init --json listed %d folders, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Path != want[i] || !strings.HasPrefix(got[i].Mode, "d") || got[i].Group == "" {
+			t.Errorf("folder %d = %+v, want %s", i, got[i], want[i])
 		}
 	}
 }

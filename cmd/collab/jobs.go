@@ -1,13 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +14,6 @@ import (
 
 	"collab/internal/agent/jobs"
 	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
 )
@@ -33,12 +31,14 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab jobs [--agent A] [--json]
        collab jobs show JOB [--since TIME] [--json]
-       collab jobs kill JOB [NATS flags]
+       collab jobs kill JOB [--agent A] [--json] [NATS flags]
 
 List the model runs of the watchers (the running ones and the last 20
 finished per agent), show one with its events, or stop a running one from
 any host. With NATS configured (--nats or NATS_URL), kill also tells the
 watcher over NATS so that it acts at once rather than at its next poll.
+The request names who asked: --agent, then COLLAB_AGENT, then the login
+name, else "someone".
 
 Flags:
 `)
@@ -47,34 +47,29 @@ Flags:
 	agent := fs.String("agent", "", "only this agent's jobs")
 	asJSON := fs.Bool("json", false, "print JSON")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("jobs: unexpected argument %q (subcommands: show, kill)", fs.Arg(0))
 	}
 	root := tree.Resolve(*rootf, getenv)
-	var agents []string
+	var all []jobs.Job
+	var err error
 	if *agent != "" {
 		if err := tree.CheckName("agent", *agent); err != nil {
 			return usageErrorf("jobs: %v", err)
 		}
-		agents = []string{*agent}
+		all, err = jobs.List(root, *agent)
 	} else {
-		var err error
-		if agents, err = stateAgents(root); err != nil {
-			return err
-		}
+		all, err = jobs.ListAll(root)
 	}
-	all := []jobs.Job{} // --json: [] when there are none
-	for _, a := range agents {
-		js, err := jobs.List(root, a)
-		if err != nil {
-			return err
-		}
-		all = append(all, js...)
+	if err != nil {
+		return err
 	}
-	slices.SortStableFunc(all, func(a, b jobs.Job) int { return b.Started.Compare(a.Started) })
+	if all == nil {
+		all = []jobs.Job{} // --json: [] when there are none
+	}
 	if *asJSON {
 		for i := range all {
 			all[i].Events = nil // jobs show has them
@@ -102,35 +97,12 @@ Flags:
 	return tw.Flush()
 }
 
-// stateAgents lists the agents that have state in the tree.
-func stateAgents(root tree.Root) ([]string, error) {
-	d, err := safedir.Open(filepath.Join(string(root), "state"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	ents, err := d.ReadDir()
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() && tree.ValidName(e.Name()) {
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
-}
-
 func runJobsShow(args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs show", stderr)
 	since := fs.String("since", "", "only events at or after this time (RFC 3339) or this long ago (10m)")
 	asJSON := fs.Bool("json", false, "print the record as JSON")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -184,9 +156,11 @@ func runJobsShow(args []string, getenv env, stdout, stderr io.Writer) error {
 
 func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs kill", stderr)
+	agent := agentFlag(fs, "", "who asks", true)
+	asJSON := fs.Bool("json", false, `print {"job", "agent", "host", "by"}`)
 	rootf := rootFlag(fs)
 	nf := addNATSFlags(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -203,9 +177,10 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	if j.Done() {
 		return fmt.Errorf("jobs kill: %s is %s, not running", j.ID, j.Status)
 	}
-	who := cmpOrEnv(getenv, "COLLAB_AGENT", "USER")
+	// Who asks is only recorded: an unnamed request is still a request.
+	who := cmp.Or(*agent, loginName(ctx), "someone")
 	var bus *natsbus.Bus
-	if o, ok := nf.options(getenv, natsbus.ConnName(cmpOrEnv(getenv, "COLLAB_AGENT"), hostname()), nil); ok {
+	if o, ok := nf.options(getenv, natsbus.ConnName(who, hostname()), nil); ok {
 		// Before the file: bad credentials fail before anything is asked.
 		var err error
 		if bus, err = connectOptional(ctx, o, stderr); err != nil {
@@ -224,6 +199,9 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 			fmt.Fprintf(stderr, "collab: warning: asked by file only (the watcher sees it at its next poll): %v\n", err)
 		}
 	}
+	if *asJSON {
+		return writeJSON(stdout, map[string]string{"job": j.ID, "agent": j.Agent, "host": j.Host, "by": who})
+	}
 	fmt.Fprintf(stdout, "asked %s's watcher on %s to stop %s\n", j.Agent, j.Host, j.ID)
 	return nil
 }
@@ -239,15 +217,6 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, usageErrorf("--since %q is neither a time (2026-01-11T16:33:15Z) nor a duration (10m)", s)
-}
-
-func cmpOrEnv(getenv env, keys ...string) string {
-	for _, k := range keys {
-		if v := getenv(k); v != "" {
-			return v
-		}
-	}
-	return "someone"
 }
 
 func writeJSON(w io.Writer, v any) error {

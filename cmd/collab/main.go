@@ -16,8 +16,17 @@
 //	collab mcp     --agent A --channel C                   MCP server on stdio
 //	collab nats    init | parity --channel C               the NATS stream
 //
-// Run "collab COMMAND --help" for a command's flags. Exit codes: 0 ok,
-// 1 runtime failure, 2 usage error; others are documented per command.
+// Run "collab COMMAND --help" for a command's flags.
+//
+// Every command follows the same conventions: a flag falls back to the
+// environment variable its help names, then to its default; the text of
+// send and doc is --text, the trailing words, or standard input given as
+// "-"; the agent a command acts as is --agent, then $COLLAB_AGENT, then
+// the login name (not for watch and mcp, which must be told whom they
+// serve); --json prints what the command prints as JSON. Exit codes: 0 ok,
+// 1 failure, 2 usage error, 3 nothing there or a timeout (no reply, no
+// ready task), 4 refused (a claim held by another, a write whose version
+// no longer matches).
 package main
 
 import (
@@ -31,8 +40,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
-
-	"collab/internal/plumbing/tree"
 )
 
 func main() {
@@ -53,7 +60,8 @@ func main() {
 		}
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
-	err := run(context.WithValue(ctx, hurryKey{}, h), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	runCtx := withLogin(context.WithValue(ctx, hurryKey{}, h), osLogin)
+	err := run(runCtx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
@@ -78,6 +86,21 @@ func takeHurry(ctx context.Context) <-chan struct{} {
 	return h.c
 }
 
+// Exit codes, the same for every command.
+const (
+	exitFailure = 1 // a runtime failure
+	exitUsage   = 2 // bad flags or arguments
+	exitNothing = 3 // nothing there, or nothing came in time
+	exitRefused = 4 // refused: held by another, or changed since read
+)
+
+// Log attribute keys: the names the packages use for the same things.
+const (
+	keyAgent = "agent"
+	keyErr   = "err"
+	keyTook  = "took"
+)
+
 // exitError ends the program with a code and, if msg is set, a message.
 type exitError struct {
 	code int
@@ -88,7 +111,7 @@ func (e *exitError) Error() string { return e.msg }
 
 // usageErrorf reports bad usage: exit code 2.
 func usageErrorf(format string, args ...any) error {
-	return &exitError{code: 2, msg: fmt.Sprintf(format, args...)}
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
 }
 
 func exitCode(err error, stderr io.Writer) int {
@@ -103,7 +126,7 @@ func exitCode(err error, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "collab:", err)
-	return 1
+	return exitFailure
 }
 
 // env is how commands read the environment; tests pass a map's lookup.
@@ -137,7 +160,7 @@ func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {
-			return &exitError{code: 2}
+			return &exitError{code: exitUsage}
 		}
 		return nil
 	}
@@ -156,26 +179,4 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'collab COMMAND --help' for a command's flags.")
-}
-
-// newFlags returns a command's flag set. Parse errors are usage errors.
-func newFlags(name string, stderr io.Writer) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("collab "+name, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
-	return fs
-}
-
-// parse parses args; a bad flag is a usage error, --help is pflag.ErrHelp.
-func parse(fs *pflag.FlagSet, args []string) error {
-	err := fs.Parse(args)
-	if err == nil || errors.Is(err, pflag.ErrHelp) {
-		return err
-	}
-	return usageErrorf("%v (see '%s --help')", err, fs.Name())
-}
-
-// rootFlag adds --root to fs.
-func rootFlag(fs *pflag.FlagSet) *string {
-	return fs.String("root", "", "shared tree root (env COLLAB_ROOT, default "+tree.DefaultRoot+")")
 }

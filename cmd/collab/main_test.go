@@ -17,11 +17,23 @@ type result struct {
 	code           int
 }
 
-// runCollab runs the command line in-process with the given environment.
+// runCollab runs the command line in-process with the given environment,
+// for a user whose login name is unknown.
 func runCollab(t testing.TB, env map[string]string, stdin string, args ...string) result {
 	t.Helper()
+	return runCollabCtx(t, context.Background(), env, stdin, args...)
+}
+
+// runCollabAs is runCollab for a user with this login name.
+func runCollabAs(t testing.TB, login string, env map[string]string, stdin string, args ...string) result {
+	t.Helper()
+	return runCollabCtx(t, withLogin(context.Background(), func() string { return login }), env, stdin, args...)
+}
+
+func runCollabCtx(t testing.TB, ctx context.Context, env map[string]string, stdin string, args ...string) result {
+	t.Helper()
 	var out, errb bytes.Buffer
-	err := run(context.Background(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errb)
+	err := run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errb)
 	code := exitCode(err, &errb)
 	return result{out.String(), errb.String(), code}
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,6 +17,7 @@ import (
 	"collab/internal/transport/mcpserver"
 	"collab/internal/transport/natsbus"
 	"collab/internal/workspace/delegate"
+	"collab/watcher"
 )
 
 func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -28,8 +27,9 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 
 Serve the bus to a model CLI over MCP on standard input and output, as
 agent A on channel C. The agent and channel come from these flags (or
-COLLAB_AGENT and COLLAB_CHANNEL), never from a tool's arguments. Logs go
-to standard error.
+COLLAB_AGENT and COLLAB_CHANNEL), never from a tool's arguments, and the
+agent never from the login name: the model acts as the agent it is told
+to be. Logs go to standard error.
 
 Tools (arguments in brackets are optional):
   channel_send     message [to]                   post a message as A
@@ -63,28 +63,26 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	var agent, ch string
-	fs.StringVar(&agent, "agent", "", "the agent every tool acts as (env COLLAB_AGENT)")
-	fs.StringVar(&ch, "channel", "", "the channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
+	agent := agentFlag(fs, "", "the agent every tool acts as", false)
+	ch := channelFlag(fs, "the channel")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
 	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("mcp: unexpected argument %q", fs.Arg(0))
 	}
-	agent = cmp.Or(agent, getenv("COLLAB_AGENT"))
-	ch = cmp.Or(ch, getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
-	if agent == "" || ch == "" {
+	if *agent == "" || *ch == "" {
 		return usageErrorf("mcp: --agent and --channel are required (or COLLAB_AGENT and COLLAB_CHANNEL)")
 	}
-	for _, n := range []struct{ kind, v string }{{"agent", agent}, {"channel", ch}} {
-		if err := tree.CheckName(n.kind, n.v); err != nil {
-			return usageErrorf("mcp: %v", err)
-		}
+	if err := namedAgent("mcp", *agent); err != nil {
+		return err
+	}
+	if err := checkChannel("mcp", *ch); err != nil {
+		return err
 	}
 	if *poll <= 0 {
 		return usageErrorf("mcp: --poll must be positive")
@@ -95,15 +93,13 @@ Flags:
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg := mcpserver.Config{
-		Root: tree.Resolve(*rootf, getenv), Agent: agent, Channel: ch, Host: hostname(),
-		Hops: -1, Logger: logger, Poll: *poll,
+		Root: tree.Resolve(*rootf, getenv), Agent: *agent, Channel: *ch, Host: hostname(),
+		Logger: logger, Poll: *poll,
+		// Inside a watcher's model run, what the agent sends is one hop
+		// deeper than the message it answers.
+		Hops: watcher.RunHops(getenv),
 	}
-	// Inside a watcher's model run, what the agent sends is one hop deeper
-	// than the message it answers.
-	if h, err := strconv.Atoi(getenv("COLLAB_HOPS")); err == nil && h >= 0 {
-		cfg.Hops = h
-	}
-	if o, ok := nf.options(getenv, natsbus.ConnName(agent+"-mcp", hostname()), logger); ok {
+	if o, ok := nf.options(getenv, natsbus.ConnName(*agent+"-mcp", hostname()), logger); ok {
 		bus, err := connectOptional(ctx, o, stderr)
 		if err != nil {
 			return fmt.Errorf("mcp: %w", err)
@@ -113,7 +109,7 @@ Flags:
 			cfg.Publish = bus.PublishMessage
 			cfg.Wake = func(context.Context) (<-chan string, func(), error) {
 				wake := make(chan string, 64)
-				sub, err := bus.Subscribe([]string{ch}, func(m channel.Message) {
+				sub, err := bus.Subscribe([]string{*ch}, func(m channel.Message) {
 					select {
 					case wake <- m.File:
 					default: // the next poll finds it
@@ -132,7 +128,7 @@ Flags:
 	}
 	start := time.Now()
 	err = s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
-	logger.Info("mcp session ended", "agent", agent, "took", time.Since(start).Round(time.Millisecond), "err", err)
+	logger.Info("mcp session ended", keyAgent, *agent, keyTook, time.Since(start).Round(time.Millisecond), keyErr, err)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
@@ -149,7 +145,7 @@ func (nopWriteCloser) Close() error { return nil }
 // that a watcher's CLI must pass on to it: the channel and depth of the
 // message being answered (set by the watcher for each run) and NATS.
 var mcpEnvVars = []string{
-	"COLLAB_CHANNEL", "COLLAB_HOPS",
+	envChannel, watcher.EnvHops,
 	"NATS_URL", "NATS_CREDS", "NATS_NKEY", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CA", "NATS_CERT", "NATS_KEY",
 }
 

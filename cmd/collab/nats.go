@@ -23,32 +23,32 @@ type natsFlags struct {
 
 func addNATSFlags(fs *pflag.FlagSet) *natsFlags {
 	f := &natsFlags{}
-	fs.StringVar(&f.url, "nats", "", "NATS server URL for fast wake-ups; files stay the truth (env NATS_URL)")
-	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file (env NATS_CREDS)")
-	fs.StringVar(&f.nkey, "nats-nkey", "", "NATS nkey seed file (env NATS_NKEY)")
-	fs.StringVar(&f.user, "nats-user", "", "NATS user; the password only from env NATS_PASSWORD (env NATS_USER)")
-	fs.StringVar(&f.ca, "nats-ca", "", "CA certificate for NATS TLS (env NATS_CA)")
-	fs.StringVar(&f.cert, "nats-cert", "", "client certificate for NATS TLS (env NATS_CERT)")
-	fs.StringVar(&f.key, "nats-key", "", "client key for NATS TLS (env NATS_KEY)")
+	for _, nf := range []struct {
+		p           *string
+		name, usage string
+		env         string
+	}{
+		{&f.url, "nats", "NATS server URL for fast wake-ups; files stay the truth", "NATS_URL"},
+		{&f.creds, "nats-creds", "NATS credentials file", "NATS_CREDS"},
+		{&f.nkey, "nats-nkey", "NATS nkey seed file", "NATS_NKEY"},
+		{&f.user, "nats-user", "NATS user; the password only from env NATS_PASSWORD", "NATS_USER"},
+		{&f.ca, "nats-ca", "CA certificate for NATS TLS", "NATS_CA"},
+		{&f.cert, "nats-cert", "client certificate for NATS TLS", "NATS_CERT"},
+		{&f.key, "nats-key", "client key for NATS TLS", "NATS_KEY"},
+	} {
+		fs.StringVar(nf.p, nf.name, "", nf.usage)
+		fromEnv(fs, nf.name, nf.env)
+	}
 	return f
 }
 
-// options layers the flags over the environment. ok is false when no URL
-// is configured: NATS is optional.
+// options are the connection's options: the flags (which parse filled from
+// their variables) and the secrets only the environment gives (password,
+// token). ok is false when no URL is configured: NATS is optional.
 func (f *natsFlags) options(getenv env, name string, logger *slog.Logger) (natsbus.Options, bool) {
 	o := natsbus.OptionsFromEnv(getenv)
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
-		}
-	}
-	set(&o.URL, f.url)
-	set(&o.CredsFile, f.creds)
-	set(&o.NKeySeedFile, f.nkey)
-	set(&o.User, f.user)
-	set(&o.TLSCA, f.ca)
-	set(&o.TLSCert, f.cert)
-	set(&o.TLSKey, f.key)
+	o.URL, o.CredsFile, o.NKeySeedFile, o.User = f.url, f.creds, f.nkey, f.user
+	o.TLSCA, o.TLSCert, o.TLSKey = f.ca, f.cert, f.key
 	o.Name = name
 	o.Logger = logger
 	return o, o.URL != ""
@@ -82,14 +82,22 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	fs := newFlags("nats "+sub, stderr)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
-	maxAge := fs.Duration("max-age", 30*24*time.Hour, "init: how long the stream keeps messages")
-	maxBytes := fs.Int64("max-bytes", 1<<30, "init: the stream's size limit in bytes")
-	dup := fs.Duration("duplicates", 2*time.Minute, "init: the stream's duplicate window")
-	var ch string
-	fs.StringVar(&ch, "channel", "", "parity: the channel to compare (env COLLAB_CHANNEL)")
-	since := fs.Duration("since", 24*time.Hour, "parity: compare messages named this recently")
-	if err := parse(fs, args[1:]); err != nil {
+	maxAge := fs.Duration("max-age", natsbus.DefaultMaxAge, "init: how long the stream keeps messages")
+	maxBytes := fs.Int64("max-bytes", natsbus.DefaultMaxBytes, "init: the stream's size limit in bytes")
+	dup := fs.Duration("duplicates", natsbus.DefaultDuplicates, "init: the stream's duplicate window")
+	ch := channelFlag(fs, "parity: the channel to compare")
+	since := fs.Duration("since", defaultParitySince, "parity: compare messages named this recently")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parse(fs, args[1:], getenv); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("nats %s: unexpected argument %q", sub, fs.Arg(0))
+	}
+	if sub == "parity" {
+		if err := checkChannel("nats parity", *ch); err != nil {
+			return err
+		}
 	}
 	o, ok := nf.options(getenv, natsbus.ConnName("cli", hostname()), nil)
 	if !ok {
@@ -100,11 +108,13 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return err
 	}
 	defer b.Close()
-	switch sub {
-	case "init":
+	if sub == "init" {
 		created, err := b.InitStream(ctx, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup})
 		if err != nil {
 			return fmt.Errorf("nats init: %w", err)
+		}
+		if *asJSON {
+			return writeJSON(stdout, map[string]any{"stream": natsbus.StreamName, "created": created})
 		}
 		verb := "updated"
 		if created {
@@ -112,34 +122,60 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 		fmt.Fprintf(stdout, "%s stream %s on collab.chat.>\n", verb, natsbus.StreamName)
 		return nil
-	default:
-		if ch == "" {
-			ch = getenv("COLLAB_CHANNEL")
-		}
-		if err := tree.CheckName("channel", ch); err != nil {
-			return usageErrorf("nats parity: %v", err)
-		}
-		set, err := b.StreamIDs(ctx, ch, time.Now().Add(-*since))
-		if err != nil {
-			return fmt.Errorf("nats parity: %w", err)
-		}
-		files, err := natsbus.FileIDs(tree.Resolve(*rootf, getenv), ch, set.From)
-		if err != nil {
-			return fmt.Errorf("nats parity: %w", err)
-		}
-		noStream, noFile := natsbus.Parity(files, set.IDs)
-		fmt.Fprintf(stdout, "channel %s since %s: %d files, %d in the stream\n", ch, set.From.Format(time.RFC3339), len(files), len(set.IDs))
-		for _, l := range []struct {
-			what string
-			ids  []string
-		}{{"missing in the stream", noStream}, {"missing in the folder", noFile}, {"stored twice in the stream", set.Duplicates}} {
-			if len(l.ids) > 0 {
-				fmt.Fprintf(stdout, "%s (%d):\n  %s\n", l.what, len(l.ids), strings.Join(l.ids, "\n  "))
-			}
-		}
-		if len(noStream)+len(noFile) > 0 {
-			return &exitError{code: 1}
-		}
-		return nil
 	}
+	set, err := b.StreamIDs(ctx, *ch, time.Now().Add(-*since))
+	if err != nil {
+		return fmt.Errorf("nats parity: %w", err)
+	}
+	files, err := natsbus.FileIDs(tree.Resolve(*rootf, getenv), *ch, set.From)
+	if err != nil {
+		return fmt.Errorf("nats parity: %w", err)
+	}
+	noStream, noFile := natsbus.Parity(files, set.IDs)
+	differ := len(noStream)+len(noFile) > 0
+	if *asJSON {
+		err := writeJSON(stdout, parityResult{
+			Channel: *ch, Since: set.From, Files: len(files), Stream: len(set.IDs),
+			MissingInStream: nonNil(noStream), MissingInFolder: nonNil(noFile), Duplicates: nonNil(set.Duplicates),
+		})
+		if err == nil && differ {
+			err = &exitError{code: exitFailure}
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "channel %s since %s: %d files, %d in the stream\n", *ch, set.From.Format(time.RFC3339), len(files), len(set.IDs))
+	for _, l := range []struct {
+		what string
+		ids  []string
+	}{{"missing in the stream", noStream}, {"missing in the folder", noFile}, {"stored twice in the stream", set.Duplicates}} {
+		if len(l.ids) > 0 {
+			fmt.Fprintf(stdout, "%s (%d):\n  %s\n", l.what, len(l.ids), strings.Join(l.ids, "\n  "))
+		}
+	}
+	if differ {
+		return &exitError{code: exitFailure}
+	}
+	return nil
+}
+
+// defaultParitySince is how far back nats parity compares by default.
+const defaultParitySince = 24 * time.Hour
+
+// parityResult is nats parity --json.
+type parityResult struct {
+	Channel         string    `json:"channel"`
+	Since           time.Time `json:"since"`
+	Files           int       `json:"files"`
+	Stream          int       `json:"stream"`
+	MissingInStream []string  `json:"missing_in_stream"`
+	MissingInFolder []string  `json:"missing_in_folder"`
+	Duplicates      []string  `json:"duplicates"`
+}
+
+// nonNil returns s, or an empty slice for nil: JSON [] rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

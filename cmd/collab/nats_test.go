@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,9 @@ func TestNATSInitSendParity(t *testing.T) {
 	if r = runCollab(t, env, "", "nats", "init"); !strings.Contains(r.stdout, "updated") {
 		t.Errorf("second init: %q", r.stdout)
 	}
+	if r = runCollab(t, env, "", "nats", "init", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"created": false`) || !strings.Contains(r.stdout, `"stream": "CHAT"`) {
+		t.Errorf("init --json: exit %d, %q", r.code, r.stdout)
+	}
 	var ids []string
 	for _, text := range []string{"one", "two", "three"} {
 		r := runCollab(t, env, "", "send", "--agent", "a", "--channel", "c", text)
@@ -54,6 +58,15 @@ func TestNATSInitSendParity(t *testing.T) {
 	if r = runCollab(t, env, "", "nats", "parity", "--channel", "c"); r.code != 1 || !strings.Contains(r.stdout, "missing in the stream (1):\n  "+id) {
 		t.Errorf("parity after a file-only send: exit %d, %q", r.code, r.stdout)
 	}
+	r = runCollab(t, env, "", "nats", "parity", "--channel", "c", "--json")
+	var p parityResult
+	if err := json.Unmarshal([]byte(r.stdout), &p); r.code != 1 || err != nil {
+		t.Fatalf("parity --json: exit %d, %q (%v)", r.code, r.stdout, err)
+	}
+	if p.Channel != "c" || p.Files != 3 || p.Stream != 3 || len(p.MissingInStream) != 1 || p.MissingInStream[0] != id ||
+		len(p.MissingInFolder) != 1 || p.MissingInFolder[0] != ids[1] || p.Duplicates == nil {
+		t.Errorf("parity --json = %+v", p)
+	}
 }
 
 func TestNATSUnreachableSendStillWorks(t *testing.T) {
@@ -70,6 +83,7 @@ func TestNATSUnreachableSendStillWorks(t *testing.T) {
 // when NATS announces the message; without NATS, polling would wait for the
 // cache or the full rescan.
 func TestNATSWakesWatcherAcrossCachedMount(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes and mounts
 	url := natsServer(t)
 	backing := t.TempDir()
 	a := bindfstest.Mount(t, backing, "-o", "attr_timeout=30,entry_timeout=30,negative_timeout=30")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"collab/channel"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
+	"collab/watcher"
 )
 
 func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -25,31 +25,23 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	var ch string
-	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
-	fs.StringVarP(&ch, "session", "s", "", "same as --channel")
+	ch := channelFlag(fs, "channel")
 	since := fs.String("since", "", "only messages after this message id, or newer than this duration (10m, 2h)")
 	limit := fs.IntP("limit", "n", 0, "only the last N messages (0: all)")
 	follow := fs.BoolP("follow", "F", false, "keep printing new messages until interrupted")
 	asJSON := fs.Bool("json", false, "print one JSON message per line")
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
-	poll := fs.Duration("poll", time.Second, "how often --follow looks for new messages")
+	poll := fs.Duration("poll", watcher.DefaultPoll, "how often --follow looks for new messages (a watcher's poll)")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("read: unexpected argument %q", fs.Arg(0))
 	}
-	if ch == "" {
-		ch = cmp.Or(getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
-	}
-	if ch == "" {
-		return usageErrorf("read: no channel: use --channel or set COLLAB_CHANNEL")
-	}
-	if err := tree.CheckName("channel", ch); err != nil {
-		return usageErrorf("read: %v", err)
+	if err := checkChannel("read", *ch); err != nil {
+		return err
 	}
 	if *limit < 0 {
 		return usageErrorf("read: --limit must not be negative")
@@ -66,7 +58,7 @@ Flags:
 	if !*follow {
 		opt.Retries = 1 // one look: report a bad file now, not after retries
 	}
-	r, err := channel.NewReader(root, ch, channel.Cursor{}, opt)
+	r, err := channel.NewReader(root, *ch, channel.Cursor{}, opt)
 	if err != nil {
 		return err
 	}
@@ -78,7 +70,7 @@ Flags:
 	}
 	p.skips(skips)
 	if *archive {
-		old, skips, err := channel.ReadArchive(root, ch, channel.ReaderOptions{})
+		old, skips, err := channel.ReadArchive(root, *ch, channel.ReaderOptions{})
 		if err != nil {
 			return err
 		}
@@ -103,7 +95,7 @@ Flags:
 		}
 		if bus != nil {
 			defer bus.Close()
-			sub, err := bus.Subscribe([]string{ch}, func(m channel.Message) {
+			sub, err := bus.Subscribe([]string{*ch}, func(m channel.Message) {
 				select {
 				case announced <- m.File:
 				default: // the next poll finds it

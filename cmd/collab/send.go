@@ -1,22 +1,19 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"strconv"
 	"strings"
 
 	"collab/channel"
-	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
 	"collab/internal/workspace/delegate"
+	"collab/internal/workspace/registry"
+	"collab/watcher"
 )
 
 func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -35,11 +32,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	var agent, ch string
-	fs.StringVar(&agent, "agent", "", "sender agent ID (env COLLAB_AGENT)")
-	fs.StringVarP(&agent, "from", "f", "", "same as --agent (env COLLAB_AGENT)")
-	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
-	fs.StringVarP(&ch, "session", "s", "", "same as --channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
+	agent := agentFlag(fs, "f", "sender agent ID", true, "from")
+	ch := channelFlag(fs, "channel")
 	to := fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, or "all"`)
 	text := fs.String("text", "", `message text ("-" reads standard input)`)
 	code := fs.StringP("code", "c", "", "code block to attach")
@@ -51,26 +45,16 @@ Flags:
 	poll := fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	root := tree.Resolve(*rootf, getenv)
-	if agent == "" {
-		agent = getenv("COLLAB_AGENT")
+	from, err := actingAgent(ctx, "send", "sender", *agent)
+	if err != nil {
+		return err
 	}
-	if ch == "" {
-		ch = cmp.Or(getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
-	}
-	if agent == "" {
-		return usageErrorf("send: no sender: use --agent or set COLLAB_AGENT")
-	}
-	if ch == "" {
-		return usageErrorf("send: no channel: use --channel or set COLLAB_CHANNEL")
-	}
-	for _, n := range []struct{ kind, v string }{{"agent", agent}, {"channel", ch}} {
-		if err := tree.CheckName(n.kind, n.v); err != nil {
-			return usageErrorf("send: %v", err)
-		}
+	if err := checkChannel("send", *ch); err != nil {
+		return err
 	}
 	if *to != channel.Broadcast {
 		if err := tree.CheckName("recipient", *to); err != nil {
@@ -94,8 +78,8 @@ Flags:
 	}
 
 	m := &channel.Message{
-		SessionID: ch,
-		From:      agent,
+		SessionID: *ch,
+		From:      from,
 		To:        *to,
 		Type:      *typ,
 		Content:   channel.Content{Text: body},
@@ -103,33 +87,29 @@ Flags:
 	if *code != "" {
 		m.Content.Code = code
 	}
-	m.Metadata.Host, _ = os.Hostname()
-	// Inside a watcher's model run, COLLAB_HOPS is the depth of the message
-	// being answered: a message the agent sends from there is one deeper,
-	// so the runaway guard sees agent-to-agent chains however they post.
-	if h, err := strconv.Atoi(getenv("COLLAB_HOPS")); err == nil && h >= 0 {
-		m.Metadata.Hops = h + 1
-	}
+	m.Metadata.Host = hostname()
+	// Inside a watcher's model run the message is one hop deeper than the
+	// one being answered, so the runaway guard sees agent-to-agent chains
+	// however they post; outside a run it is 0.
+	m.Metadata.Hops = watcher.RunHops(getenv) + 1
 	if *wait {
-		// Marks a message whose reply a running process consumes (for
-		// watchers and tools that want to tell delegation from chat).
-		m.Metadata.Extra = map[string]json.RawMessage{"await_reply": json.RawMessage("true")}
+		m.SetAwaitReply()
 	}
 	if *replyTo != "" {
-		m.Metadata.InReplyTo = *replyTo
-		m.Metadata.Thread = *replyTo
-		if parent, err := channel.Lookup(root, ch, *replyTo); err == nil {
-			m.Metadata.Thread = parent.ThreadID()
+		if parent, err := channel.Lookup(root, *ch, *replyTo); err == nil {
+			m.SetParent(&parent)
 		} else {
-			fmt.Fprintf(stderr, "collab: warning: replying to %s, which is not in channel %s: %v\n", *replyTo, ch, shortErr(err))
+			// The parent is elsewhere: thread on it all the same.
+			m.SetParent(&channel.Message{ID: *replyTo})
+			fmt.Fprintf(stderr, "collab: warning: replying to %s, which is not in channel %s: %v\n", *replyTo, *ch, shortErr(err))
 		}
 	}
-	if *to != channel.Broadcast && !knownAgent(root, *to) {
+	if *to != channel.Broadcast && !registry.Known(root, *to) {
 		fmt.Fprintf(stderr, "collab: warning: %q is not a known agent (no registry entry or presence); sending anyway\n", *to)
 	}
 
 	var bus *natsbus.Bus
-	if o, ok := nf.options(getenv, natsbus.ConnName(agent, hostname()), nil); ok {
+	if o, ok := nf.options(getenv, natsbus.ConnName(from, hostname()), nil); ok {
 		// Before the file: bad credentials fail before anything is sent.
 		var err error
 		if bus, err = connectOptional(ctx, o, stderr); err != nil {
@@ -153,8 +133,8 @@ Flags:
 	}
 	if *wait {
 		fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
-		rw := replyWait{root: root, channel: ch, id: m.ID, timeout: *timeout,
-			opt: delegate.Options{NotFrom: agent, Poll: *poll}, json: *asJSON, bus: bus}
+		rw := replyWait{root: root, channel: *ch, id: m.ID, timeout: *timeout,
+			opt: delegate.Options{NotFrom: from, Poll: *poll}, json: *asJSON, bus: bus}
 		return rw.run(ctx, nf, getenv, stdout, stderr)
 	}
 	if *asJSON {
@@ -169,47 +149,22 @@ Flags:
 	return err
 }
 
-// messageText picks the text from --text, the positional words or stdin.
+// messageText picks the text from --text, the positional words or stdin;
+// text from standard input loses its final newlines.
 func messageText(textSet bool, text string, words []string, stdin io.Reader) (string, error) {
+	text, from, err := readText("send", textSet, text, words, stdin, channel.MaxMessageSize, "message")
 	switch {
-	case textSet && len(words) > 0:
-		return "", usageErrorf("send: give the text either with --text or as words, not both")
-	case textSet:
-	case len(words) > 0:
-		text = strings.Join(words, " ")
-	default:
+	case err != nil:
+		return "", err
+	case from == textNone:
 		return "", usageErrorf("send: no text: use --text, words, or - for standard input")
-	}
-	if text == "-" {
-		data, err := io.ReadAll(io.LimitReader(stdin, channel.MaxMessageSize+1))
-		if err != nil {
-			return "", fmt.Errorf("send: read standard input: %w", err)
-		}
-		if len(data) > channel.MaxMessageSize {
-			return "", usageErrorf("send: standard input is larger than the %d-byte message limit", channel.MaxMessageSize)
-		}
-		text = strings.TrimRight(string(data), "\n")
+	case from == textStdin:
+		text = strings.TrimRight(text, "\n")
 	}
 	if strings.TrimSpace(text) == "" {
 		return "", usageErrorf("send: the message text is empty")
 	}
 	return text, nil
-}
-
-// knownAgent reports whether id has a registry entry or a presence file.
-func knownAgent(root tree.Root, id string) bool {
-	for _, dir := range []string{root.Registry(), root.Presence()} {
-		d, err := safedir.Open(dir) // no link followed below ROOT
-		if err != nil {
-			continue
-		}
-		_, err = d.Lstat(id + ".json")
-		d.Close()
-		if err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // shortErr drops the path from a file error.

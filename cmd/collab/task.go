@@ -15,12 +15,6 @@ import (
 	"collab/internal/workspace/task"
 )
 
-// Exit codes of collab task.
-const (
-	exitNoneReady = 3 // task next: no ready task
-	exitClaimed   = 4 // task claim: another agent holds the task
-)
-
 const taskUsage = `Usage: collab task COMMAND [flags]
 
 The channel's task board: work items any agent on any host can claim.
@@ -35,7 +29,9 @@ The channel's task board: work items any agent on any host can claim.
   fail ID --error E                          give up your task
 
 Every command takes --channel (env COLLAB_CHANNEL, then COLLAB_SESSION),
---root (env COLLAB_ROOT), and where an agent acts, --agent (env COLLAB_AGENT).
+--root (env COLLAB_ROOT), and where an agent acts, --agent (env
+COLLAB_AGENT, then the login name). --body, --summary, --outcome and
+--error read standard input when they are "-".
 A claim whose agent shows no sign of life (no fresh presence heartbeat, no
 event on the task) for --grace is released back to pending by the next
 claim, next or list, and the release is recorded as an event.
@@ -60,11 +56,10 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		fmt.Fprint(stderr, taskUsage+"\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	var ch, agent string
-	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
-	fs.StringVarP(&ch, "session", "s", "", "same as --channel")
+	ch := channelFlag(fs, "channel")
+	var agent *string
 	if sub != "list" && sub != "show" {
-		fs.StringVar(&agent, "agent", "", "acting agent ID (env COLLAB_AGENT)")
+		agent = agentFlag(fs, "", "acting agent ID", true)
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	grace := fs.Duration("grace", task.DefaultGrace, "release a claim whose agent shows no sign of life for this long")
@@ -78,30 +73,25 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	case "list":
 		fs.StringSliceVar(&status, "status", nil, "only tasks in these states: pending, ready, claimed, done, failed")
 	case "checkpoint":
-		fs.StringVar(&text, "summary", "", "what has been done so far")
+		fs.StringVar(&text, "summary", "", `what has been done so far ("-" reads standard input)`)
 	case "done":
-		fs.StringVar(&text, "outcome", "", "what came of it")
+		fs.StringVar(&text, "outcome", "", `what came of it ("-" reads standard input)`)
 	case "fail":
-		fs.StringVar(&text, "error", "", "why it failed")
+		fs.StringVar(&text, "error", "", `why it failed ("-" reads standard input)`)
 	}
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	ch = cmp.Or(ch, getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
-	if ch == "" {
-		return usageErrorf("task %s: no channel: use --channel or set COLLAB_CHANNEL", sub)
+	cmd := "task " + sub
+	if err := checkChannel(cmd, *ch); err != nil {
+		return err
 	}
-	if err := tree.CheckName("channel", ch); err != nil {
-		return usageErrorf("task %s: %v", sub, err)
-	}
-	if fs.Lookup("agent") != nil {
-		agent = cmp.Or(agent, getenv("COLLAB_AGENT"))
-		if agent == "" {
-			return usageErrorf("task %s: no agent: use --agent or set COLLAB_AGENT", sub)
-		}
-		if err := tree.CheckName("agent", agent); err != nil {
-			return usageErrorf("task %s: %v", sub, err)
+	var by string
+	if agent != nil {
+		var err error
+		if by, err = actingAgent(ctx, cmd, "agent", *agent); err != nil {
+			return err
 		}
 	}
 	if *grace <= 0 {
@@ -121,7 +111,16 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return usageErrorf("task %s: %v", sub, err)
 		}
 	}
-	b, err := task.New(tree.Resolve(*rootf, getenv), ch)
+	for _, p := range []*string{&body, &text} {
+		if *p == "-" {
+			s, err := readStdin(cmd, stdin, task.MaxText, "task text")
+			if err != nil {
+				return err
+			}
+			*p = strings.TrimRight(s, "\n")
+		}
+	}
+	b, err := task.New(tree.Resolve(*rootf, getenv), *ch)
 	if err != nil {
 		return err
 	}
@@ -130,19 +129,12 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 
 	switch sub {
 	case "add":
-		if body == "-" {
-			data, err := io.ReadAll(io.LimitReader(stdin, task.MaxText+1))
-			if err != nil {
-				return fmt.Errorf("task add: read standard input: %w", err)
-			}
-			body = strings.TrimRight(string(data), "\n")
-		}
 		for _, d := range depends {
 			if _, err := task.ParseID(d); err != nil {
 				return usageErrorf("task add: --depends: %v", err)
 			}
 		}
-		t, err := b.Add(task.NewTask{Title: title, Body: body, Depends: depends, By: agent})
+		t, err := b.Add(task.NewTask{Title: title, Body: body, Depends: depends, By: by})
 		if errors.Is(err, task.ErrInvalid) {
 			return usageErrorf("%v", err)
 		}
@@ -174,9 +166,9 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 		return p.show(t, evs)
 	case "next":
-		t, err := b.Next(agent)
+		t, err := b.Next(by)
 		if errors.Is(err, task.ErrNoneReady) {
-			return &exitError{code: exitNoneReady, msg: "no ready task in channel " + ch}
+			return &exitError{code: exitNothing, msg: "no ready task in channel " + *ch}
 		}
 		if err != nil {
 			return err
@@ -186,17 +178,17 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	var t task.Task
 	switch sub {
 	case "claim":
-		t, err = b.Claim(id, agent)
+		t, err = b.Claim(id, by)
 	case "checkpoint":
-		t, err = b.Checkpoint(id, agent, text)
+		t, err = b.Checkpoint(id, by, text)
 	case "done":
-		t, err = b.Finish(id, agent, text)
+		t, err = b.Finish(id, by, text)
 	case "fail":
-		t, err = b.Fail(id, agent, text)
+		t, err = b.Fail(id, by, text)
 	}
 	var ce *task.ClaimedError
 	if errors.As(err, &ce) {
-		return &exitError{code: exitClaimed, msg: err.Error()}
+		return &exitError{code: exitRefused, msg: err.Error()}
 	}
 	if err != nil {
 		return err

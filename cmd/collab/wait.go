@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,10 +12,6 @@ import (
 	"collab/internal/transport/natsbus"
 	"collab/internal/workspace/delegate"
 )
-
-// exitTimeout is the exit code of send --wait and wait when no reply came
-// in time.
-const exitTimeout = 3
 
 // defaultWaitTimeout bounds send --wait and wait unless --timeout says
 // otherwise.
@@ -35,28 +30,22 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	var ch string
 	replyTo := fs.String("reply-to", "", "id of the message whose reply to wait for")
-	fs.StringVar(&ch, "channel", "", "channel (env COLLAB_CHANNEL, then COLLAB_SESSION)")
-	fs.StringVarP(&ch, "session", "s", "", "same as --channel")
+	ch := channelFlag(fs, "channel")
 	from := fs.String("from", "", "only a reply from this agent")
 	timeout := fs.Duration("timeout", defaultWaitTimeout, "give up after this long (0: wait until interrupted)")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often to look at the channel")
 	asJSON := fs.Bool("json", false, "print the whole reply as JSON")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("wait: unexpected argument %q", fs.Arg(0))
 	}
-	ch = cmp.Or(ch, getenv("COLLAB_CHANNEL"), getenv("COLLAB_SESSION"))
-	if ch == "" {
-		return usageErrorf("wait: no channel: use --channel or set COLLAB_CHANNEL")
-	}
-	if err := tree.CheckName("channel", ch); err != nil {
-		return usageErrorf("wait: %v", err)
+	if err := checkChannel("wait", *ch); err != nil {
+		return err
 	}
 	if *replyTo == "" {
 		return usageErrorf("wait: --reply-to is required")
@@ -72,7 +61,7 @@ Flags:
 	if *timeout < 0 || *poll <= 0 {
 		return usageErrorf("wait: --timeout must not be negative and --poll must be positive")
 	}
-	w := replyWait{root: tree.Resolve(*rootf, getenv), channel: ch, id: *replyTo, timeout: *timeout,
+	w := replyWait{root: tree.Resolve(*rootf, getenv), channel: *ch, id: *replyTo, timeout: *timeout,
 		opt: delegate.Options{From: *from, Poll: *poll}, json: *asJSON}
 	return w.run(ctx, nf, getenv, stdout, stderr)
 }
@@ -127,10 +116,10 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 	m, err := delegate.Wait(ctx, w.root, w.channel, w.id, w.opt)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &exitError{code: exitTimeout, msg: fmt.Sprintf("no reply to %s within %s; keep waiting with: collab wait --channel %s --reply-to %s",
+		return &exitError{code: exitNothing, msg: fmt.Sprintf("no reply to %s within %s; keep waiting with: collab wait --channel %s --reply-to %s",
 			w.id, w.timeout, w.channel, w.id)}
 	case errors.Is(err, context.Canceled):
-		return &exitError{code: 1, msg: fmt.Sprintf("interrupted while waiting for the reply to %s", w.id)}
+		return &exitError{code: exitFailure, msg: fmt.Sprintf("interrupted while waiting for the reply to %s", w.id)}
 	case err != nil:
 		return err
 	}

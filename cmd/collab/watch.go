@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,33 +34,42 @@ the channels by running the model CLI, and post its output as the reply.
 The prompt goes to the CLI's standard input, or replaces a {prompt}
 argument. One signal stops it gracefully; a second one at once.
 
+The agent is required (--agent or COLLAB_AGENT) and, unlike the commands a
+person runs, never taken from the login name: a watcher is a daemon that
+answers as the agent it serves, often under a service account.
+
 Flags:
 `)
 		fs.PrintDefaults()
 	}
-	agent := fs.String("agent", "", "agent ID (env COLLAB_AGENT)")
-	channels := fs.StringArray("channel", nil, "channel to watch, repeatable (env COLLAB_CHANNEL, comma-separated)")
-	cli := fs.String("cli", "", "CLI adapter: claude, codex, gemini or command (env COLLAB_CLI, default command)")
-	cmdline := fs.String("cmd", "", "command line of the CLI, split like shell words but run without a shell (env COLLAB_CMD)")
+	agent := agentFlag(fs, "", "agent ID", false)
+	channels := fs.StringArray("channel", nil, "channel to watch, repeatable; in the variable, comma-separated")
+	fromEnv(fs, "channel", envChannel)
+	cli := fs.String("cli", "command", "CLI adapter: claude, codex, gemini or command")
+	fromEnv(fs, "cli", "COLLAB_CLI")
+	cmdline := fs.String("cmd", "", "command line of the CLI, split like shell words but run without a shell")
+	fromEnv(fs, "cmd", "COLLAB_CMD")
 	cliArgs := fs.StringArray("cli-arg", nil, "extra argument for the CLI, repeatable; each value is exactly one argument")
-	model := fs.String("model", "", "model for the CLI (env COLLAB_MODEL)")
-	sessionScope := fs.String("session-scope", "channel", "which messages resume one CLI session: channel, thread or none")
-	sessionTTL := fs.Duration("session-ttl", 8*time.Hour, "how long an unused CLI session is resumed")
+	model := fs.String("model", "", "model for the CLI")
+	fromEnv(fs, "model", "COLLAB_MODEL")
+	sessionScope := fs.String("session-scope", watcher.DefaultSessionScope, "which messages resume one CLI session: channel, thread or none")
+	sessionTTL := fs.Duration("session-ttl", watcher.DefaultSessionTTL, "how long an unused CLI session is resumed")
 	budget := fs.Float64("budget-usd", 0, "stop running the CLI for the rest of the UTC day once its runs cost this much (0: no limit)")
 	role := fs.String("role", "", "the agent's role: a file to read, or the text itself")
 	memory := fs.StringArray("memory", nil, "file read fresh into every prompt, repeatable (e.g. CURRENT-STATE.md)")
-	contextN := fs.Int("context", 10, "recent messages in the prompt's transcript")
+	contextN := fs.Int("context", watcher.DefaultContext, "recent messages in the prompt's transcript (0: none)")
 	tmplFile := fs.String("prompt-template", "", "Go text/template file that replaces the built-in prompt")
-	workdir := fs.String("workdir", "", "working directory of the CLI (env COLLAB_WORKDIR)")
-	timeout := fs.Duration("timeout", 10*time.Minute, "longest CLI run; then its process group is killed")
+	workdir := fs.String("workdir", "", "working directory of the CLI")
+	fromEnv(fs, "workdir", "COLLAB_WORKDIR")
+	timeout := fs.Duration("timeout", watcher.DefaultTimeout, "longest CLI run; then its process group is killed")
 	postErrors := fs.Bool("post-errors", false, "post a short error reply when the CLI fails")
-	poll := fs.Duration("poll", time.Second, "poll interval (polling is the truth on NFS)")
-	heartbeat := fs.Duration("heartbeat", 10*time.Second, "presence heartbeat interval")
-	grace := fs.Duration("grace", 30*time.Second, "on shutdown, how long a running CLI may finish")
-	claimGrace := fs.Duration("claim-grace", 2*time.Minute, "how stale another watcher's claim must be before taking it over")
-	maxHops := fs.Int("max-hops", 6, "do not answer messages this deep in a reply chain (0: default, <0: off)")
-	rate := fs.Int("rate", 20, "CLI runs per minute at most; more messages wait (<0: off)")
-	pairRate := fs.Int("pair-rate", 6, "replies per minute to one sender in agent chains (<0: off)")
+	poll := fs.Duration("poll", watcher.DefaultPoll, "poll interval (polling is the truth on NFS)")
+	heartbeat := fs.Duration("heartbeat", watcher.DefaultHeartbeat, "presence heartbeat interval")
+	grace := fs.Duration("grace", watcher.DefaultGrace, "on shutdown, how long a running CLI may finish")
+	claimGrace := fs.Duration("claim-grace", watcher.DefaultClaimGrace, "how stale another watcher's claim must be before taking it over")
+	maxHops := fs.Int("max-hops", watcher.DefaultMaxHops, "do not answer messages this deep in a reply chain (0: default, <0: off)")
+	rate := fs.Int("rate", watcher.DefaultRate, "CLI runs per minute at most; more messages wait (<0: off)")
+	pairRate := fs.Int("pair-rate", watcher.DefaultPairRate, "replies per minute to one sender in agent chains (<0: off)")
 	replay := fs.String("replay-since", "", "on start, also answer history: since a DURATION ago or after message ID")
 	noNotify := fs.Bool("no-fsnotify", false, "poll only; do not use inotify to wake early")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -70,7 +78,7 @@ Flags:
 	mcpOn := fs.Bool("mcp", false, "give the model the bus as MCP tools mid-task (collab mcp as this agent, on the message's channel); claude and codex")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -82,34 +90,16 @@ Flags:
 			return fmt.Errorf("watch: %w (or pass --allow-world-writable)", err)
 		}
 	}
-	if *agent == "" {
-		*agent = getenv("COLLAB_AGENT")
-	}
-	if err := tree.CheckName("agent", *agent); err != nil {
-		return usageErrorf("watch: %v (use --agent or COLLAB_AGENT)", err)
-	}
-	if len(*channels) == 0 && getenv("COLLAB_CHANNEL") != "" {
-		*channels = strings.Split(getenv("COLLAB_CHANNEL"), ",")
+	if err := namedAgent("watch", *agent); err != nil {
+		return err
 	}
 	if len(*channels) == 0 {
-		return usageErrorf("watch: no channel: use --channel or COLLAB_CHANNEL")
+		return usageErrorf("watch: no channel: use --channel or %s", envChannel)
 	}
 	for _, ch := range *channels {
 		if err := tree.CheckName("channel", ch); err != nil {
 			return usageErrorf("watch: %v", err)
 		}
-	}
-	if *cli == "" {
-		*cli = cmp.Or(getenv("COLLAB_CLI"), "command")
-	}
-	if *cmdline == "" {
-		*cmdline = getenv("COLLAB_CMD")
-	}
-	if *workdir == "" {
-		*workdir = getenv("COLLAB_WORKDIR")
-	}
-	if *model == "" {
-		*model = getenv("COLLAB_MODEL")
 	}
 	switch *sessionScope {
 	case watcher.ScopeChannel, watcher.ScopeThread, watcher.ScopeNone:
@@ -176,7 +166,11 @@ Flags:
 	}
 	// collab on the CLI's PATH, so the agent can `collab send`, `collab who`.
 	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "collab" {
-		cfg.Env = append(cfg.Env, "PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		path := filepath.Dir(exe)
+		if p := getenv("PATH"); p != "" {
+			path += string(os.PathListSeparator) + p
+		}
+		cfg.Env = append(cfg.Env, "PATH="+path)
 	}
 	logger, closeLog, err := watchLogger(root, *agent, level, stderr)
 	if err != nil {
@@ -304,5 +298,5 @@ func watchLogger(root tree.Root, agent string, level slog.Level, stderr io.Write
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	h := slog.NewMultiHandler(slog.NewTextHandler(stderr, opts), slog.NewJSONHandler(f, opts))
-	return slog.New(h).With("agent", agent), func() { f.Close() }, nil
+	return slog.New(h).With(keyAgent, agent), func() { f.Close() }, nil
 }

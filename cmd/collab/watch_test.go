@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/testsupport/bindfstest"
 	"collab/presence"
@@ -171,6 +172,7 @@ func TestWatchProcessReplyAndSIGTERM(t *testing.T) {
 }
 
 func TestWatchProcessRestartAnswersBacklogOnce(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes and mounts
 	root := t.TempDir()
 	w := startWatcher(t, root, "codex", "dev", nil)
 	first := send(t, root, "dev", "human", "codex", "before the stop")
@@ -193,6 +195,7 @@ func TestWatchProcessRestartAnswersBacklogOnce(t *testing.T) {
 }
 
 func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes and mounts
 	root := t.TempDir()
 	started := t.TempDir()
 	w := startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=30s"})
@@ -208,7 +211,7 @@ func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
 	})
 	w.stop(t, syscall.SIGKILL)
 	// The kernel kills the orphaned CLI (parent-death signal).
-	waitFor(t, func() bool { return !presence.PIDAlive(cliPID) || isZombie(cliPID) })
+	waitFor(t, func() bool { return !proc.PIDAlive(cliPID) || isZombie(cliPID) })
 
 	startWatcher(t, root, "codex", "dev", nil) // fast CLI now
 	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[id]) >= 1 })
@@ -240,7 +243,7 @@ func TestWatchProcessSecondSignal(t *testing.T) {
 
 	w.cmd.Process.Signal(syscall.SIGTERM)
 	waitFor(t, func() bool { return strings.Contains(w.stderr.String(), "stopping; waiting for the running CLI") })
-	if !presence.PIDAlive(cliPID) {
+	if !proc.PIDAlive(cliPID) {
 		t.Fatal("the CLI was stopped by the first signal, before the grace period")
 	}
 	began := time.Now()
@@ -251,7 +254,7 @@ func TestWatchProcessSecondSignal(t *testing.T) {
 		t.Errorf("the watcher took %v to exit after the second signal", took)
 	}
 	for _, pid := range []int{cliPID, childPID} {
-		waitFor(t, func() bool { return !presence.PIDAlive(pid) || isZombie(pid) })
+		waitFor(t, func() bool { return !proc.PIDAlive(pid) || isZombie(pid) })
 	}
 	s, err := presence.Read(tree.Root(root), "codex")
 	if err != nil || s.State != presence.StateOffline {
@@ -274,6 +277,7 @@ func isZombie(pid int) bool {
 // started by mistake: every message sent from a third mount is answered
 // exactly once. (Latency across mounts is measured by collab-bench.)
 func TestWatchProcessTwoMountsOneAgent(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes and mounts
 	backing := t.TempDir()
 	a := bindfstest.Mount(t, backing)
 	b := bindfstest.Mount(t, backing)

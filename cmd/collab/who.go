@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/registry"
 	"collab/presence"
@@ -55,10 +54,12 @@ Flags:
 		flags.PrintDefaults()
 	}
 	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, status (the heartbeat as written)")
-	staleFlag := flags.Duration("stale-after", presence.DefaultStaleAfter, "show an AWAKE agent as STALE when its heartbeat is older than this (env COLLAB_STALE_AFTER)")
+	staleAfter := secondsOrDuration(presence.DefaultStaleAfter)
+	flags.Var(&staleAfter, "stale-after", "show an AWAKE agent as STALE when its heartbeat is older than this (a duration, or seconds)")
+	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
 	rootf := rootFlag(flags)
-	if err := parse(flags, args); err != nil {
+	if err := parse(flags, args, getenv); err != nil {
 		return err
 	}
 	names := slices.Clone(flags.Args())
@@ -73,12 +74,11 @@ Flags:
 			return usageErrorf("who: %v", err)
 		}
 	}
-	staleAfter, err := staleLimit(flags.Changed("stale-after"), *staleFlag, getenv)
-	if err != nil {
-		return err
+	if staleAfter <= 0 {
+		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
 	}
 	root := tree.Resolve(*rootf, getenv)
-	host, _ := os.Hostname() // no name: no PID is checked
+	host := hostname() // no name: no PID is checked
 	now := time.Now()
 
 	if flags.Changed("check") {
@@ -86,16 +86,13 @@ Flags:
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(stderr, "collab: warning: %v\n", err)
 		}
-		if err == nil {
-			switch s.Effective(now, staleAfter, host, presence.PIDAlive) {
-			case presence.AwakeIdle, presence.AwakeWorking, presence.AwakeWaiting, presence.AwakeThrottled:
-				return nil
-			}
+		if err == nil && presence.IsAwake(s.Effective(now, time.Duration(staleAfter), host, proc.PIDAlive)) {
+			return nil
 		}
-		return &exitError{code: 1}
+		return &exitError{code: exitFailure}
 	}
 
-	rows, err := whoRows(root, names, now, staleAfter, host, stderr)
+	rows, err := whoRows(root, names, now, time.Duration(staleAfter), host, stderr)
 	if err != nil {
 		return err
 	}
@@ -106,27 +103,6 @@ Flags:
 		fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", root.Presence())
 	}
 	return whoTable(stdout, rows)
-}
-
-// staleLimit picks --stale-after: the flag, then $COLLAB_STALE_AFTER (a
-// duration, or a number of seconds), then the default.
-func staleLimit(changed bool, flag time.Duration, getenv env) (time.Duration, error) {
-	d, src := flag, "--stale-after"
-	if v := getenv("COLLAB_STALE_AFTER"); !changed && v != "" {
-		src = "COLLAB_STALE_AFTER"
-		var err error
-		if d, err = time.ParseDuration(v); err != nil {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil || !(n > -1e9 && n < 1e9) { // NaN, ±Inf, overflow
-				return 0, usageErrorf("who: COLLAB_STALE_AFTER=%q is not a duration such as 90s", v)
-			}
-			d = time.Duration(n * float64(time.Second))
-		}
-	}
-	if d <= 0 {
-		return 0, usageErrorf("who: %s must be positive, not %v", src, d)
-	}
-	return d, nil
 }
 
 // whoRow is one agent's line.
@@ -200,7 +176,7 @@ func whoRows(root tree.Root, names []string, now time.Time, staleAfter time.Dura
 	for _, r := range rows {
 		switch {
 		case r.status != nil:
-			r.state = r.status.Effective(now, staleAfter, host, presence.PIDAlive)
+			r.state = r.status.Effective(now, staleAfter, host, proc.PIDAlive)
 			r.age, r.hasAge = r.status.Age(now)
 		case r.reg != nil && !r.bad:
 			r.state = presence.Offline

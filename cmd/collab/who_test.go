@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/presence"
 )
@@ -27,7 +28,7 @@ func deadPID(t *testing.T) int {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	if presence.PIDAlive(pid) {
+	if proc.PIDAlive(pid) {
 		t.Fatalf("pid %d of a reaped child is alive", pid)
 	}
 	return pid

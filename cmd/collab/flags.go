@@ -1,0 +1,285 @@
+package main
+
+// The conventions every subcommand follows, in one place:
+//
+//   - Precedence is flag, then environment variable, then default. A flag
+//     bound with fromEnv names its variables in its help, and parse fills
+//     it from the first one set when the flag is not on the command line.
+//     Defaults are the packages' exported constants.
+//   - Identity: --agent, then $COLLAB_AGENT, then, for a person at a shell,
+//     the login name (actingAgent). The daemons that run for an agent
+//     (watch, mcp) take no login name: they must be told whom they serve.
+//   - Text: --text, the trailing words, or standard input when either is
+//     "-" (readText).
+//   - Exit codes: the exit* constants of main.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"collab/internal/plumbing/tree"
+)
+
+// The environment variables that more than one command reads.
+const (
+	envRoot    = "COLLAB_ROOT"
+	envAgent   = "COLLAB_AGENT"
+	envChannel = "COLLAB_CHANNEL"
+	envSession = "COLLAB_SESSION" // the seed's name for the channel
+)
+
+// Annotations on a flag: the variables it falls back to, and after parse,
+// the one its value came from.
+const (
+	annotEnv     = "collab-env"
+	annotEnvUsed = "collab-env-used"
+)
+
+// newFlags returns a command's flag set. Parse errors are usage errors.
+func newFlags(name string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("collab "+name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	return fs
+}
+
+// fromEnv makes flag name fall back to the first of vars that is set, and
+// names them in its help. A list flag takes a comma-separated value.
+func fromEnv(fs *pflag.FlagSet, name string, vars ...string) {
+	f := fs.Lookup(name)
+	f.Usage += " (env " + strings.Join(vars, ", then ") + ")"
+	if err := fs.SetAnnotation(name, annotEnv, vars); err != nil {
+		panic(err) // the flag was just looked up
+	}
+}
+
+// alias makes --old a second name of flag name, for the seed's and older
+// spellings: one value, and name counts as given whichever is used.
+func alias(fs *pflag.FlagSet, old, name string) {
+	prev := fs.GetNormalizeFunc()
+	fs.SetNormalizeFunc(func(f *pflag.FlagSet, n string) pflag.NormalizedName {
+		if n == old {
+			return pflag.NormalizedName(name)
+		}
+		return prev(f, n)
+	})
+	f := fs.Lookup(name)
+	f.Usage += " (also --" + old + ")"
+}
+
+// parse parses args, then fills the flags not given from their variables.
+// A bad flag or variable is a usage error, --help is pflag.ErrHelp.
+func parse(fs *pflag.FlagSet, args []string, getenv env) error {
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return err
+	}
+	if err != nil {
+		return usageErrorf("%v (see '%s --help')", err, fs.Name())
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed {
+			return
+		}
+		for _, v := range f.Annotations[annotEnv] {
+			val := getenv(v)
+			if val == "" {
+				continue
+			}
+			if serr := setValue(f.Value, val); serr != nil {
+				err = usageErrorf("%s=%q: %v (see '%s --help')", v, val, serr, fs.Name())
+			}
+			f.Annotations[annotEnvUsed] = []string{v}
+			return
+		}
+	})
+	return err
+}
+
+// setValue sets a flag's value from a variable: a list is comma-separated
+// and replaces the default.
+func setValue(v pflag.Value, s string) error {
+	if sv, ok := v.(pflag.SliceValue); ok {
+		return sv.Replace(strings.Split(s, ","))
+	}
+	return v.Set(s)
+}
+
+// source names where flag name's value came from, for error messages: its
+// variable when parse took it from there, else the flag.
+func source(fs *pflag.FlagSet, name string) string {
+	f := fs.Lookup(name)
+	if used := f.Annotations[annotEnvUsed]; len(used) > 0 {
+		return used[0]
+	}
+	return "--" + f.Name
+}
+
+// rootFlag adds --root, from $COLLAB_ROOT, default tree.DefaultRoot.
+func rootFlag(fs *pflag.FlagSet) *string {
+	p := fs.String("root", tree.DefaultRoot, "shared tree root")
+	fromEnv(fs, "root", envRoot)
+	return p
+}
+
+// channelFlag adds --channel (-s, also --session), from $COLLAB_CHANNEL
+// then $COLLAB_SESSION.
+func channelFlag(fs *pflag.FlagSet, usage string) *string {
+	p := fs.StringP("channel", "s", "", usage)
+	alias(fs, "session", "channel")
+	fromEnv(fs, "channel", envChannel, envSession)
+	return p
+}
+
+// checkChannel reports a missing or invalid channel as a usage error.
+func checkChannel(cmd, ch string) error {
+	if ch == "" {
+		return usageErrorf("%s: no channel: use --channel or set %s", cmd, envChannel)
+	}
+	if err := tree.CheckName("channel", ch); err != nil {
+		return usageErrorf("%s: %v", cmd, err)
+	}
+	return nil
+}
+
+// agentFlag adds --agent (and its aliases), from $COLLAB_AGENT; login says
+// whether the command then takes the login name (see actingAgent).
+func agentFlag(fs *pflag.FlagSet, short, usage string, login bool, aliases ...string) *string {
+	p := fs.StringP("agent", short, "", usage)
+	for _, a := range aliases {
+		alias(fs, a, "agent")
+	}
+	fromEnv(fs, "agent", envAgent)
+	if login {
+		f := fs.Lookup("agent")
+		f.Usage = strings.TrimSuffix(f.Usage, ")") + ", then the login name)"
+	}
+	return p
+}
+
+// actingAgent returns the agent a command acts as: agent (--agent, or
+// $COLLAB_AGENT as parse filled it), else for a person at a shell the login
+// name. A missing or invalid name is a usage error; noun is what the agent
+// is to the command ("sender", "agent").
+func actingAgent(ctx context.Context, cmd, noun, agent string) (string, error) {
+	login := false
+	if agent == "" {
+		agent, login = loginName(ctx), true
+	}
+	if agent == "" {
+		return "", usageErrorf("%s: no %s: use --agent or set %s", cmd, noun, envAgent)
+	}
+	if err := tree.CheckName("agent", agent); err != nil {
+		if login {
+			return "", usageErrorf("%s: %v (your login name); use --agent or set %s", cmd, err, envAgent)
+		}
+		return "", usageErrorf("%s: %v", cmd, err)
+	}
+	return agent, nil
+}
+
+// namedAgent checks the agent of a daemon that serves one (watch, mcp):
+// given by --agent or $COLLAB_AGENT, never the login name.
+func namedAgent(cmd, agent string) error {
+	if err := tree.CheckName("agent", agent); err != nil {
+		return usageErrorf("%s: %v (use --agent or set %s; it names the agent served, never taken from the login name)", cmd, err, envAgent)
+	}
+	return nil
+}
+
+type loginKey struct{}
+
+// withLogin gives the commands run with ctx a way to learn the login name
+// (main: osLogin; tests: a fixed name or none).
+func withLogin(ctx context.Context, login func() string) context.Context {
+	return context.WithValue(ctx, loginKey{}, login)
+}
+
+// loginName returns the login name, or "" when ctx carries no way to learn
+// it or it is unknown.
+func loginName(ctx context.Context) string {
+	if f, _ := ctx.Value(loginKey{}).(func() string); f != nil {
+		return f()
+	}
+	return ""
+}
+
+// osLogin returns the name of the user running collab, "" if unknown.
+func osLogin() string {
+	u, err := user.Current()
+	if err != nil {
+		return ""
+	}
+	return u.Username
+}
+
+// Where readText found the text.
+type textFrom int
+
+const (
+	textNone  textFrom = iota // neither --text nor words
+	textArgs                  // --text or the words
+	textStdin                 // standard input, asked for with "-"
+)
+
+// readText returns a command's text: --text (textSet, text) or the words
+// joined by spaces, read from standard input when that is "-", at most
+// limit bytes (what names the limit: "message", "document"). Both --text
+// and words is a usage error.
+func readText(cmd string, textSet bool, text string, words []string, stdin io.Reader, limit int, what string) (string, textFrom, error) {
+	switch {
+	case textSet && len(words) > 0:
+		return "", textNone, usageErrorf("%s: give the text either with --text or as words, not both", cmd)
+	case textSet:
+	case len(words) > 0:
+		text = strings.Join(words, " ")
+	default:
+		return "", textNone, nil
+	}
+	if text != "-" {
+		return text, textArgs, nil
+	}
+	s, err := readStdin(cmd, stdin, limit, what)
+	return s, textStdin, err
+}
+
+// readStdin reads standard input, at most limit bytes.
+func readStdin(cmd string, stdin io.Reader, limit int, what string) (string, error) {
+	data, err := io.ReadAll(io.LimitReader(stdin, int64(limit)+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: read standard input: %w", cmd, err)
+	}
+	if len(data) > limit {
+		return "", usageErrorf("%s: standard input is larger than the %d-byte %s limit", cmd, limit, what)
+	}
+	return string(data), nil
+}
+
+// secondsOrDuration is a duration flag that also takes a number of seconds
+// ("90" is 90s), as the seed's variables gave them.
+type secondsOrDuration time.Duration
+
+func (d *secondsOrDuration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		n, nerr := strconv.ParseFloat(s, 64)
+		if nerr != nil || math.IsNaN(n) || math.Abs(n) >= 1e9 { // NaN, ±Inf, overflow
+			return fmt.Errorf("not a duration such as 90s")
+		}
+		v = time.Duration(n * float64(time.Second))
+	}
+	*d = secondsOrDuration(v)
+	return nil
+}
+
+func (d *secondsOrDuration) String() string { return time.Duration(*d).String() }
+func (d *secondsOrDuration) Type() string   { return "duration" }
