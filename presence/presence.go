@@ -68,7 +68,6 @@ import (
 
 	"collab/internal/plumbing/agentfiles"
 	"collab/internal/plumbing/jsonobj"
-	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -197,12 +196,6 @@ func (s Status) Effective(now time.Time, staleAfter time.Duration, localHost str
 	}
 	return AwakeIdle
 }
-
-// PIDAlive reports whether a process with this PID exists on this host.
-// It is kept for callers outside this package.
-//
-// Deprecated: use proc.PIDAlive.
-var PIDAlive = proc.PIDAlive
 
 // Write atomically replaces the heartbeat of s.AgentID, creating the
 // presence folder if needed. An empty Timestamp is written as the current

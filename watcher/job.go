@@ -238,7 +238,7 @@ func (w *watcher) env(m *channel.Message) []string {
 		"COLLAB_CHANNEL="+m.SessionID,
 		"COLLAB_MESSAGE_ID="+m.ID,
 		"COLLAB_FROM="+m.From,
-		"COLLAB_HOPS="+strconv.Itoa(m.Metadata.Hops),
+		EnvHops+"="+strconv.Itoa(m.Metadata.Hops),
 	)
 }
 

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"collab/internal/plumbing/agentfiles"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -15,7 +16,7 @@ func Known(root tree.Root, id string) bool {
 		if err != nil {
 			continue
 		}
-		_, err = d.Lstat(id + suffix)
+		_, err = d.Lstat(agentfiles.Name(id))
 		d.Close()
 		if err == nil {
 			return true
