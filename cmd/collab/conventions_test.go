@@ -451,3 +451,40 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskTextWords: the task board takes its text as trailing words too:
+// add's title, and the summary, outcome or error after the task's id.
+func TestTaskTextWords(t *testing.T) {
+	root := t.TempDir()
+	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev", "COLLAB_AGENT": "ann"}
+	steps := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"task", "add", "write", "the", "docs"}, 0},
+		{[]string{"task", "add", "--title", "x", "y"}, exitUsage}, // title twice
+		{[]string{"task", "claim", "t1", "extra"}, exitUsage},     // claim takes no text
+		{[]string{"task", "claim", "t1"}, 0},
+		{[]string{"task", "checkpoint", "t1", "half", "done"}, 0},
+		{[]string{"task", "done", "t1", "--outcome", "x", "y"}, exitUsage}, // outcome twice
+		{[]string{"task", "done", "t1", "all", "written"}, 0},
+	}
+	for _, s := range steps {
+		if r := runCollab(t, env, "", s.args...); r.code != s.code {
+			t.Fatalf("%q: exit %d (%s), want %d", s.args, r.code, r.stderr, s.code)
+		}
+	}
+	got, err := mustBoard(t, tree.Root(root)).Get("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Title != "write the docs" {
+		t.Errorf("title %q, want %q", got.Title, "write the docs")
+	}
+	out := runCollab(t, env, "", "task", "show", "t1").stdout
+	for _, want := range []string{"half done", "all written"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("task show lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -19,14 +19,14 @@ const taskUsage = `Usage: collab task COMMAND [flags]
 
 The channel's task board: work items any agent on any host can claim.
 
-  add --title T [--body B] [--depends ID…]   add a task; prints its id
+  add [--title] T [--body B] [--depends ID…] add a task; prints its id
   list [--status S,…] [--json]               list tasks (S: pending, ready, claimed, done, failed)
   show ID [--json]                           a task and its events
   claim ID                                   claim a ready task (exit 4: claimed by another agent)
   next                                       claim the first ready task (exit 3: none ready)
-  checkpoint ID --summary S                  record progress on your task
-  done ID --outcome O                        finish your task
-  fail ID --error E                          give up your task
+  checkpoint ID [--summary] S                record progress on your task
+  done ID [--outcome] O                      finish your task
+  fail ID [--error] E                        give up your task
 
 Every command takes --channel (env COLLAB_CHANNEL, then COLLAB_SESSION),
 --root (env COLLAB_ROOT), and where an agent acts, --agent (env
@@ -100,16 +100,31 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	// The positional task id, where one is needed.
 	var id string
 	wantID := sub == "show" || sub == "claim" || sub == "checkpoint" || sub == "done" || sub == "fail"
+	// Trailing words are the text, as in send: add's title, and the
+	// summary, outcome or error after the id.
+	words := fs.Args()
+	wantText := sub == "checkpoint" || sub == "done" || sub == "fail"
 	switch {
-	case wantID && fs.NArg() != 1:
+	case wantID && len(words) == 0:
 		return usageErrorf("task %s: give one task id", sub)
-	case !wantID && fs.NArg() > 0:
-		return usageErrorf("task %s: unexpected argument %q", sub, fs.Arg(0))
-	case wantID:
-		id = fs.Arg(0)
+	case wantID && len(words) > 1 && (!wantText || text != ""):
+		return usageErrorf("task %s: give one task id (unexpected %q)", sub, words[1])
+	case sub == "add" && len(words) > 0 && title != "":
+		return usageErrorf("task add: give the title as --title or as words, not both")
+	case sub != "add" && !wantID && len(words) > 0:
+		return usageErrorf("task %s: unexpected argument %q", sub, words[0])
+	}
+	if wantID {
+		id, words = words[0], words[1:]
 		if _, err := task.ParseID(id); err != nil {
 			return usageErrorf("task %s: %v", sub, err)
 		}
+	}
+	switch {
+	case sub == "add" && len(words) > 0:
+		title = strings.Join(words, " ")
+	case wantText && len(words) > 0:
+		text = strings.Join(words, " ")
 	}
 	for _, p := range []*string{&body, &text} {
 		if *p == "-" {
