@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"slices"
 	"strings"
@@ -235,25 +236,46 @@ func (t *tail) load(file string) (Message, Skip, bool) {
 }
 
 // timestamp returns a file's channel time (its timestamp field, else the
-// time in its name) without keeping its body.
+// time in its name), reading the file only up to that field and keeping
+// none of it.
 func (t *tail) timestamp(file string, named time.Time) time.Time {
 	if onTailRead != nil {
 		onTailRead(file)
 	}
-	data, _, err := t.d.ReadFile(file, MaxMessageSize)
+	f, err := t.d.OpenRead(file, MaxMessageSize)
 	if err != nil {
 		return named
 	}
-	var v struct {
-		Timestamp json.RawMessage `json:"timestamp"`
-	}
-	var s string
-	if json.Unmarshal(data, &v) != nil || json.Unmarshal(v.Timestamp, &s) != nil {
+	defer f.Close()
+	dec := json.NewDecoder(io.LimitReader(f, MaxMessageSize))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return named
 	}
-	ts, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return named
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return named
+		}
+		if key != "timestamp" {
+			if err := dec.Decode(&skipValue{}); err != nil {
+				return named
+			}
+			continue
+		}
+		var s string
+		if dec.Decode(&s) != nil {
+			return named
+		}
+		ts, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return named
+		}
+		return ts.UTC()
 	}
-	return ts.UTC()
+	return named
 }
+
+// skipValue decodes any JSON value into nothing.
+type skipValue struct{}
+
+func (*skipValue) UnmarshalJSON([]byte) error { return nil }
