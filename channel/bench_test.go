@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,72 @@ func BenchmarkScan100k(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/scan")
+	})
+}
+
+// BenchmarkTail measures reading the newest 5 messages (read --limit 5,
+// a prompt's context) of a busy channel: 20,000 small messages, 50 to a
+// second, then 80 messages of 1 MB, 4 to a second. "Recent" is
+// channel.Recent; "ScanAll" is what read --limit did before it: read the
+// whole channel and keep the last 5. Its cost should follow the 5, not
+// the channel.
+func BenchmarkTail(b *testing.B) {
+	const (
+		ch    = "busy"
+		small = 20_000
+		big   = 80
+		limit = 5
+	)
+	start := time.Now()
+	root := tree.Root(b.TempDir())
+	dir := root.Channel(ch)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	write := func(i int, at time.Time, text string) {
+		m := channel.Message{
+			ID: channel.NewID("agent", at.Truncate(time.Second), fmtHex(uint16(i))), Timestamp: at.Format(channel.TimeFormat),
+			SessionID: ch, From: "agent", To: "all", Content: channel.Content{Text: text},
+		}
+		data, err := m.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, m.ID+".json"), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range small {
+		write(i, t0.Add(time.Duration(i)*20*time.Millisecond), fmt.Sprintf("message %d of the fixture", i))
+	}
+	text := strings.Repeat("x", channel.MaxMessageSize-512)
+	for i := range big {
+		write(small+i, t0.Add(time.Hour+time.Duration(i)*250*time.Millisecond), text)
+	}
+	b.Logf("fixture of %d small and %d 1 MB messages written in %v", small, big, time.Since(start).Round(time.Millisecond))
+
+	b.Run("Recent", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			msgs, err := channel.Recent(root, ch, "", limit)
+			if err != nil || len(msgs) != limit {
+				b.Fatalf("Recent = %d messages, %v", len(msgs), err)
+			}
+		}
+	})
+	b.Run("ScanAll", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r, err := channel.NewReader(root, ch, channel.Cursor{}, channel.ReaderOptions{Retries: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			msgs, _, err := r.Scan()
+			if err != nil || len(msgs) != small+big {
+				b.Fatalf("Scan = %d messages, %v", len(msgs), err)
+			}
+			_ = msgs[len(msgs)-limit:]
+		}
 	})
 }

@@ -2,7 +2,11 @@ package channel
 
 import (
 	"cmp"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -34,85 +38,244 @@ func Lookup(root tree.Root, channel, id string) (Message, error) {
 
 // Recent returns up to n messages of a channel that come before the message
 // file before (or the newest n when before is ""), in channel order, oldest
-// first. Only those n files are read, besides any whose names share a
-// second at the boundary. Files that cannot be read or parsed are left out.
-// It is meant for building context and showing a channel's tail, not for
-// delivery.
+// first. Files that cannot be read or parsed are left out. It is meant for
+// building context and showing a channel's tail, not for delivery.
+//
+// Its cost follows n, not the channel: the folder's names are listed (and
+// only the newest kept), then files are read newest first until n
+// messages are found. Besides those, only files whose names share the
+// second at the boundary are read, once, for their timestamps.
 func Recent(root tree.Root, channel, before string, n int) ([]Message, error) {
+	msgs, _, err := Tail(root, channel, before, n)
+	return msgs, err
+}
+
+// onTailRead, when set (by tests), is called with each file Tail reads.
+var onTailRead func(file string)
+
+// Tail is [Recent] that also reports the files it looked at and could not
+// return.
+func Tail(root tree.Root, channel, before string, n int) ([]Message, []Skip, error) {
 	if n <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := tree.CheckName("channel", channel); err != nil {
-		return nil, err
-	}
-	d, err := safedir.Open(root.Channel(channel))
-	if err != nil {
-		return nil, fmt.Errorf("open channel: %w", err)
-	}
-	defer d.Close()
-	entries, err := d.ReadDir()
-	if err != nil {
-		return nil, fmt.Errorf("list channel: %w", err)
+		return nil, nil, err
 	}
 	var limit Name
 	if before != "" {
+		var err error
 		if limit, err = ParseName(before); err != nil {
-			return nil, fmt.Errorf("recent before %q: %w", before, err)
+			return nil, nil, fmt.Errorf("recent before %q: %w", before, err)
 		}
 	}
-	// Channel order is name time, JSON time, name. The JSON time is read
-	// only where name times tie, and only once per file.
-	type entry struct {
-		file string
-		n    Name
-		m    *Message // read lazily
-		bad  bool
+	d, err := safedir.Open(root.Channel(channel))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open channel: %w", err)
 	}
-	load := func(e *entry) *Message {
-		if e.m == nil && !e.bad {
-			data, _, err := d.ReadFile(e.file, MaxMessageSize)
-			if err == nil {
-				if m, err := Decode(data, e.file, channel); err == nil {
-					e.m = &m
+	defer d.Close()
+	t := tail{d: d, channel: channel, before: before, limit: limit}
+	// Keep a few more names than asked, for files that do not parse; list
+	// again with more if that is not enough.
+	for keep := n + 8; ; keep *= 4 {
+		names, pruned, err := t.names(keep)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs, skips, short := t.read(names, n)
+		if !short || !pruned {
+			return msgs, skips, nil
+		}
+	}
+}
+
+// tail is one call of Tail.
+type tail struct {
+	d       *safedir.Dir
+	channel string
+	before  string // "": no bound
+	limit   Name
+}
+
+type tailName struct {
+	file string
+	t    time.Time // the time in the name
+}
+
+// names lists the folder and returns at least the newest keep message
+// names before the bound (all names of the oldest second kept), newest
+// second first, and whether older names were left out.
+func (t *tail) names(keep int) ([]tailName, bool, error) {
+	var out []tailName
+	pruned := false
+	prune := func() {
+		slices.SortFunc(out, func(a, b tailName) int { return b.t.Compare(a.t) })
+		cut := out[keep-1].t
+		i := keep
+		for i < len(out) && out[i].t.Equal(cut) {
+			i++
+		}
+		if i < len(out) {
+			clear(out[i:])
+			out, pruned = out[:i], true
+		}
+	}
+	err := t.d.ReadDirBatches(listBatch, func(entries []fs.DirEntry) error {
+		for _, de := range entries {
+			name := de.Name()
+			nm, err := ParseName(name)
+			if err != nil || name == t.before {
+				continue
+			}
+			if t.before != "" && nm.Time.After(t.limit.Time) {
+				continue
+			}
+			out = append(out, tailName{file: name, t: nm.Time})
+		}
+		if len(out) > 2*keep+listBatch {
+			prune()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list channel: %w", err)
+	}
+	if len(out) > keep {
+		prune()
+	}
+	slices.SortFunc(out, func(a, b tailName) int { return b.t.Compare(a.t) })
+	return out, pruned, nil
+}
+
+// read reads names (newest second first) until n messages are found and
+// returns them in channel order; short says fewer were found.
+func (t *tail) read(names []tailName, n int) (msgs []Message, skips []Skip, short bool) {
+	for len(names) > 0 && len(msgs) < n {
+		// One second's names at a time, in channel order (JSON time,
+		// then name) within it.
+		j := 1
+		for j < len(names) && names[j].t.Equal(names[0].t) {
+			j++
+		}
+		group := names[:j]
+		names = names[j:]
+		need := n - len(msgs)
+		atBound := t.before != "" && group[0].t.Equal(t.limit.Time)
+		if len(group) > need || atBound {
+			// Order the second by timestamp, reading only timestamps.
+			ts := make([]time.Time, len(group))
+			for i := range group {
+				ts[i] = t.timestamp(group[i].file, group[i].t)
+			}
+			idx := make([]int, len(group))
+			for i := range idx {
+				idx[i] = i
+			}
+			slices.SortFunc(idx, func(a, b int) int {
+				return cmp.Or(ts[b].Compare(ts[a]), strings.Compare(group[b].file, group[a].file))
+			})
+			var self time.Time
+			if atBound {
+				self = t.timestamp(t.before, t.limit.Time)
+			}
+			var got []Message
+			for _, i := range idx {
+				if len(got) == need {
+					break
+				}
+				if atBound && cmp.Or(ts[i].Compare(self), strings.Compare(group[i].file, t.before)) > 0 {
+					continue // after the bound
+				}
+				if m, sk, ok := t.load(group[i].file); ok {
+					got = append(got, m)
+				} else {
+					skips = append(skips, sk)
 				}
 			}
-			e.bad = e.m == nil
-		}
-		return e.m
-	}
-	ts := func(e *entry) time.Time {
-		if m := load(e); m != nil {
-			return m.Time()
-		}
-		return e.n.Time
-	}
-	compare := func(a, b *entry) int {
-		if c := a.n.Time.Compare(b.n.Time); c != 0 {
-			return c
-		}
-		return cmp.Or(ts(a).Compare(ts(b)), strings.Compare(a.file, b.file))
-	}
-	var self *entry // nil: no bound
-	if before != "" {
-		self = &entry{file: before, n: limit}
-	}
-	var older []*entry
-	for _, de := range entries {
-		nm, err := ParseName(de.Name())
-		if err != nil || de.Name() == before {
+			slices.Reverse(got)
+			msgs = append(got, msgs...)
 			continue
 		}
-		if e := (&entry{file: de.Name(), n: nm}); self == nil || compare(e, self) < 0 {
-			older = append(older, e)
+		var got []Message
+		for _, e := range group {
+			if m, sk, ok := t.load(e.file); ok {
+				got = append(got, m)
+			} else {
+				skips = append(skips, sk)
+			}
 		}
-	}
-	slices.SortFunc(older, compare)
-	var out []Message
-	for i := len(older) - 1; i >= 0 && len(out) < n; i-- {
-		if m := load(older[i]); m != nil {
-			out = append(out, *m)
+		slices.SortFunc(got, func(a, b Message) int {
+			return cmp.Or(a.Time().Compare(b.Time()), strings.Compare(a.File, b.File))
+		})
+		if len(got) > need { // cannot happen: the group fits
+			got = got[len(got)-need:]
 		}
+		msgs = append(got, msgs...)
 	}
-	slices.Reverse(out)
-	return out, nil
+	return msgs, skips, len(msgs) < n
 }
+
+// load reads and decodes one message file.
+func (t *tail) load(file string) (Message, Skip, bool) {
+	if onTailRead != nil {
+		onTailRead(file)
+	}
+	data, _, err := t.d.ReadFile(file, MaxMessageSize)
+	if err != nil {
+		reason := SkipUnreadable
+		if errors.Is(err, safedir.ErrTooLarge) {
+			reason = SkipTooLarge
+		}
+		return Message{}, Skip{File: file, Reason: reason, Err: err}, false
+	}
+	m, err := Decode(data, file, t.channel)
+	if err != nil {
+		return Message{}, Skip{File: file, Reason: SkipMalformed, Err: err}, false
+	}
+	return m, Skip{}, true
+}
+
+// timestamp returns a file's channel time (its timestamp field, else the
+// time in its name), reading the file only up to that field and keeping
+// none of it.
+func (t *tail) timestamp(file string, named time.Time) time.Time {
+	if onTailRead != nil {
+		onTailRead(file)
+	}
+	f, err := t.d.OpenRead(file, MaxMessageSize)
+	if err != nil {
+		return named
+	}
+	defer f.Close()
+	dec := json.NewDecoder(io.LimitReader(f, MaxMessageSize))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return named
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return named
+		}
+		if key != "timestamp" {
+			if err := dec.Decode(&skipValue{}); err != nil {
+				return named
+			}
+			continue
+		}
+		var s string
+		if dec.Decode(&s) != nil {
+			return named
+		}
+		ts, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return named
+		}
+		return ts.UTC()
+	}
+	return named
+}
+
+// skipValue decodes any JSON value into nothing.
+type skipValue struct{}
+
+func (*skipValue) UnmarshalJSON([]byte) error { return nil }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,49 @@ func TestRecent(t *testing.T) {
 	}
 	if _, err := channel.Recent(root, "../x", before, 3); !errors.Is(err, tree.ErrBadName) {
 		t.Errorf("Recent in a bad channel = %v, want ErrBadName", err)
+	}
+}
+
+// TestRecentReadsOnlyTheTail: reading the newest few messages reads the
+// files it returns and, for order, the other files named in the same
+// second, never the rest of the channel, even where many messages share
+// a second (a busy channel).
+func TestRecentReadsOnlyTheTail(t *testing.T) {
+	const ch = "busy"
+	root := newRoot(t, ch)
+	dir := root.Channel(ch)
+	const seconds, perSecond = 6, 20
+	for s := range seconds {
+		for i := range perSecond {
+			// Timestamps run against the hex, so order within a second
+			// needs the JSON time.
+			ts := t0.Add(time.Duration(s)*time.Second + time.Duration(perSecond-i)*time.Millisecond)
+			data := fmt.Appendf(nil, `{"id":"x","timestamp":%q,"from":"a","content":{"text":"%d.%d"}}`,
+				ts.Format(channel.TimeFormat), s, perSecond-i)
+			writeFile(t, filepath.Join(dir, fileName("a", t0.Add(time.Duration(s)*time.Second), fmt.Sprintf("%04x", i))), data)
+		}
+	}
+	newest := fileName("a", t0.Add((seconds-1)*time.Second), "")
+	newest = newest[:len(newest)-len("0000.json")] // the newest second's prefix
+	reads := map[string]int{}
+	channel.OnTailRead(func(file string) { reads[file]++ })
+	t.Cleanup(func() { channel.OnTailRead(nil) })
+
+	got, err := channel.Recent(root, ch, "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"5.18", "5.19", "5.20"}; !slices.Equal(texts(got), want) {
+		t.Errorf("Recent(3) = %q, want %q", texts(got), want)
+	}
+	total := 0
+	for file, n := range reads {
+		total += n
+		if !strings.HasPrefix(file, newest) {
+			t.Errorf("Recent(3) read %s, outside the newest second", file)
+		}
+	}
+	if total > perSecond+3 {
+		t.Errorf("Recent(3) made %d reads, want at most %d", total, perSecond+3)
 	}
 }

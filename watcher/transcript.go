@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/agent/prompt"
 )
 
 // recent keeps the last messages the watcher read in each channel, in
@@ -47,7 +48,8 @@ func (r *recent) add(ch string, m *channel.Message) {
 	if err != nil || !n.Time.After(r.since) {
 		return // never trusted: not worth keeping
 	}
-	e := recentMsg{m: *m, name: n.Time}
+	// Only what a prompt's context shows is kept, not the whole body.
+	e := recentMsg{m: prompt.CutMessage(*m), name: n.Time}
 	list := r.msgs[ch]
 	i, found := slices.BinarySearchFunc(list, &e, func(x recentMsg, t *recentMsg) int { return compareRecent(&x, t) })
 	if found {

@@ -15,6 +15,7 @@ import (
 	"collab/channel"
 	"collab/internal/agent/claim"
 	"collab/internal/agent/modelcli"
+	"collab/internal/agent/prompt"
 	"collab/internal/plumbing/tree"
 	"collab/presence"
 	"collab/watcher"
@@ -742,4 +743,42 @@ func TestAwaitedReplySkipped(t *testing.T) {
 		waitFor(t, "the ordinary reply to be run", func() bool { return len(f.Calls()) == 1 })
 		holds(t, 300*time.Millisecond, "no second run", func() bool { return len(f.Calls()) == 1 })
 	})
+}
+
+// TestPromptContextBudget: a large message in the context is cut with a
+// marker, whatever the template, while the message answered is whole.
+func TestPromptContextBudget(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	r := &fakeRunner{}
+	cfg := config(root, r)
+	cfg.Context = 2
+	tp, err := prompt.Parse("raw.tmpl", "{{range .Transcript}}{{.Content.Text}}{{end}}\n---\n{{.Message.Content.Text}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Template = tp
+	start(t, cfg)
+
+	big := channel.Message{
+		ID:   channel.NewID("bob", time.Now().Add(-5*time.Second), "0000"),
+		From: "bob", To: "all", Content: channel.Content{Text: strings.Repeat("x", 1_000_000)},
+	}
+	post(t, root, big)
+	m := send(t, root, agent, "summarize the above "+strings.Repeat("y", 50_000))
+	waitReplies(t, root, m.ID)
+	calls := r.callsFor(m.ID)
+	if len(calls) != 1 {
+		t.Fatalf("CLI ran %d times, want 1", len(calls))
+	}
+	p := calls[0].Req.Prompt
+	if !strings.Contains(p, "bytes, see message "+big.ID+"]") {
+		t.Errorf("the large message in the context is not marked as cut")
+	}
+	if !strings.HasSuffix(p, "\n---\n"+m.Content.Text) {
+		t.Errorf("the message answered is not whole")
+	}
+	if len(p) > prompt.ContextBytes+len(m.Content.Text)+1024 {
+		t.Errorf("prompt is %d bytes", len(p))
+	}
 }

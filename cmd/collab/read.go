@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,7 +67,27 @@ Flags:
 	}
 	p := printer{w: stdout, errw: stderr, json: *asJSON}
 
-	msgs, skips, err := r.Scan()
+	var msgs []channel.Message
+	var skips []channel.Skip
+	var shown map[string]bool // the tail printed before following
+	if *limit > 0 && *since == "" && !*archive {
+		// The newest few: read only those files, never the whole channel.
+		if *follow {
+			if err := r.SeekEnd(); err != nil {
+				return err
+			}
+		}
+		msgs, skips, err = channel.Tail(root, *ch, "", *limit)
+		if errors.Is(err, iofs.ErrNotExist) {
+			err = nil // an empty channel, as Scan has it
+		}
+		shown = make(map[string]bool, len(msgs))
+		for _, m := range msgs {
+			shown[m.File] = true
+		}
+	} else {
+		msgs, skips, err = r.Scan()
+	}
 	if err != nil {
 		return err
 	}
@@ -124,6 +147,9 @@ Flags:
 			continue
 		}
 		p.skips(skips)
+		if shown != nil {
+			msgs = slices.DeleteFunc(msgs, func(m channel.Message) bool { return shown[m.File] })
+		}
 		if err := p.messages(msgs); err != nil {
 			return err
 		}

@@ -142,3 +142,48 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestReadLimitReadsTheTail: read --limit N reads the newest files only:
+// older files, even bad ones, are not looked at (and so not reported),
+// and with --follow the tail is printed once before what arrives.
+func TestReadLimitReadsTheTail(t *testing.T) {
+	root := t.TempDir()
+	base := time.Date(2026, 1, 11, 16, 33, 0, 0, time.UTC)
+	post(t, root, "c", "a", "all", "old", base)
+	dir := filepath.Join(root, "channels", "c")
+	big := filepath.Join(dir, channel.NewID("a", base.Add(time.Second), "0000")+".json")
+	if err := os.WriteFile(big, make([]byte, channel.MaxMessageSize+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, channel.NewID("a", base.Add(2*time.Second), "0000")+".json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := post(t, root, "c", "b", "all", "newest", base.Add(time.Minute))
+	env := map[string]string{"COLLAB_ROOT": root}
+	r := runCollab(t, env, "", "read", "--channel", "c", "--limit", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, m.ID) || strings.Contains(r.stdout, "old") {
+		t.Errorf("read --limit 1: exit %d, stdout %q", r.code, r.stdout)
+	}
+	if r.stderr != "" {
+		t.Errorf("read --limit 1 looked at older files: %q", r.stderr)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"read", "--channel", "c", "--limit", "1", "--follow", "--poll", "10ms"},
+			func(k string) string { return env[k] }, strings.NewReader(""), &out, &out)
+	}()
+	waitFor(t, func() bool { return strings.Contains(out.String(), "newest") })
+	post(t, root, "c", "b", "a", "after", time.Now())
+	waitFor(t, func() bool { return strings.Contains(out.String(), "after") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("follow returned %v", err)
+	}
+	if n := strings.Count(out.String(), "newest"); n != 1 || strings.Contains(out.String(), "old") {
+		t.Errorf("follow with --limit 1 printed:\n%s", out.String())
+	}
+}

@@ -72,7 +72,9 @@
 // Each memory file is read fresh for every prompt, at most
 // [DefaultMemoryBytes] of it unless the caller asks otherwise. The default
 // template shows at most 4 KiB of each transcript message's text and code
-// and 64 KiB of the answered message's. A rendered prompt larger than
+// and 64 KiB of the answered message's. Whatever the template, the watcher
+// passes the transcript through [CutContext] ([ContextMessageBytes] a
+// message, [ContextBytes] in all). A rendered prompt larger than
 // [MaxSize] is an error, whatever the template. Note that Linux limits one
 // command-line argument to 128 KiB: give large prompts to the CLI on
 // standard input.

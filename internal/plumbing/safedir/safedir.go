@@ -318,14 +318,50 @@ func (d *Dir) ReadFile(name string, limit int64) ([]byte, fs.FileInfo, error) {
 	if fi.Size() > limit {
 		return nil, fi, pathErr("read", name, ErrTooLarge)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fi, pathErr("read", name, err)
+	// Sized to the file (and one byte more, to see it end), not grown.
+	data := make([]byte, 0, fi.Size()+1)
+	for int64(len(data)) <= limit {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // it grew since the stat
+		}
+		n, err := f.Read(data[len(data):min(int64(cap(data)), limit+1)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fi, pathErr("read", name, err)
+		}
 	}
 	if int64(len(data)) > limit {
 		return nil, fi, pathErr("read", name, ErrTooLarge)
 	}
 	return data, fi, nil
+}
+
+// OpenRead opens the regular file name for reading, if it is at most limit
+// bytes, as ReadFile reads it: for a caller that needs only its start.
+func (d *Dir) OpenRead(name string, limit int64) (*os.File, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	f, err := d.open(name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		err = pathErr("read", name, ErrNotRegular)
+	case fi.Size() > limit:
+		err = pathErr("read", name, ErrTooLarge)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // Publish creates name with data, atomically and without ever replacing an
