@@ -2,7 +2,9 @@ package channel
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -37,7 +39,7 @@ func Lookup(root tree.Root, channel, id string) (Message, error) {
 // first. Only those n files are read, besides any whose names share a
 // second at the boundary. Files that cannot be read or parsed are left out.
 // It is meant for building context and showing a channel's tail, not for
-// delivery.
+// delivery. A missing channel folder is empty.
 func Recent(root tree.Root, channel, before string, n int) ([]Message, error) {
 	if n <= 0 {
 		return nil, nil
@@ -46,6 +48,9 @@ func Recent(root tree.Root, channel, before string, n int) ([]Message, error) {
 		return nil, err
 	}
 	d, err := safedir.Open(root.Channel(channel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open channel: %w", err)
 	}
