@@ -39,6 +39,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultRoot is the root used when neither --root nor COLLAB_ROOT is set.
@@ -71,10 +72,21 @@ func CheckName(kind, s string) error {
 	}
 	for i := 0; i < len(s); i++ {
 		if !NameByte(s[i]) {
-			return fmt.Errorf("%w: %s name %q has %q at byte %d; use only letters, digits, '_' and '-'", ErrBadName, kind, s, s[i], i)
+			return fmt.Errorf("%w: %s name %q has %s at byte %d; use only letters, digits, '_' and '-'", ErrBadName, kind, s, CharAt(s, i), i)
 		}
 	}
 	return nil
+}
+
+// CharAt names the character that starts at byte i of s, for an error:
+// quoted with its code point, or the byte in hex where s is not valid
+// UTF-8.
+func CharAt(s string, i int) string {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && size <= 1 {
+		return fmt.Sprintf("byte 0x%02X (not UTF-8)", s[i])
+	}
+	return fmt.Sprintf("%q (U+%04X)", r, r)
 }
 
 // ValidName reports whether s is a valid channel or agent name.
