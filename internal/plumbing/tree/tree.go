@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -87,6 +88,38 @@ func CharAt(s string, i int) string {
 		return fmt.Sprintf("byte 0x%02X (not UTF-8)", s[i])
 	}
 	return fmt.Sprintf("%q (U+%04X)", r, r)
+}
+
+// Printable returns s safe to print on a terminal: every control
+// character (C0, DEL and C1) and every byte that is not UTF-8 is shown as
+// \xNN. Every name collab prints that comes from the tree (a file, an
+// agent, a channel, a skip report) goes through it: a file name must not
+// drive the terminal.
+func Printable(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r < 0x20 || r >= 0x7f && r <= 0x9f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // ValidName reports whether s is a valid channel or agent name.

@@ -231,3 +231,18 @@ func TestCheckNameBadChar(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"msg-1.json", "msg-1.json"},
+		{"café ☕", "café ☕"},
+		{"a\x1b[2Jb", `a\x1b[2Jb`},
+		{"\a\t\n\x7f", `\x07\x09\x0a\x7f`},
+		{"c1 \u009b", `c1 \x9b`},
+		{"bad \xff\xc3", `bad \xff\xc3`},
+	} {
+		if got := tree.Printable(tt.in); got != tt.want {
+			t.Errorf("Printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
