@@ -283,7 +283,8 @@ func parseReplay(s string, now time.Time) (*watcher.Replay, error) {
 	return &watcher.Replay{From: n.Time, After: s}, nil
 }
 
-// watchLogger logs text to stderr and JSON lines to ROOT/logs/AGENT.log.
+// watchLogger logs text to stderr and JSON lines to ROOT/logs/AGENT.log,
+// rotated by size (see [logMaxBytes]).
 func watchLogger(root tree.Root, agent string, level slog.Level, stderr io.Writer) (*slog.Logger, func(), error) {
 	// No link is followed to the folder, nor at the file: a log folder or
 	// name planted as a symlink cannot aim our appends elsewhere.
@@ -291,9 +292,9 @@ func watchLogger(root tree.Root, agent string, level slog.Level, stderr io.Write
 	if err != nil {
 		return nil, nil, fmt.Errorf("watch: log folder: %w", err)
 	}
-	f, err := logs.OpenAppend(agent+".log", safedir.FilePerm)
-	logs.Close()
+	f, err := openRotatingLog(logs, agent+".log", logMaxBytes, logBackups)
 	if err != nil {
+		logs.Close()
 		return nil, nil, fmt.Errorf("watch: log file %s: %w", root.Logs(), err)
 	}
 	opts := &slog.HandlerOptions{Level: level}
