@@ -86,7 +86,10 @@ Flags:
 	}
 	root := tree.Resolve(*rootf, getenv)
 	if err := root.CheckShared(); err != nil && !errors.Is(err, os.ErrNotExist) {
-		if !errors.Is(err, tree.ErrWorldWritable) || !*allowWorld {
+		if !errors.Is(err, tree.ErrWorldWritable) {
+			return fmt.Errorf("watch: %w", err) // no flag allows it
+		}
+		if !*allowWorld {
 			return fmt.Errorf("watch: %w (or pass --allow-world-writable)", err)
 		}
 	}
