@@ -39,7 +39,8 @@ func Lookup(root tree.Root, channel, id string) (Message, error) {
 // Recent returns up to n messages of a channel that come before the message
 // file before (or the newest n when before is ""), in channel order, oldest
 // first. Files that cannot be read or parsed are left out. It is meant for
-// building context and showing a channel's tail, not for delivery.
+// building context and showing a channel's tail, not for delivery. A
+// missing channel folder is empty.
 //
 // Its cost follows n, not the channel: the folder's names are listed (and
 // only the newest kept), then files are read newest first until n
@@ -70,6 +71,9 @@ func Tail(root tree.Root, channel, before string, n int) ([]Message, []Skip, err
 		}
 	}
 	d, err := safedir.Open(root.Channel(channel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil // no message yet
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("open channel: %w", err)
 	}

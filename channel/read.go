@@ -47,11 +47,13 @@ type Skip struct {
 	Err    error // the underlying error, if any
 }
 
+// String is the skip for people, control characters escaped
+// ([tree.Printable]): the name comes from a listing.
 func (s Skip) String() string {
 	if s.Err != nil {
-		return fmt.Sprintf("%s: %s: %v", s.File, s.Reason, s.Err)
+		return tree.Printable(fmt.Sprintf("%s: %s: %v", s.File, s.Reason, s.Err))
 	}
-	return fmt.Sprintf("%s: %s", s.File, s.Reason)
+	return tree.Printable(fmt.Sprintf("%s: %s", s.File, s.Reason))
 }
 
 // Cursor is a Reader's position in a channel, compact enough to persist:

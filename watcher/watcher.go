@@ -403,10 +403,18 @@ func (w *watcher) scan(ch string) {
 	}
 }
 
+// reasonNotAddressed is the skip of a message for another agent, logged
+// at the debug level only.
+const reasonNotAddressed = "not addressed"
+
 // consider decides what to do with a new message.
 func (w *watcher) consider(m *channel.Message) {
 	skip := func(reason string) {
-		w.log.Info("skip", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyReason, reason)
+		level := slog.LevelInfo
+		if reason == reasonNotAddressed {
+			level = slog.LevelDebug // most of a busy channel
+		}
+		w.log.Log(context.Background(), level, "skip", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyReason, reason)
 	}
 	switch {
 	case m.From == w.cfg.Agent:
@@ -419,7 +427,7 @@ func (w *watcher) consider(m *channel.Message) {
 	case isNotice(m):
 		skip("guard notice")
 	case !m.IsFor(w.cfg.Agent):
-		skip("not addressed")
+		skip(reasonNotAddressed)
 	case w.awaited(m):
 		skip("reply to a message the agent sent with --wait")
 	default:

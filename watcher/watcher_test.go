@@ -782,3 +782,22 @@ func TestPromptContextBudget(t *testing.T) {
 		t.Errorf("prompt is %d bytes", len(p))
 	}
 }
+
+// TestNotAddressedIsDebug: a message for someone else is skipped at the
+// debug level (most of a busy channel), the other skips stay at info.
+func TestNotAddressedIsDebug(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	h := start(t, config(root, &fakeRunner{}))
+	other := post(t, root, channel.Message{To: "bob", Content: channel.Content{Text: "not for you"}})
+	own := post(t, root, channel.Message{From: agent, To: "bob", Content: channel.Content{Text: "mine"}})
+	waitFor(t, "both skips", func() bool {
+		return len(h.logs.find("skip", "msg_id", other.ID)) == 1 && len(h.logs.find("skip", "msg_id", own.ID)) == 1
+	})
+	if r := h.logs.find("skip", "msg_id", other.ID)[0]; r["level"] != "DEBUG" || r["reason"] != "not addressed" {
+		t.Errorf("not addressed: %v; want a DEBUG record", r)
+	}
+	if r := h.logs.find("skip", "msg_id", own.ID)[0]; r["level"] != "INFO" {
+		t.Errorf("own message: %v; want an INFO record", r)
+	}
+}

@@ -145,7 +145,7 @@ func printItem(w io.Writer, it inbox.Item, asJSON bool) error {
 	}
 	m := &it.Message
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  #%s  %s → %s  %s", m.Time().Format("2006-01-02 15:04:05"), it.Channel, m.From, m.To, m.ID)
+	fmt.Fprintf(&b, "%s  #%s  %s → %s  %s", m.Time().Format("2006-01-02 15:04:05"), it.Channel, tree.Printable(m.From), tree.Printable(m.To), tree.Printable(m.ID))
 	if it.Priority == inbox.High {
 		b.WriteString("  [high]")
 	}

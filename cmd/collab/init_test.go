@@ -107,3 +107,24 @@ func TestInitJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchSymlinkedFolderNoHint: a symlinked state folder is refused
+// without the hint to pass --allow-world-writable, which does not allow
+// it; a world-writable folder still gets the hint.
+func TestWatchSymlinkedFolderNoHint(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "state")); err != nil {
+		t.Fatal(err)
+	}
+	r := runCollab(t, nil, "", "watch", "--root", root, "--agent", "a", "--channel", "dev", "--cmd", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "symbolic link") || strings.Contains(r.stderr, "allow-world-writable") {
+		t.Errorf("watch with state/ a symlink: code %d, stderr %q; want a refusal without the --allow-world-writable hint", r.code, r.stderr)
+	}
+	root = t.TempDir()
+	os.MkdirAll(filepath.Join(root, "channels"), 0o755)
+	os.Chmod(filepath.Join(root, "channels"), 0o777)
+	r = runCollab(t, nil, "", "watch", "--root", root, "--agent", "a", "--channel", "dev", "--cmd", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "or pass --allow-world-writable") {
+		t.Errorf("watch on a world-writable tree: code %d, stderr %q; want the hint", r.code, r.stderr)
+	}
+}

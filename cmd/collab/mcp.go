@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"collab/channel"
 	"collab/internal/agent/modelcli"
 	"collab/internal/plumbing/tree"
@@ -127,19 +125,13 @@ Flags:
 		return err
 	}
 	start := time.Now()
-	err = s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	err = s.RunIO(ctx, stdin, stdout)
 	logger.Info("mcp session ended", keyAgent, *agent, keyTook, time.Since(start).Round(time.Millisecond), keyErr, err)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	return nil
 }
-
-// nopWriteCloser is a writer whose Close does nothing: the server must not
-// close the process's standard output.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // mcpEnvVars are the variables `collab mcp` reads from its environment
 // that a watcher's CLI must pass on to it: the channel and depth of the

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -117,5 +119,64 @@ func TestWatchMCP(t *testing.T) {
 	r := runCollab(t, map[string]string{"COLLAB_ROOT": t.TempDir()}, "", "watch", "--agent", "a", "--channel", "dev", "--cli", "command", "--cmd", "cat", "--mcp")
 	if r.code != 2 || !strings.Contains(r.stderr, "--mcp needs --cli claude or codex") {
 		t.Errorf("watch --cli command --mcp: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestMCPMalformedLine: a line that is not a JSON-RPC message is answered
+// with a JSON-RPC error whose id is null (parse error for a line that is not
+// JSON), and the session goes on.
+func TestMCPMalformedLine(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	env := map[string]string{"COLLAB_ROOT": t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var stderr syncBuffer
+		done <- run(ctx, []string{"mcp", "--agent", "claude", "--channel", "dev"}, func(k string) string { return env[k] }, inR, outW, &stderr)
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	exchange := func(in string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(inW, in+"\n"); err != nil {
+			t.Fatalf("write %q: %v", in, err)
+		}
+		if !lines.Scan() {
+			t.Fatalf("after %q: no answer (%v); the session ended", in, lines.Err())
+		}
+		var got map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &got); err != nil {
+			t.Fatalf("answer %q: %v", lines.Text(), err)
+		}
+		return got
+	}
+	wantError := func(in string, code float64) {
+		t.Helper()
+		got := exchange(in)
+		e, _ := got["error"].(map[string]any)
+		if id, ok := got["id"]; !ok || id != nil || e == nil || e["code"] != code {
+			t.Errorf("answer to %q = %v; want error %v with id null", in, got, code)
+		}
+	}
+	wantError(`{"jsonrpc":"2.0","id":1,"method":"initialize"`, -32700)
+	wantError("\x1b[31mnot json", -32700)
+	init := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	if init["id"] != float64(1) || init["result"] == nil {
+		t.Fatalf("initialize = %v", init)
+	}
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	wantError("42", -32600)
+	wantError("[]", -32600)
+	if got := exchange(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); got["id"] != float64(2) || got["error"] != nil {
+		t.Errorf("ping after malformed lines = %v", got)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("collab mcp: %v", err)
 	}
 }

@@ -231,13 +231,13 @@ func (p printer) message(m *channel.Message) error {
 	}
 	var b strings.Builder
 	ts := m.Time().Format("2006-01-02 15:04:05")
-	fmt.Fprintf(&b, "%s  %s → %s", ts, m.From, m.To)
+	fmt.Fprintf(&b, "%s  %s → %s", ts, tree.Printable(m.From), tree.Printable(m.To))
 	if m.Type != "" && m.Type != "chat" {
-		fmt.Fprintf(&b, "  [%s]", m.Type)
+		fmt.Fprintf(&b, "  [%s]", tree.Printable(m.Type))
 	}
-	fmt.Fprintf(&b, "  %s", m.ID)
+	fmt.Fprintf(&b, "  %s", tree.Printable(m.ID))
 	if m.Metadata.InReplyTo != "" {
-		fmt.Fprintf(&b, "  (re %s)", m.Metadata.InReplyTo)
+		fmt.Fprintf(&b, "  (re %s)", tree.Printable(m.Metadata.InReplyTo))
 	}
 	b.WriteByte('\n')
 	indent(&b, m.Content.Text)

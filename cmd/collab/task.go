@@ -171,7 +171,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return err
 		}
 		for _, e := range bad {
-			fmt.Fprintf(stderr, "collab: skipped %v\n", e)
+			fmt.Fprintf(stderr, "collab: skipped %s\n", tree.Printable(e.Error()))
 		}
 		return p.list(slices.DeleteFunc(tasks, func(t task.Task) bool { return !keep(t) }))
 	case "show":

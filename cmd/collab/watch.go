@@ -86,7 +86,10 @@ Flags:
 	}
 	root := tree.Resolve(*rootf, getenv)
 	if err := root.CheckShared(); err != nil && !errors.Is(err, os.ErrNotExist) {
-		if !errors.Is(err, tree.ErrWorldWritable) || !*allowWorld {
+		if !errors.Is(err, tree.ErrWorldWritable) {
+			return fmt.Errorf("watch: %w", err) // no flag allows it
+		}
+		if !*allowWorld {
 			return fmt.Errorf("watch: %w (or pass --allow-world-writable)", err)
 		}
 	}
@@ -283,7 +286,8 @@ func parseReplay(s string, now time.Time) (*watcher.Replay, error) {
 	return &watcher.Replay{From: n.Time, After: s}, nil
 }
 
-// watchLogger logs text to stderr and JSON lines to ROOT/logs/AGENT.log.
+// watchLogger logs text to stderr and JSON lines to ROOT/logs/AGENT.log,
+// rotated by size (see [logMaxBytes]).
 func watchLogger(root tree.Root, agent string, level slog.Level, stderr io.Writer) (*slog.Logger, func(), error) {
 	// No link is followed to the folder, nor at the file: a log folder or
 	// name planted as a symlink cannot aim our appends elsewhere.
@@ -291,9 +295,9 @@ func watchLogger(root tree.Root, agent string, level slog.Level, stderr io.Write
 	if err != nil {
 		return nil, nil, fmt.Errorf("watch: log folder: %w", err)
 	}
-	f, err := logs.OpenAppend(agent+".log", safedir.FilePerm)
-	logs.Close()
+	f, err := openRotatingLog(logs, agent+".log", logMaxBytes, logBackups)
 	if err != nil {
+		logs.Close()
 		return nil, nil, fmt.Errorf("watch: log file %s: %w", root.Logs(), err)
 	}
 	opts := &slog.HandlerOptions{Level: level}

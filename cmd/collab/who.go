@@ -84,7 +84,7 @@ Flags:
 	if flags.Changed("check") {
 		s, err := presence.Read(root, *check)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+			fmt.Fprintf(stderr, "collab: warning: %s\n", tree.Printable(err.Error()))
 		}
 		if err == nil && presence.IsAwake(s.Effective(now, time.Duration(staleAfter), host, proc.PIDAlive)) {
 			return nil
@@ -137,7 +137,7 @@ func whoRows(root tree.Root, names []string, now time.Time, staleAfter time.Dura
 			case err == nil:
 				row(n).status = &s
 			case !errors.Is(err, fs.ErrNotExist):
-				fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+				fmt.Fprintf(stderr, "collab: warning: %s\n", tree.Printable(err.Error()))
 				row(n).bad = true
 			}
 		}
@@ -159,7 +159,7 @@ func whoRows(root tree.Root, names []string, now time.Time, staleAfter time.Dura
 
 	agents, skips, err := registry.List(root)
 	if err != nil {
-		fmt.Fprintf(stderr, "collab: warning: %v\n", err) // the registry is optional
+		fmt.Fprintf(stderr, "collab: warning: %s\n", tree.Printable(err.Error())) // the registry is optional
 	}
 	for _, s := range skips {
 		if len(names) == 0 || slices.Contains(names, s.Agent()) {

@@ -196,7 +196,7 @@ func checkID(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		if !tree.NameByte(id[i]) {
-			return fmt.Errorf("%w: message id %q has %q at byte %d", tree.ErrBadName, id, id[i], i)
+			return fmt.Errorf("%w: message id %q has %s at byte %d", tree.ErrBadName, id, tree.CharAt(id, i), i)
 		}
 	}
 	return nil

@@ -1170,3 +1170,13 @@ func checkReserve(t *testing.T, stores []*claim.Store, id string) {
 		t.Errorf("%s: %d fresh reply tokens, want 1", id, fresh)
 	}
 }
+
+// TestBadIDChar: a bad message id names the character it refuses, not the
+// first byte of its encoding.
+func TestBadIDChar(t *testing.T) {
+	s := store(tree.Root(t.TempDir()), owner("vm-1", "a"), newClock(t0))
+	_, err := s.Read(chan1, "msg-caf\u00e9")
+	if want := `'é' (U+00E9) at byte 7`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Read(msg-café) = %v; want it to say %s", err, want)
+	}
+}

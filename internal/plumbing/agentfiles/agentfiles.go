@@ -40,7 +40,7 @@ func (s Skip) String() string {
 	if errors.As(err, &pe) {
 		err = pe.Err // the path is File
 	}
-	return fmt.Sprintf("%s: %v", s.File, err)
+	return tree.Printable(fmt.Sprintf("%s: %v", s.File, err)) // the name comes from a listing
 }
 
 // Agent returns the agent the skipped file is named for, or "" if its name

@@ -38,7 +38,9 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultRoot is the root used when neither --root nor COLLAB_ROOT is set.
@@ -71,10 +73,53 @@ func CheckName(kind, s string) error {
 	}
 	for i := 0; i < len(s); i++ {
 		if !NameByte(s[i]) {
-			return fmt.Errorf("%w: %s name %q has %q at byte %d; use only letters, digits, '_' and '-'", ErrBadName, kind, s, s[i], i)
+			return fmt.Errorf("%w: %s name %q has %s at byte %d; use only letters, digits, '_' and '-'", ErrBadName, kind, s, CharAt(s, i), i)
 		}
 	}
 	return nil
+}
+
+// CharAt names the character that starts at byte i of s, for an error:
+// quoted with its code point, or the byte in hex where s is not valid
+// UTF-8.
+func CharAt(s string, i int) string {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && size <= 1 {
+		return fmt.Sprintf("byte 0x%02X (not UTF-8)", s[i])
+	}
+	return fmt.Sprintf("%q (U+%04X)", r, r)
+}
+
+// Printable returns s safe to print on a terminal: every control
+// character (C0, DEL and C1) and every byte that is not UTF-8 is shown as
+// \xNN. Every name collab prints that comes from the tree (a file, an
+// agent, a channel, a skip report) goes through it: a file name must not
+// drive the terminal.
+func Printable(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r < 0x20 || r >= 0x7f && r <= 0x9f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // ValidName reports whether s is a valid channel or agent name.

@@ -214,3 +214,35 @@ func TestCanonical(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckNameBadChar: the error shows the character it refuses, with its
+// code point, not the first byte of its encoding.
+func TestCheckNameBadChar(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"caf\u00e9", `'é' (U+00E9) at byte 3`},
+		{"a\U0001F600", `'😀' (U+1F600) at byte 1`},
+		{"a\x1b[2J", `'\x1b' (U+001B) at byte 1`},
+		{"a b", `' ' (U+0020) at byte 1`},
+		{"a\xffb", `byte 0xFF (not UTF-8) at byte 1`},
+	} {
+		err := tree.CheckName("agent", tt.in)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CheckName(%q) = %v; want it to say %s", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"msg-1.json", "msg-1.json"},
+		{"café ☕", "café ☕"},
+		{"a\x1b[2Jb", `a\x1b[2Jb`},
+		{"\a\t\n\x7f", `\x07\x09\x0a\x7f`},
+		{"c1 \u009b", `c1 \x9b`},
+		{"bad \xff\xc3", `bad \xff\xc3`},
+	} {
+		if got := tree.Printable(tt.in); got != tt.want {
+			t.Errorf("Printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -550,3 +550,15 @@ func TestPublishFailureLogged(t *testing.T) {
 		t.Errorf("log record %v; want msg_id %s and err", rec, res.ID)
 	}
 }
+
+// TestPeekEmptyChannel: a channel with no messages yet (no folder) reads
+// as an empty list, not an error.
+func TestPeekEmptyChannel(t *testing.T) {
+	_, cs := connect(t, tree.Root(t.TempDir()))
+	for _, tool := range []string{"channel_peek", "channel_read"} {
+		var got ReadResult
+		if e := call(t, cs, tool, map[string]any{}, &got); e != "" || got.Messages == nil || len(got.Messages) != 0 {
+			t.Errorf("%s on an empty channel = %+v, %q; want an empty list", tool, got, e)
+		}
+	}
+}

@@ -13,8 +13,10 @@
 // file is touched, and the dot-files the package keeps for itself (temp
 // files and locks) cannot be named. The channel's folder is reached with no
 // symbolic link followed below ROOT (safedir), and every file access goes
-// through an [os.Root] opened on that folder: a symbolic link may point
-// elsewhere inside the folder, but one that leads out of it is refused.
+// through an [os.Root] opened on that folder. A path through a symbolic
+// link inside the folder (to a file or a folder) is refused with
+// [ErrSymlink] by every operation, reads as writes, so a read and a write
+// of one path never reach different files.
 //
 // # Writes
 //

@@ -43,6 +43,9 @@ var (
 	// ErrLockLost is returned when a writer's lock was taken over before it
 	// committed; nothing was written.
 	ErrLockLost = errors.New("documents: lock taken over by another writer")
+	// ErrSymlink is returned when a path goes through a symbolic link in
+	// the folder: no link is followed below ROOT, to read as to write.
+	ErrSymlink = errors.New("documents: a symbolic link")
 )
 
 // Options tune a Folder; zero fields take defaults.
@@ -142,11 +145,36 @@ func (f *Folder) Read(file string) (Doc, error) {
 		return Doc{}, err
 	}
 	defer r.Close()
+	if err := noLink(r, file); err != nil {
+		return Doc{}, err
+	}
 	data, fi, err := readFile(r, file, f.opt.MaxSize)
 	if err != nil {
 		return Doc{}, err
 	}
 	return Doc{File: file, Content: string(data), Version: Version(string(data)), Size: fi.Size(), Modified: fi.ModTime().UTC()}, nil
+}
+
+// noLink refuses a path any part of which (a folder on the way or the
+// file) is a symbolic link, with ErrSymlink. A part that does not exist
+// ends the check: nothing below it exists either.
+func noLink(r *os.Root, file string) error {
+	for i := 0; i <= len(file); i++ {
+		if i < len(file) && file[i] != '/' {
+			continue
+		}
+		fi, err := r.Lstat(file[:i])
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %w", file[:i], ErrSymlink)
+		}
+	}
+	return nil
 }
 
 // readFile reads a regular file of at most limit bytes, past the client's
@@ -274,6 +302,9 @@ func (f *Folder) change(ctx context.Context, file string, edit func(old string, 
 		return "", err
 	}
 	defer r.Close()
+	if err := noLink(r, file); err != nil {
+		return "", err
+	}
 	if dir := path.Dir(file); dir != "." {
 		if err := r.MkdirAll(dir, safedir.DirPerm); err != nil {
 			return "", fmt.Errorf("create folder %s: %w", dir, err)
@@ -324,6 +355,9 @@ func (f *Folder) Delete(ctx context.Context, file, ifVersion string) error {
 		return err
 	}
 	defer r.Close()
+	if err := noLink(r, file); err != nil {
+		return err
+	}
 	if _, err := r.Lstat(file); err != nil {
 		return err // missing: do not leave a folder or a lock behind
 	}

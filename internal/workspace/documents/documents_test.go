@@ -199,7 +199,7 @@ func TestEscapesRefused(t *testing.T) {
 	must(t, os.Symlink(secret, filepath.Join(f.Dir(), "evil.md")))
 	must(t, os.Symlink(outside, filepath.Join(f.Dir(), "out")))
 	must(t, os.Symlink("../../../"+filepath.Base(outside), filepath.Join(f.Dir(), "rel")))
-	must(t, os.Symlink("notes.md", filepath.Join(f.Dir(), "alias.md"))) // inside: allowed
+	must(t, os.Symlink("notes.md", filepath.Join(f.Dir(), "alias.md"))) // inside: refused too (TestLinkInsideRefused)
 
 	for _, p := range []string{"../x.md", "/etc/passwd", secret, "a/../../x.md", "evil.md", "out/secret.md", "out/new.md", "rel/secret.md"} {
 		t.Run(p, func(t *testing.T) {
@@ -226,8 +226,49 @@ func TestEscapesRefused(t *testing.T) {
 	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
 		t.Errorf("outside folder holds %d entries, want 1", len(ents))
 	}
-	if d, err := f.Read("alias.md"); err != nil || d.Content != "notes" {
-		t.Errorf("symlink inside the folder: %+v, %v", d, err)
+	if d, err := f.Read("alias.md"); !errors.Is(err, ErrSymlink) {
+		t.Errorf("symlink inside the folder: %+v, %v; want ErrSymlink", d, err)
+	}
+}
+
+// TestLinkInsideRefused: a symbolic link inside the folder, to a file or
+// to a folder, is refused by read, write, append, create and delete alike;
+// the link and its target are left as they were.
+func TestLinkInsideRefused(t *testing.T) {
+	ctx := context.Background()
+	f := newFolder(t, t.TempDir(), Options{})
+	if _, err := f.Create(ctx, "sub/notes.md", "notes"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Symlink("sub/notes.md", filepath.Join(f.Dir(), "alias.md")))
+	must(t, os.Symlink("sub", filepath.Join(f.Dir(), "dir")))
+	for _, p := range []string{"alias.md", "dir/notes.md", "dir/new.md"} {
+		t.Run(p, func(t *testing.T) {
+			if d, err := f.Read(p); !errors.Is(err, ErrSymlink) {
+				t.Errorf("read %s = %+v, %v; want ErrSymlink", p, d, err)
+			}
+			if _, err := f.Write(ctx, p, "replaced", ""); !errors.Is(err, ErrSymlink) {
+				t.Errorf("write %s: %v; want ErrSymlink", p, err)
+			}
+			if _, err := f.Append(ctx, p, "more"); !errors.Is(err, ErrSymlink) {
+				t.Errorf("append %s: %v; want ErrSymlink", p, err)
+			}
+			if _, err := f.Create(ctx, p, "new"); !errors.Is(err, ErrSymlink) {
+				t.Errorf("create %s: %v; want ErrSymlink", p, err)
+			}
+			if err := f.Delete(ctx, p, ""); !errors.Is(err, ErrSymlink) {
+				t.Errorf("delete %s: %v; want ErrSymlink", p, err)
+			}
+		})
+	}
+	if fi, err := os.Lstat(filepath.Join(f.Dir(), "alias.md")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("alias.md is no longer a link: %v, %v", fi, err)
+	}
+	if d, err := f.Read("sub/notes.md"); err != nil || d.Content != "notes" {
+		t.Errorf("the target: %+v, %v", d, err)
+	}
+	if _, err := os.Lstat(filepath.Join(f.Dir(), "sub", "new.md")); err == nil {
+		t.Error("create through the folder link made sub/new.md")
 	}
 }
 
@@ -532,7 +573,7 @@ func TestLinkedFolderRefused(t *testing.T) {
 // TestSentinelPrefix: every sentinel error names the package, as every
 // package's do ("tree: …"), whatever wraps it.
 func TestSentinelPrefix(t *testing.T) {
-	for _, err := range []error{ErrBadPath, ErrConflict, ErrTooLarge, ErrNotRegular, ErrLockBusy, ErrLockLost} {
+	for _, err := range []error{ErrBadPath, ErrConflict, ErrTooLarge, ErrNotRegular, ErrLockBusy, ErrLockLost, ErrSymlink} {
 		if !strings.HasPrefix(err.Error(), "documents: ") {
 			t.Errorf("%q does not start with %q", err, "documents: ")
 		}
