@@ -3,9 +3,11 @@ package watcher
 import (
 	"errors"
 	"os"
+	"strings"
 	"time"
 
 	"collab/internal/agent/claim"
+	"collab/internal/plumbing/proc"
 	"collab/presence"
 )
 
@@ -15,6 +17,29 @@ func (w *watcher) setPresence(what, msgID string) {
 	if err := w.writePresence(w.status(what, msgID)); err != nil {
 		w.logOnce("presence", "cannot write presence", keyErr, err)
 	}
+}
+
+// warnOtherWatcher warns, at start, when the presence file shows another
+// watcher of the agent alive on this host: both would answer, and each
+// would overwrite the other's presence.
+func (w *watcher) warnOtherWatcher() {
+	s, err := presence.Read(w.cfg.Root, w.cfg.Agent)
+	if err != nil || s.Host != w.cfg.Host || s.WatcherPID == os.Getpid() ||
+		!strings.EqualFold(s.State, presence.StateAwake) || !proc.PIDAlive(s.WatcherPID) {
+		return
+	}
+	w.log.Warn("another watcher of this agent is running on this host", keyPID, s.WatcherPID, keyHost, s.Host)
+}
+
+// presenceMine reports whether the presence file is this watcher's own
+// (same host and pid), or there is none: only then may it say OFFLINE,
+// for another watcher of the agent may have written it and still run.
+func (w *watcher) presenceMine() bool {
+	s, err := presence.Read(w.cfg.Root, w.cfg.Agent)
+	if err != nil {
+		return true
+	}
+	return s.Host == w.cfg.Host && s.WatcherPID == os.Getpid()
 }
 
 // writePresence writes and publishes s. It touches no watcher state, so a

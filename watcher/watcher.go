@@ -169,6 +169,7 @@ func (w *watcher) startup() error {
 	}
 	w.requeue(requeue)
 	w.save()
+	w.warnOtherWatcher()
 	w.idle()
 	w.log.Info("watching", keyChannels, w.cfg.Channels, keyPending, len(w.queue), keyResumed, st != nil,
 		keyRecovering, recovering, keyOutbox, len(w.outbox.entries))
@@ -361,7 +362,11 @@ func (w *watcher) step(jobCtx context.Context, stopping bool) {
 // and the state saved.
 func (w *watcher) stopped() {
 	w.closeOutbox()
-	w.setPresence(presence.StateOffline, "")
+	if w.presenceMine() {
+		w.setPresence(presence.StateOffline, "")
+	} else {
+		w.log.Warn("presence shows another watcher of this agent; not writing OFFLINE")
+	}
 	w.save()
 	w.log.Info("stopped", keyHandled, w.handled, keyFailed, w.failed)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -86,7 +87,7 @@ func startWatcher(t *testing.T, root, agent, c string, env []string, flags ...st
 func startWatch(t *testing.T, bin, root, agent string, env []string, args ...string) *watcherProc {
 	t.Helper()
 	w := &watcherProc{done: make(chan error, 1)}
-	w.cmd = exec.Command(bin, "watch", "--root", root, "--agent", agent, "--poll", "100ms", "--heartbeat", "200ms", "--grace", "2s")
+	w.cmd = exec.Command(bin, "watch", "--root", root, "--agent", agent, "--poll", "100ms", "--heartbeat", "1s", "--grace", "2s")
 	w.cmd.Args = append(w.cmd.Args, args...)
 	w.cmd.Env = append(os.Environ(), append([]string{"COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0"}, env...)...)
 	w.cmd.Stderr = &w.stderr
@@ -336,6 +337,78 @@ func TestWatchBadNames(t *testing.T) {
 			r := runCollab(t, env, "", append(append([]string{"watch"}, tt.args...), base...)...)
 			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.want)
+			}
+			if files := filesUnder(t, root); len(files) > 0 {
+				t.Errorf("created %v", files)
+			}
+		})
+	}
+}
+
+// TestWatchBadDurations: a poll or heartbeat below the minimum (one that
+// would burn a core or rewrite presence nonstop) is a usage error.
+func TestWatchBadDurations(t *testing.T) {
+	base := []string{"watch", "--agent", "codex", "--channel", "dev", "--cli", "command", "--cmd", os.Args[0]}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"poll 1ns", []string{"--poll", "1ns"}, "--poll"},
+		{"poll 0", []string{"--poll", "0"}, "--poll"},
+		{"poll below 10ms", []string{"--poll", "9ms"}, "--poll"},
+		{"heartbeat 1ns", []string{"--heartbeat", "1ns"}, "--heartbeat"},
+		{"heartbeat below 1s", []string{"--heartbeat", "999ms"}, "--heartbeat"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			// Accepted, the watcher would run: the deadline ends it.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			r := runCollabCtx(t, ctx, map[string]string{"COLLAB_ROOT": root}, "", append(base, tt.args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, "minimum") {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.want)
+			}
+			if files := filesUnder(t, root); len(files) > 0 {
+				t.Errorf("created %v", files)
+			}
+		})
+	}
+}
+
+// TestWatchNotRunnable: a program that cannot be found and a --workdir that
+// is not a directory are refused at start (exit 2), each named, instead of
+// a watcher that fails every message.
+func TestWatchNotRunnable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	base := []string{"watch", "--agent", "codex", "--channel", "dev"}
+	tests := []struct {
+		name      string
+		args      []string
+		want, not string
+	}{
+		{"command missing", []string{"--cli", "command", "--cmd", missing + " --flag"}, "program", "workdir"},
+		{"command not on PATH", []string{"--cli", "command", "--cmd", "collab-no-such-cli"}, "collab-no-such-cli", "workdir"},
+		{"adapter missing", []string{"--cli", "gemini", "--cmd", "collab-no-such-gemini"}, "collab-no-such-gemini", "workdir"},
+		{"relative in workdir", []string{"--cli", "command", "--cmd", "./bin/cli", "--workdir", dir}, "./bin/cli", "--workdir"},
+		{"workdir missing", []string{"--cli", "command", "--cmd", os.Args[0], "--workdir", missing}, "--workdir " + missing, "program"},
+		{"workdir a file", []string{"--cli", "command", "--cmd", os.Args[0], "--workdir", file}, "not a directory", "program"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			// Accepted, the watcher would run: the deadline ends it.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			r := runCollabCtx(t, ctx, map[string]string{"COLLAB_ROOT": root}, "", append(base, tt.args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, tt.not) {
+				t.Errorf("exit %d, stderr %q; want 2, %q and no %q", r.code, r.stderr, tt.want, tt.not)
 			}
 			if files := filesUnder(t, root); len(files) > 0 {
 				t.Errorf("created %v", files)

@@ -51,7 +51,8 @@
 // error is an [*ExitError] when the child did not exit 0 on its own: a
 // non-zero status, a signal, the timeout or ctx. Failures to start (not
 // found, not executable, bad Dir) are returned wrapped, prefixed "proc:
-// start".
+// start"; a Dir that is missing or not a directory is named as the
+// culprit ("working directory"), not the program.
 //
 // # Escapes
 //
@@ -200,11 +201,35 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	start := time.Now()
 	if err := c.cmd.Start(); err != nil {
 		res.Duration = time.Since(start)
+		if derr := checkDir(s.Dir); derr != nil {
+			// The child's chdir failed, which the kernel reports as the
+			// program's error: name the working directory instead.
+			return res, fmt.Errorf("proc: start %q: %w", name, derr)
+		}
 		return res, fmt.Errorf("proc: start %q: %w", name, err)
 	}
 	werr := c.wait()
 	res.Duration = time.Since(start)
 	return c.result(res, werr)
+}
+
+// ErrNotDir is wrapped when Spec.Dir is not a directory.
+var ErrNotDir = errors.New("not a directory")
+
+// checkDir returns why dir cannot be a working directory, or nil ("" is
+// the current one).
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("working directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("working directory %s: %w", dir, ErrNotDir)
+	}
+	return nil
 }
 
 // withDefaults returns s with its zero limits set to the defaults.

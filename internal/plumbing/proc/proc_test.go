@@ -597,6 +597,37 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
+// TestBadDirNamed: a working directory that is missing or a file is named
+// as the culprit, not the program (the kernel blames the program).
+func TestBadDirNamed(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, dir string
+		want      error
+	}{
+		{"missing", filepath.Join(dir, "missing"), fs.ErrNotExist},
+		{"a file", file, proc.ErrNotDir},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := proc.Run(context.Background(), proc.Spec{Argv: []string{self}, Dir: tt.dir})
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "working directory") || !strings.Contains(msg, tt.dir) || strings.Contains(msg, "fork/exec") {
+				t.Errorf("error %q does not name the working directory %s as the culprit", msg, tt.dir)
+			}
+		})
+	}
+}
+
 func TestDir(t *testing.T) {
 	dir := t.TempDir()
 	self, err := os.Executable()
