@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"collab/channel"
+	"collab/internal/agent/jobs"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/testsupport/bindfstest"
@@ -48,6 +50,11 @@ func fakeCLI() {
 		delegatingCLI()
 	}
 	io.Copy(io.Discard, os.Stdin)
+	// $FAKE_CLI_DEAD: a process that must be gone before this run.
+	if pid, err := strconv.Atoi(os.Getenv("FAKE_CLI_DEAD")); err == nil && proc.PIDAlive(pid) && !isZombie(pid) {
+		fmt.Fprintln(os.Stderr, "process", pid, "of the previous run is still alive")
+		os.Exit(1)
+	}
 	if dir := os.Getenv("FAKE_CLI_STARTED"); dir != "" {
 		if os.Getenv("FAKE_CLI_SPAWN") != "" {
 			// A tool of the CLI's, in its process group.
@@ -219,6 +226,48 @@ func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if n := len(replies(t, root, "dev", "codex")[id]); n != 1 {
 		t.Errorf("%d replies after the crash and restart, want 1", n)
+	}
+}
+
+// TestWatchProcessSIGKILLEndsLeftovers: the CLI's own children outlive a
+// SIGKILLed watcher (only the direct child gets the parent-death signal);
+// the job record holds the CLI's process group, and the restarted watcher
+// ends that group before it runs the message again.
+func TestWatchProcessSIGKILLEndsLeftovers(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	root := t.TempDir()
+	started := t.TempDir()
+	w := startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=5m", "FAKE_CLI_SPAWN=1"})
+	id := send(t, root, "dev", "human", "codex", "take your time")
+	var cliPID, childPID int
+	waitFor(t, func() bool {
+		ents, _ := os.ReadDir(started)
+		for _, e := range ents {
+			if n, ok := strings.CutPrefix(e.Name(), "child-"); ok {
+				childPID, _ = strconv.Atoi(n)
+			} else {
+				cliPID, _ = strconv.Atoi(e.Name())
+			}
+		}
+		return cliPID > 0 && childPID > 0
+	})
+	t.Cleanup(func() { syscall.Kill(childPID, syscall.SIGKILL) })
+	// The record holds the CLI's pid (its group's id) once it has started.
+	waitFor(t, func() bool {
+		j, err := jobs.Read(tree.Root(root), "codex", jobs.ID(id))
+		return err == nil && j.PID == cliPID && j.Boot != ""
+	})
+	w.stop(t, syscall.SIGKILL)
+	waitFor(t, func() bool { return !proc.PIDAlive(cliPID) || isZombie(cliPID) })
+	if !proc.PIDAlive(childPID) || isZombie(childPID) {
+		t.Fatal("the CLI's child died with the watcher; the test shows nothing")
+	}
+
+	// The new run fails if the old run's child is still alive as it starts.
+	startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_DEAD=" + strconv.Itoa(childPID)})
+	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[id]) >= 1 })
+	if proc.PIDAlive(childPID) && !isZombie(childPID) {
+		t.Errorf("the previous run's child %d is still alive after the restart", childPID)
 	}
 }
 

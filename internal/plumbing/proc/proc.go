@@ -115,6 +115,11 @@ type Spec struct {
 	MaxStdout  int           // stdout bytes kept; 0: DefaultMaxStdout
 	StderrTail int           // stderr bytes kept, the last ones; 0: DefaultStderrTail
 	StdoutLine func([]byte)  // called with each line of stdout as it arrives; nil: none
+	// Started, when set, is called with the child's pid once it has
+	// started, before Run waits for it. The pid is also the id of the
+	// child's process group, which [EndGroup] can end later, from another
+	// process if need be (the caller died and a new one takes over).
+	Started func(pid int)
 }
 
 // Result is what a run produced, returned even when Run fails.
@@ -207,6 +212,9 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			return res, fmt.Errorf("proc: start %q: %w", name, derr)
 		}
 		return res, fmt.Errorf("proc: start %q: %w", name, err)
+	}
+	if s.Started != nil {
+		s.Started(c.cmd.Process.Pid)
 	}
 	werr := c.wait()
 	res.Duration = time.Since(start)
@@ -347,6 +355,42 @@ func (c *child) result(res Result, werr error) (Result, error) {
 		e.Signal = ws.Signal()
 	}
 	return res, e
+}
+
+// endPoll is how often EndGroup looks whether the group is gone.
+const endPoll = 20 * time.Millisecond
+
+// EndGroup ends process group pgid on this host, if it still has members:
+// SIGTERM (and SIGCONT), then SIGKILL if any is left grace later. It
+// reports whether the group was there. A group of a run whose caller died
+// (SIGKILL, a crash) outlives it: its leader gets the parent-death signal,
+// the rest of the group does not. Only pass a pgid known to be such a
+// group on this host and boot: a pid reused as a group leader since would
+// be signalled too.
+func EndGroup(pgid int, grace time.Duration) (bool, error) {
+	if pgid <= 1 || pgid > 1<<31-1 {
+		return false, fmt.Errorf("proc: end group %d: not a process group", pgid)
+	}
+	if err := signalGroup(pgid, 0); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			return false, nil
+		}
+		return true, fmt.Errorf("proc: end group %d: %w", pgid, err)
+	}
+	if err := signalGroup(pgid, syscall.SIGTERM); err != nil {
+		return !errors.Is(err, os.ErrProcessDone), nil
+	}
+	_ = signalGroup(pgid, syscall.SIGCONT)
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline); {
+		time.Sleep(endPoll)
+		if signalGroup(pgid, 0) != nil {
+			return true, nil
+		}
+	}
+	if err := signalGroup(pgid, syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return true, fmt.Errorf("proc: end group %d: %w", pgid, err)
+	}
+	return true, nil
 }
 
 // awaitExit blocks until process pid has exited, leaving it waitable.

@@ -792,3 +792,45 @@ func FuzzStdoutLine(f *testing.F) {
 		}
 	})
 }
+
+// TestStartedAndEndGroup: Started gets the child's pid, which names its
+// group; EndGroup ends a group another process left behind, a member that
+// ignores SIGTERM included (SIGKILL after the grace), and reports a group
+// that is gone as not there.
+func TestStartedAndEndGroup(t *testing.T) {
+	// The group is made here, as a crashed caller of Run would leave it.
+	cmd := exec.Command("sh", "-c", `trap "" TERM; sleep 60 & sleep 60; wait`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan struct{})
+	go func() { cmd.Wait(); close(reaped) }()
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	time.Sleep(100 * time.Millisecond) // the trap is set
+	ended, err := proc.EndGroup(cmd.Process.Pid, 200*time.Millisecond)
+	if err != nil || !ended {
+		t.Fatalf("EndGroup = %v, %v; want true, nil", ended, err)
+	}
+	<-reaped
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(-cmd.Process.Pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the group is still there after EndGroup")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ended, err := proc.EndGroup(cmd.Process.Pid, time.Second); ended || err != nil {
+		t.Errorf("EndGroup of a gone group = %v, %v; want false, nil", ended, err)
+	}
+
+	var got int
+	s := helperSpec(t, "pwd")
+	s.Started = func(pid int) { got = pid }
+	if _, err := proc.Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if got <= 0 {
+		t.Errorf("Started got pid %d", got)
+	}
+}
