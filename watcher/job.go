@@ -234,6 +234,11 @@ func (w *watcher) endPrevious(m *channel.Message) {
 		old.Host != w.cfg.Host || old.Boot == "" || old.Boot != w.claims.Self.BootID {
 		return
 	}
+	// The group id may have been reused since: end it only if a member
+	// still runs for this message (the CLI's environment, SPEC §7).
+	if !proc.GroupHasEnv(old.PID, "COLLAB_MESSAGE_ID="+m.ID) {
+		return
+	}
 	ended, err := proc.EndGroup(old.PID, previousGrace)
 	switch {
 	case err != nil:

@@ -79,6 +79,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -391,6 +393,41 @@ func EndGroup(pgid int, grace time.Duration) (bool, error) {
 		return true, fmt.Errorf("proc: end group %d: %w", pgid, err)
 	}
 	return true, nil
+}
+
+// GroupHasEnv reports whether a live member of process group pgid on this
+// host has kv ("KEY=value") in its environment, as /proc shows it: a check
+// that a recorded pgid still names the group of that run, not one that
+// reused the id. Members of other users, zombies and systems without /proc
+// show nothing: false.
+func GroupHasEnv(pgid int, kv string) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …: comm may hold anything but ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		if f := strings.Fields(string(stat[i+1:])); len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err == nil && slices.Contains(strings.Split(string(env), "\x00"), kv) {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitExit blocks until process pid has exited, leaving it waitable.

@@ -800,6 +800,7 @@ func FuzzStdoutLine(f *testing.F) {
 func TestStartedAndEndGroup(t *testing.T) {
 	// The group is made here, as a crashed caller of Run would leave it.
 	cmd := exec.Command("sh", "-c", `trap "" TERM; sleep 60 & sleep 60; wait`)
+	cmd.Env = append(os.Environ(), "PROC_TEST_RUN=r1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -808,6 +809,13 @@ func TestStartedAndEndGroup(t *testing.T) {
 	go func() { cmd.Wait(); close(reaped) }()
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	time.Sleep(100 * time.Millisecond) // the trap is set
+	// The group is recognised by its members' environment, not another's.
+	if !proc.GroupHasEnv(cmd.Process.Pid, "PROC_TEST_RUN=r1") {
+		t.Error("GroupHasEnv: the group's PROC_TEST_RUN=r1 not found")
+	}
+	if proc.GroupHasEnv(cmd.Process.Pid, "PROC_TEST_RUN=r2") || proc.GroupHasEnv(cmd.Process.Pid, "PROC_TEST_RUN=r") {
+		t.Error("GroupHasEnv found a value the group does not have")
+	}
 	ended, err := proc.EndGroup(cmd.Process.Pid, 200*time.Millisecond)
 	if err != nil || !ended {
 		t.Fatalf("EndGroup = %v, %v; want true, nil", ended, err)
@@ -819,6 +827,9 @@ func TestStartedAndEndGroup(t *testing.T) {
 			t.Fatal("the group is still there after EndGroup")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if proc.GroupHasEnv(cmd.Process.Pid, "PROC_TEST_RUN=r1") {
+		t.Error("GroupHasEnv: a gone group still has members")
 	}
 	if ended, err := proc.EndGroup(cmd.Process.Pid, time.Second); ended || err != nil {
 		t.Errorf("EndGroup of a gone group = %v, %v; want false, nil", ended, err)
