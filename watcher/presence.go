@@ -19,15 +19,17 @@ func (w *watcher) setPresence(what, msgID string) {
 	}
 }
 
-// warnOtherWatcher warns, at start, when the presence file shows another
-// watcher of the agent alive on this host: both would answer, and each
-// would overwrite the other's presence.
-func (w *watcher) warnOtherWatcher() {
+// noteOtherWatcher warns, at start and at each heartbeat, when the
+// presence file shows another watcher of the agent alive on this host
+// (each overwrites the other's presence), and remembers it: a watcher
+// that stops while the other runs does not write OFFLINE.
+func (w *watcher) noteOtherWatcher() {
 	s, err := presence.Read(w.cfg.Root, w.cfg.Agent)
-	if err != nil || s.Host != w.cfg.Host || s.WatcherPID == os.Getpid() ||
+	if err != nil || s.Host != w.cfg.Host || s.WatcherPID == os.Getpid() || s.WatcherPID == w.other ||
 		!strings.EqualFold(s.State, presence.StateAwake) || !proc.PIDAlive(s.WatcherPID) {
 		return
 	}
+	w.other = s.WatcherPID
 	w.log.Warn("another watcher of this agent is running on this host", keyPID, s.WatcherPID, keyHost, s.Host)
 }
 
@@ -85,6 +87,7 @@ func (w *watcher) status(what, msgID string) presence.Status {
 // heartbeat refreshes presence and the running job's claim.
 func (w *watcher) heartbeat() {
 	w.checkKill()
+	w.noteOtherWatcher()
 	if w.busy == nil {
 		w.idle()
 		return
