@@ -166,5 +166,11 @@ func (c *Config) check() error {
 	if c.BudgetUSD < 0 {
 		return errors.New("watcher: negative budget")
 	}
+	if c.Poll != 0 && c.Poll < MinPoll {
+		return fmt.Errorf("watcher: poll %v is below the minimum %v", c.Poll, MinPoll)
+	}
+	if c.Heartbeat != 0 && c.Heartbeat < minHeartbeat {
+		return fmt.Errorf("watcher: heartbeat %v is below the minimum %v", c.Heartbeat, minHeartbeat)
+	}
 	return nil
 }

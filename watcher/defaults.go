@@ -22,3 +22,14 @@ const (
 	DefaultPairRate       = 6             // Config.PairRate: replies per minute to one sender
 	DefaultSessionScope   = ScopeChannel  // Config.SessionScope
 )
+
+// The least a [Config] (and collab watch's flags) accepts: a shorter poll
+// burns a core scanning, a shorter heartbeat rewrites presence nonstop.
+const (
+	MinPoll      = 10 * time.Millisecond // Config.Poll
+	MinHeartbeat = time.Second           // Config.Heartbeat
+)
+
+// minHeartbeat is what check enforces: MinHeartbeat, lowered by the
+// package's own tests, whose watchers beat fast.
+var minHeartbeat = MinHeartbeat

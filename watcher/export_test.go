@@ -1,6 +1,13 @@
 package watcher
 
-import "collab/channel"
+import (
+	"time"
+
+	"collab/channel"
+)
+
+// The package's tests beat fast: 50 ms heartbeats keep them short.
+func init() { minHeartbeat = 10 * time.Millisecond }
 
 // SetWriteMessage makes the watcher of cfg write its messages with f
 // instead of a channel.Writer, so tests can inject write errors.

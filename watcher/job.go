@@ -17,6 +17,7 @@ import (
 	"collab/internal/agent/jobs"
 	"collab/internal/agent/modelcli"
 	"collab/internal/agent/prompt"
+	"collab/internal/plumbing/proc"
 	"collab/presence"
 )
 
@@ -166,6 +167,7 @@ func (w *watcher) launched() {
 func (w *watcher) run(ctx context.Context, req runRequest) (res jobResult) {
 	closeOnce := sync.OnceFunc(func() { close(req.launching) })
 	defer closeOnce()
+	w.endPrevious(&req.it.msg)
 	cli, err := w.cliRequest(&req)
 	if err != nil {
 		return jobResult{it: req.it, err: err}
@@ -213,7 +215,38 @@ func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
 		Session:    req.resume,
 		AllowTools: req.allow,
 		OnEvent:    req.rec.Event,
+		OnStart: func(pid int) {
+			req.rec.Update(func(j *jobs.Job) { j.PID, j.Boot = pid, w.claims.Self.BootID })
+		},
 	}, nil
+}
+
+// previousGrace is how long a previous run's process group has between
+// SIGTERM and SIGKILL.
+const previousGrace = 2 * time.Second
+
+// endPrevious ends the process group of an earlier run of m that is still
+// alive on this host: its watcher died (SIGKILL, a crash) and the CLI's
+// own children outlived it. Its record says running, on this host and
+// boot. Called from the job's goroutine, before the CLI runs again.
+func (w *watcher) endPrevious(m *channel.Message) {
+	old, err := jobs.Read(w.cfg.Root, w.cfg.Agent, jobs.ID(m.Key()))
+	if err != nil || old.Status != jobs.Running || old.PID <= 0 ||
+		old.Host != w.cfg.Host || old.Boot == "" || old.Boot != w.claims.Self.BootID {
+		return
+	}
+	// The group id may have been reused since: end it only if a member
+	// still runs for this message (the CLI's environment, SPEC §7).
+	if !proc.GroupHasEnv(old.PID, "COLLAB_MESSAGE_ID="+m.ID) {
+		return
+	}
+	ended, err := proc.EndGroup(old.PID, previousGrace)
+	switch {
+	case err != nil:
+		w.log.Warn("cannot end the previous run of this message", keyMsg, m.ID, keyPGID, old.PID, keyErr, err)
+	case ended:
+		w.log.Warn("ended the previous run of this message, left by a watcher that died", keyMsg, m.ID, keyPGID, old.PID)
+	}
 }
 
 // runCLI runs the CLI; a resume it refuses (the session is gone) runs

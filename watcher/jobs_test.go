@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -514,4 +516,67 @@ func TestJobRecordUnwritable(t *testing.T) {
 		t.Error("Read = nil error, want one: there is no jobs folder")
 	}
 	waitSettled(t, root, agent)
+}
+
+// TestPreviousRunEnded: a record a dead watcher left "running" on this host
+// and boot names its CLI's process group; before running the message
+// again, the watcher ends that group if a member still runs for the
+// message, and leaves a group that reused the id alone.
+func TestPreviousRunEnded(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		ours  bool // the group runs for the message (its environment says so)
+		ended bool
+	}{
+		{"left by the previous run", true, true},
+		{"id reused by another group", false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			m := send(t, root, agent, "again")
+			left := exec.Command("sleep", "60")
+			left.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if tt.ours {
+				left.Env = append(os.Environ(), "COLLAB_MESSAGE_ID="+m.ID)
+			}
+			if err := left.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { left.Wait(); close(exited) }()
+			t.Cleanup(func() { left.Process.Kill(); <-exited })
+			rec, err := jobs.Start(root, jobs.Job{ID: jobs.ID(m.Key()), Agent: agent, Host: testHost, Channel: chName,
+				Message: m.Key(), PID: left.Process.Pid, Boot: claim.Self(agent).BootID}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = rec // left running: its watcher died
+
+			var endedFirst atomic.Bool
+			cfg := config(root, &fakeRunner{reply: func(runCall) (modelcli.Response, error) {
+				select {
+				case <-exited:
+					endedFirst.Store(true)
+				default:
+				}
+				return modelcli.Response{Text: "ok"}, nil
+			}})
+			cfg.Replay = &watcher.Replay{From: m.Time().Add(-time.Minute)}
+			start(t, cfg)
+			waitReplies(t, root, m.ID)
+			if got := endedFirst.Load(); got != tt.ended {
+				t.Errorf("the left group ended before the run: %v, want %v", got, tt.ended)
+			}
+			if tt.ended {
+				return
+			}
+			select {
+			case <-exited:
+				t.Error("a group that does not run for the message was ended")
+			case <-time.After(100 * time.Millisecond):
+			}
+		})
+	}
 }

@@ -52,6 +52,9 @@ const (
 	keyWindow     = "window"
 	keyHandled    = "handled"
 	keyFailed     = "failed"
+	keyPID        = "pid"
+	keyHost       = "host"
+	keyPGID       = "pgid"
 )
 
 // logOnce logs a warning at most once a minute per key, so a lasting

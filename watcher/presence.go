@@ -3,9 +3,11 @@ package watcher
 import (
 	"errors"
 	"os"
+	"strings"
 	"time"
 
 	"collab/internal/agent/claim"
+	"collab/internal/plumbing/proc"
 	"collab/presence"
 )
 
@@ -15,6 +17,31 @@ func (w *watcher) setPresence(what, msgID string) {
 	if err := w.writePresence(w.status(what, msgID)); err != nil {
 		w.logOnce("presence", "cannot write presence", keyErr, err)
 	}
+}
+
+// noteOtherWatcher warns, at start and at each heartbeat, when the
+// presence file shows another watcher of the agent alive on this host
+// (each overwrites the other's presence), and remembers it: a watcher
+// that stops while the other runs does not write OFFLINE.
+func (w *watcher) noteOtherWatcher() {
+	s, err := presence.Read(w.cfg.Root, w.cfg.Agent)
+	if err != nil || s.Host != w.cfg.Host || s.WatcherPID == os.Getpid() || s.WatcherPID == w.other ||
+		!strings.EqualFold(s.State, presence.StateAwake) || !proc.PIDAlive(s.WatcherPID) {
+		return
+	}
+	w.other = s.WatcherPID
+	w.log.Warn("another watcher of this agent is running on this host", keyPID, s.WatcherPID, keyHost, s.Host)
+}
+
+// presenceMine reports whether the presence file is this watcher's own
+// (same host and pid), or there is none: only then may it say OFFLINE,
+// for another watcher of the agent may have written it and still run.
+func (w *watcher) presenceMine() bool {
+	s, err := presence.Read(w.cfg.Root, w.cfg.Agent)
+	if err != nil {
+		return true
+	}
+	return s.Host == w.cfg.Host && s.WatcherPID == os.Getpid()
 }
 
 // writePresence writes and publishes s. It touches no watcher state, so a
@@ -60,6 +87,7 @@ func (w *watcher) status(what, msgID string) presence.Status {
 // heartbeat refreshes presence and the running job's claim.
 func (w *watcher) heartbeat() {
 	w.checkKill()
+	w.noteOtherWatcher()
 	if w.busy == nil {
 		w.idle()
 		return

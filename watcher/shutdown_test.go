@@ -3,6 +3,8 @@ package watcher_test
 import (
 	"context"
 	"errors"
+	"os/exec"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -181,4 +183,63 @@ func TestShutdownIdle(t *testing.T) {
 			t.Errorf("presence = %s, want OFFLINE", s.State)
 		}
 	})
+}
+
+// TestTwoWatchersOneHost: a watcher that finds another live watcher of its
+// agent on its host in the presence file warns at start; stopping, it does
+// not write OFFLINE while that one still runs, whoever wrote the presence
+// last, and does once it is gone.
+func TestTwoWatchersOneHost(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name        string
+		theirsLast  bool // the other's heartbeat is the last write before the stop
+		otherExits  bool // the other watcher is gone before the stop
+		wantOffline bool
+	}{
+		{"theirs last", true, false, false},
+		{"own last, the other alive", false, false, false},
+		{"own last, the other gone", false, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			other := exec.Command("sleep", "60") // the other watcher's process
+			if err := other.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+			pid := other.Process.Pid
+			theirs := presence.Status{AgentID: agent, State: presence.StateAwake, Substate: presence.SubIdle,
+				WatcherPID: pid, Channel: chName, Host: testHost}
+			if err := presence.Write(root, theirs); err != nil {
+				t.Fatal(err)
+			}
+			cfg := config(root, &fakeRunner{})
+			cfg.Heartbeat = time.Hour // no heartbeat of its own between the other's and the stop
+			h := start(t, cfg)
+			if got := h.logs.find("another watcher of this agent is running on this host", "pid", strconv.Itoa(pid)); len(got) != 1 {
+				t.Errorf("%d warnings about the other watcher, want 1", len(got))
+			}
+			if tt.theirsLast {
+				if err := presence.Write(root, theirs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.otherExits {
+				other.Process.Kill()
+				other.Wait()
+			}
+			if err := h.stop(); err != nil {
+				t.Fatal(err)
+			}
+			s := readPresence(t, root, agent)
+			if got := s.State == presence.StateOffline; got != tt.wantOffline {
+				t.Errorf("presence after the stop: %s by pid %d; OFFLINE %v, want %v", s.State, s.WatcherPID, got, tt.wantOffline)
+			}
+			if tt.theirsLast && s.WatcherPID != pid {
+				t.Errorf("presence after the stop by pid %d, want the other watcher's %d", s.WatcherPID, pid)
+			}
+		})
+	}
 }

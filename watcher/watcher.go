@@ -96,6 +96,7 @@ type watcher struct {
 	errLogged   map[string]time.Time
 
 	announcer *announcer // posts to the Publisher; nil without one
+	other     int        // pid of another watcher of the agent seen on this host; 0: none
 }
 
 // Run runs the watcher until ctx is done, then shuts down gracefully.
@@ -169,6 +170,7 @@ func (w *watcher) startup() error {
 	}
 	w.requeue(requeue)
 	w.save()
+	w.noteOtherWatcher()
 	w.idle()
 	w.log.Info("watching", keyChannels, w.cfg.Channels, keyPending, len(w.queue), keyResumed, st != nil,
 		keyRecovering, recovering, keyOutbox, len(w.outbox.entries))
@@ -361,7 +363,11 @@ func (w *watcher) step(jobCtx context.Context, stopping bool) {
 // and the state saved.
 func (w *watcher) stopped() {
 	w.closeOutbox()
-	w.setPresence(presence.StateOffline, "")
+	if w.presenceMine() && (w.other == 0 || !proc.PIDAlive(w.other)) {
+		w.setPresence(presence.StateOffline, "")
+	} else {
+		w.log.Warn("another watcher of this agent runs on this host; not writing OFFLINE", keyPID, w.other)
+	}
 	w.save()
 	w.log.Info("stopped", keyHandled, w.handled, keyFailed, w.failed)
 }

@@ -39,6 +39,10 @@ func TestConfigRefused(t *testing.T) {
 		// Replaying "after" a message that cannot be one would replay the
 		// whole channel.
 		{"replay after a non-id", func(c *watcher.Config) { c.Replay = &watcher.Replay{After: "yesterday"} }},
+		// A nanosecond poll burns a core; a nanosecond heartbeat rewrites
+		// presence nonstop.
+		{"poll below the minimum", func(c *watcher.Config) { c.Poll = time.Nanosecond }},
+		{"heartbeat below the minimum", func(c *watcher.Config) { c.Heartbeat = time.Nanosecond }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -44,7 +44,7 @@ func diskFull(ctx context.Context, e *env) error {
 	if err := os.MkdirAll(tree.Root(e.backing).Channel(chanName), 0o755); err != nil {
 		return err
 	}
-	o := watchOpts{root: e.backing, delay: 1500 * time.Millisecond, heartbeat: 200 * time.Millisecond}
+	o := watchOpts{root: e.backing, delay: 1500 * time.Millisecond, heartbeat: time.Second} // collab watch's minimum
 	if _, err := e.startWatcher(ctx, o, true); err != nil {
 		return err
 	}

@@ -231,7 +231,7 @@ func (k *killer) report() {
 // reply.
 func sigstop(ctx context.Context, e *env) error {
 	n, stops := e.size(40, 20), e.size(4, 2)
-	grace := 2 * time.Second
+	grace := 3 * time.Second // three heartbeats
 	var ws [2]*watchProc
 	for i, host := range []string{"host-a", "host-b"} {
 		root, err := e.mount(ctx, host)
@@ -239,7 +239,7 @@ func sigstop(ctx context.Context, e *env) error {
 			return err
 		}
 		o := watchOpts{root: root, label: host, delay: 400 * time.Millisecond, jitter: 200 * time.Millisecond,
-			claimGrace: grace, heartbeat: 300 * time.Millisecond}
+			claimGrace: grace, heartbeat: time.Second} // collab watch's minimum
 		if ws[i], err = e.startWatcher(ctx, o, true); err != nil {
 			return err
 		}

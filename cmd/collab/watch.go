@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -63,8 +65,8 @@ Flags:
 	fromEnv(fs, "workdir", "COLLAB_WORKDIR")
 	timeout := fs.Duration("timeout", watcher.DefaultTimeout, "longest CLI run; then its process group is killed")
 	postErrors := fs.Bool("post-errors", false, "post a short error reply when the CLI fails")
-	poll := fs.Duration("poll", watcher.DefaultPoll, "poll interval (polling is the truth on NFS)")
-	heartbeat := fs.Duration("heartbeat", watcher.DefaultHeartbeat, "presence heartbeat interval")
+	poll := fs.Duration("poll", watcher.DefaultPoll, "poll interval (polling is the truth on NFS), at least "+watcher.MinPoll.String())
+	heartbeat := fs.Duration("heartbeat", watcher.DefaultHeartbeat, "presence heartbeat interval, at least "+watcher.MinHeartbeat.String())
 	grace := fs.Duration("grace", watcher.DefaultGrace, "on shutdown, how long a running CLI may finish")
 	claimGrace := fs.Duration("claim-grace", watcher.DefaultClaimGrace, "how stale another watcher's claim must be before taking it over")
 	maxHops := fs.Int("max-hops", watcher.DefaultMaxHops, "do not answer messages this deep in a reply chain (0: default, <0: off)")
@@ -112,6 +114,12 @@ Flags:
 	if *budget < 0 {
 		return usageErrorf("watch: --budget-usd must not be negative")
 	}
+	if *poll < watcher.MinPoll {
+		return usageErrorf("watch: --poll %v: the minimum is %v", *poll, watcher.MinPoll)
+	}
+	if *heartbeat < watcher.MinHeartbeat {
+		return usageErrorf("watch: --heartbeat %v: the minimum is %v", *heartbeat, watcher.MinHeartbeat)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageErrorf("watch: --log-level %q: use debug, info, warn or error", *logLevel)
@@ -122,6 +130,9 @@ Flags:
 	}
 	runner, err := newRunner(*cli, *cmdline, *model, *cliArgs, servers, getenv)
 	if err != nil {
+		return err
+	}
+	if err := checkRunnable(runnerProgram(runner), *workdir); err != nil {
 		return err
 	}
 	cfg := watcher.Config{
@@ -257,6 +268,50 @@ func newRunner(cli, cmdline, model string, extra []string, mcp []modelcli.MCPSer
 	default:
 		return nil, usageErrorf("watch: unknown --cli %q; use claude, codex, gemini or command", cli)
 	}
+}
+
+// runnerProgram is the program the adapter runs: --cmd's first word, or
+// the CLI's own name.
+func runnerProgram(r watcher.Runner) string {
+	first := func(bin, def string) string { return cmp.Or(bin, def) }
+	switch r := r.(type) {
+	case *modelcli.Command:
+		return r.Argv[0]
+	case *claude.Adapter:
+		return first(r.Bin, "claude")
+	case *codex.Adapter:
+		return first(r.Bin, "codex")
+	case *gemini.Adapter:
+		return first(r.Bin, "gemini")
+	}
+	return ""
+}
+
+// checkRunnable refuses, at start, a --workdir that is not a directory and
+// a program that cannot be found, rather than failing every message. A
+// relative program with a slash is looked for in the workdir, where it
+// runs.
+func checkRunnable(program, workdir string) error {
+	if workdir != "" {
+		fi, err := os.Stat(workdir)
+		if err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+		if err != nil {
+			return usageErrorf("watch: --workdir %s: %v", workdir, err)
+		}
+	}
+	if program == "" {
+		return nil
+	}
+	path := program
+	if strings.Contains(path, "/") && !filepath.IsAbs(path) && workdir != "" {
+		path = filepath.Join(workdir, path)
+	}
+	if _, err := exec.LookPath(path); err != nil {
+		return usageErrorf("watch: program %q (the CLI, or --cmd) cannot be run: %v", program, err)
+	}
+	return nil
 }
 
 // roleText reads --role: a file if one exists by that name, else the text.

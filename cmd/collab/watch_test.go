@@ -2,17 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"collab/channel"
+	"collab/internal/agent/jobs"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/testsupport/bindfstest"
@@ -47,6 +50,11 @@ func fakeCLI() {
 		delegatingCLI()
 	}
 	io.Copy(io.Discard, os.Stdin)
+	// $FAKE_CLI_DEAD: a process that must be gone before this run.
+	if pid, err := strconv.Atoi(os.Getenv("FAKE_CLI_DEAD")); err == nil && proc.PIDAlive(pid) && !isZombie(pid) {
+		fmt.Fprintln(os.Stderr, "process", pid, "of the previous run is still alive")
+		os.Exit(1)
+	}
 	if dir := os.Getenv("FAKE_CLI_STARTED"); dir != "" {
 		if os.Getenv("FAKE_CLI_SPAWN") != "" {
 			// A tool of the CLI's, in its process group.
@@ -86,7 +94,7 @@ func startWatcher(t *testing.T, root, agent, c string, env []string, flags ...st
 func startWatch(t *testing.T, bin, root, agent string, env []string, args ...string) *watcherProc {
 	t.Helper()
 	w := &watcherProc{done: make(chan error, 1)}
-	w.cmd = exec.Command(bin, "watch", "--root", root, "--agent", agent, "--poll", "100ms", "--heartbeat", "200ms", "--grace", "2s")
+	w.cmd = exec.Command(bin, "watch", "--root", root, "--agent", agent, "--poll", "100ms", "--heartbeat", "1s", "--grace", "2s")
 	w.cmd.Args = append(w.cmd.Args, args...)
 	w.cmd.Env = append(os.Environ(), append([]string{"COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0"}, env...)...)
 	w.cmd.Stderr = &w.stderr
@@ -221,6 +229,48 @@ func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
 	}
 }
 
+// TestWatchProcessSIGKILLEndsLeftovers: the CLI's own children outlive a
+// SIGKILLed watcher (only the direct child gets the parent-death signal);
+// the job record holds the CLI's process group, and the restarted watcher
+// ends that group before it runs the message again.
+func TestWatchProcessSIGKILLEndsLeftovers(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	root := t.TempDir()
+	started := t.TempDir()
+	w := startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=5m", "FAKE_CLI_SPAWN=1"})
+	id := send(t, root, "dev", "human", "codex", "take your time")
+	var cliPID, childPID int
+	waitFor(t, func() bool {
+		ents, _ := os.ReadDir(started)
+		for _, e := range ents {
+			if n, ok := strings.CutPrefix(e.Name(), "child-"); ok {
+				childPID, _ = strconv.Atoi(n)
+			} else {
+				cliPID, _ = strconv.Atoi(e.Name())
+			}
+		}
+		return cliPID > 0 && childPID > 0
+	})
+	t.Cleanup(func() { syscall.Kill(childPID, syscall.SIGKILL) })
+	// The record holds the CLI's pid (its group's id) once it has started.
+	waitFor(t, func() bool {
+		j, err := jobs.Read(tree.Root(root), "codex", jobs.ID(id))
+		return err == nil && j.PID == cliPID && j.Boot != ""
+	})
+	w.stop(t, syscall.SIGKILL)
+	waitFor(t, func() bool { return !proc.PIDAlive(cliPID) || isZombie(cliPID) })
+	if !proc.PIDAlive(childPID) || isZombie(childPID) {
+		t.Fatal("the CLI's child died with the watcher; the test shows nothing")
+	}
+
+	// The new run fails if the old run's child is still alive as it starts.
+	startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_DEAD=" + strconv.Itoa(childPID)})
+	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[id]) >= 1 })
+	if proc.PIDAlive(childPID) && !isZombie(childPID) {
+		t.Errorf("the previous run's child %d is still alive after the restart", childPID)
+	}
+}
+
 // TestWatchProcessSecondSignal: the first SIGTERM waits for the CLI (up to
 // --grace); a second one kills the CLI's whole process group at once,
 // grandchildren included, and the watcher still writes OFFLINE.
@@ -336,6 +386,78 @@ func TestWatchBadNames(t *testing.T) {
 			r := runCollab(t, env, "", append(append([]string{"watch"}, tt.args...), base...)...)
 			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.want)
+			}
+			if files := filesUnder(t, root); len(files) > 0 {
+				t.Errorf("created %v", files)
+			}
+		})
+	}
+}
+
+// TestWatchBadDurations: a poll or heartbeat below the minimum (one that
+// would burn a core or rewrite presence nonstop) is a usage error.
+func TestWatchBadDurations(t *testing.T) {
+	base := []string{"watch", "--agent", "codex", "--channel", "dev", "--cli", "command", "--cmd", os.Args[0]}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"poll 1ns", []string{"--poll", "1ns"}, "--poll"},
+		{"poll 0", []string{"--poll", "0"}, "--poll"},
+		{"poll below 10ms", []string{"--poll", "9ms"}, "--poll"},
+		{"heartbeat 1ns", []string{"--heartbeat", "1ns"}, "--heartbeat"},
+		{"heartbeat below 1s", []string{"--heartbeat", "999ms"}, "--heartbeat"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			// Accepted, the watcher would run: the deadline ends it.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			r := runCollabCtx(t, ctx, map[string]string{"COLLAB_ROOT": root}, "", append(base, tt.args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, "minimum") {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.want)
+			}
+			if files := filesUnder(t, root); len(files) > 0 {
+				t.Errorf("created %v", files)
+			}
+		})
+	}
+}
+
+// TestWatchNotRunnable: a program that cannot be found and a --workdir that
+// is not a directory are refused at start (exit 2), each named, instead of
+// a watcher that fails every message.
+func TestWatchNotRunnable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	base := []string{"watch", "--agent", "codex", "--channel", "dev"}
+	tests := []struct {
+		name      string
+		args      []string
+		want, not string
+	}{
+		{"command missing", []string{"--cli", "command", "--cmd", missing + " --flag"}, "program", "workdir"},
+		{"command not on PATH", []string{"--cli", "command", "--cmd", "collab-no-such-cli"}, "collab-no-such-cli", "workdir"},
+		{"adapter missing", []string{"--cli", "gemini", "--cmd", "collab-no-such-gemini"}, "collab-no-such-gemini", "workdir"},
+		{"relative in workdir", []string{"--cli", "command", "--cmd", "./bin/cli", "--workdir", dir}, "./bin/cli", "--workdir"},
+		{"workdir missing", []string{"--cli", "command", "--cmd", os.Args[0], "--workdir", missing}, "--workdir " + missing, "program"},
+		{"workdir a file", []string{"--cli", "command", "--cmd", os.Args[0], "--workdir", file}, "not a directory", "program"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			// Accepted, the watcher would run: the deadline ends it.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			r := runCollabCtx(t, ctx, map[string]string{"COLLAB_ROOT": root}, "", append(base, tt.args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, tt.not) {
+				t.Errorf("exit %d, stderr %q; want 2, %q and no %q", r.code, r.stderr, tt.want, tt.not)
 			}
 			if files := filesUnder(t, root); len(files) > 0 {
 				t.Errorf("created %v", files)

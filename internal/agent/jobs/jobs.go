@@ -49,9 +49,14 @@ const maxRecord = 8 << 20
 
 // Job is a job's record.
 type Job struct {
-	ID       string             `json:"id"`
-	Agent    string             `json:"agent"`
-	Host     string             `json:"host"`
+	ID    string `json:"id"`
+	Agent string `json:"agent"`
+	Host  string `json:"host"`
+	// PID is the CLI's pid and its process group's id, and Boot the boot
+	// id of Host when it ran: with both, a watcher that restarts after a
+	// crash on the same host and boot ends a run its predecessor left.
+	PID      int                `json:"pid,omitempty"`
+	Boot     string             `json:"boot_id,omitempty"`
 	Channel  string             `json:"channel"`
 	Message  string             `json:"message"`
 	From     string             `json:"from"`

@@ -41,10 +41,10 @@ type LineParser interface {
 // as it arrives, and sends the events p makes of it to req.OnEvent (if
 // set), then those p.Finish adds. A line proc cut at spec.MaxStdout bytes
 // is reported to p.Cut first. The response is p's, with the tail of
-// standard error and the run's duration. The Stdin, Dir, Timeout and
-// StdoutLine of spec are replaced.
+// standard error and the run's duration. The Stdin, Dir, Timeout, Started
+// and StdoutLine of spec are replaced.
 func RunLines(ctx context.Context, req Request, spec proc.Spec, p LineParser) (Response, error) {
-	spec.Stdin, spec.Dir, spec.Timeout = []byte(req.Prompt), req.Dir, req.Timeout
+	spec.Stdin, spec.Dir, spec.Timeout, spec.Started = []byte(req.Prompt), req.Dir, req.Timeout, req.OnStart
 	limit := spec.MaxStdout
 	if limit <= 0 {
 		limit = proc.DefaultMaxStdout

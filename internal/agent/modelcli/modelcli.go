@@ -56,6 +56,9 @@ type Request struct {
 	// OnEvent, when set, receives events as they happen, from the
 	// adapter's goroutine.
 	OnEvent func(Event)
+	// OnStart, when set, is called with the CLI's pid, which is also its
+	// process group's id, once it has started (proc.Spec.Started).
+	OnStart func(pid int)
 }
 
 // Response is what a run produced.
@@ -131,6 +134,7 @@ func (c *Command) Run(ctx context.Context, req Request) (Response, error) {
 		Timeout:   req.Timeout,
 		KillGrace: c.KillGrace,
 		MaxStdout: c.MaxOutput,
+		Started:   req.OnStart,
 	}
 	if !inArg {
 		spec.Stdin = []byte(req.Prompt)

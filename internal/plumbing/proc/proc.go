@@ -51,7 +51,8 @@
 // error is an [*ExitError] when the child did not exit 0 on its own: a
 // non-zero status, a signal, the timeout or ctx. Failures to start (not
 // found, not executable, bad Dir) are returned wrapped, prefixed "proc:
-// start".
+// start"; a Dir that is missing or not a directory is named as the
+// culprit ("working directory"), not the program.
 //
 // # Escapes
 //
@@ -78,6 +79,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -114,6 +117,11 @@ type Spec struct {
 	MaxStdout  int           // stdout bytes kept; 0: DefaultMaxStdout
 	StderrTail int           // stderr bytes kept, the last ones; 0: DefaultStderrTail
 	StdoutLine func([]byte)  // called with each line of stdout as it arrives; nil: none
+	// Started, when set, is called with the child's pid once it has
+	// started, before Run waits for it. The pid is also the id of the
+	// child's process group, which [EndGroup] can end later, from another
+	// process if need be (the caller died and a new one takes over).
+	Started func(pid int)
 }
 
 // Result is what a run produced, returned even when Run fails.
@@ -200,11 +208,38 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	start := time.Now()
 	if err := c.cmd.Start(); err != nil {
 		res.Duration = time.Since(start)
+		if derr := checkDir(s.Dir); derr != nil {
+			// The child's chdir failed, which the kernel reports as the
+			// program's error: name the working directory instead.
+			return res, fmt.Errorf("proc: start %q: %w", name, derr)
+		}
 		return res, fmt.Errorf("proc: start %q: %w", name, err)
+	}
+	if s.Started != nil {
+		s.Started(c.cmd.Process.Pid)
 	}
 	werr := c.wait()
 	res.Duration = time.Since(start)
 	return c.result(res, werr)
+}
+
+// ErrNotDir is wrapped when Spec.Dir is not a directory.
+var ErrNotDir = errors.New("not a directory")
+
+// checkDir returns why dir cannot be a working directory, or nil ("" is
+// the current one).
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("working directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("working directory %s: %w", dir, ErrNotDir)
+	}
+	return nil
 }
 
 // withDefaults returns s with its zero limits set to the defaults.
@@ -322,6 +357,77 @@ func (c *child) result(res Result, werr error) (Result, error) {
 		e.Signal = ws.Signal()
 	}
 	return res, e
+}
+
+// endPoll is how often EndGroup looks whether the group is gone.
+const endPoll = 20 * time.Millisecond
+
+// EndGroup ends process group pgid on this host, if it still has members:
+// SIGTERM (and SIGCONT), then SIGKILL if any is left grace later. It
+// reports whether the group was there. A group of a run whose caller died
+// (SIGKILL, a crash) outlives it: its leader gets the parent-death signal,
+// the rest of the group does not. Only pass a pgid known to be such a
+// group on this host and boot: a pid reused as a group leader since would
+// be signalled too.
+func EndGroup(pgid int, grace time.Duration) (bool, error) {
+	if pgid <= 1 || pgid > 1<<31-1 {
+		return false, fmt.Errorf("proc: end group %d: not a process group", pgid)
+	}
+	if err := signalGroup(pgid, 0); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			return false, nil
+		}
+		return true, fmt.Errorf("proc: end group %d: %w", pgid, err)
+	}
+	if err := signalGroup(pgid, syscall.SIGTERM); err != nil {
+		return !errors.Is(err, os.ErrProcessDone), nil
+	}
+	_ = signalGroup(pgid, syscall.SIGCONT)
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline); {
+		time.Sleep(endPoll)
+		if signalGroup(pgid, 0) != nil {
+			return true, nil
+		}
+	}
+	if err := signalGroup(pgid, syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return true, fmt.Errorf("proc: end group %d: %w", pgid, err)
+	}
+	return true, nil
+}
+
+// GroupHasEnv reports whether a live member of process group pgid on this
+// host has kv ("KEY=value") in its environment, as /proc shows it: a check
+// that a recorded pgid still names the group of that run, not one that
+// reused the id. Members of other users, zombies and systems without /proc
+// show nothing: false.
+func GroupHasEnv(pgid int, kv string) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …: comm may hold anything but ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		if f := strings.Fields(string(stat[i+1:])); len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err == nil && slices.Contains(strings.Split(string(env), "\x00"), kv) {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitExit blocks until process pid has exited, leaving it waitable.

@@ -597,6 +597,37 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
+// TestBadDirNamed: a working directory that is missing or a file is named
+// as the culprit, not the program (the kernel blames the program).
+func TestBadDirNamed(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, dir string
+		want      error
+	}{
+		{"missing", filepath.Join(dir, "missing"), fs.ErrNotExist},
+		{"a file", file, proc.ErrNotDir},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := proc.Run(context.Background(), proc.Spec{Argv: []string{self}, Dir: tt.dir})
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "working directory") || !strings.Contains(msg, tt.dir) || strings.Contains(msg, "fork/exec") {
+				t.Errorf("error %q does not name the working directory %s as the culprit", msg, tt.dir)
+			}
+		})
+	}
+}
+
 func TestDir(t *testing.T) {
 	dir := t.TempDir()
 	self, err := os.Executable()
@@ -760,4 +791,57 @@ func FuzzStdoutLine(f *testing.F) {
 			t.Errorf("got %q, want %q", got, want)
 		}
 	})
+}
+
+// TestStartedAndEndGroup: Started gets the child's pid, which names its
+// group; EndGroup ends a group another process left behind, a member that
+// ignores SIGTERM included (SIGKILL after the grace), and reports a group
+// that is gone as not there.
+func TestStartedAndEndGroup(t *testing.T) {
+	// The group is made here, as a crashed caller of Run would leave it.
+	cmd := exec.Command("sh", "-c", `trap "" TERM; sleep 60 & sleep 60; wait`)
+	cmd.Env = append(os.Environ(), "PROC_TEST_RUN=r1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan struct{})
+	go func() { cmd.Wait(); close(reaped) }()
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	time.Sleep(100 * time.Millisecond) // the trap is set
+	// The group is recognised by its members' environment, not another's.
+	if !proc.GroupHasEnv(cmd.Process.Pid, "PROC_TEST_RUN=r1") {
+		t.Error("GroupHasEnv: the group's PROC_TEST_RUN=r1 not found")
+	}
+	if proc.GroupHasEnv(cmd.Process.Pid, "PROC_TEST_RUN=r2") || proc.GroupHasEnv(cmd.Process.Pid, "PROC_TEST_RUN=r") {
+		t.Error("GroupHasEnv found a value the group does not have")
+	}
+	ended, err := proc.EndGroup(cmd.Process.Pid, 200*time.Millisecond)
+	if err != nil || !ended {
+		t.Fatalf("EndGroup = %v, %v; want true, nil", ended, err)
+	}
+	<-reaped
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(-cmd.Process.Pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the group is still there after EndGroup")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if proc.GroupHasEnv(cmd.Process.Pid, "PROC_TEST_RUN=r1") {
+		t.Error("GroupHasEnv: a gone group still has members")
+	}
+	if ended, err := proc.EndGroup(cmd.Process.Pid, time.Second); ended || err != nil {
+		t.Errorf("EndGroup of a gone group = %v, %v; want false, nil", ended, err)
+	}
+
+	var got int
+	s := helperSpec(t, "pwd")
+	s.Started = func(pid int) { got = pid }
+	if _, err := proc.Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if got <= 0 {
+		t.Errorf("Started got pid %d", got)
+	}
 }
