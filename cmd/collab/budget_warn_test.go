@@ -20,7 +20,7 @@ func TestWatchBudgetWarning(t *testing.T) {
 	} {
 		t.Run(tt.cli, func(t *testing.T) {
 			t.Parallel()
-			w := startWatcher(t, t.TempDir(), "agent", "dev", nil, "--cli", tt.cli, "--cmd", os.Args[0], "--budget-usd", "2.5")
+			w := startWatcher(t, newTree(t), "agent", "dev", nil, "--cli", tt.cli, "--cmd", os.Args[0], "--budget-usd", "2.5")
 			log := w.stderr.String() // the warning comes before the presence startWatcher waited for
 			if got := strings.Contains(log, warning) && strings.Contains(log, "budget_usd=2.5") && strings.Contains(log, "cli="+tt.cli); got != tt.warn {
 				t.Errorf("warning logged: %v, want %v; log:\n%s", got, tt.warn, log)
