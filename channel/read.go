@@ -411,6 +411,24 @@ func (r *Reader) hinted(d *safedir.Dir) []*candidate {
 			out = append(out, &candidate{name: name, n: n, typ: fi.Mode().Type()})
 		}
 	}
+	// A file that failed to decode and was written to lately may be being
+	// written in place (a foreign writer without a temp file), which leaves
+	// the folder's attributes unchanged: look at it again when it changes,
+	// without waiting for the next full listing.
+	now := r.opt.Now()
+	for name, fp := range r.bad {
+		if _, hinted := r.hints[name]; hinted || now.Sub(fp.mtime) > r.opt.FullRescan {
+			continue
+		}
+		fi, err := d.Lstat(name)
+		if err != nil || fingerprintOf(fi).same(fp) {
+			continue
+		}
+		delete(r.bad, name)
+		if n, err := ParseName(name); err == nil && !n.Time.Before(r.floor) {
+			out = append(out, &candidate{name: name, n: n, typ: fi.Mode().Type()})
+		}
+	}
 	return out
 }
 
