@@ -267,3 +267,32 @@ func TestScanRereadsFileWrittenInPlace(t *testing.T) {
 		t.Errorf("the message finished in place: %d messages within two scans, want 1", got)
 	}
 }
+
+// A message that appears named further back than the reader's floor (its
+// writer's clock far behind) is reported once with SkipBehind; the ones
+// there before the reader started are not.
+func TestScanReportsBehindFloor(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	now := time.Now()
+	postAt(t, root, "c", "old", now.Add(-3*time.Hour))
+	r, err := channel.NewReader(root, "c", channel.Cursor{Floor: now.Add(-time.Hour)}, channel.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, skips, err := r.Scan(); err != nil || len(skips) != 0 {
+		t.Fatalf("first scan: skips %v, err %v; want none", skips, err)
+	}
+	late := postAt(t, root, "c", "late", now.Add(-2*time.Hour))
+	var got []channel.Skip
+	for range 3 {
+		r.Invalidate()
+		msgs, skips, err := r.Scan()
+		if err != nil || len(msgs) != 0 {
+			t.Fatalf("scan: %d messages, err %v", len(msgs), err)
+		}
+		got = append(got, skips...)
+	}
+	if len(got) != 1 || got[0].Reason != channel.SkipBehind || got[0].File != late.ID+".json" {
+		t.Errorf("skips %+v, want the late file once with reason %q", got, channel.SkipBehind)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"slices"
 	"strings"
@@ -38,6 +39,10 @@ const (
 	// SkipNeverAppeared: a hinted file (announced over NATS) did not
 	// appear within HintTTL.
 	SkipNeverAppeared SkipReason = "announced but never appeared"
+	// SkipBehind: a file that appeared with a name further back than the
+	// skew window allows (the reader's floor): its writer's clock is far
+	// behind, and it is not answered.
+	SkipBehind SkipReason = "older than the skew window"
 )
 
 // Skip reports a file that a scan did not return. Each is reported once.
@@ -91,6 +96,7 @@ type Reader struct {
 	gen    uint64
 	retry  map[string]*retry      // parse failures or unreadable, not yet reported
 	bad    map[string]fingerprint // reported; read again if the file changes
+	behind map[uint64]struct{}    // hashes of the names below floor listed so far
 
 	// The listing gate (see Scan).
 	stamp        safedir.Stamp // the folder's attributes at the last listing
@@ -380,6 +386,7 @@ func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, out []*candid
 			continue
 		}
 		if n.Time.Before(r.floor) {
+			r.below(name, skips)
 			continue
 		}
 		if fp, ok := r.bad[name]; ok {
@@ -394,6 +401,27 @@ func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, out []*candid
 		out = append(out, &candidate{name: name, n: n, typ: e.Type()})
 	}
 	return out
+}
+
+// below notes a name below the floor. Those of the first listing were
+// there before this reader (answered, or left behind, before); one that
+// appears later was written by a host whose clock is further behind than
+// the skew window, and is reported once with reason SkipBehind. Only a
+// hash of each name is kept.
+func (r *Reader) below(name string, skips *[]Skip) {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	k := h.Sum64()
+	if _, ok := r.behind[k]; ok {
+		return
+	}
+	if r.behind == nil {
+		r.behind = make(map[uint64]struct{})
+	}
+	r.behind[k] = struct{}{}
+	if r.listings > 0 {
+		*skips = append(*skips, Skip{File: name, Reason: SkipBehind})
+	}
 }
 
 // hinted returns the hinted files that exist, to read without a listing.
