@@ -221,3 +221,78 @@ func TestScanGateAcrossMounts(t *testing.T) {
 		t.Errorf("never returned: %v", sent)
 	}
 }
+
+// A message written in place slowly (no temp file) fails to decode while
+// half written; once whole it is read within a couple of scans, though the
+// folder's attributes did not change and no full listing is due.
+func TestScanRereadsFileWrittenInPlace(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	clk := &clock{t: time.Now()}
+	postAt(t, root, "c", "one", clk.Now())
+	r, err := channel.NewReader(root, "c", channel.Cursor{}, channel.ReaderOptions{Now: clk.Now, Settle: 2 * time.Second, FullRescan: 30 * time.Second, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := scanN(t, r); n != 1 {
+		t.Fatalf("first scan: %d messages", n)
+	}
+	whole := postAt(t, root, "c", "two", clk.Now())
+	path := filepath.Join(root.Channel("c"), whole.ID+".json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil { // half written, in place
+		t.Fatal(err)
+	}
+	for range 4 { // the half file is reported, the folder settles
+		clk.Add(time.Second)
+		scanN(t, r)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0) // the writer finishes, in place
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	os.Chtimes(path, clk.Now(), clk.Now().Add(time.Second))
+	got := 0
+	for range 2 {
+		clk.Add(time.Second)
+		got += scanN(t, r)
+	}
+	if got != 1 {
+		t.Errorf("the message finished in place: %d messages within two scans, want 1", got)
+	}
+}
+
+// A message that appears named further back than the reader's floor (its
+// writer's clock far behind) is reported once with SkipBehind; the ones
+// there before the reader started are not.
+func TestScanReportsBehindFloor(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	now := time.Now()
+	postAt(t, root, "c", "old", now.Add(-3*time.Hour))
+	r, err := channel.NewReader(root, "c", channel.Cursor{Floor: now.Add(-time.Hour)}, channel.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, skips, err := r.Scan(); err != nil || len(skips) != 0 {
+		t.Fatalf("first scan: skips %v, err %v; want none", skips, err)
+	}
+	late := postAt(t, root, "c", "late", now.Add(-2*time.Hour))
+	var got []channel.Skip
+	for range 3 {
+		r.Invalidate()
+		msgs, skips, err := r.Scan()
+		if err != nil || len(msgs) != 0 {
+			t.Fatalf("scan: %d messages, err %v", len(msgs), err)
+		}
+		got = append(got, skips...)
+	}
+	if len(got) != 1 || got[0].Reason != channel.SkipBehind || got[0].File != late.ID+".json" {
+		t.Errorf("skips %+v, want the late file once with reason %q", got, channel.SkipBehind)
+	}
+}

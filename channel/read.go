@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"slices"
 	"strings"
@@ -38,6 +39,10 @@ const (
 	// SkipNeverAppeared: a hinted file (announced over NATS) did not
 	// appear within HintTTL.
 	SkipNeverAppeared SkipReason = "announced but never appeared"
+	// SkipBehind: a file that appeared with a name further back than the
+	// skew window allows (the reader's floor): its writer's clock is far
+	// behind, and it is not answered.
+	SkipBehind SkipReason = "older than the skew window"
 )
 
 // Skip reports a file that a scan did not return. Each is reported once.
@@ -93,6 +98,7 @@ type Reader struct {
 	gen    uint64
 	retry  map[string]*retry      // parse failures or unreadable, not yet reported
 	bad    map[string]fingerprint // reported; read again if the file changes
+	behind map[uint64]struct{}    // hashes of the names below floor listed so far
 
 	// The listing gate (see Scan).
 	stamp        safedir.Stamp // the folder's attributes at the last listing
@@ -382,6 +388,7 @@ func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, out []*candid
 			continue
 		}
 		if n.Time.Before(r.floor) {
+			r.below(name, skips)
 			continue
 		}
 		if fp, ok := r.bad[name]; ok {
@@ -398,6 +405,27 @@ func (r *Reader) candidates(d *safedir.Dir, entries []fs.DirEntry, out []*candid
 	return out
 }
 
+// below notes a name below the floor. Those of the first listing were
+// there before this reader (answered, or left behind, before); one that
+// appears later was written by a host whose clock is further behind than
+// the skew window, and is reported once with reason SkipBehind. Only a
+// hash of each name is kept.
+func (r *Reader) below(name string, skips *[]Skip) {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	k := h.Sum64()
+	if _, ok := r.behind[k]; ok {
+		return
+	}
+	if r.behind == nil {
+		r.behind = make(map[uint64]struct{})
+	}
+	r.behind[k] = struct{}{}
+	if r.listings > 0 {
+		*skips = append(*skips, Skip{File: name, Reason: SkipBehind})
+	}
+}
+
 // hinted returns the hinted files that exist, to read without a listing.
 func (r *Reader) hinted(d *safedir.Dir) []*candidate {
 	var out []*candidate
@@ -410,6 +438,24 @@ func (r *Reader) hinted(d *safedir.Dir) []*candidate {
 			continue
 		}
 		if n, _ := ParseName(name); !n.Time.Before(r.floor) {
+			out = append(out, &candidate{name: name, n: n, typ: fi.Mode().Type()})
+		}
+	}
+	// A file that failed to decode and was written to lately may be being
+	// written in place (a foreign writer without a temp file), which leaves
+	// the folder's attributes unchanged: look at it again when it changes,
+	// without waiting for the next full listing.
+	now := r.opt.Now()
+	for name, fp := range r.bad {
+		if _, hinted := r.hints[name]; hinted || now.Sub(fp.mtime) > r.opt.FullRescan {
+			continue
+		}
+		fi, err := d.Lstat(name)
+		if err != nil || fingerprintOf(fi).same(fp) {
+			continue
+		}
+		delete(r.bad, name)
+		if n, err := ParseName(name); err == nil && !n.Time.Before(r.floor) {
 			out = append(out, &candidate{name: name, n: n, typ: fi.Mode().Type()})
 		}
 	}

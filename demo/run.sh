@@ -17,6 +17,7 @@ go build -o "$work/collab" ./cmd/collab
 go build -o "$work/standin" ./demo/standin
 collab="$work/collab"
 export COLLAB_ROOT="$work/tree"
+"$collab" init >/dev/null
 
 echo "== starting two watchers in $COLLAB_ROOT"
 for agent in claude codex; do

@@ -45,9 +45,9 @@
 // # Caveats
 //
 //   - Ages compare the writer's clock with the reader's. A timestamp in the
-//     future (a writer whose clock is ahead) counts as fresh; keep hosts in
-//     NTP sync, or such an agent stays AWAKE after its watcher dies until
-//     its timestamp falls behind by the limit.
+//     future (a writer whose clock is ahead) counts as fresh up to
+//     [MaxSkew]; further ahead it is [Ahead], not awake, since it would
+//     stay fresh long after its watcher died. Keep hosts in NTP sync.
 //   - "This host" means the same hostname, compared without regard to case.
 //     Two hosts with one name, or a watcher in a container with its own PID
 //     namespace but the host's name, defeat the PID rule: such a watcher
@@ -93,6 +93,7 @@ const (
 	AwakeWaiting   = "AWAKE/WAITING"
 	AwakeThrottled = "AWAKE/THROTTLED"
 	Stale          = "STALE"
+	Ahead          = "AHEAD" // dated in the future beyond MaxSkew: the writer's clock is ahead
 	Offline        = "OFFLINE"
 )
 
@@ -108,6 +109,12 @@ const Interval = 10 * time.Second
 // seconds of clock skew, so a healthy agent is never shown as STALE, and a
 // dead one is within a minute and a half.
 const DefaultStaleAfter = 90 * time.Second
+
+// MaxSkew is how far in the future a heartbeat may be dated (a writer's
+// clock ahead of the reader's) and still count as fresh. Beyond it the
+// heartbeat says nothing about whether its watcher is alive: it would stay
+// fresh long after the watcher died.
+const MaxSkew = time.Minute
 
 // MaxSize is the largest presence file read.
 const MaxSize = 64 << 10
@@ -166,13 +173,15 @@ func (s Status) Age(now time.Time) (time.Duration, bool) {
 }
 
 // Effective returns the agent's effective state at now: [AwakeIdle],
-// [AwakeWorking], [AwakeWaiting], [AwakeThrottled], [Stale] or [Offline].
+// [AwakeWorking], [AwakeWaiting], [AwakeThrottled], [Stale], [Ahead] or
+// [Offline].
 //
 // An AWAKE heartbeat is [Stale] when it is older than staleAfter (≤ 0 means
 // [DefaultStaleAfter]) or its timestamp does not parse, or when its host is
 // localHost and alive (if not nil) reports its watcher_pid dead. The PID is
 // checked only then: never for another host, an empty host or localHost, or
-// an unknown PID (0). A timestamp in the future is fresh.
+// an unknown PID (0). A timestamp in the future is fresh up to [MaxSkew];
+// further ahead, an AWAKE heartbeat is [Ahead], which is not awake.
 func (s Status) Effective(now time.Time, staleAfter time.Duration, localHost string, alive func(pid int) bool) string {
 	if !strings.EqualFold(s.State, StateAwake) {
 		return Offline
@@ -180,8 +189,12 @@ func (s Status) Effective(now time.Time, staleAfter time.Duration, localHost str
 	if staleAfter <= 0 {
 		staleAfter = DefaultStaleAfter
 	}
-	if age, ok := s.Age(now); !ok || age > staleAfter {
+	age, ok := s.Age(now)
+	if !ok || age > staleAfter {
 		return Stale
+	}
+	if age < -MaxSkew {
+		return Ahead
 	}
 	if alive != nil && s.WatcherPID > 0 && s.Host != "" && strings.EqualFold(s.Host, localHost) && !alive(s.WatcherPID) {
 		return Stale

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"collab/channel"
 	"collab/internal/agent/claim"
@@ -167,7 +171,10 @@ func (w *watcher) reserve() {
 	}
 	d, err := safedir.Create(w.outboxPath())
 	if err == nil {
-		err = d.Reserve(reserveName, reserveSize)
+		err = roomForReserve(w.outboxPath())
+		if err == nil {
+			err = d.Reserve(reserveName, reserveSize)
+		}
 		d.Close()
 	}
 	if err != nil {
@@ -179,6 +186,30 @@ func (w *watcher) reserve() {
 		w.log.Info("the outbox's reserve is made again", keyFile, w.outboxPath())
 	}
 	w.outbox.reserved, w.outbox.remake = true, time.Time{}
+}
+
+// reserveMargin is the free space the reserve must leave on its disk:
+// 64 MiB, or 5 % of a disk smaller than 1.28 GiB. The reserve is there for
+// a disk that fills up; taking a nearly full disk's last free space would
+// make the sends, heartbeats and who of every other program on it fail.
+func reserveMargin(total uint64) uint64 { return min(64<<20, total/20) }
+
+// roomForReserve reports an error when making the reserve in the folder
+// dir would leave less than [reserveMargin] free. A reserve already there
+// counts as free: making it again takes no more room.
+func roomForReserve(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return nil // cannot tell; the reserve is small
+	}
+	free, total := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
+	if fi, err := os.Lstat(filepath.Join(dir, reserveName)); err == nil && fi.Mode().IsRegular() {
+		free += uint64(fi.Size())
+	}
+	if free < reserveSize+reserveMargin(total) {
+		return fmt.Errorf("%d KiB free: the reserve of %d KiB would leave less than %d KiB", free>>10, reserveSize>>10, reserveMargin(total)>>10)
+	}
+	return nil
 }
 
 // drop takes e out of the outbox.

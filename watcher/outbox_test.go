@@ -485,3 +485,32 @@ func TestReplyIDClash(t *testing.T) {
 		t.Errorf("claim = %+v, %v; want replied with %s", c, err, reply.ID)
 	}
 }
+
+// TestOutboxReserveLeavesRoom: on a nearly full disk the watcher does not
+// take the reserve (which would leave the disk no room for anyone's sends
+// and heartbeats) and says so with a warning. Needs root for the mount.
+func TestOutboxReserveLeavesRoom(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	// Leave about 2.1 MiB free: room for the 2 MiB reserve, not for the
+	// margin after it.
+	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 4<<20-2<<20-100<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := tree.Root(dir)
+	h := start(t, config(root, &fakeRunner{}))
+	waitFor(t, "a warning about the reserve", func() bool {
+		return len(h.logs.find("cannot make the outbox's reserve; a reply may not be kept on a full disk")) > 0
+	})
+	if got := dotFiles(t, root.Outbox(agent)); len(got) != 0 {
+		t.Errorf("outbox holds %q on a nearly full disk, want no reserve", got)
+	}
+}

@@ -85,6 +85,9 @@ func (b *bench) send(ctx context.Context) []Figure {
 	var pv [][]float64
 	bin, perr := b.collabBinary(ctx)
 	if perr == nil {
+		perr = os.MkdirAll(root.Channels(), 0o755) // a tree: collab send refuses anything else
+	}
+	if perr == nil {
 		pv, perr = b.repeat(ctx, "send process msgs/s", 1, func(run int) ([]float64, error) {
 			ch := "proc-" + strconv.Itoa(run+1)
 			t0 := time.Now()
@@ -178,6 +181,9 @@ func (b *bench) who(ctx context.Context) []Figure {
 func (b *bench) presenceFixture(n int) (tree.Root, error) {
 	root := tree.Root(filepath.Join(b.dir, "who"))
 	if err := os.MkdirAll(root.Presence(), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(root.Channels(), 0o755); err != nil { // a tree: collab who refuses anything else
 		return "", err
 	}
 	host, _ := os.Hostname()

@@ -9,7 +9,7 @@ import (
 )
 
 func TestArchive(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root}
 	old := post(t, root, "c", "a", "b", "old news", time.Now().Add(-48*time.Hour))
 	post(t, root, "c", "a", "b", "fresh", time.Now())

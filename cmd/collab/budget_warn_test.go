@@ -20,7 +20,7 @@ func TestWatchBudgetWarning(t *testing.T) {
 	} {
 		t.Run(tt.cli, func(t *testing.T) {
 			t.Parallel()
-			w := startWatcher(t, t.TempDir(), "agent", "dev", nil, "--cli", tt.cli, "--cmd", os.Args[0], "--budget-usd", "2.5")
+			w := startWatcher(t, newTree(t), "agent", "dev", nil, "--cli", tt.cli, "--cmd", os.Args[0], "--budget-usd", "2.5")
 			// The warning is logged before "watching"; the presence
 			// startWatcher waited for may be seen before stderr's pipe is
 			// copied, so wait for the line that follows the warning.

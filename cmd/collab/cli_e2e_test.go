@@ -28,7 +28,7 @@ func TestRealCLIs(t *testing.T) {
 			t.Parallel()
 			srv := fakemodel.Start(t)
 			c := srv.CLI(t, tc.name)
-			root := t.TempDir()
+			root := newTree(t)
 			agent := tc.cli
 			startWatcher(t, root, agent, "dev", c.Env,
 				"--cli", tc.cli, "--cmd", c.Path, "--model", c.Model, "--workdir", c.Dir, "--timeout", "60s")

@@ -36,7 +36,7 @@ func TestConfinedTree(t *testing.T) {
 	secrets := []string{"secret-channel", "secret-doc", "secret-task", "secret-presence", "secret-registry", "secret-job", "secret-log"}
 	for _, folder := range folders {
 		t.Run(folder, func(t *testing.T) {
-			root := t.TempDir()
+			root := newTree(t)
 			env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev", "COLLAB_AGENT": "alice"}
 			jobID := populate(t, tree.Root(root), env)
 			link := filepath.Join(root, folder)

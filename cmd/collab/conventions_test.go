@@ -32,7 +32,7 @@ func TestTextSources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("send/"+tt.name, func(t *testing.T) {
-			root := t.TempDir()
+			root := newTree(t)
 			env := map[string]string{"COLLAB_ROOT": root, "COLLAB_AGENT": "ann"}
 			r := runCollab(t, env, tt.stdin, append([]string{"send", "--channel", "dev"}, tt.args...)...)
 			if r.code != 0 {
@@ -44,7 +44,7 @@ func TestTextSources(t *testing.T) {
 		})
 		for _, action := range []string{"write", "append"} {
 			t.Run("doc "+action+"/"+tt.name, func(t *testing.T) {
-				root := t.TempDir()
+				root := newTree(t)
 				env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev"}
 				if r := runCollab(t, env, "", "doc", "create", "notes.md", "--text", "# Notes"); r.code != 0 {
 					t.Fatalf("create: exit %d: %s", r.code, r.stderr)
@@ -67,7 +67,7 @@ func TestTextSources(t *testing.T) {
 		}
 	}
 	// The file named, then the words or "-".
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev"}
 	for _, step := range []struct {
 		stdin string
@@ -250,7 +250,7 @@ func TestAgentFallback(t *testing.T) {
 	for _, c := range identityCases() {
 		for _, step := range chain {
 			t.Run(c.name+"/"+step.name, func(t *testing.T) {
-				root := tree.Root(t.TempDir())
+				root := tree.Root(newTree(t))
 				want := step.want
 				if want == "" {
 					want = "dan" // set up for someone; the run must fail anyway
@@ -320,7 +320,7 @@ func TestDaemonsTakeNoLoginName(t *testing.T) {
 		{"watch", "--channel", "dev", "--cmd", "true"},
 		{"mcp", "--channel", "dev"},
 	} {
-		root := t.TempDir()
+		root := newTree(t)
 		r := runCollabAs(t, "carl", map[string]string{"COLLAB_ROOT": root}, "", args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "COLLAB_AGENT") {
 			t.Errorf("%q as carl: exit %d, stderr %q; want a usage error", args, r.code, r.stderr)
@@ -415,7 +415,7 @@ func TestHelpNamesVariables(t *testing.T) {
 // TestExitCodes: one meaning per code across commands: 1 failure, 2 usage,
 // 3 nothing there or nothing in time, 4 refused.
 func TestExitCodes(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev"}
 	id := strings.TrimSpace(runCollab(t, env, "", "send", "--agent", "ann", "hello").stdout)
 	setup := [][]string{
@@ -455,7 +455,7 @@ func TestExitCodes(t *testing.T) {
 // TestTaskTextWords: the task board takes its text as trailing words too:
 // add's title, and the summary, outcome or error after the task's id.
 func TestTaskTextWords(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev", "COLLAB_AGENT": "ann"}
 	steps := []struct {
 		args []string

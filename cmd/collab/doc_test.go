@@ -9,7 +9,7 @@ import (
 )
 
 func TestDoc(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev"}
 	ok := func(stdin string, args ...string) string {
 		t.Helper()
@@ -69,7 +69,7 @@ func TestDoc(t *testing.T) {
 }
 
 func TestDocBadInput(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret")
 	os.WriteFile(secret, []byte("secret"), 0o666)

@@ -13,7 +13,7 @@ import (
 // from, to and type) reaches the terminal with its control characters
 // escaped, in read's transcript and skip reports and in who's warnings.
 func TestNamesEscaped(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root}
 	const evil = "\x1b]0;pwned\x07\x1b[2J\x9b"
 	m := post(t, root, "c", "claude", "codex", "hi", time.Date(2026, 1, 11, 16, 33, 0, 0, time.UTC))

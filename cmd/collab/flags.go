@@ -102,7 +102,22 @@ func parse(fs *pflag.FlagSet, args []string, getenv env) error {
 			return
 		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return checkRoot(fs, getenv)
+}
+
+// checkRoot refuses a --root that is not a collab tree, for every command
+// that has the flag but init, the one command that makes a tree: on a host
+// where the shared folder is not mounted, nothing may land on the local
+// disk under the mount point.
+func checkRoot(fs *pflag.FlagSet, getenv env) error {
+	f := fs.Lookup("root")
+	if f == nil || fs.Name() == "collab init" {
+		return nil
+	}
+	return tree.Resolve(f.Value.String(), getenv).Check()
 }
 
 // setValue sets a flag's value from a variable: a list is comma-separated

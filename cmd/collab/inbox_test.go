@@ -34,7 +34,7 @@ func inboxIDs(t *testing.T, out string) (ids []string, prio []string) {
 }
 
 func TestInbox(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	base := time.Date(2026, 1, 11, 16, 33, 0, 0, time.UTC)
 	m1 := post(t, root, "dev", "claude", "codex", "please review\nthe \x1b[31mdiff", base)
 	post(t, root, "dev", "codex", "claude", "mine", base.Add(time.Second))
@@ -73,7 +73,7 @@ func TestInbox(t *testing.T) {
 }
 
 func TestInboxAck(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	base := time.Date(2026, 1, 11, 16, 33, 0, 0, time.UTC)
 	post(t, root, "dev", "claude", "codex", "one", base)
 	m2 := post(t, root, "dev", "claude", "codex", "two", base.Add(time.Minute))
@@ -105,7 +105,7 @@ func TestInboxAck(t *testing.T) {
 }
 
 func TestInboxBadInput(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	post(t, root, "dev", "claude", "codex", "one", time.Date(2026, 1, 11, 16, 33, 0, 0, time.UTC))
 	env := map[string]string{"COLLAB_ROOT": root}
 	tests := []struct {

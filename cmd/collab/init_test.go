@@ -112,7 +112,7 @@ func TestInitJSON(t *testing.T) {
 // without the hint to pass --allow-world-writable, which does not allow
 // it; a world-writable folder still gets the hint.
 func TestWatchSymlinkedFolderNoHint(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	if err := os.Symlink(t.TempDir(), filepath.Join(root, "state")); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ type jobsFixture struct {
 
 func newJobsFixture(t *testing.T) *jobsFixture {
 	t.Helper()
-	f := &jobsFixture{root: tree.Root(t.TempDir()), now: time.Now().UTC()}
+	f := &jobsFixture{root: tree.Root(newTree(t)), now: time.Now().UTC()}
 	f.env = map[string]string{"COLLAB_ROOT": string(f.root)}
 	at := f.now
 	clock := func() time.Time { return at }
@@ -170,7 +170,7 @@ func TestJobsJSON(t *testing.T) {
 // TestJobsEmpty: a tree with no jobs lists none; --json is an empty array
 // (a script indexes it), not null.
 func TestJobsEmpty(t *testing.T) {
-	env := map[string]string{"COLLAB_ROOT": t.TempDir()}
+	env := map[string]string{"COLLAB_ROOT": newTree(t)}
 	r := runCollab(t, env, "", "jobs")
 	if r.code != 0 || len(jobRows(t, r.stdout)) != 0 {
 		t.Errorf("jobs in an empty tree: exit %d, output %q", r.code, r.stdout)
@@ -424,7 +424,7 @@ func TestJobsKillNATS(t *testing.T) {
 // asks: the request over NATS makes it look at the kill file at once.
 func TestWatchKillOverNATS(t *testing.T) {
 	url := natsServer(t)
-	root := t.TempDir()
+	root := newTree(t)
 	started := t.TempDir()
 	startWatcher(t, root, "codex", "dev", []string{"NATS_URL=" + url, "FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=1h"},
 		"--poll", "1h", "--heartbeat", "1h")

@@ -16,7 +16,7 @@ import (
 // old ones are AGENT.log.1 … .logBackups, no more, and nothing is lost
 // from the newest.
 func TestWatchLogRotates(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	log, done, err := watchLogger(tree.Root(root), "claude", slog.LevelInfo, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestWatchLogRotates(t *testing.T) {
 // the log first, this one writes to the new file and does not rotate it
 // again.
 func TestWatchLogRotatedElsewhere(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	log1, done1, err := watchLogger(tree.Root(root), "claude", slog.LevelInfo, io.Discard)
 	if err != nil {
 		t.Fatal(err)

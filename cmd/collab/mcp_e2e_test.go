@@ -36,7 +36,7 @@ func TestWatchMCPRealCLIs(t *testing.T) {
 			srv := fakemodel.Start(t)
 			c := srv.CLI(t, tc.name)
 			root := filepath.Join(t.TempDir(), "shared root")
-			if err := os.MkdirAll(root, 0o755); err != nil {
+			if err := os.MkdirAll(tree.Root(root).Channels(), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			agent := tc.cli

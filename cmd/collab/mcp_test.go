@@ -22,7 +22,7 @@ import (
 // output to the SDK's client; what it sends is from --agent, one hop
 // deeper than COLLAB_HOPS.
 func TestMCPOverStdio(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	var stderr syncBuffer
@@ -75,7 +75,7 @@ func TestMCPUsage(t *testing.T) {
 		{"mcp", "--agent", "../x", "--channel", "dev"},
 		{"mcp", "--agent", "claude", "--channel", "dev", "extra"},
 	} {
-		r := runCollab(t, map[string]string{"COLLAB_ROOT": t.TempDir()}, "", args...)
+		r := runCollab(t, map[string]string{"COLLAB_ROOT": newTree(t)}, "", args...)
 		if r.code != 2 || r.stdout != "" {
 			t.Errorf("%q: exit %d, stdout %q; want 2 and nothing on stdout", args, r.code, r.stdout)
 		}
@@ -116,7 +116,7 @@ func TestWatchMCP(t *testing.T) {
 			t.Errorf("--mcp with --cli %s: %v; want a usage error", cli, err)
 		}
 	}
-	r := runCollab(t, map[string]string{"COLLAB_ROOT": t.TempDir()}, "", "watch", "--agent", "a", "--channel", "dev", "--cli", "command", "--cmd", "cat", "--mcp")
+	r := runCollab(t, map[string]string{"COLLAB_ROOT": newTree(t)}, "", "watch", "--agent", "a", "--channel", "dev", "--cli", "command", "--cmd", "cat", "--mcp")
 	if r.code != 2 || !strings.Contains(r.stderr, "--mcp needs --cli claude or codex") {
 		t.Errorf("watch --cli command --mcp: exit %d %q", r.code, r.stderr)
 	}
@@ -128,7 +128,7 @@ func TestWatchMCP(t *testing.T) {
 func TestMCPMalformedLine(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	env := map[string]string{"COLLAB_ROOT": t.TempDir()}
+	env := map[string]string{"COLLAB_ROOT": newTree(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard
 	defer cancel()
 	done := make(chan error, 1)

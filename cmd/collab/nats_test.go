@@ -23,7 +23,7 @@ func natsServer(t *testing.T) string {
 
 func TestNATSInitSendParity(t *testing.T) {
 	url := natsServer(t)
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "NATS_URL": url}
 	r := runCollab(t, env, "", "nats", "init")
 	if r.code != 0 || !strings.Contains(r.stdout, "created stream CHAT") {
@@ -70,7 +70,7 @@ func TestNATSInitSendParity(t *testing.T) {
 }
 
 func TestNATSUnreachableSendStillWorks(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "NATS_URL": "nats://127.0.0.1:1"}
 	r := runCollab(t, env, "", "send", "--agent", "a", "--channel", "c", "hello")
 	if r.code != 0 || !strings.Contains(r.stderr, "files only") {
@@ -85,7 +85,7 @@ func TestNATSUnreachableSendStillWorks(t *testing.T) {
 func TestNATSWakesWatcherAcrossCachedMount(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes and mounts
 	url := natsServer(t)
-	backing := t.TempDir()
+	backing := newTree(t)
 	a := bindfstest.Mount(t, backing, "-o", "attr_timeout=30,entry_timeout=30,negative_timeout=30")
 	b := bindfstest.Mount(t, backing)
 	os.MkdirAll(filepath.Join(backing, "channels", "dev"), 0o755)
@@ -119,7 +119,7 @@ func TestDeployNATSConfig(t *testing.T) {
 		t.Fatal("server did not start")
 	}
 	defer s.Shutdown()
-	env := map[string]string{"COLLAB_ROOT": t.TempDir(), "NATS_URL": s.ClientURL(), "NATS_USER": "collab", "NATS_PASSWORD": "s3cret"}
+	env := map[string]string{"COLLAB_ROOT": newTree(t), "NATS_URL": s.ClientURL(), "NATS_USER": "collab", "NATS_PASSWORD": "s3cret"}
 	if r := runCollab(t, env, "", "nats", "init"); r.code != 0 {
 		t.Fatalf("init with the deploy config: exit %d %q", r.code, r.stderr)
 	}

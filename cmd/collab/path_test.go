@@ -21,7 +21,7 @@ func TestWatchPutsCollabOnPath(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "collab")
 	copyFile(t, os.Args[0], bin) // a copy, not a symlink: os.Executable resolves those
-	root := t.TempDir()
+	root := newTree(t)
 	// PATH without the copy's folder; COLLAB_TEST_AS makes the copy run main.
 	startWatch(t, bin, root, "claude", []string{"PATH=/usr/bin:/bin"},
 		"--channel", "dev", "--cli", "command", "--cmd", `sh -c 'command -v collab'`)

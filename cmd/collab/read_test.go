@@ -24,7 +24,7 @@ func post(t *testing.T, root, c, from, to, text string, at time.Time) channel.Me
 }
 
 func TestReadTranscript(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	base := time.Date(2026, 1, 11, 16, 33, 0, 0, time.UTC)
 	// Written out of order: the transcript is in name order.
 	m2 := post(t, root, "c", "codex", "claude", "second", base.Add(time.Minute))
@@ -83,7 +83,7 @@ func TestReadTranscript(t *testing.T) {
 }
 
 func TestReadBadInput(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	for _, args := range [][]string{
 		{"read"},
 		{"read", "--channel", "../etc"},
@@ -102,7 +102,7 @@ func TestReadBadInput(t *testing.T) {
 }
 
 func TestReadFollow(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	post(t, root, "c", "a", "b", "before", time.Now())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -67,7 +67,7 @@ func TestSend(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
+			root := newTree(t)
 			env := map[string]string{"COLLAB_ROOT": root}
 			for k, v := range tt.env {
 				env[k] = v
@@ -97,7 +97,7 @@ func TestSend(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestSendJSON(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	r := runCollab(t, map[string]string{"COLLAB_ROOT": root}, "", "send", "--agent", "a", "--channel", "c", "--json", "hi")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -142,7 +142,7 @@ func TestSendBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
+			root := newTree(t)
 			r := runCollab(t, map[string]string{"COLLAB_ROOT": root}, "", append([]string{"send"}, tt.args...)...)
 			if r.code != 2 {
 				t.Errorf("exit code = %d, want 2", r.code)
@@ -162,7 +162,7 @@ func TestSendBadInput(t *testing.T) {
 }
 
 func TestSendUnknownRecipientWarns(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_AGENT": "a", "COLLAB_CHANNEL": "c"}
 	r := runCollab(t, env, "", "send", "--to", "ghost", "boo")
 	if r.code != 0 || !strings.Contains(r.stderr, `"ghost" is not a known agent`) {
@@ -181,7 +181,7 @@ func TestSendUnknownRecipientWarns(t *testing.T) {
 }
 
 func TestSendReplyThreadAndHops(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "c"}
 	first := strings.TrimSpace(runCollab(t, env, "", "send", "--agent", "human", "--to", "all", "start").stdout)
 	env["COLLAB_HOPS"] = "2" // as inside a watcher's model run

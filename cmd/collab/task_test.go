@@ -9,7 +9,7 @@ import (
 )
 
 func TestTaskCommands(t *testing.T) {
-	env := map[string]string{"COLLAB_ROOT": t.TempDir(), "COLLAB_CHANNEL": "dev"}
+	env := map[string]string{"COLLAB_ROOT": newTree(t), "COLLAB_CHANNEL": "dev"}
 	steps := []struct {
 		name   string
 		stdin  string

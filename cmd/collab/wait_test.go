@@ -45,7 +45,7 @@ func sendWait(t *testing.T, env map[string]string, args ...string) <-chan result
 }
 
 func TestSendWaitPrintsTheReply(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev"}
 	done := sendWait(t, env, "--agent", "lead", "--to", "codex", "--poll", "10ms", "--timeout", "60s", "review t1 please")
 	req := requestIn(t, root, "dev", "lead")
@@ -64,7 +64,7 @@ func TestSendWaitPrintsTheReply(t *testing.T) {
 }
 
 func TestSendWaitTimesOut(t *testing.T) {
-	env := map[string]string{"COLLAB_ROOT": t.TempDir(), "COLLAB_CHANNEL": "dev"}
+	env := map[string]string{"COLLAB_ROOT": newTree(t), "COLLAB_CHANNEL": "dev"}
 	r := runCollab(t, env, "", "send", "--wait", "--agent", "lead", "--timeout", "50ms", "--poll", "10ms", "anyone?")
 	if r.code != 3 || !strings.Contains(r.stderr, "no reply to msg-") || !strings.Contains(r.stderr, "collab wait --channel dev --reply-to msg-") {
 		t.Errorf("send --wait without a reply: exit %d, stderr %q; want exit 3 and a hint", r.code, r.stderr)
@@ -75,7 +75,7 @@ func TestSendWaitTimesOut(t *testing.T) {
 }
 
 func TestWaitCommand(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev"}
 	id := strings.TrimSpace(runCollab(t, env, "", "send", "--agent", "lead", "--to", "codex", "go").stdout)
 	runCollab(t, env, "", "send", "--agent", "gemini", "--in-reply-to", id, "from gemini")
@@ -111,7 +111,7 @@ func TestWaitCommand(t *testing.T) {
 // announcement is what ends the wait.
 func TestSendWaitWokenByNATS(t *testing.T) {
 	url := natsServer(t)
-	root := t.TempDir()
+	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev", "NATS_URL": url}
 	done := sendWait(t, env, "--agent", "lead", "--to", "codex", "--poll", "1h", "--timeout", "60s", "quick question")
 	req := requestIn(t, root, "dev", "lead")
@@ -168,7 +168,7 @@ func delegatingCLI() {
 // (COLLAB_HOPS + 1), so the chain stops at the watchers' --max-hops with a
 // notice, and the answers unwind back to the person who asked.
 func TestDelegationChainBoundedByMaxHops(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	cliEnv := []string{"FAKE_CLI_DELEGATE=a1=a2,a2=a3,a3=a4"}
 	for _, a := range []string{"a1", "a2", "a3"} {
 		startWatcher(t, root, a, "dev", cliEnv, "--max-hops", "2")

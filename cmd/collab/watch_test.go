@@ -152,7 +152,7 @@ func send(t *testing.T, root, c, from, to, text string) string {
 }
 
 func TestWatchProcessReplyAndSIGTERM(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	w := startWatcher(t, root, "codex", "dev", nil)
 	id := send(t, root, "dev", "human", "codex", "hello")
 	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[id]) == 1 })
@@ -181,7 +181,7 @@ func TestWatchProcessReplyAndSIGTERM(t *testing.T) {
 
 func TestWatchProcessRestartAnswersBacklogOnce(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes and mounts
-	root := t.TempDir()
+	root := newTree(t)
 	w := startWatcher(t, root, "codex", "dev", nil)
 	first := send(t, root, "dev", "human", "codex", "before the stop")
 	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[first]) == 1 })
@@ -204,7 +204,7 @@ func TestWatchProcessRestartAnswersBacklogOnce(t *testing.T) {
 
 func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes and mounts
-	root := t.TempDir()
+	root := newTree(t)
 	started := t.TempDir()
 	w := startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=30s"})
 	id := send(t, root, "dev", "human", "codex", "take your time")
@@ -235,7 +235,7 @@ func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
 // ends that group before it runs the message again.
 func TestWatchProcessSIGKILLEndsLeftovers(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes
-	root := t.TempDir()
+	root := newTree(t)
 	started := t.TempDir()
 	w := startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=5m", "FAKE_CLI_SPAWN=1"})
 	id := send(t, root, "dev", "human", "codex", "take your time")
@@ -275,7 +275,7 @@ func TestWatchProcessSIGKILLEndsLeftovers(t *testing.T) {
 // --grace); a second one kills the CLI's whole process group at once,
 // grandchildren included, and the watcher still writes OFFLINE.
 func TestWatchProcessSecondSignal(t *testing.T) {
-	root := t.TempDir()
+	root := newTree(t)
 	started := t.TempDir()
 	w := startWatcher(t, root, "codex", "dev", []string{"FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=5m", "FAKE_CLI_SPAWN=1"}, "--grace", "5m")
 	send(t, root, "dev", "human", "codex", "take your time")
@@ -328,7 +328,7 @@ func isZombie(pid int) bool {
 // exactly once. (Latency across mounts is measured by collab-bench.)
 func TestWatchProcessTwoMountsOneAgent(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes and mounts
-	backing := t.TempDir()
+	backing := newTree(t)
 	a := bindfstest.Mount(t, backing)
 	b := bindfstest.Mount(t, backing)
 	c := bindfstest.Mount(t, backing)
@@ -378,7 +378,7 @@ func TestWatchBadNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
+			root := newTree(t)
 			env := map[string]string{"COLLAB_ROOT": root}
 			for k, v := range tt.env {
 				env[k] = v
@@ -411,7 +411,7 @@ func TestWatchBadDurations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
+			root := newTree(t)
 			// Accepted, the watcher would run: the deadline ends it.
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
@@ -451,7 +451,7 @@ func TestWatchNotRunnable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
+			root := newTree(t)
 			// Accepted, the watcher would run: the deadline ends it.
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()

@@ -39,6 +39,8 @@ States:
   AWAKE/WORKING  the watcher is answering MESSAGE
   STALE          AWAKE, but the heartbeat is older than --stale-after, or the
                  watcher's process is gone (checked only on its own host)
+  AHEAD          AWAKE, but the heartbeat is dated more than a minute in the
+                 future: the writer's clock is ahead, so its age says nothing
   OFFLINE        the watcher stopped cleanly, or the agent is registered but
                  has no heartbeat
   UNKNOWN        a named agent with neither a heartbeat nor a registry entry,

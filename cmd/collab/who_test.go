@@ -47,7 +47,7 @@ func deadPID(t *testing.T) int {
 //	broken   an unreadable heartbeat: UNKNOWN and a warning
 func whoTree(t *testing.T) map[string]string {
 	t.Helper()
-	root := tree.Root(t.TempDir())
+	root := tree.Root(newTree(t))
 	now := time.Now()
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -306,7 +306,7 @@ func TestWhoBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
+			root := newTree(t)
 			env := map[string]string{"COLLAB_ROOT": root, "COLLAB_STALE_AFTER": tt.env}
 			r := runCollab(t, env, "", append([]string{"who"}, tt.args...)...)
 			if r.code != 2 {
@@ -323,7 +323,7 @@ func TestWhoBadInput(t *testing.T) {
 }
 
 func TestWhoEmpty(t *testing.T) {
-	env := map[string]string{"COLLAB_ROOT": t.TempDir()}
+	env := map[string]string{"COLLAB_ROOT": newTree(t)}
 	r := runCollab(t, env, "", "who")
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "AGENT  STATE  AGE  HOST  CHANNEL  MESSAGE" || !strings.Contains(r.stderr, "no agents") {
 		t.Errorf("who on an empty tree: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
@@ -405,5 +405,29 @@ func BenchmarkWho1000(b *testing.B) {
 		if err != nil || errb.Len() > 0 {
 			b.Fatalf("who: %v %s", err, errb.String())
 		}
+	}
+}
+
+// TestWhoClockAhead: a heartbeat dated beyond the tolerated skew in the
+// future is shown as AHEAD and fails --check; one within it is awake.
+func TestWhoClockAhead(t *testing.T) {
+	root := tree.Root(newTree(t))
+	now := time.Now()
+	for agent, at := range map[string]time.Time{"ahead": now.Add(time.Hour), "near": now.Add(presence.MaxSkew / 2)} {
+		s := presence.Status{AgentID: agent, State: presence.StateAwake, Substate: presence.SubIdle, Host: "elsewhere", Timestamp: presence.FormatTime(at)}
+		if err := presence.Write(root, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"COLLAB_ROOT": string(root)}
+	if r := runCollab(t, env, "", "who", "--check", "ahead"); r.code != 1 {
+		t.Errorf("who --check on a heartbeat an hour ahead: exit %d, want 1", r.code)
+	}
+	if r := runCollab(t, env, "", "who", "--check", "near"); r.code != 0 {
+		t.Errorf("who --check on a heartbeat within the skew: exit %d, want 0", r.code)
+	}
+	r := runCollab(t, env, "", "who", "ahead")
+	if !strings.Contains(r.stdout, presence.Ahead) {
+		t.Errorf("who ahead: %q does not show %s", r.stdout, presence.Ahead)
 	}
 }

@@ -61,3 +61,42 @@ func (r Root) CheckShared() error {
 	}
 	return nil
 }
+
+// ErrNotTree is wrapped by [Root.Check] when the root is not a collab tree:
+// missing, not a folder, or without its channels/ folder.
+var ErrNotTree = errors.New("tree: not a collab tree")
+
+// notTreeError says what is missing from a root that is not a collab tree.
+type notTreeError struct {
+	root    Root
+	missing string
+}
+
+func (e *notTreeError) Error() string {
+	return fmt.Sprintf("%s is not a collab tree (%s); is the shared folder mounted? Run 'collab init' to make one", string(e.root), e.missing)
+}
+
+func (e *notTreeError) Unwrap() error { return ErrNotTree }
+
+// Check reports whether r is a collab tree: the root and its channels/
+// folder exist and are folders. Only 'collab init' makes a tree; every
+// other command checks first, so that on a host where the shared folder
+// is not mounted nothing lands on the local disk under the mount point.
+// The error wraps [ErrNotTree] and says what is missing.
+func (r Root) Check() error {
+	for _, dir := range []struct{ path, name string }{{string(r), "the folder"}, {r.Channels(), "channels/"}} {
+		fi, err := os.Stat(dir.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if dir.path == string(r) {
+				return &notTreeError{r, "it does not exist"}
+			}
+			return &notTreeError{r, "no " + dir.name + " folder"}
+		case err != nil:
+			return err
+		case !fi.IsDir():
+			return &notTreeError{r, dir.path + " is not a folder"}
+		}
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +48,40 @@ func TestCheckShared(t *testing.T) {
 	}
 	if err := link.CheckShared(); !errors.Is(err, ErrSymlinkedFolder) {
 		t.Errorf("state/ a symlink: %v, want ErrSymlinkedFolder", err)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	made := Root(t.TempDir())
+	if err := os.Mkdir(made.Channels(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := Root(filepath.Join(t.TempDir(), "file"))
+	if err := os.WriteFile(string(file), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		root Root
+		want string // in the error; "" for none
+	}{
+		{"a tree", made, ""},
+		{"missing", Root(filepath.Join(t.TempDir(), "missing")), "does not exist"},
+		{"empty folder", Root(t.TempDir()), "no channels/ folder"},
+		{"a file", file, "is not a folder"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.root.Check()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Check = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotTree) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "mounted") {
+				t.Errorf("Check = %v, want ErrNotTree saying %q and asking whether it is mounted", err, tt.want)
+			}
+		})
 	}
 }
