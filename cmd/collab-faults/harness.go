@@ -169,7 +169,9 @@ func (e *env) startWatcher(ctx context.Context, o watchOpts, ready bool) (*watch
 		"--cli", "command", "--cmd", standin,
 		"--poll", o.poll.String(), "--heartbeat", o.heartbeat.String(),
 		"--claim-grace", o.claimGrace.String(), "--grace", "5s", "--timeout", "30s",
-		"--rate", "-1", "--pair-rate", "-1", "--context", "2"}
+		"--rate", "-1", "--pair-rate", "-1", "--context", "2",
+		// The checks count skips, and "not addressed" is a debug record.
+		"--log-level", "debug"}
 	if o.noNotify {
 		args = append(args, "--no-fsnotify")
 	}
