@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/jsonobj"
 )
 
@@ -32,6 +33,9 @@ type Message struct {
 	Type      string
 	Content   Content
 	Metadata  Metadata
+
+	// Signature is the sender's signature (see Sign), nil when unsigned.
+	Signature *signing.Signature
 
 	// Extra holds unknown top-level fields, kept verbatim.
 	Extra map[string]json.RawMessage
@@ -144,7 +148,10 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	w.Field("type", m.Type)
 	w.Field("content", m.Content)
 	w.Field("metadata", m.Metadata)
-	w.Extra(m.Extra)
+	if m.Signature != nil {
+		w.Field(signing.Field, m.Signature)
+	}
+	w.Extra(m.Extra, signing.Field)
 	return w.Bytes()
 }
 
@@ -204,6 +211,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	f.Lenient("to", &m.To)
 	f.Lenient("type", &m.Type)
 	f.Lenient("metadata", &m.Metadata)
+	f.Lenient(signing.Field, &m.Signature)
 	m.Extra = f.Rest()
 	return err
 }

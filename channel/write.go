@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"time"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/randhex"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
@@ -24,6 +25,9 @@ type Writer struct {
 	Root    tree.Root
 	Now     func() time.Time // default time.Now
 	MaxSize int              // default MaxMessageSize
+	// Signer, when set, signs every message posted (its agent must be
+	// the message's sender).
+	Signer *signing.Signer
 }
 
 // Post fills in m's id, timestamp and defaults (to "all", type "chat", mode
@@ -81,6 +85,11 @@ func (w *Writer) Post(m *Message) error {
 			m.Timestamp = t.Format(TimeFormat)
 		} else if m.Timestamp == "" {
 			m.Timestamp = now().UTC().Format(TimeFormat)
+		}
+		if w.Signer != nil {
+			if err := m.Sign(w.Signer); err != nil {
+				return err
+			}
 		}
 		data, err := m.Encode()
 		if err != nil {

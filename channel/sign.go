@@ -1,0 +1,81 @@
+package channel
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"collab/internal/identity/signing"
+)
+
+// KindMessage is the payload kind of a signed message.
+const KindMessage = "message"
+
+// ErrWrongSigner is returned by [Writer.Post] when its signer's agent is
+// not the message's sender.
+var ErrWrongSigner = errors.New("channel: the key is another agent's")
+
+// Payload returns the bytes a message's signature covers (package
+// signing's "message" kind): id, session_id, from, to, timestamp, type,
+// metadata.in_reply_to, metadata.thread, metadata.hops (decimal),
+// content.text, content.code, and content.artifacts as compact JSON ("[]"
+// when there are none), each as read (after Decode's defaults: to "all",
+// type "chat"; a null in_reply_to or code is "").
+func (m *Message) Payload() []byte {
+	code := ""
+	if m.Content.Code != nil {
+		code = *m.Content.Code
+	}
+	return signing.Payload(KindMessage,
+		m.ID, m.SessionID, m.From, m.To, m.Timestamp, m.Type,
+		m.Metadata.InReplyTo, m.Metadata.Thread, strconv.Itoa(m.Metadata.Hops),
+		m.Content.Text, code, compactArtifacts(m.Content.Artifacts))
+}
+
+func compactArtifacts(a []json.RawMessage) string {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, v := range a {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := json.Compact(&b, v); err != nil {
+			b.Write(v)
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// Sign signs m as s's agent (a nil s removes any signature).
+func (m *Message) Sign(s *signing.Signer) error {
+	if s == nil {
+		m.Signature = nil
+		return nil
+	}
+	if s.Agent() != m.From {
+		return fmt.Errorf("%w: %s cannot sign as %s", ErrWrongSigner, s.Agent(), m.From)
+	}
+	m.Signature = s.Sign(m.Payload())
+	return nil
+}
+
+// Verify returns the verdict on m's signature, m having been read from
+// channel. A message verifies only where it was written: its id must be
+// its file's name and its session_id the channel it was read from, or a
+// signed message copied elsewhere would pass.
+func (m *Message) Verify(v *signing.Verifier, channel string) signing.Verdict {
+	if m.Signature == nil {
+		return signing.Unsigned
+	}
+	if m.File != "" && strings.TrimSuffix(m.File, nameSuffix) != m.ID {
+		return signing.BadSignature
+	}
+	if m.SessionID != channel {
+		return signing.BadSignature
+	}
+	return v.Verify(m.From, m.Time(), m.Payload(), m.Signature)
+}

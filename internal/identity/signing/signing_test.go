@@ -1,0 +1,203 @@
+package signing
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"collab/internal/identity/keyring"
+)
+
+func TestPayloadBytes(t *testing.T) {
+	got := string(Payload("message", "a", "", "two\nlines", "é"))
+	want := "collab-signature-v1\nmessage\n1:a\n0:\n9:two\nlines\n2:é\n"
+	if got != want {
+		t.Errorf("Payload = %q, want %q", got, want)
+	}
+	// Field boundaries are part of what is signed.
+	if string(Payload("k", "ab", "c")) == string(Payload("k", "a", "bc")) {
+		t.Error("moving a byte between fields gives the same payload")
+	}
+}
+
+// ring is a keyring in a temp folder holding one key of agent.
+func ring(t *testing.T, agent string) (*keyring.Ring, *Signer) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := NewKey(filepath.Join(dir, "cfg", agent+".key"), agent, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := keyring.Open(filepath.Join(dir, "keys"))
+	if err := r.Trust(agent, s.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	return r, s
+}
+
+func TestVerdicts(t *testing.T) {
+	r, alice := ring(t, "alice")
+	_, priv, _ := ed25519.GenerateKey(nil)
+	stranger := NewSigner("alice", priv)
+	v := NewVerifier(r)
+	now := time.Now()
+	p := Payload("message", "hello")
+	good := alice.Sign(p)
+	tampered := *good
+	tampered.Sig = stranger.Sign(p).Sig
+	cases := []struct {
+		name    string
+		agent   string
+		payload []byte
+		sig     *Signature
+		want    Verdict
+	}{
+		{"verified", "alice", p, good, Verified},
+		{"unsigned", "alice", p, nil, Unsigned},
+		{"other payload", "alice", Payload("message", "hellO"), good, BadSignature},
+		{"another key's signature under alice's key", "alice", p, &tampered, BadSignature},
+		{"key not alice's", "alice", p, stranger.Sign(p), UnknownKey},
+		{"alice's key for bob", "bob", p, good, UnknownKey},
+		{"other algorithm", "alice", p, &Signature{Alg: "rsa", Key: good.Key, Sig: good.Sig}, UnknownKey},
+		{"garbage signature", "alice", p, &Signature{Alg: Alg, Key: good.Key, Sig: "!!"}, BadSignature},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// Twice: the second answer comes from the remembered check.
+			for range 2 {
+				if got := v.Verify(c.agent, now, c.payload, c.sig); got != c.want {
+					t.Errorf("Verify = %v, want %v", got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestRevokedAndRotated(t *testing.T) {
+	r, old := ring(t, "alice")
+	newer, err := NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Trust("alice", newer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	revokedAt := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	if err := r.Revoke("alice", old.PublicKey(), revokedAt); err != nil {
+		t.Fatal(err)
+	}
+	r2 := keyring.Open(r.Dir()) // no cached lookups
+	v := NewVerifier(r2)
+	p := Payload("message", "x")
+	for _, c := range []struct {
+		name string
+		s    *Signer
+		at   time.Time
+		want Verdict
+	}{
+		{"old key before its revocation", old, revokedAt.Add(-time.Second), Verified},
+		{"old key at its revocation", old, revokedAt, RevokedKey},
+		{"old key after", old, revokedAt.Add(time.Hour), RevokedKey},
+		{"new key after", newer, revokedAt.Add(time.Hour), Verified},
+	} {
+		if got := v.Verify("alice", c.at, p, c.s.Sign(p)); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if err := r2.Trust("alice", old.PublicKey()); err == nil {
+		t.Error("trusting a revoked key again: no error")
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	r, _ := ring(t, "alice")
+	v := NewVerifier(r)
+	for _, c := range []struct {
+		p     Policy
+		agent string
+		v     Verdict
+		want  bool
+	}{
+		{Any, "alice", BadSignature, true},
+		{Known, "alice", Verified, true},
+		{Known, "alice", Unsigned, false},
+		{Known, "alice", BadSignature, false},
+		{Known, "alice", RevokedKey, false},
+		{Known, "bob", Unsigned, true}, // no key: taken at his word
+		{Known, "bob", UnknownKey, true},
+		{Signed, "bob", Unsigned, false},
+		{Signed, "alice", Verified, true},
+	} {
+		if got := v.Accepts(c.p, c.agent, c.v); got != c.want {
+			t.Errorf("Accepts(%s, %s, %v) = %v, want %v", c.p, c.agent, c.v, got, c.want)
+		}
+	}
+	if _, err := ParsePolicy("sometimes"); err == nil {
+		t.Error("ParsePolicy(sometimes): no error")
+	}
+}
+
+func TestKeyFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k", "a.key")
+	s, err := NewKey(path, "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	back, err := LoadKey(path, "a")
+	if err != nil || back.PublicKey() != s.PublicKey() {
+		t.Fatalf("LoadKey = %v, %v", back, err)
+	}
+	if _, err := NewKey(path, "a", false); err == nil {
+		t.Error("NewKey over an existing key without replace: no error")
+	}
+	if _, err := NewKey(path, "a", true); err != nil {
+		t.Errorf("NewKey with replace: %v", err)
+	}
+	os.Chmod(path, 0o640)
+	if _, err := LoadKey(path, "a"); !errors.Is(err, ErrExposed) {
+		t.Errorf("LoadKey of a group-readable key = %v, want ErrExposed", err)
+	}
+	if _, err := LoadKey(path+".none", "a"); !errors.Is(err, ErrNoKey) {
+		t.Errorf("LoadKey of a missing key = %v, want ErrNoKey", err)
+	}
+	if got := DefaultKeyPath("a", func(k string) string { return map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/h"}[k] }); got != "/x/collab/keys/a.key" {
+		t.Errorf("DefaultKeyPath = %s", got)
+	}
+	if got := DefaultKeyPath("a", func(k string) string { return map[string]string{"HOME": "/h"}[k] }); got != "/h/.config/collab/keys/a.key" {
+		t.Errorf("DefaultKeyPath without XDG = %s", got)
+	}
+}
+
+// FuzzVerify: no input makes the verifier panic, and nothing but the
+// signed payload with its signature verifies.
+func FuzzVerify(f *testing.F) {
+	dir := f.TempDir()
+	s, err := NewKey(filepath.Join(dir, "a.key"), "a", false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	r := keyring.Open(filepath.Join(dir, "keys"))
+	if err := r.Trust("a", s.PublicKey()); err != nil {
+		f.Fatal(err)
+	}
+	v := NewVerifier(r)
+	signed := Payload("message", "id", "hello")
+	good := s.Sign(signed)
+	f.Add([]byte("x"), good.Key, good.Sig, "ed25519")
+	f.Add(signed, good.Key, good.Sig, "ed25519")
+	f.Add(signed, "AAAA", "", "")
+	f.Fuzz(func(t *testing.T, payload []byte, key, sig, alg string) {
+		got := v.Verify("a", time.Now(), payload, &Signature{Alg: alg, Key: key, Sig: sig})
+		same := string(payload) == string(signed) && key == good.Key && sig == good.Sig && alg == Alg
+		if (got == Verified) != same {
+			t.Fatalf("Verify(%q, %q, %q) = %v", payload, key, sig, got)
+		}
+	})
+}
