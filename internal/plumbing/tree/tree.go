@@ -247,3 +247,7 @@ func (r Root) Tasks(channel string) string { return r.join("tasks", channel) }
 
 // Scripts is the folder of the seed-compatible entry points.
 func (r Root) Scripts() string { return r.join("scripts") }
+
+// Keys is the tree's keyring folder (package keyring), written only by
+// the admin who ran 'collab init'.
+func (r Root) Keys() string { return r.join("keys") }

@@ -1,0 +1,71 @@
+package main
+
+// The flags and wiring of signed senders, shared by every command that
+// signs (send, watch, mcp, jobs kill, task) or verifies (read, verify,
+// who, watch).
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+)
+
+const (
+	envKeyring = "COLLAB_KEYRING"
+	envKey     = "COLLAB_KEY"
+)
+
+// keyringFlag adds --keyring, from $COLLAB_KEYRING; empty means the
+// tree's ROOT/keys.
+func keyringFlag(fs *pflag.FlagSet) *string {
+	p := fs.String("keyring", "", "folder of trusted public keys (default ROOT/keys)")
+	fromEnv(fs, "keyring", envKeyring)
+	return p
+}
+
+// openKeyring returns the keyring that flag names, else the tree's.
+func openKeyring(root tree.Root, flag string) *keyring.Ring {
+	if flag == "" {
+		flag = root.Keys()
+	}
+	return keyring.Open(flag)
+}
+
+// keyFlag adds --key, from $COLLAB_KEY: the private key to sign with.
+func keyFlag(fs *pflag.FlagSet) *string {
+	p := fs.String("key", "", "private key file to sign with (default $XDG_CONFIG_HOME/collab/keys/AGENT.key)")
+	fromEnv(fs, "key", envKey)
+	return p
+}
+
+// loadSigner returns agent's signer: from path when given (where a missing
+// file is an error), else from the default path, where a missing file
+// means the agent does not sign (nil, nil). A key others can read is an
+// error either way.
+func loadSigner(path, agent string, getenv env) (*signing.Signer, error) {
+	explicit := path != ""
+	if !explicit {
+		path = signing.DefaultKeyPath(agent, getenv)
+	}
+	s, err := signing.LoadKey(path, agent)
+	if errors.Is(err, signing.ErrNoKey) && !explicit {
+		return nil, nil
+	}
+	return s, err
+}
+
+// verifierFor returns a verifier over ring, after checking the ring as a
+// reader: an unsafe keyring is reported on stderr (its verdicts prove
+// nothing) but still used, since a reader only shows them.
+func verifierFor(root tree.Root, ring *keyring.Ring, stderr io.Writer) *signing.Verifier {
+	if err := ring.Check(keyring.Owner(string(root)), true); err != nil {
+		fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+	}
+	return signing.NewVerifier(ring)
+}
