@@ -19,13 +19,16 @@ func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	}
 	fs := newFlags("inbox", stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab inbox --agent A [--channel C…] [--peek] [--json]
+		fmt.Fprint(stderr, `Usage: collab inbox --agent A [--channel C…] [--peek [--limit N]] [--json]
        collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
 
 Show the messages addressed to an agent (to it, @mentioning it, or starting
 with its name) that it has not acknowledged, oldest first, across every
 channel or the ones given, and acknowledge them. With --peek nothing is
-acknowledged. "ack" acknowledges the unread messages up to a message id or
+acknowledged, and only the newest --limit unread messages are shown (the
+rest are not read; how many more there may be is said on standard error,
+counting files not read, which may not be for the agent).
+"ack" acknowledges the unread messages up to a message id or
 an RFC 3339 time (2026-01-11T16:33:15Z) without showing them.
 
 A message is marked "high" when it addresses several agents or says urgent,
@@ -37,20 +40,31 @@ Flags:
 	}
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	peek := fs.Bool("peek", false, "show without acknowledging")
+	limit := fs.IntP("limit", "n", defaultPeekLimit, "with --peek: only the newest N unread messages (0: all)")
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("inbox: unexpected argument %q (subcommand: ack)", fs.Arg(0))
 	}
+	if fs.Changed("limit") && !*peek {
+		return usageErrorf("inbox: --limit needs --peek (a check acknowledges, and so shows, every unread message)")
+	}
+	if *limit < 0 {
+		return usageErrorf("inbox: --limit must not be negative")
+	}
 	b, err := openInbox(ctx, "inbox", *agent, *chans, *rootf, getenv)
 	if err != nil {
 		return err
 	}
 	var items []inbox.Item
-	if *peek {
+	more := 0
+	switch {
+	case *peek && *limit > 0:
+		items, more, err = b.PeekNewest(*limit)
+	case *peek:
 		items, err = b.Peek()
-	} else {
+	default:
 		items, err = b.Check()
 	}
 	if err != nil {
@@ -61,8 +75,14 @@ Flags:
 			return err
 		}
 	}
+	if more > 0 {
+		fmt.Fprintf(stderr, "collab: showing the newest %d unread; up to %d more unread (--limit 0 shows all)\n", len(items), more)
+	}
 	return nil
 }
+
+// defaultPeekLimit is how many unread messages inbox --peek shows.
+const defaultPeekLimit = 20
 
 func runInboxAck(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("inbox ack", stderr)

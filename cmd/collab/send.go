@@ -119,6 +119,14 @@ Flags:
 			defer bus.Close()
 		}
 	}
+	var waitFrom *channel.Reader
+	if *wait {
+		// Before the file: the wait reads only what arrives after it.
+		var err error
+		if waitFrom, err = delegate.Before(root, *ch, delegate.Options{}); err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+	}
 	w := &channel.Writer{Root: root}
 	if err := w.Post(m); err != nil {
 		if errors.Is(err, channel.ErrTooLarge) {
@@ -134,7 +142,7 @@ Flags:
 	if *wait {
 		fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
 		rw := replyWait{root: root, channel: *ch, id: m.ID, timeout: *timeout,
-			opt: delegate.Options{NotFrom: from, Poll: *poll}, json: *asJSON, bus: bus}
+			opt: delegate.Options{NotFrom: from, Poll: *poll}, json: *asJSON, bus: bus, reader: waitFrom}
 		return rw.run(ctx, nf, getenv, stdout, stderr)
 	}
 	if *asJSON {

@@ -74,7 +74,8 @@ type replyWait struct {
 	timeout time.Duration // 0: none
 	opt     delegate.Options
 	json    bool
-	bus     *natsbus.Bus // if set, announcements wake the wait; else connect when configured
+	bus     *natsbus.Bus    // if set, announcements wake the wait; else connect when configured
+	reader  *channel.Reader // if set, from delegate.Before the request was posted
 }
 
 // run waits and prints the reply's text (or the reply as JSON). NATS, if
@@ -113,7 +114,13 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 			w.opt.Wake = wake
 		}
 	}
-	m, err := delegate.Wait(ctx, w.root, w.channel, w.id, w.opt)
+	var m channel.Message
+	var err error
+	if w.reader != nil {
+		m, err = delegate.WaitWith(ctx, w.reader, w.id, w.opt)
+	} else {
+		m, err = delegate.Wait(ctx, w.root, w.channel, w.id, w.opt)
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &exitError{code: exitNothing, msg: fmt.Sprintf("no reply to %s within %s; keep waiting with: collab wait --channel %s --reply-to %s",

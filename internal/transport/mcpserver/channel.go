@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -146,15 +147,15 @@ func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadRe
 			return ReadResult{}, fmt.Errorf("read channel: %w", err)
 		}
 	} else {
-		keep, err := since(in.Since)
+		keep, accept, err := s.since(in.Since)
 		if err != nil {
 			return ReadResult{}, err
 		}
-		all, _, err := channel.ReadAll(s.cfg.Root, s.cfg.Channel, channel.ReaderOptions{Retries: 1})
-		if err != nil {
+		// Names before since are left unread; the newest limit+1 after it
+		// are read, newest first.
+		if msgs, _, _, err = channel.Newest(s.cfg.Root, s.cfg.Channel, limit+1, keep, accept); err != nil {
 			return ReadResult{}, fmt.Errorf("read channel: %w", err)
 		}
-		msgs = keep(all)
 	}
 	res := ReadResult{Channel: s.cfg.Channel, Messages: []Message{}}
 	if len(msgs) > limit {
@@ -173,41 +174,33 @@ func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadRe
 	return res, nil
 }
 
-// since returns a filter keeping the messages after since: a message id
-// (everything after it in channel order) or a timestamp.
-func since(arg string) (func([]channel.Message) []channel.Message, error) {
-	if arg == "" {
-		return func(m []channel.Message) []channel.Message { return m }, nil
-	}
+// sinceMargin is how far before since a message may be named and still be
+// looked at for a timestamp after since (a writer whose name and timestamp
+// disagree); names further back are not read.
+const sinceMargin = time.Minute
+
+// since returns the filters, for [channel.Newest], of the messages after
+// since: a message id (everything after that message in channel order) or
+// a timestamp (messages whose time is after it).
+func (s *Server) since(arg string) (func(string, channel.Name) bool, func(*channel.Message) bool, error) {
 	if n, err := channel.ParseID(arg); err == nil {
-		return func(msgs []channel.Message) []channel.Message {
-			for i, m := range msgs {
-				if m.ID == arg || m.Key() == arg {
-					return msgs[i+1:]
-				}
-			}
-			var out []channel.Message
-			for _, m := range msgs {
-				if m.Time().After(n.Time) {
-					out = append(out, m)
-				}
-			}
-			return out
-		}, nil
+		if m, err := channel.Lookup(s.cfg.Root, s.cfg.Channel, arg); err == nil {
+			// In channel order: the name's second, then the timestamp,
+			// then the file name.
+			at, ts := n.Time, m.Time()
+			keep := func(_ string, nm channel.Name) bool { return !nm.Time.Before(at) }
+			return keep, func(o *channel.Message) bool {
+				on, _ := channel.ParseName(o.File)
+				return cmp.Or(on.Time.Compare(at), o.Time().Compare(ts), strings.Compare(o.File, m.File)) > 0
+			}, nil
+		}
+		return channel.After(n.Time, sinceMargin), func(o *channel.Message) bool { return o.Time().After(n.Time) }, nil
 	}
 	t, err := parseTime(arg)
 	if err != nil {
-		return nil, fmt.Errorf("since %q is neither a message id nor an ISO-8601 timestamp", arg)
+		return nil, nil, fmt.Errorf("since %q is neither a message id nor an ISO-8601 timestamp", arg)
 	}
-	return func(msgs []channel.Message) []channel.Message {
-		var out []channel.Message
-		for _, m := range msgs {
-			if m.Time().After(t) {
-				out = append(out, m)
-			}
-		}
-		return out
-	}, nil
+	return channel.After(t, sinceMargin), func(o *channel.Message) bool { return o.Time().After(t) }, nil
 }
 
 func parseTime(s string) (time.Time, error) {

@@ -51,13 +51,18 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 			opt.Wake = wake
 		}
 	}
+	// Before the request: the wait reads only what arrives after it.
+	r, err := delegate.Before(s.cfg.Root, s.cfg.Channel, opt)
+	if err != nil {
+		return SendAndWaitResult{}, err
+	}
 	m, err := s.post(ctx, in.Message, in.To, (*channel.Message).SetAwaitReply)
 	if err != nil {
 		return SendAndWaitResult{}, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	reply, err := delegate.Wait(wctx, s.cfg.Root, s.cfg.Channel, m.ID, opt)
+	reply, err := delegate.WaitWith(wctx, r, m.ID, opt)
 	switch {
 	case err == nil:
 		v := s.view(&reply)

@@ -11,7 +11,9 @@
 // the next poll. A reply already in the channel when the wait starts is
 // found by the first scan. Replies are looked for among messages named no
 // more than [channel.DefaultSkewWindow] before the request, so a reply from
-// a host whose clock is behind is still found.
+// a host whose clock is behind is still found. A sender that waits on its
+// own message ([Before], then [WaitWith]) lists the channel before posting
+// it and reads none of the messages already there.
 //
 // # Bounds
 //
@@ -70,6 +72,36 @@ func Wait(ctx context.Context, root tree.Root, ch, id string, opt Options) (chan
 	if err != nil {
 		return channel.Message{}, fmt.Errorf("wait for a reply: %w", err)
 	}
+	return WaitWith(ctx, r, id, opt)
+}
+
+// Before returns the reader for a wait on a message about to be posted to
+// ch, to give to [WaitWith] once it is: it lists the channel now and marks
+// every message there as looked at, without reading any (none of them can
+// answer a message not yet written), so the wait reads only what arrives
+// after, however long the channel. A reply from a host whose clock is
+// behind, named up to the skew window before the request, is still found.
+func Before(root tree.Root, ch string, opt Options) (*channel.Reader, error) {
+	now := time.Now
+	if opt.Reader.Now != nil {
+		now = opt.Reader.Now
+	}
+	skew := opt.Reader.SkewWindow
+	if skew <= 0 {
+		skew = channel.DefaultSkewWindow
+	}
+	r, err := channel.NewReader(root, ch, channel.Cursor{Floor: now().Add(-skew).Truncate(time.Second)}, opt.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("wait for a reply: %w", err)
+	}
+	if err := r.SeekEnd(); err != nil {
+		return nil, fmt.Errorf("wait for a reply: %w", err)
+	}
+	return r, nil
+}
+
+// WaitWith is [Wait] with the channel's reader r, from [Before].
+func WaitWith(ctx context.Context, r *channel.Reader, id string, opt Options) (channel.Message, error) {
 	poll := opt.Poll
 	if poll <= 0 {
 		poll = DefaultPoll

@@ -7,7 +7,8 @@ import (
 )
 
 // BenchmarkInbox measures one inbox call over a channel of 1000 messages
-// (a tenth of them for the agent): a peek that reads them all, and a check
+// (a tenth of them for the agent): a peek that reads them all, one of the
+// newest 20 (--peek's default), and a check
 // when everything is already acknowledged (the cost of polling).
 func BenchmarkInbox(b *testing.B) {
 	root := b.TempDir()
@@ -24,6 +25,15 @@ func BenchmarkInbox(b *testing.B) {
 			items, err := in.Peek()
 			if err != nil || len(items) != 100 {
 				b.Fatal(len(items), err)
+			}
+		}
+	})
+	b.Run("peek-newest-20-of-1000", func(b *testing.B) {
+		in := newInbox(b, root, "codex")
+		for b.Loop() {
+			items, more, err := in.PeekNewest(20)
+			if err != nil || len(items) != 20 || more == 0 {
+				b.Fatal(len(items), more, err)
 			}
 		}
 	})

@@ -23,7 +23,8 @@
 // arrives is not shown.
 //
 // [Inbox.Check] returns the unread messages and acknowledges exactly the
-// messages it looked at; [Inbox.Peek] returns them and changes nothing;
+// messages it looked at; [Inbox.Peek] returns them and changes nothing
+// ([Inbox.PeekNewest]: only the newest few, reading little more);
 // [Inbox.Ack] acknowledges the messages present now up to a message id or a
 // time. With an id, a message that arrived (file mtime, the file server's
 // clock) after that message is left unread even when it sorts before it:
@@ -116,6 +117,50 @@ func New(root tree.Root, agent string, opt Options) (*Inbox, error) {
 
 // Peek returns the unread messages, oldest first, and acknowledges nothing.
 func (b *Inbox) Peek() ([]Item, error) { return b.unread(false) }
+
+// PeekNewest is Peek bounded: it returns the newest limit unread messages
+// (across the channels), oldest first, and how many more there may be (the
+// unread messages left out, and the unread files it did not read, which
+// may not be for the agent). It acknowledges nothing.
+//
+// Its cost follows limit, not the channels: per channel, the names are
+// listed and the acknowledged ones left unread (the cursor holds names);
+// the others are read newest first until limit are for the agent.
+func (b *Inbox) PeekNewest(limit int) (items []Item, more int, err error) {
+	chans, err := b.channels()
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, c := range chans {
+		cur, err := b.load(c)
+		if err != nil {
+			return nil, 0, err
+		}
+		seen := make(map[string]struct{}, len(cur.Seen))
+		for _, name := range cur.Seen {
+			seen[name] = struct{}{}
+		}
+		unread := func(name string, nm channel.Name) bool {
+			_, ok := seen[name]
+			return !ok && !nm.Time.Before(cur.Floor)
+		}
+		forMe := func(m *channel.Message) bool { return m.IsFor(b.agent) }
+		msgs, n, _, err := channel.Newest(b.root, c, limit, unread, forMe) // skipped files are the channel readers' to report
+		if err != nil {
+			return nil, 0, err
+		}
+		more += n
+		for _, m := range msgs {
+			items = append(items, Item{Channel: c, Priority: PriorityOf(&m), Message: m})
+		}
+	}
+	sortItems(items)
+	if len(items) > limit {
+		more += len(items) - limit
+		items = items[len(items)-limit:]
+	}
+	return items, more, nil
+}
 
 // Check returns the unread messages, oldest first, and acknowledges them.
 func (b *Inbox) Check() ([]Item, error) { return b.unread(true) }
