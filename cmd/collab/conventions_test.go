@@ -395,6 +395,7 @@ func TestHelpNamesVariables(t *testing.T) {
 	for _, args := range [][]string{
 		{"send"}, {"read"}, {"who"}, {"watch"}, {"jobs"}, {"jobs", "show"}, {"jobs", "kill"}, {"archive"},
 		{"wait"}, {"task", "add"}, {"task", "list"}, {"inbox"}, {"inbox", "ack"}, {"doc"}, {"mcp"}, {"nats", "init"}, {"init"},
+		{"key", "trust"}, {"key", "revoke"}, {"key", "list"}, {"verify"},
 	} {
 		r := runCollab(t, nil, "", append(args, "--help")...)
 		help := r.stdout + r.stderr

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"collab/internal/identity/keyring"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -20,7 +21,7 @@ import (
 func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags := newFlags("init", stderr)
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: collab init [--root ROOT] [--group GROUP]\n\nCreate the shared tree's folders (SPEC §1). With --group, the folders\nbelong to GROUP, are group-writable and set-group-ID, so agents running\nas different users in GROUP share the tree; nothing is world-writable.\nRun it again to repair modes; files are never touched.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: collab init [--root ROOT] [--group GROUP]\n\nCreate the shared tree's folders (SPEC §1). With --group, the folders\nbelong to GROUP, are group-writable and set-group-ID, so agents running\nas different users in GROUP share the tree; nothing is world-writable.\nROOT/keys, the keyring of trusted signing keys, is made writable by this\naccount only: run init as the admin account.\nRun it again to repair modes; files are never touched.\n\nFlags:\n")
 		flags.PrintDefaults()
 	}
 	group := flags.String("group", "", "shared group (name or numeric id) that owns the tree's folders")
@@ -51,13 +52,18 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err := root.CheckShared(); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	// The keyring: written by this (admin) account only, even with
+	// --group, so the agents cannot replace a key (package keyring).
+	if err := keyring.Open(root.Keys()).Create(); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
 	type folder struct {
 		Path  string `json:"path"`
 		Mode  string `json:"mode"`
 		Group string `json:"group"`
 	}
 	out := []folder{}
-	for _, dir := range root.Folders() {
+	for _, dir := range append(root.Folders(), root.Keys()) {
 		fi, err := statFolder(dir)
 		if err != nil {
 			return fmt.Errorf("init: %w", err)

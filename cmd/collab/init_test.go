@@ -35,6 +35,10 @@ func TestInitGroup(t *testing.T) {
 			t.Errorf("%s: mode %v, want setgid, group rwx, not world-writable", dir, fi.Mode())
 		}
 	}
+	// The keyring is the admin's alone, even with --group.
+	if fi, err := os.Stat(tree.Root(root).Keys()); err != nil || fi.Mode().Perm()&0o022 != 0 {
+		t.Errorf("keyring folder after init --group: %v, %v; want it writable by its owner only", fi, err)
+	}
 	if !strings.Contains(r.stdout, "umask 002") {
 		t.Errorf("no umask hint in:\n%s", r.stdout)
 	}
@@ -97,7 +101,7 @@ func TestInitJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); r.code != 0 || err != nil {
 		t.Fatalf("init --json: exit %d, %q (%v), stderr %q", r.code, r.stdout, err, r.stderr)
 	}
-	want := tree.Root(root).Folders()
+	want := append(tree.Root(root).Folders(), tree.Root(root).Keys())
 	if len(got) != len(want) {
 		t.Fatalf("init --json listed %d folders, want %d", len(got), len(want))
 	}

@@ -15,6 +15,8 @@
 //	collab doc     read|write|append|list|create|delete …  the shared documents
 //	collab mcp     --agent A --channel C                   MCP server on stdio
 //	collab nats    init | parity --channel C               the NATS stream
+//	collab key     new|trust|revoke|list …                 signing keys and the keyring
+//	collab verify  --channel C                             audit a channel's signatures
 //
 // Run "collab COMMAND --help" for a command's flags.
 //
@@ -153,6 +155,8 @@ func commands() []command {
 		{"nats", "create the NATS stream, or compare it with a channel", runNATS},
 		{"inbox", "show and acknowledge the messages for an agent", runInbox},
 		{"doc", "read and edit a channel's shared documents", runDoc},
+		{"key", "make, trust, revoke and list the senders' signing keys", runKey},
+		{"verify", "check the signatures of a channel's messages", runVerify},
 	}
 }
 

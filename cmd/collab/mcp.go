@@ -27,7 +27,9 @@ Serve the bus to a model CLI over MCP on standard input and output, as
 agent A on channel C. The agent and channel come from these flags (or
 COLLAB_AGENT and COLLAB_CHANNEL), never from a tool's arguments, and the
 agent never from the login name: the model acts as the agent it is told
-to be. Logs go to standard error.
+to be. Logs go to standard error. What the agent posts is signed when it
+has a key (--key, else its default key file); the messages the tools
+return carry a "verdict" on their signature.
 
 Tools (arguments in brackets are optional):
   channel_send     message [to]                   post a message as A
@@ -65,6 +67,8 @@ Flags:
 	ch := channelFlag(fs, "the channel")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
 	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
+	keyf := keyFlag(fs)
+	ringf := keyringFlag(fs)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
@@ -89,10 +93,16 @@ Flags:
 	if *verbose {
 		level = slog.LevelInfo
 	}
+	signer, err := loadSigner(*keyf, *agent, getenv)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	root := tree.Resolve(*rootf, getenv)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg := mcpserver.Config{
-		Root: tree.Resolve(*rootf, getenv), Agent: *agent, Channel: *ch, Host: hostname(),
+		Root: root, Agent: *agent, Channel: *ch, Host: hostname(),
 		Logger: logger, Poll: *poll,
+		Signer: signer, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr),
 		// Inside a watcher's model run, what the agent sends is one hop
 		// deeper than the message it answers.
 		Hops: watcher.RunHops(getenv),
@@ -135,9 +145,10 @@ Flags:
 
 // mcpEnvVars are the variables `collab mcp` reads from its environment
 // that a watcher's CLI must pass on to it: the channel and depth of the
-// message being answered (set by the watcher for each run) and NATS.
+// message being answered (set by the watcher for each run), the key and
+// keyring, and NATS.
 var mcpEnvVars = []string{
-	envChannel, watcher.EnvHops,
+	envChannel, watcher.EnvHops, envKey, envKeyring, "XDG_CONFIG_HOME",
 	"NATS_URL", "NATS_CREDS", "NATS_NKEY", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CA", "NATS_CERT", "NATS_KEY",
 }
 

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"collab/channel"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
 	"collab/watcher"
@@ -24,6 +26,14 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 Print a channel as a transcript, oldest first. With --follow, keep printing
 new messages as they arrive, like tail -f, until interrupted.
 
+Each message's signature is checked against the keyring. A message that
+does not verify is marked after its sender: "(unsigned)" when the sender
+has no key (nothing to check it against), "[UNSIGNED]", "[BAD SIGNATURE]",
+"[UNKNOWN KEY]" or "[REVOKED KEY]" when it is a forgery (see 'collab
+verify'); "(unknown key)" is a signature by a sender with no trusted key.
+--json adds "verdict" to each message: verified, unsigned, bad-signature,
+unknown-key or revoked-key.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -32,10 +42,11 @@ Flags:
 	since := fs.String("since", "", "only messages after this message id, or newer than this duration (10m, 2h)")
 	limit := fs.IntP("limit", "n", 0, "only the last N messages (0: all)")
 	follow := fs.BoolP("follow", "F", false, "keep printing new messages until interrupted")
-	asJSON := fs.Bool("json", false, "print one JSON message per line")
+	asJSON := fs.Bool("json", false, `print one JSON message per line, with its "verdict"`)
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
 	poll := fs.Duration("poll", watcher.DefaultPoll, "how often --follow looks for new messages (a watcher's poll)")
 	nf := addNATSFlags(fs)
+	ringf := keyringFlag(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -65,7 +76,8 @@ Flags:
 	if err != nil {
 		return err
 	}
-	p := printer{w: stdout, errw: stderr, json: *asJSON}
+	p := printer{w: stdout, errw: stderr, json: *asJSON, channel: *ch,
+		verifier: verifierFor(root, openKeyring(root, *ringf), stderr)}
 
 	var msgs []channel.Message
 	var skips []channel.Skip
@@ -199,10 +211,13 @@ func sinceFilter(since string, now time.Time) (func([]channel.Message) []channel
 	}, nil
 }
 
-// printer writes messages as a transcript or as JSON lines.
+// printer writes messages as a transcript or as JSON lines, with the
+// verdict on each message's signature (read from channel).
 type printer struct {
-	w, errw io.Writer
-	json    bool
+	w, errw  io.Writer
+	json     bool
+	channel  string
+	verifier *signing.Verifier
 }
 
 func (p printer) skips(skips []channel.Skip) {
@@ -221,8 +236,9 @@ func (p printer) messages(msgs []channel.Message) error {
 }
 
 func (p printer) message(m *channel.Message) error {
+	verdict := m.Verify(p.verifier, p.channel)
 	if p.json {
-		data, err := m.Encode()
+		data, err := withVerdict(m, verdict)
 		if err != nil {
 			return err
 		}
@@ -231,7 +247,7 @@ func (p printer) message(m *channel.Message) error {
 	}
 	var b strings.Builder
 	ts := m.Time().Format("2006-01-02 15:04:05")
-	fmt.Fprintf(&b, "%s  %s → %s", ts, tree.Printable(m.From), tree.Printable(m.To))
+	fmt.Fprintf(&b, "%s  %s%s → %s", ts, tree.Printable(m.From), p.mark(m.From, verdict), tree.Printable(m.To))
 	if m.Type != "" && m.Type != "chat" {
 		fmt.Fprintf(&b, "  [%s]", tree.Printable(m.Type))
 	}
@@ -250,6 +266,41 @@ func (p printer) message(m *channel.Message) error {
 	_, err := io.WriteString(p.w, b.String())
 	return err
 }
+
+// mark returns the tag read shows after the sender of a message that does
+// not verify: upper case for a forgery, lower case for what merely cannot
+// be checked (a sender with no keys); nothing when it verifies.
+func (p printer) mark(from string, verdict signing.Verdict) string {
+	switch {
+	case verdict == signing.Verified:
+		return ""
+	case forged(p.verifier, from, verdict):
+		return " [" + strings.ToUpper(strings.ReplaceAll(verdict.String(), "-", " ")) + "]"
+	default:
+		return " (" + strings.ReplaceAll(verdict.String(), "-", " ") + ")"
+	}
+}
+
+// withVerdict returns m as JSON with one more member, "verdict" (one the
+// message itself carries is replaced).
+func withVerdict(m *channel.Message, verdict signing.Verdict) ([]byte, error) {
+	if _, ok := m.Extra[keyVerdict]; ok {
+		c := *m
+		c.Extra = maps.Clone(m.Extra)
+		delete(c.Extra, keyVerdict)
+		m = &c
+	}
+	data, err := m.Encode()
+	if err != nil {
+		return nil, err
+	}
+	v, _ := verdict.MarshalText()
+	data = append(data[:len(data)-1], `,"`+keyVerdict+`":"`...) // an object: ends in '}'
+	return append(append(data, v...), `"}`...), nil
+}
+
+// keyVerdict is the member read --json adds to each message.
+const keyVerdict = "verdict"
 
 // indent writes text indented by two spaces. Control characters other
 // than tab are shown escaped: a message must not drive the terminal.

@@ -37,9 +37,9 @@ func TestReadTranscript(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	want := "2026-01-11 16:33:00  claude → codex  " + m1.ID + "\n  first\n  line two \\x1b[31mred\n\n" +
-		"2026-01-11 16:34:00  codex → claude  " + m2.ID + "\n  second\n\n" +
-		"2026-01-11 16:35:00  gemini → all  " + m3.ID + "\n  third\n\n"
+	want := "2026-01-11 16:33:00  claude (unsigned) → codex  " + m1.ID + "\n  first\n  line two \\x1b[31mred\n\n" +
+		"2026-01-11 16:34:00  codex (unsigned) → claude  " + m2.ID + "\n  second\n\n" +
+		"2026-01-11 16:35:00  gemini (unsigned) → all  " + m3.ID + "\n  third\n\n"
 	if r.stdout != want {
 		t.Errorf("transcript:\n%s\nwant:\n%s", r.stdout, want)
 	}

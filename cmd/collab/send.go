@@ -22,7 +22,8 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		fmt.Fprint(stderr, `Usage: collab send --agent A --channel C [--to B] [--text TEXT | WORDS… | -] [--wait [--timeout D]]
 
 Post a message to a channel and print its id. The text is --text, the
-positional words joined by spaces, or standard input when it is "-".
+positional words joined by spaces, or standard input when it is "-". The
+message is signed when the sender has a key ('collab key new').
 
 With --wait, block until the reply arrives (the first message of another
 agent whose in_reply_to is the new message) and print the reply's text
@@ -43,6 +44,7 @@ Flags:
 	wait := fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)")
 	timeout := fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply")
+	keyf := keyFlag(fs)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
@@ -52,6 +54,10 @@ Flags:
 	from, err := actingAgent(ctx, "send", "sender", *agent)
 	if err != nil {
 		return err
+	}
+	signer, err := loadSigner(*keyf, from, getenv)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
 	}
 	if err := checkChannel("send", *ch); err != nil {
 		return err
@@ -127,7 +133,7 @@ Flags:
 			return fmt.Errorf("send: %w", err)
 		}
 	}
-	w := &channel.Writer{Root: root}
+	w := &channel.Writer{Root: root, Signer: signer}
 	if err := w.Post(m); err != nil {
 		if errors.Is(err, channel.ErrTooLarge) {
 			return usageErrorf("send: %v", err)

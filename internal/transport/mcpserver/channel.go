@@ -32,12 +32,17 @@ type Message struct {
 	// Mentioned is true when the message is addressed to this agent
 	// (to, an @mention, or its name first).
 	Mentioned bool `json:"mentioned,omitempty"`
+	// Verdict is the check of the message's signature against the
+	// keyring: verified, unsigned, bad-signature, unknown-key or
+	// revoked-key.
+	Verdict string `json:"verdict" jsonschema:"the check of the sender's signature: verified, unsigned, bad-signature, unknown-key or revoked-key"`
 }
 
 func (s *Server) view(m *channel.Message) Message {
 	v := Message{
 		ID: m.ID, Timestamp: m.Timestamp, From: m.From, To: m.To, Type: m.Type,
 		Text: m.Content.Text, InReplyTo: m.Metadata.InReplyTo, Mentioned: m.IsFor(s.cfg.Agent),
+		Verdict: m.Verify(s.cfg.Verifier, s.cfg.Channel).String(),
 	}
 	if m.Content.Code != nil {
 		v.Code = *m.Content.Code
@@ -117,7 +122,7 @@ func (s *Server) post(ctx context.Context, text, to string, extra func(*channel.
 	if extra != nil {
 		extra(m)
 	}
-	w := &channel.Writer{Root: s.cfg.Root, Now: s.cfg.Now}
+	w := &channel.Writer{Root: s.cfg.Root, Now: s.cfg.Now, Signer: s.cfg.Signer}
 	if err := w.Post(m); err != nil {
 		return nil, fmt.Errorf("send: %w", err)
 	}

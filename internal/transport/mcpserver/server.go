@@ -50,6 +50,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"collab/channel"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/task"
 )
@@ -94,6 +95,12 @@ type Config struct {
 	// channel (NATS) and a function to stop; send_and_wait reads them at
 	// once instead of waiting for its next poll.
 	Wake func(ctx context.Context) (<-chan string, func(), error)
+
+	// Signer, if set, signs every message the agent posts (its agent must
+	// be Agent). Verifier checks the signatures of the messages the tools
+	// return (nil: every signature's key is unknown).
+	Signer   *signing.Signer
+	Verifier *signing.Verifier
 }
 
 // Server is an MCP server for one agent on one channel.
@@ -122,6 +129,9 @@ var toolsets = []func(*Server) error{
 func New(cfg Config) (*Server, error) {
 	if err := tree.CheckName("agent", cfg.Agent); err != nil {
 		return nil, fmt.Errorf("mcp server: %w", err)
+	}
+	if cfg.Signer != nil && cfg.Signer.Agent() != cfg.Agent {
+		return nil, fmt.Errorf("mcp server: the key is %s's, not %s's", cfg.Signer.Agent(), cfg.Agent)
 	}
 	board, err := task.New(cfg.Root, cfg.Channel)
 	if err != nil {
