@@ -144,7 +144,11 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	w.Field("from", m.From)
 	w.Field("to", m.To)
 	w.Field("type", m.Type)
-	w.Field("content", m.Content)
+	content, err := m.Content.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	w.Raw("content", content)
 	w.Field("metadata", m.Metadata)
 	w.Extra(m.Extra)
 	return w.Bytes()

@@ -44,6 +44,25 @@ func (w *Writer) Field(key string, v any) {
 	w.buf.Truncate(w.buf.Len() - 1) // Encode's newline
 }
 
+// Raw adds a member whose value is b as is: what another Writer's Bytes
+// returned, valid and compact already. Field would scan it again (an
+// encoding/json Marshaler's output is checked and compacted), which for a
+// message's 1 MB content is most of the cost of encoding it.
+func (w *Writer) Raw(key string, b []byte) {
+	if w.err != nil {
+		return
+	}
+	if w.buf.Len() == 0 {
+		w.buf.WriteByte('{')
+	} else {
+		w.buf.WriteByte(',')
+	}
+	k, _ := json.Marshal(key)
+	w.buf.Write(k)
+	w.buf.WriteByte(':')
+	w.buf.Write(b)
+}
+
 // Extra adds the members of m sorted by name, skipping any whose name is in
 // known (so an unknown member can never overwrite a known one).
 func (w *Writer) Extra(m map[string]json.RawMessage, known ...string) {

@@ -141,3 +141,25 @@ func TestTakeFastPaths(t *testing.T) {
 		t.Errorf("Rest = %v, want nil", f.Rest())
 	}
 }
+
+// TestRawAsField checks that Raw writes another Writer's object as Field
+// would have.
+func TestRawAsField(t *testing.T) {
+	var inner Writer
+	inner.Field("t", "<a>\u2028")
+	inner.Extra(map[string]json.RawMessage{"x": json.RawMessage(" [1, {\"y\" : 2}] ")})
+	b, err := inner.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var viaField, viaRaw Writer
+	viaField.Field("a", 1)
+	viaField.Field("c", json.RawMessage(b))
+	viaRaw.Field("a", 1)
+	viaRaw.Raw("c", b)
+	want, _ := viaField.Bytes()
+	got, _ := viaRaw.Bytes()
+	if string(got) != string(want) {
+		t.Errorf("Raw wrote %s, Field %s", got, want)
+	}
+}
