@@ -177,3 +177,33 @@ func BenchmarkTail(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMessage1MB measures Decode and Encode of one message of about
+// 1 MB, what reading a channel's tail costs per big message.
+func BenchmarkMessage1MB(b *testing.B) {
+	m := channel.Message{
+		ID: "msg-20250101-000000-agent-0001", Timestamp: "2025-01-01T00:00:00.000000Z",
+		SessionID: "busy", From: "agent", To: "all",
+		Content: channel.Content{Text: strings.Repeat("a long paste: log lines, a diff. ", channel.MaxMessageSize/34)},
+	}
+	data, err := m.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Decode", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := channel.Decode(data, m.ID+".json", "busy"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Encode", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := m.Encode(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -112,11 +112,16 @@ type tailName struct {
 func (t *tail) names(keep int) ([]tailName, bool, error) {
 	var out []tailName
 	pruned := false
+	// Once keep names are held, a name whose second (its fixed-width
+	// YYYYMMDD-HHMMSS, compared as a string) is older than the oldest
+	// kept is left out without being parsed: most of a big folder.
+	var cut string
 	prune := func() {
 		slices.SortFunc(out, func(a, b tailName) int { return b.t.Compare(a.t) })
-		cut := out[keep-1].t
+		cutT := out[keep-1].t
+		cut = namePrefix + cutT.Format(nameTime)
 		i := keep
-		for i < len(out) && out[i].t.Equal(cut) {
+		for i < len(out) && out[i].t.Equal(cutT) {
 			i++
 		}
 		if i < len(out) {
@@ -127,6 +132,10 @@ func (t *tail) names(keep int) ([]tailName, bool, error) {
 	err := t.d.ReadDirBatches(listBatch, func(entries []fs.DirEntry) error {
 		for _, de := range entries {
 			name := de.Name()
+			if cut != "" && len(name) >= len(cut) && name[:len(cut)] < cut {
+				pruned = true
+				continue
+			}
 			nm, err := ParseName(name)
 			if err != nil || name == t.before {
 				continue

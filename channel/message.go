@@ -103,7 +103,9 @@ func (m *Message) ThreadID() string {
 // missing id, timestamp and session_id; either may be empty.
 func Decode(data []byte, file, channel string) (Message, error) {
 	var m Message
-	if err := json.Unmarshal(data, &m); err != nil {
+	// UnmarshalJSON validates data itself (jsonobj.Parse): through
+	// json.Unmarshal, a 1 MB message would be scanned once more.
+	if err := m.UnmarshalJSON(data); err != nil {
 		return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if m.From == "" {
@@ -146,7 +148,11 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	w.Field("from", m.From)
 	w.Field("to", m.To)
 	w.Field("type", m.Type)
-	w.Field("content", m.Content)
+	content, err := m.Content.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	w.Raw("content", content)
 	w.Field("metadata", m.Metadata)
 	if m.Signature != nil {
 		w.Field(signing.Field, m.Signature)
@@ -203,7 +209,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	// not make the message malformed.
 	err = errors.Join(
 		f.Take("from", &m.From),
-		f.Take("content", &m.Content),
+		f.TakeObject("content", m.Content.fromFields),
 	)
 	f.Lenient("id", &m.ID)
 	f.Lenient("timestamp", &m.Timestamp)
@@ -222,8 +228,13 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
+	return c.fromFields(f)
+}
+
+// fromFields is UnmarshalJSON from the object's members.
+func (c *Content) fromFields(f jsonobj.Fields) error {
 	*c = Content{}
-	err = f.Take("text", &c.Text)
+	err := f.Take("text", &c.Text)
 	f.Lenient("code", &c.Code)
 	f.Lenient("artifacts", &c.Artifacts)
 	c.Extra = f.Rest()

@@ -51,6 +51,18 @@
 //     channel.Writer.Post in-process; no target.
 //   - `collab who` over 1,000 agents' presence files, run as a process:
 //     the median of several calls per run, after a warm-up.
+//   - Big channel: 100,000 small messages (the backlog's) followed by 400
+//     of about 1 MB, the newest (-quick: 10,000 and 40), written once.
+//     `collab read --limit 5 --json` run as a process: its wall time, the
+//     median of several calls after a warm-up, and its peak RSS, taken
+//     from wait4 by a small helper process (this binary re-executed), since
+//     a child Go starts with vfork is charged the parent's peak. Then
+//     `collab watch` (poll 1 s, fsnotify, rate guards off) with the demo's
+//     stand-in (demo/standin) as its command CLI, on that channel and on an
+//     empty one: from Writer.Post returning to the reply's file appearing
+//     (inotify on the folder), the median over several messages; the
+//     difference of the two per run; and the watcher's peak RSS (VmHWM,
+//     sampled throughout).
 //
 // # Caveats
 //
@@ -88,6 +100,9 @@ import (
 )
 
 func main() {
+	if out := os.Getenv(rusageEnv); out != "" {
+		os.Exit(rusageHelper(out, os.Args[1:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal, restore the default action: a second signal
 	// ends the program at once.
@@ -123,11 +138,14 @@ type sizes struct {
 	sendPost          int           // in-process posts
 	agents            int           // presence files for who
 	whoCalls          int           // who calls per run
+	bigSmall          int           // small messages in the big channel
+	bigLarge          int           // 1 MB messages after them
+	bigReplies        int           // messages to the watcher per run and channel
 }
 
 var (
-	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7}
-	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3}
+	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10}
+	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5}
 )
 
 // part is one group of figures measured together.
@@ -145,6 +163,7 @@ func parts() []part {
 		{"idle", (*bench).idle},
 		{"send", (*bench).send},
 		{"who", (*bench).who},
+		{"bigchannel", (*bench).bigchannel},
 	}
 }
 
@@ -166,6 +185,8 @@ type bench struct {
 
 	collab      string // the collab binary, once built or given
 	backlogRoot string // the backlog fixture, once written
+	bigRoot     string // the big channel fixture, once written
+	standin     string // the stand-in model CLI, once built
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -225,7 +246,8 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (*be
 		fmt.Fprint(stderr, `Usage: collab-bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN]
 
 Measure dispatch latency, backlog filtering, idle CPU and memory, send
-throughput and collab who against their targets; print one table and write
+throughput, collab who, and reading and answering on a big channel against
+their targets; print one table and write
 it as JSON. See the package documentation for what each figure means.
 
 Flags:
