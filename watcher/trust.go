@@ -94,6 +94,15 @@ func (w *watcher) warnTrust() {
 		w.log.Warn(fmt.Sprintf("no key for %s: its messages are unsigned, so under --trust known or signed they can be forged; make one with 'collab key new --agent %s', then an admin runs 'collab key trust %s PUBKEY'", a, a, a),
 			keyTrust, string(w.cfg.Trust))
 	}
+	if s := w.cfg.Signer; s != nil && w.cfg.Verifier != nil {
+		// Sign and check a probe: the key is the agent's in the keyring
+		// (and not revoked) or readers cannot verify what it signs.
+		p := signing.Payload("probe", a)
+		if v := w.cfg.Verifier.Verify(a, w.now(), p, s.Sign(p)); v != signing.Verified {
+			w.log.Warn(fmt.Sprintf("the key of %s is not trusted in the keyring, so readers cannot verify its messages; an admin runs 'collab key trust %s %s'", a, a, s.PublicKey()),
+				keyVerdict, v.String())
+		}
+	}
 	switch w.cfg.Trust {
 	case signing.Any:
 		w.log.Warn("trust any: messages and answers to permission questions are taken at their word; anyone who can write the tree can answer for anyone",

@@ -327,6 +327,34 @@ func TestTrustStartWarnings(t *testing.T) {
 	}
 }
 
+// TestUntrustedOwnKeyWarning: a watcher whose key is not in the keyring
+// says so at start, naming the key to trust; one whose key is, does not.
+func TestUntrustedOwnKeyWarning(t *testing.T) {
+	t.Parallel()
+	codex := newSigner(t, agent)
+	for _, trusted := range []bool{false, true} {
+		root := tree.Root(t.TempDir())
+		cfg := config(root, &fakeRunner{})
+		cfg.Signer, cfg.Verifier = codex, trusting(t, filepath.Join(t.TempDir(), "keys"))
+		if trusted {
+			cfg.Verifier = trusting(t, filepath.Join(t.TempDir(), "keys"), codex)
+		}
+		h := start(t, cfg)
+		warned := false
+		for _, rec := range h.logs.records() {
+			if msg, _ := rec["msg"].(string); strings.Contains(msg, "collab key trust "+agent+" "+codex.PublicKey()) {
+				warned = true
+			}
+		}
+		if warned == trusted {
+			t.Errorf("key trusted %v: warned %v", trusted, warned)
+		}
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestSignedAcrossHosts: a signed message sent through one bindfs mount
 // (host B) verifies for the watcher on another (host A), which answers it
 // with a signed reply that verifies on host B; an unsigned one in the
