@@ -9,6 +9,7 @@ import (
 
 	"collab/channel"
 	"collab/internal/agent/prompt"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -61,6 +62,17 @@ type Config struct {
 	// DefaultRecoveryWindow. Messages older than that are not answered.
 	RecoveryWindow time.Duration
 
+	// Signer signs everything the watcher posts as its agent: replies,
+	// questions, notices and forgery reports (a reply kept in the outbox
+	// is signed when it is posted); nil: unsigned.
+	Signer *signing.Signer
+	// Verifier checks the signatures of the messages the watcher would act
+	// on (a nil Verifier knows no key), and Trust says which it acts on;
+	// default signing.DefaultPolicy. A message refused is logged and
+	// reported once in its channel (see the package doc).
+	Verifier *signing.Verifier
+	Trust    signing.Policy
+
 	Replay *Replay // nil: first start begins now, restarts resume
 	Wakers []Waker
 	// Announce carries messages announced on a faster path (NATS) before
@@ -103,6 +115,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Template == nil {
 		c.Template = prompt.Default()
+	}
+	if c.Trust == "" {
+		c.Trust = signing.DefaultPolicy
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -162,6 +177,14 @@ func (c *Config) check() error {
 	case "", ScopeChannel, ScopeThread, ScopeNone:
 	default:
 		return fmt.Errorf("watcher: session scope %q: use %s, %s or %s", c.SessionScope, ScopeChannel, ScopeThread, ScopeNone)
+	}
+	if c.Trust != "" {
+		if _, err := signing.ParsePolicy(string(c.Trust)); err != nil {
+			return fmt.Errorf("watcher: %w", err)
+		}
+	}
+	if c.Signer != nil && c.Signer.Agent() != c.Agent {
+		return fmt.Errorf("watcher: the key is %s's, not %s's", c.Signer.Agent(), c.Agent)
 	}
 	if c.BudgetUSD < 0 {
 		return errors.New("watcher: negative budget")

@@ -79,6 +79,18 @@
 // guard stops a message, the watcher logs it and posts at most one short
 // notice per thread, to "all", which wakes no one.
 //
+// # Trust
+//
+// Everything the watcher posts as its agent is signed with Signer. A
+// message addressed to the agent is checked against Trust (package
+// signing's policies, default known) before it is claimed: one that names
+// a sender with a trusted key but does not verify as that sender (under
+// signed: any that does not verify) is never acted on; it is logged and
+// reported once by a notice that answers it (in_reply_to), to "all", which
+// wakes no one. An answer to a permission question grants its rules only
+// when it verifies as the asker, unless the asker has no key (said at
+// start) or Trust is any. Messages for others are not checked.
+//
 // # Shutdown
 //
 // When ctx is cancelled the watcher takes nothing new, lets a running CLI

@@ -122,6 +122,10 @@ func (w *watcher) takeAnswer(j *job) {
 	if !ok || q.Asker != m.From {
 		return
 	}
+	if !w.answerTrusted(&j.it, q.Asker) {
+		w.log.Warn("not taken as the answer: it does not verify as the asker", keyMsg, m.ID, keyJob, q.Job, keyAsker, q.Asker, keyVerdict, j.it.verdict.String())
+		return
+	}
 	j.rec.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: m.Content.Text, Data: jsonString(q.Job)})
 	j.answers = q.Job
 	if len(q.Allow) > 0 && allows(m.Content.Text) {
@@ -379,6 +383,9 @@ func (w *watcher) finishReplied(j *job, r *jobResult, now time.Time) {
 	dur := now.Sub(j.started)
 	if status == jobs.AwaitingInput {
 		w.awaiting[j.key] = question{Job: jobs.ID(m.Key()), Asker: m.From, Allow: r.resp.Question.Allow}
+		if len(r.resp.Question.Allow) > 0 {
+			w.warnAsker(m)
+		}
 		w.log.Info("asked for input", keyMsg, m.ID, keyReply, id, keyJob, jobs.ID(m.Key()), keyDur, dur)
 	} else {
 		w.log.Info("replied", keyMsg, m.ID, keyChannel, m.SessionID, keyReply, id, keyDur, dur, keyCost, r.resp.CostUSD)

@@ -43,6 +43,9 @@ const (
 	keyDropped  = "dropped"
 	keyGrace    = "grace"
 	keyTakeover = "takeovers"
+	keyVerdict  = "verdict"
+	keyTrust    = "trust"
+	keyAsker    = "asker"
 
 	keyChannels   = "channels"
 	keyPending    = "pending"

@@ -397,7 +397,9 @@ func (w *watcher) deliver(e *outboxEntry) (string, error) {
 // postUnder posts reply under id with text, cut until it fits: output
 // near the CLI cap does not fit in a message once JSON-escaped.
 func (w *watcher) postUnder(reply *channel.Message, id, text string) error {
-	reply.ID, reply.Timestamp, reply.Content.Text = id, "", text
+	// The signature (Writer.Signer) is made as it is posted: it covers
+	// the id and time given now.
+	reply.ID, reply.Timestamp, reply.Content.Text, reply.Signature = id, "", text, nil
 	err := w.postFile(reply)
 	for size := min(len(text), channel.MaxMessageSize-8<<10); errors.Is(err, channel.ErrTooLarge) && size > 1; size /= 2 {
 		reply.Content.Text = cut(text, size)
@@ -504,7 +506,9 @@ func (w *watcher) requeue(refs []ref) {
 			continue
 		}
 		m.SessionID, m.ID = r.Channel, m.Key()
-		w.queue = append(w.queue, &item{msg: m})
+		if it := (&item{msg: m}); w.admit(it) {
+			w.queue = append(w.queue, it)
+		}
 	}
 }
 

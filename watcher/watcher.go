@@ -14,6 +14,7 @@ import (
 	"collab/internal/agent/claim"
 	"collab/internal/agent/modelcli"
 	"collab/internal/agent/prompt"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/safedir"
 	"collab/presence"
@@ -60,7 +61,8 @@ const NoReply = prompt.NoReply
 // item is a message for the agent waiting to be handled.
 type item struct {
 	msg     channel.Message
-	retryAt time.Time // not before: a claim held by another watcher
+	retryAt time.Time       // not before: a claim held by another watcher
+	verdict signing.Verdict // on msg's signature; unchecked (Unsigned) under trust any
 }
 
 func (it *item) ref() ref { return ref{Channel: it.msg.SessionID, ID: it.msg.Key()} }
@@ -95,6 +97,8 @@ type watcher struct {
 	failed      int
 	errLogged   map[string]time.Time
 
+	forged []*item // refused by the trust policy, to report after the scan
+
 	announcer *announcer // posts to the Publisher; nil without one
 	other     int        // pid of another watcher of the agent seen on this host; 0: none
 }
@@ -119,7 +123,7 @@ func newWatcher(cfg Config) *watcher {
 	w := &watcher{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		writer:    &channel.Writer{Root: cfg.Root, Now: cfg.Now},
+		writer:    &channel.Writer{Root: cfg.Root, Now: cfg.Now, Signer: cfg.Signer},
 		readers:   make(map[string]*channel.Reader),
 		guards:    newGuards(cfg.MaxHops, cfg.Rate, cfg.PairRate),
 		done:      make(chan jobResult, 1),
@@ -140,6 +144,7 @@ func (w *watcher) startup() error {
 	if r, ok := w.cfg.Runner.(costReporter); ok && w.cfg.BudgetUSD > 0 && !r.ReportsCost() {
 		w.log.Warn("budget cannot trip: the CLI reports no cost, so every run counts as free", keyCLI, w.cfg.CLI, keyBudget, w.cfg.BudgetUSD)
 	}
+	w.warnTrust()
 	w.started = w.now()
 	w.recent = newRecent(w.cfg.Context, w.started)
 	w.findReplayAfter()
@@ -238,7 +243,9 @@ func (w *watcher) restore(st *state) {
 			continue
 		}
 		m.SessionID, m.ID = p.Channel, m.Key()
-		w.queue = append(w.queue, &item{msg: m})
+		if it := (&item{msg: m}); w.admit(it) {
+			w.queue = append(w.queue, it)
+		}
 	}
 	maps.Copy(w.guards.noticed, st.Noticed)
 }
@@ -380,6 +387,7 @@ func (w *watcher) poll() {
 	for _, ch := range w.cfg.Channels {
 		w.scan(ch)
 	}
+	w.reportForged()
 	w.replay = nil
 	slices.SortStableFunc(w.queue, func(a, b *item) int {
 		return cmp.Or(a.msg.Time().Compare(b.msg.Time()), cmp.Compare(a.msg.File, b.msg.File))
@@ -437,7 +445,11 @@ func (w *watcher) consider(m *channel.Message) {
 	case w.awaited(m):
 		skip("reply to a message the agent sent with --wait")
 	default:
-		w.queue = append(w.queue, &item{msg: *m})
+		it := &item{msg: *m}
+		if !w.admit(it) {
+			return
+		}
+		w.queue = append(w.queue, it)
 		w.log.Info("queued", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyHops, m.Metadata.Hops, keyQueue, len(w.queue))
 	}
 }

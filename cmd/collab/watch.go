@@ -20,6 +20,8 @@ import (
 	"collab/internal/agent/modelcli/codex"
 	"collab/internal/agent/modelcli/gemini"
 	"collab/internal/agent/prompt"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
@@ -77,6 +79,11 @@ Flags:
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	recoveryWindow := fs.Duration("recovery-window", watcher.DefaultRecoveryWindow, "when the state file is corrupt, answer what has no reply from this far back")
 	allowWorld := fs.Bool("allow-world-writable", false, "run even though a folder of the tree is world-writable without the sticky bit")
+	trust := fs.String("trust", string(signing.DefaultPolicy), "which senders to act on: any, known (a sender with a trusted key must verify) or signed (verified senders only)")
+	fromEnv(fs, "trust", envTrust)
+	keyPath := keyFlag(fs)
+	keyringDir := keyringFlag(fs)
+	allowWritable := fs.Bool("allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)")
 	mcpOn := fs.Bool("mcp", false, "give the model the bus as MCP tools mid-task (collab mcp as this agent, on the message's channel); claude and codex")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
@@ -120,6 +127,18 @@ Flags:
 	if *heartbeat < watcher.MinHeartbeat {
 		return usageErrorf("watch: --heartbeat %v: the minimum is %v", *heartbeat, watcher.MinHeartbeat)
 	}
+	policy, err := signing.ParsePolicy(*trust)
+	if err != nil {
+		return usageErrorf("watch: --trust: %v", err)
+	}
+	ring, err := watchKeyring(root, *keyringDir, policy, *allowWritable, stderr)
+	if err != nil {
+		return err
+	}
+	signer, err := loadSigner(*keyPath, *agent, getenv)
+	if err != nil {
+		return usageErrorf("watch: %v", err)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageErrorf("watch: --log-level %q: use debug, info, warn or error", *logLevel)
@@ -158,6 +177,9 @@ Flags:
 		Rate:           *rate,
 		PairRate:       *pairRate,
 		Hurry:          takeHurry(ctx),
+		Signer:         signer,
+		Verifier:       signing.NewVerifier(ring),
+		Trust:          policy,
 	}
 	if *contextN == 0 {
 		cfg.Context = -1
@@ -225,6 +247,43 @@ Flags:
 		cfg.Kills = kills
 	}
 	return watcher.Run(ctx, cfg)
+}
+
+// envTrust is the variable of --trust.
+const envTrust = "COLLAB_TRUST"
+
+// watchKeyring opens the keyring the watcher verifies with and checks it
+// (keyring.Ring.Check): under trust known or signed, one that others than
+// its admin could rewrite is refused (exit 2) unless it is empty, which
+// gets a warning (it trusts nobody, so it grants nothing); under any, only
+// a warning.
+func watchKeyring(root tree.Root, dir string, policy signing.Policy, allowWritable bool, stderr io.Writer) (*keyring.Ring, error) {
+	ring := openKeyring(root, dir)
+	err := ring.Check(keyring.Owner(string(root)), allowWritable)
+	if err == nil {
+		return ring, nil
+	}
+	if policy == signing.Any || ring.Empty() {
+		fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+		return ring, nil
+	}
+	return nil, usageErrorf("watch: refusing the keyring %s (%s; --trust %s): %v\n"+
+		"The keyring says whose signatures are trusted, so only root or the tree's owner may write it: "+
+		"as that admin, chown it and chmod go-w its folder and files; on a single-account setup pass --allow-writable-keyring.",
+		ring.Dir(), describeOwner(ring.Dir()), policy, err)
+}
+
+// describeOwner says who owns path and its mode.
+func describeOwner(path string) string {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err.Error()
+	}
+	owner := "owner unknown"
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		owner = fmt.Sprintf("owned by uid %d", st.Uid)
+	}
+	return fmt.Sprintf("%s, mode %v", owner, fi.Mode())
 }
 
 // newRunner builds the CLI adapter. For claude, codex and gemini, --cmd

@@ -1,0 +1,123 @@
+package watcher
+
+import (
+	"fmt"
+
+	"collab/channel"
+	"collab/internal/identity/signing"
+)
+
+// A message addressed to the agent is checked against the trust policy
+// (Config.Trust) before anything is done with it: no claim, no CLI run for
+// one the policy refuses. Only such messages are checked: the rest of a
+// busy channel costs no cryptography. A refused message is logged and
+// reported once in its channel by a guard notice (guardTrust) that answers
+// it (in_reply_to): no watcher answers a notice, and a restart or a rescan
+// that reads the notice again does not report the message twice.
+
+// guardTrust names the trust policy in the notice that reports a refused
+// message.
+const guardTrust = "trust"
+
+// admit reports whether the trust policy lets the watcher act on it, a
+// message addressed to its agent, and records the verdict on its
+// signature. A message refused is logged and kept to be reported after
+// the scan.
+func (w *watcher) admit(it *item) bool {
+	if w.cfg.Trust == signing.Any {
+		return true
+	}
+	m := &it.msg
+	it.verdict = m.Verify(w.cfg.Verifier, m.SessionID)
+	if w.cfg.Verifier.Accepts(w.cfg.Trust, m.From, it.verdict) {
+		return true
+	}
+	w.log.Warn("forged message ignored", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From,
+		keyVerdict, it.verdict.String(), keyTrust, string(w.cfg.Trust))
+	w.forged = append(w.forged, it)
+	return false
+}
+
+// reportForged posts one notice for each message refused in this poll,
+// unless the channel already holds one (read in this poll or before).
+func (w *watcher) reportForged() {
+	for _, it := range w.forged {
+		m := &it.msg
+		r := ref{m.SessionID, m.ID}
+		if _, done := w.replied[r]; done {
+			continue
+		}
+		n := m.Reply(w.cfg.Agent, w.cfg.Host)
+		setNotice(&n, guardTrust, fmt.Sprintf("[collab] %s ignored %s: %s.", w.cfg.Agent, m.ID, w.forgedWhy(m.From, it.verdict)))
+		if err := w.postFile(&n); err != nil {
+			w.log.Error("cannot report a forged message", keyMsg, m.ID, keyErr, err)
+			continue
+		}
+		w.replied[r] = n.ID
+	}
+	clear(w.forged)
+	w.forged = w.forged[:0]
+}
+
+// forgedWhy says why a message that names from as its sender, with
+// verdict, was refused.
+func (w *watcher) forgedWhy(from string, v signing.Verdict) string {
+	switch v {
+	case signing.Unsigned:
+		if w.cfg.Trust == signing.Signed {
+			return fmt.Sprintf("it names %s as its sender but is not signed, and this watcher acts only on verified senders (%s; --trust %s)", from, v, signing.Signed)
+		}
+		return fmt.Sprintf("it names %s as its sender but is not signed, and %s has a trusted key (%s)", from, from, v)
+	case signing.UnknownKey:
+		return fmt.Sprintf("it names %s as its sender but is signed with a key that is not one of %s's trusted keys (%s)", from, from, v)
+	case signing.RevokedKey:
+		return fmt.Sprintf("it names %s as its sender but is signed with a key of %s's revoked before it was sent (%s)", from, from, v)
+	default:
+		return fmt.Sprintf("it names %s as its sender but its signature does not verify (%s)", from, v)
+	}
+}
+
+// answerTrusted reports whether the answer in it may be taken as asker's:
+// under trust any, always; otherwise when the asker has no key (anyone
+// who can write the tree can answer for it: said at start) or the answer
+// verifies as the asker's.
+func (w *watcher) answerTrusted(it *item, asker string) bool {
+	return w.cfg.Trust == signing.Any || !w.cfg.Verifier.HasKeys(asker) || it.verdict == signing.Verified
+}
+
+// warnTrust says at start what the signatures do not protect: the
+// watcher's own messages without a key, and answers to its permission
+// questions from senders without a key.
+func (w *watcher) warnTrust() {
+	a := w.cfg.Agent
+	if w.cfg.Signer == nil {
+		w.log.Warn(fmt.Sprintf("no key for %s: its messages are unsigned, so under --trust known or signed they can be forged; make one with 'collab key new --agent %s', then an admin runs 'collab key trust %s PUBKEY'", a, a, a),
+			keyTrust, string(w.cfg.Trust))
+	}
+	if s := w.cfg.Signer; s != nil && w.cfg.Verifier != nil {
+		// Sign and check a probe: the key is the agent's in the keyring
+		// (and not revoked) or readers cannot verify what it signs.
+		p := signing.Payload("probe", a)
+		if v := w.cfg.Verifier.Verify(a, w.now(), p, s.Sign(p)); v != signing.Verified {
+			w.log.Warn(fmt.Sprintf("the key of %s is not trusted in the keyring, so readers cannot verify its messages; an admin runs 'collab key trust %s %s'", a, a, s.PublicKey()),
+				keyVerdict, v.String())
+		}
+	}
+	switch w.cfg.Trust {
+	case signing.Any:
+		w.log.Warn("trust any: messages and answers to permission questions are taken at their word; anyone who can write the tree can answer for anyone",
+			keyTrust, string(w.cfg.Trust))
+	case signing.Known:
+		w.log.Warn("permission questions to senders without a key can be answered by anyone who can write the tree; give a sender a key with 'collab key new --agent NAME', then an admin runs 'collab key trust NAME PUBKEY'",
+			keyTrust, string(w.cfg.Trust))
+	}
+}
+
+// warnAsker warns when the watcher asks a permission question of a sender
+// whose answer it cannot check.
+func (w *watcher) warnAsker(m *channel.Message) {
+	if w.cfg.Trust == signing.Any || w.cfg.Verifier.HasKeys(m.From) {
+		return
+	}
+	w.log.Warn("permission question to a sender without a key: anyone who can write the tree can answer it", keyMsg, m.ID, keyAsker, m.From)
+}
