@@ -256,7 +256,17 @@ const listBatch = 512
 // after [Reader.Invalidate], and at least every
 // [ReaderOptions.FullRescan] (an NFS client can cache a folder's attributes
 // for up to a minute). Names given to [Reader.Hint] are read directly.
-func (r *Reader) Scan() ([]Message, []Skip, error) {
+func (r *Reader) Scan() ([]Message, []Skip, error) { return r.scan(false) }
+
+// ScanHinted is a Scan that reads only the files named by [Reader.Hint]
+// (and files being written in place) and never lists the folder: what a
+// watcher does when a notification names the new file, so that answering
+// it does not wait for a listing of a big folder. The next Scan lists the
+// folder if it changed, so nothing without a hint is missed for longer
+// than until then.
+func (r *Reader) ScanHinted() ([]Message, []Skip, error) { return r.scan(true) }
+
+func (r *Reader) scan(hintsOnly bool) ([]Message, []Skip, error) {
 	d, err := safedir.Open(r.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
@@ -269,7 +279,7 @@ func (r *Reader) Scan() ([]Message, []Skip, error) {
 	stamp, serr := d.Stamp()
 	var cands []*candidate
 	var skips []Skip
-	if serr == nil && r.canSkip(stamp, now) {
+	if hintsOnly && r.listings > 0 || serr == nil && r.canSkip(stamp, now) {
 		cands = r.hinted(d)
 	} else {
 		r.gen++

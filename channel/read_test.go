@@ -662,3 +662,34 @@ func TestSkipString(t *testing.T) {
 		}
 	}
 }
+
+// TestScanHintedReadsOnlyHints: ScanHinted reads the files named by hints
+// and lists nothing; the next Scan lists and finds the rest.
+func TestScanHintedReadsOnlyHints(t *testing.T) {
+	root := newRoot(t, "room")
+	w := &channel.Writer{Root: root}
+	r, err := channel.NewReader(root, "room", channel.Cursor{}, channel.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post(t, w, "room", "a", "before")
+	if got, _ := scan(t, r); len(got) != 1 {
+		t.Fatalf("first scan: %d messages", len(got))
+	}
+	hinted := post(t, w, "room", "a", "hinted")
+	post(t, w, "room", "b", "unhinted")
+	r.Hint(hinted.File)
+	got, _, err := r.ScanHinted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"hinted"}; !slices.Equal(texts(got), want) {
+		t.Errorf("ScanHinted = %q, want %q (the hinted file alone)", texts(got), want)
+	}
+	if got, _, _ := r.ScanHinted(); len(got) != 0 {
+		t.Errorf("ScanHinted again = %q, want nothing", texts(got))
+	}
+	if got, _ := scan(t, r); !slices.Equal(texts(got), []string{"unhinted"}) {
+		t.Errorf("Scan after = %q, want the unhinted one", texts(got))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/fsnotify/fsnotify"
@@ -19,18 +20,20 @@ type FSNotify struct {
 }
 
 // Watch implements Waker.
-func (f FSNotify) Watch(ctx context.Context, channels []string, wake func()) error {
+func (f FSNotify) Watch(ctx context.Context, channels []string, wake func(channel, file string)) error {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("fsnotify: %w", err)
 	}
 	defer fw.Close()
+	byDir := make(map[string]string, len(channels))
 	for _, ch := range channels {
+		byDir[filepath.Clean(f.Root.Channel(ch))] = ch
 		if err := fw.Add(f.Root.Channel(ch)); err != nil {
 			return fmt.Errorf("fsnotify %s: %w", ch, err)
 		}
 	}
-	wake() // a file created before the watches were in place
+	wake("", "") // a file created before the watches were in place
 	for {
 		select {
 		case <-ctx.Done():
@@ -39,16 +42,16 @@ func (f FSNotify) Watch(ctx context.Context, channels []string, wake func()) err
 			if !ok {
 				return nil
 			}
-			name := ev.Name[strings.LastIndexByte(ev.Name, '/')+1:]
+			dir, name := filepath.Split(ev.Name)
 			if ev.Has(fsnotify.Create) && !strings.HasPrefix(name, ".") {
-				wake()
+				wake(byDir[filepath.Clean(dir)], name)
 			}
 		case err, ok := <-fw.Errors:
 			if !ok {
 				return nil
 			}
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				wake() // events were lost: poll now
+				wake("", "") // events were lost: list now
 				continue
 			}
 			return fmt.Errorf("fsnotify: %w", err)

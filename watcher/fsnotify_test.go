@@ -21,16 +21,20 @@ func TestFSNotifyWakes(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	woke := make(chan struct{}, 10)
+	type wake struct{ ch, file string }
+	woke := make(chan wake, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- watcher.FSNotify{Root: root}.Watch(ctx, []string{"room"}, func() { woke <- struct{}{} })
+		done <- watcher.FSNotify{Root: root}.Watch(ctx, []string{"room"}, func(ch, file string) { woke <- wake{ch, file} })
 	}()
-	wait := func(what string) {
+	wait := func(what string, want wake) {
 		t.Helper()
 		select {
-		case <-woke:
+		case got := <-woke:
+			if got != want {
+				t.Errorf("woken %s with %+v, want %+v", what, got, want)
+			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("no wake-up %s", what)
 		}
@@ -43,7 +47,7 @@ func TestFSNotifyWakes(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	wait("once the watches are in place")
+	wait("once the watches are in place", wake{}) // list: whatever came before
 	quiet("with nothing new")
 
 	if err := os.WriteFile(filepath.Join(dir, ".tmp-1"), nil, 0o644); err != nil {
@@ -53,7 +57,7 @@ func TestFSNotifyWakes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "msg-20261124-000000-bob-a001.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wait("by a new message file")
+	wait("by a new message file", wake{"room", "msg-20261124-000000-bob-a001.json"})
 
 	cancel()
 	if err := <-done; err != nil {
@@ -66,7 +70,7 @@ func TestFSNotifyWakes(t *testing.T) {
 func TestFSNotifyMissingChannel(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
-	err := watcher.FSNotify{Root: root}.Watch(context.Background(), []string{"nowhere"}, func() {})
+	err := watcher.FSNotify{Root: root}.Watch(context.Background(), []string{"nowhere"}, func(string, string) {})
 	if err == nil {
 		t.Fatal("Watch on a missing folder returned nil")
 	}

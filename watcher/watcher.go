@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"strconv"
 	"time"
 
@@ -38,12 +39,16 @@ type Publisher interface {
 	PublishPresence(s presence.Status) error
 }
 
-// Waker tells the watcher to poll now. Watch runs until ctx is done. Once
-// its source is in place, Watch calls wake once: what arrived between the
-// watcher's first scan and that moment would otherwise wait for the next
-// poll.
+// Waker tells the watcher to look now. Watch runs until ctx is done. A
+// source that knows the new file calls wake(channel, file): the watcher
+// then reads that file at once and lists the folder only at its next poll,
+// so answering a message does not wait for a listing of a big channel.
+// wake("", "") asks for a listing of every channel now; Watch calls it
+// once its source is in place (what arrived between the watcher's first
+// scan and that moment would otherwise wait for the next poll) and when
+// it may have missed events.
 type Waker interface {
-	Watch(ctx context.Context, channels []string, wake func()) error
+	Watch(ctx context.Context, channels []string, wake func(channel, file string)) error
 }
 
 // Replay makes the first poll return history: messages named at or after
@@ -80,6 +85,8 @@ type watcher struct {
 	done    chan jobResult
 	replied map[ref]string // message → our reply, from what we read and wrote
 	recent  *recent        // the last messages read, for transcripts
+	woken   wakes          // names from the Wakers, taken by the loop
+	list    bool           // the next poll lists the channels' folders
 	replay  *Replay        // until the first poll is done
 	afterTS time.Time      // the JSON time of replay.After, if found
 	dirty   bool           // state to save
@@ -275,6 +282,7 @@ func (w *watcher) loop(ctx context.Context) error {
 	beat := time.NewTicker(w.cfg.Heartbeat)
 	defer beat.Stop()
 
+	w.list = true
 	w.poll()
 	w.dispatch(jobCtx)
 	// done is nil for a context that is never done (context.Background):
@@ -294,15 +302,13 @@ func (w *watcher) loop(ctx context.Context) error {
 				killJob(proc.ErrKill)
 			}
 		case <-poll.C:
+			w.list = true
 		case m := <-w.cfg.Announce:
 			if r := w.readers[m.SessionID]; r != nil {
 				r.Hint(m.File)
 			}
 		case <-wake:
-			// A hint from elsewhere: list even if the folders look unchanged.
-			for _, r := range w.readers {
-				r.Invalidate()
-			}
+			w.takeWakes()
 		case <-beat.C:
 			w.heartbeat()
 		case <-w.launching():
@@ -321,13 +327,46 @@ func (w *watcher) loop(ctx context.Context) error {
 	return nil
 }
 
+// wakes collects the Wakers' wake-ups between two turns of the loop.
+type wakes struct {
+	mu    sync.Mutex
+	files map[string][]string // by channel
+	list  bool                // a listing of every channel was asked for
+}
+
+func (k *wakes) add(ch, file string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if ch == "" || file == "" || len(k.files[ch]) >= maxPendingWakes {
+		k.list = true
+		return
+	}
+	if k.files == nil {
+		k.files = make(map[string][]string)
+	}
+	k.files[ch] = append(k.files[ch], file)
+}
+
+// maxPendingWakes bounds the names kept between two turns of the loop;
+// beyond it a listing is asked for instead.
+const maxPendingWakes = 1024
+
+func (k *wakes) take() (map[string][]string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	files, list := k.files, k.list
+	k.files, k.list = nil, false
+	return files, list
+}
+
 // startWakers runs the Wakers until ctx is done; the channel returned
-// receives their wake-ups (at most one waits).
+// receives their wake-ups (at most one waits), whose names are in w.woken.
 func (w *watcher) startWakers(ctx context.Context) <-chan struct{} {
 	wake := make(chan struct{}, 1)
 	for _, wk := range w.cfg.Wakers {
 		go func() {
-			err := wk.Watch(ctx, w.cfg.Channels, func() {
+			err := wk.Watch(ctx, w.cfg.Channels, func(ch, file string) {
+				w.woken.add(ch, file)
 				select {
 				case wake <- struct{}{}:
 				default:
@@ -379,13 +418,38 @@ func (w *watcher) stopped() {
 	w.log.Info("stopped", keyHandled, w.handled, keyFailed, w.failed)
 }
 
+// takeWakes hands the files the Wakers named to the readers; a wake-up
+// with no name makes the next poll list every channel, even those whose
+// folders look unchanged.
+func (w *watcher) takeWakes() {
+	files, list := w.woken.take()
+	for ch, names := range files {
+		if r := w.readers[ch]; r != nil {
+			for _, f := range names {
+				r.Hint(f)
+			}
+		}
+	}
+	if list {
+		for _, r := range w.readers {
+			r.Invalidate()
+		}
+		w.list = true
+	}
+}
+
 // poll retries the outbox, scans every channel and queues what is for
-// the agent.
+// the agent. Only a poll at the poll interval (or asked for by a wake-up)
+// lists the channels' folders; between those, the files named by hints
+// are read, so that a message a notification named is answered without
+// waiting for a listing.
 func (w *watcher) poll() {
 	w.retryOutbox(false)
 	w.reserve()
+	list := w.list
+	w.list = false
 	for _, ch := range w.cfg.Channels {
-		w.scan(ch)
+		w.scan(ch, list)
 	}
 	w.reportForged()
 	w.replay = nil
@@ -394,9 +458,14 @@ func (w *watcher) poll() {
 	})
 }
 
-// scan reads what is new in channel ch.
-func (w *watcher) scan(ch string) {
-	msgs, skips, err := w.readers[ch].Scan()
+// scan reads what is new in channel ch: with list, what a listing finds
+// when the folder changed; without, the hinted files only.
+func (w *watcher) scan(ch string, list bool) {
+	scan := w.readers[ch].ScanHinted
+	if list {
+		scan = w.readers[ch].Scan
+	}
+	msgs, skips, err := scan()
 	if err != nil {
 		w.logOnce("scan:"+ch, "cannot scan channel", keyChannel, ch, keyErr, err)
 		return

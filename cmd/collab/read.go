@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"collab/channel"
 	"collab/internal/identity/signing"
@@ -305,16 +306,24 @@ const keyVerdict = "verdict"
 // indent writes text indented by two spaces. Control characters other
 // than tab are shown escaped: a message must not drive the terminal.
 func indent(b *strings.Builder, text string) {
-	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+	b.Grow(len(text) + 2*strings.Count(text, "\n") + 3)
+	for line := range strings.SplitSeq(strings.TrimRight(text, "\n"), "\n") {
 		b.WriteString("  ")
-		for _, r := range line {
-			switch {
-			case r == '\t' || r >= 0x20 && r < 0x7f || r > 0x9f:
-				b.WriteRune(r) // invalid UTF-8 arrives as U+FFFD
-			default:
+		start := 0 // of the run of printable text not yet written
+		for i, r := range line {
+			if r == '\t' || r >= 0x20 && r < 0x7f || r > 0x9f && r != utf8.RuneError {
+				continue
+			}
+			b.WriteString(line[start:i])
+			if r == utf8.RuneError {
+				b.WriteRune(r) // an invalid byte, or U+FFFD itself
+			} else {
 				fmt.Fprintf(b, "\\x%02x", r)
 			}
+			_, n := utf8.DecodeRuneInString(line[i:])
+			start = i + n
 		}
+		b.WriteString(line[start:])
 		b.WriteByte('\n')
 	}
 }

@@ -208,7 +208,7 @@ func TestCorePublishWakes(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		done <- natsbus.Waker{Bus: sub, OnMessage: func(m channel.Message) { got <- m }}.
-			Watch(ctx, []string{"room", "other"}, func() { woke <- struct{}{} })
+			Watch(ctx, []string{"room", "other"}, func(string, string) { woke <- struct{}{} })
 	}()
 	// Watch subscribes asynchronously: publish until the first arrives.
 	m := post(t, root, "room", "claude", "codex please look")
@@ -422,7 +422,7 @@ func TestWakerWakesAfterReconnect(t *testing.T) {
 	woke := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go natsbus.Waker{Bus: b}.Watch(ctx, []string{"room"}, func() { woke <- struct{}{} })
+	go natsbus.Waker{Bus: b}.Watch(ctx, []string{"room"}, func(string, string) { woke <- struct{}{} })
 	select {
 	case <-woke: // subscribed: what was announced before is in the files
 	case <-time.After(5 * time.Second):
@@ -492,7 +492,7 @@ func TestDrainAndClose(t *testing.T) {
 	b, _ := connect(t, natsbus.Options{URL: s.URL()})
 	done := make(chan error, 1)
 	go func() {
-		done <- natsbus.Waker{Bus: b}.Watch(context.Background(), []string{"room"}, func() {})
+		done <- natsbus.Waker{Bus: b}.Watch(context.Background(), []string{"room"}, func(string, string) {})
 	}()
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()

@@ -65,7 +65,7 @@ func TestOutageMidStream(t *testing.T) {
 			case hints <- m.File:
 			default:
 			}
-		}}.Watch(watchCtx, []string{"room"}, func() {
+		}}.Watch(watchCtx, []string{"room"}, func(string, string) {
 			select {
 			case wake <- struct{}{}:
 			default:

@@ -126,7 +126,7 @@ type Waker struct {
 
 // Watch subscribes to the channels and runs until ctx is done or the Bus
 // is closed.
-func (w Waker) Watch(ctx context.Context, channels []string, wake func()) error {
+func (w Waker) Watch(ctx context.Context, channels []string, wake func(channel, file string)) error {
 	b := w.Bus
 	resync, unregister := b.onResync()
 	defer unregister()
@@ -134,13 +134,13 @@ func (w Waker) Watch(ctx context.Context, channels []string, wake func()) error 
 		if w.OnMessage != nil {
 			w.OnMessage(m)
 		}
-		wake()
+		wake(m.SessionID, m.File)
 	})
 	if err != nil {
 		return err
 	}
 	defer sub.Stop()
-	wake() // a message announced before the subscription was in place
+	wake("", "") // a message announced before the subscription was in place
 	for {
 		select {
 		case <-ctx.Done():
@@ -148,7 +148,7 @@ func (w Waker) Watch(ctx context.Context, channels []string, wake func()) error 
 		case <-b.ctx.Done():
 			return errors.New("natsbus: connection closed")
 		case <-resync:
-			wake()
+			wake("", "")
 		}
 	}
 }
