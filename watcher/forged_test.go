@@ -3,7 +3,10 @@ package watcher_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
+	"collab/channel"
+	"collab/internal/agent/claim"
 	"collab/internal/agent/jobs"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
@@ -79,3 +82,61 @@ func TestForgedKill(t *testing.T) {
 	}
 }
 
+
+// TestForgedClaim: a claim that says the message was answered already, in
+// the folder of an agent with a key but not signed by it, is taken over
+// under known (the watcher answers) and obeyed under any (it does not).
+func TestForgedClaim(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		trust    signing.Policy
+		answered bool
+	}{{signing.Known, true}, {signing.Any, false}} {
+		t.Run(string(c.trust), func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			signers, v := keys(t, agent)
+			cfg := config(root, &fakeRunner{})
+			cfg.Signer, cfg.Verifier, cfg.Trust = signers[agent], v, c.trust
+			h := start(t, cfg)
+			id := channel.NewID("alice", time.Now(), "f00d")
+			forger := &claim.Store{Root: root, Self: claim.Owner{Agent: agent, Host: "elsewhere", Instance: "forger"}}
+			if _, _, err := forger.Acquire(chName, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := forger.Finish(chName, id, claim.Replied, "", "answered, honest"); err != nil {
+				t.Fatal(err)
+			}
+			m := post(t, root, channel.Message{ID: id, To: agent, Content: channel.Content{Text: "hello"}})
+			if !c.answered {
+				waitFor(t, "the message to be skipped", func() bool { return len(h.logs.find("skip", "msg_id", m.ID, "reason", "already replied")) > 0 })
+				if n := len(repliesTo(messages(t, root), m.ID)); n != 0 {
+					t.Errorf("%d replies, want none", n)
+				}
+				return
+			}
+			waitReplies(t, root, m.ID)
+			if len(h.logs.find("forged claim: taking it over", "msg_id", m.ID)) == 0 {
+				t.Error("the forged claim was not logged")
+			}
+			cl := waitClaim(t, root, agent, m.ID)
+			if got := cl.Verify(v, chName, agent, m.ID, cl.Takeovers); got != signing.Verified {
+				t.Errorf("the watcher's claim: %v, want verified", got)
+			}
+		})
+	}
+}
+
+// TestSignedHeartbeat: a watcher with a key signs its heartbeats.
+func TestSignedHeartbeat(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	signers, v := keys(t, agent)
+	cfg := config(root, &fakeRunner{})
+	cfg.Signer, cfg.Verifier = signers[agent], v
+	start(t, cfg)
+	s := readPresence(t, root, agent)
+	if got := s.Verify(v, agent); got != signing.Verified {
+		t.Errorf("heartbeat: %v, want verified", got)
+	}
+}
