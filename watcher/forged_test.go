@@ -82,7 +82,6 @@ func TestForgedKill(t *testing.T) {
 	}
 }
 
-
 // TestForgedClaim: a claim that says the message was answered already, in
 // the folder of an agent with a key but not signed by it, is taken over
 // under known (the watcher answers) and obeyed under any (it does not).
