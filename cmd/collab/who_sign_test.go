@@ -18,14 +18,22 @@ import (
 // returns its signer.
 func trustKey(t testing.TB, root tree.Root, agent string) *signing.Signer {
 	t.Helper()
-	s, err := signing.NewKey(filepath.Join(t.TempDir(), agent+".key"), agent, false)
+	s, _ := trustKeyFile(t, root, agent)
+	return s
+}
+
+// trustKeyFile is trustKey that also returns the private key's file.
+func trustKeyFile(t testing.TB, root tree.Root, agent string) (*signing.Signer, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), agent+".key")
+	s, err := signing.NewKey(path, agent, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := keyring.Open(root.Keys()).Trust(agent, s.PublicKey()); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, path
 }
 
 // TestWhoForgedPresence: a heartbeat in the name of an agent with keys
