@@ -263,6 +263,9 @@ func history(d *safedir.Dir, id string, atLeast int) ([]Event, int, error) {
 	return evs, top + 1, nil
 }
 
+// errForgedPresence: a heartbeat that does not verify as its agent's.
+var errForgedPresence = errors.New("task: forged presence")
+
 // errNotVisible: an event known to exist cannot be read here yet.
 var errNotVisible = errors.New("task: an event is not visible yet")
 
@@ -622,7 +625,11 @@ func (b *Board) ownerGone(t Task) (bool, string) {
 	now := b.now()
 	last := t.Updated
 	state := "no presence heartbeat"
-	if st, err := presence.Read(b.Root, t.Owner); err == nil {
+	st, err := presence.Read(b.Root, t.Owner)
+	if err == nil && !b.Verifier.Accepts(b.Trust, t.Owner, st.Verify(b.Verifier, t.Owner)) {
+		err, state = errForgedPresence, "a forged presence heartbeat" // no sign of life
+	}
+	if err == nil {
 		eff := st.Effective(now, b.StaleAfter, b.Host, b.alive())
 		if strings.HasPrefix(eff, presence.StateAwake) {
 			return false, ""

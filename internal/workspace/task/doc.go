@@ -68,8 +68,9 @@
 // agent may claim it), and a forged done, fail or release changes
 // nothing. "signed" leaves out every event that does not verify; "any"
 // leaves out none. Events of agents without keys (and the releases a
-// sweep makes, by "collab") count as before. The task file itself (title,
-// body, created_by) is not signed.
+// sweep makes, by "collab") count as before. Likewise a presence heartbeat
+// of a claim's owner that has keys and does not verify is no sign of life.
+// The task file itself (title, body, created_by) is not signed.
 //
 // # Caveats
 //

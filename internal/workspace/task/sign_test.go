@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/task"
+	"collab/presence"
 )
 
 // signedBoards returns boards of one channel for codex (signing with its
@@ -118,5 +120,33 @@ func TestSignedTaskEvents(t *testing.T) {
 	got, evs, err = claude.Events(t2.ID)
 	if err != nil || got.Status != task.Pending || len(evs) != 1 || evs[0].Verdict != signing.BadSignature || !evs[0].Ignored {
 		t.Errorf("copied claim: task %+v events %+v, %v; want pending, the event a bad signature, ignored", got, evs, err)
+	}
+}
+
+// TestForgedPresenceNoSignOfLife: a fresh heartbeat in the name of codex,
+// who has keys, that codex did not sign does not keep its claim alive
+// under known; under any it does.
+func TestForgedPresenceNoSignOfLife(t *testing.T) {
+	for _, c := range []struct {
+		trust    signing.Policy
+		released bool
+	}{{signing.Known, true}, {signing.Any, false}} {
+		t.Run(string(c.trust), func(t *testing.T) {
+			codex, _, claude := signedBoards(t, c.trust)
+			t1 := add(t, codex, "job")
+			if _, err := codex.Claim(t1.ID, "codex"); err != nil {
+				t.Fatal(err)
+			}
+			clk := &clock{t: t0.Add(task.DefaultGrace + time.Minute)}
+			claude.Now = clk.Now
+			s := presence.Status{AgentID: "codex", Timestamp: presence.FormatTime(clk.Now()), State: presence.StateAwake, Host: "elsewhere"}
+			if err := presence.Write(claude.Root, s); err != nil {
+				t.Fatal(err)
+			}
+			got, err := claude.Claim(t1.ID, "claude")
+			if c.released != (err == nil && got.Owner == "claude") {
+				t.Errorf("claude's claim: %+v, %v; want released: %v", got, err, c.released)
+			}
+		})
 	}
 }
