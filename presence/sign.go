@@ -51,7 +51,10 @@ func (s Status) Verify(v *signing.Verifier, agent string) signing.Verdict {
 	if s.AgentID != agent {
 		return signing.BadSignature
 	}
-	t, _ := s.Time()
+	t, ok := s.Time()
+	if !ok {
+		t = time.Now() // no time: a revoked key verifies nothing
+	}
 	return v.Verify(agent, t, s.Payload(agent), s.Signature)
 }
 
