@@ -32,6 +32,20 @@
 // string, a missing agent_id taken from the file name; a state other than
 // AWAKE or OFFLINE is malformed.
 //
+// # Signatures
+//
+// A watcher with a key signs its heartbeats (package signing, kind
+// "presence"). The signed fields, in this order, each as written (a
+// missing one is ""):
+//
+//	agent (the file's name, which agent_id must equal), timestamp, state,
+//	substate, watcher_pid (decimal, "0" when unknown), channel, host,
+//	channels (joined with ","), message_id, started, last_reply,
+//	queue (decimal), counters (compact JSON, keys sorted; "{}" when none)
+//
+// Unknown fields are not signed. [Status.Verify] checks a heartbeat read
+// from the file of an agent; [VerifyAll] checks many in parallel.
+//
 // # Liveness
 //
 // [Status.Effective] turns a heartbeat into what a user needs to know:
@@ -66,6 +80,7 @@ import (
 	"strings"
 	"time"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/agentfiles"
 	"collab/internal/plumbing/jsonobj"
 	"collab/internal/plumbing/safedir"
@@ -142,6 +157,9 @@ type Status struct {
 	LastReply string           // id of the last message the agent posted
 	Queue     int              // messages taken but not yet answered
 	Counters  map[string]int64 // running totals, such as "handled", "failed"
+
+	// Signature is the watcher's signature (see Sign), nil when unsigned.
+	Signature *signing.Signature
 
 	// Extra holds unknown fields, kept verbatim.
 	Extra map[string]json.RawMessage
@@ -323,6 +341,7 @@ func (s Status) Encode() ([]byte, error) { return s.MarshalJSON() }
 var known = []string{
 	"agent_id", "timestamp", "state", "substate", "watcher_pid", "channel", "host",
 	"channels", "message_id", "started", "last_reply", "queue", "counters",
+	signing.Field,
 }
 
 // MarshalJSON implements json.Marshaler: the seed's fields in the seed's
@@ -354,6 +373,9 @@ func (s Status) MarshalJSON() ([]byte, error) {
 	if len(s.Counters) > 0 {
 		w.Field("counters", s.Counters)
 	}
+	if s.Signature != nil {
+		w.Field(signing.Field, s.Signature)
+	}
 	w.Extra(s.Extra, known...)
 	return w.Bytes()
 }
@@ -382,6 +404,7 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 		f.Take("queue", &queue),
 		f.Take("counters", &s.Counters),
 	)
+	f.Lenient(signing.Field, &s.Signature)
 	s.WatcherPID = count(pid)
 	s.Queue = count(queue)
 	s.Extra = f.Rest()

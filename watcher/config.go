@@ -91,8 +91,15 @@ type Config struct {
 	// Publisher, if set, also publishes every message and heartbeat the
 	// watcher writes.
 	Publisher Publisher
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Signer, if set, signs what the watcher writes as its agent
+	// (heartbeats, claims). Verifier checks what others write against the
+	// keyring, and Trust says what is acted on (kill requests, claims):
+	// empty is signing.Known; with no Verifier nothing names a keyed agent.
+	Signer   *signing.Signer
+	Verifier *signing.Verifier
+	Trust    signing.Policy
+	Logger   *slog.Logger
+	Now      func() time.Time
 
 	// writeMessage, if set, replaces the channel writer (tests inject
 	// write errors through it).

@@ -398,7 +398,13 @@ func (w *watcher) checkKill() {
 		return
 	}
 	id := jobs.ID(w.busy.it.msg.Key())
-	if jobs.KillRequested(w.cfg.Root, w.cfg.Agent, id) {
+	if k, err := jobs.ReadKill(w.cfg.Root, w.cfg.Agent, id); err == nil {
+		verdict := k.Verify(w.cfg.Verifier, w.cfg.Agent, id)
+		if !w.cfg.Verifier.Accepts(w.cfg.Trust, k.By, verdict) {
+			w.logOnce("forged-kill "+id, "kill request refused: it does not verify as its requester",
+				keyJob, id, keyFrom, k.By, keyVerdict, verdict)
+			return
+		}
 		w.log.Warn("kill requested; stopping the CLI", keyMsg, w.busy.it.msg.ID, keyJob, id)
 		w.busy.killed = true
 		w.busy.stop()

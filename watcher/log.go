@@ -13,6 +13,7 @@ const (
 	keyJob     = "job_id"
 	keyErr     = "err"
 	keyFile    = "file"
+	keyVerdict = "verdict"
 
 	keyReason   = "reason"
 	keyDur      = "duration"

@@ -205,7 +205,7 @@ func TestKillOverNATS(t *testing.T) {
 	}
 	holds(t, 300*time.Millisecond, "the CLI runs on without a kill file", func() bool { return c.Ctx.Err() == nil })
 
-	if err := jobs.RequestKill(root, agent, jobs.ID(m.ID), "bob"); err != nil {
+	if err := jobs.RequestKill(root, agent, jobs.ID(m.ID), "bob", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := pub.PublishKill(ctx, agent, natsbus.KillRequest{Job: jobs.ID(m.ID), By: "bob"}); err != nil {

@@ -47,6 +47,7 @@ func (w *watcher) presenceMine() bool {
 // writePresence writes and publishes s. It touches no watcher state, so a
 // job's goroutine may call it.
 func (w *watcher) writePresence(s presence.Status) error {
+	s.Sign(w.cfg.Signer)
 	err := presence.Write(w.cfg.Root, s)
 	if w.cfg.Publisher != nil {
 		w.cfg.Publisher.PublishPresence(s) // logged and counted by the publisher

@@ -139,7 +139,8 @@ func newWatcher(cfg Config) *watcher {
 		errLogged: make(map[string]time.Time),
 		awaiting:  make(map[string]question),
 	}
-	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now}
+	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now,
+		Signer: cfg.Signer, Verifier: cfg.Verifier, Trust: cfg.Trust, Log: cfg.Logger}
 	w.claims.Self.Host = cfg.Host
 	return w
 }

@@ -38,7 +38,9 @@ finished per agent), show one with its events, or stop a running one from
 any host. With NATS configured (--nats or NATS_URL), kill also tells the
 watcher over NATS so that it acts at once rather than at its next poll.
 The request names who asked: --agent, then COLLAB_AGENT, then the login
-name, else "someone".
+name, else "someone"; it is signed with that agent's key when it has one
+(--key). A watcher refuses an unsigned or forged request in the name of an
+agent that has keys (under its default --trust known).
 
 Flags:
 `)
@@ -159,6 +161,7 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	agent := agentFlag(fs, "", "who asks", true)
 	asJSON := fs.Bool("json", false, `print {"job", "agent", "host", "by"}`)
 	rootf := rootFlag(fs)
+	keyf := keyFlag(fs)
 	nf := addNATSFlags(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -179,6 +182,10 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	}
 	// Who asks is only recorded: an unnamed request is still a request.
 	who := cmp.Or(*agent, loginName(ctx), "someone")
+	signer, err := loadSigner(*keyf, who, getenv)
+	if err != nil {
+		return fmt.Errorf("jobs kill: %w", err)
+	}
 	var bus *natsbus.Bus
 	if o, ok := nf.options(getenv, natsbus.ConnName(who, hostname()), nil); ok {
 		// Before the file: bad credentials fail before anything is asked.
@@ -191,7 +198,7 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 		}
 	}
 	// The file is the request; NATS only makes the watcher look now.
-	if err := jobs.RequestKill(root, j.Agent, j.ID, who); err != nil {
+	if err := jobs.RequestKill(root, j.Agent, j.ID, who, signer); err != nil {
 		return fmt.Errorf("jobs kill: %w", err)
 	}
 	if bus != nil {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/task"
 )
@@ -35,6 +36,10 @@ COLLAB_AGENT, then the login name). --body, --summary, --outcome and
 A claim whose agent shows no sign of life (no fresh presence heartbeat, no
 event on the task) for --grace is released back to pending by the next
 claim, next or list, and the release is recorded as an event.
+An agent with a key (--key) signs its events. An event in the name of an
+agent that has keys in the keyring (--keyring) but does not verify counts
+for nothing (a forged claim is not that agent's claim); list and show mark
+such events, and --json gives each event's "verdict".
 `
 
 func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -80,6 +85,11 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		fs.StringVar(&text, "error", "", `why it failed ("-" reads standard input)`)
 	}
 	rootf := rootFlag(fs)
+	ringf := keyringFlag(fs)
+	var keyf *string
+	if agent != nil {
+		keyf = keyFlag(fs)
+	}
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -135,11 +145,21 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			*p = strings.TrimRight(s, "\n")
 		}
 	}
-	b, err := task.New(tree.Resolve(*rootf, getenv), *ch)
+	root := tree.Resolve(*rootf, getenv)
+	b, err := task.New(root, *ch)
 	if err != nil {
 		return err
 	}
 	b.Grace = *grace
+	if keyf != nil {
+		if b.Signer, err = loadSigner(*keyf, by, getenv); err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+	}
+	b.Verifier = verifierFor(root, openKeyring(root, *ringf), stderr)
+	if keyf != nil && b.Signer == nil && b.Verifier.HasKeys(by) {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("%s: %s has keys in the keyring, so its unsigned events would count for nothing; pass --key (or COLLAB_KEY)", cmd, by)}
+	}
 	p := taskPrinter{w: stdout, json: *asJSON}
 
 	switch sub {
@@ -258,20 +278,30 @@ func (p taskPrinter) list(tasks []task.Task) error {
 	fmt.Fprintln(tw, "ID\tSTATE\tAGE\tTITLE")
 	now := time.Now()
 	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, stateText(t), shortAge(now.Sub(t.Updated)), oneLine(t.Title))
+		state := stateText(t)
+		if t.Unverified > 0 {
+			state += fmt.Sprintf(" [%d unverified]", t.Unverified)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, state, shortAge(now.Sub(t.Updated)), oneLine(t.Title))
 	}
 	return tw.Flush()
 }
 
 func (p taskPrinter) show(t task.Task, evs []task.Event) error {
 	if p.json {
-		if evs == nil {
-			evs = []task.Event{}
+		type event struct {
+			task.Event
+			Verdict signing.Verdict `json:"verdict"`
+			Ignored bool            `json:"ignored,omitempty"` // left out of the state: see the package doc
+		}
+		history := make([]event, len(evs))
+		for i, e := range evs {
+			history[i] = event{e, e.Verdict, e.Ignored}
 		}
 		return writeJSON(p.w, struct {
 			task.Task
-			History []task.Event `json:"history"`
-		}{t, evs})
+			History []event `json:"history"`
+		}{t, history})
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %s\n", t.ID, oneLine(t.Title))
@@ -294,6 +324,12 @@ func (p taskPrinter) show(t task.Task, evs []task.Event) error {
 		}
 		if s := cmp.Or(e.Summary, e.Outcome, e.Error, e.Note); s != "" {
 			fmt.Fprintf(&b, ": %s", oneLine(s))
+		}
+		switch {
+		case e.Ignored:
+			fmt.Fprintf(&b, "  [%s: ignored]", e.Verdict)
+		case e.Verdict != signing.Verified && e.Verdict != signing.Unsigned:
+			fmt.Fprintf(&b, "  [%s]", e.Verdict)
 		}
 		b.WriteString("\n")
 	}

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/registry"
@@ -48,19 +49,25 @@ States:
 
 AGE is s, m, h or d; a negative AGE means the writer's clock is ahead.
 
+A heartbeat that does not verify against the keyring (--keyring) is
+marked in a SIGNATURE column: one with a bad signature or a key not
+trusted for its agent, or an unsigned one of an agent that has keys.
+
 With --check AGENT nothing is printed: the exit code is 0 if AGENT is
-AWAKE/IDLE or AWAKE/WORKING and 1 otherwise.
+AWAKE/IDLE or AWAKE/WORKING and 1 otherwise, or when AGENT has keys but
+its heartbeat does not verify (a forged heartbeat).
 
 Flags:
 `)
 		flags.PrintDefaults()
 	}
-	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, status (the heartbeat as written)")
+	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, verdict, status (the heartbeat as written)")
 	staleAfter := secondsOrDuration(presence.DefaultStaleAfter)
 	flags.Var(&staleAfter, "stale-after", "show an AWAKE agent as STALE when its heartbeat is older than this (a duration, or seconds)")
 	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
 	rootf := rootFlag(flags)
+	ringf := keyringFlag(flags)
 	if err := parse(flags, args, getenv); err != nil {
 		return err
 	}
@@ -82,13 +89,15 @@ Flags:
 	root := tree.Resolve(*rootf, getenv)
 	host := hostname() // no name: no PID is checked
 	now := time.Now()
+	v := verifierFor(root, openKeyring(root, *ringf), stderr)
 
 	if flags.Changed("check") {
 		s, err := presence.Read(root, *check)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(stderr, "collab: warning: %s\n", tree.Printable(err.Error()))
 		}
-		if err == nil && presence.IsAwake(s.Effective(now, time.Duration(staleAfter), host, proc.PIDAlive)) {
+		if err == nil && presence.IsAwake(s.Effective(now, time.Duration(staleAfter), host, proc.PIDAlive)) &&
+			v.Accepts(signing.Known, *check, s.Verify(v, *check)) {
 			return nil
 		}
 		return &exitError{code: exitFailure}
@@ -98,6 +107,7 @@ Flags:
 	if err != nil {
 		return err
 	}
+	verifyRows(v, rows)
 	if *asJSON {
 		return whoJSON(stdout, rows)
 	}
@@ -116,6 +126,28 @@ type whoRow struct {
 	bad    bool             // its heartbeat file cannot be read
 	age    time.Duration
 	hasAge bool
+
+	verdict signing.Verdict // of status, if any
+	marked  bool            // the heartbeat does not verify and should
+}
+
+// verifyRows sets each row's verdict, checking the heartbeats in
+// parallel. A row is marked when its heartbeat's signature fails, or the
+// heartbeat is unsigned and its agent has keys.
+func verifyRows(v *signing.Verifier, rows []whoRow) {
+	var all []presence.Status
+	var at []int
+	for i, r := range rows {
+		if r.status != nil {
+			all = append(all, *r.status)
+			at = append(at, i)
+		}
+	}
+	for k, verdict := range presence.VerifyAll(v, all) {
+		r := &rows[at[k]]
+		r.verdict = verdict
+		r.marked = verdict != signing.Verified && (verdict != signing.Unsigned || v.HasKeys(r.agent))
+	}
 }
 
 // whoRows gathers the agents, all or the named ones, sorted by name.
@@ -191,7 +223,12 @@ func whoRows(root tree.Root, names []string, now time.Time, staleAfter time.Dura
 
 func whoTable(w io.Writer, rows []whoRow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSTATE\tAGE\tHOST\tCHANNEL\tMESSAGE")
+	marks := slices.ContainsFunc(rows, func(r whoRow) bool { return r.marked })
+	head := "AGENT\tSTATE\tAGE\tHOST\tCHANNEL\tMESSAGE"
+	if marks {
+		head += "\tSIGNATURE"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range rows {
 		age := "-"
 		if r.hasAge {
@@ -202,7 +239,15 @@ func whoTable(w io.Writer, rows []whoRow) error {
 		if r.status != nil && r.state == presence.AwakeWorking {
 			msg = r.status.MessageID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.agent, r.state, age, cell(host), cell(channels), cell(msg))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.agent, r.state, age, cell(host), cell(channels), cell(msg))
+		switch {
+		case r.marked:
+			fmt.Fprintf(tw, "\t%s\n", r.verdict)
+		case marks:
+			fmt.Fprint(tw, "\t-\n")
+		default:
+			fmt.Fprintln(tw)
+		}
 	}
 	return tw.Flush()
 }
@@ -265,7 +310,8 @@ type whoEntry struct {
 	Host       string           `json:"host,omitempty"`
 	Channels   string           `json:"channels,omitempty"` // comma-separated
 	Role       string           `json:"role,omitempty"`
-	Status     *presence.Status `json:"status"` // null: no readable heartbeat
+	Verdict    string           `json:"verdict,omitempty"` // of status; absent without one
+	Status     *presence.Status `json:"status"`            // null: no readable heartbeat
 }
 
 func whoJSON(w io.Writer, rows []whoRow) error {
@@ -279,6 +325,9 @@ func whoJSON(w io.Writer, rows []whoRow) error {
 		}
 		if r.reg != nil {
 			out[i].Role = r.reg.Role
+		}
+		if r.status != nil {
+			out[i].Verdict = r.verdict.String()
 		}
 	}
 	enc := json.NewEncoder(w)

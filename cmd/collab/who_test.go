@@ -389,7 +389,7 @@ func TestCell(t *testing.T) {
 
 // BenchmarkWho1000 runs "collab who" over 1,000 heartbeats.
 func BenchmarkWho1000(b *testing.B) {
-	root := tree.Root(b.TempDir())
+	root := tree.Root(newTree(b))
 	now := presence.FormatTime(time.Now())
 	for i := range 1000 {
 		s := presence.Status{AgentID: fmt.Sprintf("agent-%04d", i), Timestamp: now, State: "AWAKE", Substate: "IDLE",

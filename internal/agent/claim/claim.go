@@ -37,6 +37,33 @@
 // message that does not answer M. Its poster renews the token
 // ([Store.RenewReply]): token N+1, again no-replace, names a new id, and
 // every poster follows the highest token.
+//
+// # Signatures
+//
+// A watcher with a key ([Store.Signer]) signs every claim generation it
+// writes (package signing, kind "claim") over, in this order:
+//
+//	channel, agent (the claims folder's), message, generation (decimal),
+//	owner.agent, owner.host, owner.pid (decimal), owner.boot_id,
+//	owner.pid_ns, owner.instance, status, claimed, heartbeat, reply,
+//	takeovers (decimal), note
+//
+// and every reply token (kind "claim-token"): channel, agent, message,
+// token number (decimal), reply, owner.instance, time. Times are RFC 3339
+// in UTC with the fraction's trailing zeros dropped (Go's RFC3339Nano).
+// The place (channel, agent, message, generation) is signed, so a claim
+// copied to another message or generation does not verify.
+//
+// A claim in the folder of an agent that has keys is that agent's claim:
+// under [Store.Trust] "known" (the default) a generation that does not
+// verify as the agent's (unsigned, or signed by another key) is forged.
+// It is taken over at once, as a stale claim is, whatever its status (a
+// forged "replied" must not silence a message), and logged; a forged
+// newer generation met while refreshing a claim is taken over the same
+// way, not obeyed as a loss. A forged reply token is renewed past. A
+// claim file that does not decode is not judged forged (it may be a torn
+// read of a real one): it keeps the grace period. Under "any" nothing is
+// checked, as before signatures.
 package claim
 
 import (
@@ -44,11 +71,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/randhex"
 	"collab/internal/plumbing/safedir"
@@ -115,6 +144,10 @@ type Claim struct {
 	Reply     string    `json:"reply,omitempty"`
 	Takeovers int       `json:"takeovers,omitempty"`
 	Note      string    `json:"note,omitempty"`
+
+	Signature *signing.Signature `json:"signature,omitempty"`
+
+	torn bool // read from a file that does not decode
 }
 
 // Outcome of Acquire.
@@ -149,6 +182,14 @@ type Store struct {
 	// Alive reports whether a PID on this machine is running; default
 	// proc.PIDAlive (kill(pid, 0)).
 	Alive func(pid int) bool
+
+	// Signer signs what the store writes (nil: unsigned). Verifier and
+	// Trust judge the claims found (see the package doc); with no
+	// Verifier no agent has keys. Log, if set, reports forged claims.
+	Signer   *signing.Signer
+	Verifier *signing.Verifier
+	Trust    signing.Policy
+	Log      *slog.Logger
 }
 
 func (s *Store) now() time.Time {
@@ -265,8 +306,10 @@ func (s *Store) Acquire(channel, id string) (Claim, Outcome, error) {
 		if err != nil {
 			return Claim{}, 0, fmt.Errorf("claim %s: %w", id, err)
 		}
+		forged := gen >= 0 && s.forged(old, channel, id, gen)
 		switch {
 		case gen < 0:
+		case forged:
 		case old.Status != Working:
 			return old, Done, nil
 		case old.Owner.Instance == s.Self.Instance:
@@ -280,6 +323,10 @@ func (s *Store) Acquire(channel, id string) (Claim, Outcome, error) {
 			c.Reply, c.Takeovers = old.Reply, gen+1
 			c.Note = fmt.Sprintf("taken over from %s pid %d", old.Owner.Host, old.Owner.PID)
 		}
+		if forged {
+			c.Reply, c.Note = "", "taken over from a forged claim"
+		}
+		s.sign(&c, s.Self.Agent, gen+1)
 		err = publish(d, genName(id, gen+1), c)
 		if err == nil {
 			return c, Acquired, nil
@@ -330,10 +377,24 @@ func (s *Store) update(channel, id string, f func(*Claim)) error {
 	if gen < 0 {
 		return fmt.Errorf("claim %s: %w", id, fs.ErrNotExist)
 	}
+	if s.forged(c, channel, id, gen) {
+		// Not a loss: a forged generation is taken over, and the caller
+		// carries on in the next one.
+		now := s.now()
+		next := Claim{Message: id, Channel: channel, Owner: s.Self, Status: Working, Claimed: now, Heartbeat: now,
+			Takeovers: gen + 1, Note: "taken over from a forged claim"}
+		f(&next)
+		s.sign(&next, s.Self.Agent, gen+1)
+		if err := publish(d, genName(id, gen+1), next); err != nil {
+			return fmt.Errorf("claim %s: %w (after a forged claim)", id, ErrLost)
+		}
+		return nil
+	}
 	if c.Owner.Instance != s.Self.Instance {
 		return fmt.Errorf("claim %s: %w (%s pid %d)", id, ErrLost, c.Owner.Host, c.Owner.PID)
 	}
 	f(&c)
+	s.sign(&c, s.Self.Agent, gen)
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -355,6 +416,8 @@ type Token struct {
 	Reply string    `json:"reply"`
 	Owner Owner     `json:"owner"`
 	Time  time.Time `json:"time"`
+
+	Signature *signing.Signature `json:"signature,omitempty"`
 }
 
 // ReserveReply publishes the reply token of message id naming reply as the
@@ -380,19 +443,21 @@ func (s *Store) RenewReply(channel, id, taken, reply string) (replyID string, fr
 	if err != nil {
 		return "", false, fmt.Errorf("reply token %s: %w", id, err)
 	}
-	if gen >= 0 && t.Reply != taken {
+	if gen >= 0 && t.Reply != taken && !s.forgedToken(t, channel, id, gen) {
 		return t.Reply, false, nil // reserved, or renewed, already
 	}
 	if gen+1 >= maxGen {
 		return "", false, fmt.Errorf("reply token %s: more than %d renewals", id, maxGen)
 	}
-	return s.publishToken(d, id, gen+1, reply)
+	return s.publishToken(d, channel, id, gen+1, reply)
 }
 
 // publishToken publishes token gen naming reply, or, if another poster
 // published it first, returns the id that one names.
-func (s *Store) publishToken(d *safedir.Dir, id string, gen int, reply string) (string, bool, error) {
-	data, err := json.Marshal(Token{Reply: reply, Owner: s.Self, Time: s.now()})
+func (s *Store) publishToken(d *safedir.Dir, channel, id string, gen int, reply string) (string, bool, error) {
+	t := Token{Reply: reply, Owner: s.Self, Time: s.now()}
+	t.Signature = s.Signer.Sign(t.Payload(channel, s.Self.Agent, id, gen))
+	data, err := json.Marshal(t)
 	if err != nil {
 		return "", false, err
 	}
@@ -403,11 +468,11 @@ func (s *Store) publishToken(d *safedir.Dir, id string, gen int, reply string) (
 	if !errors.Is(err, fs.ErrExist) {
 		return "", false, fmt.Errorf("reply token %s: %w", id, err)
 	}
-	t, err := readToken(d, tokenName(id, gen))
+	first, err := readToken(d, tokenName(id, gen))
 	if err != nil {
 		return "", false, fmt.Errorf("reply token %s: %w", id, err)
 	}
-	return t.Reply, false, nil
+	return first.Reply, false, nil
 }
 
 // tokenName is the file of reply token gen of message id.
@@ -470,7 +535,7 @@ func read(d *safedir.Dir, name string) (Claim, []byte, error) {
 		// can show a claim short while its owner replaces it for a
 		// heartbeat, so it is taken over only once it has not changed for
 		// the grace period, as a silent owner's claim is.
-		return Claim{Status: Working, Heartbeat: fi.ModTime().UTC()}, raw, nil
+		return Claim{Status: Working, Heartbeat: fi.ModTime().UTC(), torn: true}, raw, nil
 	}
 	return c, raw, nil
 }

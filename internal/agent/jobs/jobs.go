@@ -15,6 +15,22 @@
 // started, so that no write delays the start. Anyone may create the kill file; the
 // watcher notices it within a poll and stops the run, which then ends with
 // an error event and no reply.
+//
+// # Signed kill requests
+//
+// A kill file is {"by": REQUESTER, "host": HOST, "time": RFC3339, "signature": …}.
+// A requester with a key signs it (package signing, kind "kill") over, in
+// this order:
+//
+//	agent (whose job it is: the folder), job id (the file's name without
+//	".kill"), by, host, time (as written)
+//
+// so a request copied to another job or agent does not verify. The watcher
+// stops a job only for a request its trust policy accepts from by
+// ([signing.Verifier.Accepts]); under "known" an unsigned or forged request
+// in the name of an agent with keys is ignored and logged, and a file that
+// does not decode names no one and is refused (under "any" it stops the job
+// as before).
 package jobs
 
 import (
@@ -29,6 +45,7 @@ import (
 	"time"
 
 	"collab/internal/agent/modelcli"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -387,8 +404,39 @@ func Find(root tree.Root, id string) (Job, error) {
 	return Job{}, fmt.Errorf("job %s: %w", id, fs.ErrNotExist)
 }
 
-// RequestKill asks the watcher running job id of agent to stop it.
-func RequestKill(root tree.Root, agent, id, by string) error {
+// Kill is the content of a kill file.
+type Kill struct {
+	By        string             `json:"by"`
+	Host      string             `json:"host"`
+	Time      string             `json:"time"` // RFC 3339, as written
+	Signature *signing.Signature `json:"signature,omitempty"`
+}
+
+// KindKill is the payload kind of a signed kill request.
+const KindKill = "kill"
+
+// Payload returns the bytes the signature of k, the kill request of job id
+// of agent, covers (see the package doc).
+func (k Kill) Payload(agent, id string) []byte {
+	return signing.Payload(KindKill, agent, id, k.By, k.Host, k.Time)
+}
+
+// Verify returns the verdict on k, read from the kill file of job id of
+// agent, as a request by k.By.
+func (k Kill) Verify(v *signing.Verifier, agent, id string) signing.Verdict {
+	if k.Signature == nil {
+		return signing.Unsigned
+	}
+	t, err := time.Parse(time.RFC3339Nano, k.Time)
+	if err != nil {
+		t = time.Now() // no time: a revoked key verifies nothing
+	}
+	return v.Verify(k.By, t, k.Payload(agent, id), k.Signature)
+}
+
+// RequestKill asks the watcher running job id of agent to stop it, as by,
+// signed with s (nil: unsigned; else s must be by's key).
+func RequestKill(root tree.Root, agent, id, by string, s *signing.Signer) error {
 	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
 		return err
 	}
@@ -398,7 +446,12 @@ func RequestKill(root tree.Root, agent, id, by string) error {
 	}
 	defer d.Close()
 	host, _ := os.Hostname()
-	data, _ := json.Marshal(map[string]any{"by": by, "host": host, "time": time.Now().UTC()})
+	if s != nil && s.Agent() != by {
+		return fmt.Errorf("kill %s: the key is %s's, not %s's", id, s.Agent(), by)
+	}
+	k := Kill{By: by, Host: host, Time: time.Now().UTC().Format(time.RFC3339Nano)}
+	k.Signature = s.Sign(k.Payload(agent, id))
+	data, _ := json.Marshal(k)
 	err = d.Publish(id+".kill", data, 0o666)
 	if errors.Is(err, fs.ErrExist) {
 		return nil // asked already
@@ -422,6 +475,32 @@ func KillRequested(root tree.Root, agent, id string) bool {
 	_, err = d.Lstat(id + ".kill")
 	return err == nil
 }
+
+// ReadKill reads the kill request of job id of agent; none is an error that
+// wraps fs.ErrNotExist. A kill file that does not decode (a foreign
+// writer's) is a request by nobody: Kill{}, which names no sender.
+func ReadKill(root tree.Root, agent, id string) (Kill, error) {
+	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
+		return Kill{}, err
+	}
+	d, err := safedir.Open(root.Jobs(agent)) // revalidates on NFS, as in KillRequested
+	if err != nil {
+		return Kill{}, err
+	}
+	defer d.Close()
+	data, _, err := d.ReadFile(id+".kill", maxKill)
+	if err != nil {
+		return Kill{}, err
+	}
+	var k Kill
+	if json.Unmarshal(data, &k) != nil {
+		k = Kill{}
+	}
+	return k, nil
+}
+
+// maxKill is the largest kill file read.
+const maxKill = 64 << 10
 
 // SetStatus changes the status of a finished job of agent (a job that asked
 // a question is completed when the answer arrives). Only the agent's

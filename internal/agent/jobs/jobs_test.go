@@ -305,12 +305,12 @@ func TestPrune(t *testing.T) {
 		r := mustStart(t, root, newJob(msg(i)), clk.Now)
 		r.Finish(jobs.Completed, modelcli.Response{Text: "ok"}, nil)
 		if i == 1 || i == finished {
-			if err := jobs.RequestKill(root, agent, jobs.ID(msg(i)), "test"); err != nil {
+			if err := jobs.RequestKill(root, agent, jobs.ID(msg(i)), "test", nil); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := jobs.RequestKill(root, agent, jobs.ID(msg(0)), "test"); err != nil {
+	if err := jobs.RequestKill(root, agent, jobs.ID(msg(0)), "test", nil); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(time.Second)
@@ -365,7 +365,7 @@ func TestKillRequest(t *testing.T) {
 	if jobs.KillRequested(root, agent, j.ID) {
 		t.Fatal("KillRequested before any request")
 	}
-	if err := jobs.RequestKill(root, agent, j.ID, "bob"); err != nil {
+	if err := jobs.RequestKill(root, agent, j.ID, "bob", nil); err != nil {
 		t.Fatalf("RequestKill: %v", err)
 	}
 	data, err := os.ReadFile(filepath.Join(root.Jobs(agent), j.ID+".kill"))
@@ -385,13 +385,13 @@ func TestKillRequest(t *testing.T) {
 	if jobs.KillRequested(root, agent, other.ID) {
 		t.Error("another job is killed too")
 	}
-	if err := jobs.RequestKill(root, agent, j.ID, "carol"); err != nil {
+	if err := jobs.RequestKill(root, agent, j.ID, "carol", nil); err != nil {
 		t.Errorf("second RequestKill = %v, want nil (asked already)", err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(root.Jobs(agent), j.ID+".kill")); string(after) != string(data) {
 		t.Errorf("second request replaced the first: %s, was %s", after, data)
 	}
-	if err := jobs.RequestKill(root, "claude", jobs.ID("msg-20260310-120000-alice-0006"), "bob"); err == nil {
+	if err := jobs.RequestKill(root, "claude", jobs.ID("msg-20260310-120000-alice-0006"), "bob", nil); err == nil {
 		t.Error("RequestKill for an agent with no jobs = nil, want an error")
 	}
 	noTemps(t, root.Jobs(agent))
@@ -425,7 +425,7 @@ func TestBadIDs(t *testing.T) {
 				if _, err := jobs.Find(root, tt.id); !errors.Is(err, tree.ErrBadName) {
 					t.Errorf("Find = %v, want ErrBadName", err)
 				}
-				if err := jobs.RequestKill(root, agent, tt.id, "bob"); !errors.Is(err, tree.ErrBadName) {
+				if err := jobs.RequestKill(root, agent, tt.id, "bob", nil); !errors.Is(err, tree.ErrBadName) {
 					t.Errorf("RequestKill = %v, want ErrBadName", err)
 				}
 				if err := jobs.SetStatus(root, agent, tt.id, jobs.Completed); !errors.Is(err, tree.ErrBadName) {
@@ -472,7 +472,7 @@ func TestBadIDs(t *testing.T) {
 		if _, err := jobs.Read(root, "../x", id); !errors.Is(err, tree.ErrBadName) {
 			t.Errorf("Read = %v, want ErrBadName", err)
 		}
-		if err := jobs.RequestKill(root, "../x", id, "bob"); !errors.Is(err, tree.ErrBadName) {
+		if err := jobs.RequestKill(root, "../x", id, "bob", nil); !errors.Is(err, tree.ErrBadName) {
 			t.Errorf("RequestKill = %v, want ErrBadName", err)
 		}
 		if _, err := jobs.List(root, "a/b"); !errors.Is(err, tree.ErrBadName) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
@@ -65,6 +66,13 @@ type Board struct {
 	StaleAfter time.Duration      // presence staleness; default presence.DefaultStaleAfter
 	Host       string             // this host, written in events and used for PID checks; default os.Hostname
 	Alive      func(pid int) bool // default proc.PIDAlive
+
+	// Signer signs the events this board makes for its agent (nil: none;
+	// events of other agents, such as a sweep's, are unsigned). Verifier
+	// and Trust judge the events read (see the package doc).
+	Signer   *signing.Signer
+	Verifier *signing.Verifier
+	Trust    signing.Policy // default signing.Known
 }
 
 // New returns the board of channel in root.
@@ -255,6 +263,9 @@ func history(d *safedir.Dir, id string, atLeast int) ([]Event, int, error) {
 	return evs, top + 1, nil
 }
 
+// errForgedPresence: a heartbeat that does not verify as its agent's.
+var errForgedPresence = errors.New("task: forged presence")
+
 // errNotVisible: an event known to exist cannot be read here yet.
 var errNotVisible = errors.New("task: an event is not visible yet")
 
@@ -268,8 +279,17 @@ func (b *Board) load(d *safedir.Dir, id string, atLeast int) (Task, []Event, int
 	if err != nil {
 		return Task{}, nil, 0, fmt.Errorf("task %s: %w", id, err)
 	}
-	for _, e := range evs {
-		t = apply(t, e)
+	for i := range evs {
+		e := &evs[i]
+		e.Verdict = e.Verify(b.Verifier, b.Channel, id)
+		if e.Verdict != signing.Verified && (e.Verdict != signing.Unsigned || b.Verifier.HasKeys(e.Agent)) {
+			t.Unverified++
+		}
+		if !b.Verifier.Accepts(b.Trust, e.Agent, e.Verdict) {
+			e.Ignored = true
+			continue
+		}
+		t = apply(t, *e)
 	}
 	t.Events = next - 1
 	return t, evs, next, nil
@@ -410,6 +430,9 @@ func (b *Board) transition(id string, decide func(t Task) (Event, error)) (Task,
 		e.Seq, e.Time, e.Host = next, b.now(), b.Host
 		if err := checkEvent(e, next); err != nil {
 			return t, fmt.Errorf("task %s: %w", id, err)
+		}
+		if b.Signer != nil && b.Signer.Agent() == e.Agent {
+			e.Signature = b.Signer.Sign(e.Payload(b.Channel, id))
 		}
 		data, err := json.MarshalIndent(e, "", "  ")
 		if err != nil {
@@ -602,7 +625,11 @@ func (b *Board) ownerGone(t Task) (bool, string) {
 	now := b.now()
 	last := t.Updated
 	state := "no presence heartbeat"
-	if st, err := presence.Read(b.Root, t.Owner); err == nil {
+	st, err := presence.Read(b.Root, t.Owner)
+	if err == nil && !b.Verifier.Accepts(b.Trust, t.Owner, st.Verify(b.Verifier, t.Owner)) {
+		err, state = errForgedPresence, "a forged presence heartbeat" // no sign of life
+	}
+	if err == nil {
 		eff := st.Effective(now, b.StaleAfter, b.Host, b.alive())
 		if strings.HasPrefix(eff, presence.StateAwake) {
 			return false, ""

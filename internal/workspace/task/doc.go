@@ -49,6 +49,29 @@
 // needed. An agent that works without a watcher should checkpoint more often
 // than the grace period.
 //
+// # Signatures
+//
+// An agent with a key signs the events it makes (package signing, kind
+// "task-event") over, in this order:
+//
+//	channel, task id, seq (decimal), event, status, owner, agent, host,
+//	time (RFC 3339 in UTC, the fraction's trailing zeros dropped, as Go's
+//	RFC3339Nano), summary, outcome, error, note
+//
+// so an event copied to another task, number or channel does not verify.
+// A reader checks every event as its agent's. The rule for one that does
+// not verify: under [Board.Trust] "known" (the default), an event in the
+// name of an agent that has keys that is unsigned or does not verify as
+// that agent's is left out of the task's state, as a malformed event is:
+// its number stays taken and it stays in the log, marked, but a forged
+// claim is not that agent's claim (the task stays pending and another
+// agent may claim it), and a forged done, fail or release changes
+// nothing. "signed" leaves out every event that does not verify; "any"
+// leaves out none. Events of agents without keys (and the releases a
+// sweep makes, by "collab") count as before. Likewise a presence heartbeat
+// of a claim's owner that has keys and does not verify is no sign of life.
+// The task file itself (title, body, created_by) is not signed.
+//
 // # Caveats
 //
 //   - Ages compare the writer's clock with the reader's, as for presence:

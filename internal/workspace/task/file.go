@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 )
 
@@ -79,6 +80,9 @@ type Task struct {
 	Events   int       `json:"events"`             // how many events it has
 	Ready    bool      `json:"ready"`              // pending, every dependency done
 	Blockers []string  `json:"blockers,omitempty"` // dependencies not yet done
+	// Unverified counts the events that do not verify though they should
+	// (see the package doc's Signatures).
+	Unverified int `json:"unverified,omitempty"`
 }
 
 // Spec is what a task file holds, written once when the task is added.
@@ -106,6 +110,13 @@ type Event struct {
 	Outcome string    `json:"outcome,omitempty"` // done
 	Error   string    `json:"error,omitempty"`   // failed
 	Note    string    `json:"note,omitempty"`    // released: why
+
+	Signature *signing.Signature `json:"signature,omitempty"`
+
+	// Set when read (see the package doc's Signatures): the verdict on the
+	// signature, and whether the event was left out of the state.
+	Verdict signing.Verdict `json:"-"`
+	Ignored bool            `json:"-"`
 }
 
 // taskName is the file name of task number n.

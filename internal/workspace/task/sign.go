@@ -1,0 +1,27 @@
+package task
+
+import (
+	"strconv"
+	"time"
+
+	"collab/internal/identity/signing"
+)
+
+// KindEvent is the payload kind of a signed task event.
+const KindEvent = "task-event"
+
+// Payload returns the bytes the signature of e covers, e being an event
+// of task id of channel (see the package doc).
+func (e Event) Payload(channel, id string) []byte {
+	return signing.Payload(KindEvent, channel, id, strconv.Itoa(e.Seq), e.Event, e.Status, e.Owner,
+		e.Agent, e.Host, e.Time.UTC().Format(time.RFC3339Nano), e.Summary, e.Outcome, e.Error, e.Note)
+}
+
+// Verify returns the verdict on e, read as an event of task id of
+// channel, as its agent's.
+func (e Event) Verify(v *signing.Verifier, channel, id string) signing.Verdict {
+	if e.Signature == nil {
+		return signing.Unsigned
+	}
+	return v.Verify(e.Agent, e.Time, e.Payload(channel, id), e.Signature)
+}

@@ -1,0 +1,76 @@
+package presence
+
+import (
+	"encoding/json"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"collab/internal/identity/signing"
+)
+
+// Kind is the payload kind of a signed heartbeat.
+const Kind = "presence"
+
+// Payload returns the bytes a heartbeat's signature covers (see the
+// package doc), for the file of agent.
+func (s Status) Payload(agent string) []byte {
+	counters := "{}"
+	if len(s.Counters) > 0 {
+		b, _ := json.Marshal(s.Counters) // map keys come out sorted
+		counters = string(b)
+	}
+	return signing.Payload(Kind,
+		agent, s.Timestamp, s.State, s.Substate, strconv.Itoa(s.WatcherPID),
+		s.Channel, s.Host, strings.Join(s.Channels, ","), s.MessageID,
+		s.Started, s.LastReply, strconv.Itoa(s.Queue), counters)
+}
+
+// Sign signs s with signer, as its agent's heartbeat; a nil signer
+// removes any signature. An empty Timestamp is set to now first.
+func (s *Status) Sign(signer *signing.Signer) {
+	if signer == nil {
+		s.Signature = nil
+		return
+	}
+	if s.Timestamp == "" {
+		s.Timestamp = FormatTime(time.Now())
+	}
+	s.Signature = signer.Sign(s.Payload(s.AgentID))
+}
+
+// Verify returns the verdict on s, read from the file of agent: it
+// verifies only as that agent's heartbeat, so a signed heartbeat copied to
+// another agent's file does not.
+func (s Status) Verify(v *signing.Verifier, agent string) signing.Verdict {
+	if s.Signature == nil {
+		return signing.Unsigned
+	}
+	if s.AgentID != agent {
+		return signing.BadSignature
+	}
+	t, ok := s.Time()
+	if !ok {
+		t = time.Now() // no time: a revoked key verifies nothing
+	}
+	return v.Verify(agent, t, s.Payload(agent), s.Signature)
+}
+
+// VerifyAll returns the verdict on each heartbeat of all (each read from
+// the file of its agent), checking them in parallel.
+func VerifyAll(v *signing.Verifier, all []Status) []signing.Verdict {
+	out := make([]signing.Verdict, len(all))
+	workers := min(runtime.GOMAXPROCS(0), len(all)/64+1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(all); i += workers {
+				out[i] = all[i].Verify(v, all[i].AgentID)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}

@@ -1,0 +1,141 @@
+package watcher_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"collab/channel"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/jobs"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+)
+
+// keys makes keys for the agents, trusts them in a keyring, and returns
+// their signers and a verifier over the keyring.
+func keys(t testing.TB, agents ...string) (map[string]*signing.Signer, *signing.Verifier) {
+	t.Helper()
+	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
+	out := map[string]*signing.Signer{}
+	for _, a := range agents {
+		s, err := signing.NewKey(filepath.Join(t.TempDir(), a+".key"), a, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ring.Trust(a, s.PublicKey()); err != nil {
+			t.Fatal(err)
+		}
+		out[a] = s
+	}
+	return out, signing.NewVerifier(ring)
+}
+
+// TestForgedKill: a kill request in the name of bob, who has a key, stops
+// the job only when it verifies as bob's, or under --trust any.
+func TestForgedKill(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		trust  signing.Policy
+		signed bool
+		killed bool
+	}{
+		{"forged under known", signing.Known, false, false},
+		{"forged under any", signing.Any, false, true},
+		{"signed under known", signing.Known, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			signers, v := keys(t, "bob")
+			release := make(chan struct{})
+			cfg := config(root, &fakeRunner{reply: blockUntil(release)})
+			cfg.Verifier, cfg.Trust = v, c.trust
+			h := start(t, cfg)
+			m := send(t, root, agent, "refactor everything")
+			waitJob(t, root, m.ID, "running", func(j jobs.Job) bool { return j.Status == jobs.Running })
+			var s *signing.Signer
+			if c.signed {
+				s = signers["bob"]
+			}
+			if err := jobs.RequestKill(root, agent, jobs.ID(m.ID), "bob", s); err != nil {
+				t.Fatal(err)
+			}
+			if c.killed {
+				j := waitJob(t, root, m.ID, "killed", func(j jobs.Job) bool { return j.Done() })
+				if j.Status != jobs.Killed {
+					t.Errorf("job %s, want killed", j.Status)
+				}
+				return
+			}
+			waitFor(t, "the refusal to be logged", func() bool {
+				return len(h.logs.find("kill request refused: it does not verify as its requester", "from", "bob", "verdict", "unsigned")) > 0
+			})
+			close(release)
+			j := waitJob(t, root, m.ID, "done", func(j jobs.Job) bool { return j.Done() })
+			if j.Status != jobs.Completed {
+				t.Errorf("job %s after a forged kill, want completed", j.Status)
+			}
+		})
+	}
+}
+
+// TestForgedClaim: a claim that says the message was answered already, in
+// the folder of an agent with a key but not signed by it, is taken over
+// under known (the watcher answers) and obeyed under any (it does not).
+func TestForgedClaim(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		trust    signing.Policy
+		answered bool
+	}{{signing.Known, true}, {signing.Any, false}} {
+		t.Run(string(c.trust), func(t *testing.T) {
+			t.Parallel()
+			root := tree.Root(t.TempDir())
+			signers, v := keys(t, agent)
+			cfg := config(root, &fakeRunner{})
+			cfg.Signer, cfg.Verifier, cfg.Trust = signers[agent], v, c.trust
+			h := start(t, cfg)
+			id := channel.NewID("alice", time.Now(), "f00d")
+			forger := &claim.Store{Root: root, Self: claim.Owner{Agent: agent, Host: "elsewhere", Instance: "forger"}}
+			if _, _, err := forger.Acquire(chName, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := forger.Finish(chName, id, claim.Replied, "", "answered, honest"); err != nil {
+				t.Fatal(err)
+			}
+			m := post(t, root, channel.Message{ID: id, To: agent, Content: channel.Content{Text: "hello"}})
+			if !c.answered {
+				waitFor(t, "the message to be skipped", func() bool { return len(h.logs.find("skip", "msg_id", m.ID, "reason", "already replied")) > 0 })
+				if n := len(repliesTo(messages(t, root), m.ID)); n != 0 {
+					t.Errorf("%d replies, want none", n)
+				}
+				return
+			}
+			waitReplies(t, root, m.ID)
+			if len(h.logs.find("forged claim: taking it over", "msg_id", m.ID)) == 0 {
+				t.Error("the forged claim was not logged")
+			}
+			cl := waitClaim(t, root, agent, m.ID)
+			if got := cl.Verify(v, chName, agent, m.ID, cl.Takeovers); got != signing.Verified {
+				t.Errorf("the watcher's claim: %v, want verified", got)
+			}
+		})
+	}
+}
+
+// TestSignedHeartbeat: a watcher with a key signs its heartbeats.
+func TestSignedHeartbeat(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	signers, v := keys(t, agent)
+	cfg := config(root, &fakeRunner{})
+	cfg.Signer, cfg.Verifier = signers[agent], v
+	start(t, cfg)
+	s := readPresence(t, root, agent)
+	if got := s.Verify(v, agent); got != signing.Verified {
+		t.Errorf("heartbeat: %v, want verified", got)
+	}
+}
