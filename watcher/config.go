@@ -62,14 +62,17 @@ type Config struct {
 	// DefaultRecoveryWindow. Messages older than that are not answered.
 	RecoveryWindow time.Duration
 
-	// Signer signs everything the watcher posts as its agent: replies,
+	// Signer signs everything the watcher writes as its agent: replies,
 	// questions, notices and forgery reports (a reply kept in the outbox
-	// is signed when it is posted); nil: unsigned.
+	// is signed when it is posted), heartbeats, claims and reply tokens;
+	// nil: unsigned.
 	Signer *signing.Signer
-	// Verifier checks the signatures of the messages the watcher would act
-	// on (a nil Verifier knows no key), and Trust says which it acts on;
-	// default signing.DefaultPolicy. A message refused is logged and
-	// reported once in its channel (see the package doc).
+	// Verifier checks the signatures of what the watcher would act on
+	// (messages addressed to it, permission answers, kill requests,
+	// claims; a nil Verifier knows no key), and Trust says which it acts
+	// on; default signing.DefaultPolicy. A message refused is logged and
+	// reported once in its channel (see the package doc); a forged kill
+	// request is ignored and a forged claim taken over, both logged.
 	Verifier *signing.Verifier
 	Trust    signing.Policy
 
@@ -91,14 +94,7 @@ type Config struct {
 	// Publisher, if set, also publishes every message and heartbeat the
 	// watcher writes.
 	Publisher Publisher
-	// Signer, if set, signs what the watcher writes as its agent
-	// (heartbeats, claims). Verifier checks what others write against the
-	// keyring, and Trust says what is acted on (kill requests, claims):
-	// empty is signing.Known; with no Verifier nothing names a keyed agent.
-	Signer   *signing.Signer
-	Verifier *signing.Verifier
-	Trust    signing.Policy
-	Logger   *slog.Logger
+	Logger *slog.Logger
 	Now      func() time.Time
 
 	// writeMessage, if set, replaces the channel writer (tests inject

@@ -13,7 +13,6 @@ const (
 	keyJob     = "job_id"
 	keyErr     = "err"
 	keyFile    = "file"
-	keyVerdict = "verdict"
 
 	keyReason   = "reason"
 	keyDur      = "duration"

@@ -145,6 +145,12 @@ Flags:
 	if err != nil {
 		return usageErrorf("watch: %v", err)
 	}
+	if signer == nil && policy != signing.Any && ring.HasKeys(*agent) {
+		// Its own claims, heartbeats and replies would be unsigned in the
+		// name of an agent with keys: forgeries to every other watcher.
+		return usageErrorf("watch: %s has keys in the keyring %s but this watcher has no private key (looked in %s): give it its key with --key or %s, or run with --trust any",
+			*agent, ring.Dir(), cmp.Or(*keyPath, signing.DefaultKeyPath(*agent, getenv)), envKey)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageErrorf("watch: --log-level %q: use debug, info, warn or error", *logLevel)

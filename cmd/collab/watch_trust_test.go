@@ -135,3 +135,29 @@ func TestWatchSignsWithKey(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestWatchRefusesKeyedAgentWithoutKey: an agent with keys in the keyring
+// run without its private key would write unsigned claims and heartbeats
+// in its own name, which every other watcher takes for forgeries.
+func TestWatchRefusesKeyedAgentWithoutKey(t *testing.T) {
+	root := newTree(t)
+	ring := keyring.Open(tree.Root(root).Keys())
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.Trust("codex", keyring.FormatPublic(priv.Public().(ed25519.PublicKey))); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"COLLAB_ROOT": root, "XDG_CONFIG_HOME": t.TempDir()}
+	args := []string{"watch", "--agent", "codex", "--channel", "dev", "--cli", "command", "--cmd", os.Args[0], "--allow-writable-keyring"}
+	r := runCollabCtx(t, context.Background(), env, "", args...)
+	if r.code != 2 || !strings.Contains(r.stderr, "has keys in the keyring") || !strings.Contains(r.stderr, "--trust any") {
+		t.Errorf("exit %d, stderr %q; want 2 and the reason", r.code, r.stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if r := runCollabCtx(t, ctx, env, "", append(args, "--trust", "any")...); r.code != 0 {
+		t.Errorf("under --trust any: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
