@@ -196,6 +196,7 @@ func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
 			w.log.Warn("no transcript for the prompt", keyMsg, m.ID, keyErr, err)
 		}
 	}
+	transcript = w.trustedOnly(transcript, m.SessionID)
 	transcript = prompt.CutContext(transcript) // a byte budget, whatever the template
 	text, err := w.cfg.Template.Render(prompt.Data{
 		Agent:      w.cfg.Agent,

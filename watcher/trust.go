@@ -77,6 +77,44 @@ func (w *watcher) forgedWhy(from string, v signing.Verdict) string {
 	}
 }
 
+// ownReply reports whether m, a reply in the agent's own name, may be
+// taken as the agent's: under trust any, or when the agent has no key,
+// always; otherwise only when it verifies. A forged reply in the agent's
+// name would otherwise mark the message it answers as answered, and the
+// watcher would never answer it.
+func (w *watcher) ownReply(m *channel.Message) bool {
+	if w.cfg.Trust == signing.Any || !w.cfg.Verifier.HasKeys(m.From) {
+		return true
+	}
+	v := m.Verify(w.cfg.Verifier, m.SessionID)
+	if v == signing.Verified {
+		return true
+	}
+	w.log.Warn("forged reply in this agent's name ignored", keyMsg, m.ID, keyChannel, m.SessionID,
+		keyReply, m.Metadata.InReplyTo, keyVerdict, v.String())
+	return false
+}
+
+// trustedOnly leaves out of a prompt's context the messages of channel ch
+// that the trust policy refuses: a forgery the watcher would not act on
+// must not reach the model as what its sender said either. It runs as a
+// job starts, on the few messages of its context.
+func (w *watcher) trustedOnly(msgs []channel.Message, ch string) []channel.Message {
+	if w.cfg.Trust == signing.Any {
+		return msgs
+	}
+	out := msgs[:0:0]
+	for i := range msgs {
+		m := &msgs[i]
+		if v := m.Verify(w.cfg.Verifier, ch); w.cfg.Verifier.Accepts(w.cfg.Trust, m.From, v) {
+			out = append(out, *m)
+		} else {
+			w.log.Debug("left out of the context", keyMsg, m.ID, keyFrom, m.From, keyVerdict, v.String())
+		}
+	}
+	return out
+}
+
 // answerTrusted reports whether the answer in it may be taken as asker's:
 // under trust any, always; otherwise when the asker has no key (anyone
 // who can write the tree can answer for it: said at start) or the answer
