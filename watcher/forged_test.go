@@ -2,6 +2,7 @@ package watcher_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,10 +74,14 @@ func TestForgedKill(t *testing.T) {
 			waitFor(t, "the refusal to be logged", func() bool {
 				return len(h.logs.find("kill request refused: it does not verify as its requester", "from", "bob", "verdict", "unsigned")) > 0
 			})
+			waitForgedNotice(t, root, "kill request", jobs.ID(m.ID))
 			close(release)
 			j := waitJob(t, root, m.ID, "done", func(j jobs.Job) bool { return j.Done() })
 			if j.Status != jobs.Completed {
 				t.Errorf("job %s after a forged kill, want completed", j.Status)
+			}
+			if n := forgedNotices(t, root, jobs.ID(m.ID)); n != 1 {
+				t.Errorf("%d notices of the forged kill, want 1", n)
 			}
 		})
 	}
@@ -118,6 +123,7 @@ func TestForgedClaim(t *testing.T) {
 			if len(h.logs.find("forged claim: taking it over", "msg_id", m.ID)) == 0 {
 				t.Error("the forged claim was not logged")
 			}
+			waitForgedNotice(t, root, "claim", m.ID)
 			cl := waitClaim(t, root, agent, m.ID)
 			if got := cl.Verify(v, chName, agent, m.ID, cl.Takeovers); got != signing.Verified {
 				t.Errorf("the watcher's claim: %v, want verified", got)
@@ -138,4 +144,31 @@ func TestSignedHeartbeat(t *testing.T) {
 	if got := s.Verify(v, agent); got != signing.Verified {
 		t.Errorf("heartbeat: %v, want verified", got)
 	}
+}
+
+// forgedNotices counts the notices in the channel that report a forged
+// file about id.
+func forgedNotices(t *testing.T, root tree.Root, id string) int {
+	t.Helper()
+	n := 0
+	for _, m := range notices(messages(t, root)) {
+		if m.Metadata.InReplyTo == "" && strings.Contains(m.Content.Text, "for "+id+":") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitForgedNotice waits for the notice that reports a forged what about
+// id in the channel.
+func waitForgedNotice(t *testing.T, root tree.Root, what, id string) {
+	t.Helper()
+	waitFor(t, "the notice of the forged "+what, func() bool {
+		for _, m := range notices(messages(t, root)) {
+			if strings.Contains(m.Content.Text, "ignored a "+what+" for "+id+":") {
+				return true
+			}
+		}
+		return false
+	})
 }

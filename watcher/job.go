@@ -404,6 +404,7 @@ func (w *watcher) checkKill() {
 		if !w.cfg.Verifier.Accepts(w.cfg.Trust, k.By, verdict) {
 			w.logOnce("forged-kill "+id, "kill request refused: it does not verify as its requester",
 				keyJob, id, keyFrom, k.By, keyVerdict, verdict)
+			w.forgedFile(w.busy.it.msg.SessionID, id, "kill request", k.By, verdict)
 			return
 		}
 		w.log.Warn("kill requested; stopping the CLI", keyMsg, w.busy.it.msg.ID, keyJob, id)

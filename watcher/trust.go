@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"fmt"
+	"slices"
 
 	"collab/channel"
 	"collab/internal/identity/signing"
@@ -57,6 +58,53 @@ func (w *watcher) reportForged() {
 	}
 	clear(w.forged)
 	w.forged = w.forged[:0]
+}
+
+// forgedFile is a forged claim, reply token or kill request: what it is,
+// in which channel, of which message or job, in whose name.
+type forgedFile struct {
+	channel, id, what, from string
+	verdict                 signing.Verdict
+}
+
+// forgedFile queues a forged file found by the claim store or the kill
+// check to be reported in its channel; any goroutine may call it.
+func (w *watcher) forgedFile(ch, id, what, from string, v signing.Verdict) {
+	w.forgedMu.Lock()
+	defer w.forgedMu.Unlock()
+	if len(w.forgedFiles) < maxForgedReports {
+		w.forgedFiles = append(w.forgedFiles, forgedFile{ch, id, what, from, v})
+	}
+}
+
+// maxForgedReports bounds the forged files reported in one poll; the rest
+// are in the log.
+const maxForgedReports = 16
+
+// reportForgedFiles posts one notice (to all, mode watcher: no watcher
+// answers it) for each forged file not reported yet by this watcher. The
+// notice answers nothing, so it cannot mark a message answered.
+func (w *watcher) reportForgedFiles() {
+	w.forgedMu.Lock()
+	files := w.forgedFiles
+	w.forgedFiles = nil
+	w.forgedMu.Unlock()
+	for _, f := range files {
+		if w.reportedFiles[f] || !slices.Contains(w.cfg.Channels, f.channel) {
+			continue
+		}
+		n := channel.Message{SessionID: f.channel, From: w.cfg.Agent}
+		n.Metadata.Mode, n.Metadata.Host = channel.ModeWatcher, w.cfg.Host
+		setNotice(&n, guardTrust, fmt.Sprintf("[collab] %s ignored a %s for %s: %s.", w.cfg.Agent, f.what, f.id, w.forgedWhy(f.from, f.verdict)))
+		if err := w.postFile(&n); err != nil {
+			w.log.Error("cannot report a forged "+f.what, keyMsg, f.id, keyErr, err)
+			continue
+		}
+		if w.reportedFiles == nil {
+			w.reportedFiles = make(map[forgedFile]bool)
+		}
+		w.reportedFiles[f] = true
+	}
 }
 
 // forgedWhy says why a message that names from as its sender, with

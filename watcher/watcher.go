@@ -105,6 +105,12 @@ type watcher struct {
 	errLogged   map[string]time.Time
 
 	forged []*item // refused by the trust policy, to report after the scan
+	// forgedFiles are forged claims, reply tokens and kill requests to
+	// report in their channels (queued from any goroutine); reportedFiles
+	// the ones reported, so each is reported once.
+	forgedMu      sync.Mutex
+	forgedFiles   []forgedFile
+	reportedFiles map[forgedFile]bool
 
 	announcer *announcer // posts to the Publisher; nil without one
 	other     int        // pid of another watcher of the agent seen on this host; 0: none
@@ -140,7 +146,7 @@ func newWatcher(cfg Config) *watcher {
 		awaiting:  make(map[string]question),
 	}
 	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now,
-		Signer: cfg.Signer, Verifier: cfg.Verifier, Trust: cfg.Trust, Log: cfg.Logger}
+		Signer: cfg.Signer, Verifier: cfg.Verifier, Trust: cfg.Trust, Log: cfg.Logger, OnForged: w.forgedFile}
 	w.claims.Self.Host = cfg.Host
 	return w
 }
@@ -453,6 +459,7 @@ func (w *watcher) poll() {
 		w.scan(ch, list)
 	}
 	w.reportForged()
+	w.reportForgedFiles()
 	w.replay = nil
 	slices.SortStableFunc(w.queue, func(a, b *item) int {
 		return cmp.Or(a.msg.Time().Compare(b.msg.Time()), cmp.Compare(a.msg.File, b.msg.File))

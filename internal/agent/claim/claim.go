@@ -185,11 +185,15 @@ type Store struct {
 
 	// Signer signs what the store writes (nil: unsigned). Verifier and
 	// Trust judge the claims found (see the package doc); with no
-	// Verifier no agent has keys. Log, if set, reports forged claims.
+	// Verifier no agent has keys. Log, if set, reports forged claims, and
+	// OnForged, if set, is told of each one found (what is "claim" or
+	// "reply token"; it may be called from any goroutine that uses the
+	// store).
 	Signer   *signing.Signer
 	Verifier *signing.Verifier
 	Trust    signing.Policy
 	Log      *slog.Logger
+	OnForged func(channel, id, what string, owner string, verdict signing.Verdict)
 }
 
 func (s *Store) now() time.Time {

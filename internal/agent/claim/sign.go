@@ -68,6 +68,9 @@ func (s *Store) forged(c Claim, channel, id string, gen int) bool {
 		s.Log.Warn("forged claim: taking it over", "channel", channel, "msg_id", id, "generation", gen,
 			"owner", c.Owner.Agent, "verdict", verdict)
 	}
+	if s.OnForged != nil {
+		s.OnForged(channel, id, "claim", c.Owner.Agent, verdict)
+	}
 	return true
 }
 
@@ -82,6 +85,9 @@ func (s *Store) forgedToken(t Token, channel, id string, gen int) bool {
 	}
 	if s.Log != nil {
 		s.Log.Warn("forged reply token: renewing past it", "channel", channel, "msg_id", id, "token", gen, "verdict", verdict)
+	}
+	if s.OnForged != nil {
+		s.OnForged(channel, id, "reply token", s.Self.Agent, verdict)
 	}
 	return true
 }
