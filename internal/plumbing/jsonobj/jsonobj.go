@@ -24,17 +24,9 @@ type Writer struct {
 
 // Field adds a member. HTML characters are not escaped.
 func (w *Writer) Field(key string, v any) {
-	if w.err != nil {
+	if !w.member(key) {
 		return
 	}
-	if w.buf.Len() == 0 {
-		w.buf.WriteByte('{')
-	} else {
-		w.buf.WriteByte(',')
-	}
-	k, _ := json.Marshal(key)
-	w.buf.Write(k)
-	w.buf.WriteByte(':')
 	enc := json.NewEncoder(&w.buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
@@ -49,8 +41,16 @@ func (w *Writer) Field(key string, v any) {
 // encoding/json Marshaler's output is checked and compacted), which for a
 // message's 1 MB content is most of the cost of encoding it.
 func (w *Writer) Raw(key string, b []byte) {
+	if w.member(key) {
+		w.buf.Write(b)
+	}
+}
+
+// member writes what comes before a member's value: the brace or comma,
+// the key and the colon. It reports false after an error.
+func (w *Writer) member(key string) bool {
 	if w.err != nil {
-		return
+		return false
 	}
 	if w.buf.Len() == 0 {
 		w.buf.WriteByte('{')
@@ -60,7 +60,7 @@ func (w *Writer) Raw(key string, b []byte) {
 	k, _ := json.Marshal(key)
 	w.buf.Write(k)
 	w.buf.WriteByte(':')
-	w.buf.Write(b)
+	return true
 }
 
 // Extra adds the members of m sorted by name, skipping any whose name is in
