@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sync"
 	"strconv"
+	"sync"
 	"time"
 
 	"collab/channel"
