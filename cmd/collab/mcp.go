@@ -47,6 +47,7 @@ Tools (arguments in brackets are optional):
   task_list        [status]                       the task board
   task_claim       [task_id]                      claim a task (or the first ready one)
   task_update      id status …                    checkpoint, complete or fail it
+  task_context     id [max_tokens]                what you need to resume a task
   send_and_wait    message to [timeout_seconds]   ask an agent and wait for the reply
 Documents default to notes.md and stay inside ROOT/docs/C.
 

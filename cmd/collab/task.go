@@ -25,13 +25,18 @@ The channel's task board: work items any agent on any host can claim.
   show ID [--json]                           a task and its events
   claim ID                                   claim a ready task (exit 4: claimed by another agent)
   next                                       claim the first ready task (exit 3: none ready)
-  checkpoint ID [--summary] S                record progress on your task
+  checkpoint ID [--type T] [--files F,…] [--text] S
+                                             record a checkpoint on your task (T: plan,
+                                             progress (default), decision, error,
+                                             recovery, complete; F: the files changed)
   done ID [--outcome] O                      finish your task
   fail ID [--error] E                        give up your task
+  context ID [--max-tokens N] [--json]       what an agent needs to resume the task: it,
+                                             its checkpoints, its dependencies' outcomes
 
 Every command takes --channel (env COLLAB_CHANNEL, then COLLAB_SESSION),
 --root (env COLLAB_ROOT), and where an agent acts, --agent (env
-COLLAB_AGENT, then the login name). --body, --summary, --outcome and
+COLLAB_AGENT, then the login name). --body, --text, --outcome and
 --error read standard input when they are "-".
 A claim whose agent shows no sign of life (no fresh presence heartbeat, no
 event on the task) for --grace is released back to pending by the next
@@ -52,7 +57,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, taskUsage)
 		return nil
-	case "add", "list", "show", "claim", "next", "checkpoint", "done", "fail":
+	case "add", "list", "show", "claim", "next", "checkpoint", "done", "fail", "context":
 	default:
 		return usageErrorf("task: unknown command %q; run 'collab task --help'", sub)
 	}
@@ -63,13 +68,15 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	}
 	ch := channelFlag(fs, "channel")
 	var agent *string
-	if sub != "list" && sub != "show" {
+	if sub != "list" && sub != "show" && sub != "context" {
 		agent = agentFlag(fs, "", "acting agent ID", true)
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	grace := fs.Duration("grace", task.DefaultGrace, "release a claim whose agent shows no sign of life for this long")
 	var title, body, text string
-	var depends, status []string
+	var depends, status, files []string
+	var ckType string
+	var maxTokens int
 	switch sub {
 	case "add":
 		fs.StringVar(&title, "title", "", "the task's title (one line)")
@@ -78,7 +85,12 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	case "list":
 		fs.StringSliceVar(&status, "status", nil, "only tasks in these states: pending, ready, claimed, done, failed")
 	case "checkpoint":
-		fs.StringVar(&text, "summary", "", `what has been done so far ("-" reads standard input)`)
+		fs.StringVar(&text, "text", "", `the detail: what was done, decided or went wrong ("-" reads standard input)`)
+		alias(fs, "summary", "text")
+		fs.StringVar(&ckType, "type", task.CkProgress, "the checkpoint's type: "+strings.Join(task.CheckpointTypes, ", "))
+		fs.StringSliceVar(&files, "files", nil, "the files changed (repeat or comma-separate)")
+	case "context":
+		fs.IntVar(&maxTokens, "max-tokens", task.DefaultMaxTokens, "cut the context to about this many tokens (bytes/4)")
 	case "done":
 		fs.StringVar(&text, "outcome", "", `what came of it ("-" reads standard input)`)
 	case "fail":
@@ -109,7 +121,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	}
 	// The positional task id, where one is needed.
 	var id string
-	wantID := sub == "show" || sub == "claim" || sub == "checkpoint" || sub == "done" || sub == "fail"
+	wantID := sub == "show" || sub == "claim" || sub == "checkpoint" || sub == "done" || sub == "fail" || sub == "context"
 	// Trailing words are the text, as in send: add's title, and the
 	// summary, outcome or error after the id.
 	words := fs.Args()
@@ -123,6 +135,14 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return usageErrorf("task add: give the title as --title or as words, not both")
 	case sub != "add" && !wantID && len(words) > 0:
 		return usageErrorf("task %s: unexpected argument %q", sub, words[0])
+	}
+	if sub == "checkpoint" {
+		if err := task.CheckType(ckType); err != nil {
+			return usageErrorf("task checkpoint: --type: %v", err)
+		}
+	}
+	if sub == "context" && maxTokens <= 0 {
+		return usageErrorf("task context: --max-tokens must be positive")
 	}
 	if wantID {
 		id, words = words[0], words[1:]
@@ -200,6 +220,16 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return err
 		}
 		return p.show(t, evs)
+	case "context":
+		c, err := b.Context(id, maxTokens)
+		if err != nil {
+			return err
+		}
+		if p.json {
+			return writeJSON(stdout, c)
+		}
+		_, err = io.WriteString(stdout, c.Text())
+		return err
 	case "next":
 		t, err := b.Next(by)
 		if errors.Is(err, task.ErrNoneReady) {
@@ -215,7 +245,10 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	case "claim":
 		t, err = b.Claim(id, by)
 	case "checkpoint":
-		t, err = b.Checkpoint(id, by, text)
+		t, err = b.Record(id, by, task.Checkpoint{Type: ckType, Text: text, Files: files})
+		if errors.Is(err, task.ErrInvalid) {
+			return usageErrorf("task checkpoint: %v", err)
+		}
 	case "done":
 		t, err = b.Finish(id, by, text)
 	case "fail":
@@ -322,8 +355,14 @@ func (p taskPrinter) show(t task.Task, evs []task.Event) error {
 		if e.Host != "" {
 			fmt.Fprintf(&b, "@%s", e.Host)
 		}
+		if e.Type != "" {
+			fmt.Fprintf(&b, " (%s)", e.Type)
+		}
 		if s := cmp.Or(e.Summary, e.Outcome, e.Error, e.Note); s != "" {
 			fmt.Fprintf(&b, ": %s", oneLine(s))
+		}
+		if len(e.Files) > 0 {
+			fmt.Fprintf(&b, " [files: %s]", oneLine(strings.Join(e.Files, ", ")))
 		}
 		switch {
 		case e.Ignored:

@@ -118,7 +118,7 @@ func TestListTools(t *testing.T) {
 		"channel_peek", "channel_read", "channel_send",
 		"document_append", "document_create", "document_list", "document_read", "document_write",
 		"inbox_ack", "inbox_check", "inbox_peek",
-		"send_and_wait", "task_claim", "task_list", "task_update", "who",
+		"send_and_wait", "task_claim", "task_context", "task_list", "task_update", "who",
 	}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)

@@ -45,7 +45,7 @@ func addTaskTools(s *Server) error {
 	addTool(s, "task_list", "List the channel's task board, in id order.", s.taskList)
 	addTool(s, "task_claim", "Claim a task for this agent (atomic: one agent wins). Without task_id, claims the first ready task.", s.taskClaim)
 	addTool(s, "task_update", "Report on a task this agent has claimed: a checkpoint, completed or failed.", s.taskUpdate)
-	return nil
+	return addTaskContextTool(s) // task_context.go
 }
 
 func (s *Server) taskList(ctx context.Context, in TaskListArgs) (TaskListResult, error) {

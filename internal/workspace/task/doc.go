@@ -38,6 +38,30 @@
 // A pending task is ready when every task it depends on is done; only a
 // ready task can be claimed. Done and failed are final.
 //
+// # Checkpoints
+//
+// A checkpoint ([Board.Record]) has a type, one of [CheckpointTypes] (seed
+// 003's plan, progress, decision, error, recovery and complete; default
+// progress), its detail text (the event's summary) and the files it
+// changed. Type and files are the event's "type" and "files", on
+// checkpoints only; checkpoints written before types have neither and
+// read as progress. A complete checkpoint changes no state: done does.
+//
+// # Context
+//
+// [Board.Context] gives what an agent needs to resume a task: the task,
+// its checkpoints and the outcomes (or errors) of the tasks it depends
+// on, cut to a budget of tokens counted as bytes/4 of [Context.Text], the
+// prompt-ready form. The body is cut to a quarter of the budget, the
+// dependencies' texts share another quarter, and the checkpoints take the
+// rest newest first, each whole, until the next does not fit; the older
+// ones are left out and counted ("[N older checkpoints left out to fit M
+// tokens]"). The newest is always there, shortened if it alone is too
+// long; shortened texts end in "[… cut]". The heading (id, title, state)
+// is never cut. It reads the task's events and its dependencies' (at most
+// [MaxDepends]), never the rest of the board. Events left out of the state
+// (see Signatures) are left out of the context.
+//
 // # Stale claims
 //
 // A claim whose owner has shown no sign of life for [Board.Grace] (default
@@ -57,6 +81,10 @@
 //	channel, task id, seq (decimal), event, status, owner, agent, host,
 //	time (RFC 3339 in UTC, the fraction's trailing zeros dropped, as Go's
 //	RFC3339Nano), summary, outcome, error, note
+//
+// and, only for a checkpoint with a type or files, then: type, the number
+// of files (decimal), each file. An event without them has the payload it
+// had before checkpoint types, so events signed then still verify.
 //
 // so an event copied to another task, number or channel does not verify.
 // A reader checks every event as its agent's. The rule for one that does

@@ -35,6 +35,8 @@ const (
 	MaxTitle   = 200      // bytes
 	MaxText    = 64 << 10 // bytes of a body, summary, outcome or error
 	MaxDepends = 100
+	MaxFiles   = 100  // files of one checkpoint
+	MaxFile    = 1024 // bytes of one file name
 	maxFile    = 256 << 10
 	maxNumber  = 999_999_999
 	maxSeq     = 999_999
@@ -110,6 +112,10 @@ type Event struct {
 	Outcome string    `json:"outcome,omitempty"` // done
 	Error   string    `json:"error,omitempty"`   // failed
 	Note    string    `json:"note,omitempty"`    // released: why
+	// A checkpoint's type (CheckpointTypes; "" in events written before
+	// types, read as progress) and the files it changed.
+	Type  string   `json:"type,omitempty"`
+	Files []string `json:"files,omitempty"`
 
 	Signature *signing.Signature `json:"signature,omitempty"`
 
@@ -240,6 +246,9 @@ func checkEvent(e Event, seq int) error {
 		}
 	} else if e.Owner != "" {
 		return fmt.Errorf("status %s with an owner", e.Status)
+	}
+	if err := checkCheckpoint(e); err != nil {
+		return err
 	}
 	for _, t := range []struct{ what, s string }{{"summary", e.Summary}, {"outcome", e.Outcome}, {"error", e.Error}, {"note", e.Note}} {
 		if err := checkText(t.what, t.s); err != nil {

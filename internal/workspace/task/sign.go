@@ -13,8 +13,15 @@ const KindEvent = "task-event"
 // Payload returns the bytes the signature of e covers, e being an event
 // of task id of channel (see the package doc).
 func (e Event) Payload(channel, id string) []byte {
-	return signing.Payload(KindEvent, channel, id, strconv.Itoa(e.Seq), e.Event, e.Status, e.Owner,
-		e.Agent, e.Host, e.Time.UTC().Format(time.RFC3339Nano), e.Summary, e.Outcome, e.Error, e.Note)
+	fields := []string{channel, id, strconv.Itoa(e.Seq), e.Event, e.Status, e.Owner,
+		e.Agent, e.Host, e.Time.UTC().Format(time.RFC3339Nano), e.Summary, e.Outcome, e.Error, e.Note}
+	// Appended only when present, so events written before checkpoint
+	// types keep their payload and still verify.
+	if e.Type != "" || len(e.Files) > 0 {
+		fields = append(fields, e.Type, strconv.Itoa(len(e.Files)))
+		fields = append(fields, e.Files...)
+	}
+	return signing.Payload(KindEvent, fields...)
 }
 
 // Verify returns the verdict on e, read as an event of task id of
