@@ -621,3 +621,25 @@ func TestJobIDsPerAgent(t *testing.T) {
 		t.Errorf("Lookup by the message id: %v, want ErrAmbiguous", err)
 	}
 }
+
+// TestCommandJobEvents: a --cli command run's record has its events:
+// started, each stderr line as progress, and the error with the exit
+// status and the stderr tail.
+func TestCommandJobEvents(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	cfg := config(root, helperCLI("script"))
+	cfg.CLI = "command"
+	start(t, cfg)
+	m := send(t, root, agent, "fail please "+kwExit1)
+	j := waitJob(t, root, m.ID, "failed", func(j jobs.Job) bool { return j.Status == jobs.Failed })
+	if got, want := eventKinds(j.Events), []string{modelcli.EventStarted, modelcli.EventProgress, modelcli.EventProgress, modelcli.EventError}; !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	if j.Events[1].Text != "warming up" || j.Events[2].Text != "boom: the model is unavailable" {
+		t.Errorf("progress %q, %q: want the stderr lines", j.Events[1].Text, j.Events[2].Text)
+	}
+	if e := j.Events[3].Text; !strings.HasPrefix(e, "exit status 1\n") || !strings.Contains(e, "boom: the model is unavailable") {
+		t.Errorf("error event %q: want the exit status and the stderr tail", e)
+	}
+}
