@@ -61,7 +61,7 @@ func TestForgedKill(t *testing.T) {
 			if c.signed {
 				s = signers["bob"]
 			}
-			if err := jobs.RequestKill(root, agent, jobs.ID(m.ID), "bob", s); err != nil {
+			if err := jobs.RequestKill(root, agent, jobFor(root, agent, m.ID), "bob", s); err != nil {
 				t.Fatal(err)
 			}
 			if c.killed {
@@ -74,13 +74,13 @@ func TestForgedKill(t *testing.T) {
 			waitFor(t, "the refusal to be logged", func() bool {
 				return len(h.logs.find("kill request refused: it does not verify as its requester", "from", "bob", "verdict", "unsigned")) > 0
 			})
-			waitForgedNotice(t, root, "kill request", jobs.ID(m.ID))
+			waitForgedNotice(t, root, "kill request", jobFor(root, agent, m.ID))
 			close(release)
 			j := waitJob(t, root, m.ID, "done", func(j jobs.Job) bool { return j.Done() })
 			if j.Status != jobs.Completed {
 				t.Errorf("job %s after a forged kill, want completed", j.Status)
 			}
-			if n := forgedNotices(t, root, jobs.ID(m.ID)); n != 1 {
+			if n := forgedNotices(t, root, jobFor(root, agent, m.ID)); n != 1 {
 				t.Errorf("%d notices of the forged kill, want 1", n)
 			}
 		})

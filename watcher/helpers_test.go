@@ -20,6 +20,7 @@ import (
 
 	"collab/channel"
 	"collab/internal/agent/claim"
+	"collab/internal/agent/jobs"
 	"collab/internal/agent/modelcli"
 	"collab/internal/plumbing/tree"
 	"collab/presence"
@@ -538,3 +539,16 @@ func helperMain(mode string, args []string) int {
 	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 	return 2
 }
+
+// jobFor returns the id of agent's newest job for message msg, or the id
+// older watchers gave it ("job-" and msg), which names no record, when
+// there is none yet.
+func jobFor(root tree.Root, agent, msg string) string {
+	if j, err := jobs.Lookup(root, agent, msg); err == nil {
+		return j.ID
+	}
+	return oldID(msg)
+}
+
+// oldID is the id older watchers gave the job of a message.
+func oldID(msg string) string { return "job-" + msg }

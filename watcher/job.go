@@ -36,6 +36,7 @@ var errKilled = errors.New("watcher: killed by request")
 // job is the CLI run in progress.
 type job struct {
 	it      item
+	id      string // the job id
 	started time.Time
 	stop    context.CancelFunc // stops this run alone
 	rec     *jobs.Recorder     // nil if the record cannot be written
@@ -90,15 +91,17 @@ func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	m := &it.msg
 	key := w.sess.key(m.SessionID, m.ThreadID())
 	resume := w.sess.get(key, now)
+	id := jobs.NewID()
 	rec, err := jobs.Prepare(w.cfg.Root, jobs.Job{
-		ID: jobs.ID(m.Key()), Agent: w.cfg.Agent, Host: w.cfg.Host, Channel: m.SessionID,
+		ID: id, Agent: w.cfg.Agent, Host: w.cfg.Host, Channel: m.SessionID,
 		Message: m.Key(), From: m.From, CLI: w.cfg.CLI, Session: resume, Resumed: resume != "", Started: now,
+		Instance: w.instance, WatcherPID: w.claims.Self.PID, Boot: w.claims.Self.BootID,
 	}, w.cfg.Now)
 	if err != nil {
 		w.logOnce("job", "cannot record the job", keyMsg, m.ID, keyErr, err)
 	}
 	ctx, stop := context.WithCancel(jobCtx)
-	j := &job{it: *it, started: now, stop: stop, rec: rec, key: key, launching: make(chan struct{})}
+	j := &job{it: *it, id: id, started: now, stop: stop, rec: rec, key: key, launching: make(chan struct{})}
 	w.takeAnswer(j)
 	req := runRequest{it: *it, resume: resume, allow: j.allow, rec: rec, launching: j.launching}
 	var held bool
@@ -106,7 +109,7 @@ func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	req.readTranscript = !held
 	w.busy = j
 	req.working = w.status(presence.SubWorking, m.ID)
-	w.log.Info("running", keyMsg, m.ID, keyJob, jobs.ID(m.Key()), keySession, resume)
+	w.log.Info("running", keyMsg, m.ID, keyJob, id, keySession, resume)
 	go func() {
 		defer stop()
 		w.done <- w.run(ctx, req)
@@ -171,7 +174,7 @@ func (w *watcher) launched() {
 func (w *watcher) run(ctx context.Context, req runRequest) (res jobResult) {
 	closeOnce := sync.OnceFunc(func() { close(req.launching) })
 	defer closeOnce()
-	w.endPrevious(&req.it.msg)
+	w.endPrevious(&req.it.msg, req.rec)
 	cli, err := w.cliRequest(&req)
 	if err != nil {
 		return jobResult{it: req.it, err: err}
@@ -230,14 +233,22 @@ func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
 // SIGTERM and SIGKILL.
 const previousGrace = 2 * time.Second
 
-// endPrevious ends the process group of an earlier run of m that is still
-// alive on this host: its watcher died (SIGKILL, a crash) and the CLI's
-// own children outlived it. Its record says running, on this host and
-// boot. Called from the job's goroutine, before the CLI runs again.
-func (w *watcher) endPrevious(m *channel.Message) {
-	old, err := jobs.Read(w.cfg.Root, w.cfg.Agent, jobs.ID(m.Key()))
-	if err != nil || old.Status != jobs.Running || old.PID <= 0 ||
-		old.Host != w.cfg.Host || old.Boot == "" || old.Boot != w.claims.Self.BootID {
+// endPrevious deals with an earlier run of m whose record still says
+// running: its watcher died (SIGKILL, a crash) before it ended. The new
+// job (rec, not yet on disk) links to it (rerun_of) and its record is
+// marked interrupted. If it ran on this host and boot, and the CLI's own
+// children outlived the watcher, their process group is ended. Called
+// from the job's goroutine, before the CLI runs again.
+func (w *watcher) endPrevious(m *channel.Message, rec *jobs.Recorder) {
+	old, err := jobs.ForMessage(w.cfg.Root, w.cfg.Agent, m.SessionID, m.Key())
+	if err != nil || old.Status != jobs.Running || old.Instance == w.instance {
+		return
+	}
+	rec.Update(func(j *jobs.Job) { j.RerunOf = old.ID })
+	if err := jobs.SetStatus(w.cfg.Root, w.cfg.Agent, old.ID, jobs.Interrupted); err != nil {
+		w.log.Warn("cannot mark the previous run of this message interrupted", keyMsg, m.ID, keyJob, old.ID, keyErr, err)
+	}
+	if old.PID <= 0 || old.Host != w.cfg.Host || old.Boot == "" || old.Boot != w.claims.Self.BootID {
 		return
 	}
 	// The group id may have been reused since: end it only if a member
@@ -331,7 +342,7 @@ func (w *watcher) keepSession(j *job, r *jobResult, now time.Time) {
 func (w *watcher) finishKilled(j *job, r *jobResult, now time.Time) {
 	m := &r.it.msg
 	w.failed++
-	w.log.Warn("killed by request", keyMsg, m.ID, keyJob, jobs.ID(m.Key()), keyDur, now.Sub(j.started))
+	w.log.Warn("killed by request", keyMsg, m.ID, keyJob, j.id, keyDur, now.Sub(j.started))
 	j.rec.Finish(jobs.Killed, r.resp, errKilled)
 	w.finishClaim(&r.it, claim.Failed, "", "job killed by request")
 }
@@ -365,7 +376,7 @@ func (w *watcher) finishReplied(j *job, r *jobResult, now time.Time) {
 	}
 	text, status, ext := r.resp.Text, jobs.Completed, map[string]json.RawMessage(nil)
 	if q := r.resp.Question; q != nil {
-		text, ext = questionText(r.resp.Text, q), needsInput(jobs.ID(m.Key()), q)
+		text, ext = questionText(r.resp.Text, q), needsInput(j.id, q)
 		if j.key != "" { // none to resume with scope none
 			status = jobs.AwaitingInput
 		}
@@ -383,11 +394,11 @@ func (w *watcher) finishReplied(j *job, r *jobResult, now time.Time) {
 	w.guards.replied(m.From, m.Metadata.Hops, now)
 	dur := now.Sub(j.started)
 	if status == jobs.AwaitingInput {
-		w.awaiting[j.key] = question{Job: jobs.ID(m.Key()), Asker: m.From, Allow: r.resp.Question.Allow}
+		w.awaiting[j.key] = question{Job: j.id, Asker: m.From, Allow: r.resp.Question.Allow}
 		if len(r.resp.Question.Allow) > 0 {
 			w.warnAsker(m)
 		}
-		w.log.Info("asked for input", keyMsg, m.ID, keyReply, id, keyJob, jobs.ID(m.Key()), keyDur, dur)
+		w.log.Info("asked for input", keyMsg, m.ID, keyReply, id, keyJob, j.id, keyDur, dur)
 	} else {
 		w.log.Info("replied", keyMsg, m.ID, keyChannel, m.SessionID, keyReply, id, keyDur, dur, keyCost, r.resp.CostUSD)
 	}
@@ -398,7 +409,7 @@ func (w *watcher) checkKill() {
 	if w.busy == nil || w.busy.killed {
 		return
 	}
-	id := jobs.ID(w.busy.it.msg.Key())
+	id := w.busy.id
 	if k, err := jobs.ReadKill(w.cfg.Root, w.cfg.Agent, id); err == nil {
 		verdict := k.Verify(w.cfg.Verifier, w.cfg.Agent, id)
 		if !w.cfg.Verifier.Accepts(w.cfg.Trust, k.By, verdict) {

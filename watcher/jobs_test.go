@@ -2,6 +2,7 @@ package watcher_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,7 +49,7 @@ func waitJob(t testing.TB, root tree.Root, id, what string, cond func(jobs.Job) 
 	var j jobs.Job
 	waitFor(t, "job of "+id+": "+what, func() bool {
 		var err error
-		j, err = jobs.Read(root, agent, jobs.ID(id))
+		j, err = jobs.Read(root, agent, jobFor(root, agent, id))
 		return err == nil && cond(j)
 	})
 	return j
@@ -104,8 +105,8 @@ func TestJobRecorded(t *testing.T) {
 	reply := repliesTo(waitReplies(t, root, m.ID), m.ID)[0]
 	j := waitJob(t, root, m.ID, "finished with its reply", func(j jobs.Job) bool { return j.Done() && j.Reply != "" })
 
-	if j.ID != jobs.ID(m.ID) || j.Status != jobs.Completed || j.Reply != reply.ID {
-		t.Errorf("job %s status %q reply %q, want %s completed %s", j.ID, j.Status, j.Reply, jobs.ID(m.ID), reply.ID)
+	if j.Message != m.ID || !strings.HasPrefix(j.ID, "job-") || j.Status != jobs.Completed || j.Reply != reply.ID {
+		t.Errorf("job %s status %q reply %q, want the job of %s completed %s", j.ID, j.Status, j.Reply, m.ID, reply.ID)
 	}
 	if j.Agent != agent || j.Host != testHost || j.Channel != chName || j.Message != m.ID || j.From != "alice" || j.CLI != "fake" {
 		t.Errorf("job says agent %q host %q channel %q message %q from %q cli %q", j.Agent, j.Host, j.Channel, j.Message, j.From, j.CLI)
@@ -183,7 +184,7 @@ func TestSessionScopes(t *testing.T) {
 				if got != tt.want[i] {
 					t.Errorf("step %d (%s): resumed session %q, want %q", i, s.name, got, tt.want[i])
 				}
-				if j, _ := jobs.Read(root, agent, jobs.ID(m.ID)); j.Resumed != (tt.want[i] != "") {
+				if j, _ := jobs.Read(root, agent, jobFor(root, agent, m.ID)); j.Resumed != (tt.want[i] != "") {
 					t.Errorf("step %d (%s): job resumed = %v", i, s.name, j.Resumed)
 				}
 			}
@@ -344,7 +345,7 @@ func TestKillJob(t *testing.T) {
 		}
 		waitJob(t, root, m.ID, "running", func(j jobs.Job) bool { return j.Status == jobs.Running })
 		asked := time.Now()
-		if err := jobs.RequestKill(root, agent, jobs.ID(m.ID), "bob", nil); err != nil {
+		if err := jobs.RequestKill(root, agent, jobFor(root, agent, m.ID), "bob", nil); err != nil {
 			t.Fatalf("RequestKill: %v", err)
 		}
 		select {
@@ -467,8 +468,8 @@ func TestNeedsInput(t *testing.T) {
 			Job     string   `json:"job"`
 			Options []string `json:"options"`
 		}
-		if err := json.Unmarshal(ask.Metadata.Extra["needs_input"], &meta); err != nil || meta.Job != jobs.ID(m.ID) || !slices.Equal(meta.Options, q.Options) {
-			t.Errorf("metadata.needs_input = %s (%v), want job %s and the options", ask.Metadata.Extra["needs_input"], err, jobs.ID(m.ID))
+		if err := json.Unmarshal(ask.Metadata.Extra["needs_input"], &meta); err != nil || meta.Job != jobFor(root, agent, m.ID) || !slices.Equal(meta.Options, q.Options) {
+			t.Errorf("metadata.needs_input = %s (%v), want job %s and the options", ask.Metadata.Extra["needs_input"], err, jobFor(root, agent, m.ID))
 		}
 		j := waitJob(t, root, m.ID, "awaiting input with its reply", func(j jobs.Job) bool { return j.Done() && j.Reply != "" })
 		if j.Status != jobs.AwaitingInput || j.Reply != ask.ID || j.Question == nil || j.Question.Text != q.Text {
@@ -488,8 +489,8 @@ func TestNeedsInput(t *testing.T) {
 		aj := waitJob(t, root, answer.ID, "finished", func(j jobs.Job) bool { return j.Done() && j.Reply != "" })
 		if len(aj.Events) == 0 || aj.Events[0].Kind != modelcli.EventInputSent || aj.Events[0].Text != "sqlite" {
 			t.Errorf("the answer's job begins with %+v, want input_sent \"sqlite\"", aj.Events)
-		} else if string(aj.Events[0].Data) != `"`+jobs.ID(m.ID)+`"` {
-			t.Errorf("input_sent data %s, want the asking job %q", aj.Events[0].Data, jobs.ID(m.ID))
+		} else if string(aj.Events[0].Data) != `"`+jobFor(root, agent, m.ID)+`"` {
+			t.Errorf("input_sent data %s, want the asking job %q", aj.Events[0].Data, jobFor(root, agent, m.ID))
 		}
 		if aj.Status != jobs.Completed || !aj.Resumed {
 			t.Errorf("answer's job status %q resumed %v, want completed, resumed", aj.Status, aj.Resumed)
@@ -512,7 +513,7 @@ func TestJobRecordUnwritable(t *testing.T) {
 	}
 	m := send(t, root, agent, "hello")
 	waitReplies(t, root, m.ID)
-	if _, err := jobs.Read(root, agent, jobs.ID(m.ID)); err == nil {
+	if _, err := jobs.Read(root, agent, jobFor(root, agent, m.ID)); err == nil {
 		t.Error("Read = nil error, want one: there is no jobs folder")
 	}
 	waitSettled(t, root, agent)
@@ -547,7 +548,7 @@ func TestPreviousRunEnded(t *testing.T) {
 			exited := make(chan struct{})
 			go func() { left.Wait(); close(exited) }()
 			t.Cleanup(func() { left.Process.Kill(); <-exited })
-			rec, err := jobs.Start(root, jobs.Job{ID: jobs.ID(m.Key()), Agent: agent, Host: testHost, Channel: chName,
+			rec, err := jobs.Start(root, jobs.Job{ID: oldID(m.Key()), Agent: agent, Host: testHost, Channel: chName,
 				Message: m.Key(), PID: left.Process.Pid, Boot: claim.Self(agent).BootID}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -566,6 +567,15 @@ func TestPreviousRunEnded(t *testing.T) {
 			cfg.Replay = &watcher.Replay{From: m.Time().Add(-time.Minute)}
 			start(t, cfg)
 			waitReplies(t, root, m.ID)
+			// The new run links to the one its dead watcher left, which
+			// is marked interrupted.
+			j := waitJob(t, root, m.ID, "finished", func(j jobs.Job) bool { return j.Done() })
+			if j.ID == oldID(m.Key()) || j.RerunOf != oldID(m.Key()) {
+				t.Errorf("rerun %s rerun_of %q, want a new job linked to %s", j.ID, j.RerunOf, oldID(m.Key()))
+			}
+			if old, err := jobs.Read(root, agent, oldID(m.Key())); err != nil || old.Status != jobs.Interrupted {
+				t.Errorf("the left job: %q, %v; want interrupted", old.Status, err)
+			}
 			if got := endedFirst.Load(); got != tt.ended {
 				t.Errorf("the left group ended before the run: %v, want %v", got, tt.ended)
 			}
@@ -578,5 +588,58 @@ func TestPreviousRunEnded(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 		})
+	}
+}
+
+// TestJobIDsPerAgent: one message to two agents gives each its own job,
+// with distinct ids that both name the message.
+func TestJobIDsPerAgent(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	ok := func(runCall) (modelcli.Response, error) { return modelcli.Response{Text: "ok"}, nil }
+	for _, a := range []string{agent, "claude"} {
+		cfg := config(root, &fakeRunner{reply: ok})
+		cfg.Agent = a
+		start(t, cfg)
+	}
+	m := send(t, root, "all", "@codex @claude both of you")
+	var ids []string
+	for _, a := range []string{agent, "claude"} {
+		waitFor(t, a+"'s job", func() bool {
+			j, err := jobs.ForMessage(root, a, chName, m.ID)
+			if err == nil && j.Done() {
+				ids = append(ids, j.ID)
+				return true
+			}
+			return false
+		})
+	}
+	if ids[0] == ids[1] {
+		t.Errorf("both agents' jobs are %s: want distinct ids", ids[0])
+	}
+	if _, err := jobs.Lookup(root, "", m.ID); !errors.Is(err, jobs.ErrAmbiguous) {
+		t.Errorf("Lookup by the message id: %v, want ErrAmbiguous", err)
+	}
+}
+
+// TestCommandJobEvents: a --cli command run's record has its events:
+// started, each stderr line as progress, and the error with the exit
+// status and the stderr tail.
+func TestCommandJobEvents(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	cfg := config(root, helperCLI("script"))
+	cfg.CLI = "command"
+	start(t, cfg)
+	m := send(t, root, agent, "fail please "+kwExit1)
+	j := waitJob(t, root, m.ID, "failed", func(j jobs.Job) bool { return j.Status == jobs.Failed })
+	if got, want := eventKinds(j.Events), []string{modelcli.EventStarted, modelcli.EventProgress, modelcli.EventProgress, modelcli.EventError}; !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	if j.Events[1].Text != "warming up" || j.Events[2].Text != "boom: the model is unavailable" {
+		t.Errorf("progress %q, %q: want the stderr lines", j.Events[1].Text, j.Events[2].Text)
+	}
+	if e := j.Events[3].Text; !strings.HasPrefix(e, "exit status 1\n") || !strings.Contains(e, "boom: the model is unavailable") {
+		t.Errorf("error event %q: want the exit status and the stderr tail", e)
 	}
 }

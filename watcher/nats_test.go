@@ -200,15 +200,15 @@ func TestKillOverNATS(t *testing.T) {
 	defer cancel()
 
 	// Announced, but no kill file: the CLI goes on.
-	if err := pub.PublishKill(ctx, agent, natsbus.KillRequest{Job: jobs.ID(m.ID), By: "mallory"}); err != nil {
+	if err := pub.PublishKill(ctx, agent, natsbus.KillRequest{Job: jobFor(root, agent, m.ID), By: "mallory"}); err != nil {
 		t.Fatal(err)
 	}
 	holds(t, 300*time.Millisecond, "the CLI runs on without a kill file", func() bool { return c.Ctx.Err() == nil })
 
-	if err := jobs.RequestKill(root, agent, jobs.ID(m.ID), "bob", nil); err != nil {
+	if err := jobs.RequestKill(root, agent, jobFor(root, agent, m.ID), "bob", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := pub.PublishKill(ctx, agent, natsbus.KillRequest{Job: jobs.ID(m.ID), By: "bob"}); err != nil {
+	if err := pub.PublishKill(ctx, agent, natsbus.KillRequest{Job: jobFor(root, agent, m.ID), By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	select {

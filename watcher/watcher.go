@@ -13,6 +13,7 @@ import (
 
 	"collab/channel"
 	"collab/internal/agent/claim"
+	"collab/internal/agent/jobs"
 	"collab/internal/agent/modelcli"
 	"collab/internal/agent/prompt"
 	"collab/internal/identity/signing"
@@ -114,6 +115,10 @@ type watcher struct {
 
 	announcer *announcer // posts to the Publisher; nil without one
 	other     int        // pid of another watcher of the agent seen on this host; 0: none
+
+	// instance is this watcher's id, a UUIDv7 made at its start: in its
+	// claims, job records and presence.
+	instance string
 }
 
 // Run runs the watcher until ctx is done, then shuts down gracefully.
@@ -144,10 +149,12 @@ func newWatcher(cfg Config) *watcher {
 		replay:    cfg.Replay,
 		errLogged: make(map[string]time.Time),
 		awaiting:  make(map[string]question),
+		instance:  jobs.NewInstance(),
 	}
 	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now,
 		Signer: cfg.Signer, Verifier: cfg.Verifier, Trust: cfg.Trust, Log: cfg.Logger, OnForged: w.forgedFile}
 	w.claims.Self.Host = cfg.Host
+	w.claims.Self.Instance = w.instance
 	return w
 }
 

@@ -64,7 +64,7 @@ func TestRealCLIs(t *testing.T) {
 			srv.Always(fakemodel.Error(500, "overloaded"))
 			third := strings.TrimSpace(runCollab(t, env, "", "send", "--agent", "human", "--channel", "dev", "--to", agent, "fail please").stdout)
 			waitFor(t, func() bool {
-				j, err := jobs.Read(tree.Root(root), agent, jobs.ID(third))
+				j, err := jobs.Read(tree.Root(root), agent, jobOf(root, agent, third))
 				return err == nil && j.Status == jobs.Failed
 			})
 			if n := len(replies(t, root, "dev", agent)[third]); n != 0 {
@@ -75,14 +75,14 @@ func TestRealCLIs(t *testing.T) {
 			srv.Always(fakemodel.Text("too late").Hung())
 			fourth := strings.TrimSpace(runCollab(t, env, "", "send", "--agent", "human", "--channel", "dev", "--to", agent, "take forever").stdout)
 			waitFor(t, func() bool {
-				j, err := jobs.Read(tree.Root(root), agent, jobs.ID(fourth))
+				j, err := jobs.Read(tree.Root(root), agent, jobOf(root, agent, fourth))
 				return err == nil && j.Status == jobs.Running
 			})
-			if r := runCollab(t, env, "", "jobs", "kill", jobs.ID(fourth)); r.code != 0 {
+			if r := runCollab(t, env, "", "jobs", "kill", jobOf(root, agent, fourth)); r.code != 0 {
 				t.Fatalf("jobs kill: exit %d %q", r.code, r.stderr)
 			}
 			waitFor(t, func() bool {
-				j, err := jobs.Read(tree.Root(root), agent, jobs.ID(fourth))
+				j, err := jobs.Read(tree.Root(root), agent, jobOf(root, agent, fourth))
 				return err == nil && j.Status == jobs.Killed
 			})
 			if n := len(replies(t, root, "dev", agent)[fourth]); n != 0 {
@@ -107,7 +107,7 @@ func waitReply(t *testing.T, root, agent, id string) channel.Message {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	j, _ := jobs.Read(tree.Root(root), agent, jobs.ID(id))
+	j, _ := jobs.Read(tree.Root(root), agent, jobOf(root, agent, id))
 	t.Fatalf("no reply to %s within a minute; job %+v", id, j)
 	return channel.Message{}
 }
@@ -118,7 +118,7 @@ func waitJob(t *testing.T, root, agent, id, status string) jobs.Job {
 	var j jobs.Job
 	waitFor(t, func() bool {
 		var err error
-		j, err = jobs.Read(tree.Root(root), agent, jobs.ID(id))
+		j, err = jobs.Read(tree.Root(root), agent, jobOf(root, agent, id))
 		return err == nil && j.Status == status
 	})
 	return j

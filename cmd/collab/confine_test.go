@@ -147,7 +147,7 @@ func populate(t *testing.T, root tree.Root, env map[string]string) string {
 		t.Fatal(err)
 	}
 	msg := "msg-20260101-000000-bob-0001"
-	rec, err := jobs.Start(root, jobs.Job{ID: jobs.ID(msg), Agent: "outsider", Host: "h", Channel: "dev",
+	rec, err := jobs.Start(root, jobs.Job{ID: "job-" + msg, Agent: "outsider", Host: "h", Channel: "dev",
 		Message: msg, From: "bob", CLI: "secret-job"}, time.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func populate(t *testing.T, root tree.Root, env map[string]string) string {
 	if _, _, err := store.Acquire("dev", msg); err != nil {
 		t.Fatal(err)
 	}
-	return jobs.ID(msg)
+	return "job-" + msg
 }
 
 // snapshot returns every file and folder under dir with its content ("/"

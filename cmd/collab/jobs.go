@@ -30,12 +30,17 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	fs := newFlags("jobs", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab jobs [--agent A] [--json]
-       collab jobs show JOB [--since TIME] [--json]
-       collab jobs kill JOB [--agent A] [--json] [NATS flags]
+       collab jobs show JOB [--agent|--of A] [--since TIME] [--json]
+       collab jobs kill JOB [--of A] [--agent BY] [--json] [NATS flags]
 
 List the model runs of the watchers (the running ones and the last 20
 finished per agent), show one with its events, or stop a running one from
-any host. With NATS configured (--nats or NATS_URL), kill also tells the
+any host. JOB is a job id, or the id of the message a job answers (its
+newest job); --agent (show) or --of (kill) narrows it to one agent's jobs,
+and an id that names jobs of two agents is refused. A job whose record
+says running but whose watcher is gone (its heartbeat stale or OFFLINE,
+another watcher instance on its host, or on this host its pid dead) is
+shown as interrupted. With NATS configured (--nats or NATS_URL), kill also tells the
 watcher over NATS so that it acts at once rather than at its next poll.
 The request names who asked: --agent, then COLLAB_AGENT, then the login
 name, else "someone"; it is signed with that agent's key when it has one
@@ -72,6 +77,7 @@ Flags:
 	if all == nil {
 		all = []jobs.Job{} // --json: [] when there are none
 	}
+	jobs.Judge(all, watchOf(root))
 	if *asJSON {
 		for i := range all {
 			all[i].Events = nil // jobs show has them
@@ -103,6 +109,8 @@ func runJobsShow(args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs show", stderr)
 	since := fs.String("since", "", "only events at or after this time (RFC 3339) or this long ago (10m)")
 	asJSON := fs.Bool("json", false, "print the record as JSON")
+	of := fs.String("agent", "", "only this agent's jobs")
+	alias(fs, "of", "agent")
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -111,10 +119,7 @@ func runJobsShow(args []string, getenv env, stdout, stderr io.Writer) error {
 		return usageErrorf("jobs show: give one job id")
 	}
 	root := tree.Resolve(*rootf, getenv)
-	j, err := jobs.Find(root, fs.Arg(0))
-	if errors.Is(err, tree.ErrBadName) {
-		return usageErrorf("jobs show: %v", err)
-	}
+	j, err := lookupJob("jobs show", root, *of, fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -159,6 +164,7 @@ func runJobsShow(args []string, getenv env, stdout, stderr io.Writer) error {
 func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs kill", stderr)
 	agent := agentFlag(fs, "", "who asks", true)
+	of := fs.String("of", "", "only this agent's jobs")
 	asJSON := fs.Bool("json", false, `print {"job", "agent", "host", "by"}`)
 	rootf := rootFlag(fs)
 	keyf := keyFlag(fs)
@@ -170,10 +176,7 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 		return usageErrorf("jobs kill: give one job id")
 	}
 	root := tree.Resolve(*rootf, getenv)
-	j, err := jobs.Find(root, fs.Arg(0))
-	if errors.Is(err, tree.ErrBadName) {
-		return usageErrorf("jobs kill: %v", err)
-	}
+	j, err := lookupJob("jobs kill", root, *of, fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -214,6 +217,33 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 }
 
 type jobEvent = modelcli.Event
+
+// lookupJob finds the job id names (a job id, or the id of the message it
+// answers) among agent's jobs ("": every agent's), with its status as it
+// stands (interrupted if its watcher is gone). An ambiguous or malformed
+// id is a usage error of command cmd.
+func lookupJob(cmd string, root tree.Root, agent, id string) (jobs.Job, error) {
+	if agent != "" {
+		if err := tree.CheckName("agent", agent); err != nil {
+			return jobs.Job{}, usageErrorf("%s: %v", cmd, err)
+		}
+	}
+	j, err := jobs.Lookup(root, agent, id)
+	if errors.Is(err, tree.ErrBadName) || errors.Is(err, jobs.ErrAmbiguous) {
+		return jobs.Job{}, usageErrorf("%s: %v", cmd, err)
+	}
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	j.Status = jobs.Observe(root, j.Agent, 0).Status(j)
+	return j, nil
+}
+
+// watchOf returns what this host knows of each agent's watcher, to judge
+// its running jobs.
+func watchOf(root tree.Root) func(agent string) jobs.Watch {
+	return func(agent string) jobs.Watch { return jobs.Observe(root, agent, 0) }
+}
 
 // parseSince reads a time (RFC 3339) or a duration ago.
 func parseSince(s string, now time.Time) (time.Time, error) {

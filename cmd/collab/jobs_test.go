@@ -40,7 +40,7 @@ func newJobsFixture(t *testing.T) *jobsFixture {
 		t.Helper()
 		at = ago(started)
 		r, err := jobs.Start(f.root, jobs.Job{
-			ID: jobs.ID(msg), Agent: agent, Host: host, Channel: "general",
+			ID: "job-" + msg, Agent: agent, Host: host, Channel: "general",
 			Message: msg, From: "alice", CLI: "fake",
 		}, clock)
 		if err != nil {
@@ -50,7 +50,7 @@ func newJobsFixture(t *testing.T) *jobsFixture {
 		if err := r.Err(); err != nil {
 			t.Fatal(err)
 		}
-		j, err := jobs.Read(f.root, agent, jobs.ID(msg))
+		j, err := jobs.Read(f.root, agent, "job-"+msg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,8 +429,9 @@ func TestWatchKillOverNATS(t *testing.T) {
 	startWatcher(t, root, "codex", "dev", []string{"NATS_URL=" + url, "FAKE_CLI_STARTED=" + started, "FAKE_CLI_SLEEP=1h"},
 		"--poll", "1h", "--heartbeat", "1h")
 	id := send(t, root, "dev", "alice", "codex", "a long task")
-	job := jobs.ID(id)
+	var job string
 	waitFor(t, func() bool {
+		job = jobOf(root, "codex", id)
 		j, err := jobs.Read(tree.Root(root), "codex", job)
 		ents, _ := os.ReadDir(started)
 		return err == nil && j.Status == jobs.Running && len(ents) == 1
@@ -443,4 +444,13 @@ func TestWatchKillOverNATS(t *testing.T) {
 		j, err := jobs.Read(tree.Root(root), "codex", job)
 		return err == nil && j.Status == jobs.Killed
 	})
+}
+
+// jobOf returns the id of agent's newest job for message msg under root,
+// or "job-" and msg (no record) while there is none.
+func jobOf(root, agent, msg string) string {
+	if j, err := jobs.Lookup(tree.Root(root), agent, msg); err == nil {
+		return j.ID
+	}
+	return "job-" + msg
 }

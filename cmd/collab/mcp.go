@@ -49,6 +49,8 @@ Tools (arguments in brackets are optional):
   task_update      id status …                    checkpoint, complete or fail it
   task_context     id [max_tokens]                what you need to resume a task
   send_and_wait    message to [timeout_seconds]   ask an agent and wait for the reply
+  job_list                                        your jobs, and those answering your messages
+  job_show         id                             one job, with its newest events
 Documents default to notes.md and stay inside ROOT/docs/C.
 
 'collab watch --mcp' gives the watcher's claude or codex CLI this server by

@@ -254,7 +254,7 @@ func TestWatchProcessSIGKILLEndsLeftovers(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(childPID, syscall.SIGKILL) })
 	// The record holds the CLI's pid (its group's id) once it has started.
 	waitFor(t, func() bool {
-		j, err := jobs.Read(tree.Root(root), "codex", jobs.ID(id))
+		j, err := jobs.Read(tree.Root(root), "codex", jobOf(root, "codex", id))
 		return err == nil && j.PID == cliPID && j.Boot != ""
 	})
 	w.stop(t, syscall.SIGKILL)

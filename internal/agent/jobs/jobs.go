@@ -7,8 +7,12 @@
 //	ROOT/state/AGENT/jobs/JOB.json   the record, rewritten atomically as the run goes
 //	ROOT/state/AGENT/jobs/JOB.kill   a request from any host to stop the run
 //
-// A job id is "job-" plus the id of the message it answers, so a record is
-// found from either. Only the watcher that runs a job writes its record; the
+// A job id is "job-" plus a UUIDv7 ([NewID]): time-ordered, and distinct
+// for every run, so two agents answering one message, or a watcher running
+// a message again after a restart, never share a record. The record keeps
+// the message's channel and id ([ForMessage] finds the newest job of a
+// message). Records of older watchers are named "job-" plus the message id;
+// they are read and listed as any other. Only the watcher that runs a job writes its record; the
 // running job and the last [Keep] finished ones are kept, older records are
 // removed when a new job's record is first written. A watcher may
 // [Prepare] a record in memory and [Recorder.Persist] it once the CLI is
@@ -44,6 +48,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"collab/internal/agent/modelcli"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/safedir"
@@ -60,6 +66,10 @@ const (
 	Completed     = "completed"
 	Failed        = "failed"
 	Killed        = "killed"
+	// Interrupted is a job whose watcher died while it ran: written by
+	// the watcher that runs its message again, and shown by [Watch.Status]
+	// for a record still marked running whose watcher is gone.
+	Interrupted = "interrupted"
 )
 
 const maxRecord = 8 << 20
@@ -72,8 +82,16 @@ type Job struct {
 	// PID is the CLI's pid and its process group's id, and Boot the boot
 	// id of Host when it ran: with both, a watcher that restarts after a
 	// crash on the same host and boot ends a run its predecessor left.
-	PID      int                `json:"pid,omitempty"`
-	Boot     string             `json:"boot_id,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+	Boot string `json:"boot_id,omitempty"`
+	// Instance is the id of the watcher that ran the job (a UUIDv7 made at
+	// its start, the one in its presence and claims), and WatcherPID its
+	// pid on Host: with them a reader tells a job whose watcher died.
+	Instance   string `json:"instance,omitempty"`
+	WatcherPID int    `json:"watcher_pid,omitempty"`
+	// RerunOf is the job this one runs again: its watcher died before it
+	// ended.
+	RerunOf  string             `json:"rerun_of,omitempty"`
 	Channel  string             `json:"channel"`
 	Message  string             `json:"message"`
 	From     string             `json:"from"`
@@ -91,8 +109,28 @@ type Job struct {
 	Events   []modelcli.Event   `json:"events"`
 }
 
-// ID returns the job id for a message id.
-func ID(message string) string { return "job-" + message }
+// NewID returns a new job id: "job-" and a UUIDv7.
+func NewID() string { return "job-" + uuid.Must(uuid.NewV7()).String() }
+
+// NewInstance returns a new watcher instance id, a UUIDv7.
+func NewInstance() string { return uuid.Must(uuid.NewV7()).String() }
+
+// ForMessage returns agent's newest job for message msgID of channel (the
+// message's key, as in Job.Message); none is an error wrapping
+// fs.ErrNotExist. It lists the agent's folder, which holds at most [Keep]
+// finished jobs and the running ones.
+func ForMessage(root tree.Root, agent, channel, msgID string) (Job, error) {
+	all, err := List(root, agent)
+	if err != nil {
+		return Job{}, err
+	}
+	for _, j := range all { // newest first
+		if j.Message == msgID && j.Channel == channel {
+			return j, nil
+		}
+	}
+	return Job{}, fmt.Errorf("job of %s for %s/%s: %w", agent, channel, msgID, fs.ErrNotExist)
+}
 
 // Done reports whether the job has ended.
 func (j *Job) Done() bool { return j.Status != Running }

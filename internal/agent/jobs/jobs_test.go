@@ -45,7 +45,7 @@ func (c *clock) Add(d time.Duration) {
 // newJob returns the record of a job answering message msg.
 func newJob(msg string) jobs.Job {
 	return jobs.Job{
-		ID: jobs.ID(msg), Agent: agent, Host: "host-1", Channel: "general",
+		ID: oldID(msg), Agent: agent, Host: "host-1", Channel: "general",
 		Message: msg, From: "alice", CLI: "fake",
 	}
 }
@@ -305,12 +305,12 @@ func TestPrune(t *testing.T) {
 		r := mustStart(t, root, newJob(msg(i)), clk.Now)
 		r.Finish(jobs.Completed, modelcli.Response{Text: "ok"}, nil)
 		if i == 1 || i == finished {
-			if err := jobs.RequestKill(root, agent, jobs.ID(msg(i)), "test", nil); err != nil {
+			if err := jobs.RequestKill(root, agent, oldID(msg(i)), "test", nil); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := jobs.RequestKill(root, agent, jobs.ID(msg(0)), "test", nil); err != nil {
+	if err := jobs.RequestKill(root, agent, oldID(msg(0)), "test", nil); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(time.Second)
@@ -320,11 +320,11 @@ func TestPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{jobs.ID(msg(99))}
+	want := []string{oldID(msg(99))}
 	for i := finished; i > finished-jobs.Keep; i-- {
-		want = append(want, jobs.ID(msg(i)))
+		want = append(want, oldID(msg(i)))
 	}
-	want = append(want, jobs.ID(msg(0)))
+	want = append(want, oldID(msg(0)))
 	if got := jobIDs(list); !slices.Equal(got, want) {
 		t.Errorf("after pruning, jobs newest first:\n got %v\nwant %v", got, want)
 	}
@@ -332,21 +332,21 @@ func TestPrune(t *testing.T) {
 		id   string
 		want bool
 	}{
-		{jobs.ID(msg(0)), true},        // running
-		{jobs.ID(msg(finished)), true}, // kept
-		{jobs.ID(msg(1)), false},       // pruned with its record
-		{jobs.ID(msg(finished - jobs.Keep)), false},
+		{oldID(msg(0)), true},        // running
+		{oldID(msg(finished)), true}, // kept
+		{oldID(msg(1)), false},       // pruned with its record
+		{oldID(msg(finished - jobs.Keep)), false},
 	} {
 		if got := jobs.KillRequested(root, agent, tt.id); got != tt.want {
 			t.Errorf("KillRequested(%s) = %v after pruning, want %v", tt.id, got, tt.want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(root.Jobs(agent), jobs.ID(msg(1))+".json")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(root.Jobs(agent), oldID(msg(1))+".json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the oldest finished record is still there: %v", err)
 	}
 	// The old running recorder still writes its record.
 	old.Finish(jobs.Completed, modelcli.Response{Text: "late"}, nil)
-	if got := mustRead(t, root, agent, jobs.ID(msg(0))); got.Status != jobs.Completed {
+	if got := mustRead(t, root, agent, oldID(msg(0))); got.Status != jobs.Completed {
 		t.Errorf("the long-running job: status %q, want completed", got.Status)
 	}
 	noTemps(t, root.Jobs(agent))
@@ -391,7 +391,7 @@ func TestKillRequest(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(root.Jobs(agent), j.ID+".kill")); string(after) != string(data) {
 		t.Errorf("second request replaced the first: %s, was %s", after, data)
 	}
-	if err := jobs.RequestKill(root, "claude", jobs.ID("msg-20260310-120000-alice-0006"), "bob", nil); err == nil {
+	if err := jobs.RequestKill(root, "claude", oldID("msg-20260310-120000-alice-0006"), "bob", nil); err == nil {
 		t.Error("RequestKill for an agent with no jobs = nil, want an error")
 	}
 	noTemps(t, root.Jobs(agent))
@@ -468,7 +468,7 @@ func TestBadIDs(t *testing.T) {
 	t.Run("bad agent", func(t *testing.T) {
 		t.Parallel()
 		root := tree.Root(t.TempDir())
-		id := jobs.ID("msg-20260310-120000-alice-0008")
+		id := oldID("msg-20260310-120000-alice-0008")
 		if _, err := jobs.Read(root, "../x", id); !errors.Is(err, tree.ErrBadName) {
 			t.Errorf("Read = %v, want ErrBadName", err)
 		}
@@ -563,7 +563,7 @@ func TestSetStatus(t *testing.T) {
 	if got.Session != "S1" || got.CostUSD != 0.1 || got.Question == nil || !slices.Equal(got.Question.Options, q.Options) || len(got.Events) != 1 {
 		t.Errorf("SetStatus lost fields: %+v", got)
 	}
-	if err := jobs.SetStatus(root, agent, jobs.ID("msg-20260310-120000-alice-0010"), jobs.Completed); !errors.Is(err, fs.ErrNotExist) {
+	if err := jobs.SetStatus(root, agent, oldID("msg-20260310-120000-alice-0010"), jobs.Completed); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("SetStatus of an unknown job = %v, want ErrNotExist", err)
 	}
 	noTemps(t, root.Jobs(agent))
@@ -574,7 +574,7 @@ func TestSetStatus(t *testing.T) {
 func TestListAndFind(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
-	if _, err := jobs.Find(root, jobs.ID("msg-20260310-120000-alice-0011")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := jobs.Find(root, oldID("msg-20260310-120000-alice-0011")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Find in an empty tree = %v, want ErrNotExist", err)
 	}
 	clk := newClock()
@@ -614,7 +614,7 @@ func TestListAndFind(t *testing.T) {
 			t.Errorf("Find(%s) = agent %q, %v; want %q", want.ID, got.Agent, err, want.Agent)
 		}
 	}
-	if _, err := jobs.Find(root, jobs.ID("msg-20260310-120000-alice-9999")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := jobs.Find(root, oldID("msg-20260310-120000-alice-9999")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Find of an unknown job = %v, want ErrNotExist", err)
 	}
 	if _, err := jobs.Read(root, "claude", a1.ID); !errors.Is(err, fs.ErrNotExist) {
@@ -699,7 +699,7 @@ func TestPrepareHoldsWrites(t *testing.T) {
 	}
 	r.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: "the answer"})
 	r.Update(func(j *jobs.Job) { j.Session = "S1" })
-	if _, err := jobs.Read(root, agent, jobs.ID(msg(99))); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := jobs.Read(root, agent, oldID(msg(99))); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("before Persist, reading the record: %v, want not exist", err)
 	}
 	// Each Start pruned before writing: Keep+1 finished records now.
@@ -709,19 +709,19 @@ func TestPrepareHoldsWrites(t *testing.T) {
 	if err := r.Persist(); err != nil {
 		t.Fatal(err)
 	}
-	got := mustRead(t, root, agent, jobs.ID(msg(99)))
+	got := mustRead(t, root, agent, oldID(msg(99)))
 	if got.Status != jobs.Running || got.Session != "S1" || len(got.Events) != 1 || got.Events[0].Kind != modelcli.EventInputSent {
 		t.Errorf("after Persist: status %q session %q events %v, want running, S1 and the input event", got.Status, got.Session, got.Events)
 	}
 	list, _ := jobs.List(root, agent)
-	if len(list) != jobs.Keep+1 || list[0].ID != jobs.ID(msg(99)) || slices.ContainsFunc(list, func(j jobs.Job) bool { return j.ID == jobs.ID(msg(2)) }) {
+	if len(list) != jobs.Keep+1 || list[0].ID != oldID(msg(99)) || slices.ContainsFunc(list, func(j jobs.Job) bool { return j.ID == oldID(msg(2)) }) {
 		t.Errorf("after Persist, records %v, want the new one and the %d newest finished", jobIDs(list), jobs.Keep)
 	}
 	if err := r.Persist(); err != nil {
 		t.Errorf("second Persist: %v", err)
 	}
 	r.Finish(jobs.Completed, modelcli.Response{Text: "done"}, nil)
-	if got := mustRead(t, root, agent, jobs.ID(msg(99))); got.Status != jobs.Completed {
+	if got := mustRead(t, root, agent, oldID(msg(99))); got.Status != jobs.Completed {
 		t.Errorf("after Finish: status %q, want completed", got.Status)
 	}
 	var nilRec *jobs.Recorder
@@ -729,3 +729,7 @@ func TestPrepareHoldsWrites(t *testing.T) {
 		t.Errorf("nil Recorder Persist: %v", err)
 	}
 }
+
+// oldID is the id older watchers gave the job of a message: "job-" and
+// the message id. Such records are still read, listed and found.
+func oldID(msg string) string { return "job-" + msg }

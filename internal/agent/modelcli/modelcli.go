@@ -16,7 +16,10 @@
 //
 // A run fails when the program exits non-zero, is killed (timeout, shutdown)
 // or prints nothing but white space. The reply is standard output, capped
-// and trimmed.
+// and trimmed. Its events (Request.OnEvent, Response.Events) are started,
+// each line of standard error as progress (cut at 1 KiB; at most
+// [MaxCommandLines], then one "… N more lines"), and completed, or error
+// with the exit status and the tail of standard error.
 package modelcli
 
 import (
@@ -127,6 +130,7 @@ func (c *Command) Run(ctx context.Context, req Request) (Response, error) {
 		return Response{}, errors.New("modelcli: no command")
 	}
 	argv, inArg := c.argv(req.Prompt)
+	ev := &commandEvents{onEvent: req.OnEvent, now: time.Now}
 	spec := proc.Spec{
 		Argv:      argv,
 		Env:       append(os.Environ(), req.Env...),
@@ -134,23 +138,27 @@ func (c *Command) Run(ctx context.Context, req Request) (Response, error) {
 		Timeout:   req.Timeout,
 		KillGrace: c.KillGrace,
 		MaxStdout: c.MaxOutput,
-		Started:   req.OnStart,
+		Started: func(pid int) {
+			if req.OnStart != nil {
+				req.OnStart(pid)
+			}
+			ev.start(pid)
+		},
+		StderrLine: ev.line,
 	}
 	if !inArg {
 		spec.Stdin = []byte(req.Prompt)
 	}
 	res, err := proc.Run(ctx, spec)
+	if err == nil && strings.TrimSpace(string(res.Stdout)) == "" {
+		err = ErrEmpty
+	}
 	resp := Response{
+		Events:    ev.finish(res, err),
 		Text:      strings.TrimSpace(string(res.Stdout)),
 		Truncated: res.Truncated,
 		Stderr:    string(res.StderrTail),
 		Duration:  res.Duration,
 	}
-	if err != nil {
-		return resp, err
-	}
-	if resp.Text == "" {
-		return resp, ErrEmpty
-	}
-	return resp, nil
+	return resp, err
 }

@@ -106,6 +106,9 @@ var ErrKill = errors.New("proc: killed at once")
 // [*ExitError] with TimedOut set unwraps to it.
 var ErrTimeout = errors.New("proc: timed out")
 
+// MaxStderrLine is the longest stderr line passed to Spec.StderrLine.
+const MaxStderrLine = 1 << 10
+
 // Spec describes one run.
 type Spec struct {
 	Argv       []string      // program and arguments, run without a shell
@@ -117,6 +120,9 @@ type Spec struct {
 	MaxStdout  int           // stdout bytes kept; 0: DefaultMaxStdout
 	StderrTail int           // stderr bytes kept, the last ones; 0: DefaultStderrTail
 	StdoutLine func([]byte)  // called with each line of stdout as it arrives; nil: none
+	// StderrLine, when set, is called with each line of stderr as it
+	// arrives, cut to MaxStderrLine bytes.
+	StderrLine func([]byte)
 	// Started, when set, is called with the child's pid once it has
 	// started, before Run waits for it. The pid is also the id of the
 	// child's process group, which [EndGroup] can end later, from another
@@ -263,6 +269,7 @@ type child struct {
 	stdout *capped
 	stderr *tail
 	lines  *lines // nil without Spec.StdoutLine
+	elines *lines // nil without Spec.StderrLine
 	// stopped is why the group was signalled (ErrTimeout, ctx's cause), or
 	// nil. It is set by cmd.Cancel, which os/exec calls at most once and
 	// before Wait returns.
@@ -291,6 +298,10 @@ func newChild(ctx context.Context, path string, s Spec) *child {
 		cmd.Stdout = io.MultiWriter(c.stdout, c.lines)
 	}
 	cmd.Stderr = c.stderr
+	if s.StderrLine != nil {
+		c.elines = &lines{f: s.StderrLine, max: MaxStderrLine}
+		cmd.Stderr = io.MultiWriter(c.stderr, c.elines)
+	}
 	cmd.SysProcAttr = procAttr()
 	cmd.Cancel = func() error {
 		sig := syscall.SIGTERM
@@ -324,6 +335,9 @@ func (c *child) wait() error {
 	werr := c.cmd.Wait()
 	if c.lines != nil {
 		c.lines.flush() // os/exec's copying goroutine is done
+	}
+	if c.elines != nil {
+		c.elines.flush()
 	}
 	return werr
 }

@@ -19,7 +19,9 @@
 // document_append and document_create take file and content (file
 // defaults to notes.md, the entry point), document_write also if_version;
 // document_list; who; task_list, task_claim, task_update; send_and_wait
-// takes message, to and timeout_seconds. Results are structured JSON (also
+// takes message, to and timeout_seconds; job_list takes nothing and lists
+// the jobs on the channel of the agent and of the agents it asked (jobs
+// answering its messages); job_show takes id (a job's, or its message's). Results are structured JSON (also
 // sent as text). A failure is a tool error the model can read, never a
 // protocol error: a document path that leaves the folder, a version
 // conflict (naming the current version), a bad name.
@@ -123,6 +125,7 @@ var toolsets = []func(*Server) error{
 	addDelegateTools, // send_and_wait
 	addInboxTools,    // inbox_check, inbox_peek, inbox_ack; channel_read acknowledges
 	addDocumentTools, // document_read, document_write, document_append, document_list, document_create
+	addJobTools,      // job_list, job_show
 }
 
 // New returns a server with every tool registered.
