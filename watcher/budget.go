@@ -9,6 +9,9 @@ import (
 	"collab/presence"
 )
 
+// maxUnpriced bounds the models warned about for having no price.
+const maxUnpriced = 256
+
 // spend adds a run's cost and tokens to the day's budget. A run that
 // reports tokens but no cost is priced from Config.Prices, and its
 // CostUSD set to that price; a model the table does not know is warned
@@ -24,8 +27,12 @@ func (w *watcher) spend(resp *modelcli.Response, now time.Time) {
 	if resp.CostUSD <= 0 && resp.Usage.Tokens() > 0 {
 		if usd, ok := w.cfg.Prices.Cost(resp.Usage); ok {
 			resp.CostUSD = usd
-		} else if w.cfg.BudgetUSD > 0 {
-			w.logOnce("price "+resp.Usage.Model, "no price for the model: its tokens count against the token budget only (add it with --prices)", keyModel, resp.Usage.Model)
+		} else if w.cfg.BudgetUSD > 0 && !w.unpriced[resp.Usage.Model] && len(w.unpriced) < maxUnpriced {
+			if w.unpriced == nil {
+				w.unpriced = make(map[string]bool)
+			}
+			w.unpriced[resp.Usage.Model] = true
+			w.log.Warn("no price for the model: its tokens count against the token budget only (add it with --prices)", keyModel, resp.Usage.Model)
 		}
 	}
 	if resp.CostUSD > 0 {

@@ -96,6 +96,9 @@ type watcher struct {
 	writer  *channel.Writer
 	readers map[string]*channel.Reader
 	guards  *guards
+	// unpriced are the models whose tokens had no price, each warned
+	// about once.
+	unpriced map[string]bool
 
 	queue   []*item
 	busy    *job

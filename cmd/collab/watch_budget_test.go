@@ -102,3 +102,63 @@ func TestWatchBudgetCodex(t *testing.T) {
 		t.Errorf("%d replies, want 2 (and the third message waiting)", replies)
 	}
 }
+
+// TestWatchMaxTurns: --max-turns reaches Claude Code as its own flag; for
+// codex, which has none, the watcher counts the tool calls of the run and
+// fails it at the limit (the error reply says so with --post-errors).
+func TestWatchMaxTurns(t *testing.T) {
+	dir := t.TempDir()
+	fixtures, err := filepath.Abs(filepath.Join("..", "..", "internal", "agent", "modelcli", "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	argsFile := filepath.Join(dir, "claude.args")
+	claudeBin := script("claude", "printf '%s\\n' \"$@\" > '"+argsFile+"'\ncat '"+filepath.Join(fixtures, "claude-stream.jsonl")+"'\n")
+	var calls strings.Builder
+	calls.WriteString(`echo '{"type":"thread.started","thread_id":"01a2018f-7a29-7411-a474-d826ea82ed17"}'` + "\n")
+	for range 5 {
+		calls.WriteString(`echo '{"type":"item.started","item":{"id":"i","type":"command_execution","command":"ls","status":"in_progress"}}'` + "\n")
+	}
+	calls.WriteString(`echo '{"type":"item.completed","item":{"id":"m","type":"agent_message","text":"done"}}'` + "\n")
+	calls.WriteString(`echo '{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":2}}'` + "\n")
+	codexBin := script("codex", calls.String())
+
+	ask := func(root, to string) channel.Message {
+		m := channel.Message{SessionID: "dev", From: "alice", To: to, Content: channel.Content{Text: "work"}}
+		if err := (&channel.Writer{Root: tree.Root(root)}).Post(&m); err != nil {
+			t.Fatal(err)
+		}
+		var reply channel.Message
+		waitFor(t, func() bool {
+			msgs, _, _ := channel.ReadAll(tree.Root(root), "dev", channel.ReaderOptions{})
+			for _, r := range msgs {
+				if r.Metadata.InReplyTo == m.ID {
+					reply = r
+					return true
+				}
+			}
+			return false
+		})
+		return reply
+	}
+
+	root := newTree(t)
+	startWatch(t, os.Args[0], root, "claudia", nil, "--channel", "dev", "--cli", "claude", "--cmd", claudeBin, "--max-turns", "3")
+	ask(root, "claudia")
+	args, err := os.ReadFile(argsFile)
+	if err != nil || !strings.Contains(string(args), "\n--max-turns\n3\n") {
+		t.Errorf("claude's arguments %q (%v), want --max-turns 3", args, err)
+	}
+
+	startWatch(t, os.Args[0], root, "coder", nil, "--channel", "dev", "--cli", "codex", "--cmd", codexBin, "--max-turns", "2", "--post-errors")
+	if r := ask(root, "coder"); !strings.Contains(r.Content.Text, "turn limit reached") {
+		t.Errorf("codex's reply %q, want the turn limit's error", r.Content.Text)
+	}
+}
