@@ -11,30 +11,34 @@ import (
 	"collab/watcher"
 )
 
-// TestBudgetNoCostWarning: a budget with a CLI that reports no cost
-// (codex, gemini, any command) can never trip, and the watcher says so
-// once at start; with claude, a Runner that does not say, or no budget,
-// it says nothing.
+// TestBudgetNoCostWarning: a budget with a CLI that reports neither cost
+// nor tokens (any command) can never trip, and the watcher says so once
+// at start; with claude (cost), codex and gemini (tokens, priced), a
+// Runner that does not say, or no budget, it says nothing.
 func TestBudgetNoCostWarning(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		runner watcher.Runner
 		budget float64
+		tokens int64
 		warn   bool
 	}{
-		{"codex", &codex.Adapter{Bin: "/nonexistent"}, 5, true},
-		{"gemini", &gemini.Adapter{Bin: "/nonexistent"}, 5, true},
-		{"command", &modelcli.Command{Argv: []string{"/nonexistent"}}, 5, true},
-		{"claude", &claude.Adapter{Bin: "/nonexistent"}, 5, false},
-		{"runner that does not say", &fakeRunner{}, 5, false},
-		{"codex without a budget", &codex.Adapter{Bin: "/nonexistent"}, 0, false},
+		{"codex", &codex.Adapter{Bin: "/nonexistent"}, 5, 0, false},
+		{"gemini", &gemini.Adapter{Bin: "/nonexistent"}, 5, 0, false},
+		{"command", &modelcli.Command{Argv: []string{"/nonexistent"}}, 5, 0, true},
+		{"command with a token budget", &modelcli.Command{Argv: []string{"/nonexistent"}}, 0, 1000, true},
+		{"claude", &claude.Adapter{Bin: "/nonexistent"}, 5, 0, false},
+		{"runner that does not say", &fakeRunner{}, 5, 0, false},
+		{"codex without a budget", &codex.Adapter{Bin: "/nonexistent"}, 0, 0, false},
+		{"command without a budget", &modelcli.Command{Argv: []string{"/nonexistent"}}, 0, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := config(tree.Root(t.TempDir()), tt.runner)
 			cfg.CLI = tt.name
 			cfg.BudgetUSD = tt.budget
+			cfg.BudgetTokens = tt.tokens
 			h := start(t, cfg)
 			got := h.logs.find("budget cannot trip: the CLI reports no cost, so every run counts as free", "cli", tt.name)
 			if n := map[bool]int{true: 1, false: 0}[tt.warn]; len(got) != n {

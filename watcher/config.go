@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/agent/pricing"
 	"collab/internal/agent/prompt"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/safedir"
@@ -47,10 +48,25 @@ type Config struct {
 	SessionScope string // default ScopeChannel
 	SessionTTL   time.Duration
 	// BudgetUSD stops invoking the CLI for the rest of the UTC day once the
-	// day's runs cost this much (as the CLIs report it); 0: no budget. A
-	// Runner whose ReportsCost method says false (codex, gemini, command)
-	// reports none, so its budget never trips: Run warns at start.
+	// day's runs cost this much; 0: no budget. A run's cost is what the
+	// CLI reports (claude) or, when it reports tokens and no cost (codex,
+	// gemini), its tokens priced by Prices; a model Prices does not know is
+	// warned about once and its runs count as free. A Runner that reports
+	// neither cost nor tokens (ReportsCost and ReportsTokens false: the
+	// command adapter) never trips it: Run warns at start.
 	BudgetUSD float64
+	// BudgetTokens stops invoking the CLI for the rest of the UTC day once
+	// the day's runs used this many tokens (modelcli.Usage.Tokens: input,
+	// cached or not, and output), like BudgetUSD; 0: no budget.
+	BudgetTokens int64
+	// Prices prices the tokens of runs that report no cost; default
+	// pricing.Default().
+	Prices *pricing.Table
+	// MaxTurns stops a run whose model would start turn MaxTurns+1,
+	// counted in its events (see turnLimit), with an error; 0: no limit.
+	// Leave it 0 for a Runner that limits turns itself (claude.Adapter's
+	// MaxTurns).
+	MaxTurns int
 	// OrphanAge: temp files older than this, left by writers that crashed
 	// mid-write in the folders the watcher writes to (its channels, its
 	// claims and reply tokens in ROOT/claims/CHANNEL/AGENT/, its state,
@@ -146,6 +162,9 @@ func (c *Config) setDefaults() error {
 	defInt(&c.MaxHops, DefaultMaxHops)
 	defInt(&c.Rate, DefaultRate)
 	defInt(&c.PairRate, DefaultPairRate)
+	if c.Prices == nil {
+		c.Prices = pricing.Default()
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -189,8 +208,11 @@ func (c *Config) check() error {
 	if c.Signer != nil && c.Signer.Agent() != c.Agent {
 		return fmt.Errorf("watcher: the key is %s's, not %s's", c.Signer.Agent(), c.Agent)
 	}
-	if c.BudgetUSD < 0 {
+	if c.BudgetUSD < 0 || c.BudgetTokens < 0 {
 		return errors.New("watcher: negative budget")
+	}
+	if c.MaxTurns < 0 {
+		return errors.New("watcher: negative turn limit")
 	}
 	if c.Poll != 0 && c.Poll < MinPoll {
 		return fmt.Errorf("watcher: poll %v is below the minimum %v", c.Poll, MinPoll)

@@ -268,7 +268,7 @@ func (w *watcher) endPrevious(m *channel.Message, rec *jobs.Recorder) {
 // runCLI runs the CLI; a resume it refuses (the session is gone) runs
 // again in a new session.
 func (w *watcher) runCLI(ctx context.Context, req *runRequest, cli modelcli.Request) jobResult {
-	resp, err := w.cfg.Runner.Run(ctx, cli)
+	resp, err := w.runLimited(ctx, req, cli)
 	if !errors.Is(err, modelcli.ErrSessionGone) || req.resume == "" || ctx.Err() != nil {
 		return jobResult{it: req.it, resp: resp, err: err}
 	}
@@ -276,7 +276,7 @@ func (w *watcher) runCLI(ctx context.Context, req *runRequest, cli modelcli.Requ
 	req.rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: "session " + req.resume + " cannot be resumed; starting a new one"})
 	req.rec.Update(func(j *jobs.Job) { j.Session, j.Resumed = "", false })
 	cli.Session = ""
-	resp, err = w.cfg.Runner.Run(ctx, cli)
+	resp, err = w.runLimited(ctx, req, cli)
 	return jobResult{it: req.it, resp: resp, err: err, fresh: true}
 }
 
@@ -303,7 +303,7 @@ func (w *watcher) finish(r jobResult) {
 	}
 	w.busy = nil
 	now := w.now()
-	w.spend(r.resp.CostUSD, now)
+	w.spend(&r.resp, now)
 	w.keepSession(j, &r, now)
 	switch {
 	case j.killed:

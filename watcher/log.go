@@ -28,6 +28,9 @@ const (
 	keyCLI      = "cli"
 	keyBudget   = "budget_usd"
 	keySpent    = "spent_usd"
+	keyTokens   = "tokens"
+	keyModel    = "model"
+	keyMaxTok   = "budget_tokens"
 	keyCost     = "cost_usd"
 	keyCount    = "count"
 	keyMessages = "messages" // message ids

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"time"
 
 	"collab/internal/agent/claim"
 	"collab/internal/plumbing/proc"
@@ -119,7 +118,7 @@ func (w *watcher) refreshClaim() {
 // idle writes the presence of a watcher with no CLI running.
 func (w *watcher) idle() {
 	switch {
-	case w.cfg.BudgetUSD > 0 && w.budget.Spent >= w.cfg.BudgetUSD && w.budget.Day == w.now().Format(time.DateOnly):
+	case w.overBudget(w.now()) != "":
 		w.setPresence(presence.SubThrottled, "")
 	case len(w.awaiting) > 0:
 		w.setPresence(presence.SubWaiting, "")

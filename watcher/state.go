@@ -46,6 +46,7 @@ type question struct {
 type budget struct {
 	Day     string  `json:"day"` // YYYY-MM-DD, UTC
 	Spent   float64 `json:"spent_usd"`
+	Tokens  int64   `json:"tokens,omitempty"`
 	Noticed bool    `json:"noticed,omitempty"` // the day's notice is posted
 }
 

@@ -33,6 +33,23 @@ type costReporter interface {
 	ReportsCost() bool
 }
 
+// tokenReporter is a Runner that says whether its runs report the tokens
+// they used (for the budget, priced if need be). A Runner that does not
+// say is taken to report them if it reports cost.
+type tokenReporter interface {
+	ReportsTokens() bool
+}
+
+// reportsNothing reports whether r's runs report neither cost nor tokens,
+// so no budget can trip.
+func reportsNothing(r Runner) bool {
+	if t, ok := r.(tokenReporter); ok && t.ReportsTokens() {
+		return false
+	}
+	c, ok := r.(costReporter)
+	return ok && !c.ReportsCost()
+}
+
 // Publisher announces what the watcher writes on a faster path (NATS),
 // after the file is in place. Its errors are never fatal; it logs them.
 type Publisher interface {
@@ -80,6 +97,9 @@ type watcher struct {
 	writer  *channel.Writer
 	readers map[string]*channel.Reader
 	guards  *guards
+	// unpriced are the models whose tokens had no price, each warned
+	// about once.
+	unpriced map[string]bool
 
 	queue   []*item
 	busy    *job
@@ -162,8 +182,8 @@ func (w *watcher) now() time.Time { return w.cfg.Now().UTC() }
 
 // startup restores state, opens the readers and announces presence.
 func (w *watcher) startup() error {
-	if r, ok := w.cfg.Runner.(costReporter); ok && w.cfg.BudgetUSD > 0 && !r.ReportsCost() {
-		w.log.Warn("budget cannot trip: the CLI reports no cost, so every run counts as free", keyCLI, w.cfg.CLI, keyBudget, w.cfg.BudgetUSD)
+	if (w.cfg.BudgetUSD > 0 || w.cfg.BudgetTokens > 0) && reportsNothing(w.cfg.Runner) {
+		w.log.Warn("budget cannot trip: the CLI reports no cost, so every run counts as free", keyCLI, w.cfg.CLI, keyBudget, w.cfg.BudgetUSD, keyMaxTok, w.cfg.BudgetTokens)
 	}
 	w.warnTrust()
 	w.started = w.now()

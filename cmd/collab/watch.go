@@ -20,6 +20,7 @@ import (
 	"collab/internal/agent/modelcli/claude"
 	"collab/internal/agent/modelcli/codex"
 	"collab/internal/agent/modelcli/gemini"
+	"collab/internal/agent/pricing"
 	"collab/internal/agent/prompt"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
@@ -59,7 +60,11 @@ Flags:
 	fromEnv(fs, "model", "COLLAB_MODEL")
 	sessionScope := fs.String("session-scope", watcher.DefaultSessionScope, "which messages resume one CLI session: channel, thread or none")
 	sessionTTL := fs.Duration("session-ttl", watcher.DefaultSessionTTL, "how long an unused CLI session is resumed")
-	budget := fs.Float64("budget-usd", 0, "stop running the CLI for the rest of the UTC day once its runs cost this much (0: no limit)")
+	budget := fs.Float64("budget-usd", 0, "stop running the CLI for the rest of the UTC day once its runs cost this much (0: no limit); codex's and gemini's tokens are priced from --prices")
+	budgetTokens := fs.Int64("budget-tokens", 0, "stop running the CLI for the rest of the UTC day once its runs used this many tokens, input and output (0: no limit)")
+	pricesFile := fs.String("prices", "", "JSON price table whose models replace or add to the shipped prices, in USD per million tokens (see README)")
+	fromEnv(fs, "prices", envPrices)
+	maxTurns := fs.Int("max-turns", 0, "stop a CLI run after this many turns, a failure (claude: its --max-turns; others: counted by the watcher) (0: no limit)")
 	role := fs.String("role", "", "the agent's role: a file to read, or the text itself")
 	memory := fs.StringArray("memory", nil, "file read fresh into every prompt, repeatable (e.g. CURRENT-STATE.md)")
 	contextN := fs.Int("context", watcher.DefaultContext, "recent messages in the prompt's transcript (0: none)")
@@ -127,6 +132,16 @@ Flags:
 	if *budget < 0 {
 		return usageErrorf("watch: --budget-usd must not be negative")
 	}
+	if *budgetTokens < 0 {
+		return usageErrorf("watch: --budget-tokens must not be negative")
+	}
+	if *maxTurns < 0 {
+		return usageErrorf("watch: --max-turns must not be negative")
+	}
+	prices, err := pricing.Load(*pricesFile)
+	if err != nil {
+		return usageErrorf("watch: --prices: %v", err)
+	}
 	if *poll < watcher.MinPoll {
 		return usageErrorf("watch: --poll %v: the minimum is %v", *poll, watcher.MinPoll)
 	}
@@ -176,6 +191,8 @@ Flags:
 		SessionScope:   *sessionScope,
 		SessionTTL:     *sessionTTL,
 		BudgetUSD:      *budget,
+		BudgetTokens:   *budgetTokens,
+		Prices:         prices,
 		Memory:         *memory,
 		Context:        *contextN,
 		Workdir:        *workdir,
@@ -195,6 +212,11 @@ Flags:
 	}
 	if *contextN == 0 {
 		cfg.Context = -1
+	}
+	if c, ok := runner.(*claude.Adapter); ok {
+		c.MaxTurns = *maxTurns // Claude Code stops itself
+	} else {
+		cfg.MaxTurns = *maxTurns
 	}
 	if cfg.Role, err = roleText(*role); err != nil {
 		return err
@@ -263,6 +285,9 @@ Flags:
 
 // envTrust is the variable of --trust.
 const envTrust = "COLLAB_TRUST"
+
+// envPrices is the variable of --prices.
+const envPrices = "COLLAB_PRICES"
 
 // watchMemoryLimit is the watcher's soft memory limit (runtime/debug;
 // GOMEMLIMIT in the environment replaces it). It only makes the collector

@@ -31,7 +31,14 @@ type Usage struct {
 	Output     int64 `json:"output"`
 	CacheRead  int64 `json:"cache_read,omitempty"`
 	CacheWrite int64 `json:"cache_write,omitempty"`
+	// Model is the model the tokens were spent on, when the CLI says (or
+	// the adapter chose it), for pricing them (internal/agent/pricing).
+	Model string `json:"model,omitempty"`
 }
+
+// Tokens is the count a token budget goes by: every input token (fresh,
+// cached or written to the cache) and every output token.
+func (u Usage) Tokens() int64 { return u.Input + u.CacheRead + u.CacheWrite + u.Output }
 
 // Question is what a CLI asks when it needs input.
 type Question struct {

@@ -65,9 +65,12 @@
 // [modelcli.EventCompleted] or [modelcli.EventError]. Events carry the time
 // their line arrived.
 //
-// The reply is the last agent message. Codex reports no cost: CostUSD is 0.
-// Usage: Input is input tokens less cached ones, CacheRead the cached
-// ones, Output includes reasoning tokens.
+// The reply is the last agent message. Codex reports no cost: CostUSD is 0
+// (the watcher prices the tokens, see internal/agent/pricing). Usage:
+// Input is input tokens less cached ones, CacheRead the cached ones,
+// Output includes reasoning tokens; Model is Adapter.Model, else the
+// top-level model of $CODEX_HOME/config.toml (default ~/.codex), since
+// Codex does not say which model it ran.
 //
 // # Limits
 //
@@ -214,6 +217,10 @@ func (a *Adapter) maxOutput() int {
 // not (CostUSD is 0).
 func (*Adapter) ReportsCost() bool { return false }
 
+// ReportsTokens reports whether runs report the tokens they used: Codex's
+// do (Response.Usage).
+func (*Adapter) ReportsTokens() bool { return true }
+
 // Run runs Codex once on req.Prompt, resuming the thread req.Session if
 // set.
 func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Response, error) {
@@ -225,7 +232,7 @@ func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Respo
 		return modelcli.Response{}, err
 	}
 	max := a.maxOutput()
-	p := &Parser{Now: a.now, Session: req.Session, MaxText: max}
+	p := &Parser{Now: a.now, Session: req.Session, MaxText: max, Model: a.model(req.Env)}
 	resp, err := modelcli.RunLines(ctx, req, proc.Spec{
 		Argv:      argv,
 		Env:       a.env(req.Env),
@@ -261,5 +268,6 @@ func (a *Adapter) runUsage(resumed, thread string, total modelcli.Usage) modelcl
 		Output:     sub(total.Output, prev.Output),
 		CacheRead:  sub(total.CacheRead, prev.CacheRead),
 		CacheWrite: sub(total.CacheWrite, prev.CacheWrite),
+		Model:      total.Model,
 	}
 }

@@ -29,5 +29,5 @@ func ExampleParse() {
 	// tool_call command_execution /bin/bash -lc 'git status'
 	// progress  The tree is clean.
 	// completed  The tree is clean.
-	// "The tree is clean.", thread 01a2018f-7a29-7411-a474-d826ea82ed17, {Input:400 Output:12 CacheRead:600 CacheWrite:0}
+	// "The tree is clean.", thread 01a2018f-7a29-7411-a474-d826ea82ed17, {Input:400 Output:12 CacheRead:600 CacheWrite:0 Model:}
 }

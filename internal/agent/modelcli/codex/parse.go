@@ -24,6 +24,7 @@ type Parser struct {
 	Now     func() time.Time // the clock of event times; nil: time.Now
 	Session string           // the thread the run resumes, "" if none
 	MaxText int              // Response.Text longer than this is cut; 0: no limit
+	Model   string           // Usage.Model: the model the run uses (Codex does not say)
 
 	c       modelcli.Collector
 	text    string          // the last agent message
@@ -136,6 +137,7 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 			p.c.Resp.Usage.CacheRead += u.CachedInputTokens
 			p.c.Resp.Usage.CacheWrite += u.CacheWriteTokens
 			p.c.Resp.Usage.Output += u.OutputTokens
+			p.c.Resp.Usage.Model = p.Model
 		}
 	case "turn.failed":
 		p.failed = "turn failed"

@@ -31,5 +31,5 @@ func ExampleParse() {
 	// tool_call run_shell_command git status
 	// progress  The tree is clean.
 	// completed  The tree is clean.
-	// "The tree is clean.", session a30dd4ec-aa10-4a09-95b1-0764a0bb3a4a, {Input:1000 Output:12 CacheRead:0 CacheWrite:0}
+	// "The tree is clean.", session a30dd4ec-aa10-4a09-95b1-0764a0bb3a4a, {Input:1000 Output:12 CacheRead:0 CacheWrite:0 Model:gemini-2.5-pro}
 }

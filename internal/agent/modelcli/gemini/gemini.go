@@ -66,8 +66,9 @@
 // time their line arrived.
 //
 // The reply is the assistant's text after the last tool call. Gemini CLI
-// reports no cost: CostUSD is 0. Usage: Input is input tokens less cached
-// ones, CacheRead the cached ones.
+// reports no cost: CostUSD is 0 (the watcher prices the tokens, see
+// internal/agent/pricing). Usage: Input is input tokens less cached ones,
+// CacheRead the cached ones, Model init's model.
 //
 // Headless Gemini CLI never stops to ask, so Response.Question is never
 // set; a model that asks the user in plain text is just answering.
@@ -155,6 +156,10 @@ func (a *Adapter) maxOutput() int {
 // ReportsCost reports whether runs report what they cost: Gemini CLI's do
 // not (CostUSD is 0).
 func (*Adapter) ReportsCost() bool { return false }
+
+// ReportsTokens reports whether runs report the tokens they used: Gemini
+// CLI's do (Response.Usage, with its model).
+func (*Adapter) ReportsTokens() bool { return true }
 
 // Run runs Gemini CLI once on req.Prompt, resuming req.Session if set.
 func (a *Adapter) Run(ctx context.Context, req modelcli.Request) (modelcli.Response, error) {

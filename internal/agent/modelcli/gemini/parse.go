@@ -34,12 +34,14 @@ type Parser struct {
 	reply    strings.Builder // assistant text since the last tool call
 	replyCut bool            // reply went past its bound
 	result   *record         // the result line, once seen
+	model    string          // init's model
 }
 
 // record is one line of stream-json, of any type.
 type record struct {
 	Type      string `json:"type"`
 	SessionID string `json:"session_id"` // init
+	Model     string `json:"model"`      // init
 	Role      string `json:"role"`       // message
 	Content   string `json:"content"`    // message
 	ToolName  string `json:"tool_name"`  // tool_use
@@ -116,7 +118,7 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 	p.flush()
 	switch r.Type {
 	case "init":
-		p.c.Resp.Session = r.SessionID
+		p.c.Resp.Session, p.model = r.SessionID, r.Model
 		p.c.Add(modelcli.Event{Time: t, Kind: modelcli.EventStarted, Text: r.SessionID, Data: modelcli.EventData(line)})
 	case "tool_use":
 		p.reply.Reset()
@@ -134,7 +136,7 @@ func (p *Parser) Line(line []byte) []modelcli.Event {
 			if s.Input != nil {
 				in = *s.Input
 			}
-			p.c.Resp.Usage = modelcli.Usage{Input: max(in, 0), Output: s.OutputTokens, CacheRead: s.Cached}
+			p.c.Resp.Usage = modelcli.Usage{Input: max(in, 0), Output: s.OutputTokens, CacheRead: s.Cached, Model: p.model}
 		}
 	}
 	return p.c.Resp.Events[n:]

@@ -23,6 +23,7 @@ import (
 func expected(t *testing.T, out []byte) (session, text string, u modelcli.Usage) {
 	t.Helper()
 	var b strings.Builder
+	model := ""
 	for line := range bytes.Lines(out) {
 		var r record
 		if json.Unmarshal(line, &r) != nil {
@@ -30,7 +31,7 @@ func expected(t *testing.T, out []byte) (session, text string, u modelcli.Usage)
 		}
 		switch r.Type {
 		case "init":
-			session = r.SessionID
+			session, model = r.SessionID, r.Model
 		case "message":
 			if r.Role == "assistant" {
 				b.WriteString(r.Content)
@@ -39,7 +40,7 @@ func expected(t *testing.T, out []byte) (session, text string, u modelcli.Usage)
 			b.Reset()
 		case "result":
 			if s := r.Stats; s != nil {
-				u = modelcli.Usage{Input: s.InputTokens - s.Cached, Output: s.OutputTokens, CacheRead: s.Cached}
+				u = modelcli.Usage{Input: s.InputTokens - s.Cached, Output: s.OutputTokens, CacheRead: s.Cached, Model: model}
 			}
 		}
 	}
@@ -141,7 +142,7 @@ func TestParseChunks(t *testing.T) {
 	if !slices.EqualFunc(resp.Events, want, same) {
 		t.Errorf("events:\ngot  %v\nwant %v", resp.Events, want)
 	}
-	if u := (modelcli.Usage{Input: 70, Output: 9, CacheRead: 30}); resp.Usage != u {
+	if u := (modelcli.Usage{Input: 70, Output: 9, CacheRead: 30, Model: "m"}); resp.Usage != u {
 		t.Errorf("usage: got %+v, want %+v", resp.Usage, u)
 	}
 }
