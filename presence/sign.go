@@ -22,10 +22,15 @@ func (s Status) Payload(agent string) []byte {
 		b, _ := json.Marshal(s.Counters) // map keys come out sorted
 		counters = string(b)
 	}
-	return signing.Payload(Kind,
+	fields := []string{
 		agent, s.Timestamp, s.State, s.Substate, strconv.Itoa(s.WatcherPID),
 		s.Channel, s.Host, strings.Join(s.Channels, ","), s.MessageID,
-		s.Started, s.LastReply, strconv.Itoa(s.Queue), counters)
+		s.Started, s.LastReply, strconv.Itoa(s.Queue), counters}
+	if s.Backlog != 0 || s.OldestUnanswered != "" {
+		// Appended only when set: heartbeats older than these fields verify.
+		fields = append(fields, strconv.Itoa(s.Backlog), s.OldestUnanswered)
+	}
+	return signing.Payload(Kind, fields...)
 }
 
 // Sign signs s with signer, as its agent's heartbeat; a nil signer

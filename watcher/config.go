@@ -94,8 +94,8 @@ type Config struct {
 	// Publisher, if set, also publishes every message and heartbeat the
 	// watcher writes.
 	Publisher Publisher
-	Logger *slog.Logger
-	Now      func() time.Time
+	Logger    *slog.Logger
+	Now       func() time.Time
 
 	// writeMessage, if set, replaces the channel writer (tests inject
 	// write errors through it).

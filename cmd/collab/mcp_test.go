@@ -40,8 +40,8 @@ func TestMCPOverStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 16 {
-		t.Fatalf("tools: %v, %v; want the 16 of issue 7", tools, err)
+	if err != nil || len(tools.Tools) != 17 {
+		t.Fatalf("tools: %v, %v; want the 16 of issue 7 and message_status", tools, err)
 	}
 	// --help lists every tool.
 	help := runCollab(t, nil, "", "mcp", "--help").stderr
