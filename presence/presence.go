@@ -15,7 +15,7 @@
 //	 "channel": "agent-os-paper", "host": "vm-2"}
 //
 // collab's extensions (channels, message_id, started, last_reply, queue,
-// counters) are written only when set; unknown fields are kept verbatim and
+// counters, backlog, oldest_unanswered) are written only when set; unknown fields are kept verbatim and
 // written back, after the known ones.
 //
 // # Reading
@@ -42,6 +42,9 @@
 //	substate, watcher_pid (decimal, "0" when unknown), channel, host,
 //	channels (joined with ","), message_id, started, last_reply,
 //	queue (decimal), counters (compact JSON, keys sorted; "{}" when none)
+//
+// and, only when either is set (so heartbeats written before they existed
+// still verify), backlog (decimal) and oldest_unanswered.
 //
 // Unknown fields are not signed. [Status.Verify] checks a heartbeat read
 // from the file of an agent; [VerifyAll] checks many in parallel.
@@ -157,6 +160,15 @@ type Status struct {
 	LastReply string           // id of the last message the agent posted
 	Queue     int              // messages taken but not yet answered
 	Counters  map[string]int64 // running totals, such as "handled", "failed"
+	// Backlog counts the messages addressed to the agent that its watcher
+	// holds unanswered: queued, and the one its CLI works on.
+	// OldestUnanswered is the time of the oldest of them, in TimeFormat.
+	Backlog          int
+	OldestUnanswered string
+	// Instance is the id of the watcher process (a UUIDv7 made at its
+	// start): two watchers of one agent, or one watcher and its restart,
+	// are told apart by it (job records name it too).
+	Instance string
 
 	// Signature is the watcher's signature (see Sign), nil when unsigned.
 	Signature *signing.Signature
@@ -341,7 +353,7 @@ func (s Status) Encode() ([]byte, error) { return s.MarshalJSON() }
 var known = []string{
 	"agent_id", "timestamp", "state", "substate", "watcher_pid", "channel", "host",
 	"channels", "message_id", "started", "last_reply", "queue", "counters",
-	signing.Field,
+	"backlog", "oldest_unanswered", signing.Field,
 }
 
 // MarshalJSON implements json.Marshaler: the seed's fields in the seed's
@@ -373,6 +385,15 @@ func (s Status) MarshalJSON() ([]byte, error) {
 	if len(s.Counters) > 0 {
 		w.Field("counters", s.Counters)
 	}
+	if s.Backlog != 0 {
+		w.Field("backlog", s.Backlog)
+	}
+	if s.OldestUnanswered != "" {
+		w.Field("oldest_unanswered", s.OldestUnanswered)
+	}
+	if s.Instance != "" {
+		w.Field("instance", s.Instance)
+	}
 	if s.Signature != nil {
 		w.Field(signing.Field, s.Signature)
 	}
@@ -388,7 +409,7 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Status{}
-	var pid, queue json.RawMessage
+	var pid, queue, backlog json.RawMessage
 	err = errors.Join(
 		f.Take("agent_id", &s.AgentID),
 		f.Take("timestamp", &s.Timestamp),
@@ -403,10 +424,14 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 		f.Take("last_reply", &s.LastReply),
 		f.Take("queue", &queue),
 		f.Take("counters", &s.Counters),
+		f.Take("backlog", &backlog),
+		f.Take("oldest_unanswered", &s.OldestUnanswered),
 	)
+	f.Lenient("instance", &s.Instance)
 	f.Lenient(signing.Field, &s.Signature)
 	s.WatcherPID = count(pid)
 	s.Queue = count(queue)
+	s.Backlog = count(backlog)
 	s.Extra = f.Rest()
 	return err
 }

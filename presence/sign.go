@@ -22,10 +22,23 @@ func (s Status) Payload(agent string) []byte {
 		b, _ := json.Marshal(s.Counters) // map keys come out sorted
 		counters = string(b)
 	}
-	return signing.Payload(Kind,
+	fields := []string{
 		agent, s.Timestamp, s.State, s.Substate, strconv.Itoa(s.WatcherPID),
 		s.Channel, s.Host, strings.Join(s.Channels, ","), s.MessageID,
-		s.Started, s.LastReply, strconv.Itoa(s.Queue), counters)
+		s.Started, s.LastReply, strconv.Itoa(s.Queue), counters}
+	if s.Backlog != 0 || s.OldestUnanswered != "" {
+		// Appended only when set: heartbeats older than these fields verify.
+		fields = append(fields, strconv.Itoa(s.Backlog), s.OldestUnanswered)
+	}
+	if s.Instance != "" {
+		// The same: appended only when set, after the backlog's two
+		// fields (which are then present, "0" and "" when unset).
+		if s.Backlog == 0 && s.OldestUnanswered == "" {
+			fields = append(fields, "0", "")
+		}
+		fields = append(fields, s.Instance)
+	}
+	return signing.Payload(Kind, fields...)
 }
 
 // Sign signs s with signer, as its agent's heartbeat; a nil signer

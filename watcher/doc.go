@@ -24,6 +24,17 @@
 // written as the CLI starts, so a crash in between leaves a claim whose
 // owner is dead, which the restarted watcher takes over.
 //
+// # Delivery you can see
+//
+// So that any host can tell where a message stands (package delivery,
+// collab status), the watcher also records, for each message it queues
+// for its agent (or refuses by its trust policy before any claim), a
+// seen file, ROOT/claims/CHANNEL/AGENT/MSG.seen (no-replace, signed as
+// kind "seen"); a guard that stops a claimed message finishes its claim
+// "skipped" with the note "GUARD: why" (delivery.RefusalNote), after
+// posting its notice; and its heartbeat carries its backlog (queued plus
+// running) and the time of the oldest message in it.
+//
 // # Replies that cannot be posted
 //
 // A reply that cannot be posted (a full disk, a lost mount, a permission

@@ -6,21 +6,19 @@ import (
 
 	"collab/channel"
 	"collab/internal/agent/claim"
+	"collab/internal/delivery"
 )
 
 // A guard notice is a message of type noticeType, to "all" (it wakes no
 // one), whose extGuard extension names the guard that stopped a thread
 // (max-hops, pair-rate) or the watcher (budget).
 const (
-	noticeType = "notice"
-	extGuard   = "guard"
+	noticeType = delivery.NoticeType
+	extGuard   = delivery.ExtGuard
 )
 
 // isNotice reports whether m is a guard notice: no watcher answers one.
-func isNotice(m *channel.Message) bool {
-	_, guard := m.Metadata.Extra[extGuard]
-	return m.Type == noticeType || guard
-}
+func isNotice(m *channel.Message) bool { return delivery.IsNotice(m) }
 
 // setNotice makes n the notice of guard saying text.
 func setNotice(n *channel.Message, guard, text string) {
@@ -51,16 +49,17 @@ func (w *watcher) stopByGuard(it *item, guard, why string) {
 	m := &it.msg
 	thread := m.ThreadID()
 	w.log.Warn("guard stopped a message", keyMsg, m.ID, keyFrom, m.From, keyGuard, guard, keyHops, m.Metadata.Hops, keyThread, thread)
-	w.finishClaim(it, claim.Skipped, "", guard+": "+why)
-	if !w.guards.notice(thread, w.now()) {
-		return
+	// The notice first: whoever learns of the refusal from the claim
+	// (collab send --wait) finds the notice already there.
+	if w.guards.notice(thread, w.now()) {
+		w.dirty = true
+		notice := m.Reply(w.cfg.Agent, w.cfg.Host)
+		setNotice(&notice, guard, fmt.Sprintf("[collab] %s stopped answering this thread: %s. A person can reply to continue.", w.cfg.Agent, why))
+		if err := w.postFile(&notice); err != nil {
+			w.log.Error("cannot post a guard notice", keyMsg, m.ID, keyErr, err)
+		}
 	}
-	w.dirty = true
-	notice := m.Reply(w.cfg.Agent, w.cfg.Host)
-	setNotice(&notice, guard, fmt.Sprintf("[collab] %s stopped answering this thread: %s. A person can reply to continue.", w.cfg.Agent, why))
-	if err := w.postFile(&notice); err != nil {
-		w.log.Error("cannot post a guard notice", keyMsg, m.ID, keyErr, err)
-	}
+	w.finishClaim(it, claim.Skipped, "", delivery.RefusalNote(guard, why))
 }
 
 // window counts events in a sliding time window.

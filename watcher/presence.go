@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"time"
 
+	"collab/channel"
 	"collab/internal/agent/claim"
 	"collab/internal/plumbing/proc"
 	"collab/presence"
@@ -68,6 +70,7 @@ func (w *watcher) status(what, msgID string) presence.Status {
 		Started:    presence.FormatTime(w.started),
 		Queue:      len(w.queue),
 		Counters:   map[string]int64{"handled": int64(w.handled), "failed": int64(w.failed)},
+		Instance:   w.instance,
 	}
 	if n := len(w.outbox.entries); n > 0 {
 		s.Counters["outbox"] = int64(n) // replies waiting to be posted
@@ -81,6 +84,7 @@ func (w *watcher) status(what, msgID string) presence.Status {
 	if !w.lastReply.IsZero() {
 		s.LastReply = w.lastReplyID
 	}
+	s.Backlog, s.OldestUnanswered = w.backlog()
 	return s
 }
 
@@ -125,4 +129,26 @@ func (w *watcher) idle() {
 	default:
 		w.setPresence(presence.SubIdle, "")
 	}
+}
+
+// backlog counts the messages the watcher holds unanswered (queued, and
+// the one its CLI works on) and gives the time of the oldest.
+func (w *watcher) backlog() (n int, oldest string) {
+	var first time.Time
+	note := func(m *channel.Message) {
+		n++
+		if t := m.Time(); !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	for _, it := range w.queue {
+		note(&it.msg)
+	}
+	if w.busy != nil {
+		note(&w.busy.it.msg)
+	}
+	if !first.IsZero() {
+		oldest = presence.FormatTime(first)
+	}
+	return n, oldest
 }

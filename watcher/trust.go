@@ -36,6 +36,7 @@ func (w *watcher) admit(it *item) bool {
 	w.log.Warn("forged message ignored", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From,
 		keyVerdict, it.verdict.String(), keyTrust, string(w.cfg.Trust))
 	w.forged = append(w.forged, it)
+	w.markSeen(m, guardTrust, w.forgedWhy(m.From, it.verdict))
 	return false
 }
 

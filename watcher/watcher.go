@@ -16,6 +16,7 @@ import (
 	"collab/internal/agent/jobs"
 	"collab/internal/agent/modelcli"
 	"collab/internal/agent/prompt"
+	"collab/internal/delivery"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/safedir"
@@ -555,6 +556,16 @@ func (w *watcher) consider(m *channel.Message) {
 		}
 		w.queue = append(w.queue, it)
 		w.log.Info("queued", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyHops, m.Metadata.Hops, keyQueue, len(w.queue))
+		w.markSeen(m, "", "")
+	}
+}
+
+// markSeen records, for every host to see, that the watcher noticed m
+// (and, with guard set, refused it before any claim): see package
+// delivery.
+func (w *watcher) markSeen(m *channel.Message, guard, why string) {
+	if err := delivery.MarkSeen(w.cfg.Root, m.SessionID, m.Key(), w.claims.Self, w.now(), guard, why, w.cfg.Signer); err != nil {
+		w.logOnce("seen", "cannot record a message as seen", keyMsg, m.ID, keyErr, err)
 	}
 }
 

@@ -150,6 +150,7 @@ func commands() []command {
 		{"jobs", "list, show or stop the watchers' model runs", runJobs},
 		{"archive", "move a channel's old messages into its archive", runArchive},
 		{"wait", "wait for the reply to a message and print it", runWait},
+		{"status", "show where a message stands for each agent it is for", runStatus},
 		{"task", "the channel's task board: add, list, claim, next, done", runTask},
 		{"mcp", "serve the bus to a model CLI over MCP (stdio)", runMCP},
 		{"nats", "create the NATS stream, or compare it with a channel", runNATS},

@@ -44,6 +44,7 @@ Tools (arguments in brackets are optional):
   document_list                                   the channel's documents
   document_create  file content                   a new document
   who                                             who is awake, working, stale
+  message_status   id                             where a message stands for each addressee
   task_list        [status]                       the task board
   task_claim       [task_id]                      claim a task (or the first ready one)
   task_update      id status …                    checkpoint, complete or fail it

@@ -28,6 +28,10 @@ message is signed when the sender has a key ('collab key new').
 With --wait, block until the reply arrives (the first message of another
 agent whose in_reply_to is the new message) and print the reply's text
 instead (--json: the reply). Exit 3 when no reply came within --timeout.
+While it waits, each change of the message's delivery state for each
+addressee (see 'collab status') is printed on standard error, and it ends
+at once with exit 4 when every addressee is refused, failed or
+undeliverable. A guard notice is not taken for the reply.
 
 Flags:
 `)
@@ -148,7 +152,7 @@ Flags:
 	if *wait {
 		fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
 		rw := replyWait{root: root, channel: *ch, id: m.ID, timeout: *timeout,
-			opt: delegate.Options{NotFrom: from, Poll: *poll}, json: *asJSON, bus: bus, reader: waitFrom}
+			opt: delegate.Options{NotFrom: from, Poll: *poll}, json: *asJSON, bus: bus, reader: waitFrom, track: true}
 		return rw.run(ctx, nf, getenv, stdout, stderr)
 	}
 	if *asJSON {

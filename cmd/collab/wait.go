@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"collab/channel"
+	"collab/internal/delivery"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
 	"collab/internal/workspace/delegate"
@@ -76,6 +78,10 @@ type replyWait struct {
 	json    bool
 	bus     *natsbus.Bus    // if set, announcements wake the wait; else connect when configured
 	reader  *channel.Reader // if set, from delegate.Before the request was posted
+	// track: print each addressee's change of delivery state on stderr
+	// and end with exit 4 once every addressee is refused, failed or
+	// undeliverable (send --wait). Guard notices are then not replies.
+	track bool
 }
 
 // run waits and prints the reply's text (or the reply as JSON). NATS, if
@@ -114,12 +120,47 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 			w.opt.Wake = wake
 		}
 	}
+	var refused <-chan string
+	var notices []string // guard notices in reply, when tracking
+	stopTrack := func() {}
+	if w.track {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		w.opt.Skip = func(m *channel.Message) bool {
+			if !delivery.IsNotice(m) {
+				return false
+			}
+			if m.Metadata.InReplyTo == w.id {
+				notices = append(notices, m.Content.Text)
+			}
+			return true
+		}
+		refused = w.trackStatus(ctx, cancel, stderr)
+		stopTrack = cancel
+	}
 	var m channel.Message
 	var err error
 	if w.reader != nil {
 		m, err = delegate.WaitWith(ctx, w.reader, w.id, w.opt)
 	} else {
 		m, err = delegate.Wait(ctx, w.root, w.channel, w.id, w.opt)
+	}
+	stopTrack()
+	if refused != nil {
+		if why, ok := <-refused; ok && err != nil {
+			// Every addressee refused, failed or is undeliverable. A
+			// watcher posts a guard's notice before it records the
+			// refusal: one more look (ctx is done) finds it, and its
+			// text is printed as a reply's would be.
+			if w.reader != nil {
+				delegate.WaitWith(ctx, w.reader, w.id, w.opt)
+			}
+			for _, text := range notices {
+				fmt.Fprintln(stdout, text)
+			}
+			return &exitError{code: exitRefused, msg: why}
+		}
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -140,4 +181,50 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 	}
 	_, err = fmt.Fprintln(stdout, m.Content.Text)
 	return err
+}
+
+// trackStatus polls the message's delivery status at the wait's poll
+// interval until ctx ends, printing each addressee's new state on
+// stderr. When every addressee is in a final bad state it sends why on
+// the channel returned and cancels the wait; the channel is closed when
+// the polling ends.
+func (w replyWait) trackStatus(ctx context.Context, cancel context.CancelFunc, stderr io.Writer) <-chan string {
+	out := make(chan string, 1)
+	m, err := channel.Lookup(w.root, w.channel, w.id)
+	if err != nil {
+		close(out)
+		return out
+	}
+	go func() {
+		defer close(out)
+		tick := time.NewTicker(w.opt.Poll)
+		defer tick.Stop()
+		last := map[string]string{}
+		opt := delivery.Options{Host: hostname()}
+		for {
+			st := delivery.For(w.root, w.channel, &m, opt)
+			now := time.Now()
+			for _, a := range st.Addressees {
+				if last[a.Agent] != a.State {
+					last[a.Agent] = a.State
+					fmt.Fprintf(stderr, "collab: %s: %s\n", a.Agent, tree.Printable(a.Describe(now)))
+				}
+			}
+			if st.AllBad() {
+				var each []string
+				for _, a := range st.Addressees {
+					each = append(each, a.Agent+" "+tree.Printable(a.Describe(now)))
+				}
+				out <- fmt.Sprintf("no answer will come to %s: %s", w.id, strings.Join(each, "; "))
+				cancel()
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
 }

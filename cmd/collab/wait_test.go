@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,8 +45,22 @@ func sendWait(t *testing.T, env map[string]string, args ...string) <-chan result
 	return out
 }
 
+// registered gives agent a registry entry: send --wait ends at once, as
+// undeliverable, on a message to an agent the tree does not know.
+func registered(t *testing.T, root, agent string) {
+	t.Helper()
+	dir := tree.Root(root).Registry()
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, agent+".json"), []byte(`{"id":"`+agent+`"}`), 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSendWaitPrintsTheReply(t *testing.T) {
 	root := newTree(t)
+	registered(t, root, "codex") // answered by hand below
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev"}
 	done := sendWait(t, env, "--agent", "lead", "--to", "codex", "--poll", "10ms", "--timeout", "60s", "review t1 please")
 	req := requestIn(t, root, "dev", "lead")
@@ -112,6 +127,7 @@ func TestWaitCommand(t *testing.T) {
 func TestSendWaitWokenByNATS(t *testing.T) {
 	url := natsServer(t)
 	root := newTree(t)
+	registered(t, root, "codex") // answered by hand below
 	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev", "NATS_URL": url}
 	done := sendWait(t, env, "--agent", "lead", "--to", "codex", "--poll", "1h", "--timeout", "60s", "quick question")
 	req := requestIn(t, root, "dev", "lead")
@@ -155,7 +171,8 @@ func delegatingCLI() {
 	var out, errb bytes.Buffer
 	err := run(context.Background(), []string{"send", "--to", next, "--wait", "--timeout", "120s", "--poll", "50ms",
 		"please help with " + os.Getenv("COLLAB_MESSAGE_ID")}, os.Getenv, strings.NewReader(""), &out, &errb)
-	if code := exitCode(err, &errb); code != 0 {
+	// Exit 4: refused, with the guard's notice printed as the answer.
+	if code := exitCode(err, &errb); code != 0 && code != exitRefused {
 		fmt.Fprintf(os.Stderr, "delegation failed (exit %d): %s", code, errb.String())
 		os.Exit(1)
 	}

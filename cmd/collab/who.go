@@ -8,10 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"collab/channel"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
@@ -27,7 +29,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	flags := newFlags("who", stderr)
 	flags.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab who [AGENT…] [--json] [--stale-after D]
-       collab who --check AGENT
+       collab who --check AGENT [--max-backlog-age D]
 
 Show the presence of every agent, or of the named ones, sorted by name:
 state, age of the last heartbeat, host, channels and, while it works, the
@@ -49,13 +51,22 @@ States:
 
 AGE is s, m, h or d; a negative AGE means the writer's clock is ahead.
 
+When a heartbeat reports them, three more columns show what its watcher
+holds: BACKLOG, the messages addressed to the agent not answered yet
+(queued, and the one it works on); OLDEST, the age of the oldest of them;
+REPLIED, how long ago the agent last answered. The backlog of an agent
+that is not awake is not known ("-"): its watcher is gone.
+
 A heartbeat that does not verify against the keyring (--keyring) is
 marked in a SIGNATURE column: one with a bad signature or a key not
 trusted for its agent, or an unsigned one of an agent that has keys.
 
 With --check AGENT nothing is printed: the exit code is 0 if AGENT is
 AWAKE/IDLE or AWAKE/WORKING and 1 otherwise, or when AGENT has keys but
-its heartbeat does not verify (a forged heartbeat).
+its heartbeat does not verify (a forged heartbeat). With
+--max-backlog-age D it also fails (and says why on standard error) when
+the oldest message AGENT's watcher holds unanswered is older than D: a
+stuck agent, not only a dead one.
 
 Flags:
 `)
@@ -66,6 +77,7 @@ Flags:
 	flags.Var(&staleAfter, "stale-after", "show an AWAKE agent as STALE when its heartbeat is older than this (a duration, or seconds)")
 	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
+	maxBacklogAge := flags.Duration("max-backlog-age", 0, "with --check: fail when the oldest unanswered message is older than this (0: no limit)")
 	rootf := rootFlag(flags)
 	ringf := keyringFlag(flags)
 	if err := parse(flags, args, getenv); err != nil {
@@ -77,6 +89,11 @@ Flags:
 			return usageErrorf("who: --check takes one agent and no other arguments or --json")
 		}
 		names = []string{*check}
+	} else if flags.Changed("max-backlog-age") {
+		return usageErrorf("who: --max-backlog-age needs --check")
+	}
+	if *maxBacklogAge < 0 {
+		return usageErrorf("who: --max-backlog-age must not be negative")
 	}
 	for _, n := range names {
 		if err := tree.CheckName("agent", n); err != nil {
@@ -98,7 +115,7 @@ Flags:
 		}
 		if err == nil && presence.IsAwake(s.Effective(now, time.Duration(staleAfter), host, proc.PIDAlive)) &&
 			v.Accepts(signing.Known, *check, s.Verify(v, *check)) {
-			return nil
+			return checkBacklog(s, *check, now, *maxBacklogAge)
 		}
 		return &exitError{code: exitFailure}
 	}
@@ -109,12 +126,12 @@ Flags:
 	}
 	verifyRows(v, rows)
 	if *asJSON {
-		return whoJSON(stdout, rows)
+		return whoJSON(stdout, rows, now)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", root.Presence())
 	}
-	return whoTable(stdout, rows)
+	return whoTable(stdout, rows, now)
 }
 
 // whoRow is one agent's line.
@@ -221,10 +238,17 @@ func whoRows(root tree.Root, names []string, now time.Time, staleAfter time.Dura
 	return out, nil
 }
 
-func whoTable(w io.Writer, rows []whoRow) error {
+func whoTable(w io.Writer, rows []whoRow, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	marks := slices.ContainsFunc(rows, func(r whoRow) bool { return r.marked })
 	head := "AGENT\tSTATE\tAGE\tHOST\tCHANNEL\tMESSAGE"
+	backlogs := slices.ContainsFunc(rows, func(r whoRow) bool {
+		s := r.status
+		return s != nil && (s.Backlog > 0 || s.OldestUnanswered != "" || s.LastReply != "")
+	})
+	if backlogs {
+		head += "\tBACKLOG\tOLDEST\tREPLIED"
+	}
 	if marks {
 		head += "\tSIGNATURE"
 	}
@@ -240,6 +264,20 @@ func whoTable(w io.Writer, rows []whoRow) error {
 			msg = r.status.MessageID
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.agent, r.state, age, cell(host), cell(channels), cell(msg))
+		if backlogs {
+			b := r.backlog(now)
+			n, oldest, replied := "-", "-", "-"
+			if b.Backlog != nil {
+				n = strconv.Itoa(*b.Backlog)
+			}
+			if b.OldestAge != nil {
+				oldest = formatAge(time.Duration(*b.OldestAge) * time.Second)
+			}
+			if b.RepliedAge != nil {
+				replied = formatAge(time.Duration(*b.RepliedAge) * time.Second)
+			}
+			fmt.Fprintf(tw, "\t%s\t%s\t%s", n, oldest, replied)
+		}
 		switch {
 		case r.marked:
 			fmt.Fprintf(tw, "\t%s\n", r.verdict)
@@ -312,12 +350,65 @@ type whoEntry struct {
 	Role       string           `json:"role,omitempty"`
 	Verdict    string           `json:"verdict,omitempty"` // of status; absent without one
 	Status     *presence.Status `json:"status"`            // null: no readable heartbeat
+	whoBacklog
 }
 
-func whoJSON(w io.Writer, rows []whoRow) error {
+// whoBacklog is what an agent's watcher holds unanswered, and when the
+// agent last answered, as its heartbeat says.
+type whoBacklog struct {
+	Backlog    *int   `json:"backlog,omitempty"`                   // only while awake
+	OldestAge  *int64 `json:"oldest_unanswered_seconds,omitempty"` // only while awake
+	RepliedAge *int64 `json:"last_reply_seconds,omitempty"`
+}
+
+// backlog reads r's heartbeat's backlog fields; those of an agent that
+// is not awake are unknown (nil), its watcher being gone.
+func (r whoRow) backlog(now time.Time) whoBacklog {
+	var b whoBacklog
+	s := r.status
+	if s == nil {
+		return b
+	}
+	if n, err := channel.ParseID(s.LastReply); err == nil {
+		secs := int64(now.Sub(n.Time) / time.Second)
+		b.RepliedAge = &secs
+	}
+	if !presence.IsAwake(r.state) {
+		return b
+	}
+	n := s.Backlog
+	b.Backlog = &n
+	if t, ok := oldestUnanswered(*s); ok {
+		secs := int64(now.Sub(t) / time.Second)
+		b.OldestAge = &secs
+	}
+	return b
+}
+
+// oldestUnanswered parses a heartbeat's oldest_unanswered.
+func oldestUnanswered(s presence.Status) (time.Time, bool) {
+	if s.Backlog == 0 || s.OldestUnanswered == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s.OldestUnanswered)
+	return t, err == nil
+}
+
+// checkBacklog fails who --check when agent's oldest unanswered message
+// is older than limit (0: no limit).
+func checkBacklog(s presence.Status, agent string, now time.Time, limit time.Duration) error {
+	t, ok := oldestUnanswered(s)
+	if limit <= 0 || !ok || now.Sub(t) <= limit {
+		return nil
+	}
+	return &exitError{code: exitFailure, msg: fmt.Sprintf("who: %s is awake but its oldest unanswered message is %s old (more than --max-backlog-age %s; backlog %d)",
+		agent, now.Sub(t).Round(time.Second), limit, s.Backlog)}
+}
+
+func whoJSON(w io.Writer, rows []whoRow, now time.Time) error {
 	out := make([]whoEntry, len(rows))
 	for i, r := range rows {
-		out[i] = whoEntry{Agent: r.agent, State: r.state, Status: r.status}
+		out[i] = whoEntry{Agent: r.agent, State: r.state, Status: r.status, whoBacklog: r.backlog(now)}
 		out[i].Host, out[i].Channels = r.where()
 		if r.hasAge {
 			secs := int64(r.age / time.Second)

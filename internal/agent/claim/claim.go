@@ -519,6 +519,20 @@ func (s *Store) Read(channel, id string) (Claim, error) {
 	return c, err
 }
 
+// Token returns the highest reply token of message id, if any.
+func (s *Store) Token(channel, id string) (Token, error) {
+	d, err := s.dir(channel, id, false)
+	if err != nil {
+		return Token{}, err
+	}
+	defer d.Close()
+	t, gen, err := currentToken(d, id)
+	if err == nil && gen < 0 {
+		err = &fs.PathError{Op: "read", Path: tokenName(id, 0), Err: fs.ErrNotExist}
+	}
+	return t, err
+}
+
 func publish(d *safedir.Dir, name string, c Claim) error {
 	data, err := json.Marshal(c)
 	if err != nil {

@@ -83,15 +83,7 @@ func (w Watch) fresh(now time.Time) bool {
 }
 
 // Instance returns the watcher instance a heartbeat names ("" none).
-func Instance(s presence.Status) string {
-	if raw, ok := s.Extra["instance"]; ok {
-		v := strings.Trim(string(raw), `"`)
-		if len(v) <= 64 {
-			return v
-		}
-	}
-	return ""
-}
+func Instance(s presence.Status) string { return s.Instance }
 
 // Judge sets the Status of every job in js as w (one per agent, read from
 // the tree by watch) sees it.

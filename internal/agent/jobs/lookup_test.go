@@ -1,7 +1,6 @@
 package jobs_test
 
 import (
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"strings"
@@ -112,12 +111,8 @@ func TestForMessageAndLookup(t *testing.T) {
 func TestWatchStatus(t *testing.T) {
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	beat := func(age time.Duration, state, host, instance string) *presence.Status {
-		s := &presence.Status{AgentID: agent, Timestamp: presence.FormatTime(now.Add(-age)), State: state,
-			Substate: presence.SubWorking, Host: host, WatcherPID: 4242}
-		if instance != "" {
-			s.Extra = map[string]json.RawMessage{"instance": json.RawMessage(`"` + instance + `"`)}
-		}
-		return s
+		return &presence.Status{AgentID: agent, Timestamp: presence.FormatTime(now.Add(-age)), State: state,
+			Substate: presence.SubWorking, Host: host, WatcherPID: 4242, Instance: instance}
 	}
 	alive := func(pid int) bool { return pid == 4242 }
 	running := jobs.Job{ID: "job-x", Agent: agent, Host: "a", Boot: "b1", Status: jobs.Running, Instance: "i1", WatcherPID: 4242, PID: 99}

@@ -121,6 +121,7 @@ type Server struct {
 var toolsets = []func(*Server) error{
 	addChannelTools,  // channel_send, channel_read, channel_peek
 	addWhoTool,       // who
+	addStatusTool,    // message_status
 	addTaskTools,     // task_list, task_claim, task_update
 	addDelegateTools, // send_and_wait
 	addInboxTools,    // inbox_check, inbox_peek, inbox_ack; channel_read acknowledges

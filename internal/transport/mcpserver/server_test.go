@@ -117,7 +117,7 @@ func TestListTools(t *testing.T) {
 	want := []string{
 		"channel_peek", "channel_read", "channel_send",
 		"document_append", "document_create", "document_list", "document_read", "document_write",
-		"inbox_ack", "inbox_check", "inbox_peek", "job_list", "job_show",
+		"inbox_ack", "inbox_check", "inbox_peek", "job_list", "job_show", "message_status",
 		"send_and_wait", "task_claim", "task_context", "task_list", "task_update", "who",
 	}
 	if !slices.Equal(names, want) {

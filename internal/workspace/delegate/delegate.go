@@ -51,6 +51,10 @@ type Options struct {
 	Wake <-chan string
 	// Reader tunes the channel reader (its clock, size limit).
 	Reader channel.ReaderOptions
+	// Skip, if set, leaves out a message that would otherwise be the
+	// reply (collab send --wait skips guard notices: its delivery status
+	// says when the message is refused).
+	Skip func(m *channel.Message) bool
 }
 
 // Wait blocks until the reply to message id of channel ch arrives and
@@ -138,6 +142,9 @@ func isReply(m *channel.Message, id string, opt Options) bool {
 		return false
 	}
 	if opt.From != "" && m.From != opt.From {
+		return false
+	}
+	if opt.Skip != nil && opt.Skip(m) {
 		return false
 	}
 	return opt.NotFrom == "" || m.From != opt.NotFrom

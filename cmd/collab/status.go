@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"text/tabwriter"
+	"time"
+
+	"collab/channel"
+	"collab/internal/delivery"
+	"collab/internal/plumbing/tree"
+	"collab/presence"
+)
+
+func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	flags := newFlags("status", stderr)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab status MSG-ID [--channel C] [--json]
+
+Show where a message stands for each agent it is addressed to (to, its
+@mentions, a known agent named by its first word):
+
+  waiting        no watcher has noticed it yet (how long; the agent's presence)
+  seen           a watcher noticed it and queued it
+  claimed        a watcher claimed it (host, pid, since when)
+  running        its model run goes on (the job id)
+  answered       the reply (its id, how long it took)
+  refused        a guard stopped it (max-hops, pair-rate, trust)
+  failed         the model CLI failed (its error)
+  undeliverable  no such agent: no registry entry, never present
+
+A message to "all" that names no one is a broadcast: it has no addressee.
+Without --channel (or $COLLAB_CHANNEL) the message is looked for in every
+channel. Exit 0 when the message is found, 3 when it is not.
+
+Flags:
+`)
+		flags.PrintDefaults()
+	}
+	ch := channelFlag(flags, "the message's channel (default: look in every channel)")
+	asJSON := flags.Bool("json", false, "print the status as JSON: channel, id, from, to, time, broadcast, addressees")
+	rootf := rootFlag(flags)
+	ringf := keyringFlag(flags)
+	if err := parse(flags, args, getenv); err != nil {
+		return err
+	}
+	if flags.NArg() != 1 {
+		return usageErrorf("status: give one message id")
+	}
+	id := flags.Arg(0)
+	if _, err := channel.ParseID(id); err != nil {
+		return usageErrorf("status: %q is not a message id", id)
+	}
+	root := tree.Resolve(*rootf, getenv)
+	if *ch != "" {
+		if err := checkChannel("status", *ch); err != nil {
+			return err
+		}
+	} else {
+		found, err := delivery.FindChannel(root, id)
+		if err != nil {
+			return &exitError{code: exitNothing, msg: fmt.Sprintf("status: %v", err)}
+		}
+		*ch = found
+	}
+	opt := delivery.Options{Host: hostname(), Verifier: verifierFor(root, openKeyring(root, *ringf), stderr)}
+	st, err := delivery.Of(root, *ch, id, opt)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &exitError{code: exitNothing, msg: fmt.Sprintf("status: no message %s in channel %s", id, *ch)}
+	}
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	return statusText(stdout, st, time.Now())
+}
+
+// statusText prints st as a header line and a table of addressees.
+func statusText(w io.Writer, st delivery.Status, now time.Time) error {
+	fmt.Fprintf(w, "%s in %s from %s to %s, %s\n", st.ID, cell(st.Channel), cell(st.From), cell(st.To), presence.FormatTime(st.Time))
+	if st.Broadcast {
+		_, err := fmt.Fprintln(w, "broadcast: no addressee")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSTATE\tDETAIL")
+	for _, a := range st.Addressees {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Agent, a.State, tree.Printable(a.Describe(now)))
+	}
+	return tw.Flush()
+}

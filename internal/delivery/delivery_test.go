@@ -1,0 +1,99 @@
+package delivery
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"collab/channel"
+	"collab/internal/agent/claim"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+)
+
+func TestAddressees(t *testing.T) {
+	known := func(a string) bool { return a == "bob" || a == "carol" || a == "dave" }
+	for _, c := range []struct {
+		name, to, text string
+		want           []string
+	}{
+		{"to", "bob", "hi", []string{"bob"}},
+		{"to and mentions", "bob", "hi @carol and @Dave, and @bob again", []string{"bob", "carol", "dave"}},
+		{"unknown mention", "all", "ping @zed", []string{"zed"}},
+		{"first word known", "all", "carol: look at this", []string{"carol"}},
+		{"first word unknown", "all", "Hello there", nil},
+		{"broadcast", "all", "hello everyone", nil},
+		{"not the sender", "all", "@alice note to self", nil},
+		{"email is no mention", "all", "mail bob@example.com", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := channel.Message{From: "alice", To: c.to, Content: channel.Content{Text: c.text}}
+			if got := Addressees(&m, known); !slices.Equal(got, c.want) {
+				t.Errorf("Addressees = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestParseRefusal(t *testing.T) {
+	if g, why, ok := ParseRefusal(RefusalNote(GuardMaxHops, "the thread reached the hop limit (3)")); !ok || g != GuardMaxHops || why != "the thread reached the hop limit (3)" {
+		t.Errorf("round trip: %q %q %v", g, why, ok)
+	}
+	if _, _, ok := ParseRefusal("the model answered NO_REPLY"); ok {
+		t.Errorf("a note of no guard parsed as a refusal")
+	}
+}
+
+// TestSeenFile: the first seen file stays; a signed one verifies, and a
+// forged one of an agent with keys is not believed by status.
+func TestSeenFile(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	key, err := signing.NewKey(filepath.Join(t.TempDir(), "bob.key"), "bob", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
+	if err := ring.Trust("bob", key.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	v := signing.NewVerifier(ring)
+	m := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "hi"}}
+	if err := (&channel.Writer{Root: root}).Post(&m); err != nil {
+		t.Fatal(err)
+	}
+	owner := claim.Owner{Agent: "bob", Host: "vm-1", PID: 42, Instance: "i1"}
+	now := time.Now()
+	if err := MarkSeen(root, "dev", m.ID, owner, now, GuardTrust, "unsigned", key); err != nil {
+		t.Fatal(err)
+	}
+	if err := MarkSeen(root, "dev", m.ID, owner, now.Add(time.Second), "", "", key); err != nil {
+		t.Fatalf("a second MarkSeen: %v", err)
+	}
+	s, err := ReadSeen(root, "dev", "bob", m.ID)
+	if err != nil || s.Guard != GuardTrust || s.Verify(v, "dev", "bob", m.ID) != signing.Verified {
+		t.Fatalf("seen file %+v, %v; want the first, verified", s, err)
+	}
+	st, err := Of(root, "dev", m.ID, Options{Verifier: v})
+	if err != nil || len(st.Addressees) != 1 || st.Addressees[0].State != Refused || st.Addressees[0].Guard != GuardTrust {
+		t.Fatalf("status %+v, %v; want refused by trust", st, err)
+	}
+	if ch, err := FindChannel(root, m.ID); err != nil || ch != "dev" {
+		t.Errorf("FindChannel = %q, %v", ch, err)
+	}
+
+	// A forged seen file (unsigned, bob has keys) is not believed.
+	path := filepath.Join(root.AgentClaims("dev", "bob"), m.ID+".seen")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := MarkSeen(root, "dev", m.ID, owner, now, GuardTrust, "forged", nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = Of(root, "dev", m.ID, Options{Verifier: v})
+	if a := st.Addressees[0]; a.State != Undeliverable {
+		t.Errorf("with a forged seen file: %+v, want it ignored (bob unknown: undeliverable)", a)
+	}
+}

@@ -1,0 +1,145 @@
+package delivery
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"collab/channel"
+	"collab/internal/agent/claim"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+)
+
+// KindSeen is the payload kind of a signed seen file.
+const KindSeen = "seen"
+
+// Guards that refuse a message (the "guard" of a seen file or of a
+// claim's note).
+const (
+	GuardMaxHops  = "max-hops"
+	GuardPairRate = "pair-rate"
+	GuardRate     = "rate"
+	GuardBudget   = "budget"
+	GuardTrust    = "trust"
+)
+
+var guards = []string{GuardMaxHops, GuardPairRate, GuardRate, GuardBudget, GuardTrust}
+
+const maxSeen = 16 << 10
+
+// SeenFile is the content of a seen file, ROOT/claims/C/A/M.seen.
+type SeenFile struct {
+	Message  string    `json:"message"`
+	Channel  string    `json:"channel"`
+	Agent    string    `json:"agent"`
+	Host     string    `json:"host"`
+	PID      int       `json:"pid"`
+	Instance string    `json:"instance"`
+	Time     time.Time `json:"time"`
+	Guard    string    `json:"guard,omitempty"` // set: refused by this guard
+	Why      string    `json:"why,omitempty"`
+
+	Signature *signing.Signature `json:"signature,omitempty"`
+}
+
+// Payload returns the bytes the signature of s covers (see the package
+// doc), s being the seen file of message id of channel in agent's folder.
+func (s SeenFile) Payload(channel, agent, id string) []byte {
+	return signing.Payload(KindSeen, channel, agent, id, s.Host, strconv.Itoa(s.PID), s.Instance,
+		s.Time.UTC().Format(time.RFC3339Nano), s.Guard, s.Why)
+}
+
+// Verify returns the verdict on s, read as the seen file of message id of
+// channel in agent's folder, as agent's.
+func (s SeenFile) Verify(v *signing.Verifier, channel, agent, id string) signing.Verdict {
+	if s.Signature == nil {
+		return signing.Unsigned
+	}
+	return v.Verify(agent, s.Time, s.Payload(channel, agent, id), s.Signature)
+}
+
+func seenName(id string) string { return id + ".seen" }
+
+// MarkSeen publishes the seen file of message id of channel for owner's
+// agent, without replacing one already there (the first watcher to see a
+// message records it; a later one, or a restart, changes nothing). guard
+// and why are set when a guard refused the message before any claim.
+func MarkSeen(root tree.Root, channel, id string, owner claim.Owner, now time.Time, guard, why string, signer *signing.Signer) error {
+	for _, n := range []struct{ kind, v string }{{"channel", channel}, {"agent", owner.Agent}, {"message id", id}} {
+		if err := tree.CheckName(n.kind, n.v); err != nil {
+			return err
+		}
+	}
+	s := SeenFile{Message: id, Channel: channel, Agent: owner.Agent, Host: owner.Host, PID: owner.PID,
+		Instance: owner.Instance, Time: now.UTC(), Guard: guard, Why: why}
+	s.Signature = signer.Sign(s.Payload(channel, owner.Agent, id))
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	d, err := safedir.Create(root.AgentClaims(channel, owner.Agent))
+	if err != nil {
+		return fmt.Errorf("seen %s: %w", id, err)
+	}
+	defer d.Close()
+	if err := d.Publish(seenName(id), data, 0o666); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("seen %s: %w", id, err)
+	}
+	return nil
+}
+
+// ReadSeen reads the seen file of message id of channel in agent's
+// folder.
+func ReadSeen(root tree.Root, channel, agent, id string) (SeenFile, error) {
+	d, err := safedir.Open(root.AgentClaims(channel, agent))
+	if err != nil {
+		return SeenFile{}, err
+	}
+	defer d.Close()
+	raw, _, err := d.ReadFile(seenName(id), maxSeen)
+	if err != nil {
+		return SeenFile{}, err
+	}
+	var s SeenFile
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return SeenFile{}, fmt.Errorf("seen %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// A guard notice is a message of type "notice", or with the "guard"
+// extension naming the guard, that a watcher posts when a guard stops a
+// message (in reply to it) or the watcher (budget). No watcher answers
+// one, and it is not the answer a sender waits for.
+const (
+	NoticeType = "notice"
+	ExtGuard   = "guard"
+)
+
+// IsNotice reports whether m is a guard notice.
+func IsNotice(m *channel.Message) bool {
+	_, guard := m.Metadata.Extra[ExtGuard]
+	return m.Type == NoticeType || guard
+}
+
+// RefusalNote is the note of a claim finished as skipped because guard
+// refused its message; [ParseRefusal] reads it back.
+func RefusalNote(guard, why string) string { return guard + ": " + why }
+
+// ParseRefusal returns the guard and reason of a claim note written by
+// [RefusalNote]; ok is false for any other note.
+func ParseRefusal(note string) (guard, why string, ok bool) {
+	g, why, found := strings.Cut(note, ": ")
+	for _, k := range guards {
+		if found && g == k {
+			return g, why, true
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,349 @@
+package delivery
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"collab/channel"
+	"collab/internal/agent/claim"
+	"collab/internal/agent/jobs"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/proc"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/registry"
+	"collab/presence"
+)
+
+// States of a message for one addressee (see the package doc).
+const (
+	Waiting       = "waiting"
+	Seen          = "seen"
+	Claimed       = "claimed"
+	Running       = "running"
+	Answered      = "answered"
+	Refused       = "refused"
+	Failed        = "failed"
+	Undeliverable = "undeliverable"
+)
+
+// Final reports whether state is final: nothing more will happen.
+func Final(state string) bool { return state == Answered || Bad(state) }
+
+// Bad reports whether state is a final bad state: no answer will come.
+func Bad(state string) bool { return state == Refused || state == Failed || state == Undeliverable }
+
+// Addressee is where a message stands for one agent.
+type Addressee struct {
+	Agent string    `json:"agent"`
+	State string    `json:"state"`
+	Since time.Time `json:"since,omitzero"` // when it entered State, as far as the files say
+	// Presence is the agent's presence as who shows it (AWAKE/IDLE,
+	// STALE, OFFLINE, …; "" without a heartbeat), for waiting and seen.
+	Presence  string  `json:"presence,omitempty"`
+	Host      string  `json:"host,omitempty"` // the watcher's, once seen
+	PID       int     `json:"pid,omitempty"`
+	Instance  string  `json:"instance,omitempty"`
+	Job       string  `json:"job,omitempty"`
+	JobStatus string  `json:"job_status,omitempty"` // the job record's status, as written
+	Reply     string  `json:"reply,omitempty"`
+	Latency   float64 `json:"latency_seconds,omitempty"` // answered: reply time − message time
+	Guard     string  `json:"guard,omitempty"`           // refused: which guard
+	Error     string  `json:"error,omitempty"`           // failed: the error; refused: why
+	Note      string  `json:"note,omitempty"`
+}
+
+// Status is where a message stands for every addressee.
+type Status struct {
+	Channel string    `json:"channel"`
+	ID      string    `json:"id"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Time    time.Time `json:"time"`
+	// Broadcast: to all, naming no one; there is no addressee.
+	Broadcast  bool        `json:"broadcast,omitempty"`
+	Addressees []Addressee `json:"addressees"`
+}
+
+// AllBad reports whether every addressee is in a final bad state (and
+// there is at least one).
+func (s Status) AllBad() bool {
+	for _, a := range s.Addressees {
+		if !Bad(a.State) {
+			return false
+		}
+	}
+	return len(s.Addressees) > 0
+}
+
+// Options tune [Of] and [For]; the zero value works.
+type Options struct {
+	Now        func() time.Time   // default time.Now
+	Host       string             // this host: presence PIDs are checked only here
+	StaleAfter time.Duration      // default presence.DefaultStaleAfter
+	Alive      func(pid int) bool // default proc.PIDAlive
+	// Verifier, if set, judges seen files: one that does not verify as
+	// its agent's while the agent has keys is ignored.
+	Verifier *signing.Verifier
+}
+
+// Of reads message id of channel ch and returns its status.
+func Of(root tree.Root, ch, id string, opt Options) (Status, error) {
+	m, err := channel.Lookup(root, ch, id)
+	if err != nil {
+		return Status{}, err
+	}
+	return For(root, ch, &m, opt), nil
+}
+
+// For returns the status of m, a message of channel ch.
+func For(root tree.Root, ch string, m *channel.Message, opt Options) Status {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Alive == nil {
+		opt.Alive = proc.PIDAlive
+	}
+	id := m.Key()
+	s := Status{Channel: ch, ID: id, From: m.From, To: m.To, Time: m.Time(), Addressees: []Addressee{}}
+	names := Addressees(m, func(a string) bool { return registry.Known(root, a) })
+	if len(names) == 0 {
+		s.Broadcast = true
+		return s
+	}
+	for _, a := range names {
+		s.Addressees = append(s.Addressees, state(root, ch, m, a, opt))
+	}
+	return s
+}
+
+// Addressees returns the agents m is for, in order: to, the @mentions,
+// the first word of the first line if known says it is an agent. Only
+// names for which m.IsFor holds are kept, each once.
+func Addressees(m *channel.Message, known func(agent string) bool) []string {
+	var out []string
+	add := func(a string) {
+		if tree.CheckName("agent", a) != nil || !m.IsFor(a) {
+			return
+		}
+		for _, b := range out {
+			if strings.EqualFold(a, b) {
+				return
+			}
+		}
+		out = append(out, a)
+	}
+	if m.To != channel.Broadcast && m.To != "" {
+		add(m.To)
+	}
+	text := m.Content.Text
+	for i := 0; i < len(text); i++ {
+		if text[i] != '@' || (i > 0 && tree.NameByte(text[i-1])) {
+			continue
+		}
+		name := nameAt(text[i+1:])
+		if name != "" && !known(name) && known(strings.ToLower(name)) {
+			name = strings.ToLower(name)
+		}
+		add(name)
+	}
+	line, _, _ := strings.Cut(text, "\n")
+	if first := nameAt(strings.TrimLeft(line, " \t\r")); first != "" {
+		switch {
+		case known(first):
+			add(first)
+		case known(strings.ToLower(first)):
+			add(strings.ToLower(first))
+		}
+	}
+	return out
+}
+
+// nameAt returns the run of name bytes s starts with.
+func nameAt(s string) string {
+	n := 0
+	for n < len(s) && tree.NameByte(s[n]) {
+		n++
+	}
+	return s[:n]
+}
+
+// state is where m stands for agent.
+func state(root tree.Root, ch string, m *channel.Message, agent string, opt Options) Addressee {
+	id := m.Key()
+	a := Addressee{Agent: agent}
+	seen, err := ReadSeen(root, ch, agent, id)
+	hasSeen := err == nil && seen.Agent == agent
+	if hasSeen && opt.Verifier != nil && seen.Verify(opt.Verifier, ch, agent, id) != signing.Verified && opt.Verifier.HasKeys(agent) {
+		hasSeen = false
+	}
+	store := &claim.Store{Root: root, Self: claim.Owner{Agent: agent}}
+	c, cerr := store.Read(ch, id)
+	hasClaim := cerr == nil
+	if hasClaim {
+		a.Host, a.PID, a.Instance = c.Owner.Host, c.Owner.PID, c.Owner.Instance
+	}
+	switch {
+	case hasSeen && seen.Guard != "":
+		a.State, a.Guard, a.Error, a.Since = Refused, seen.Guard, seen.Why, seen.Time
+		a.Host, a.PID, a.Instance = seen.Host, seen.PID, seen.Instance
+	case hasClaim && c.Status == claim.Failed:
+		a.State, a.Since, a.Error, a.Reply = Failed, c.Heartbeat, c.Note, c.Reply
+		if j, ok := findJob(root, agent, ch, id); ok {
+			a.Job, a.JobStatus = j.ID, j.Status
+			if a.Error == "" {
+				a.Error = j.Error
+			}
+		}
+	case hasClaim && c.Status == claim.Skipped:
+		if g, why, ok := ParseRefusal(c.Note); ok {
+			a.State, a.Guard, a.Error, a.Since = Refused, g, why, c.Heartbeat
+		} else {
+			a.State, a.Since, a.Note = Answered, c.Heartbeat, c.Note
+		}
+	case hasClaim && c.Status == claim.Replied:
+		answered(root, ch, m, &a, c.Reply, c.Heartbeat)
+	case hasClaim:
+		if t, err := store.Token(ch, id); err == nil {
+			if r, err := channel.Lookup(root, ch, t.Reply); err == nil && r.Metadata.InReplyTo == id && r.From == agent {
+				answered(root, ch, m, &a, t.Reply, r.Time())
+				return a
+			}
+		}
+		a.State, a.Since = Claimed, c.Claimed
+		if j, ok := findJob(root, agent, ch, id); ok && j.Status != jobs.Completed {
+			a.Job, a.JobStatus = j.ID, j.Status
+			if j.Status != jobs.Failed && j.Status != jobs.Killed && j.Status != jobs.Interrupted {
+				// running, awaiting input, or a status this version
+				// does not know (shown as written): the job runs.
+				a.State, a.Since = Running, j.Started
+			}
+		}
+	case hasSeen:
+		a.State, a.Since = Seen, seen.Time
+		a.Host, a.PID, a.Instance = seen.Host, seen.PID, seen.Instance
+		a.Presence = presenceOf(root, agent, opt)
+	case !registry.Known(root, agent):
+		a.State = Undeliverable
+		a.Note = "no registry entry and no presence file"
+	default:
+		a.State, a.Since = Waiting, m.Time()
+		a.Presence = presenceOf(root, agent, opt)
+	}
+	return a
+}
+
+// answered sets a to answered by reply, looked up for its latency.
+func answered(root tree.Root, ch string, m *channel.Message, a *Addressee, reply string, at time.Time) {
+	a.State, a.Reply, a.Since = Answered, reply, at
+	if reply == "" {
+		return
+	}
+	if r, err := channel.Lookup(root, ch, reply); err == nil {
+		a.Since = r.Time()
+		if d := r.Time().Sub(m.Time()); d > 0 {
+			a.Latency = d.Seconds()
+		}
+	}
+}
+
+// presenceOf is the agent's presence as who shows it; "" without one.
+func presenceOf(root tree.Root, agent string, opt Options) string {
+	p, err := presence.Read(root, agent)
+	if err != nil {
+		return ""
+	}
+	return p.Effective(opt.Now(), opt.StaleAfter, opt.Host, opt.Alive)
+}
+
+// findJob finds the job of message id of channel ch among agent's jobs.
+func findJob(root tree.Root, agent, ch, id string) (jobs.Job, bool) {
+	j, err := jobs.ForMessage(root, agent, ch, id)
+	if err != nil {
+		return jobs.Job{}, false
+	}
+	if j.Status == jobs.Running {
+		// A running record whose watcher is gone is interrupted.
+		j.Status = jobs.Observe(root, agent, presence.DefaultStaleAfter).Status(j)
+	}
+	return j, true
+}
+
+// ErrNotFound is returned by [FindChannel] when no channel holds the
+// message.
+var ErrNotFound = errors.New("delivery: no channel holds the message")
+
+// FindChannel returns the channel that holds message id: one stat per
+// channel folder.
+func FindChannel(root tree.Root, id string) (string, error) {
+	if _, err := channel.ParseID(id); err != nil {
+		return "", fmt.Errorf("message id %q: %w", id, err)
+	}
+	d, err := safedir.Open(root.Channels())
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir()
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		ch := e.Name()
+		if !e.IsDir() || tree.CheckName("channel", ch) != nil {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(root.Channel(ch), id+".json")); err == nil {
+			return ch, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s", ErrNotFound, id)
+}
+
+// Describe says in a few words where the message stands for a, as of now.
+func (a Addressee) Describe(now time.Time) string {
+	ago := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return " " + now.Sub(t).Round(time.Second).String()
+	}
+	switch a.State {
+	case Waiting:
+		p := a.Presence
+		if p == "" {
+			p = "no heartbeat"
+		}
+		return fmt.Sprintf("waiting%s (agent %s)", ago(a.Since), p)
+	case Seen:
+		return fmt.Sprintf("seen by %s pid %d%s ago, queued", a.Host, a.PID, ago(a.Since))
+	case Claimed:
+		d := fmt.Sprintf("claimed by %s pid %d (instance %s) since%s ago", a.Host, a.PID, a.Instance, ago(a.Since))
+		if a.Job != "" {
+			d += fmt.Sprintf("; job %s %s", a.Job, a.JobStatus)
+		}
+		return d
+	case Running:
+		d := fmt.Sprintf("running job %s on %s pid %d for%s", a.Job, a.Host, a.PID, ago(a.Since))
+		if a.JobStatus != jobs.Running {
+			d += " (job status " + a.JobStatus + ")"
+		}
+		return d
+	case Answered:
+		if a.Reply == "" {
+			return "answered without a reply (" + a.Note + ")"
+		}
+		return fmt.Sprintf("answered by %s after %s", a.Reply, (time.Duration(a.Latency * float64(time.Second))).Round(time.Millisecond))
+	case Refused:
+		return fmt.Sprintf("refused by %s: %s", a.Guard, a.Error)
+	case Failed:
+		return "failed: " + a.Error
+	case Undeliverable:
+		return "undeliverable: " + a.Note
+	}
+	return a.State
+}
