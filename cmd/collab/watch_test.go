@@ -221,6 +221,17 @@ func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
 	// The kernel kills the orphaned CLI (parent-death signal).
 	waitFor(t, func() bool { return !proc.PIDAlive(cliPID) || isZombie(cliPID) })
 
+	// Its job does not say running for ever: the watcher's pid is dead on
+	// this host, so every reader shows the job interrupted, and the
+	// message's status says so.
+	env := map[string]string{"COLLAB_ROOT": root}
+	if r := runCollab(t, env, "", "jobs", "show", id, "--json"); r.code != 0 || !strings.Contains(r.stdout, `"status": "interrupted"`) {
+		t.Errorf("jobs show after the SIGKILL: exit %d, %s %s; want interrupted", r.code, r.stdout, r.stderr)
+	}
+	if r := runCollab(t, env, "", "status", id, "--channel", "dev"); r.code != 0 || !strings.Contains(r.stdout, "interrupted") {
+		t.Errorf("status after the SIGKILL: exit %d, %s %s; want the job interrupted", r.code, r.stdout, r.stderr)
+	}
+
 	startWatcher(t, root, "codex", "dev", nil) // fast CLI now
 	waitFor(t, func() bool { return len(replies(t, root, "dev", "codex")[id]) >= 1 })
 	time.Sleep(500 * time.Millisecond)
