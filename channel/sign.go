@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"collab/internal/identity/signing"
 )
@@ -24,12 +25,15 @@ var ErrWrongSigner = errors.New("channel: the key is another agent's")
 // content.text, content.code, and content.artifacts as compact JSON ("[]"
 // when there are none), each as read (after Decode's defaults: to "all",
 // type "chat"; a null in_reply_to or code is "").
-func (m *Message) Payload() []byte {
+func (m *Message) Payload() []byte { return m.appendPayload(nil) }
+
+// appendPayload appends [Message.Payload] to b.
+func (m *Message) appendPayload(b []byte) []byte {
 	code := ""
 	if m.Content.Code != nil {
 		code = *m.Content.Code
 	}
-	return signing.Payload(KindMessage,
+	return signing.AppendPayload(b, KindMessage,
 		m.ID, m.SessionID, m.From, m.To, m.Timestamp, m.Type,
 		m.Metadata.InReplyTo, m.Metadata.Thread, strconv.Itoa(m.Metadata.Hops),
 		m.Content.Text, code, compactArtifacts(m.Content.Artifacts))
@@ -77,5 +81,25 @@ func (m *Message) Verify(v *signing.Verifier, channel string) signing.Verdict {
 	if m.SessionID != channel {
 		return signing.BadSignature
 	}
-	return v.Verify(m.From, m.Time(), m.Payload(), m.Signature)
+	buf, _ := payloadBufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	payload := m.appendPayload((*buf)[:0])
+	verdict := v.Verify(m.From, m.Time(), payload, m.Signature)
+	if cap(payload) <= maxPooledPayload {
+		*buf = payload[:0]
+		payloadBufs.Put(buf)
+	}
+	return verdict
 }
+
+// payloadBufs holds buffers for the payloads Verify builds and drops once
+// checked (Verifier.Verify keeps none of it): a reader verifying 1 MB
+// messages one after another reuses one buffer instead of allocating
+// (and the kernel zeroing) a fresh megabyte for each.
+var payloadBufs sync.Pool
+
+// maxPooledPayload is the largest buffer kept in payloadBufs: a message's
+// payload is at most about MaxMessageSize.
+const maxPooledPayload = 2 * MaxMessageSize

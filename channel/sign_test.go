@@ -3,6 +3,8 @@ package channel_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"collab/channel"
@@ -76,4 +78,87 @@ func TestSignedMessages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVerifyBuffers checks that the payload buffers Verify reuses carry
+// nothing from one check to the next: long and short messages, good and
+// forged, checked over and over from several goroutines, each keep their
+// verdict.
+func TestVerifyBuffers(t *testing.T) {
+	alice, err := signing.NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
+	if err := ring.Trust("alice", alice.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	msg := func(text string) channel.Message {
+		m := channel.Message{ID: "msg-20260101-000000-alice-0001", Timestamp: "2026-01-01T00:00:00.000Z",
+			SessionID: "dev", From: "alice", To: "bob", Type: "chat", Content: channel.Content{Text: text}}
+		if err := m.Sign(alice); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	long, short := msg(strings.Repeat("long text ", 100_000)), msg("short")
+	// The short text with the long one's signature: a forgery whose
+	// payload is a prefix of the long one's up to the text.
+	forged := short
+	forged.Signature = long.Signature
+	cases := []struct {
+		m    channel.Message
+		want signing.Verdict
+	}{{long, signing.Verified}, {short, signing.Verified}, {forged, signing.BadSignature}}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			v := signing.NewVerifier(ring) // first checks, not remembered ones
+			for i := range 30 {
+				c := cases[i%len(cases)]
+				if got := c.m.Verify(v, "dev"); got != c.want {
+					t.Errorf("check %d of %q…: %v, want %v", i, c.m.Content.Text[:5], got, c.want)
+				}
+				v = signing.NewVerifier(ring)
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := string(short.Payload()), string(signing.Payload(channel.KindMessage, short.ID, "dev", "alice", "bob",
+		short.Timestamp, "chat", "", "", "0", "short", "", "[]")); got != want {
+		t.Errorf("Payload = %q, want %q", got, want)
+	}
+}
+
+// BenchmarkVerify1MB: Message.Verify of a 1 MB message, a first check (a
+// new Verifier each time) and a remembered one, payload built included.
+func BenchmarkVerify1MB(b *testing.B) {
+	alice, err := signing.NewKey(filepath.Join(b.TempDir(), "alice.key"), "alice", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ring := keyring.Open(filepath.Join(b.TempDir(), "keys"))
+	if err := ring.Trust("alice", alice.PublicKey()); err != nil {
+		b.Fatal(err)
+	}
+	m := channel.Message{ID: "msg-20260101-000000-alice-0001", Timestamp: "2026-01-01T00:00:00.000Z",
+		SessionID: "dev", From: "alice", To: "bob", Type: "chat", Content: channel.Content{Text: strings.Repeat("x", channel.MaxMessageSize-4<<10)}}
+	if err := m.Sign(alice); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("first", func(b *testing.B) {
+		for b.Loop() {
+			if m.Verify(signing.NewVerifier(ring), "dev") != signing.Verified {
+				b.Fatal("not verified")
+			}
+		}
+	})
+	b.Run("remembered", func(b *testing.B) {
+		v := signing.NewVerifier(ring)
+		for b.Loop() {
+			if m.Verify(v, "dev") != signing.Verified {
+				b.Fatal("not verified")
+			}
+		}
+	})
 }

@@ -20,6 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"collab/channel"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/presence"
 	"collab/watcher"
@@ -36,10 +38,15 @@ const (
 // message for each, named after all the others.
 func backlogAgent(i int) string { return "backlog-" + strconv.Itoa(i+1) }
 
+// backlogSenders are the senders of the backlog's messages, each with a
+// key trusted in the fixture's keyring.
+var backlogSenders = []string{"alice", "bob", "carol", "dave", "qc-1"}
+
 // backlogFixture writes, once, a channel of b.size.backlog messages that are
 // for none of the bench's agents, then one message for each backlog run's
-// agent, and returns its root. Files are written directly (no fsync), 1 s
-// apart in name time, ending a minute ago.
+// agent, every one signed by its sender, and returns its root. Files are
+// written directly (no fsync), 1 s apart in name time, ending a minute
+// ago; the messages are signed as they are written, four at a time.
 func (b *bench) backlogFixture() (tree.Root, error) {
 	if b.backlogRoot != "" {
 		return tree.Root(b.backlogRoot), nil
@@ -50,6 +57,10 @@ func (b *bench) backlogFixture() (tree.Root, error) {
 		return "", err
 	}
 	start := time.Now()
+	signers, err := trustKeys(root, backlogSenders)
+	if err != nil {
+		return "", fmt.Errorf("backlog fixture: %w", err)
+	}
 	n := b.size.backlog
 	first := time.Now().UTC().Truncate(time.Second).Add(-time.Duration(n+b.runs+60) * time.Second)
 	jobs := make(chan int)
@@ -59,7 +70,11 @@ func (b *bench) backlogFixture() (tree.Root, error) {
 		wg.Go(func() {
 			for i := range jobs {
 				m := backlogMessage(first, i, n)
-				data, err := m.Encode()
+				err := m.Sign(signers[m.From])
+				var data []byte
+				if err == nil {
+					data, err = m.Encode()
+				}
 				if err == nil {
 					err = os.WriteFile(filepath.Join(dir, m.ID+".json"), data, 0o644)
 				}
@@ -86,7 +101,7 @@ func (b *bench) backlogFixture() (tree.Root, error) {
 	if err := syncFS(dir); err != nil {
 		return "", fmt.Errorf("backlog fixture: %w", err)
 	}
-	fmt.Fprintf(b.progress, "   fixture: %s messages written and synced in %v\n", thousands(n+b.runs), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(b.progress, "   fixture: %s signed messages written and synced in %v\n", thousands(n+b.runs), time.Since(start).Round(time.Millisecond))
 	b.backlogRoot = string(root)
 	return root, nil
 }
@@ -104,7 +119,7 @@ func backlogMessage(first time.Time, i, n int) channel.Message {
 			Metadata: channel.Metadata{Mode: channel.ModeChat, Turn: "alice"},
 		}
 	}
-	senders := []string{"alice", "bob", "carol", "dave", "qc-1"}
+	senders := backlogSenders
 	from := senders[i%len(senders)]
 	to, text := channel.Broadcast, fmt.Sprintf("build %d finished: %d tests passed, nothing for anyone to do", i, 1000+i%97)
 	switch i % 4 {
@@ -125,10 +140,10 @@ func backlogMessage(first time.Time, i, n int) channel.Message {
 func (b *bench) backlog(ctx context.Context) []Figure {
 	n := b.size.backlog
 	target := 5 * float64(n) / 100_000
-	watch := spec{name: fmt.Sprintf("backlog %s: watcher replay → CLI started", thousands(n)), unit: "s", max: target,
+	watch := spec{name: fmt.Sprintf("backlog %s signed: watcher replay → CLI started", thousands(n)), unit: "s", max: target,
 		note: "watcher.Run with Replay from the zero time until its CLI starts for the one message for it, named after the " + thousands(n) +
-			" that are not (all read, decoded, filtered and logged at info level to a file as collab watch does); target 5 s per 100,000"}
-	read := spec{name: fmt.Sprintf("backlog %s: Reader.Scan + IsFor", thousands(n)), unit: "s", max: target,
+			" that are not (all read, decoded, filtered and logged at info level to a file as collab watch does; every message signed, the one for it verified against ROOT/keys under trust known); target 5 s per 100,000"}
+	read := spec{name: fmt.Sprintf("backlog %s signed: Reader.Scan + IsFor", thousands(n)), unit: "s", max: target,
 		note: "one channel.Reader.Scan from the zero cursor and IsFor on every message, no watcher: the floor under the figure above"}
 	root, err := b.backlogFixture()
 	if err != nil {
@@ -161,6 +176,8 @@ func backlogWatcher(ctx context.Context, root tree.Root, run int) (time.Duration
 		Channels: []string{backlogChannel},
 		Runner:   &fakeRunner{started: started, reply: watcher.NoReply},
 		Replay:   &watcher.Replay{},
+		Verifier: signing.NewVerifier(keyring.Open(root.Keys())),
+		Trust:    signing.Known,
 		Grace:    5 * time.Second,
 		Rate:     -1,
 		PairRate: -1,
@@ -218,7 +235,7 @@ func backlogReader(root tree.Root, want int) (time.Duration, error) {
 
 func (b *bench) idle(ctx context.Context) []Figure {
 	n, window := b.size.backlog, b.size.idle
-	cpu := spec{name: fmt.Sprintf("idle watcher CPU, %s msgs, poll 1 s, %d s", thousands(n), int(window.Seconds())), unit: "% core", max: 2,
+	cpu := spec{name: fmt.Sprintf("idle watcher CPU, %s signed msgs, poll 1 s, %d s", thousands(n), int(window.Seconds())), unit: "% core", max: 2,
 		note: fmt.Sprintf("collab watch (poll 1 s, fsnotify) over the backlog channel, utime+stime over %v once idle; %d watcher(s) measured side by side", window, b.runs)}
 	rss := spec{name: "idle watcher RSS at the end", unit: "MB", max: 40,
 		note: "VmRSS of the same processes after the window (MB = 10^6 bytes)"}
@@ -341,7 +358,7 @@ func (w *idleWatcher) measured(t0 time.Time, progress io.Writer) (share, mb floa
 // process group of its own, killed if the bench dies.
 func startIdle(root tree.Root, bin, agent string) (*idleWatcher, error) {
 	cmd := exec.Command(bin, "watch", "--root", string(root), "--agent", agent, "--channel", backlogChannel,
-		"--cli", "command", "--cmd", "true", "--poll", "1s")
+		"--cli", "command", "--cmd", "true", "--poll", "1s", "--allow-writable-keyring")
 	cmd.Env = childEnv()
 	w := &idleWatcher{agent: agent, cmd: cmd, stderr: &capped{max: 64 << 10}, done: make(chan struct{}), rssMin: math.MaxInt64}
 	cmd.Stderr = w.stderr

@@ -19,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"collab/channel"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 )
 
@@ -27,8 +29,10 @@ const bigReadLimit = 5
 
 // bigFixture writes, once, a channel of b.size.bigSmall small messages (the
 // backlog's, for none of the bench's agents) followed by b.size.bigLarge
-// broadcasts of about 1 MB, the newest, and returns its root. Files are
-// written directly (no fsync), 1 s apart in name time, ending a minute ago.
+// broadcasts of about 1 MB, the newest, every one signed by its sender
+// (keys trusted in ROOT/keys; the watcher's correspondent's signer is kept
+// in b.bigSigner), and returns its root. Files are written directly (no
+// fsync), 1 s apart in name time, ending a minute ago.
 func (b *bench) bigFixture() (tree.Root, error) {
 	if b.bigRoot != "" {
 		return tree.Root(b.bigRoot), nil
@@ -39,6 +43,10 @@ func (b *bench) bigFixture() (tree.Root, error) {
 		return "", err
 	}
 	start := time.Now()
+	signers, err := trustKeys(root, backlogSenders)
+	if err != nil {
+		return "", fmt.Errorf("big channel fixture: %w", err)
+	}
 	small, large := b.size.bigSmall, b.size.bigLarge
 	first := time.Now().UTC().Truncate(time.Second).Add(-time.Duration(small+large+60) * time.Second)
 	text := strings.Repeat("a long paste: log lines, a diff, a document. ", channel.MaxMessageSize/46)
@@ -52,7 +60,11 @@ func (b *bench) bigFixture() (tree.Root, error) {
 				if i >= small {
 					m.Content.Text = text
 				}
-				data, err := m.Encode()
+				err := m.Sign(signers[m.From])
+				var data []byte
+				if err == nil {
+					data, err = m.Encode()
+				}
 				if err == nil {
 					err = os.WriteFile(filepath.Join(dir, m.ID+".json"), data, 0o644)
 				}
@@ -78,22 +90,22 @@ func (b *bench) bigFixture() (tree.Root, error) {
 	if err := syncFS(dir); err != nil {
 		return "", fmt.Errorf("big channel fixture: %w", err)
 	}
-	fmt.Fprintf(b.progress, "   fixture: %s small and %d 1 MB messages written and synced in %v\n", thousands(small), large, time.Since(start).Round(time.Millisecond))
-	b.bigRoot = string(root)
+	fmt.Fprintf(b.progress, "   fixture: %s small and %d 1 MB messages signed, written and synced in %v\n", thousands(small), large, time.Since(start).Round(time.Millisecond))
+	b.bigRoot, b.bigSigner = string(root), signers[senderAgent]
 	return root, nil
 }
 
 func (b *bench) bigchannel(ctx context.Context) []Figure {
 	small, large, n := b.size.bigSmall, b.size.bigLarge, b.size.bigReplies
-	what := fmt.Sprintf("%s small + %d × 1 MB msgs", thousands(small), large)
+	what := fmt.Sprintf("%s small + %d × 1 MB signed msgs", thousands(small), large)
 	readT := spec{name: fmt.Sprintf("read --limit %d, %s (collab read process)", bigReadLimit, what), unit: "ms", max: 100,
-		note: fmt.Sprintf("wall time of collab read --limit %d as a process, exec included, the newest messages being the 1 MB ones; median of %d calls per run after one warm-up", bigReadLimit, b.size.whoCalls)}
+		note: fmt.Sprintf("wall time of collab read --limit %d as a process, exec included, the newest messages being the 1 MB ones, each verified against ROOT/keys; median of %d calls per run after one warm-up", bigReadLimit, b.size.whoCalls)}
 	readM := spec{name: fmt.Sprintf("read --limit %d peak RSS, %s", bigReadLimit, what), unit: "MB", max: 40,
 		note: "the largest peak RSS (wait4's Maxrss, taken by a small helper process) of as many more calls (MB = 10^6 bytes)"}
 	bigR := spec{name: "watcher reply, " + what, unit: "ms",
-		note: fmt.Sprintf("collab watch (poll 1 s, fsnotify) with the demo's stand-in as its command CLI: from Writer.Post returning to the reply's file appearing (inotify); median of %d messages per run, each 200–400 ms after the last reply", n)}
+		note: fmt.Sprintf("collab watch (poll 1 s, fsnotify, trust known) with the demo's stand-in as its command CLI: from a signed Writer.Post returning to the reply's file appearing (inotify); median of %d messages per run, each 200–400 ms after the last reply", n)}
 	emptyR := spec{name: "watcher reply, empty channel", unit: "ms",
-		note: "the same on a channel with no message before"}
+		note: "the same on a channel with no message before (the sender's key trusted there too)"}
 	diff := spec{name: "watcher reply: " + what + " − empty", unit: "ms", max: 50,
 		note: "the difference of the two figures above, per run"}
 	rss := spec{name: "watcher peak RSS, " + what, unit: "MB", max: 45,
@@ -121,13 +133,16 @@ func (b *bench) bigchannel(ctx context.Context) []Figure {
 	if err := os.MkdirAll(empty.Channel(backlogChannel), 0o755); err != nil {
 		return append(out, bigR.figure(nil, err), emptyR.figure(nil, err), diff.figure(nil, err), rss.figure(nil, err))
 	}
+	if err := keyring.Open(empty.Keys()).Trust(senderAgent, b.bigSigner.PublicKey()); err != nil {
+		return append(out, bigR.figure(nil, err), emptyR.figure(nil, err), diff.figure(nil, err), rss.figure(nil, err))
+	}
 	wv, werr := b.repeat(ctx, "watcher reply big empty diff ms, RSS MB", 4, func(run int) ([]float64, error) {
 		agent := "bigbot-" + strconv.Itoa(run+1)
-		big, peak, err := replyLatency(ctx, bin, standin, root, agent, n)
+		big, peak, err := replyLatency(ctx, bin, standin, root, b.bigSigner, agent, n)
 		if err != nil {
 			return nil, err
 		}
-		none, _, err := replyLatency(ctx, bin, standin, empty, agent, n)
+		none, _, err := replyLatency(ctx, bin, standin, empty, b.bigSigner, agent, n)
 		if err != nil {
 			return nil, err
 		}
@@ -242,10 +257,10 @@ func (b *bench) standinBinary(ctx context.Context) (string, error) {
 }
 
 // replyLatency starts collab watch for agent on root's backlog channel with
-// the stand-in, sends it n messages one after another, and returns the
-// median time (ms) from each Post returning to the reply's file appearing,
-// and the watcher's peak RSS (MB) over its whole life.
-func replyLatency(ctx context.Context, bin, standin string, root tree.Root, agent string, n int) (lat, peakMB float64, err error) {
+// the stand-in, sends it n messages signed by signer one after another,
+// and returns the median time (ms) from each Post returning to the reply's
+// file appearing, and the watcher's peak RSS (MB) over its whole life.
+func replyLatency(ctx context.Context, bin, standin string, root tree.Root, signer *signing.Signer, agent string, n int) (lat, peakMB float64, err error) {
 	dir := root.Channel(backlogChannel)
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
@@ -295,7 +310,7 @@ func replyLatency(ctx context.Context, bin, standin string, root tree.Root, agen
 	if err := waitIdle(ctx, root, []*idleWatcher{w}); err != nil {
 		return 0, 0, err
 	}
-	wr := &channel.Writer{Root: root}
+	wr := &channel.Writer{Root: root, Signer: signer}
 	var ds []float64
 	for i := range n {
 		if err := sleep(ctx, 200*time.Millisecond+time.Duration(i%3)*100*time.Millisecond); err != nil {
@@ -329,11 +344,12 @@ func replyLatency(ctx context.Context, bin, standin string, root tree.Root, agen
 }
 
 // startWatch starts collab watch for agent on the backlog channel with
-// cliCmd as its command CLI and the rate guard off, in a process group of
-// its own, killed if the bench dies.
+// cliCmd as its command CLI and the rate guard off, accepting the keyring
+// the bench wrote (--allow-writable-keyring), in a process group of its
+// own, killed if the bench dies.
 func startWatch(root tree.Root, bin, agent, cliCmd string) (*idleWatcher, error) {
 	cmd := exec.Command(bin, "watch", "--root", string(root), "--agent", agent, "--channel", backlogChannel,
-		"--cli", "command", "--cmd", cliCmd, "--poll", "1s", "--rate", "-1", "--pair-rate", "-1")
+		"--cli", "command", "--cmd", cliCmd, "--poll", "1s", "--rate", "-1", "--pair-rate", "-1", "--allow-writable-keyring")
 	cmd.Env = childEnv()
 	w := &idleWatcher{agent: agent, cmd: cmd, stderr: &capped{max: 64 << 10}, done: make(chan struct{})}
 	cmd.Stderr = w.stderr

@@ -37,29 +37,45 @@
 //     (as deployed: publishes wait for the stream's ack); the sender
 //     publishes each message after its file, the watcher has natsbus.Waker
 //     and Announce; gaps as in (a).
+//   - Sign and verify, in-process, per message, for a 1 KiB and a 1 MB
+//     message: channel.Message.Sign with a signing.Signer; Message.Verify
+//     with a new signing.Verifier over a keyring each time (a first check:
+//     a digest of the payload and the Ed25519 verification); and
+//     Message.Verify again with one Verifier (a remembered check: the
+//     digest and a map lookup). The mean over many messages per run; no
+//     target (the targets that matter are the figures below, measured with
+//     every message and heartbeat signed).
 //   - Backlog: a channel of 100,000 messages none of which is for the
-//     agent, plus one that is, named last, written directly and synced.
-//     Measured two ways: a watcher started with Replay from the zero time,
-//     from watcher.Run to its CLI being started for that last message (the
-//     whole backlog listed, read, decoded, filtered and logged); and
-//     channel.Reader.Scan plus Message.IsFor alone, the floor under it.
+//     agent, plus one that is, named last, written directly and synced,
+//     every one signed by its sender with a key trusted in the fixture's
+//     keyring (ROOT/keys). Measured two ways: a watcher started with Replay
+//     from the zero time (trust known, verifying against ROOT/keys), from
+//     watcher.Run to its CLI being started for that last message (the
+//     whole backlog listed, read, decoded, filtered and logged; only the
+//     message for it is verified); and channel.Reader.Scan plus
+//     Message.IsFor alone, the floor under it.
 //   - Idle watcher: `collab watch` itself (poll 1 s, fsnotify) over the
 //     backlog channel, one child process per run, all measured side by
 //     side over one 60 s window (-quick: 15 s) once idle: utime+stime from
 //     /proc/PID/stat, and VmRSS from /proc/PID/status at the end.
 //   - Send throughput: `collab send` run once per message, and
 //     channel.Writer.Post in-process; no target.
-//   - `collab who` over 1,000 agents' presence files, run as a process:
-//     the median of several calls per run, after a warm-up.
+//   - `collab who` over 1,000 agents' presence files, each agent with a
+//     key trusted in ROOT/keys and its heartbeat signed (so who verifies
+//     1,000 signatures), run as a process: the median of several calls per
+//     run, after a warm-up.
 //   - Big channel: 100,000 small messages (the backlog's) followed by 400
-//     of about 1 MB, the newest (-quick: 10,000 and 40), written once.
-//     `collab read --limit 5 --json` run as a process: its wall time, the
-//     median of several calls after a warm-up, and its peak RSS, taken
-//     from wait4 by a small helper process (this binary re-executed), since
-//     a child Go starts with vfork is charged the parent's peak. Then
-//     `collab watch` (poll 1 s, fsnotify, rate guards off) with the demo's
-//     stand-in (demo/standin) as its command CLI, on that channel and on an
-//     empty one: from Writer.Post returning to the reply's file appearing
+//     of about 1 MB, the newest (-quick: 10,000 and 40), written once,
+//     every one signed as in the backlog. `collab read --limit 5 --json`
+//     (which verifies the five messages it prints) run as a process: its
+//     wall time, the median of several calls after a warm-up, and its peak
+//     RSS, taken from wait4 by a small helper process (this binary
+//     re-executed), since a child Go starts with vfork is charged the
+//     parent's peak. Then `collab watch` (poll 1 s, fsnotify, rate guards
+//     off) with the demo's stand-in (demo/standin) as its command CLI, on
+//     that channel and on an empty one, each message to it signed by its
+//     sender (whose key both trees trust) and verified by it under trust
+//     known: from Writer.Post returning to the reply's file appearing
 //     (inotify on the folder), the median over several messages; the
 //     difference of the two per run; and the watcher's peak RSS (VmHWM,
 //     sampled throughout).
@@ -72,7 +88,9 @@
 // mostly from the page cache.
 //
 // The collab binary is built once with go build into the temp folder,
-// unless -collab names one. Latency (b) and (c) need bindfs and FUSE;
+// unless -collab names one. The keyrings are written by the account
+// running the bench, so the collab watch children run with
+// --allow-writable-keyring. Latency (b) and (c) need bindfs and FUSE;
 // without them those figures are reported as errors.
 //
 // Exit codes: 0 when every figure was measured (a missed target is
@@ -97,6 +115,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"collab/internal/identity/signing"
 )
 
 func main() {
@@ -141,11 +161,13 @@ type sizes struct {
 	bigSmall          int           // small messages in the big channel
 	bigLarge          int           // 1 MB messages after them
 	bigReplies        int           // messages to the watcher per run and channel
+	signSmall         int           // 1 KiB messages signed and verified per run
+	signLarge         int           // 1 MB messages signed and verified per run
 }
 
 var (
-	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10}
-	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5}
+	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10, signSmall: 2000, signLarge: 50}
+	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5, signSmall: 500, signLarge: 10}
 )
 
 // part is one group of figures measured together.
@@ -159,6 +181,7 @@ func parts() []part {
 		{"latency-local", (*bench).latencyLocal},
 		{"latency-poll", (*bench).latencyPoll},
 		{"latency-nats", (*bench).latencyNATS},
+		{"sign", (*bench).sign},
 		{"backlog", (*bench).backlog},
 		{"idle", (*bench).idle},
 		{"send", (*bench).send},
@@ -183,10 +206,11 @@ type bench struct {
 	progress io.Writer
 	mounts   mounts
 
-	collab      string // the collab binary, once built or given
-	backlogRoot string // the backlog fixture, once written
-	bigRoot     string // the big channel fixture, once written
-	standin     string // the stand-in model CLI, once built
+	collab      string          // the collab binary, once built or given
+	backlogRoot string          // the backlog fixture, once written
+	bigRoot     string          // the big channel fixture, once written
+	bigSigner   *signing.Signer // the big channel's senderAgent, once written
+	standin     string          // the stand-in model CLI, once built
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -245,10 +269,9 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (*be
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab-bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN]
 
-Measure dispatch latency, backlog filtering, idle CPU and memory, send
-throughput, collab who, and reading and answering on a big channel against
-their targets; print one table and write
-it as JSON. See the package documentation for what each figure means.
+Measure dispatch latency, sign and verify cost, backlog filtering, idle
+CPU and memory, send throughput, collab who, and reading and answering on a
+big channel against their targets; print one table and write it as JSON. See the package documentation for what each figure means.
 
 Flags:
 `)

@@ -11,6 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"collab/channel"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+	"collab/presence"
 )
 
 func TestFigure(t *testing.T) {
@@ -194,4 +200,63 @@ func checkFigures(t *testing.T, figs []Figure, table string) {
 		}
 	}
 	t.Logf("\n%s", table)
+}
+
+// TestSignSmall measures the sign part with few messages.
+func TestSignSmall(t *testing.T) {
+	b := &bench{dir: t.TempDir(), runs: 1, size: sizes{signSmall: 20, signLarge: 2}, progress: io.Discard}
+	figs := b.sign(context.Background())
+	if len(figs) != 6 {
+		t.Fatalf("%d figures, want 6", len(figs))
+	}
+	var buf bytes.Buffer
+	writeTable(&buf, figs)
+	checkFigures(t, figs, buf.String())
+}
+
+// TestFixturesSigned checks that every message of the backlog and big
+// channel fixtures, and every heartbeat of the presence fixture, verifies
+// against the fixture's own keyring.
+func TestFixturesSigned(t *testing.T) {
+	b := &bench{dir: t.TempDir(), runs: 1, size: sizes{backlog: 300, bigSmall: 200, bigLarge: 2}, progress: io.Discard}
+	backlog, err := b.backlogFixture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := b.bigFixture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		root tree.Root
+		want int
+	}{{backlog, 301}, {big, 202}} {
+		r, err := channel.NewReader(c.root, backlogChannel, channel.Cursor{}, channel.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, _, err := r.Scan()
+		if err != nil || len(msgs) != c.want {
+			t.Fatalf("%s: %d messages, %v; want %d", c.root, len(msgs), err, c.want)
+		}
+		v := signing.NewVerifier(keyring.Open(c.root.Keys()))
+		for i := range msgs {
+			if got := msgs[i].Verify(v, backlogChannel); got != signing.Verified {
+				t.Fatalf("%s: %s from %s: %v, want verified", c.root, msgs[i].ID, msgs[i].From, got)
+			}
+		}
+	}
+	who, err := b.presenceFixture(30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _, err := presence.ReadAll(who)
+	if err != nil || len(all) != 30 {
+		t.Fatalf("presence: %d heartbeats, %v; want 30", len(all), err)
+	}
+	for i, got := range presence.VerifyAll(signing.NewVerifier(keyring.Open(who.Keys())), all) {
+		if got != signing.Verified {
+			t.Errorf("heartbeat of %s: %v, want verified", all[i].AgentID, got)
+		}
+	}
 }

@@ -144,8 +144,8 @@ func countFiles(dir string, want int) error {
 
 func (b *bench) who(ctx context.Context) []Figure {
 	n, calls := b.size.agents, b.size.whoCalls
-	s := spec{name: fmt.Sprintf("who over %s agents (collab who process)", thousands(n)), unit: "ms", max: 100,
-		note: fmt.Sprintf("wall time of collab who as a process, exec included; median of %d calls per run after one warm-up; a tenth of the agents on this host, their PIDs checked", calls)}
+	s := spec{name: fmt.Sprintf("who over %s agents, signed heartbeats (collab who process)", thousands(n)), unit: "ms", max: 100,
+		note: fmt.Sprintf("wall time of collab who as a process, exec included; median of %d calls per run after one warm-up; a tenth of the agents on this host, their PIDs checked; every heartbeat signed and verified against ROOT/keys (one key per agent)", calls)}
 	root, err := b.presenceFixture(n)
 	if err != nil {
 		return []Figure{s.figure(nil, err)}
@@ -177,7 +177,8 @@ func (b *bench) who(ctx context.Context) []Figure {
 
 // presenceFixture writes n agents' heartbeats: most AWAKE on other hosts,
 // a tenth on this host with this process's PID (alive, so who checks it),
-// some working, some offline.
+// some working, some offline; each agent has a key trusted in ROOT/keys
+// and its heartbeat is signed with it.
 func (b *bench) presenceFixture(n int) (tree.Root, error) {
 	root := tree.Root(filepath.Join(b.dir, "who"))
 	if err := os.MkdirAll(root.Presence(), 0o755); err != nil {
@@ -186,11 +187,19 @@ func (b *bench) presenceFixture(n int) (tree.Root, error) {
 	if err := os.MkdirAll(root.Channels(), 0o755); err != nil { // a tree: collab who refuses anything else
 		return "", err
 	}
+	var agents []string
+	for i := range n {
+		agents = append(agents, fmt.Sprintf("agent-%04d", i))
+	}
+	signers, err := trustKeys(root, agents)
+	if err != nil {
+		return "", err
+	}
 	host, _ := os.Hostname()
 	now := time.Now()
 	for i := range n {
 		s := presence.Status{
-			AgentID:    fmt.Sprintf("agent-%04d", i),
+			AgentID:    agents[i],
 			Timestamp:  presence.FormatTime(now.Add(-time.Duration(i%20) * time.Second)),
 			State:      presence.StateAwake,
 			Substate:   presence.SubIdle,
@@ -208,6 +217,7 @@ func (b *bench) presenceFixture(n int) (tree.Root, error) {
 		case 2:
 			s.State, s.Substate = presence.StateOffline, ""
 		}
+		s.Sign(signers[s.AgentID])
 		data, err := s.Encode()
 		if err != nil {
 			return "", err

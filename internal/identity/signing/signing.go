@@ -60,6 +60,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -93,11 +94,17 @@ type Signature struct {
 // Payload returns the bytes a signature of kind covers (see the package
 // doc): the header, then each field length-prefixed.
 func Payload(kind string, fields ...string) []byte {
+	return AppendPayload(nil, kind, fields...)
+}
+
+// AppendPayload appends [Payload] of kind and fields to b, so that a
+// verifier can build payloads into a buffer it reuses.
+func AppendPayload(b []byte, kind string, fields ...string) []byte {
 	n := len(magic) + len(kind) + 2
 	for _, f := range fields {
 		n += len(f) + 12
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	b = append(b, magic...)
 	b = append(b, '\n')
 	b = append(b, kind...)
