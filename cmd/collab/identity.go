@@ -67,5 +67,5 @@ func verifierFor(root tree.Root, ring *keyring.Ring, stderr io.Writer) *signing.
 	if err := ring.Check(keyring.Owner(string(root)), true); err != nil {
 		fmt.Fprintf(stderr, "collab: warning: %v\n", err)
 	}
-	return signing.NewVerifier(ring)
+	return signing.NewVerifier(ring).Forgetful() // a command reads each file once
 }

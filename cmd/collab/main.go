@@ -38,13 +38,24 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/pflag"
 )
 
+// memoryLimit is collab's soft memory limit (runtime/debug; GOMEMLIMIT in
+// the environment replaces it). It only makes the collector run sooner as
+// the heap nears it; it never fails an allocation.
+const memoryLimit = 24 << 20
+
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Collect garbage before the heap doubles: a watcher lives long,
+		// and a command that reads 1 MB messages makes a few MB of it.
+		debug.SetMemoryLimit(memoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	h := &hurry{c: make(chan struct{})}
 	go func() {

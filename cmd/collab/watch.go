@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -95,11 +94,6 @@ Flags:
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
-	}
-	if getenv("GOMEMLIMIT") == "" {
-		// A long-lived daemon: collect garbage before the heap doubles
-		// (a 1 MB message read for a prompt leaves a few MB of it).
-		debug.SetMemoryLimit(watchMemoryLimit)
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("watch: unexpected argument %q", fs.Arg(0))
@@ -289,10 +283,6 @@ const envTrust = "COLLAB_TRUST"
 // envPrices is the variable of --prices.
 const envPrices = "COLLAB_PRICES"
 
-// watchMemoryLimit is the watcher's soft memory limit (runtime/debug;
-// GOMEMLIMIT in the environment replaces it). It only makes the collector
-// run sooner as the heap nears it; it never fails an allocation.
-const watchMemoryLimit = 24 << 20
 
 // watchKeyring opens the keyring the watcher verifies with and checks it
 // (keyring.Ring.Check): under trust known or signed, one that others than
