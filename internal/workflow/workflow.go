@@ -1,0 +1,180 @@
+// Package workflow reads a workflow file: one YAML file that names a team
+// of agents, the setup commands that run before it starts, and the
+// kickoff message that sets it to work (issue 14; seed 000's "Workflow
+// File Format"). It parses and validates the file, runs its setup steps,
+// interpolates ${{ … }} variables, and owns the naming rules of a
+// workflow's instances (ids.go). The commands that run a team live in
+// cmd/collab.
+//
+// # The file
+//
+//	name: code-review          # optional; default: the file's name without .yaml/.yml
+//	context:                   # optional
+//	  channel: review          # default: NAME--INSTANCE (a channel per instance)
+//	  document: notes.md       # default: notes.md (in ROOT/docs/CHANNEL)
+//	agents:                    # required, at least one; kept in file order
+//	  reviewer:
+//	    cli: claude            # claude | codex | gemini | command (then cmd:)
+//	    model: sonnet
+//	    system_prompt: prompts/reviewer.md
+//	    memory: [NOTES.md]
+//	    workdir: .
+//	    mcp: true
+//	setup:                     # optional; run in order before the kickoff
+//	  - shell: git diff main
+//	    as: diff
+//	    timeout: 30s           # default 2m
+//	kickoff: |                 # required
+//	  ${{ diff }}
+//	  @reviewer please review these changes.
+//
+// An agent's keys are the `collab watch` settings an agent can have, named
+// by the flag in snake_case: cli, cmd, cli_args (list), model,
+// session_scope, session_ttl, budget_usd, budget_tokens, max_turns,
+// system_prompt (alias: role), memory (list), context (count of recent
+// messages), prompt_template, workdir, timeout, post_errors, max_hops,
+// rate, pair_rate, trust, mcp. A key left out keeps the watch default (the
+// commands apply the defaults; Agent holds nil or "").
+// There is no env: key, as `collab watch` has no such setting: an agent's
+// CLI inherits the environment of the process that runs the team. Watch
+// settings of the process rather than of an agent (poll, heartbeat, grace,
+// prices, keys, NATS) are not keys either.
+//
+// Paths in the file (system_prompt, prompt_template, memory, workdir) are
+// relative to the workflow file's folder and are made absolute by Load.
+// system_prompt is a file when its value is one line without white space
+// that contains '/' or '.' (prompts/reviewer.md, role.txt): the file must
+// exist and is read by Load. Any other value is the prompt's text. A
+// prompt_template file must exist; memory files and the workdir need not
+// yet (a setup step may make them).
+//
+// Anchors, aliases and tags are refused: a workflow is short, and aliases
+// make a small file expand without bound.
+//
+// # Errors
+//
+// Every problem Load finds is an *Error carrying the file, line and column
+// ("review.yaml:12:5: agent \"re viewer\": …"); Load reports all it finds,
+// joined with errors.Join, before anything starts.
+//
+// # Variables
+//
+// ${{ NAME }} (spaces inside the braces optional) in the kickoff is replaced
+// by Render: a setup step's output (its `as`), env.NAME (an environment
+// variable, which must be set), workflow.name, workflow.instance,
+// context.channel and context.document. An unknown name is an error, never
+// an empty string. Replacement is one pass: a value that itself contains
+// ${{ … }} is not expanded again. There is no escape for a literal "${{".
+// A setup step's `as` is a letter or '_' then letters, digits, '_' or '-';
+// env, workflow and context are reserved.
+//
+// # Names
+//
+// The agent named NAME in the instance INSTANCE runs as the agent id
+// NAME--INSTANCE (AgentID), which people type and see as NAME@INSTANCE
+// (ParseAddress). Workflow, agent and instance names are tree names that
+// contain no "--" and neither start nor end with '-' (CheckName), so the id
+// splits back at its first "--". Channel(instance) and AgentID may still
+// exceed tree.MaxNameLen for long names: the caller checks them once the
+// instance is known.
+//
+// # API notes
+//
+// RunSetup takes the steps' environment as a []string (NAME=VALUE, as
+// os/exec and proc.Spec do) rather than a lookup function: a shell's
+// environment has to be listed.
+//
+// # Setup steps
+//
+// Setup steps are commands the workflow's author wrote: each runs with
+// `sh -c` in the workflow's folder, in order, with a timeout (default 2
+// minutes) after which its whole process group is killed. Its standard
+// output (at most 1 MiB, more is an error) becomes the variable named by
+// `as`, without one trailing newline. Variables are never interpolated into
+// setup commands, and nothing from messages ever reaches a shell: a step
+// reads an earlier step's output only through its own means (a file).
+package workflow
+
+import (
+	"fmt"
+	"time"
+)
+
+// File is a parsed, validated workflow file.
+type File struct {
+	Name    string  // the workflow's name: `name:`, or the file's base name without extension
+	Path    string  // the file, absolute
+	Dir     string  // the file's folder, absolute: setup steps run here, relative paths start here
+	Agents  []Agent // in file order
+	Setup   []Step  // in file order
+	Kickoff string  // raw text; Render it with the instance's Vars
+	Context Context
+}
+
+// Context chooses the instance's channel and the documents' entry file.
+// An empty field takes its default when the instance is known: see
+// (*File).Channel and (*File).Document.
+type Context struct {
+	Channel  string
+	Document string
+}
+
+// Agent is one agent of a workflow. A nil pointer or empty string means
+// the `collab watch` default.
+type Agent struct {
+	Name string // as the author wrote it: the address inside the channel
+	Pos  Pos    // where the agent's key is
+
+	CLI            string   // claude, codex, gemini or command; "" is the watch default (command)
+	Cmd            string   // command line of the CLI (required for cli: command)
+	CLIArgs        []string // extra arguments, each exactly one
+	Model          string
+	SessionScope   string // channel, thread or none
+	SessionTTL     *time.Duration
+	BudgetUSD      *float64
+	BudgetTokens   *int64
+	MaxTurns       *int
+	SystemPrompt   string   // the text (read from the file when the value named one)
+	Memory         []string // absolute paths
+	Context        *int     // recent messages in the prompt
+	PromptTemplate string   // absolute path
+	Workdir        string   // absolute path
+	Timeout        *time.Duration
+	PostErrors     *bool
+	MaxHops        *int
+	Rate           *int
+	PairRate       *int
+	Trust          string // any, known or signed
+	MCP            *bool
+}
+
+// Step is one setup command.
+type Step struct {
+	Shell   string
+	As      string        // variable that receives its output; "" discards it
+	Timeout time.Duration // DefaultStepTimeout when the file gives none
+	Pos     Pos           // where the step is
+}
+
+// DefaultStepTimeout bounds a setup step that sets no timeout.
+const DefaultStepTimeout = 2 * time.Minute
+
+// Pos is a place in a workflow file; Line and Col count from 1.
+type Pos struct {
+	File      string
+	Line, Col int
+}
+
+// String is "file:line:col".
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
+
+// Error is a problem at a place in a workflow file.
+type Error struct {
+	Pos Pos
+	Msg string
+	Err error // the cause, if any
+}
+
+func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+func (e *Error) Unwrap() error { return e.Err }
