@@ -2,7 +2,12 @@ package workflow
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"collab/internal/plumbing/randhex"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/documents"
 )
 
 // Sep separates an agent's name from its instance in the on-disk agent id
@@ -11,48 +16,91 @@ const Sep = "--"
 
 // DefaultDocument is the documents' entry file when context.document is
 // not set.
-const DefaultDocument = "notes.md"
+const DefaultDocument = documents.EntryPoint
 
 // AgentID is the on-disk agent id of the agent name in instance:
-// NAME--INSTANCE, a valid tree name.
+// NAME--INSTANCE, a valid tree name (at most tree.MaxNameLen bytes).
 func AgentID(name, instance string) (string, error) {
-	return "", fmt.Errorf("workflow: not implemented")
+	if err := CheckName("agent", name); err != nil {
+		return "", err
+	}
+	if err := CheckInstance(instance); err != nil {
+		return "", err
+	}
+	id := name + Sep + instance
+	if err := tree.CheckName("agent", id); err != nil {
+		return "", fmt.Errorf("agent %q in instance %q: %w", name, instance, err)
+	}
+	return id, nil
 }
 
 // SplitAgentID splits an agent id of a workflow instance at its first
-// "--"; ok is false for an id that is not one.
+// "--"; ok is false for an id that is not one (no "--", or a part that
+// fails CheckName).
 func SplitAgentID(id string) (name, instance string, ok bool) {
-	return "", "", false
+	name, instance, found := strings.Cut(id, Sep)
+	if !found || CheckName("agent", name) != nil || CheckInstance(instance) != nil {
+		return "", "", false
+	}
+	return name, instance, true
 }
 
 // ParseAddress reads an agent address as people type it: NAME@INSTANCE
-// (the agent id NAME--INSTANCE) or a plain agent id.
+// (the agent id NAME--INSTANCE) or a plain agent id. "@INSTANCE" names a
+// whole instance, not an agent, and is refused here.
 func ParseAddress(s string) (id string, err error) {
-	return "", fmt.Errorf("workflow: not implemented")
+	name, instance, found := strings.Cut(s, "@")
+	if !found {
+		if err := tree.CheckName("agent", s); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	if name == "" {
+		return "", fmt.Errorf("%w: %q names an instance, not an agent", tree.ErrBadName, s)
+	}
+	return AgentID(name, instance)
 }
 
 // CheckName checks a workflow's, agent's or instance's name: a valid tree
-// name that contains no "--" and neither starts nor ends with '-'. kind
-// names it in the error.
+// name that contains no "--" and neither starts nor ends with '-', so that
+// NAME--INSTANCE splits back at its first "--". kind names it in the
+// error.
 func CheckName(kind, s string) error {
-	return fmt.Errorf("workflow: not implemented")
+	if err := tree.CheckName(kind, s); err != nil {
+		return err
+	}
+	switch {
+	case strings.Contains(s, Sep):
+		return fmt.Errorf("%w: %s name %q contains %q", tree.ErrBadName, kind, s, Sep)
+	case strings.HasSuffix(s, "-"):
+		return fmt.Errorf("%w: %s name %q ends with '-'", tree.ErrBadName, kind, s)
+	}
+	return nil
 }
 
 // CheckInstance checks an instance name (see CheckName).
 func CheckInstance(s string) error { return CheckName("instance", s) }
 
-// NewInstance makes a default instance name from now (local time) and 2
-// random hex digits: MMDD-HHMM-xx, e.g. "1124-2317-ab".
+// NewInstance makes a default instance name from now (as given: the
+// caller's local time) and 4 random hex digits: MMDD-HHMM-xxxx, e.g.
+// "1124-2317-ab12". Two runs started in one minute collide once in 65536.
 func NewInstance(now time.Time) string {
-	return ""
+	return now.Format("0102-1504") + "-" + randhex.String(2)
 }
 
 // Channel is the instance's channel: context.channel, or NAME--INSTANCE.
 func (f *File) Channel(instance string) string {
-	return ""
+	if f.Context.Channel != "" {
+		return f.Context.Channel
+	}
+	return f.Name + Sep + instance
 }
 
 // Document is the documents' entry file: context.document, or notes.md.
 func (f *File) Document() string {
-	return ""
+	if f.Context.Document != "" {
+		return f.Context.Document
+	}
+	return DefaultDocument
 }

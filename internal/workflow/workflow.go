@@ -155,9 +155,3 @@ func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Load reads, parses and validates the workflow file at path: everything
-// that does not depend on the instance. Its errors are *Error values
-// (several joined with errors.Join).
-func Load(path string) (*File, error) {
-	return nil, fmt.Errorf("workflow: not implemented")
-}
