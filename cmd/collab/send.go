@@ -68,6 +68,11 @@ Flags:
 		return err
 	}
 	if *to != channel.Broadcast {
+		if !strings.Contains(*to, "@") {
+			if err := tree.CheckName("recipient", *to); err != nil {
+				return usageErrorf("send: %v", err)
+			}
+		}
 		// NAME@INSTANCE is the workflow agent NAME--INSTANCE.
 		id, err := workflow.ParseAddress(*to)
 		if err != nil {

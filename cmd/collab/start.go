@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workflow"
@@ -262,6 +263,9 @@ Flags:
 			}
 		}
 		if left == 0 {
+			left = stillRecorded(root, targets)
+		}
+		if left == 0 {
 			for _, r := range targets {
 				fmt.Fprintf(stdout, "%s@%s: stopped\n", r.Name, r.Instance)
 			}
@@ -326,4 +330,20 @@ Flags:
 			tree.Printable(r.File), r.Status, tree.Printable(strings.Join(agents, ",")))
 	}
 	return nil
+}
+
+// stillRecorded counts the targets whose record still says running or
+// starting while their process lives: it has not finished stopping.
+func stillRecorded(root tree.Root, targets []instanceRecord) int {
+	recs, _ := readRecords(root)
+	n := 0
+	for _, r := range recs {
+		for _, t := range targets {
+			if r.Name == t.Name && r.Instance == t.Instance && (r.Status == wfRunning || r.Status == wfStarting) &&
+				!(r.Host == hostname() && r.PID > 0 && !proc.PIDAlive(r.PID)) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -225,7 +225,7 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 			}
 		}
 	}
-	outputs, err := f.RunSetup(ctx, getenv, stderr)
+	outputs, err := f.RunSetup(ctx, nil, stderr) // the process's environment
 	if err != nil {
 		return nil, fmt.Errorf("%s: setup: %w", cmd, err)
 	}
