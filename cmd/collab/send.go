@@ -10,8 +10,8 @@ import (
 
 	"collab/channel"
 	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
 	"collab/internal/transport/natsbus"
+	"collab/internal/workflow"
 	"collab/internal/workspace/delegate"
 	"collab/internal/workspace/registry"
 	"collab/watcher"

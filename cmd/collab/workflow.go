@@ -144,6 +144,7 @@ type teamFlags struct {
 	allowWritable *bool
 	poll          *time.Duration
 	heartbeat     *time.Duration
+	grace         *time.Duration
 	logLevel      *string
 	nats          *natsFlags
 }
@@ -157,6 +158,7 @@ func addTeamFlags(fs *pflag.FlagSet) *teamFlags {
 		allowWritable: fs.Bool("allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)"),
 		poll:          fs.Duration("poll", watcher.DefaultPoll, "the watchers' poll interval"),
 		heartbeat:     fs.Duration("heartbeat", watcher.DefaultHeartbeat, "the watchers' presence heartbeat interval"),
+		grace:         fs.Duration("grace", watcher.DefaultGrace, "on stop, how long a running CLI may finish"),
 		logLevel:      fs.String("log-level", defaultLogLevel, "the watchers' log level: debug, info, warn or error"),
 		nats:          addNATSFlags(fs),
 		root:          rootFlag(fs),
@@ -243,7 +245,7 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 	for i, a := range f.Agents {
 		s := agentSettings(a, t.ids[i], t.channel)
 		s.Keyring, s.AllowWritableKeyring, s.NATS = *tf.keyring, *tf.allowWritable, tf.nats
-		s.Poll, s.Heartbeat, s.LogLevel = *tf.poll, *tf.heartbeat, *tf.logLevel
+		s.Poll, s.Heartbeat, s.Grace, s.LogLevel = *tf.poll, *tf.heartbeat, *tf.grace, *tf.logLevel
 		p, err := prepareWatch(ctx, root, s, getenv, logs)
 		if err != nil {
 			t.close()
