@@ -13,6 +13,7 @@ import (
 
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/fakemodel"
 	"collab/internal/workflow"
 	"collab/presence"
 )
@@ -384,3 +385,33 @@ func isZeroSettings(s watchSettings) bool {
 }
 
 
+
+// TestRunRealClaude: a two-agent workflow of real Claude Code CLIs
+// against the fake model server runs to done (skipped without the CLI
+// unless COLLAB_TEST_REQUIRE_CLIS says it is required).
+func TestRunRealClaude(t *testing.T) {
+	srv := fakemodel.Start(t)
+	c := srv.CLI(t, fakemodel.ClaudeCode)
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	root, env := newWorkflowRoot(t)
+	agent := func(name string) string {
+		return "  " + name + ":\n    cli: claude\n    cmd: " + strconv.Quote(c.Path) + "\n    model: " + strconv.Quote(c.Model) +
+			"\n    workdir: " + strconv.Quote(c.Dir) + "\n    timeout: 60s\n"
+	}
+	p := writeWorkflow(t, "name: pair\nagents:\n"+agent("reviewer")+agent("coder")+"kickoff: \"@reviewer please review the change\"\n")
+	srv.Next(fakemodel.Text("@coder please fix the typo"), fakemodel.Text("fixed it"))
+	srv.Always(fakemodel.Text("NO_REPLY"))
+	r := runCollabAs(t, "human", env, "", runArgs("--instance", "c1", "--timeout", "3m", p)...)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"@coder please fix the typo", "fixed it", "pair@c1: done"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	allOffline(t, root, readRecord(t, root, "pair", "c1"))
+}
