@@ -249,6 +249,10 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 		p, err := prepareWatch(ctx, root, s, getenv, logs)
 		if err != nil {
 			t.close()
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return nil, &exitError{code: ee.code, msg: fmt.Sprintf("%s: agent %s: %s", cmd, a.Name, ee.msg)}
+			}
 			return nil, fmt.Errorf("%s: agent %s: %w", cmd, a.Name, err)
 		}
 		t.prepared = append(t.prepared, p)
