@@ -125,7 +125,7 @@ func parse(name, abs string, data []byte) (*File, error) {
 		}
 	}
 	if agents == nil || isNull(agents) {
-		l.errs = append(l.errs, &Error{Pos: l.pos(body), Msg: "no agents: the file needs agents: with at least one agent"})
+		l.errs = append(l.errs, &Error{Pos: Pos{name, 1, 1}, Msg: "no agents: the file needs agents: with at least one agent"})
 	} else {
 		f.Agents = l.agents(agents)
 	}
@@ -133,7 +133,7 @@ func parse(name, abs string, data []byte) (*File, error) {
 		f.Setup = l.setup(setup)
 	}
 	if kickoff == nil || strings.TrimSpace(f.Kickoff) == "" {
-		at := l.pos(body)
+		at := Pos{name, 1, 1}
 		if kickoff != nil {
 			at = l.pos(kickoff)
 		}
@@ -167,8 +167,15 @@ func (l *loader) tokenPos(t *token.Token) Pos {
 }
 
 func (l *loader) pos(n ast.Node) Pos {
-	if n == nil {
+	switch m := n.(type) {
+	case nil:
 		return Pos{l.name, 1, 1}
+	case *ast.MappingNode:
+		if len(m.Values) > 0 && !m.IsFlowStyle {
+			return l.pos(m.Values[0].Key)
+		}
+	case *ast.MappingValueNode:
+		return l.pos(m.Key)
 	}
 	return l.tokenPos(n.GetToken())
 }
@@ -447,9 +454,10 @@ var agentKeys = []string{"cli", "cmd", "cli_args", "model", "session_scope", "se
 	"trust", "mcp"}
 
 func (l *loader) agents(n ast.Node) []Agent {
+	before := len(l.errs)
 	m := l.mapping(n, "agents")
-	if m == nil {
-		if len(l.errs) == 0 {
+	if len(m) == 0 {
+		if len(l.errs) == before {
 			l.errorf(n, "agents: needs at least one agent")
 		}
 		return nil
@@ -470,7 +478,11 @@ func (l *loader) agent(e kv, a *Agent) {
 	where := fmt.Sprintf("agent %q", a.Name)
 	var prompt *kv
 	cliBad := false
-	for _, kv := range l.mapping(orEmpty(e.value), where) {
+	m := l.mapping(orEmpty(e.value), where)
+	if m == nil && e.value != nil && !isNull(e.value) {
+		return // not a mapping: reported
+	}
+	for _, kv := range m {
 		switch kv.key {
 		case "cli":
 			a.CLI = l.oneOf(kv, clis)
@@ -510,7 +522,7 @@ func (l *loader) agent(e kv, a *Agent) {
 			a.PromptTemplate = l.path(kv)
 			if a.PromptTemplate != "" {
 				if _, err := os.Stat(a.PromptTemplate); err != nil {
-					l.errorf(kv.value, "prompt_template: %v", err)
+					l.errorf(kv.value, "prompt_template: %s: %v", kv.value.GetToken().Value, pathErr(err))
 				}
 			}
 		case "workdir":
@@ -528,7 +540,7 @@ func (l *loader) agent(e kv, a *Agent) {
 		case "trust":
 			if s, ok := l.str(kv); ok {
 				if _, err := signing.ParsePolicy(s); err != nil {
-					l.errorf(kv.value, "trust: %v", err)
+					l.errorf(kv.value, "%v", err)
 				}
 				a.Trust = s
 			}
@@ -586,7 +598,7 @@ func (l *loader) systemPrompt(e kv) string {
 	p := l.abs(s)
 	fh, err := os.Open(p)
 	if err != nil {
-		l.errorf(e.value, "%s: the prompt file: %v", e.key, errors.Unwrap(err))
+		l.errorf(e.value, "%s: %s: %v", e.key, s, pathErr(err))
 		return ""
 	}
 	defer fh.Close()
@@ -600,6 +612,15 @@ func (l *loader) systemPrompt(e kv) string {
 		return ""
 	}
 	return string(data)
+}
+
+// pathErr is err without its path, which the message names as written.
+func pathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // isFileName reports whether a system_prompt value names a file.
@@ -623,7 +644,10 @@ func (l *loader) setup(n ast.Node) []Step {
 			continue
 		}
 		m := l.mapping(v, "a setup step")
-		if m == nil {
+		if len(m) == 0 {
+			if m != nil {
+				l.errorf(v, "setup: a step without shell:")
+			}
 			continue
 		}
 		st.Pos = l.pos(m[0].at)
@@ -663,7 +687,7 @@ func (l *loader) setup(n ast.Node) []Step {
 			}
 		}
 		if !hasShell {
-			l.errorf(v, "setup: a step without shell:")
+			l.errs = append(l.errs, &Error{Pos: st.Pos, Msg: "setup: a step without shell:"})
 		}
 		out = append(out, st)
 	}

@@ -35,12 +35,18 @@
 // messages), prompt_template, workdir, timeout, post_errors, max_hops,
 // rate, pair_rate, trust, mcp. A key left out keeps the watch default (the
 // commands apply the defaults; Agent holds nil or "").
+// There is no env: key, as `collab watch` has no such setting: an agent's
+// CLI inherits the environment of the process that runs the team. Watch
+// settings of the process rather than of an agent (poll, heartbeat, grace,
+// prices, keys, NATS) are not keys either.
 //
 // Paths in the file (system_prompt, prompt_template, memory, workdir) are
 // relative to the workflow file's folder and are made absolute by Load.
 // system_prompt is a file when its value is one line without white space
 // that contains '/' or '.' (prompts/reviewer.md, role.txt): the file must
-// exist and is read by Load. Any other value is the prompt's text.
+// exist and is read by Load. Any other value is the prompt's text. A
+// prompt_template file must exist; memory files and the workdir need not
+// yet (a setup step may make them).
 //
 // Anchors, aliases and tags are refused: a workflow is short, and aliases
 // make a small file expand without bound.
@@ -59,6 +65,24 @@
 // context.channel and context.document. An unknown name is an error, never
 // an empty string. Replacement is one pass: a value that itself contains
 // ${{ … }} is not expanded again. There is no escape for a literal "${{".
+// A setup step's `as` is a letter or '_' then letters, digits, '_' or '-';
+// env, workflow and context are reserved.
+//
+// # Names
+//
+// The agent named NAME in the instance INSTANCE runs as the agent id
+// NAME--INSTANCE (AgentID), which people type and see as NAME@INSTANCE
+// (ParseAddress). Workflow, agent and instance names are tree names that
+// contain no "--" and neither start nor end with '-' (CheckName), so the id
+// splits back at its first "--". Channel(instance) and AgentID may still
+// exceed tree.MaxNameLen for long names: the caller checks them once the
+// instance is known.
+//
+// # API notes
+//
+// RunSetup takes the steps' environment as a []string (NAME=VALUE, as
+// os/exec and proc.Spec do) rather than a lookup function: a shell's
+// environment has to be listed.
 //
 // # Setup steps
 //
@@ -154,4 +178,3 @@ type Error struct {
 func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 
 func (e *Error) Unwrap() error { return e.Err }
-
