@@ -384,8 +384,6 @@ func isZeroSettings(s watchSettings) bool {
 	return string(b) == string(z)
 }
 
-
-
 // TestRunRealClaude: a two-agent workflow of real Claude Code CLIs
 // against the fake model server runs to done (skipped without the CLI
 // unless COLLAB_TEST_REQUIRE_CLIS says it is required).
