@@ -130,6 +130,9 @@ const defaultLogLevel = "info"
 // collab watch, and the keys of a workflow's agent. A zero field takes the
 // same default as the flag left out (the watcher package's Default
 // constants, through watcher.Config's zero values), except where noted.
+// Poll and Heartbeat are the exceptions: no agent key sets them, and
+// below the minimum (0 included) they are refused, so the workflow
+// commands pass their own --poll and --heartbeat.
 type watchSettings struct {
 	Agent    string
 	Aliases  []string // other names the agent answers to (watcher.Config.Aliases)
@@ -150,7 +153,7 @@ type watchSettings struct {
 	Workdir              string
 	Timeout              time.Duration
 	PostErrors           bool
-	Poll, Heartbeat      time.Duration
+	Poll, Heartbeat      time.Duration // required: see above
 	Grace, ClaimGrace    time.Duration
 	RecoveryWindow       time.Duration
 	MaxHops, Rate        int
@@ -224,10 +227,10 @@ func prepareWatch(ctx context.Context, root tree.Root, s watchSettings, getenv e
 	if err != nil {
 		return nil, usageErrorf("watch: --prices: %v", err)
 	}
-	if s.Poll != 0 && s.Poll < watcher.MinPoll {
+	if s.Poll < watcher.MinPoll {
 		return nil, usageErrorf("watch: --poll %v: the minimum is %v", s.Poll, watcher.MinPoll)
 	}
-	if s.Heartbeat != 0 && s.Heartbeat < watcher.MinHeartbeat {
+	if s.Heartbeat < watcher.MinHeartbeat {
 		return nil, usageErrorf("watch: --heartbeat %v: the minimum is %v", s.Heartbeat, watcher.MinHeartbeat)
 	}
 	policy, err := signing.ParsePolicy(cmp.Or(s.Trust, string(signing.DefaultPolicy)))
