@@ -413,3 +413,33 @@ func TestRunRealClaude(t *testing.T) {
 	}
 	allOffline(t, root, readRecord(t, root, "pair", "c1"))
 }
+
+// TestStartBackground: start --background returns once every agent is
+// AWAKE, the detached process keeps them up, and stop @INSTANCE ends it.
+func TestStartBackground(t *testing.T) {
+	root, env := newWorkflowRoot(t)
+	pids := t.TempDir()
+	p := slowWorkflow(t, pids)
+	t.Setenv("COLLAB_TEST_AS", "collab") // the re-executed test binary runs main
+	r := runCollabAs(t, "human", env, "", startArgs("--background", "--root", root, "--instance", "bg", p)...)
+	if r.code != 0 {
+		t.Fatalf("start --background: %+v", r)
+	}
+	rec := readRecord(t, root, "slow", "bg")
+	if rec.Status != wfRunning || rec.PID == os.Getpid() {
+		t.Fatalf("record %+v, want running in another process", rec)
+	}
+	for _, a := range rec.Agents {
+		if s, err := presence.Read(tree.Root(root), a); err != nil || s.State != presence.StateAwake {
+			t.Errorf("%s not AWAKE after start --background: %+v", a, s)
+		}
+	}
+	if r := runCollab(t, env, "", "stop", "--timeout", "30s", "slow@bg"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+	allOffline(t, root, rec)
+	waitFor(t, func() bool { return !proc.PIDAlive(rec.PID) || isZombie(rec.PID) })
+	if rec := readRecord(t, root, "slow", "bg"); rec.Status != wfStopped {
+		t.Errorf("record status %q, want stopped", rec.Status)
+	}
+}
