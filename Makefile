@@ -1,7 +1,7 @@
 # collab: see README.md.
 GO ?= go
 
-.PHONY: build test bench demo fuzz
+.PHONY: build test bench demo demo-watch fuzz
 
 build:
 	$(GO) build -o bin/collab ./cmd/collab
@@ -31,7 +31,12 @@ fuzz:
 	  done; \
 	done
 
+# The shipped three-agent workflow (examples/standin) with the stand-in
+# model, run to done by collab run; demo-watch is the two-watcher demo.
 demo:
+	./demo/workflow.sh
+
+demo-watch:
 	./demo/run.sh
 
 # Fault scenarios (cmd/collab-faults): real watchers and senders through

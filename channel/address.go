@@ -19,6 +19,25 @@ func (m *Message) IsFor(agent string) bool {
 	return m.To == agent || Mentions(m.Content.Text, agent) || startsWithName(m.Content.Text, agent)
 }
 
+// IsForAny reports whether m is addressed to agent or, by one of its
+// aliases, to the agent (a workflow agent reviewer--pr-123 is @reviewer in
+// its instance's channel). A message from agent is never for it, and a
+// message from an alias's name is not for it by that alias (as IsFor).
+func (m *Message) IsForAny(agent string, aliases ...string) bool {
+	if agent == "" || m.From == agent {
+		return false
+	}
+	if m.IsFor(agent) {
+		return true
+	}
+	for _, a := range aliases {
+		if a != "" && m.From != a && (m.To == a || Mentions(m.Content.Text, a) || startsWithName(m.Content.Text, a)) {
+			return true
+		}
+	}
+	return false
+}
+
 // Mentions reports whether text has @agent as a whole token, ignoring case.
 func Mentions(text, agent string) bool {
 	if agent == "" {

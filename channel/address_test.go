@@ -144,3 +144,27 @@ func FuzzIsFor(f *testing.F) {
 		}
 	})
 }
+
+func TestIsForAny(t *testing.T) {
+	tests := []struct {
+		name, from, to, text string
+		want                 bool
+	}{
+		{"to the id", "x", "reviewer--pr-1", "hi", true},
+		{"to the alias", "x", "reviewer", "hi", true},
+		{"mention of the alias", "x", "all", "ask @reviewer", true},
+		{"first word, the alias", "x", "all", "reviewer: go", true},
+		{"longer name", "x", "all", "ask @reviewer-2", false},
+		{"from the id", "reviewer--pr-1", "reviewer", "@reviewer", false},
+		{"from the alias's name", "reviewer", "all", "@reviewer", false},
+		{"another", "x", "all", "@coder go", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := channel.Message{From: tt.from, To: tt.to, Content: channel.Content{Text: tt.text}}
+			if got := m.IsForAny("reviewer--pr-1", "reviewer"); got != tt.want {
+				t.Errorf("IsForAny = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -18,8 +18,13 @@ import (
 // Config is a watcher's configuration. Zero durations and counts take the
 // defaults named in their comments.
 type Config struct {
-	Root     tree.Root
-	Agent    string
+	Root  tree.Root
+	Agent string
+	// Aliases are other names the agent answers to in its channels (a
+	// workflow agent reviewer--pr-123 answers to @reviewer, see
+	// channel.Message.IsForAny); it still posts, claims and beats as
+	// Agent.
+	Aliases  []string
 	Channels []string
 	Host     string // default os.Hostname()
 
@@ -178,6 +183,11 @@ func (c *Config) setDefaults() error {
 func (c *Config) check() error {
 	if err := tree.CheckName("agent", c.Agent); err != nil {
 		return err
+	}
+	for _, a := range c.Aliases {
+		if err := tree.CheckName("alias", a); err != nil {
+			return err
+		}
 	}
 	if len(c.Channels) == 0 {
 		return errors.New("watcher: no channel")

@@ -545,7 +545,7 @@ func (w *watcher) consider(m *channel.Message) {
 		skip("before replay start")
 	case isNotice(m):
 		skip("guard notice")
-	case !m.IsFor(w.cfg.Agent):
+	case !m.IsForAny(w.cfg.Agent, w.cfg.Aliases...):
 		skip(reasonNotAddressed)
 	case w.awaited(m):
 		skip("reply to a message the agent sent with --wait")

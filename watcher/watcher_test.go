@@ -805,3 +805,53 @@ func TestNotAddressedIsDebug(t *testing.T) {
 		t.Errorf("own message: %v; want an INFO record", r)
 	}
 }
+
+// TestAliases: a watcher with aliases (a workflow agent reviewer--pr-1 is
+// @reviewer in its channel) answers to each alias as to its id, and posts
+// as its id; a longer name and a message from the alias's name do not
+// wake it.
+func TestAliases(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	r := &fakeRunner{}
+	cfg := config(root, r)
+	cfg.Agent, cfg.Aliases = "reviewer--pr-1", []string{"reviewer"}
+	start(t, cfg)
+	type tc struct {
+		name string
+		msg  channel.Message
+		want bool
+	}
+	cases := []tc{
+		{"to the id", channel.Message{To: "reviewer--pr-1", Content: channel.Content{Text: "hi"}}, true},
+		{"to the alias", channel.Message{To: "reviewer", Content: channel.Content{Text: "hi"}}, true},
+		{"mention of the alias", channel.Message{To: "all", Content: channel.Content{Text: "what does @reviewer think?"}}, true},
+		{"first line, the alias", channel.Message{To: "all", Content: channel.Content{Text: "Reviewer, please look"}}, true},
+		{"longer name", channel.Message{To: "all", Content: channel.Content{Text: "@reviewer-2 please look"}}, false},
+		{"from the alias's name", channel.Message{From: "reviewer", To: "all", Content: channel.Content{Text: "@reviewer note"}}, false},
+		{"someone else", channel.Message{To: "all", Content: channel.Content{Text: "@coder go"}}, false},
+	}
+	for i := range cases {
+		cases[i].msg = post(t, root, cases[i].msg)
+	}
+	var want []string
+	for _, c := range cases {
+		if c.want {
+			want = append(want, c.msg.ID)
+		}
+	}
+	waitReplies(t, root, want...)
+	waitSettled(t, root, cfg.Agent)
+	msgs := messages(t, root)
+	for _, c := range cases {
+		got := repliesTo(msgs, c.msg.ID)
+		if c.want && len(got) != 1 || !c.want && len(got) != 0 {
+			t.Errorf("%s: %d replies; want answered: %v", c.name, len(got), c.want)
+		}
+		for _, m := range got {
+			if m.From != cfg.Agent {
+				t.Errorf("%s: reply from %q, want %q", c.name, m.From, cfg.Agent)
+			}
+		}
+	}
+}

@@ -17,6 +17,10 @@
 //	collab nats    init | parity --channel C               the NATS stream
 //	collab key     new|trust|revoke|list …                 signing keys and the keyring
 //	collab verify  --channel C                             audit a channel's signatures
+//	collab run     FILE [--instance I] [--timeout D]       run a workflow's team until done
+//	collab start   FILE [--instance I] [--background]      start a workflow's team
+//	collab stop    NAME@INSTANCE | @INSTANCE | --all       stop workflow instances
+//	collab ls      [--json]                                list the workflow instances
 //
 // Run "collab COMMAND --help" for a command's flags.
 //
@@ -169,6 +173,10 @@ func commands() []command {
 		{"doc", "read and edit a channel's shared documents", runDoc},
 		{"key", "make, trust, revoke and list the senders' signing keys", runKey},
 		{"verify", "check the signatures of a channel's messages", runVerify},
+		{"run", "run a workflow file's team until it is done", runRun},
+		{"start", "start a workflow file's team and keep it running", runStart},
+		{"stop", "stop running workflow instances", runStop},
+		{"ls", "list the workflow instances", runLs},
 	}
 }
 

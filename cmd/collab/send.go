@@ -11,6 +11,7 @@ import (
 	"collab/channel"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
+	"collab/internal/workflow"
 	"collab/internal/workspace/delegate"
 	"collab/internal/workspace/registry"
 	"collab/watcher"
@@ -67,9 +68,17 @@ Flags:
 		return err
 	}
 	if *to != channel.Broadcast {
-		if err := tree.CheckName("recipient", *to); err != nil {
-			return usageErrorf("send: %v", err)
+		if !strings.Contains(*to, "@") {
+			if err := tree.CheckName("recipient", *to); err != nil {
+				return usageErrorf("send: %v", err)
+			}
 		}
+		// NAME@INSTANCE is the workflow agent NAME--INSTANCE.
+		id, err := workflow.ParseAddress(*to)
+		if err != nil {
+			return usageErrorf("send: --to: %v", err)
+		}
+		*to = id
 	}
 	if *replyTo != "" {
 		if _, err := channel.ParseID(*replyTo); err != nil {

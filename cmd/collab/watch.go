@@ -47,49 +47,50 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
+	var s watchSettings
 	agent := agentFlag(fs, "", "agent ID", false)
-	channels := fs.StringArray("channel", nil, "channel to watch, repeatable; in the variable, comma-separated")
+	fs.StringArrayVar(&s.Channels, "channel", nil, "channel to watch, repeatable; in the variable, comma-separated")
 	fromEnv(fs, "channel", envChannel)
-	cli := fs.String("cli", "command", "CLI adapter: claude, codex, gemini or command")
+	fs.StringVar(&s.CLI, "cli", defaultCLI, "CLI adapter: claude, codex, gemini or command")
 	fromEnv(fs, "cli", "COLLAB_CLI")
-	cmdline := fs.String("cmd", "", "command line of the CLI, split like shell words but run without a shell")
+	fs.StringVar(&s.Cmd, "cmd", "", "command line of the CLI, split like shell words but run without a shell")
 	fromEnv(fs, "cmd", "COLLAB_CMD")
-	cliArgs := fs.StringArray("cli-arg", nil, "extra argument for the CLI, repeatable; each value is exactly one argument")
-	model := fs.String("model", "", "model for the CLI")
+	fs.StringArrayVar(&s.CLIArgs, "cli-arg", nil, "extra argument for the CLI, repeatable; each value is exactly one argument")
+	fs.StringVar(&s.Model, "model", "", "model for the CLI")
 	fromEnv(fs, "model", "COLLAB_MODEL")
-	sessionScope := fs.String("session-scope", watcher.DefaultSessionScope, "which messages resume one CLI session: channel, thread or none")
-	sessionTTL := fs.Duration("session-ttl", watcher.DefaultSessionTTL, "how long an unused CLI session is resumed")
-	budget := fs.Float64("budget-usd", 0, "stop running the CLI for the rest of the UTC day once its runs cost this much (0: no limit); codex's and gemini's tokens are priced from --prices")
-	budgetTokens := fs.Int64("budget-tokens", 0, "stop running the CLI for the rest of the UTC day once its runs used this many tokens, input and output (0: no limit)")
-	pricesFile := fs.String("prices", "", "JSON price table whose models replace or add to the shipped prices, in USD per million tokens (see README)")
+	fs.StringVar(&s.SessionScope, "session-scope", watcher.DefaultSessionScope, "which messages resume one CLI session: channel, thread or none")
+	fs.DurationVar(&s.SessionTTL, "session-ttl", watcher.DefaultSessionTTL, "how long an unused CLI session is resumed")
+	fs.Float64Var(&s.BudgetUSD, "budget-usd", 0, "stop running the CLI for the rest of the UTC day once its runs cost this much (0: no limit); codex's and gemini's tokens are priced from --prices")
+	fs.Int64Var(&s.BudgetTokens, "budget-tokens", 0, "stop running the CLI for the rest of the UTC day once its runs used this many tokens, input and output (0: no limit)")
+	fs.StringVar(&s.Prices, "prices", "", "JSON price table whose models replace or add to the shipped prices, in USD per million tokens (see README)")
 	fromEnv(fs, "prices", envPrices)
-	maxTurns := fs.Int("max-turns", 0, "stop a CLI run after this many turns, a failure (claude: its --max-turns; others: counted by the watcher) (0: no limit)")
-	role := fs.String("role", "", "the agent's role: a file to read, or the text itself")
-	memory := fs.StringArray("memory", nil, "file read fresh into every prompt, repeatable (e.g. CURRENT-STATE.md)")
+	fs.IntVar(&s.MaxTurns, "max-turns", 0, "stop a CLI run after this many turns, a failure (claude: its --max-turns; others: counted by the watcher) (0: no limit)")
+	fs.StringVar(&s.Role, "role", "", "the agent's role: a file to read, or the text itself")
+	fs.StringArrayVar(&s.Memory, "memory", nil, "file read fresh into every prompt, repeatable (e.g. CURRENT-STATE.md)")
 	contextN := fs.Int("context", watcher.DefaultContext, "recent messages in the prompt's transcript (0: none)")
-	tmplFile := fs.String("prompt-template", "", "Go text/template file that replaces the built-in prompt")
-	workdir := fs.String("workdir", "", "working directory of the CLI")
+	fs.StringVar(&s.PromptTemplate, "prompt-template", "", "Go text/template file that replaces the built-in prompt")
+	fs.StringVar(&s.Workdir, "workdir", "", "working directory of the CLI")
 	fromEnv(fs, "workdir", "COLLAB_WORKDIR")
-	timeout := fs.Duration("timeout", watcher.DefaultTimeout, "longest CLI run; then its process group is killed")
-	postErrors := fs.Bool("post-errors", false, "post a short error reply when the CLI fails")
-	poll := fs.Duration("poll", watcher.DefaultPoll, "poll interval (polling is the truth on NFS), at least "+watcher.MinPoll.String())
-	heartbeat := fs.Duration("heartbeat", watcher.DefaultHeartbeat, "presence heartbeat interval, at least "+watcher.MinHeartbeat.String())
-	grace := fs.Duration("grace", watcher.DefaultGrace, "on shutdown, how long a running CLI may finish")
-	claimGrace := fs.Duration("claim-grace", watcher.DefaultClaimGrace, "how stale another watcher's claim must be before taking it over")
-	maxHops := fs.Int("max-hops", watcher.DefaultMaxHops, "do not answer messages this deep in a reply chain (0: default, <0: off)")
-	rate := fs.Int("rate", watcher.DefaultRate, "CLI runs per minute at most; more messages wait (<0: off)")
-	pairRate := fs.Int("pair-rate", watcher.DefaultPairRate, "replies per minute to one sender in agent chains (<0: off)")
-	replay := fs.String("replay-since", "", "on start, also answer history: since a DURATION ago or after message ID")
-	noNotify := fs.Bool("no-fsnotify", false, "poll only; do not use inotify to wake early")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	recoveryWindow := fs.Duration("recovery-window", watcher.DefaultRecoveryWindow, "when the state file is corrupt, answer what has no reply from this far back")
-	allowWorld := fs.Bool("allow-world-writable", false, "run even though a folder of the tree is world-writable without the sticky bit")
-	trust := fs.String("trust", string(signing.DefaultPolicy), "which senders to act on: any, known (a sender with a trusted key must verify) or signed (verified senders only)")
+	fs.DurationVar(&s.Timeout, "timeout", watcher.DefaultTimeout, "longest CLI run; then its process group is killed")
+	fs.BoolVar(&s.PostErrors, "post-errors", false, "post a short error reply when the CLI fails")
+	fs.DurationVar(&s.Poll, "poll", watcher.DefaultPoll, "poll interval (polling is the truth on NFS), at least "+watcher.MinPoll.String())
+	fs.DurationVar(&s.Heartbeat, "heartbeat", watcher.DefaultHeartbeat, "presence heartbeat interval, at least "+watcher.MinHeartbeat.String())
+	fs.DurationVar(&s.Grace, "grace", watcher.DefaultGrace, "on shutdown, how long a running CLI may finish")
+	fs.DurationVar(&s.ClaimGrace, "claim-grace", watcher.DefaultClaimGrace, "how stale another watcher's claim must be before taking it over")
+	fs.IntVar(&s.MaxHops, "max-hops", watcher.DefaultMaxHops, "do not answer messages this deep in a reply chain (0: default, <0: off)")
+	fs.IntVar(&s.Rate, "rate", watcher.DefaultRate, "CLI runs per minute at most; more messages wait (<0: off)")
+	fs.IntVar(&s.PairRate, "pair-rate", watcher.DefaultPairRate, "replies per minute to one sender in agent chains (<0: off)")
+	fs.StringVar(&s.Replay, "replay-since", "", "on start, also answer history: since a DURATION ago or after message ID")
+	fs.BoolVar(&s.NoNotify, "no-fsnotify", false, "poll only; do not use inotify to wake early")
+	fs.StringVar(&s.LogLevel, "log-level", defaultLogLevel, "debug, info, warn or error")
+	fs.DurationVar(&s.RecoveryWindow, "recovery-window", watcher.DefaultRecoveryWindow, "when the state file is corrupt, answer what has no reply from this far back")
+	fs.BoolVar(&s.AllowWorld, "allow-world-writable", false, "run even though a folder of the tree is world-writable without the sticky bit")
+	fs.StringVar(&s.Trust, "trust", string(signing.DefaultPolicy), "which senders to act on: any, known (a sender with a trusted key must verify) or signed (verified senders only)")
 	fromEnv(fs, "trust", envTrust)
 	keyPath := keyFlag(fs)
 	keyringDir := keyringFlag(fs)
-	allowWritable := fs.Bool("allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)")
-	mcpOn := fs.Bool("mcp", false, "give the model the bus as MCP tools mid-task (collab mcp as this agent, on the message's channel); claude and codex")
+	fs.BoolVar(&s.AllowWritableKeyring, "allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)")
+	fs.BoolVar(&s.MCP, "mcp", false, "give the model the bus as MCP tools mid-task (collab mcp as this agent, on the message's channel); claude and codex")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
@@ -98,134 +99,221 @@ Flags:
 	if fs.NArg() > 0 {
 		return usageErrorf("watch: unexpected argument %q", fs.Arg(0))
 	}
+	s.Agent, s.Key, s.Keyring, s.NATS = *agent, *keyPath, *keyringDir, nf
+	s.Context = *contextN
+	if s.Context == 0 {
+		s.Context = -1 // the flag's 0 is none; the settings' 0 is the default
+	}
 	root := tree.Resolve(*rootf, getenv)
+	w, err := prepareWatch(ctx, root, s, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return watcher.Run(ctx, w.Config)
+}
+
+// defaultCLI is the adapter of a watcher given none (--cli, a workflow
+// agent's cli).
+const defaultCLI = "command"
+
+// defaultLogLevel is the level of a watcher's log given none.
+const defaultLogLevel = "info"
+
+// watchSettings is every setting of one agent's watcher: the flags of
+// collab watch, and the keys of a workflow's agent. A zero field takes the
+// same default as the flag left out (the watcher package's Default
+// constants, through watcher.Config's zero values), except where noted.
+// Poll and Heartbeat are the exceptions: no agent key sets them, and
+// below the minimum (0 included) they are refused, so the workflow
+// commands pass their own --poll and --heartbeat.
+type watchSettings struct {
+	Agent    string
+	Aliases  []string // other names the agent answers to (watcher.Config.Aliases)
+	Channels []string
+
+	CLI, Cmd, Model      string
+	CLIArgs              []string
+	SessionScope         string
+	SessionTTL           time.Duration
+	BudgetUSD            float64
+	BudgetTokens         int64
+	Prices               string // a price table file
+	MaxTurns             int
+	Role                 string // a file, or the text
+	Memory               []string
+	Context              int // 0: default, <0: none
+	PromptTemplate       string
+	Workdir              string
+	Timeout              time.Duration
+	PostErrors           bool
+	Poll, Heartbeat      time.Duration // required: see above
+	Grace, ClaimGrace    time.Duration
+	RecoveryWindow       time.Duration
+	MaxHops, Rate        int
+	PairRate             int
+	Replay               string
+	NoNotify             bool
+	LogLevel             string
+	AllowWorld           bool
+	Trust                string
+	Key, Keyring         string // --key and --keyring as given ("": the defaults)
+	AllowWritableKeyring bool
+	MCP                  bool
+	NATS                 *natsFlags // nil: no NATS
+}
+
+// preparedWatch is a watcher's configuration and what it holds open (its
+// log file, its NATS connection) until Close.
+type preparedWatch struct {
+	Config watcher.Config
+	closes []func()
+}
+
+// Close releases what prepareWatch opened, last first.
+func (p *preparedWatch) Close() {
+	for i := len(p.closes) - 1; i >= 0; i-- {
+		p.closes[i]()
+	}
+	p.closes = nil
+}
+
+// prepareWatch checks s and turns it into a watcher.Config with its side
+// things: the keyring and signer checks, the MCP wiring, the CLI adapter
+// and its start checks, the logger (stderr and ROOT/logs/AGENT.log) and,
+// when configured, the NATS connection. collab watch and the workflow
+// commands both call it; errors are those of collab watch (usage: 2).
+func prepareWatch(ctx context.Context, root tree.Root, s watchSettings, getenv env, stderr io.Writer) (_ *preparedWatch, err error) {
 	if err := root.CheckShared(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		if !errors.Is(err, tree.ErrWorldWritable) {
-			return fmt.Errorf("watch: %w", err) // no flag allows it
+			return nil, fmt.Errorf("watch: %w", err) // no flag allows it
 		}
-		if !*allowWorld {
-			return fmt.Errorf("watch: %w (or pass --allow-world-writable)", err)
+		if !s.AllowWorld {
+			return nil, fmt.Errorf("watch: %w (or pass --allow-world-writable)", err)
 		}
 	}
-	if err := namedAgent("watch", *agent); err != nil {
-		return err
+	if err := namedAgent("watch", s.Agent); err != nil {
+		return nil, err
 	}
-	if len(*channels) == 0 {
-		return usageErrorf("watch: no channel: use --channel or %s", envChannel)
+	if len(s.Channels) == 0 {
+		return nil, usageErrorf("watch: no channel: use --channel or %s", envChannel)
 	}
-	for _, ch := range *channels {
+	for _, ch := range s.Channels {
 		if err := tree.CheckName("channel", ch); err != nil {
-			return usageErrorf("watch: %v", err)
+			return nil, usageErrorf("watch: %v", err)
 		}
 	}
-	switch *sessionScope {
-	case watcher.ScopeChannel, watcher.ScopeThread, watcher.ScopeNone:
+	switch s.SessionScope {
+	case "", watcher.ScopeChannel, watcher.ScopeThread, watcher.ScopeNone:
 	default:
-		return usageErrorf("watch: --session-scope %q: use channel, thread or none", *sessionScope)
+		return nil, usageErrorf("watch: --session-scope %q: use channel, thread or none", s.SessionScope)
 	}
-	if *budget < 0 {
-		return usageErrorf("watch: --budget-usd must not be negative")
+	if s.BudgetUSD < 0 {
+		return nil, usageErrorf("watch: --budget-usd must not be negative")
 	}
-	if *budgetTokens < 0 {
-		return usageErrorf("watch: --budget-tokens must not be negative")
+	if s.BudgetTokens < 0 {
+		return nil, usageErrorf("watch: --budget-tokens must not be negative")
 	}
-	if *maxTurns < 0 {
-		return usageErrorf("watch: --max-turns must not be negative")
+	if s.MaxTurns < 0 {
+		return nil, usageErrorf("watch: --max-turns must not be negative")
 	}
-	prices, err := pricing.Load(*pricesFile)
+	prices, err := pricing.Load(s.Prices)
 	if err != nil {
-		return usageErrorf("watch: --prices: %v", err)
+		return nil, usageErrorf("watch: --prices: %v", err)
 	}
-	if *poll < watcher.MinPoll {
-		return usageErrorf("watch: --poll %v: the minimum is %v", *poll, watcher.MinPoll)
+	if s.Poll < watcher.MinPoll {
+		return nil, usageErrorf("watch: --poll %v: the minimum is %v", s.Poll, watcher.MinPoll)
 	}
-	if *heartbeat < watcher.MinHeartbeat {
-		return usageErrorf("watch: --heartbeat %v: the minimum is %v", *heartbeat, watcher.MinHeartbeat)
+	if s.Heartbeat < watcher.MinHeartbeat {
+		return nil, usageErrorf("watch: --heartbeat %v: the minimum is %v", s.Heartbeat, watcher.MinHeartbeat)
 	}
-	policy, err := signing.ParsePolicy(*trust)
+	policy, err := signing.ParsePolicy(cmp.Or(s.Trust, string(signing.DefaultPolicy)))
 	if err != nil {
-		return usageErrorf("watch: --trust: %v", err)
+		return nil, usageErrorf("watch: --trust: %v", err)
 	}
-	ring, err := watchKeyring(root, *keyringDir, policy, *allowWritable, stderr)
+	ring, err := watchKeyring(root, s.Keyring, policy, s.AllowWritableKeyring, stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	signer, err := loadSigner(*keyPath, *agent, getenv)
+	signer, err := loadSigner(s.Key, s.Agent, getenv)
 	if err != nil {
-		return usageErrorf("watch: %v", err)
+		return nil, usageErrorf("watch: %v", err)
 	}
-	if signer == nil && policy != signing.Any && ring.HasKeys(*agent) {
+	if signer == nil && policy != signing.Any && ring.HasKeys(s.Agent) {
 		// Its own claims, heartbeats and replies would be unsigned in the
 		// name of an agent with keys: forgeries to every other watcher.
-		return usageErrorf("watch: %s has keys in the keyring %s but this watcher has no private key (looked in %s): give it its key with --key or %s, or run with --trust any",
-			*agent, ring.Dir(), cmp.Or(*keyPath, signing.DefaultKeyPath(*agent, getenv)), envKey)
+		return nil, usageErrorf("watch: %s has keys in the keyring %s but this watcher has no private key (looked in %s): give it its key with --key or %s, or run with --trust any",
+			s.Agent, ring.Dir(), cmp.Or(s.Key, signing.DefaultKeyPath(s.Agent, getenv)), envKey)
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageErrorf("watch: --log-level %q: use debug, info, warn or error", *logLevel)
+	if err := level.UnmarshalText([]byte(cmp.Or(s.LogLevel, defaultLogLevel))); err != nil {
+		return nil, usageErrorf("watch: --log-level %q: use debug, info, warn or error", s.LogLevel)
 	}
-	servers, err := watchMCP(*mcpOn, *cli, root, *agent, nf)
+	nf := s.NATS
+	if nf == nil {
+		nf = &natsFlags{}
+	}
+	cli := cmp.Or(s.CLI, defaultCLI)
+	servers, err := watchMCP(s.MCP, cli, root, s.Agent, nf)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	runner, err := newRunner(*cli, *cmdline, *model, *cliArgs, servers, getenv)
+	runner, err := newRunner(cli, s.Cmd, s.Model, s.CLIArgs, servers, getenv)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := checkRunnable(runnerProgram(runner), *workdir); err != nil {
-		return err
+	if err := checkRunnable(runnerProgram(runner), s.Workdir); err != nil {
+		return nil, err
 	}
 	cfg := watcher.Config{
 		Root:           root,
-		RecoveryWindow: *recoveryWindow,
-		Agent:          *agent,
-		Channels:       *channels,
+		RecoveryWindow: s.RecoveryWindow,
+		Agent:          s.Agent,
+		Aliases:        s.Aliases,
+		Channels:       s.Channels,
 		Runner:         runner,
-		CLI:            *cli,
-		SessionScope:   *sessionScope,
-		SessionTTL:     *sessionTTL,
-		BudgetUSD:      *budget,
-		BudgetTokens:   *budgetTokens,
+		CLI:            cli,
+		SessionScope:   s.SessionScope,
+		SessionTTL:     s.SessionTTL,
+		BudgetUSD:      s.BudgetUSD,
+		BudgetTokens:   s.BudgetTokens,
 		Prices:         prices,
-		Memory:         *memory,
-		Context:        *contextN,
-		Workdir:        *workdir,
-		Timeout:        *timeout,
-		PostErrors:     *postErrors,
-		Poll:           *poll,
-		Heartbeat:      *heartbeat,
-		Grace:          *grace,
-		ClaimGrace:     *claimGrace,
-		MaxHops:        *maxHops,
-		Rate:           *rate,
-		PairRate:       *pairRate,
+		Memory:         s.Memory,
+		Context:        s.Context,
+		Workdir:        s.Workdir,
+		Timeout:        s.Timeout,
+		PostErrors:     s.PostErrors,
+		Poll:           s.Poll,
+		Heartbeat:      s.Heartbeat,
+		Grace:          s.Grace,
+		ClaimGrace:     s.ClaimGrace,
+		MaxHops:        s.MaxHops,
+		Rate:           s.Rate,
+		PairRate:       s.PairRate,
 		Hurry:          takeHurry(ctx),
 		Signer:         signer,
 		Verifier:       signing.NewVerifier(ring),
 		Trust:          policy,
 	}
-	if *contextN == 0 {
-		cfg.Context = -1
-	}
 	if c, ok := runner.(*claude.Adapter); ok {
-		c.MaxTurns = *maxTurns // Claude Code stops itself
+		c.MaxTurns = s.MaxTurns // Claude Code stops itself
 	} else {
-		cfg.MaxTurns = *maxTurns
+		cfg.MaxTurns = s.MaxTurns
 	}
-	if cfg.Role, err = roleText(*role); err != nil {
-		return err
+	if cfg.Role, err = roleText(s.Role); err != nil {
+		return nil, err
 	}
-	if *tmplFile != "" {
-		if cfg.Template, err = prompt.Load(*tmplFile); err != nil {
-			return usageErrorf("watch: %v", err)
+	if s.PromptTemplate != "" {
+		if cfg.Template, err = prompt.Load(s.PromptTemplate); err != nil {
+			return nil, usageErrorf("watch: %v", err)
 		}
 	}
-	if *replay != "" {
-		if cfg.Replay, err = parseReplay(*replay, time.Now()); err != nil {
-			return err
+	if s.Replay != "" {
+		if cfg.Replay, err = parseReplay(s.Replay, time.Now()); err != nil {
+			return nil, err
 		}
 	}
-	if !*noNotify {
+	if !s.NoNotify {
 		cfg.Wakers = append(cfg.Wakers, watcher.FSNotify{Root: root})
 	}
 	// collab on the CLI's PATH, so the agent can `collab send`, `collab who`.
@@ -236,21 +324,27 @@ Flags:
 		}
 		cfg.Env = append(cfg.Env, "PATH="+path)
 	}
-	logger, closeLog, err := watchLogger(root, *agent, level, stderr)
+	p := &preparedWatch{}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	logger, closeLog, err := watchLogger(root, s.Agent, level, stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeLog()
+	p.closes = append(p.closes, closeLog)
 	cfg.Logger = logger
-	if o, ok := nf.options(getenv, natsbus.ConnName(*agent, hostname()), logger); ok {
+	if o, ok := nf.options(getenv, natsbus.ConnName(s.Agent, hostname()), logger); ok {
 		// Unreachable at start: keep trying in the background (files
 		// deliver meanwhile); bad credentials stop the watcher now.
 		o.KeepTrying = true
 		bus, err := natsbus.Connect(ctx, o)
 		if err != nil {
-			return fmt.Errorf("watch: %w", err)
+			return nil, fmt.Errorf("watch: %w", err)
 		}
-		defer bus.Drain()
+		p.closes = append(p.closes, func() { bus.Drain() })
 		announce := make(chan channel.Message, 256)
 		cfg.Announce = announce
 		cfg.Publisher = bus
@@ -262,19 +356,20 @@ Flags:
 		}})
 		// collab jobs kill: look at the kill file now, not at the next poll.
 		kills := make(chan string, 1)
-		ksub, err := bus.SubscribeKills(*agent, func(job string) {
+		ksub, err := bus.SubscribeKills(s.Agent, func(job string) {
 			select {
 			case kills <- job:
 			default: // one pending is enough: the watcher checks the file
 			}
 		})
 		if err != nil {
-			return fmt.Errorf("watch: %w", err)
+			return nil, fmt.Errorf("watch: %w", err)
 		}
-		defer ksub.Stop()
+		p.closes = append(p.closes, func() { ksub.Stop() })
 		cfg.Kills = kills
 	}
-	return watcher.Run(ctx, cfg)
+	p.Config = cfg
+	return p, nil
 }
 
 // envTrust is the variable of --trust.

@@ -17,6 +17,7 @@ import (
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
+	"collab/internal/workflow"
 	"collab/internal/workspace/registry"
 	"collab/presence"
 )
@@ -95,10 +96,15 @@ Flags:
 	if *maxBacklogAge < 0 {
 		return usageErrorf("who: --max-backlog-age must not be negative")
 	}
-	for _, n := range names {
-		if err := tree.CheckName("agent", n); err != nil {
+	for i, n := range names {
+		if err := tree.CheckName("agent", n); err != nil && !strings.Contains(n, "@") {
 			return usageErrorf("who: %v", err)
 		}
+		id, err := workflow.ParseAddress(n) // NAME@INSTANCE: a workflow agent
+		if err != nil {
+			return usageErrorf("who: %v", err)
+		}
+		names[i] = id
 	}
 	if staleAfter <= 0 {
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
@@ -263,7 +269,7 @@ func whoTable(w io.Writer, rows []whoRow, now time.Time) error {
 		if r.status != nil && r.state == presence.AwakeWorking {
 			msg = r.status.MessageID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.agent, r.state, age, cell(host), cell(channels), cell(msg))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", displayAgent(r.agent), r.state, age, cell(host), cell(channels), cell(msg))
 		if backlogs {
 			b := r.backlog(now)
 			n, oldest, replied := "-", "-", "-"

@@ -25,7 +25,8 @@ import (
 
 func main() {
 	prompt, _ := io.ReadAll(os.Stdin)
-	me := os.Getenv("COLLAB_AGENT")
+	// A workflow agent NAME--INSTANCE is @NAME in its channel.
+	me, _, _ := strings.Cut(os.Getenv("COLLAB_AGENT"), "--")
 	root := tree.Root(os.Getenv("COLLAB_ROOT"))
 	path := filepath.Join(root.Channel(os.Getenv("COLLAB_CHANNEL")), os.Getenv("COLLAB_MESSAGE_ID")+".json")
 	data, err := os.ReadFile(path)

@@ -172,6 +172,18 @@ func nameAt(s string) string {
 	return s[:n]
 }
 
+// StateFor is where m, a message of channel ch, stands for agent, whether
+// or not m names agent (a workflow agent is addressed by its alias).
+func StateFor(root tree.Root, ch string, m *channel.Message, agent string, opt Options) Addressee {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Alive == nil {
+		opt.Alive = proc.PIDAlive
+	}
+	return state(root, ch, m, agent, opt)
+}
+
 // state is where m stands for agent.
 func state(root tree.Root, ch string, m *channel.Message, agent string, opt Options) Addressee {
 	id := m.Key()

@@ -251,3 +251,8 @@ func (r Root) Scripts() string { return r.join("scripts") }
 // Keys is the tree's keyring folder (package keyring), written only by
 // the admin who ran 'collab init'.
 func (r Root) Keys() string { return r.join("keys") }
+
+// Workflows is the folder of the workflow instances' records and stop
+// files (WORKFLOW--INSTANCE.json, .stop), made by the first collab run or
+// start.
+func (r Root) Workflows() string { return r.join("workflows") }

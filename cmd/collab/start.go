@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"collab/internal/plumbing/proc"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workflow"
+	"collab/presence"
+)
+
+// envBackgroundChild marks the detached child of collab start --background.
+const envBackgroundChild = "COLLAB_WORKFLOW_CHILD"
+
+func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("start", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab start FILE [--instance I] [--background]
+
+Start the workflow FILE as collab run does (setup, one watcher per agent,
+the kickoff) and keep the team running until stopped: a signal, or
+collab stop. With --background, start it detached (its output goes to
+ROOT/logs/WORKFLOW--INSTANCE.log) and return once every agent is AWAKE.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	background := fs.Bool("background", false, "detach, and return once every agent is AWAKE")
+	startTimeout := fs.Duration("start-timeout", time.Minute, "with --background, how long to wait for the agents to be AWAKE")
+	tf := addTeamFlags(fs)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("start: want one workflow FILE (see 'collab start --help')")
+	}
+	if *background {
+		return startBackground(ctx, args, fs.Arg(0), tf, *startTimeout, getenv, stdout)
+	}
+	t, err := newTeam(ctx, "start", fs.Arg(0), tf, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	if err := t.start(ctx); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	status, runErr := wfStopped, error(nil)
+	if err := t.setStatus(wfRunning); err != nil {
+		runErr = err
+	} else if m, err := t.postKickoff(getenv); err != nil {
+		runErr = err
+	} else {
+		fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", t.file.Name, t.instance, t.channel, m.ID)
+		runErr = t.hold(ctx)
+		if runErr != nil {
+			status = wfFailed
+		}
+	}
+	t.stop()
+	if err := t.setStatus(status); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
+}
+
+// hold waits until ctx is done, the stop file appears or a watcher fails.
+func (t *team) hold(ctx context.Context) error {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if t.stopRequested() {
+			return nil
+		}
+		if err := t.watcherErr(); err != nil {
+			return err
+		}
+	}
+}
+
+// startBackground re-runs collab start without --background, detached in
+// its own session with its output in ROOT/logs/WORKFLOW--INSTANCE.log, and
+// returns once its record says running (every agent AWAKE), or with the
+// child's error when it ends first.
+func startBackground(ctx context.Context, args []string, path string, tf *teamFlags, timeout time.Duration, getenv env, stdout io.Writer) error {
+	f, err := workflow.Load(path)
+	if err != nil {
+		return usageErrorf("start: %v", err)
+	}
+	instance := *tf.instance
+	if instance == "" {
+		instance = workflow.NewInstance(time.Now())
+	}
+	if err := workflow.CheckInstance(instance); err != nil {
+		return usageErrorf("start: --instance: %v", err)
+	}
+	root := tree.Resolve(*tf.root, getenv)
+	logs, err := safedir.Create(root.Logs())
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	defer logs.Close()
+	logName := f.Name + workflow.Sep + instance + ".log"
+	log, err := logs.OpenAppend(logName, safedir.FilePerm)
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	defer log.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	child := []string{"start"}
+	for _, a := range args {
+		if a != "--background" && a != "--background=true" {
+			child = append(child, a)
+		}
+	}
+	if *tf.instance == "" {
+		child = append(child, "--instance", instance)
+	}
+	cmd := exec.Command(exe, child...)
+	cmd.Env = append(os.Environ(), envBackgroundChild+"=1")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	started := time.Now().Add(-time.Second)
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("start: the background process ended (%v); its log %s/%s:\n%s", err, root.Logs(), logName, logTail(root, logName))
+		case <-deadline:
+			return &exitError{code: exitNothing, msg: fmt.Sprintf("start: the agents are not AWAKE after %v; see %s/%s", timeout, root.Logs(), logName)}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		recs, _ := readRecords(root)
+		for _, r := range recs {
+			if r.Name == f.Name && r.Instance == instance && r.PID == cmd.Process.Pid && r.Started.After(started) && r.Status == wfRunning {
+				cmd.Process.Release()
+				fmt.Fprintf(stdout, "%s@%s: running in the background (pid %d, log %s/%s)\n", f.Name, instance, r.PID, root.Logs(), logName)
+				return nil
+			}
+		}
+	}
+}
+
+// logTail is the end of a log file in ROOT/logs.
+func logTail(root tree.Root, name string) string {
+	d, err := safedir.Open(root.Logs())
+	if err != nil {
+		return ""
+	}
+	defer d.Close()
+	data, _, err := d.ReadFile(name, 16<<20)
+	if err != nil {
+		return ""
+	}
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return string(data)
+}
+
+func runStop(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("stop", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab stop NAME@INSTANCE | @INSTANCE | WORKFLOW@INSTANCE | --all
+
+Stop running workflow instances: write each one's stop file
+(ROOT/workflows/WORKFLOW--INSTANCE.stop), which the process running it
+polls on any host, and wait until its agents are OFFLINE. NAME@INSTANCE
+names an agent of the instance (the whole instance stops); @INSTANCE every
+instance of that name.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	all := fs.Bool("all", false, "stop every running instance")
+	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the agents to be OFFLINE (then exit 3)")
+	rootf := rootFlag(fs)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if *all == (fs.NArg() == 1) || fs.NArg() > 1 {
+		return usageErrorf("stop: give one target (NAME@INSTANCE or @INSTANCE) or --all")
+	}
+	root := tree.Resolve(*rootf, getenv)
+	recs, err := readRecords(root)
+	if err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	var name, instance string
+	if !*all {
+		var ok bool
+		name, instance, ok = strings.Cut(fs.Arg(0), "@")
+		if !ok {
+			return usageErrorf("stop: %q: want NAME@INSTANCE or @INSTANCE", fs.Arg(0))
+		}
+		if err := workflow.CheckInstance(instance); err != nil {
+			return usageErrorf("stop: %v", err)
+		}
+	}
+	now := time.Now()
+	var targets []instanceRecord
+	for _, r := range recs {
+		if st := judge(root, r, now); st != wfRunning && st != wfStarting {
+			continue
+		}
+		if !*all && (r.Instance != instance || name != "" && r.Name != name && !slices.Contains(r.Agents, name+workflow.Sep+instance)) {
+			continue
+		}
+		targets = append(targets, r)
+	}
+	if len(targets) == 0 {
+		return &exitError{code: exitNothing, msg: "stop: no running instance matches"}
+	}
+	d, err := safedir.Create(root.Workflows())
+	if err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	defer d.Close()
+	for _, r := range targets {
+		data, _ := json.Marshal(map[string]any{"by": loginName(ctx), "host": hostname(), "time": now.UTC()})
+		if err := d.Replace(stopName(r.Name, r.Instance), data, 0o666); err != nil {
+			return fmt.Errorf("stop: %w", err)
+		}
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(*timeout)
+	for {
+		left := 0
+		for _, r := range targets {
+			for _, a := range r.Agents {
+				if s, err := presence.Read(root, a); err == nil && presence.IsAwake(s.Effective(time.Now(), 0, hostname(), nil)) {
+					left++
+				}
+			}
+		}
+		if left == 0 {
+			left = stillRecorded(root, targets)
+		}
+		if left == 0 {
+			for _, r := range targets {
+				fmt.Fprintf(stdout, "%s@%s: stopped\n", r.Name, r.Instance)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return &exitError{code: exitNothing, msg: fmt.Sprintf("stop: %d agents still AWAKE after %v", left, *timeout)}
+		case <-tick.C:
+		}
+	}
+}
+
+func runLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("ls", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab ls [--json]
+
+List the workflow instances (ROOT/workflows): NAME, INSTANCE, SOURCE (the
+file), STATUS (starting, running, done, failed, stopped, timeout; dead for
+a running one whose process or agents are gone) and AGENTS.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	asJSON := fs.Bool("json", false, "print JSON lines")
+	rootf := rootFlag(fs)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("ls: unexpected argument %q", fs.Arg(0))
+	}
+	root := tree.Resolve(*rootf, getenv)
+	recs, err := readRecords(root)
+	if err != nil {
+		return fmt.Errorf("ls: %w", err)
+	}
+	slices.SortFunc(recs, func(a, b instanceRecord) int { return a.Started.Compare(b.Started) })
+	now := time.Now()
+	if !*asJSON {
+		fmt.Fprintf(stdout, "%-20s %-16s %-30s %-8s %s\n", "NAME", "INSTANCE", "SOURCE", "STATUS", "AGENTS")
+	}
+	for _, r := range recs {
+		r.Status = judge(root, r, now)
+		if *asJSON {
+			data, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s\n", data)
+			continue
+		}
+		var agents []string
+		for _, a := range r.Agents {
+			agents = append(agents, displayAgent(a))
+		}
+		fmt.Fprintf(stdout, "%-20s %-16s %-30s %-8s %s\n", tree.Printable(r.Name), tree.Printable(r.Instance),
+			tree.Printable(r.File), r.Status, tree.Printable(strings.Join(agents, ",")))
+	}
+	return nil
+}
+
+// stillRecorded counts the targets whose record still says running or
+// starting while their process lives: it has not finished stopping.
+func stillRecorded(root tree.Root, targets []instanceRecord) int {
+	recs, _ := readRecords(root)
+	n := 0
+	for _, r := range recs {
+		for _, t := range targets {
+			if r.Name == t.Name && r.Instance == t.Instance && (r.Status == wfRunning || r.Status == wfStarting) &&
+				!(r.Host == hostname() && r.PID > 0 && !proc.PIDAlive(r.PID)) {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,431 @@
+package main
+
+// The running of a workflow's team (collab run, start, stop, ls): one
+// watcher per agent in this process, the instance record and the stop
+// file. The file format is package workflow's.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"collab/channel"
+	"collab/internal/plumbing/proc"
+	"collab/internal/plumbing/safedir"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workflow"
+	"collab/presence"
+	"collab/watcher"
+)
+
+// Statuses of an instance record.
+const (
+	wfStarting = "starting"
+	wfRunning  = "running"
+	wfDone     = "done"
+	wfFailed   = "failed"
+	wfStopped  = "stopped"
+	wfTimeout  = "timeout"
+	wfDead     = "dead" // judged by ls, never written
+)
+
+// instanceRecord is ROOT/workflows/WORKFLOW--INSTANCE.json, written
+// atomically by the process that runs the instance.
+type instanceRecord struct {
+	Name     string    `json:"name"`
+	Instance string    `json:"instance"`
+	File     string    `json:"file"`
+	Host     string    `json:"host"`
+	PID      int       `json:"pid"`
+	Started  time.Time `json:"started"`
+	Status   string    `json:"status"`
+	Agents   []string  `json:"agents"`
+	Channel  string    `json:"channel"`
+	Finished time.Time `json:"finished,omitzero"`
+}
+
+// maxRecord bounds a record read.
+const maxRecord = 1 << 20
+
+// recordName is the record's file name, and stopName the stop file's.
+func recordName(name, instance string) string {
+	return name + workflow.Sep + instance + ".json"
+}
+
+func stopName(name, instance string) string {
+	return name + workflow.Sep + instance + ".stop"
+}
+
+func writeRecord(root tree.Root, r *instanceRecord) error {
+	d, err := safedir.Create(root.Workflows())
+	if err != nil {
+		return fmt.Errorf("instance record: %w", err)
+	}
+	defer d.Close()
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := d.Replace(recordName(r.Name, r.Instance), append(data, '\n'), 0o666); err != nil {
+		return fmt.Errorf("instance record: %w", err)
+	}
+	return nil
+}
+
+// readRecords reads every instance record; a bad one is skipped.
+func readRecords(root tree.Root) ([]instanceRecord, error) {
+	d, err := safedir.Open(root.Workflows())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir()
+	if err != nil {
+		return nil, err
+	}
+	var out []instanceRecord
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") || safedir.IsTemp(e.Name()) {
+			continue
+		}
+		data, _, err := d.ReadFile(e.Name(), maxRecord)
+		if err != nil {
+			continue
+		}
+		var r instanceRecord
+		if json.Unmarshal(data, &r) == nil && r.Name != "" && r.Instance != "" {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// judge is the record's status as ls shows it: a running (or starting)
+// record whose process is dead on this host, or whose agents are all
+// OFFLINE or STALE, is "dead".
+func judge(root tree.Root, r instanceRecord, now time.Time) string {
+	if r.Status != wfRunning && r.Status != wfStarting {
+		return r.Status
+	}
+	if r.Host == hostname() && r.PID > 0 && !proc.PIDAlive(r.PID) {
+		return wfDead
+	}
+	if r.Status == wfStarting {
+		return r.Status
+	}
+	for _, a := range r.Agents {
+		if s, err := presence.Read(root, a); err == nil && presence.IsAwake(s.Effective(now, 0, hostname(), proc.PIDAlive)) {
+			return r.Status
+		}
+	}
+	return wfDead
+}
+
+// teamFlags are the flags run and start share.
+type teamFlags struct {
+	instance      *string
+	agent         *string
+	verbose       *bool
+	root          *string
+	keyring       *string
+	allowWritable *bool
+	poll          *time.Duration
+	heartbeat     *time.Duration
+	grace         *time.Duration
+	logLevel      *string
+	nats          *natsFlags
+}
+
+func addTeamFlags(fs *pflag.FlagSet) *teamFlags {
+	return &teamFlags{
+		instance:      fs.String("instance", "", "the instance's name (default: MMDD-HHMM-xx from the time)"),
+		agent:         agentFlag(fs, "", "who posts the kickoff", true),
+		verbose:       fs.Bool("verbose", false, "also show the watchers' logs on standard error"),
+		keyring:       keyringFlag(fs),
+		allowWritable: fs.Bool("allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)"),
+		poll:          fs.Duration("poll", watcher.DefaultPoll, "the watchers' poll interval"),
+		heartbeat:     fs.Duration("heartbeat", watcher.DefaultHeartbeat, "the watchers' presence heartbeat interval"),
+		grace:         fs.Duration("grace", watcher.DefaultGrace, "on stop, how long a running CLI may finish"),
+		logLevel:      fs.String("log-level", defaultLogLevel, "the watchers' log level: debug, info, warn or error"),
+		nats:          addNATSFlags(fs),
+		root:          rootFlag(fs),
+	}
+}
+
+// team is a workflow instance being run by this process.
+type team struct {
+	file     *workflow.File
+	root     tree.Root
+	instance string
+	channel  string
+	ids      []string // agent ids, in file order
+	names    []string // the agents' names, as the author wrote them
+	kickoff  string
+	from     string // who posts the kickoff
+	record   instanceRecord
+	prepared []*preparedWatch
+	started  time.Time
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   []error // watchers that returned an error
+}
+
+// newTeam loads the workflow, runs its setup and renders its kickoff:
+// everything that may fail before an agent starts. A setup failure is
+// exit 1, a bad file or an unknown variable exit 2.
+func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, stderr io.Writer) (*team, error) {
+	root := tree.Resolve(*tf.root, getenv)
+	f, err := workflow.Load(path)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", cmd, err)
+	}
+	instance := *tf.instance
+	if instance == "" {
+		instance = workflow.NewInstance(time.Now())
+	}
+	if err := workflow.CheckInstance(instance); err != nil {
+		return nil, usageErrorf("%s: --instance: %v", cmd, err)
+	}
+	from, err := actingAgent(ctx, cmd, "sender", *tf.agent)
+	if err != nil {
+		return nil, err
+	}
+	t := &team{file: f, root: root, instance: instance, channel: f.Channel(instance), from: from}
+	if err := tree.CheckName("channel", t.channel); err != nil {
+		return nil, usageErrorf("%s: %v", cmd, err)
+	}
+	for _, a := range f.Agents {
+		id, err := workflow.AgentID(a.Name, instance)
+		if err != nil {
+			return nil, usageErrorf("%s: %v", cmd, err)
+		}
+		t.ids, t.names = append(t.ids, id), append(t.names, a.Name)
+	}
+	recs, err := readRecords(root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	for _, r := range recs {
+		if r.Name == f.Name && r.Instance == instance {
+			if st := judge(root, r, time.Now()); st == wfRunning || st == wfStarting {
+				return nil, usageErrorf("%s: instance %s of %s is already %s (pid %d on %s)", cmd, instance, f.Name, st, r.PID, r.Host)
+			}
+		}
+	}
+	outputs, err := f.RunSetup(ctx, nil, stderr) // the process's environment
+	if err != nil {
+		return nil, fmt.Errorf("%s: setup: %w", cmd, err)
+	}
+	t.kickoff, err = workflow.Render(f.Kickoff, workflow.Vars{
+		Outputs: outputs, Env: getenv, Workflow: f.Name, Instance: instance,
+		Channel: t.channel, Document: f.Document(),
+	})
+	if err != nil {
+		return nil, usageErrorf("%s: kickoff: %v", cmd, err)
+	}
+	logs := io.Discard
+	if *tf.verbose {
+		logs = stderr
+	}
+	for i, a := range f.Agents {
+		s := agentSettings(a, t.ids[i], t.channel)
+		s.Keyring, s.AllowWritableKeyring, s.NATS = *tf.keyring, *tf.allowWritable, tf.nats
+		s.Poll, s.Heartbeat, s.Grace, s.LogLevel = *tf.poll, *tf.heartbeat, *tf.grace, *tf.logLevel
+		p, err := prepareWatch(ctx, root, s, getenv, logs)
+		if err != nil {
+			t.close()
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return nil, &exitError{code: ee.code, msg: fmt.Sprintf("%s: agent %s: %s", cmd, a.Name, ee.msg)}
+			}
+			return nil, fmt.Errorf("%s: agent %s: %w", cmd, a.Name, err)
+		}
+		t.prepared = append(t.prepared, p)
+	}
+	return t, nil
+}
+
+// agentSettings are the watch settings of workflow agent a, whose id is
+// id, in channel ch: a key left out keeps the zero value, the default.
+func agentSettings(a workflow.Agent, id, ch string) watchSettings {
+	s := watchSettings{
+		Agent: id, Aliases: []string{a.Name}, Channels: []string{ch},
+		CLI: a.CLI, Cmd: a.Cmd, CLIArgs: a.CLIArgs, Model: a.Model,
+		SessionScope: a.SessionScope, Role: a.SystemPrompt, Memory: a.Memory,
+		PromptTemplate: a.PromptTemplate, Workdir: a.Workdir, Trust: a.Trust,
+	}
+	set := func(dst *time.Duration, p *time.Duration) {
+		if p != nil {
+			*dst = *p
+		}
+	}
+	set(&s.SessionTTL, a.SessionTTL)
+	set(&s.Timeout, a.Timeout)
+	setInt := func(dst *int, p *int) {
+		if p != nil {
+			*dst = *p
+		}
+	}
+	setInt(&s.MaxTurns, a.MaxTurns)
+	setInt(&s.MaxHops, a.MaxHops)
+	setInt(&s.Rate, a.Rate)
+	setInt(&s.PairRate, a.PairRate)
+	if a.Context != nil {
+		s.Context = cmp.Or(*a.Context, -1) // context: 0 is none, as --context 0
+	}
+	if a.BudgetUSD != nil {
+		s.BudgetUSD = *a.BudgetUSD
+	}
+	if a.BudgetTokens != nil {
+		s.BudgetTokens = *a.BudgetTokens
+	}
+	if a.PostErrors != nil {
+		s.PostErrors = *a.PostErrors
+	}
+	if a.MCP != nil {
+		s.MCP = *a.MCP
+	}
+	return s
+}
+
+// close releases what the prepared watchers hold.
+func (t *team) close() {
+	for _, p := range t.prepared {
+		p.Close()
+	}
+	t.prepared = nil
+}
+
+// setStatus writes the record with status.
+func (t *team) setStatus(status string) error {
+	t.record.Status = status
+	if status != wfStarting && status != wfRunning {
+		t.record.Finished = time.Now().UTC()
+	}
+	return writeRecord(t.root, &t.record)
+}
+
+// start writes the record, starts every watcher and waits until each is
+// AWAKE. On error the watchers started are stopped.
+func (t *team) start(ctx context.Context) error {
+	t.started = time.Now()
+	t.record = instanceRecord{
+		Name: t.file.Name, Instance: t.instance, File: t.file.Path, Host: hostname(), PID: os.Getpid(),
+		Started: t.started.UTC(), Agents: t.ids, Channel: t.channel,
+	}
+	if err := t.setStatus(wfStarting); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	t.cancel = cancel
+	for _, p := range t.prepared {
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			if err := watcher.Run(wctx, p.Config); err != nil {
+				t.mu.Lock()
+				t.errs = append(t.errs, fmt.Errorf("%s: %w", p.Config.Agent, err))
+				t.mu.Unlock()
+			}
+		}()
+	}
+	if err := t.awaitAwake(ctx); err != nil {
+		t.stop()
+		return err
+	}
+	return nil
+}
+
+// watcherErr returns the errors of watchers that ended.
+func (t *team) watcherErr() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return errors.Join(t.errs...)
+}
+
+// awaitAwake waits until every agent's presence is AWAKE, written by this
+// process since the start.
+func (t *team) awaitAwake(ctx context.Context) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	since := t.started.Add(-time.Millisecond)
+	for {
+		if err := t.watcherErr(); err != nil {
+			return err
+		}
+		all := true
+		for _, id := range t.ids {
+			s, err := presence.Read(t.root, id)
+			st, ok := s.Time()
+			if err != nil || !ok || !strings.EqualFold(s.State, presence.StateAwake) || s.WatcherPID != os.Getpid() || st.Before(since) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// stop stops every watcher (each writes OFFLINE and ends its CLI) and
+// waits for them, then closes their logs.
+func (t *team) stop() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.wg.Wait()
+	t.close()
+}
+
+// postKickoff posts the rendered kickoff into the instance's channel.
+func (t *team) postKickoff(getenv env) (*channel.Message, error) {
+	signer, err := loadSigner("", t.from, getenv)
+	if err != nil {
+		return nil, err
+	}
+	m := &channel.Message{SessionID: t.channel, From: t.from, To: channel.Broadcast, Content: channel.Content{Text: t.kickoff}}
+	m.Metadata.Host = hostname()
+	m.Metadata.Hops = watcher.RunHops(getenv) + 1
+	w := &channel.Writer{Root: t.root, Signer: signer}
+	if err := w.Post(m); err != nil {
+		return nil, fmt.Errorf("kickoff: %w", err)
+	}
+	return m, nil
+}
+
+// stopRequested reports whether the instance's stop file exists, and
+// removes it.
+func (t *team) stopRequested() bool {
+	d, err := safedir.Open(t.root.Workflows())
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	name := stopName(t.file.Name, t.instance)
+	if _, err := d.Lstat(name); err != nil {
+		return false
+	}
+	d.Remove(name)
+	return true
+}
