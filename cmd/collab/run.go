@@ -129,9 +129,10 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, timeout, quiet tim
 			continue
 		}
 		p.skips(skips)
+		verdicts := p.verdicts(msgs)
 		for i := range msgs {
 			m := &msgs[i]
-			if err := p.message(m); err != nil {
+			if err := p.message(m, verdicts[i]); err != nil {
 				return wfFailed, err
 			}
 			st.last, st.lastAt = m, time.Now()

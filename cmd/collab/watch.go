@@ -378,7 +378,6 @@ const envTrust = "COLLAB_TRUST"
 // envPrices is the variable of --prices.
 const envPrices = "COLLAB_PRICES"
 
-
 // watchKeyring opens the keyring the watcher verifies with and checks it
 // (keyring.Ring.Check): under trust known or signed, one that others than
 // its admin could rewrite is refused (exit 2) unless it is empty, which
