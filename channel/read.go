@@ -440,8 +440,8 @@ func (r *Reader) below(name string, skips *[]Skip) {
 func (r *Reader) hinted(d *safedir.Dir) []*candidate {
 	var out []*candidate
 	for name := range r.hints {
-		if r.seen.has(name) {
-			continue
+		if _, bad := r.bad[name]; bad || r.seen.has(name) {
+			continue // a bad file is looked at again below, once it changes
 		}
 		fi, err := d.Lstat(name)
 		if err != nil {
@@ -476,8 +476,8 @@ func (r *Reader) hinted(d *safedir.Dir) []*candidate {
 // long.
 func (r *Reader) sweepHints(now time.Time, skips *[]Skip) {
 	for name, since := range r.hints {
-		if r.seen.has(name) {
-			delete(r.hints, name)
+		if _, bad := r.bad[name]; bad || r.seen.has(name) {
+			delete(r.hints, name) // found (a bad file is reported once)
 		} else if now.Sub(since) > r.opt.HintTTL {
 			delete(r.hints, name)
 			*skips = append(*skips, Skip{File: name, Reason: SkipNeverAppeared})

@@ -693,3 +693,37 @@ func TestScanHintedReadsOnlyHints(t *testing.T) {
 		t.Errorf("Scan after = %q, want the unhinted one", texts(got))
 	}
 }
+
+// TestScanHintedReportsBadFileOnce: a hinted file that does not parse is
+// reported once, not at every hinted scan while the hint stands.
+func TestScanHintedReportsBadFileOnce(t *testing.T) {
+	root := newRoot(t, "room")
+	r, err := channel.NewReader(root, "room", channel.Cursor{}, channel.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan(t, r) // the first listing
+	bad := fileName("mallory", time.Now(), "a000")
+	writeFile(t, filepath.Join(root.Channel("room"), bad), []byte("{not json"))
+	link := fileName("mallory", time.Now(), "a001")
+	if err := os.Symlink("/etc/passwd", filepath.Join(root.Channel("room"), link)); err != nil {
+		t.Fatal(err)
+	}
+	reports := map[string]int{}
+	for range 12 {
+		r.Hint(bad)
+		r.Hint(link)
+		_, skips, err := r.ScanHinted()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range skips {
+			reports[s.File]++
+		}
+	}
+	for _, name := range []string{bad, link} {
+		if reports[name] != 1 {
+			t.Errorf("%s was reported %d times over 12 hinted scans, want 1", name, reports[name])
+		}
+	}
+}
