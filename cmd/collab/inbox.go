@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"collab/internal/plumbing/tree"
+	"collab/internal/workflow"
 	"collab/internal/workspace/inbox"
 )
 
@@ -146,7 +147,8 @@ func openInbox(ctx context.Context, cmd, agent string, chans []string, rootf str
 			return nil, usageErrorf("%s: %v", cmd, err)
 		}
 	}
-	b, err := inbox.New(tree.Resolve(rootf, getenv), agent, inbox.Options{Channels: chans})
+	root := tree.Resolve(rootf, getenv)
+	b, err := inbox.New(root, agent, inbox.Options{Channels: chans, Aliases: workflow.AgentAliases(root, agent)})
 	if err != nil {
 		return nil, usageErrorf("%s: %v", cmd, err)
 	}
@@ -165,7 +167,7 @@ func printItem(w io.Writer, it inbox.Item, asJSON bool) error {
 	}
 	m := &it.Message
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  #%s  %s → %s  %s", m.Time().Format("2006-01-02 15:04:05"), it.Channel, tree.Printable(m.From), tree.Printable(m.To), tree.Printable(m.ID))
+	fmt.Fprintf(&b, "%s  #%s  %s → %s  %s", m.Time().Format("2006-01-02 15:04:05"), it.Channel, tree.Printable(workflow.Display(m.From)), tree.Printable(workflow.Display(m.To)), tree.Printable(m.ID))
 	if it.Priority == inbox.High {
 		b.WriteString("  [high]")
 	}

@@ -18,6 +18,7 @@ import (
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
+	"collab/internal/workflow"
 	"collab/watcher"
 )
 
@@ -267,7 +268,7 @@ func (p printer) message(m *channel.Message, verdict signing.Verdict) error {
 	}
 	var b strings.Builder
 	ts := m.Time().Format("2006-01-02 15:04:05")
-	fmt.Fprintf(&b, "%s  %s%s → %s", ts, tree.Printable(m.From), p.mark(m.From, verdict), tree.Printable(m.To))
+	fmt.Fprintf(&b, "%s  %s%s → %s", ts, tree.Printable(workflow.Display(m.From)), p.mark(m.From, verdict), tree.Printable(workflow.Display(m.To)))
 	if m.Type != "" && m.Type != "chat" {
 		fmt.Fprintf(&b, "  [%s]", tree.Printable(m.Type))
 	}

@@ -75,7 +75,7 @@ Flags:
 	status, runErr := t.follow(ctx, r, *timeout, *quiet, getenv, *asJSON, stdout, stderr)
 	t.stop()
 	if werr := t.watcherErr(); werr != nil && runErr == nil {
-		status, runErr = wfFailed, &exitError{code: exitFailure, msg: "run: " + werr.Error()}
+		status, runErr = workflow.Failed, &exitError{code: exitFailure, msg: "run: " + werr.Error()}
 	}
 	if err := t.setStatus(status); err != nil && runErr == nil {
 		runErr = err
@@ -96,11 +96,11 @@ type runState struct {
 // the timeout passes, ctx is done or a stop file appears. It returns the
 // status for the record, and the error that sets the exit code.
 func (t *team) follow(ctx context.Context, r *channel.Reader, timeout, quiet time.Duration, getenv env, asJSON bool, stdout, stderr io.Writer) (string, error) {
-	if err := t.setStatus(wfRunning); err != nil {
-		return wfFailed, err
+	if err := t.setStatus(workflow.Running); err != nil {
+		return workflow.Failed, err
 	}
 	if _, err := t.postKickoff(getenv); err != nil {
-		return wfFailed, err
+		return workflow.Failed, err
 	}
 	p := printer{w: stdout, errw: stderr, json: asJSON, channel: t.channel,
 		verifier: t.prepared[0].Config.Verifier}
@@ -111,17 +111,17 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, timeout, quiet tim
 	for {
 		select {
 		case <-ctx.Done():
-			return wfStopped, ctx.Err()
+			return workflow.Stopped, ctx.Err()
 		case <-deadline:
-			t.result(st, wfTimeout, asJSON, stdout)
-			return wfTimeout, &exitError{code: exitNothing, msg: fmt.Sprintf("run: not done after %v", timeout)}
+			t.result(st, workflow.Timeout, asJSON, stdout)
+			return workflow.Timeout, &exitError{code: exitNothing, msg: fmt.Sprintf("run: not done after %v", timeout)}
 		case <-tick.C:
 		}
 		if t.stopRequested() {
-			return wfStopped, &exitError{code: exitFailure, msg: "run: stopped by collab stop"}
+			return workflow.Stopped, &exitError{code: exitFailure, msg: "run: stopped by collab stop"}
 		}
 		if err := t.watcherErr(); err != nil {
-			return wfFailed, err
+			return workflow.Failed, err
 		}
 		msgs, skips, err := r.Scan()
 		if err != nil {
@@ -133,7 +133,7 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, timeout, quiet tim
 		for i := range msgs {
 			m := &msgs[i]
 			if err := p.message(m, verdicts[i]); err != nil {
-				return wfFailed, err
+				return workflow.Failed, err
 			}
 			st.last, st.lastAt = m, time.Now()
 			if !delivery.IsNotice(m) && t.addressed(m) {
@@ -145,9 +145,9 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, timeout, quiet tim
 			if st.last != nil && delivery.IsNotice(st.last) {
 				st.refused = true
 			}
-			status, code := wfDone, 0
+			status, code := workflow.Done, 0
 			if st.failed || st.refused {
-				status, code = wfFailed, exitFailure
+				status, code = workflow.Failed, exitFailure
 			}
 			t.result(st, status, asJSON, stdout)
 			if code != 0 {
@@ -259,13 +259,13 @@ func (t *team) result(st *runState, status string, asJSON bool, stdout io.Writer
 	}
 	fmt.Fprintf(stdout, "── %s@%s: %s\n", t.file.Name, t.instance, status)
 	if st.last != nil {
-		fmt.Fprintf(stdout, "last message: %s from %s\n", st.last.ID, tree.Printable(displayAgent(st.last.From)))
+		fmt.Fprintf(stdout, "last message: %s from %s\n", st.last.ID, tree.Printable(workflow.Display(st.last.From)))
 	}
 	if len(res.Documents) > 0 {
 		fmt.Fprintf(stdout, "documents changed: %s\n", joinPrintable(res.Documents))
 	}
 	for _, a := range res.Agents {
-		fmt.Fprintf(stdout, "%-20s jobs %d (failed %d)  $%.4f  %d tokens\n", displayAgent(a.Agent), a.Jobs, a.Failed, a.CostUSD, a.Tokens)
+		fmt.Fprintf(stdout, "%-20s jobs %d (failed %d)  $%.4f  %d tokens\n", workflow.Display(a.Agent), a.Jobs, a.Failed, a.CostUSD, a.Tokens)
 	}
 }
 
@@ -306,12 +306,4 @@ func joinPrintable(names []string) string {
 		s += tree.Printable(n)
 	}
 	return s
-}
-
-// displayAgent shows a workflow agent's id NAME--INSTANCE as NAME@INSTANCE.
-func displayAgent(id string) string {
-	if name, instance, ok := workflow.SplitAgentID(id); ok {
-		return name + "@" + instance
-	}
-	return id
 }

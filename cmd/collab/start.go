@@ -55,8 +55,8 @@ Flags:
 	if err := t.start(ctx); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	status, runErr := wfStopped, error(nil)
-	if err := t.setStatus(wfRunning); err != nil {
+	status, runErr := workflow.Stopped, error(nil)
+	if err := t.setStatus(workflow.Running); err != nil {
 		runErr = err
 	} else if m, err := t.postKickoff(getenv); err != nil {
 		runErr = err
@@ -64,7 +64,7 @@ Flags:
 		fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", t.file.Name, t.instance, t.channel, m.ID)
 		runErr = t.hold(ctx)
 		if runErr != nil {
-			status = wfFailed
+			status = workflow.Failed
 		}
 	}
 	t.stop()
@@ -110,6 +110,9 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 		return usageErrorf("start: --instance: %v", err)
 	}
 	root := tree.Resolve(*tf.root, getenv)
+	if err := refuseRunning(root, "start", f.Name, instance); err != nil {
+		return err
+	}
 	logs, err := safedir.Create(root.Logs())
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -157,9 +160,9 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 			return ctx.Err()
 		case <-tick.C:
 		}
-		recs, _ := readRecords(root)
+		recs, _ := workflow.Records(root)
 		for _, r := range recs {
-			if r.Name == f.Name && r.Instance == instance && r.PID == cmd.Process.Pid && r.Started.After(started) && r.Status == wfRunning {
+			if r.Name == f.Name && r.Instance == instance && r.PID == cmd.Process.Pid && r.Started.After(started) && r.Status == workflow.Running {
 				cmd.Process.Release()
 				fmt.Fprintf(stdout, "%s@%s: running in the background (pid %d, log %s/%s)\n", f.Name, instance, r.PID, root.Logs(), logName)
 				return nil
@@ -210,7 +213,7 @@ Flags:
 		return usageErrorf("stop: give one target (NAME@INSTANCE or @INSTANCE) or --all")
 	}
 	root := tree.Resolve(*rootf, getenv)
-	recs, err := readRecords(root)
+	recs, err := workflow.Records(root)
 	if err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
@@ -226,9 +229,9 @@ Flags:
 		}
 	}
 	now := time.Now()
-	var targets []instanceRecord
+	var targets []workflow.Record
 	for _, r := range recs {
-		if st := judge(root, r, now); st != wfRunning && st != wfStarting {
+		if st := judge(root, r, now); st != workflow.Running && st != workflow.Starting {
 			continue
 		}
 		if !*all && (r.Instance != instance || name != "" && r.Name != name && !slices.Contains(r.Agents, name+workflow.Sep+instance)) {
@@ -239,14 +242,9 @@ Flags:
 	if len(targets) == 0 {
 		return &exitError{code: exitNothing, msg: "stop: no running instance matches"}
 	}
-	d, err := safedir.Create(root.Workflows())
-	if err != nil {
-		return fmt.Errorf("stop: %w", err)
-	}
-	defer d.Close()
 	for _, r := range targets {
 		data, _ := json.Marshal(map[string]any{"by": loginName(ctx), "host": hostname(), "time": now.UTC()})
-		if err := d.Replace(stopName(r.Name, r.Instance), data, 0o666); err != nil {
+		if err := workflow.RequestStop(root, r.Name, r.Instance, data); err != nil {
 			return fmt.Errorf("stop: %w", err)
 		}
 	}
@@ -303,11 +301,11 @@ Flags:
 		return usageErrorf("ls: unexpected argument %q", fs.Arg(0))
 	}
 	root := tree.Resolve(*rootf, getenv)
-	recs, err := readRecords(root)
+	recs, err := workflow.Records(root)
 	if err != nil {
 		return fmt.Errorf("ls: %w", err)
 	}
-	slices.SortFunc(recs, func(a, b instanceRecord) int { return a.Started.Compare(b.Started) })
+	slices.SortFunc(recs, func(a, b workflow.Record) int { return a.Started.Compare(b.Started) })
 	now := time.Now()
 	if !*asJSON {
 		fmt.Fprintf(stdout, "%-20s %-16s %-30s %-8s %s\n", "NAME", "INSTANCE", "SOURCE", "STATUS", "AGENTS")
@@ -324,7 +322,7 @@ Flags:
 		}
 		var agents []string
 		for _, a := range r.Agents {
-			agents = append(agents, displayAgent(a))
+			agents = append(agents, workflow.Display(a))
 		}
 		fmt.Fprintf(stdout, "%-20s %-16s %-30s %-8s %s\n", tree.Printable(r.Name), tree.Printable(r.Instance),
 			tree.Printable(r.File), r.Status, tree.Printable(strings.Join(agents, ",")))
@@ -334,12 +332,12 @@ Flags:
 
 // stillRecorded counts the targets whose record still says running or
 // starting while their process lives: it has not finished stopping.
-func stillRecorded(root tree.Root, targets []instanceRecord) int {
-	recs, _ := readRecords(root)
+func stillRecorded(root tree.Root, targets []workflow.Record) int {
+	recs, _ := workflow.Records(root)
 	n := 0
 	for _, r := range recs {
 		for _, t := range targets {
-			if r.Name == t.Name && r.Instance == t.Instance && (r.Status == wfRunning || r.Status == wfStarting) &&
+			if r.Name == t.Name && r.Instance == t.Instance && (r.Status == workflow.Running || r.Status == workflow.Starting) &&
 				!(r.Host == hostname() && r.PID > 0 && !proc.PIDAlive(r.PID)) {
 				n++
 			}

@@ -13,6 +13,7 @@ import (
 	"collab/channel"
 	"collab/internal/delivery"
 	"collab/internal/plumbing/tree"
+	"collab/internal/workflow"
 	"collab/presence"
 )
 
@@ -86,7 +87,7 @@ Flags:
 
 // statusText prints st as a header line and a table of addressees.
 func statusText(w io.Writer, st delivery.Status, now time.Time) error {
-	fmt.Fprintf(w, "%s in %s from %s to %s, %s\n", st.ID, cell(st.Channel), cell(st.From), cell(st.To), presence.FormatTime(st.Time))
+	fmt.Fprintf(w, "%s in %s from %s to %s, %s\n", st.ID, cell(st.Channel), cell(workflow.Display(st.From)), cell(workflow.Display(st.To)), presence.FormatTime(st.Time))
 	if st.Broadcast {
 		_, err := fmt.Fprintln(w, "broadcast: no addressee")
 		return err
@@ -94,7 +95,7 @@ func statusText(w io.Writer, st delivery.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSTATE\tDETAIL")
 	for _, a := range st.Addressees {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Agent, a.State, tree.Printable(a.Describe(now)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", tree.Printable(workflow.Display(a.Agent)), a.State, tree.Printable(a.Describe(now)))
 	}
 	return tw.Flush()
 }

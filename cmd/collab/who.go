@@ -269,7 +269,7 @@ func whoTable(w io.Writer, rows []whoRow, now time.Time) error {
 		if r.status != nil && r.state == presence.AwakeWorking {
 			msg = r.status.MessageID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", displayAgent(r.agent), r.state, age, cell(host), cell(channels), cell(msg))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", workflow.Display(r.agent), r.state, age, cell(host), cell(channels), cell(msg))
 		if backlogs {
 			b := r.backlog(now)
 			n, oldest, replied := "-", "-", "-"

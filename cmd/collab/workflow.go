@@ -7,11 +7,9 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -21,109 +19,27 @@ import (
 
 	"collab/channel"
 	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workflow"
 	"collab/presence"
 	"collab/watcher"
 )
 
-// Statuses of an instance record.
-const (
-	wfStarting = "starting"
-	wfRunning  = "running"
-	wfDone     = "done"
-	wfFailed   = "failed"
-	wfStopped  = "stopped"
-	wfTimeout  = "timeout"
-	wfDead     = "dead" // judged by ls, never written
-)
-
-// instanceRecord is ROOT/workflows/WORKFLOW--INSTANCE.json, written
-// atomically by the process that runs the instance.
-type instanceRecord struct {
-	Name     string    `json:"name"`
-	Instance string    `json:"instance"`
-	File     string    `json:"file"`
-	Host     string    `json:"host"`
-	PID      int       `json:"pid"`
-	Started  time.Time `json:"started"`
-	Status   string    `json:"status"`
-	Agents   []string  `json:"agents"`
-	Channel  string    `json:"channel"`
-	Finished time.Time `json:"finished,omitzero"`
-}
-
-// maxRecord bounds a record read.
-const maxRecord = 1 << 20
-
-// recordName is the record's file name, and stopName the stop file's.
-func recordName(name, instance string) string {
-	return name + workflow.Sep + instance + ".json"
-}
-
-func stopName(name, instance string) string {
-	return name + workflow.Sep + instance + ".stop"
-}
-
-func writeRecord(root tree.Root, r *instanceRecord) error {
-	d, err := safedir.Create(root.Workflows())
-	if err != nil {
-		return fmt.Errorf("instance record: %w", err)
-	}
-	defer d.Close()
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := d.Replace(recordName(r.Name, r.Instance), append(data, '\n'), 0o666); err != nil {
-		return fmt.Errorf("instance record: %w", err)
-	}
-	return nil
-}
-
-// readRecords reads every instance record; a bad one is skipped.
-func readRecords(root tree.Root) ([]instanceRecord, error) {
-	d, err := safedir.Open(root.Workflows())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	ents, err := d.ReadDir()
-	if err != nil {
-		return nil, err
-	}
-	var out []instanceRecord
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".json") || safedir.IsTemp(e.Name()) {
-			continue
-		}
-		data, _, err := d.ReadFile(e.Name(), maxRecord)
-		if err != nil {
-			continue
-		}
-		var r instanceRecord
-		if json.Unmarshal(data, &r) == nil && r.Name != "" && r.Instance != "" {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
+// wfDead is the status ls judges a running record whose process or
+// agents are gone; it is never written.
+const wfDead = "dead"
 
 // judge is the record's status as ls shows it: a running (or starting)
 // record whose process is dead on this host, or whose agents are all
 // OFFLINE or STALE, is "dead".
-func judge(root tree.Root, r instanceRecord, now time.Time) string {
-	if r.Status != wfRunning && r.Status != wfStarting {
+func judge(root tree.Root, r workflow.Record, now time.Time) string {
+	if r.Status != workflow.Running && r.Status != workflow.Starting {
 		return r.Status
 	}
 	if r.Host == hostname() && r.PID > 0 && !proc.PIDAlive(r.PID) {
 		return wfDead
 	}
-	if r.Status == wfStarting {
+	if r.Status == workflow.Starting {
 		return r.Status
 	}
 	for _, a := range r.Agents {
@@ -175,7 +91,7 @@ type team struct {
 	names    []string // the agents' names, as the author wrote them
 	kickoff  string
 	from     string // who posts the kickoff
-	record   instanceRecord
+	record   workflow.Record
 	prepared []*preparedWatch
 	started  time.Time
 
@@ -201,6 +117,9 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 	if err := workflow.CheckInstance(instance); err != nil {
 		return nil, usageErrorf("%s: --instance: %v", cmd, err)
 	}
+	if err := refuseRunning(root, cmd, f.Name, instance); err != nil {
+		return nil, err
+	}
 	from, err := actingAgent(ctx, cmd, "sender", *tf.agent)
 	if err != nil {
 		return nil, err
@@ -215,17 +134,6 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 			return nil, usageErrorf("%s: %v", cmd, err)
 		}
 		t.ids, t.names = append(t.ids, id), append(t.names, a.Name)
-	}
-	recs, err := readRecords(root)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cmd, err)
-	}
-	for _, r := range recs {
-		if r.Name == f.Name && r.Instance == instance {
-			if st := judge(root, r, time.Now()); st == wfRunning || st == wfStarting {
-				return nil, usageErrorf("%s: instance %s of %s is already %s (pid %d on %s)", cmd, instance, f.Name, st, r.PID, r.Host)
-			}
-		}
 	}
 	outputs, err := f.RunSetup(ctx, nil, stderr) // the process's environment
 	if err != nil {
@@ -258,6 +166,20 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 		t.prepared = append(t.prepared, p)
 	}
 	return t, nil
+}
+
+// refuseRunning refuses (exit 2) to run instance of workflow name when
+// its record says it is running or starting and ls would not judge it
+// dead: before any setup step runs.
+func refuseRunning(root tree.Root, cmd, name, instance string) error {
+	r, err := workflow.ReadRecord(root, name, instance)
+	if err != nil {
+		return nil // none (or unreadable: not running as far as anyone can tell)
+	}
+	if st := judge(root, r, time.Now()); st == workflow.Running || st == workflow.Starting {
+		return usageErrorf("%s: instance %s of %s is already %s (pid %d on %s)", cmd, instance, name, st, r.PID, r.Host)
+	}
+	return nil
 }
 
 // agentSettings are the watch settings of workflow agent a, whose id is
@@ -314,21 +236,21 @@ func (t *team) close() {
 // setStatus writes the record with status.
 func (t *team) setStatus(status string) error {
 	t.record.Status = status
-	if status != wfStarting && status != wfRunning {
+	if status != workflow.Starting && status != workflow.Running {
 		t.record.Finished = time.Now().UTC()
 	}
-	return writeRecord(t.root, &t.record)
+	return workflow.WriteRecord(t.root, &t.record)
 }
 
 // start writes the record, starts every watcher and waits until each is
 // AWAKE. On error the watchers started are stopped.
 func (t *team) start(ctx context.Context) error {
 	t.started = time.Now()
-	t.record = instanceRecord{
+	t.record = workflow.Record{
 		Name: t.file.Name, Instance: t.instance, File: t.file.Path, Host: hostname(), PID: os.Getpid(),
 		Started: t.started.UTC(), Agents: t.ids, Channel: t.channel,
 	}
-	if err := t.setStatus(wfStarting); err != nil {
+	if err := t.setStatus(workflow.Starting); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -417,15 +339,5 @@ func (t *team) postKickoff(getenv env) (*channel.Message, error) {
 // stopRequested reports whether the instance's stop file exists, and
 // removes it.
 func (t *team) stopRequested() bool {
-	d, err := safedir.Open(t.root.Workflows())
-	if err != nil {
-		return false
-	}
-	defer d.Close()
-	name := stopName(t.file.Name, t.instance)
-	if _, err := d.Lstat(name); err != nil {
-		return false
-	}
-	d.Remove(name)
-	return true
+	return workflow.StopRequested(t.root, t.file.Name, t.instance)
 }

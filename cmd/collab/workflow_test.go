@@ -72,13 +72,13 @@ func startArgs(args ...string) []string {
 	return append(append([]string{"start"}, f...), args...)
 }
 
-func readRecord(t *testing.T, root, name, instance string) instanceRecord {
+func readRecord(t *testing.T, root, name, instance string) workflow.Record {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(tree.Root(root).Workflows(), recordName(name, instance)))
+	data, err := os.ReadFile(filepath.Join(tree.Root(root).Workflows(), workflow.RecordName(name, instance)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r instanceRecord
+	var r workflow.Record
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func readRecord(t *testing.T, root, name, instance string) instanceRecord {
 }
 
 // allOffline fails unless every agent of the record is OFFLINE.
-func allOffline(t *testing.T, root string, r instanceRecord) {
+func allOffline(t *testing.T, root string, r workflow.Record) {
 	t.Helper()
 	if len(r.Agents) == 0 {
 		t.Fatal("no agents in the record")
@@ -124,7 +124,7 @@ func TestRunStandinDone(t *testing.T) {
 		}
 	}
 	rec := readRecord(t, root, "release", "t1")
-	if rec.Status != wfDone || rec.Channel != "release--t1" || rec.Finished.IsZero() {
+	if rec.Status != workflow.Done || rec.Channel != "release--t1" || rec.Finished.IsZero() {
 		t.Errorf("record %+v, want done in release--t1", rec)
 	}
 	allOffline(t, root, rec)
@@ -153,7 +153,7 @@ func TestRunJSONResult(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Result.Status != wfDone || len(res.Result.Agents) != 3 || res.Result.Last == nil {
+	if res.Result.Status != workflow.Done || len(res.Result.Agents) != 3 || res.Result.Last == nil {
 		t.Fatalf("result %+v", res.Result)
 	}
 	for _, a := range res.Result.Agents {
@@ -230,7 +230,7 @@ func TestRunTimeout(t *testing.T) {
 		t.Fatalf("exit %d, want 3\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	rec := readRecord(t, root, "slow", "to1")
-	if rec.Status != wfTimeout {
+	if rec.Status != workflow.Timeout {
 		t.Errorf("record status %q, want timeout", rec.Status)
 	}
 	allOffline(t, root, rec)
@@ -257,7 +257,7 @@ func TestRunInterrupted(t *testing.T) {
 		t.Fatalf("exit 0 after an interrupt\n%s", r.stderr)
 	}
 	rec := readRecord(t, root, "slow", "int1")
-	if rec.Status != wfStopped {
+	if rec.Status != workflow.Stopped {
 		t.Errorf("record status %q, want stopped", rec.Status)
 	}
 	allOffline(t, root, rec)
@@ -296,7 +296,7 @@ func TestStartStopInstance(t *testing.T) {
 	if s := <-done; s.code != 0 {
 		t.Errorf("start: %+v", s)
 	}
-	if rec := readRecord(t, root, "slow", "st1"); rec.Status != wfStopped {
+	if rec := readRecord(t, root, "slow", "st1"); rec.Status != workflow.Stopped {
 		t.Errorf("record status %q, want stopped", rec.Status)
 	}
 	if r := runCollab(t, env, "", "stop", "@st1"); r.code != 3 {
@@ -426,7 +426,7 @@ func TestStartBackground(t *testing.T) {
 		t.Fatalf("start --background: %+v", r)
 	}
 	rec := readRecord(t, root, "slow", "bg")
-	if rec.Status != wfRunning || rec.PID == os.Getpid() {
+	if rec.Status != workflow.Running || rec.PID == os.Getpid() {
 		t.Fatalf("record %+v, want running in another process", rec)
 	}
 	for _, a := range rec.Agents {
@@ -439,7 +439,7 @@ func TestStartBackground(t *testing.T) {
 	}
 	allOffline(t, root, rec)
 	waitFor(t, func() bool { return !proc.PIDAlive(rec.PID) || isZombie(rec.PID) })
-	if rec := readRecord(t, root, "slow", "bg"); rec.Status != wfStopped {
+	if rec := readRecord(t, root, "slow", "bg"); rec.Status != workflow.Stopped {
 		t.Errorf("record status %q, want stopped", rec.Status)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
+	"collab/internal/workflow"
 )
 
 func TestAddressees(t *testing.T) {
@@ -95,5 +96,47 @@ func TestSeenFile(t *testing.T) {
 	st, _ = Of(root, "dev", m.ID, Options{Verifier: v})
 	if a := st.Addressees[0]; a.State != Undeliverable {
 		t.Errorf("with a forged seen file: %+v, want it ignored (bob unknown: undeliverable)", a)
+	}
+}
+
+// TestAddresseesInstanceAlias: in a workflow instance's channel "@reviewer"
+// (and to: reviewer, a first line "reviewer …") is for reviewer--I, so
+// status lists it; in another channel the same mention names the agent
+// "reviewer", not the instance's.
+func TestAddresseesInstanceAlias(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	rec := workflow.Record{Name: "review", Instance: "i1", Status: workflow.Running, Started: time.Now(),
+		Agents: []string{"reviewer--i1", "coder--i1"}, Channel: "review--i1"}
+	if err := workflow.WriteRecord(root, &rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, ch, to, text string
+		want               []string
+	}{
+		{"mention", "review--i1", "all", "diff\n@reviewer please review", []string{"reviewer--i1"}},
+		{"to", "review--i1", "coder", "fix it", []string{"coder--i1"}},
+		{"first word", "review--i1", "all", "Coder: fix it", []string{"coder--i1"}},
+		{"id too", "review--i1", "all", "@reviewer--i1 and @reviewer", []string{"reviewer--i1"}},
+		{"other channel", "dev", "all", "@reviewer please review", []string{"reviewer"}},
+		{"other channel, first word", "dev", "all", "Coder: fix it", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := channel.Message{SessionID: c.ch, From: "human", To: c.to, Content: channel.Content{Text: c.text}}
+			if err := (&channel.Writer{Root: root}).Post(&m); err != nil {
+				t.Fatal(err)
+			}
+			st, err := Of(root, c.ch, m.ID, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, a := range st.Addressees {
+				got = append(got, a.Agent)
+			}
+			if !slices.Equal(got, c.want) || st.Broadcast != (c.want == nil) {
+				t.Errorf("addressees %v (broadcast %v), want %v", got, st.Broadcast, c.want)
+			}
+		})
 	}
 }

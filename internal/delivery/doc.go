@@ -9,7 +9,11 @@
 // @mentions, and a known agent (registry entry or presence file) whose
 // name is the first word of its first line: the rules of
 // [channel.Message.IsFor]. A message to "all" that names no one is a
-// broadcast: it has no addressee, and no state.
+// broadcast: it has no addressee, and no state. In the channel of a
+// workflow instance an agent of the instance is also named by its NAME
+// (@reviewer is reviewer--pr-123; [workflow.Aliases], read from the
+// instance records: package workflow's "Aliases"); elsewhere only by its
+// id.
 //
 // # States
 //
@@ -56,5 +60,6 @@
 // seen file, the claim's generations and reply tokens, the reply (by its
 // id), the agent's presence and registry entry, and, for a working or
 // failed claim, the agent's job records (bounded by jobs.Keep plus those
-// running). Never the channel's history.
+// running), plus the instance records (ROOT/workflows) for the channel's
+// aliases. Never the channel's history.
 package delivery

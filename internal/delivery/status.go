@@ -15,6 +15,7 @@ import (
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
+	"collab/internal/workflow"
 	"collab/internal/workspace/registry"
 	"collab/presence"
 )
@@ -110,7 +111,9 @@ func For(root tree.Root, ch string, m *channel.Message, opt Options) Status {
 	}
 	id := m.Key()
 	s := Status{Channel: ch, ID: id, From: m.From, To: m.To, Time: m.Time(), Addressees: []Addressee{}}
-	names := Addressees(m, func(a string) bool { return registry.Known(root, a) })
+	// An agent of a workflow instance is also named by its alias in
+	// the instance's channel (package workflow's "Aliases").
+	names := AddresseesIn(m, func(a string) bool { return registry.Known(root, a) }, workflow.Aliases(root, ch))
 	if len(names) == 0 {
 		s.Broadcast = true
 		return s
@@ -125,9 +128,24 @@ func For(root tree.Root, ch string, m *channel.Message, opt Options) Status {
 // the first word of the first line if known says it is an agent. Only
 // names for which m.IsFor holds are kept, each once.
 func Addressees(m *channel.Message, known func(agent string) bool) []string {
+	return AddresseesIn(m, known, nil)
+}
+
+// AddresseesIn is Addressees in a channel whose aliases (alias → agent id,
+// [workflow.Aliases]) name agents of a workflow instance: a name that is
+// an alias stands for its agent, for which m.IsForAny(id, alias) holds.
+func AddresseesIn(m *channel.Message, known func(agent string) bool, aliases map[string]string) []string {
 	var out []string
 	add := func(a string) {
-		if tree.CheckName("agent", a) != nil || !m.IsFor(a) {
+		if tree.CheckName("agent", a) != nil {
+			return
+		}
+		if id, ok := alias(aliases, a); ok {
+			if !m.IsForAny(id, a) {
+				return
+			}
+			a = id
+		} else if !m.IsFor(a) {
 			return
 		}
 		for _, b := range out {
@@ -146,21 +164,31 @@ func Addressees(m *channel.Message, known func(agent string) bool) []string {
 			continue
 		}
 		name := nameAt(text[i+1:])
-		if name != "" && !known(name) && known(strings.ToLower(name)) {
+		if _, ok := alias(aliases, name); !ok && name != "" && !known(name) && known(strings.ToLower(name)) {
 			name = strings.ToLower(name)
 		}
 		add(name)
 	}
 	line, _, _ := strings.Cut(text, "\n")
 	if first := nameAt(strings.TrimLeft(line, " \t\r")); first != "" {
+		_, isAlias := alias(aliases, first)
 		switch {
-		case known(first):
+		case isAlias || known(first):
 			add(first)
 		case known(strings.ToLower(first)):
 			add(strings.ToLower(first))
 		}
 	}
 	return out
+}
+
+// alias looks name up in aliases, ignoring case as mentions do.
+func alias(aliases map[string]string, name string) (id string, ok bool) {
+	if id, ok = aliases[name]; ok {
+		return id, true
+	}
+	id, ok = aliases[strings.ToLower(name)]
+	return id, ok
 }
 
 // nameAt returns the run of name bytes s starts with.

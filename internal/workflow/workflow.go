@@ -76,7 +76,38 @@
 // contain no "--" and neither start nor end with '-' (CheckName), so the id
 // splits back at its first "--". Channel(instance) and AgentID may still
 // exceed tree.MaxNameLen for long names: the caller checks them once the
-// instance is known.
+// instance is known. Display shows any agent id as people see it.
+//
+// # Aliases
+//
+// Inside an instance's channel (its record's channel) an agent of the
+// instance is also addressed by its NAME, as the author wrote it
+// (@reviewer, to: reviewer, a first line starting with reviewer);
+// elsewhere only by its id. The watcher answers to the alias
+// (watcher.Config.Aliases), and the readers apply the same rule from the
+// records: Aliases(root, channel) maps each alias of the channel to its
+// id (package delivery, for collab status, send --wait and the MCP
+// message_status), AgentAliases(root, id) gives an agent's channels and
+// aliases (package inbox, through inbox.Options.Aliases). When two
+// instances share a channel (context.channel), the alias is the one of the
+// instance started last. Both read the records only: their cost is bounded
+// by the number of records, never a channel's history.
+//
+// # Instance records
+//
+// The process that runs an instance keeps its record,
+// ROOT/workflows/WORKFLOW--INSTANCE.json (RecordName), replaced atomically
+// (WriteRecord; Records and ReadRecord read them, skipping what does not
+// parse): a JSON object with name, instance, file (absolute), host, pid,
+// started, status (Starting, Running, Done, Failed, Stopped, Timeout),
+// agents (ids, in file order), channel and, once finished, finished.
+// RequestStop writes ROOT/workflows/WORKFLOW--INSTANCE.stop (StopName;
+// free-form JSON for people, only its existence matters), from any host;
+// the running process polls StopRequested, which removes it, and stops.
+// Records are written by the running process for people and for collab
+// ls, stop and the readers' aliases: they are not signed, as they grant
+// nothing (a forged record can only give an alias in a channel to an agent
+// id that the channel's messages could name anyway).
 //
 // # API notes
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"collab/channel"
+	"collab/internal/workflow"
 	"collab/internal/workspace/inbox"
 )
 
@@ -39,7 +40,8 @@ type InboxAckResult struct {
 // addInboxTools registers the inbox tools and makes channel_read
 // acknowledge what it returned.
 func addInboxTools(s *Server) error {
-	box, err := inbox.New(s.cfg.Root, s.cfg.Agent, inbox.Options{Channels: []string{s.cfg.Channel}, Now: s.cfg.Now})
+	box, err := inbox.New(s.cfg.Root, s.cfg.Agent, inbox.Options{Channels: []string{s.cfg.Channel}, Now: s.cfg.Now,
+		Aliases: workflow.AgentAliases(s.cfg.Root, s.cfg.Agent)})
 	if err != nil {
 		return err
 	}

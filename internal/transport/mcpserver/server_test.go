@@ -30,7 +30,13 @@ const hangGuard = 60 * time.Second
 // SDK's own client, connected in memory.
 func connect(t *testing.T, root tree.Root) (*Server, *mcp.ClientSession) {
 	t.Helper()
-	s, err := New(Config{Root: root, Agent: "claude", Channel: "dev", Host: "vm-1", Hops: 2, Poll: 10 * time.Millisecond})
+	return connectAs(t, root, "claude", "dev")
+}
+
+// connectAs is connect as agent in channel ch.
+func connectAs(t *testing.T, root tree.Root, agent, ch string) (*Server, *mcp.ClientSession) {
+	t.Helper()
+	s, err := New(Config{Root: root, Agent: agent, Channel: ch, Host: "vm-1", Hops: 2, Poll: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

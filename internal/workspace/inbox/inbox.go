@@ -89,6 +89,12 @@ type Options struct {
 	SkewWindow time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Aliases are the agent's other names by channel (channel → names):
+	// in that channel a message addressed to one of them is for the
+	// agent ([channel.Message.IsForAny]). For an agent of a workflow
+	// instance, workflow.AgentAliases gives its instance's channel and
+	// its NAME.
+	Aliases map[string][]string
 }
 
 // Inbox is one agent's inbox. Each call reads the tree afresh; an Inbox
@@ -144,7 +150,7 @@ func (b *Inbox) PeekNewest(limit int) (items []Item, more int, err error) {
 			_, ok := seen[name]
 			return !ok && !nm.Time.Before(cur.Floor)
 		}
-		forMe := func(m *channel.Message) bool { return m.IsFor(b.agent) }
+		forMe := func(m *channel.Message) bool { return b.isFor(c, m) }
 		msgs, n, _, err := channel.Newest(b.root, c, limit, unread, forMe) // skipped files are the channel readers' to report
 		if err != nil {
 			return nil, 0, err
@@ -162,6 +168,12 @@ func (b *Inbox) PeekNewest(limit int) (items []Item, more int, err error) {
 	return items, more, nil
 }
 
+// isFor reports whether m, a message of channel c, is for the agent: by
+// its id, or in c by one of its aliases there.
+func (b *Inbox) isFor(c string, m *channel.Message) bool {
+	return m.IsForAny(b.agent, b.opt.Aliases[c]...)
+}
+
 // Check returns the unread messages, oldest first, and acknowledges them.
 func (b *Inbox) Check() ([]Item, error) { return b.unread(true) }
 
@@ -177,7 +189,7 @@ func (b *Inbox) unread(ack bool) ([]Item, error) {
 			return nil, err
 		}
 		for _, m := range msgs {
-			if m.IsFor(b.agent) {
+			if b.isFor(c, &m) {
 				items = append(items, Item{Channel: c, Priority: PriorityOf(&m), Message: m})
 			}
 		}
@@ -260,7 +272,7 @@ func (b *Inbox) Ack(until Until) (int, error) {
 				continue
 			}
 			seen = append(seen, m.File)
-			if m.IsFor(b.agent) {
+			if b.isFor(c, &m) {
 				n++
 			}
 		}

@@ -322,3 +322,32 @@ func FuzzParseUntil(f *testing.F) {
 		}
 	})
 }
+
+// TestAliasesInChannel: an agent's alias counts only in the channel it is
+// given for.
+func TestAliasesInChannel(t *testing.T) {
+	root := t.TempDir()
+	in := post(t, root, "review--i1", "human", "all", "@reviewer please review", base)
+	post(t, root, "dev", "human", "all", "@reviewer please review", base.Add(time.Second))
+	b, err := New(tree.Root(root), "reviewer--i1", Options{Now: func() time.Time { return base.Add(time.Hour) },
+		Aliases: map[string][]string{"review--i1": {"reviewer"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := b.Peek()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, "Peek", items, in)
+	items, _, err = b.PeekNewest(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, "PeekNewest", items, in)
+	if n, err := b.Ack(Until{Time: base.Add(time.Minute)}); err != nil || n != 1 {
+		t.Errorf("Ack: %d, %v; want 1", n, err)
+	}
+	if items, _ := newInbox(t, root, "reviewer--i1").Peek(); len(items) != 0 {
+		t.Errorf("without aliases: %v", ids(items))
+	}
+}
