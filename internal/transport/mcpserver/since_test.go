@@ -42,7 +42,10 @@ func TestReadSinceLeavesOlderUnread(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w := &channel.Writer{Root: root}
+	// Posts 10 ms apart: two in one millisecond would be ordered by their
+	// random names.
+	base, n := time.Now(), 0
+	w := &channel.Writer{Root: root, Now: func() time.Time { n++; return base.Add(time.Duration(n) * 10 * time.Millisecond) }}
 	var fresh []string
 	for i := range 4 {
 		m := &channel.Message{SessionID: "dev", From: "human", To: "claude", Content: channel.Content{Text: fmt.Sprint("new ", i)}}
