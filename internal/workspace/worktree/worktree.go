@@ -312,4 +312,3 @@ func DeleteBranch(ctx context.Context, repo, branch string) error {
 	_, err := git(ctx, repo, "branch", "--quiet", "-D", "--", branch)
 	return err
 }
-
