@@ -484,7 +484,7 @@ func runDelegateStatus(ctx context.Context, args []string, getenv env, stdout, s
 	}{Session: s, State: agentState(root, s.Agent, time.Now()), Jobs: []jobs.Job{}}
 	if js, err := jobs.List(root, s.Agent); err == nil {
 		if len(js) > maxStatusJobs {
-			js = js[len(js)-maxStatusJobs:]
+			js = js[:maxStatusJobs] // newest first
 		}
 		for i := range js {
 			js[i].Events = nil
