@@ -585,6 +585,9 @@ func runDelegateStop(args []string, getenv env, stdout, stderr io.Writer, remove
 	if s.Host != hostname() {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%s: session %s runs on host %s; run this there", cmd, s.ID, s.Host)}
 	}
+	if !ownRecord(root, s) {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("%s: the record of session %s is not this account's (%s); run this as its owner", cmd, s.ID, describeOwner(recordPath(root, s.ID)))}
+	}
 	ctx := context.Background()
 	if remove && !*force {
 		// Refuse before stopping anything.
@@ -643,6 +646,19 @@ func stopSession(root tree.Root, s *sessions.Session, grace time.Duration) error
 	return sessions.Update(root, s)
 }
 
+// recordPath is the file of session id's record.
+func recordPath(root tree.Root, id string) string {
+	return filepath.Join(root.Delegations(), id+".json")
+}
+
+// ownRecord reports whether s's record file belongs to this account. The
+// commands that act on a record's paths and processes (stop, rm, resume)
+// act only on their own: a record rewritten by another account of the
+// tree's group is refused.
+func ownRecord(root tree.Root, s *sessions.Session) bool {
+	return keyring.Owner(recordPath(root, s.ID)) == os.Getuid()
+}
+
 // sessionAlive reports whether s's recorded process still runs it on
 // this host (its group has the session's variable: not a reused pid).
 func sessionAlive(s *sessions.Session) bool {
@@ -686,7 +702,7 @@ Flags:
 		if s.Status != sessions.Running || s.Host != hostname() || sessionAlive(s) || len(s.Args) == 0 || s.Args[0] != "watch" {
 			continue
 		}
-		if keyring.Owner(filepath.Join(root.Delegations(), s.ID+".json")) != os.Getuid() {
+		if !ownRecord(root, s) {
 			fmt.Fprintf(stderr, "collab: resume: skipping session %s: its record is not this account's\n", s.ID)
 			continue
 		}

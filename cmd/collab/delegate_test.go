@@ -23,7 +23,7 @@ import (
 
 // committingCLI ($FAKE_CLI_COMMIT) commits a file in its working folder
 // and answers with where it ran: "ok MESSAGE-ID in WORKTREE on BRANCH for
-// DELEGATOR at depth N".
+// DELEGATOR at depth N (cwd DIR) hops MAX-HOPS budget USD".
 func committingCLI() {
 	io.Copy(io.Discard, os.Stdin)
 	id := os.Getenv("COLLAB_MESSAGE_ID")
@@ -39,8 +39,8 @@ func committingCLI() {
 		}
 	}
 	wd, _ := os.Getwd()
-	fmt.Printf("ok %s in %s on %s for %s at depth %s (cwd %s)\n", id, os.Getenv("COLLAB_WORKTREE"), os.Getenv("COLLAB_BRANCH"),
-		os.Getenv("COLLAB_DELEGATED_BY"), os.Getenv("COLLAB_DELEGATION_DEPTH"), wd)
+	fmt.Printf("ok %s in %s on %s for %s at depth %s (cwd %s) hops %s budget %s\n", id, os.Getenv("COLLAB_WORKTREE"), os.Getenv("COLLAB_BRANCH"),
+		os.Getenv("COLLAB_DELEGATED_BY"), os.Getenv("COLLAB_DELEGATION_DEPTH"), wd, os.Getenv("COLLAB_MAX_HOPS"), os.Getenv("COLLAB_BUDGET_USD"))
 	os.Exit(0)
 }
 
@@ -115,6 +115,8 @@ func sessionOf(t *testing.T, r result) *sessions.Session {
 func TestDelegate(t *testing.T) {
 	d := newDelegateEnv(t)
 	t.Setenv("FAKE_CLI_COMMIT", "1")
+	// As inside a watcher's run: its limits carry over.
+	d.env["COLLAB_MAX_HOPS"], d.env["COLLAB_BUDGET_USD"] = "3", "1.5"
 	r := d.delegate(t, "--title", "Fix the bug", "--wait", "--timeout", "2m", "please fix the bug")
 	if r.code != 0 {
 		t.Fatalf("delegate --wait: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -129,7 +131,7 @@ func TestDelegate(t *testing.T) {
 		s.Status != sessions.Running || s.Depth != 1 || s.Base != "main" {
 		t.Fatalf("session %+v", s)
 	}
-	for _, want := range []string{"session " + s.ID, "in " + wantPath + " on fix-the-bug for human at depth 1 (cwd " + wantPath + ")"} {
+	for _, want := range []string{"session " + s.ID, "in " + wantPath + " on fix-the-bug for human at depth 1 (cwd " + wantPath + ") hops 3 budget 1.5"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("delegate --wait output lacks %q:\n%s", want, r.stdout)
 		}
@@ -374,5 +376,34 @@ func TestResumeWorkflow(t *testing.T) {
 	}
 	if r := runCollab(t, env, "", "stop", "--timeout", "30s", "quick@r1"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
+	}
+}
+
+// TestDelegateForeignRecord: stop, rm and resume act only on records this
+// account owns: one rewritten by another account of the tree's group is
+// refused, its worktree and process left alone.
+func TestDelegateForeignRecord(t *testing.T) {
+	d := newDelegateEnv(t)
+	s := sessionOf(t, d.delegate(t, "--json", "work"))
+	if err := os.Chown(recordPath(tree.Root(d.root), s.ID), 65534, 65534); err != nil {
+		t.Fatalf("chown (the test needs root, as in CI): %v", err)
+	}
+	for _, cmd := range []string{"stop", "rm"} {
+		r := runCollab(t, d.env, "", "delegate", cmd, "--force", s.ID)
+		if cmd == "stop" {
+			r = runCollab(t, d.env, "", "delegate", cmd, s.ID)
+		}
+		if r.code != exitRefused || !strings.Contains(r.stderr, "not this account's") {
+			t.Fatalf("%s of a foreign record: %+v", cmd, r)
+		}
+	}
+	if _, err := os.Stat(s.Worktree); err != nil || !sessionAlive(s) {
+		t.Fatalf("a refused command touched the session: %v", err)
+	}
+	syscall.Kill(-s.PID, syscall.SIGKILL)
+	waitFor(t, func() bool { return !proc.PIDAlive(s.PID) || isZombie(s.PID) })
+	r := runCollab(t, d.env, "", "resume")
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "skipping session "+s.ID) {
+		t.Fatalf("resume of a foreign record: %+v", r)
 	}
 }
