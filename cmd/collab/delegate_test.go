@@ -407,3 +407,18 @@ func TestDelegateForeignRecord(t *testing.T) {
 		t.Fatalf("resume of a foreign record: %+v", r)
 	}
 }
+
+// TestDelegateWaitRefused: a delegation from a run deep in a chain is one
+// hop deeper; at the delegated watcher's --max-hops (carried over) it is
+// refused with a notice, and delegate --wait ends with exit 4 at once.
+func TestDelegateWaitRefused(t *testing.T) {
+	d := newDelegateEnv(t)
+	d.env["COLLAB_HOPS"], d.env["COLLAB_MAX_HOPS"] = "2", "3" // as inside a run answering a message of hops 2
+	r := d.delegate(t, "--wait", "--timeout", "2m", "go deeper")
+	if r.code != exitRefused || !strings.Contains(r.stderr, "no answer will come") {
+		t.Fatalf("delegate --wait at the hop limit: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "session ") {
+		t.Errorf("the session is not printed:\n%s", r.stdout)
+	}
+}
