@@ -150,16 +150,24 @@ Flags:
 			return usageErrorf("delegate: --branch: %v", err)
 		}
 	}
-	repoDir, err := worktree.Repo(ctx, *repo)
+	// here is the working tree the work starts from (its branch is the
+	// default base); repoDir the repository's main working tree, where
+	// the new worktree is made and recorded, so that a delegation from
+	// inside a delegated agent's worktree goes beside it, not into it.
+	here, err := worktree.Repo(ctx, *repo)
+	if err != nil {
+		return usageErrorf("delegate: --repo: %v", err)
+	}
+	repoDir, err := worktree.Main(ctx, here)
 	if err != nil {
 		return usageErrorf("delegate: --repo: %v", err)
 	}
 	if *base == "" {
-		if *base, err = worktree.CurrentBranch(ctx, repoDir); err != nil {
+		if *base, err = worktree.CurrentBranch(ctx, here); err != nil {
 			return fmt.Errorf("delegate: %w", err)
 		}
 		if *base == "" { // detached: start from its commit
-			if *base, err = worktree.Commit(ctx, repoDir, "HEAD"); err != nil {
+			if *base, err = worktree.Commit(ctx, here, "HEAD"); err != nil {
 				return fmt.Errorf("delegate: %w", err)
 			}
 		}

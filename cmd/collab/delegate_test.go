@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,6 +43,28 @@ func committingCLI() {
 	wd, _ := os.Getwd()
 	fmt.Printf("ok %s in %s on %s for %s at depth %s (cwd %s) hops %s budget %s\n", id, os.Getenv("COLLAB_WORKTREE"), os.Getenv("COLLAB_BRANCH"),
 		os.Getenv("COLLAB_DELEGATED_BY"), os.Getenv("COLLAB_DELEGATION_DEPTH"), wd, os.Getenv("COLLAB_MAX_HOPS"), os.Getenv("COLLAB_BUDGET_USD"))
+	os.Exit(0)
+}
+
+// nestingCLI ($FAKE_CLI_NEST) delegates from its worktree with collab
+// delegate --wait and answers "depth N got: ANSWER", or "depth N refused:
+// ERROR" when the delegation is refused.
+func nestingCLI() {
+	io.Copy(io.Discard, os.Stdin)
+	os.Setenv("COLLAB_TEST_AS", "collab") // the detached watcher it starts is this binary as collab
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"delegate", "--cli", "command", "--cmd", os.Args[0], "--poll", "100ms",
+		"--heartbeat", "1s", "--wait", "--timeout", "2m", "--title", "nested", "go deeper"}, os.Getenv, strings.NewReader(""), &out, &errb)
+	depth := os.Getenv("COLLAB_DELEGATION_DEPTH")
+	if code := exitCode(err, &errb); code != 0 {
+		fmt.Printf("depth %s refused (exit %d): %s", depth, code, errb.String())
+		os.Exit(0)
+	}
+	answer := out.String()
+	if _, a, ok := strings.Cut(answer, "\n"); ok {
+		answer = a // after the session line
+	}
+	fmt.Printf("depth %s got: %s", depth, answer)
 	os.Exit(0)
 }
 
@@ -420,5 +444,32 @@ func TestDelegateWaitRefused(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "session ") {
 		t.Errorf("the session is not printed:\n%s", r.stdout)
+	}
+}
+
+// TestDelegateNested: a delegated agent delegates in turn from its
+// worktree (the new worktree goes beside it, based on its branch); the
+// agent at the depth limit is refused, and the answers unwind to the
+// person who asked.
+func TestDelegateNested(t *testing.T) {
+	d := newDelegateEnv(t)
+	t.Setenv("COLLAB_WORKTREES", d.wts) // for the delegations made inside the runs
+	t.Setenv("FAKE_CLI_NEST", "1")
+	r := d.delegate(t, "--title", "outer", "--wait", "--timeout", "3m", "delegate this further")
+	if r.code != 0 {
+		t.Fatalf("delegate: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if want := "depth 1 got: depth 2 refused (exit 4): collab: delegate: delegation refused: "; !strings.Contains(r.stdout, want) ||
+		!strings.Contains(r.stdout, "is at delegation depth 2, the limit is 2") {
+		t.Fatalf("output lacks the refusal at depth 2:\n%s", r.stdout)
+	}
+	list, _ := sessions.List(tree.Root(d.root))
+	if len(list) != 2 {
+		t.Fatalf("sessions %+v, want 2", list)
+	}
+	outer, inner := list[0], list[1]
+	if inner.DelegatedBy != outer.Agent || inner.Depth != 2 || inner.Base != outer.Branch || inner.Repo != outer.Repo ||
+		inner.Worktree != filepath.Join(d.wts, "repo", "nested") || inner.Agent != "human-"+outer.ID+"-"+inner.ID {
+		t.Fatalf("inner session %+v\nouter %+v", inner, outer)
 	}
 }

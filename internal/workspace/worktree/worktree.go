@@ -112,6 +112,23 @@ func Repo(ctx context.Context, dir string) (string, error) {
 	return out, nil
 }
 
+// Main is the main working tree of the repository dir is in (the first
+// of git worktree list): the repository itself when dir is in one of its
+// worktrees, so that worktrees made from a worktree go beside the
+// others, not inside it.
+func Main(ctx context.Context, dir string) (string, error) {
+	out, err := git(ctx, dir, "worktree", "list", "--porcelain")
+	if err != nil {
+		return "", fmt.Errorf("%w: %s (%v)", ErrNotRepo, dir, err)
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	path, ok := strings.CutPrefix(first, "worktree ")
+	if !ok || path == "" {
+		return "", fmt.Errorf("%w: %s (no main worktree)", ErrNotRepo, dir)
+	}
+	return path, nil
+}
+
 // CurrentBranch is the branch checked out in repo ("" when detached).
 func CurrentBranch(ctx context.Context, repo string) (string, error) {
 	out, err := git(ctx, repo, "symbolic-ref", "--quiet", "--short", "HEAD")

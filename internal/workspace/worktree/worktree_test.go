@@ -38,6 +38,11 @@ func TestAddStatusRemove(t *testing.T) {
 	if err := worktree.Add(ctx, repo, "main", "feature/x", path); err != nil {
 		t.Fatal(err)
 	}
+	for _, dir := range []string{repo, path} {
+		if m, err := worktree.Main(ctx, dir); err != nil || (m != repo && m != top) {
+			t.Fatalf("Main(%s) = %q, %v; want %q", dir, m, err, repo)
+		}
+	}
 	if ok, err := worktree.BranchExists(ctx, repo, "feature/x"); !ok || err != nil {
 		t.Fatalf("BranchExists = %v, %v", ok, err)
 	}
