@@ -197,6 +197,21 @@ Flags:
 	if err := d.create(); err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
+	if onDelegateCreated != nil {
+		onDelegateCreated(root)
+	}
+	if *maxConc > 0 {
+		// Again with this record: a delegation that raced this one
+		// between the check and the record counts too.
+		n, err := sessions.CountActive(root, from)
+		if err != nil {
+			return fmt.Errorf("delegate: %w", err)
+		}
+		if n > *maxConc {
+			le := &sessions.LimitError{Err: sessions.ErrConcurrency, Delegator: from, Have: n - 1, Max: *maxConc}
+			return &exitError{code: exitRefused, msg: "delegate: " + le.Error()}
+		}
+	}
 	s := d.s
 	if *branch != "" {
 		exists, err := worktree.BranchExists(ctx, repoDir, *branch)
@@ -292,6 +307,10 @@ Flags:
 		opt: delegate.Options{NotFrom: from, Poll: time.Second}, json: *asJSON, reader: waitFrom, track: true}
 	return rw.run(ctx, &natsFlags{}, getenv, stdout, stderr)
 }
+
+// onDelegateCreated, when set (by tests), is called once a delegation's
+// record is made.
+var onDelegateCreated func(root tree.Root)
 
 // delegation is a session being set up, and what undo must take back.
 type delegation struct {

@@ -264,6 +264,23 @@ func TestDelegateLimits(t *testing.T) {
 	if list, _ := sessions.List(tree.Root(d.root)); len(list) != 1 || list[0].Depth != 2 {
 		t.Fatalf("sessions %+v, want the one at depth 2", list)
 	}
+
+	// A rival delegation records itself between the check and the record:
+	// the count after the record refuses, and takes everything back.
+	onDelegateCreated = func(root tree.Root) {
+		rival := &sessions.Session{ID: "ffff", DelegatedBy: "human", Status: sessions.Starting}
+		if err := sessions.Create(root, rival); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { onDelegateCreated = nil }()
+	r = d.delegate(t, "--max-concurrent", "2", "raced work")
+	if r.code != exitRefused || !strings.Contains(r.stderr, "already has 2 active delegated sessions, the limit is 2") {
+		t.Fatalf("raced over the concurrency limit: %+v", r)
+	}
+	if list, _ := sessions.List(tree.Root(d.root)); len(list) != 2 {
+		t.Fatalf("sessions %+v, want the first and the rival", list)
+	}
 	if got := gittest.Git(t, d.repo, "branch", "--list", "more-work"); got != "" {
 		t.Fatal("a refused delegate made a branch")
 	}

@@ -316,9 +316,25 @@ func CheckLimits(root tree.Root, delegator string, depth, maxDepth, maxConcurren
 	if maxConcurrent <= 0 {
 		return nil
 	}
-	all, err := List(root)
+	n, err := CountActive(root, delegator)
 	if err != nil {
 		return err
+	}
+	if n >= maxConcurrent {
+		return &LimitError{Err: ErrConcurrency, Delegator: delegator, Have: n, Max: maxConcurrent}
+	}
+	return nil
+}
+
+// CountActive is the number of delegator's active sessions. A delegation
+// checks its limit with [CheckLimits] before it creates its record, and
+// counts again after: with its own record counted, more than the limit
+// means another delegation raced it, and it gives up (both may; neither
+// goes over the limit).
+func CountActive(root tree.Root, delegator string) (int, error) {
+	all, err := List(root)
+	if err != nil {
+		return 0, err
 	}
 	n := 0
 	for i := range all {
@@ -326,10 +342,7 @@ func CheckLimits(root tree.Root, delegator string, depth, maxDepth, maxConcurren
 			n++
 		}
 	}
-	if n >= maxConcurrent {
-		return &LimitError{Err: ErrConcurrency, Delegator: delegator, Have: n, Max: maxConcurrent}
-	}
-	return nil
+	return n, nil
 }
 
 // Depth is the delegation depth in an environment: EnvDepth's value, 0
