@@ -42,10 +42,12 @@ const (
 )
 
 // inherited are the variables of a delegator's model run that must not
-// reach the delegated watcher: they describe the delegator's run.
+// reach the delegated watcher: they describe the delegator's run, or are
+// the delegator's.
 var inherited = []string{"COLLAB_AGENT", "COLLAB_CHANNEL", "COLLAB_MESSAGE_ID", "COLLAB_FROM", watcher.EnvHops,
 	"COLLAB_CLI", "COLLAB_CMD", "COLLAB_MODEL", "COLLAB_WORKDIR", sessions.EnvWorktree, sessions.EnvBranch,
-	sessions.EnvDelegatedBy, sessions.EnvSession, sessions.EnvDepth}
+	sessions.EnvDelegatedBy, sessions.EnvSession, sessions.EnvDepth,
+	envKey} // the delegator's own key: the new agent has none of its own
 
 func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {

@@ -324,6 +324,8 @@ func TestDelegateBranchClash(t *testing.T) {
 	if r := d.delegate(t, "--branch", "bad..name", "work"); r.code != exitUsage {
 		t.Fatalf("--branch bad..name: %+v", r)
 	}
+	// The delegator's key is its own: the new watcher does not take it.
+	t.Setenv("COLLAB_KEY", filepath.Join(t.TempDir(), "delegators.key"))
 	s := sessionOf(t, d.delegate(t, "--json", "Add tests!"))
 	if s.Branch != "add-tests-2" {
 		t.Fatalf("branch %q, want add-tests-2", s.Branch)
