@@ -685,8 +685,11 @@ func recordPath(root tree.Root, id string) string {
 // act only on their own: a record rewritten by another account of the
 // tree's group is refused.
 func ownRecord(root tree.Root, s *sessions.Session) bool {
-	return keyring.Owner(recordPath(root, s.ID)) == os.Getuid()
+	return keyring.Owner(recordPath(root, s.ID)) == getuid()
 }
+
+// getuid is os.Getuid; tests that cannot chown make it another account's.
+var getuid = os.Getuid
 
 // sessionAlive reports whether s's recorded process still runs it on
 // this host (its group has the session's variable: not a reused pid).
