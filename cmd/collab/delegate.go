@@ -238,6 +238,12 @@ Flags:
 			return fmt.Errorf("delegate: %w", gitErr)
 		}
 	}
+	if *worktrees != "" {
+		// Absolute: the watcher, and collab resume, run elsewhere.
+		if *worktrees, err = filepath.Abs(*worktrees); err != nil {
+			return fmt.Errorf("delegate: --worktrees: %w", err)
+		}
+	}
 	s.Worktree = worktree.DefaultPath(*worktrees, repoDir, s.Branch)
 	if _, err := os.Lstat(s.Worktree); err == nil {
 		return fmt.Errorf("delegate: %s exists; remove it or give another --branch", s.Worktree)
