@@ -496,3 +496,37 @@ func TestDelegateNested(t *testing.T) {
 		t.Fatalf("inner session %+v\nouter %+v", inner, outer)
 	}
 }
+
+// TestDelegateStopMidRun: stop while the agent's CLI runs leaves no CLI
+// behind, nor a tool the CLI started, even when the watcher is killed
+// before its grace ends.
+func TestDelegateStopMidRun(t *testing.T) {
+	d := newDelegateEnv(t)
+	pids := t.TempDir()
+	t.Setenv("FAKE_CLI_SLEEP", "60s")
+	t.Setenv("FAKE_CLI_STARTED", pids)
+	t.Setenv("FAKE_CLI_SPAWN", "1")
+	s := sessionOf(t, d.delegate(t, "--json", "take your time"))
+	var tool int
+	waitFor(t, func() bool {
+		ents, _ := os.ReadDir(pids)
+		for _, e := range ents {
+			if n, ok := strings.CutPrefix(e.Name(), "child-"); ok {
+				tool, _ = strconv.Atoi(n)
+			}
+		}
+		return len(ents) == 2
+	})
+	t.Cleanup(func() { syscall.Kill(tool, syscall.SIGKILL) })
+	if r := runCollab(t, d.env, "", "delegate", "stop", "--timeout", "1s", s.ID); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+	waitFor(t, func() bool { return !proc.PIDAlive(s.PID) || isZombie(s.PID) })
+	noCLILeft(t, pids)
+	if proc.PIDAlive(tool) && !isZombie(tool) {
+		t.Errorf("the CLI's tool %d is still alive", tool)
+	}
+	if got := d.session(t, s.ID); got.Status != sessions.Stopped {
+		t.Fatalf("after stop: %+v", got)
+	}
+}
