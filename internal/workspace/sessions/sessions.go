@@ -30,6 +30,17 @@
 // (default [DefaultMaxDepth]) and one with [DefaultMaxConcurrent] active
 // sessions (starting or running). Both refusals are a [*LimitError].
 //
+// # Trust
+//
+// A record is not signed: it is written by the delegating command, not by
+// a watcher on behalf of its agent, and what others see of the agent
+// (presence, replies) is signed as any watcher's. What acts on a record's
+// paths and processes (collab delegate stop, rm and resume) acts only on
+// a record file owned by the account it runs as, so another account of
+// the tree's group that rewrites one (every replace makes a new file) is
+// refused; and a recorded pid is signalled only while its process group
+// carries the session's [EnvSession].
+//
 // # Cost
 //
 // [Read] reads one record; [List] and [CheckLimits] read the folder's
