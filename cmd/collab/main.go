@@ -21,6 +21,9 @@
 //	collab start   FILE [--instance I] [--background]      start a workflow's team
 //	collab stop    NAME@INSTANCE | @INSTANCE | --all       stop workflow instances
 //	collab ls      [--json]                                list the workflow instances
+//	collab delegate --repo DIR [--title T] [--wait] PROMPT  a new agent in its own git worktree
+//	collab delegate ls|status|send|stop|rm ID …            follow the delegated sessions
+//	collab resume                                          restart this host's delegated agents
 //
 // Run "collab COMMAND --help" for a command's flags.
 //
@@ -177,6 +180,8 @@ func commands() []command {
 		{"start", "start a workflow file's team and keep it running", runStart},
 		{"stop", "stop running workflow instances", runStop},
 		{"ls", "list the workflow instances", runLs},
+		{"delegate", "hand work to a new agent in its own git worktree, and follow it", runDelegate},
+		{"resume", "restart this host's delegated agents whose watcher is gone", runResume},
 	}
 }
 

@@ -16,11 +16,16 @@ import (
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workflow"
+	"collab/internal/workspace/sessions"
 	"collab/presence"
 )
 
 // envBackgroundChild marks the detached child of collab start --background.
 const envBackgroundChild = "COLLAB_WORKFLOW_CHILD"
+
+// envWorkflowResume marks a detached child that collab resume restarts:
+// it posts no kickoff.
+const envWorkflowResume = "COLLAB_WORKFLOW_RESUME"
 
 func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("start", stderr)
@@ -56,8 +61,18 @@ Flags:
 		return fmt.Errorf("start: %w", err)
 	}
 	status, runErr := workflow.Stopped, error(nil)
+	if getenv(envBackgroundChild) == "1" {
+		t.record.Args = args
+		t.record.Dir, _ = os.Getwd()
+	}
 	if err := t.setStatus(workflow.Running); err != nil {
 		runErr = err
+	} else if getenv(envWorkflowResume) == "1" {
+		fmt.Fprintf(stdout, "%s@%s: resumed in channel %s\n", t.file.Name, t.instance, t.channel)
+		runErr = t.hold(ctx)
+		if runErr != nil {
+			status = workflow.Failed
+		}
 	} else if m, err := t.postKickoff(getenv); err != nil {
 		runErr = err
 	} else {
@@ -113,21 +128,6 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 	if err := refuseRunning(root, "start", f.Name, instance); err != nil {
 		return err
 	}
-	logs, err := safedir.Create(root.Logs())
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	defer logs.Close()
-	logName := f.Name + workflow.Sep + instance + ".log"
-	log, err := logs.OpenAppend(logName, safedir.FilePerm)
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	defer log.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
 	child := []string{"start"}
 	for _, a := range args {
 		if a != "--background" && a != "--background=true" {
@@ -137,38 +137,101 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 	if *tf.instance == "" {
 		child = append(child, "--instance", instance)
 	}
-	cmd := exec.Command(exe, child...)
-	cmd.Env = append(os.Environ(), envBackgroundChild+"=1")
+	logName := f.Name + workflow.Sep + instance + ".log"
+	d, err := spawnDetached(root, logName, "", child, []string{envBackgroundChild + "=1"})
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	started := time.Now().Add(-time.Second)
+	err = d.await(ctx, timeout, "start", "the agents are not AWAKE", func() bool {
+		recs, _ := workflow.Records(root)
+		for _, r := range recs {
+			if r.Name == f.Name && r.Instance == instance && r.PID == d.pid() && r.Started.After(started) && r.Status == workflow.Running {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s@%s: running in the background (pid %d, log %s/%s)\n", f.Name, instance, d.pid(), root.Logs(), logName)
+	return nil
+}
+
+// detached is a collab process started by spawnDetached.
+type detached struct {
+	cmd     *exec.Cmd
+	exited  chan error
+	root    tree.Root
+	logName string
+}
+
+// spawnDetached runs this executable with args in its own session (so it
+// outlives the caller and a terminal's hang-up), with the variables of env
+// added to the caller's environment, its output appended to
+// ROOT/logs/logName, in the folder dir ("": this one). collab start
+// --background, delegate and resume use it.
+func spawnDetached(root tree.Root, logName, dir string, args, env []string) (*detached, error) {
+	logs, err := safedir.Create(root.Logs())
+	if err != nil {
+		return nil, err
+	}
+	defer logs.Close()
+	log, err := logs.OpenAppend(logName, safedir.FilePerm)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start: %w", err)
+		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	d := &detached{cmd: cmd, exited: make(chan error, 1), root: root, logName: logName}
+	go func() { d.exited <- cmd.Wait() }()
+	return d, nil
+}
+
+// pid is the detached process's id, and its process group's and session's.
+func (d *detached) pid() int { return d.cmd.Process.Pid }
+
+// await polls ready until it is true and returns nil, leaving the process
+// running. It returns an error with the end of the process's log when the
+// process ends first, an exit-3 error after timeout (the process is left
+// running: the caller ends it or not), or ctx's error.
+func (d *detached) await(ctx context.Context, timeout time.Duration, cmd, notYet string, ready func() bool) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(timeout)
-	started := time.Now().Add(-time.Second)
 	for {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("start: the background process ended (%v); its log %s/%s:\n%s", err, root.Logs(), logName, logTail(root, logName))
+		case err := <-d.exited:
+			d.exited <- err
+			return fmt.Errorf("%s: the background process ended (%v); its log %s/%s:\n%s", cmd, err, d.root.Logs(), d.logName, logTail(d.root, d.logName))
 		case <-deadline:
-			return &exitError{code: exitNothing, msg: fmt.Sprintf("start: the agents are not AWAKE after %v; see %s/%s", timeout, root.Logs(), logName)}
+			return &exitError{code: exitNothing, msg: fmt.Sprintf("%s: %s after %v; see %s/%s", cmd, notYet, timeout, d.root.Logs(), d.logName)}
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
 		}
-		recs, _ := workflow.Records(root)
-		for _, r := range recs {
-			if r.Name == f.Name && r.Instance == instance && r.PID == cmd.Process.Pid && r.Started.After(started) && r.Status == workflow.Running {
-				cmd.Process.Release()
-				fmt.Fprintf(stdout, "%s@%s: running in the background (pid %d, log %s/%s)\n", f.Name, instance, r.PID, root.Logs(), logName)
-				return nil
-			}
+		if ready() {
+			return nil
 		}
 	}
+}
+
+// kill ends the detached process's group at once and waits for it.
+func (d *detached) kill() {
+	proc.EndGroup(d.pid(), 0)
+	<-d.exited
 }
 
 // logTail is the end of a log file in ROOT/logs.
@@ -286,7 +349,10 @@ func runLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdo
 
 List the workflow instances (ROOT/workflows): NAME, INSTANCE, SOURCE (the
 file), STATUS (starting, running, done, failed, stopped, timeout; dead for
-a running one whose process or agents are gone) and AGENTS.
+a running one whose process or agents are gone) and AGENTS. Then the
+delegated sessions not removed (collab delegate ls), as NAME "delegate",
+INSTANCE the session ID, SOURCE the branch; in JSON with a "delegation"
+member, the session's record.
 
 Flags:
 `)
@@ -326,6 +392,33 @@ Flags:
 		}
 		fmt.Fprintf(stdout, "%-20s %-16s %-30s %-8s %s\n", tree.Printable(r.Name), tree.Printable(r.Instance),
 			tree.Printable(r.File), r.Status, tree.Printable(strings.Join(agents, ",")))
+	}
+	list, err := sessions.List(root)
+	if err != nil {
+		return fmt.Errorf("ls: %w", err)
+	}
+	for i := range list {
+		s := &list[i]
+		if s.Status == sessions.Removed {
+			continue
+		}
+		status := s.Status
+		if s.Active() && s.Host == hostname() && !sessionAlive(s) {
+			status = wfDead
+		}
+		if *asJSON {
+			data, err := json.Marshal(struct {
+				workflow.Record
+				Delegation *sessions.Session `json:"delegation"`
+			}{workflow.Record{Name: "delegate", Instance: s.ID, File: s.Branch, Host: s.Host, PID: s.PID, Started: s.Created,
+				Status: status, Agents: []string{s.Agent}, Channel: s.Channel}, s})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s\n", data)
+			continue
+		}
+		fmt.Fprintf(stdout, "%-20s %-16s %-30s %-8s %s\n", "delegate", s.ID, tree.Printable(s.Branch), status, s.Agent)
 	}
 	return nil
 }

@@ -135,16 +135,20 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 		}
 		t.ids, t.names = append(t.ids, id), append(t.names, a.Name)
 	}
-	outputs, err := f.RunSetup(ctx, nil, stderr) // the process's environment
-	if err != nil {
-		return nil, fmt.Errorf("%s: setup: %w", cmd, err)
-	}
-	t.kickoff, err = workflow.Render(f.Kickoff, workflow.Vars{
-		Outputs: outputs, Env: getenv, Workflow: f.Name, Instance: instance,
-		Channel: t.channel, Document: f.Document(),
-	})
-	if err != nil {
-		return nil, usageErrorf("%s: kickoff: %v", cmd, err)
+	// Resumed (collab resume): the kickoff was posted, so neither it nor
+	// the setup that renders it runs again.
+	if getenv(envWorkflowResume) != "1" {
+		outputs, err := f.RunSetup(ctx, nil, stderr) // the process's environment
+		if err != nil {
+			return nil, fmt.Errorf("%s: setup: %w", cmd, err)
+		}
+		t.kickoff, err = workflow.Render(f.Kickoff, workflow.Vars{
+			Outputs: outputs, Env: getenv, Workflow: f.Name, Instance: instance,
+			Channel: t.channel, Document: f.Document(),
+		})
+		if err != nil {
+			return nil, usageErrorf("%s: kickoff: %v", cmd, err)
+		}
 	}
 	logs := io.Discard
 	if *tf.verbose {

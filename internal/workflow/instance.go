@@ -35,6 +35,10 @@ type Record struct {
 	Agents   []string  `json:"agents"`
 	Channel  string    `json:"channel"`
 	Finished time.Time `json:"finished,omitzero"`
+	// Args are the arguments of a detached collab start (--background)
+	// and Dir its working folder: what collab resume runs again.
+	Args []string `json:"args,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
 }
 
 // maxRecord bounds a record read.
