@@ -18,6 +18,7 @@
 //	ROOT/docs/CHANNEL/                 shared documents
 //	ROOT/tasks/CHANNEL/                the task board of a channel
 //	ROOT/scripts/                      seed-compatible entry points
+//	ROOT/delegations/ID.json           delegated sessions (package sessions)
 //
 // A channel or agent name is 1-64 characters of [A-Za-z0-9_-] that does not
 // start with '-'. Every name that comes from outside is checked with
@@ -256,3 +257,7 @@ func (r Root) Keys() string { return r.join("keys") }
 // files (WORKFLOW--INSTANCE.json, .stop), made by the first collab run or
 // start.
 func (r Root) Workflows() string { return r.join("workflows") }
+
+// Delegations is the folder of the delegated sessions' records
+// (package sessions: ID.json), made by the first collab delegate.
+func (r Root) Delegations() string { return r.join("delegations") }
