@@ -177,6 +177,8 @@ func commands() []command {
 		{"start", "start a workflow file's team and keep it running", runStart},
 		{"stop", "stop running workflow instances", runStop},
 		{"ls", "list the workflow instances", runLs},
+		{"delegate", "hand work to a new agent in its own git worktree, and follow it", runDelegate},
+		{"resume", "restart this host's delegated agents whose watcher is gone", runResume},
 	}
 }
 

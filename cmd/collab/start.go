@@ -110,21 +110,6 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 		return usageErrorf("start: --instance: %v", err)
 	}
 	root := tree.Resolve(*tf.root, getenv)
-	logs, err := safedir.Create(root.Logs())
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	defer logs.Close()
-	logName := f.Name + workflow.Sep + instance + ".log"
-	log, err := logs.OpenAppend(logName, safedir.FilePerm)
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	defer log.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
 	child := []string{"start"}
 	for _, a := range args {
 		if a != "--background" && a != "--background=true" {
@@ -134,38 +119,99 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 	if *tf.instance == "" {
 		child = append(child, "--instance", instance)
 	}
-	cmd := exec.Command(exe, child...)
-	cmd.Env = append(os.Environ(), envBackgroundChild+"=1")
+	logName := f.Name + workflow.Sep + instance + ".log"
+	d, err := spawnDetached(root, logName, child, []string{envBackgroundChild + "=1"})
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	started := time.Now().Add(-time.Second)
+	err = d.await(ctx, timeout, "start", "the agents are not AWAKE", func() bool {
+		recs, _ := readRecords(root)
+		for _, r := range recs {
+			if r.Name == f.Name && r.Instance == instance && r.PID == d.pid() && r.Started.After(started) && r.Status == wfRunning {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s@%s: running in the background (pid %d, log %s/%s)\n", f.Name, instance, d.pid(), root.Logs(), logName)
+	return nil
+}
+
+// detached is a collab process started by spawnDetached.
+type detached struct {
+	cmd     *exec.Cmd
+	exited  chan error
+	root    tree.Root
+	logName string
+}
+
+// spawnDetached runs this executable with args in its own session (so it
+// outlives the caller and a terminal's hang-up), with the variables of env
+// added to the caller's environment, its output appended to
+// ROOT/logs/logName. collab start --background, delegate and resume use it.
+func spawnDetached(root tree.Root, logName string, args, env []string) (*detached, error) {
+	logs, err := safedir.Create(root.Logs())
+	if err != nil {
+		return nil, err
+	}
+	defer logs.Close()
+	log, err := logs.OpenAppend(logName, safedir.FilePerm)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start: %w", err)
+		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	d := &detached{cmd: cmd, exited: make(chan error, 1), root: root, logName: logName}
+	go func() { d.exited <- cmd.Wait() }()
+	return d, nil
+}
+
+// pid is the detached process's id, and its process group's and session's.
+func (d *detached) pid() int { return d.cmd.Process.Pid }
+
+// await polls ready until it is true and returns nil, leaving the process
+// running. It returns an error with the end of the process's log when the
+// process ends first, an exit-3 error after timeout (the process is left
+// running: the caller ends it or not), or ctx's error.
+func (d *detached) await(ctx context.Context, timeout time.Duration, cmd, notYet string, ready func() bool) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(timeout)
-	started := time.Now().Add(-time.Second)
 	for {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("start: the background process ended (%v); its log %s/%s:\n%s", err, root.Logs(), logName, logTail(root, logName))
+		case err := <-d.exited:
+			d.exited <- err
+			return fmt.Errorf("%s: the background process ended (%v); its log %s/%s:\n%s", cmd, err, d.root.Logs(), d.logName, logTail(d.root, d.logName))
 		case <-deadline:
-			return &exitError{code: exitNothing, msg: fmt.Sprintf("start: the agents are not AWAKE after %v; see %s/%s", timeout, root.Logs(), logName)}
+			return &exitError{code: exitNothing, msg: fmt.Sprintf("%s: %s after %v; see %s/%s", cmd, notYet, timeout, d.root.Logs(), d.logName)}
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
 		}
-		recs, _ := readRecords(root)
-		for _, r := range recs {
-			if r.Name == f.Name && r.Instance == instance && r.PID == cmd.Process.Pid && r.Started.After(started) && r.Status == wfRunning {
-				cmd.Process.Release()
-				fmt.Fprintf(stdout, "%s@%s: running in the background (pid %d, log %s/%s)\n", f.Name, instance, r.PID, root.Logs(), logName)
-				return nil
-			}
+		if ready() {
+			return nil
 		}
 	}
+}
+
+// kill ends the detached process's group at once and waits for it.
+func (d *detached) kill() {
+	proc.EndGroup(d.pid(), 0)
+	<-d.exited
 }
 
 // logTail is the end of a log file in ROOT/logs.

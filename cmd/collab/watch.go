@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -315,6 +316,15 @@ func prepareWatch(ctx context.Context, root tree.Root, s watchSettings, getenv e
 	}
 	if !s.NoNotify {
 		cfg.Wakers = append(cfg.Wakers, watcher.FSNotify{Root: root})
+	}
+	// The watcher's limits, for a delegation made from the run (collab
+	// delegate carries them over to the agent it starts).
+	cfg.Env = append(cfg.Env, envMaxHops+"="+strconv.Itoa(cmp.Or(s.MaxHops, watcher.DefaultMaxHops)))
+	if s.BudgetUSD > 0 {
+		cfg.Env = append(cfg.Env, envBudgetUSD+"="+strconv.FormatFloat(s.BudgetUSD, 'f', -1, 64))
+	}
+	if s.BudgetTokens > 0 {
+		cfg.Env = append(cfg.Env, envBudgetTokens+"="+strconv.FormatInt(s.BudgetTokens, 10))
 	}
 	// collab on the CLI's PATH, so the agent can `collab send`, `collab who`.
 	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "collab" {

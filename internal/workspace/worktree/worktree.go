@@ -124,6 +124,18 @@ func CurrentBranch(ctx context.Context, repo string) (string, error) {
 	return out, nil
 }
 
+// Commit is the commit rev names in repo.
+func Commit(ctx context.Context, repo, rev string) (string, error) {
+	if rev == "" || strings.HasPrefix(rev, "-") {
+		return "", fmt.Errorf("worktree: bad revision %q", rev)
+	}
+	out, err := git(ctx, repo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("worktree: %q is not a commit in %s", rev, repo)
+	}
+	return out, nil
+}
+
 // CheckBranch checks name with git check-ref-format --branch.
 func CheckBranch(ctx context.Context, name string) error {
 	if name == "" || strings.HasPrefix(name, "-") {
@@ -225,8 +237,8 @@ func Add(ctx context.Context, repo, base, branch, path string) error {
 	} else if strings.HasPrefix(base, "-") {
 		return fmt.Errorf("worktree: bad base %q", base)
 	}
-	if _, err := git(ctx, repo, "rev-parse", "--verify", "--quiet", base+"^{commit}"); err != nil {
-		return fmt.Errorf("worktree: base %q is not a commit in %s", base, repo)
+	if _, err := Commit(ctx, repo, base); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("worktree: %w", err)
