@@ -49,6 +49,9 @@ func fakeCLI() {
 	if os.Getenv("FAKE_CLI_DELEGATE") != "" {
 		delegatingCLI()
 	}
+	if os.Getenv("FAKE_CLI_COMMIT") != "" {
+		committingCLI()
+	}
 	io.Copy(io.Discard, os.Stdin)
 	// $FAKE_CLI_DEAD: a process that must be gone before this run.
 	if pid, err := strconv.Atoi(os.Getenv("FAKE_CLI_DEAD")); err == nil && proc.PIDAlive(pid) && !isZombie(pid) {
