@@ -23,6 +23,7 @@ import (
 	"collab/internal/identity/keyring"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
+	"collab/internal/workflow"
 	"collab/internal/workspace/delegate"
 	"collab/internal/workspace/sessions"
 	"collab/internal/workspace/worktree"
@@ -352,7 +353,7 @@ func (d *delegation) start(ctx context.Context, timeout time.Duration) error {
 // running with the process's pid. On failure the process is ended.
 func startSession(ctx context.Context, root tree.Root, s *sessions.Session, timeout time.Duration) (*detached, error) {
 	env := clearEnv(s.Env)
-	p, err := spawnDetached(root, s.Log, s.Args, env)
+	p, err := spawnDetached(root, s.Log, "", s.Args, env)
 	if err != nil {
 		return nil, err
 	}
@@ -653,10 +654,13 @@ func runResume(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab resume [--dry-run]
 
-Restart, detached, every delegated agent recorded as running on this host
-whose watcher is gone (the host restarted, or its watchers were killed),
-with the arguments it was started with. Only the records this account
-owns are acted on. Run at boot by deploy/collab-resume.service.
+Restart, detached, every delegated agent (collab delegate) recorded as
+running on this host whose watcher is gone (the host restarted, or its
+watchers were killed), with the arguments it was started with; and every
+workflow instance started with collab start --background whose process is
+gone (without its setup and kickoff, which ran the first time). Only the
+records this account owns are acted on. Run at boot by
+deploy/collab-resume.service.
 
 Flags:
 `)
@@ -697,8 +701,61 @@ Flags:
 		}
 		fmt.Fprintf(stdout, "session %s: %s restarted (pid %d)\n", s.ID, s.Agent, s.PID)
 	}
+	failed = append(failed, resumeWorkflows(ctx, root, *dry, *startTimeout, stdout, stderr)...)
 	if len(failed) > 0 {
-		return fmt.Errorf("resume: %d sessions not restarted: %s", len(failed), strings.Join(failed, ", "))
+		return fmt.Errorf("resume: not restarted: %s", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// resumeWorkflows restarts the workflow instances started with start
+// --background on this host, recorded running, whose process is gone; it
+// returns those it could not restart. A resumed instance runs no setup
+// and posts no kickoff.
+func resumeWorkflows(ctx context.Context, root tree.Root, dry bool, timeout time.Duration, stdout, stderr io.Writer) (failed []string) {
+	recs, err := readRecords(root)
+	if err != nil {
+		fmt.Fprintf(stderr, "collab: resume: %v\n", err)
+		return []string{"workflows"}
+	}
+	for _, r := range recs {
+		name := r.Name + "@" + r.Instance
+		if r.Status != wfRunning || r.Host != hostname() || len(r.Args) == 0 ||
+			r.PID > 0 && proc.PIDAlive(r.PID) && proc.GroupHasEnv(r.PID, envBackgroundChild+"=1") {
+			continue
+		}
+		if keyring.Owner(filepath.Join(root.Workflows(), recordName(r.Name, r.Instance))) != os.Getuid() {
+			fmt.Fprintf(stderr, "collab: resume: skipping %s: its record is not this account's\n", name)
+			continue
+		}
+		if dry {
+			fmt.Fprintf(stdout, "would restart %s\n", name)
+			continue
+		}
+		logName := r.Name + workflow.Sep + r.Instance + ".log"
+		d, err := spawnDetached(root, logName, r.Dir, append([]string{"start"}, r.Args...),
+			[]string{envBackgroundChild + "=1", envWorkflowResume + "=1"})
+		if err == nil {
+			started := time.Now().Add(-time.Second)
+			err = d.await(ctx, timeout, "resume", name+" is not running", func() bool {
+				recs, _ := readRecords(root)
+				for _, n := range recs {
+					if n.Name == r.Name && n.Instance == r.Instance && n.PID == d.pid() && n.Started.After(started) && n.Status == wfRunning {
+						return true
+					}
+				}
+				return false
+			})
+			if err != nil {
+				d.kill()
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", name, err)
+			failed = append(failed, name)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s restarted (pid %d)\n", name, d.pid())
+	}
+	return failed
 }

@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	"collab/channel"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/testsupport/fakemodel"
@@ -163,8 +165,10 @@ func TestDelegate(t *testing.T) {
 	if s2.Branch != "fix-the-bug-2" {
 		t.Fatalf("second branch %q, want fix-the-bug-2", s2.Branch)
 	}
-	if r := runCollab(t, d.env, "", "delegate", "ls"); !strings.Contains(r.stdout, s.ID) || !strings.Contains(r.stdout, s2.ID) {
-		t.Errorf("ls:\n%s", r.stdout)
+	for _, cmd := range [][]string{{"delegate", "ls"}, {"ls"}, {"who"}} {
+		if r := runCollab(t, d.env, "", cmd...); !strings.Contains(r.stdout, s.Agent) || !strings.Contains(r.stdout, s2.Agent) {
+			t.Errorf("%v:\n%s", cmd, r.stdout)
+		}
 	}
 	r = runCollab(t, d.env, "", "delegate", "send", s2.ID, "--agent", "human", "--wait", "--timeout", "1m", "and", "more")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "ok ") {
@@ -325,5 +329,50 @@ func TestDelegateRealClaude(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(d.wts, "repo", "real")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResumeWorkflow: a workflow instance started with start --background
+// whose process was killed is restarted by collab resume, without a
+// second kickoff, and answers again.
+func TestResumeWorkflow(t *testing.T) {
+	root, env := newWorkflowRoot(t)
+	p := writeWorkflow(t, "name: quick\nagents:\n  a:\n    cli: command\n    cmd: "+strconv.Quote(os.Args[0])+"\nkickoff: \"@a hello\"\n")
+	t.Setenv("COLLAB_TEST_AS", "collab")
+	if r := runCollabAs(t, "human", env, "", startArgs("--background", "--root", root, "--instance", "r1", p)...); r.code != 0 {
+		t.Fatalf("start --background: %+v", r)
+	}
+	rec := readRecord(t, root, "quick", "r1")
+	t.Cleanup(func() {
+		if rec := readRecord(t, root, "quick", "r1"); proc.PIDAlive(rec.PID) {
+			proc.EndGroup(rec.PID, 0)
+		}
+	})
+	syscall.Kill(-rec.PID, syscall.SIGKILL)
+	waitFor(t, func() bool { return !proc.PIDAlive(rec.PID) || isZombie(rec.PID) })
+	r := runCollab(t, env, "", "resume")
+	if r.code != 0 || !strings.Contains(r.stdout, "quick@r1 restarted") {
+		t.Fatalf("resume: %+v", r)
+	}
+	got := readRecord(t, root, "quick", "r1")
+	if got.PID == rec.PID || got.Status != wfRunning || !proc.PIDAlive(got.PID) {
+		t.Fatalf("after resume: %+v", got)
+	}
+	r = runCollabAs(t, "human", env, "", "send", "--channel", got.Channel, "--to", "a@r1", "--wait", "--timeout", "1m", "again")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "ok ") {
+		t.Fatalf("send after resume: %+v", r)
+	}
+	msgs, _, _ := channel.ReadAll(tree.Root(root), got.Channel, channel.ReaderOptions{})
+	kickoffs := 0
+	for _, m := range msgs {
+		if m.Content.Text == "@a hello" {
+			kickoffs++
+		}
+	}
+	if kickoffs != 1 {
+		t.Errorf("%d kickoffs, want 1", kickoffs)
+	}
+	if r := runCollab(t, env, "", "stop", "--timeout", "30s", "quick@r1"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
 	}
 }

@@ -16,11 +16,16 @@ import (
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workflow"
+	"collab/internal/workspace/sessions"
 	"collab/presence"
 )
 
 // envBackgroundChild marks the detached child of collab start --background.
 const envBackgroundChild = "COLLAB_WORKFLOW_CHILD"
+
+// envWorkflowResume marks a detached child that collab resume restarts:
+// it posts no kickoff.
+const envWorkflowResume = "COLLAB_WORKFLOW_RESUME"
 
 func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("start", stderr)
@@ -56,8 +61,18 @@ Flags:
 		return fmt.Errorf("start: %w", err)
 	}
 	status, runErr := wfStopped, error(nil)
+	if getenv(envBackgroundChild) == "1" {
+		t.record.Args = args
+		t.record.Dir, _ = os.Getwd()
+	}
 	if err := t.setStatus(wfRunning); err != nil {
 		runErr = err
+	} else if getenv(envWorkflowResume) == "1" {
+		fmt.Fprintf(stdout, "%s@%s: resumed in channel %s\n", t.file.Name, t.instance, t.channel)
+		runErr = t.hold(ctx)
+		if runErr != nil {
+			status = wfFailed
+		}
 	} else if m, err := t.postKickoff(getenv); err != nil {
 		runErr = err
 	} else {
@@ -120,7 +135,7 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 		child = append(child, "--instance", instance)
 	}
 	logName := f.Name + workflow.Sep + instance + ".log"
-	d, err := spawnDetached(root, logName, child, []string{envBackgroundChild + "=1"})
+	d, err := spawnDetached(root, logName, "", child, []string{envBackgroundChild + "=1"})
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
@@ -152,8 +167,9 @@ type detached struct {
 // spawnDetached runs this executable with args in its own session (so it
 // outlives the caller and a terminal's hang-up), with the variables of env
 // added to the caller's environment, its output appended to
-// ROOT/logs/logName. collab start --background, delegate and resume use it.
-func spawnDetached(root tree.Root, logName string, args, env []string) (*detached, error) {
+// ROOT/logs/logName, in the folder dir ("": this one). collab start
+// --background, delegate and resume use it.
+func spawnDetached(root tree.Root, logName, dir string, args, env []string) (*detached, error) {
 	logs, err := safedir.Create(root.Logs())
 	if err != nil {
 		return nil, err
@@ -170,6 +186,7 @@ func spawnDetached(root tree.Root, logName string, args, env []string) (*detache
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -334,7 +351,10 @@ func runLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdo
 
 List the workflow instances (ROOT/workflows): NAME, INSTANCE, SOURCE (the
 file), STATUS (starting, running, done, failed, stopped, timeout; dead for
-a running one whose process or agents are gone) and AGENTS.
+a running one whose process or agents are gone) and AGENTS. Then the
+delegated sessions not removed (collab delegate ls), as NAME "delegate",
+INSTANCE the session ID, SOURCE the branch; in JSON with a "delegation"
+member, the session's record.
 
 Flags:
 `)
@@ -374,6 +394,33 @@ Flags:
 		}
 		fmt.Fprintf(stdout, "%-20s %-16s %-30s %-8s %s\n", tree.Printable(r.Name), tree.Printable(r.Instance),
 			tree.Printable(r.File), r.Status, tree.Printable(strings.Join(agents, ",")))
+	}
+	list, err := sessions.List(root)
+	if err != nil {
+		return fmt.Errorf("ls: %w", err)
+	}
+	for i := range list {
+		s := &list[i]
+		if s.Status == sessions.Removed {
+			continue
+		}
+		status := s.Status
+		if s.Active() && s.Host == hostname() && !sessionAlive(s) {
+			status = wfDead
+		}
+		if *asJSON {
+			data, err := json.Marshal(struct {
+				instanceRecord
+				Delegation *sessions.Session `json:"delegation"`
+			}{instanceRecord{Name: "delegate", Instance: s.ID, File: s.Branch, Host: s.Host, PID: s.PID, Started: s.Created,
+				Status: status, Agents: []string{s.Agent}, Channel: s.Channel}, s})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s\n", data)
+			continue
+		}
+		fmt.Fprintf(stdout, "%-20s %-16s %-30s %-8s %s\n", "delegate", s.ID, tree.Printable(s.Branch), status, s.Agent)
 	}
 	return nil
 }

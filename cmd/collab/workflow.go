@@ -52,6 +52,10 @@ type instanceRecord struct {
 	Agents   []string  `json:"agents"`
 	Channel  string    `json:"channel"`
 	Finished time.Time `json:"finished,omitzero"`
+	// Args are the arguments of a detached collab start (--background)
+	// and Dir its working folder: what collab resume runs again.
+	Args []string `json:"args,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
 }
 
 // maxRecord bounds a record read.
@@ -227,16 +231,20 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 			}
 		}
 	}
-	outputs, err := f.RunSetup(ctx, nil, stderr) // the process's environment
-	if err != nil {
-		return nil, fmt.Errorf("%s: setup: %w", cmd, err)
-	}
-	t.kickoff, err = workflow.Render(f.Kickoff, workflow.Vars{
-		Outputs: outputs, Env: getenv, Workflow: f.Name, Instance: instance,
-		Channel: t.channel, Document: f.Document(),
-	})
-	if err != nil {
-		return nil, usageErrorf("%s: kickoff: %v", cmd, err)
+	// Resumed (collab resume): the kickoff was posted, so neither it nor
+	// the setup that renders it runs again.
+	if getenv(envWorkflowResume) != "1" {
+		outputs, err := f.RunSetup(ctx, nil, stderr) // the process's environment
+		if err != nil {
+			return nil, fmt.Errorf("%s: setup: %w", cmd, err)
+		}
+		t.kickoff, err = workflow.Render(f.Kickoff, workflow.Vars{
+			Outputs: outputs, Env: getenv, Workflow: f.Name, Instance: instance,
+			Channel: t.channel, Document: f.Document(),
+		})
+		if err != nil {
+			return nil, usageErrorf("%s: kickoff: %v", cmd, err)
+		}
 	}
 	logs := io.Discard
 	if *tf.verbose {
