@@ -389,6 +389,9 @@ func (p taskPrinter) show(t task.Task, evs []task.Event) error {
 	if len(t.Depends) > 0 {
 		fmt.Fprintf(&b, "depends: %s\n", strings.Join(t.Depends, ", "))
 	}
+	if t.Worktree != "" {
+		fmt.Fprintf(&b, "worktree: %s (branch %s, host %s)\n", oneLine(t.Worktree), oneLine(t.Branch), t.WorktreeHost)
+	}
 	if t.Body != "" {
 		b.WriteString("\n")
 		indent(&b, t.Body)

@@ -92,7 +92,7 @@ func claimWorktree(ctx context.Context, b *task.Board, id, by string, w worktree
 // base, named from the task's id and title, where neither the branch nor
 // the folder exists yet.
 func addTaskWorktree(ctx context.Context, repo, base string, t task.Task, getenv env) (path, branch string, err error) {
-	dir := getenv("COLLAB_WORKTREES")
+	dir := getenv(envWorktrees)
 	if dir != "" {
 		if dir, err = filepath.Abs(dir); err != nil {
 			return "", "", err

@@ -73,6 +73,12 @@ func TestTaskClaimWorktree(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &tk); err != nil || tk.Worktree != path || tk.Branch != "t1-write-the-parser" || tk.Events != 2 {
 		t.Fatalf("claim again: %+v (%v), want the same worktree, no new event", tk, err)
 	}
+	if r := runCollab(t, env, "", "task", "claim", "t1", "--agent", "gemini", "--repo", repo, "--worktree"); r.code != 4 {
+		t.Errorf("claim --worktree of codex's task: %+v, want exit 4", r)
+	}
+	if got := gitOut(t, repo, "branch", "--list", "--format=%(refname:short)", "t1-*"); got != "t1-write-the-parser" {
+		t.Errorf("branches after a refused claim: %q", got)
+	}
 	// The second task's name clashes on the slug, not on the id; a branch
 	// made by hand with its name makes it take -2.
 	gitOut(t, repo, "branch", "t2-write-the-parser")
@@ -81,7 +87,7 @@ func TestTaskClaimWorktree(t *testing.T) {
 		t.Fatalf("claim t2: %+v", r)
 	}
 	r = runCollab(t, env, "", "task", "show", "t1")
-	if !strings.Contains(r.stdout, "worktree   codex") {
+	if !strings.Contains(r.stdout, "worktree   codex") || !strings.Contains(r.stdout, "worktree: "+path+" (branch t1-write-the-parser, host ") {
 		t.Errorf("show: %q, want the worktree event", r.stdout)
 	}
 
