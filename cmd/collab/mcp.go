@@ -1,20 +1,26 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"collab/channel"
+	"collab/internal/agent/jobs"
 	"collab/internal/agent/modelcli"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/mcpserver"
 	"collab/internal/transport/natsbus"
 	"collab/internal/workspace/delegate"
+	"collab/internal/workspace/sessions"
+	"collab/internal/workspace/worktree"
 	"collab/watcher"
 )
 
@@ -52,7 +58,18 @@ Tools (arguments in brackets are optional):
   send_and_wait    message to [timeout_seconds]   ask an agent and wait for the reply
   job_list                                        your jobs, and those answering your messages
   job_show         id                             one job, with its newest events
-Documents default to notes.md and stay inside ROOT/docs/C.
+  delegate_to_worktree  prompt [baseBranch] [branch] [agentId] [title]
+                                                  start an agent (agentId: its CLI) on a new
+                                                  branch in a new worktree (collab delegate)
+  get_session_status    sessionId                 its state, jobs, last message, commits
+                                                  ahead, uncommitted files
+  send_message_to_session  sessionId message      a follow-up to its agent
+  list_sessions                                   the sessions A delegated
+Documents default to notes.md and stay inside ROOT/docs/C. The repository
+delegate_to_worktree works on is the one of this process's working
+directory, never an argument; the limits and defaults are collab
+delegate's (COLLAB_DELEGATION_DEPTH, COLLAB_DELEGATE_CLI, COLLAB_WORKTREES,
+the hops and budgets the watcher passes on); --delegate-cmd is its --cmd.
 
 'collab watch --mcp' gives the watcher's claude or codex CLI this server by
 itself. By hand, for Claude Code (--mcp-config FILE):
@@ -71,6 +88,8 @@ Flags:
 	ch := channelFlag(fs, "the channel")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
 	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
+	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+envDelegateCmd+")")
+	fromEnv(fs, "delegate-cmd", envDelegateCmd)
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
 	nf := addNATSFlags(fs)
@@ -109,7 +128,8 @@ Flags:
 		Signer: signer, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr),
 		// Inside a watcher's model run, what the agent sends is one hop
 		// deeper than the message it answers.
-		Hops: watcher.RunHops(getenv),
+		Hops:      watcher.RunHops(getenv),
+		Delegator: mcpDelegator{root: root, key: *keyf, cmd: *delegateCmd, getenv: getenv},
 	}
 	if o, ok := nf.options(getenv, natsbus.ConnName(*agent+"-mcp", hostname()), logger); ok {
 		bus, err := connectOptional(ctx, o, stderr)
@@ -153,6 +173,8 @@ Flags:
 // keyring, and NATS.
 var mcpEnvVars = []string{
 	envChannel, watcher.EnvHops, envKey, envKeyring, "XDG_CONFIG_HOME",
+	// delegate_to_worktree's limits and defaults, as collab delegate's.
+	sessions.EnvDepth, envMaxHops, envBudgetUSD, envBudgetTokens, envWorktrees, "COLLAB_DELEGATE_CLI", envDelegateCmd,
 	"NATS_URL", "NATS_CREDS", "NATS_NKEY", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CA", "NATS_CERT", "NATS_KEY",
 }
 
@@ -187,4 +209,67 @@ func watchMCP(on bool, cli string, root tree.Root, agent string, nf *natsFlags) 
 		}
 	}
 	return []modelcli.MCPServer{{Name: "collab", Command: exe, Args: args, EnvVars: mcpEnvVars}}, nil
+}
+
+// The variables of collab delegate's defaults the MCP server also reads.
+const (
+	envDelegateCmd = "COLLAB_DELEGATE_CMD" // collab mcp --delegate-cmd
+)
+
+// mcpDelegator is the MCP server's Delegator: collab delegate itself,
+// run as the server's agent with its root, key and environment, so the
+// tools and the command share limits, names and the detached watcher.
+type mcpDelegator struct {
+	root   tree.Root
+	key    string // collab mcp --key
+	cmd    string // --delegate-cmd
+	getenv env
+}
+
+func (d mcpDelegator) run(ctx context.Context, f func(context.Context, []string, env, io.Reader, io.Writer, io.Writer) error, args []string) ([]byte, error) {
+	var out, errb bytes.Buffer
+	if err := f(ctx, args, d.getenv, strings.NewReader(""), &out, &errb); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+func (d mcpDelegator) Delegate(ctx context.Context, req mcpserver.DelegateRequest) (*sessions.Session, error) {
+	args := []string{"--root", string(d.root), "--agent", req.By, "--repo", req.Repo, "--json"}
+	for _, f := range []struct{ flag, v string }{
+		{"--key", d.key}, {"--cmd", d.cmd}, {"--base", req.Base}, {"--branch", req.Branch}, {"--cli", req.CLI}, {"--title", req.Title},
+	} {
+		if f.v != "" {
+			args = append(args, f.flag, f.v)
+		}
+	}
+	out, err := d.run(ctx, runDelegate, append(args, "--", req.Prompt))
+	if err != nil {
+		return nil, err
+	}
+	var s sessions.Session
+	if err := json.Unmarshal(out, &s); err != nil {
+		return nil, fmt.Errorf("delegate: its output: %w", err)
+	}
+	return &s, nil
+}
+
+func (d mcpDelegator) Status(ctx context.Context, s *sessions.Session) (mcpserver.SessionStatus, error) {
+	out, err := d.run(ctx, func(ctx context.Context, args []string, getenv env, _ io.Reader, stdout, stderr io.Writer) error {
+		return runDelegateStatus(ctx, args, getenv, stdout, stderr)
+	}, []string{"--root", string(d.root), "--json", s.ID})
+	if err != nil {
+		return mcpserver.SessionStatus{}, err
+	}
+	var st struct {
+		State string           `json:"state"`
+		Jobs  []jobs.Job       `json:"jobs"`
+		Last  *channel.Message `json:"last_message"`
+		Git   *worktree.State  `json:"git"`
+		Error string           `json:"git_error"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return mcpserver.SessionStatus{}, fmt.Errorf("delegate status: its output: %w", err)
+	}
+	return mcpserver.SessionStatus{State: st.State, Jobs: st.Jobs, Last: st.Last, Git: st.Git, GitError: st.Error}, nil
 }

@@ -40,8 +40,8 @@ func TestMCPOverStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 20 {
-		t.Fatalf("tools: %v, %v; want the 16 of issue 7, task_context, job_list, job_show and message_status", tools, err)
+	if err != nil || len(tools.Tools) != 24 {
+		t.Fatalf("tools: %v, %v; want the 16 of issue 7, task_context, job_list, job_show, message_status and the 4 delegation tools", tools, err)
 	}
 	// --help lists every tool.
 	help := runCollab(t, nil, "", "mcp", "--help").stderr

@@ -23,16 +23,21 @@ The channel's task board: work items any agent on any host can claim.
   add [--title] T [--body B] [--depends ID…] add a task; prints its id
   list [--status S,…] [--json]               list tasks (S: pending, ready, claimed, done, failed)
   show ID [--json]                           a task and its events
-  claim ID                                   claim a ready task (exit 4: claimed by another agent)
+  claim ID [--worktree [--repo DIR] [--base B]]
+                                             claim a ready task (exit 4: claimed by another agent);
+                                             --worktree: work on it in a git worktree of its own
   next                                       claim the first ready task (exit 3: none ready)
   checkpoint ID [--type T] [--files F,…] [--text] S
                                              record a checkpoint on your task (T: plan,
                                              progress (default), decision, error,
                                              recovery, complete; F: the files changed)
-  done ID [--outcome] O                      finish your task
+  done ID [--outcome] O [--remove-worktree [--force]]
+                                             finish your task (and remove its worktree)
   fail ID [--error] E                        give up your task
   context ID [--max-tokens N] [--json]       what an agent needs to resume the task: it,
                                              its checkpoints, its dependencies' outcomes
+  worktree ID [--json]                       the task's worktree: path, branch, uncommitted changes
+  worktree rm ID [--force]                   remove the task's worktree (keeps the branch)
 
 Every command takes --channel (env COLLAB_CHANNEL, then COLLAB_SESSION),
 --root (env COLLAB_ROOT), and where an agent acts, --agent (env
@@ -45,9 +50,20 @@ An agent with a key (--key) signs its events. An event in the name of an
 agent that has keys in the keyring (--keyring) but does not verify counts
 for nothing (a forged claim is not that agent's claim); list and show mark
 such events, and --json gives each event's "verdict".
+
+claim --worktree adds a git worktree of the repository of --repo (default
+the working directory) on a new branch from --base (default its HEAD),
+named from the task id and title (t7-write-the-parser, -2… on a clash), in
+$COLLAB_WORKTREES/REPO/BRANCH (default REPO/../.collab-worktrees), and
+records the worktree and branch on the task as a signed event; claiming
+again reuses it. done never removes a worktree silently: with
+--remove-worktree it removes a clean one and refuses (exit 4, the task not
+finished) one with uncommitted changes unless --force; without the flag
+it asks when standard input is a terminal and otherwise keeps the
+worktree and prints the command that removes it. The branch always stays.
 `
 
-func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) (rerr error) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, taskUsage)
 		return &exitError{code: 2}
@@ -57,7 +73,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, taskUsage)
 		return nil
-	case "add", "list", "show", "claim", "next", "checkpoint", "done", "fail", "context":
+	case "add", "list", "show", "claim", "next", "checkpoint", "done", "fail", "context", "worktree":
 	default:
 		return usageErrorf("task: unknown command %q; run 'collab task --help'", sub)
 	}
@@ -68,7 +84,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	}
 	ch := channelFlag(fs, "channel")
 	var agent *string
-	if sub != "list" && sub != "show" && sub != "context" {
+	if sub != "list" && sub != "show" && sub != "context" && sub != "worktree" {
 		agent = agentFlag(fs, "", "acting agent ID", true)
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -77,6 +93,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	var depends, status, files []string
 	var ckType string
 	var maxTokens int
+	var wt worktreeFlags
 	switch sub {
 	case "add":
 		fs.StringVar(&title, "title", "", "the task's title (one line)")
@@ -93,6 +110,14 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		fs.IntVar(&maxTokens, "max-tokens", task.DefaultMaxTokens, "cut the context to about this many tokens (bytes/4)")
 	case "done":
 		fs.StringVar(&text, "outcome", "", `what came of it ("-" reads standard input)`)
+		fs.BoolVar(&wt.remove, "remove-worktree", false, "remove the task's worktree (refused if it has uncommitted changes, unless --force)")
+		fs.BoolVar(&wt.force, "force", false, "with --remove-worktree: remove it even with uncommitted changes")
+	case "claim":
+		fs.BoolVar(&wt.add, "worktree", false, "work on the task in a new git worktree and branch")
+		fs.StringVar(&wt.repo, "repo", "", "with --worktree: the git repository (default: the working directory's)")
+		fs.StringVar(&wt.base, "base", "", "with --worktree: the branch or commit to start from (default the repository's HEAD)")
+	case "worktree":
+		fs.BoolVar(&wt.force, "force", false, "rm: remove the worktree even with uncommitted changes")
 	case "fail":
 		fs.StringVar(&text, "error", "", `why it failed ("-" reads standard input)`)
 	}
@@ -121,10 +146,13 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	}
 	// The positional task id, where one is needed.
 	var id string
-	wantID := sub == "show" || sub == "claim" || sub == "checkpoint" || sub == "done" || sub == "fail" || sub == "context"
+	wantID := sub == "show" || sub == "claim" || sub == "checkpoint" || sub == "done" || sub == "fail" || sub == "context" || sub == "worktree"
 	// Trailing words are the text, as in send: add's title, and the
 	// summary, outcome or error after the id.
 	words := fs.Args()
+	if sub == "worktree" && len(words) > 0 && words[0] == "rm" {
+		wt.rm, words = true, words[1:]
+	}
 	wantText := sub == "checkpoint" || sub == "done" || sub == "fail"
 	switch {
 	case wantID && len(words) == 0:
@@ -141,6 +169,9 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return usageErrorf("task checkpoint: --type: %v", err)
 		}
 	}
+	if err := wt.check(sub, fs.Changed); err != nil {
+		return err
+	}
 	if sub == "context" && maxTokens <= 0 {
 		return usageErrorf("task context: --max-tokens must be positive")
 	}
@@ -156,8 +187,10 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	case wantText && len(words) > 0:
 		text = strings.Join(words, " ")
 	}
+	stdinUsed := false
 	for _, p := range []*string{&body, &text} {
 		if *p == "-" {
+			stdinUsed = true
 			s, err := readStdin(cmd, stdin, task.MaxText, "task text")
 			if err != nil {
 				return err
@@ -230,6 +263,8 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 		_, err = io.WriteString(stdout, c.Text())
 		return err
+	case "worktree":
+		return taskWorktree(ctx, b, id, wt, p, stderr)
 	case "next":
 		t, err := b.Next(by)
 		if errors.Is(err, task.ErrNoneReady) {
@@ -239,6 +274,9 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return err
 		}
 		return p.one(t)
+	}
+	if sub == "claim" && wt.add {
+		return claimWorktree(ctx, b, id, by, wt, getenv, p)
 	}
 	var t task.Task
 	switch sub {
@@ -250,7 +288,15 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return usageErrorf("task checkpoint: %v", err)
 		}
 	case "done":
+		if err := wt.beforeDone(ctx, b, id, by); err != nil {
+			return err
+		}
 		t, err = b.Finish(id, by, text)
+		if err == nil {
+			defer func() {
+				rerr = cmp.Or(rerr, wt.afterDone(ctx, b, t, terminalFor(ctx, stdin, stdinUsed), stdin, stderr))
+			}()
+		}
 	case "fail":
 		t, err = b.Fail(id, by, text)
 	}
@@ -342,6 +388,9 @@ func (p taskPrinter) show(t task.Task, evs []task.Event) error {
 	fmt.Fprintf(&b, "added:   %s by %s\n", t.Created.Local().Format(time.DateTime), t.CreatedBy)
 	if len(t.Depends) > 0 {
 		fmt.Fprintf(&b, "depends: %s\n", strings.Join(t.Depends, ", "))
+	}
+	if t.Worktree != "" {
+		fmt.Fprintf(&b, "worktree: %s (branch %s, host %s)\n", oneLine(t.Worktree), oneLine(t.Branch), t.WorktreeHost)
 	}
 	if t.Body != "" {
 		b.WriteString("\n")

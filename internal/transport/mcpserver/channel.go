@@ -98,6 +98,11 @@ func (s *Server) channelSend(ctx context.Context, in SendArgs) (SendResult, erro
 
 // post writes a message from the agent, then announces it.
 func (s *Server) post(ctx context.Context, text, to string, extra func(*channel.Message)) (*channel.Message, error) {
+	return s.postTo(ctx, s.cfg.Channel, text, to, extra)
+}
+
+// postTo is post on channel ch (a delegated session's).
+func (s *Server) postTo(ctx context.Context, ch, text, to string, extra func(*channel.Message)) (*channel.Message, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, errors.New("message is empty")
 	}
@@ -110,7 +115,7 @@ func (s *Server) post(ctx context.Context, text, to string, extra func(*channel.
 		}
 	}
 	m := &channel.Message{
-		SessionID: s.cfg.Channel,
+		SessionID: ch,
 		From:      s.cfg.Agent,
 		To:        to,
 		Content:   channel.Content{Text: text},

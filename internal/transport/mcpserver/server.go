@@ -21,7 +21,16 @@
 // document_list; who; task_list, task_claim, task_update; send_and_wait
 // takes message, to and timeout_seconds; job_list takes nothing and lists
 // the jobs on the channel of the agent and of the agents it asked (jobs
-// answering its messages); job_show takes id (a job's, or its message's). Results are structured JSON (also
+// answering its messages); job_show takes id (a job's, or its message's).
+//
+// The delegation tools take seed 001's names and camelCase arguments:
+// delegate_to_worktree (prompt, baseBranch, branch, agentId: the CLI,
+// title) adds a git worktree of the repository of the server's working
+// directory ([Config.Workdir]; never an argument) and starts an agent in
+// it through [Config.Delegator], as the agent; get_session_status and
+// send_message_to_session take sessionId, list_sessions nothing. They see
+// only the sessions the agent delegated, and send_message_to_session
+// posts on the session's channel, signed as channel_send. Results are structured JSON (also
 // sent as text). A failure is a tool error the model can read, never a
 // protocol error: a document path that leaves the folder, a version
 // conflict (naming the current version), a bad name.
@@ -103,6 +112,13 @@ type Config struct {
 	// return (nil: every signature's key is unknown).
 	Signer   *signing.Signer
 	Verifier *signing.Verifier
+
+	// Delegator, if set, serves delegate_to_worktree and
+	// get_session_status (without it they fail); Workdir is the folder
+	// whose git repository delegate_to_worktree works on (default: the
+	// process's working directory), never a tool argument.
+	Delegator Delegator
+	Workdir   string
 }
 
 // Server is an MCP server for one agent on one channel.
@@ -127,6 +143,8 @@ var toolsets = []func(*Server) error{
 	addInboxTools,    // inbox_check, inbox_peek, inbox_ack; channel_read acknowledges
 	addDocumentTools, // document_read, document_write, document_append, document_list, document_create
 	addJobTools,      // job_list, job_show
+	// delegate_to_worktree, get_session_status, send_message_to_session, list_sessions
+	addDelegateWorktreeTools,
 }
 
 // New returns a server with every tool registered.
@@ -160,7 +178,9 @@ func New(cfg Config) (*Server, error) {
 				"channel_read to catch up, channel_send to talk (mention @agent to address someone), "+
 				"document_read/document_write/document_append for the shared notes (notes.md first), "+
 				"task_list/task_claim/task_update for the task board, "+
-				"and send_and_wait to hand work to another agent and wait for its answer.", cfg.Agent, cfg.Channel),
+				"send_and_wait to hand work to another agent and wait for its answer, "+
+				"and delegate_to_worktree to start a new agent on its own branch in a new git worktree "+
+				"(follow it with get_session_status, send_message_to_session, list_sessions).", cfg.Agent, cfg.Channel),
 			Logger: cfg.Logger,
 		})
 	for _, add := range toolsets {

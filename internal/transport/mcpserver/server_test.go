@@ -36,7 +36,13 @@ func connect(t *testing.T, root tree.Root) (*Server, *mcp.ClientSession) {
 // connectAs is connect as agent in channel ch.
 func connectAs(t *testing.T, root tree.Root, agent, ch string) (*Server, *mcp.ClientSession) {
 	t.Helper()
-	s, err := New(Config{Root: root, Agent: agent, Channel: ch, Host: "vm-1", Hops: 2, Poll: 10 * time.Millisecond})
+	return connectWith(t, Config{Root: root, Agent: agent, Channel: ch, Host: "vm-1", Hops: 2, Poll: 10 * time.Millisecond})
+}
+
+// connectWith is connect with this Config.
+func connectWith(t *testing.T, cfg Config) (*Server, *mcp.ClientSession) {
+	t.Helper()
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +117,9 @@ func TestListTools(t *testing.T) {
 		if tool.Description == "" || tool.InputSchema == nil {
 			t.Errorf("tool %s has no description or input schema", tool.Name)
 		}
-		// The identity is never an argument.
+		// The identity is never an argument, nor the repository.
 		schema, _ := json.Marshal(tool.InputSchema)
-		for _, banned := range []string{`"agent"`, `"from"`, `"agent_id"`, `"channel"`} {
+		for _, banned := range []string{`"agent"`, `"from"`, `"agent_id"`, `"channel"`, `"repo"`, `"repository"`} {
 			if strings.Contains(string(schema), banned) {
 				t.Errorf("tool %s takes %s: %s", tool.Name, banned, schema)
 			}
@@ -125,7 +131,9 @@ func TestListTools(t *testing.T) {
 		"document_append", "document_create", "document_list", "document_read", "document_write",
 		"inbox_ack", "inbox_check", "inbox_peek", "job_list", "job_show", "message_status",
 		"send_and_wait", "task_claim", "task_context", "task_list", "task_update", "who",
+		"delegate_to_worktree", "get_session_status", "list_sessions", "send_message_to_session",
 	}
+	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
 	}

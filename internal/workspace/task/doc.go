@@ -31,6 +31,7 @@
 //
 //	pending  --claim-->       claimed (owner)
 //	claimed  --checkpoint-->  claimed        (owner only)
+//	claimed  --worktree-->    claimed        (owner only, with a worktree and branch)
 //	claimed  --done-->        done           (owner only, with an outcome)
 //	claimed  --fail-->        failed         (owner only, with an error)
 //	claimed  --release-->     pending        (owner gone; see below)
@@ -46,6 +47,19 @@
 // changed. Type and files are the event's "type" and "files", on
 // checkpoints only; checkpoints written before types have neither and
 // read as progress. A complete checkpoint changes no state: done does.
+//
+// # Worktrees
+//
+// The owner of a claimed task may record the git worktree and branch it
+// works in ([Board.RecordWorktree], collab task claim --worktree): a
+// "worktree" event (status claimed, owner unchanged) with "worktree" (an
+// absolute path on the event's host) and "branch". The newest such event
+// gives [Task.Worktree], [Task.Branch] and [Task.WorktreeHost]; a release
+// or a later claim keeps them (the worktree is still there until someone
+// removes it). The event says where the worktree was made, not that it
+// still exists: git is the truth for that. A reader older than worktree
+// events finds the kind unknown and leaves the event out, as a malformed
+// one, so the state it reads is unchanged.
 //
 // # Context
 //
@@ -82,9 +96,11 @@
 //	time (RFC 3339 in UTC, the fraction's trailing zeros dropped, as Go's
 //	RFC3339Nano), summary, outcome, error, note
 //
-// and, only for a checkpoint with a type or files, then: type, the number
-// of files (decimal), each file. An event without them has the payload it
-// had before checkpoint types, so events signed then still verify.
+// and, only for a checkpoint with a type or files or a worktree event,
+// then: type, the number of files (decimal), each file; and only for a
+// worktree event, then: worktree, branch. An event without them has the
+// payload it had before checkpoint types, so events signed then still
+// verify.
 //
 // so an event copied to another task, number or channel does not verify.
 // A reader checks every event as its agent's. The rule for one that does

@@ -82,6 +82,11 @@ type Task struct {
 	Events   int       `json:"events"`             // how many events it has
 	Ready    bool      `json:"ready"`              // pending, every dependency done
 	Blockers []string  `json:"blockers,omitempty"` // dependencies not yet done
+	// The git worktree and branch of the newest worktree event (collab
+	// task claim --worktree), and the host they are on.
+	Worktree     string `json:"worktree,omitempty"`
+	Branch       string `json:"branch,omitempty"`
+	WorktreeHost string `json:"worktree_host,omitempty"`
 	// Unverified counts the events that do not verify though they should
 	// (see the package doc's Signatures).
 	Unverified int `json:"unverified,omitempty"`
@@ -116,6 +121,9 @@ type Event struct {
 	// types, read as progress) and the files it changed.
 	Type  string   `json:"type,omitempty"`
 	Files []string `json:"files,omitempty"`
+	// A worktree event's worktree (absolute path on Host) and branch.
+	Worktree string `json:"worktree,omitempty"`
+	Branch   string `json:"branch,omitempty"`
 
 	Signature *signing.Signature `json:"signature,omitempty"`
 
@@ -233,6 +241,7 @@ func checkEvent(e Event, seq int) error {
 	}
 	want := map[string]string{
 		EvClaimed: Claimed, EvCheckpoint: Claimed, EvDone: Done, EvFailed: Failed, EvReleased: Pending,
+		EvWorktree: Claimed,
 	}[e.Event]
 	if want == "" {
 		return fmt.Errorf("unknown event %q", e.Event)
@@ -248,6 +257,9 @@ func checkEvent(e Event, seq int) error {
 		return fmt.Errorf("status %s with an owner", e.Status)
 	}
 	if err := checkCheckpoint(e); err != nil {
+		return err
+	}
+	if err := checkWorktree(e); err != nil {
 		return err
 	}
 	for _, t := range []struct{ what, s string }{{"summary", e.Summary}, {"outcome", e.Outcome}, {"error", e.Error}, {"note", e.Note}} {
@@ -271,6 +283,8 @@ func apply(t Task, e Event) Task {
 		t.Outcome = e.Outcome
 	case EvFailed:
 		t.Error = e.Error
+	case EvWorktree:
+		t.Worktree, t.Branch, t.WorktreeHost = e.Worktree, e.Branch, e.Host
 	}
 	return t
 }

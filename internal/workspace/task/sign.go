@@ -17,9 +17,12 @@ func (e Event) Payload(channel, id string) []byte {
 		e.Agent, e.Host, e.Time.UTC().Format(time.RFC3339Nano), e.Summary, e.Outcome, e.Error, e.Note}
 	// Appended only when present, so events written before checkpoint
 	// types keep their payload and still verify.
-	if e.Type != "" || len(e.Files) > 0 {
+	if e.Type != "" || len(e.Files) > 0 || e.Worktree != "" || e.Branch != "" {
 		fields = append(fields, e.Type, strconv.Itoa(len(e.Files)))
 		fields = append(fields, e.Files...)
+	}
+	if e.Worktree != "" || e.Branch != "" {
+		fields = append(fields, e.Worktree, e.Branch)
 	}
 	return signing.Payload(KindEvent, fields...)
 }
