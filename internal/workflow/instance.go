@@ -2,10 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"strings"
 	"time"
 
 	"collab/internal/plumbing/safedir"
@@ -95,28 +92,13 @@ func readRecord(d *safedir.Dir, file string) (Record, error) {
 // Records reads every instance record; one that cannot be read is
 // skipped. No folder is no records.
 func Records(root tree.Root) ([]Record, error) {
-	d, err := safedir.Open(root.Workflows())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	ents, err := d.ReadDir()
-	if err != nil {
-		return nil, err
-	}
 	var out []Record
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".json") || safedir.IsTemp(e.Name()) {
-			continue
-		}
-		if r, err := readRecord(d, e.Name()); err == nil {
+	err := safedir.EachFile(root.Workflows(), ".json", func(d *safedir.Dir, name string) {
+		if r, err := readRecord(d, name); err == nil {
 			out = append(out, r)
 		}
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // RequestStop writes the stop file of instance of workflow name; data

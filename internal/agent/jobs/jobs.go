@@ -383,30 +383,17 @@ func List(root tree.Root, agent string) ([]Job, error) {
 	if err := tree.CheckName("agent", agent); err != nil {
 		return nil, err
 	}
-	d, err := safedir.Open(root.Jobs(agent))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	ents, err := d.ReadDir()
-	if err != nil {
-		return nil, err
-	}
 	var out []Job
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".json") || checkID(strings.TrimSuffix(name, ".json")) != nil {
-			continue
+	err := safedir.EachFile(root.Jobs(agent), ".json", func(d *safedir.Dir, name string) {
+		if checkID(strings.TrimSuffix(name, ".json")) != nil {
+			return
 		}
 		if j, err := read(d, name); err == nil {
 			out = append(out, j)
 		}
-	}
+	})
 	slices.SortFunc(out, func(a, b Job) int { return b.Started.Compare(a.Started) })
-	return out, nil
+	return out, err
 }
 
 // Find looks for job id among every agent's jobs.

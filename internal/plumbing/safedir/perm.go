@@ -94,3 +94,28 @@ func (d *Dir) RemoveOrphans(age time.Duration, now time.Time) ([]string, error) 
 	}
 	return removed, errors.Join(errs...)
 }
+
+// EachFile calls fn with the folder at path open and the name of each of
+// its entries that ends in suffix and is not a temp file, in listing
+// order: the loop of every "folder of records" reader. A missing folder
+// has no entries (nil error).
+func EachFile(path, suffix string, fn func(d *Dir, name string)) error {
+	d, err := Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir()
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if name := e.Name(); strings.HasSuffix(name, suffix) && !IsTemp(name) {
+			fn(d, name)
+		}
+	}
+	return nil
+}

@@ -159,3 +159,25 @@ func TestIsTemp(t *testing.T) {
 		}
 	}
 }
+
+// TestEachFile: the entries ending in the suffix, temp files left out; a
+// missing folder has none.
+func TestEachFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.json", "b.json", ".b.json.1234.tmp", "c.txt", "d.json.bak"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	if err := EachFile(dir, ".json", func(_ *Dir, name string) { got = append(got, name) }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"a.json", "b.json"}; !slices.Equal(got, want) {
+		t.Errorf("EachFile = %q, want %q", got, want)
+	}
+	if err := EachFile(filepath.Join(dir, "none"), ".json", func(*Dir, string) { t.Error("called for a missing folder") }); err != nil {
+		t.Errorf("missing folder: %v", err)
+	}
+}

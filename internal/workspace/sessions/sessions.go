@@ -289,32 +289,19 @@ func Find(root tree.Root, key string) (*Session, error) {
 
 // List reads every record, oldest first; a bad one is skipped.
 func List(root tree.Root) ([]Session, error) {
-	d, err := safedir.Open(root.Delegations())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	ents, err := d.ReadDir()
-	if err != nil {
-		return nil, err
-	}
 	var out []Session
-	for _, e := range ents {
-		name := e.Name()
-		if safedir.IsTemp(name) || !strings.HasSuffix(name, ".json") || CheckID(strings.TrimSuffix(name, ".json")) != nil {
-			continue
+	err := safedir.EachFile(root.Delegations(), ".json", func(d *safedir.Dir, name string) {
+		if CheckID(strings.TrimSuffix(name, ".json")) != nil {
+			return
 		}
 		if s, err := read(d, name); err == nil {
 			out = append(out, *s)
 		}
-	}
+	})
 	slices.SortFunc(out, func(a, b Session) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
 	})
-	return out, nil
+	return out, err
 }
 
 // CheckLimits refuses a delegation by delegator, itself at depth (0 for a
