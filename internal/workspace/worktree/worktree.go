@@ -89,7 +89,8 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 }
 
 // gitEnv is the environment git runs with: ours, without the variables
-// that would point it at another repository, and never prompting.
+// that would point it at another repository, never prompting and never
+// taking an optional lock.
 func gitEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -100,7 +101,10 @@ func gitEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "GIT_TERMINAL_PROMPT=0")
+	// GIT_OPTIONAL_LOCKS=0: collab looks at worktrees an agent is working
+	// in, and git status would otherwise refresh the index under
+	// index.lock, failing the agent's own git commit at that moment.
+	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
 }
 
 // Repo is the top-level folder of the repository dir is in.
