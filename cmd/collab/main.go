@@ -64,15 +64,17 @@ func main() {
 		debug.SetMemoryLimit(memoryLimit)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Every signal also comes here, counted from the first: registered
+	// now, a second signal sent right after the first is never lost.
+	sig := make(chan os.Signal, 3)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	h := &hurry{c: make(chan struct{})}
 	go func() {
-		<-ctx.Done()
-		// The first signal asked for a clean stop. A second one ends the
-		// program at once: a watcher first kills its CLI's process group
-		// and writes OFFLINE (it took the hurry); a third does not wait.
-		sig := make(chan os.Signal, 2)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		stop()
+		// The first signal asked for a clean stop (NotifyContext cancels
+		// ctx). A second one ends the program at once: a watcher first
+		// kills its CLI's process group and writes OFFLINE (it took the
+		// hurry); a third does not wait.
+		<-sig
 		s := <-sig
 		if h.taken.Load() {
 			close(h.c)
