@@ -102,13 +102,14 @@ func (s *Server) Handler() http.Handler {
 }
 
 // HTTPServer returns an http.Server for Handler with timeouts a slow
-// client cannot outlast. Event streams have no write timeout: they end on
-// Close.
+// client cannot outlast. Event streams lift their read and write
+// deadlines: they are bounded in number instead, and end on Close.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
