@@ -184,6 +184,7 @@ func commands() []command {
 		{"ls", "list the workflow instances", runLs},
 		{"delegate", "hand work to a new agent in its own git worktree, and follow it", runDelegate},
 		{"resume", "restart this host's delegated agents whose watcher is gone", runResume},
+		{"serve", "serve a dashboard and a JSON API to people over HTTP", runServe},
 	}
 }
 

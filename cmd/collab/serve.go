@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+	"collab/internal/web"
+)
+
+func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "token" {
+		return runServeToken(ctx, args[1:], getenv, stdout, stderr)
+	}
+	fs := newFlags("serve", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab serve [--listen 127.0.0.1:8765] [--person NAME] [--tls-cert F --tls-key F | --insecure-http]
+       collab serve token new --person NAME | ls | rm ID
+
+Serve the tree to people: a dashboard page and a JSON API under /api/.
+At start it prints a sign-in URL carrying a one-time token; opening it
+sets a session cookie (kept in memory: a restart signs everyone out).
+Every request needs that session or a long-lived token (Authorization:
+Bearer TOKEN, from 'collab serve token new'), loopback included. What the
+page posts is sent as --person (a token's: its person), signed with that
+person's key when there is one.
+
+Loopback only by default. A listener on any other address needs TLS
+(--tls-cert and --tls-key) or, knowingly, --insecure-http.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	listen := fs.String("listen", web.DefaultListen, "address to listen on (HOST:PORT)")
+	person := fs.String("person", "", "who the signed-in people post as (default your login name)")
+	certFile := fs.String("tls-cert", "", "TLS certificate file (PEM)")
+	keyFile := fs.String("tls-key", "", "TLS private key file (PEM)")
+	insecure := fs.Bool("insecure-http", false, "allow plain HTTP on a non-loopback address")
+	maxStreams := fs.Int("max-streams", web.DefaultMaxStreams, "open live event streams at most")
+	poll := fs.Duration("poll", web.DefaultPoll, "how often live streams look for new messages")
+	tokensf := tokensFlag(fs, getenv)
+	keyf := keyFlag(fs)
+	ringf := keyringFlag(fs)
+	rootf := rootFlag(fs)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	root := tree.Resolve(*rootf, getenv)
+	who, err := actingAgent(ctx, "serve", "person", *person)
+	if err != nil {
+		return err
+	}
+	if (*certFile == "") != (*keyFile == "") {
+		return usageErrorf("serve: --tls-cert and --tls-key go together")
+	}
+	useTLS := *certFile != ""
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		return usageErrorf("serve: --listen %q: %v", *listen, err)
+	}
+	if !web.IsLoopback(*listen) && !useTLS && !*insecure {
+		return usageErrorf("serve: --listen %s is not loopback: use --tls-cert/--tls-key, or --insecure-http to serve plain HTTP anyway", *listen)
+	}
+	if *maxStreams <= 0 || *poll <= 0 {
+		return usageErrorf("serve: --max-streams and --poll must be positive")
+	}
+	signer, err := loadSigner(*keyf, who, getenv)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	ring := openKeyring(root, *ringf)
+	if err := ring.Check(keyring.Owner(string(root)), true); err != nil {
+		fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+	}
+	srv, err := web.New(web.Config{
+		Root: root, Person: who, Signer: signer, Verifier: signing.NewVerifier(ring),
+		Tokens:    web.Tokens{Path: *tokensf},
+		SignerFor: func(p string) (*signing.Signer, error) { return loadSigner("", p, getenv) },
+		TLS:       useTLS, MaxStreams: *maxStreams, Poll: *poll,
+		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	scheme := "http"
+	if useTLS {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "collab: serving %s as %s; sign in (once) at:\n%s://%s%s\n", root, who, scheme, ln.Addr(), srv.SignInPath())
+	if err := srv.Serve(ctx, ln, *certFile, *keyFile, 5*time.Second); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// tokensFlag adds --tokens: the file of long-lived tokens.
+func tokensFlag(fs *pflag.FlagSet, getenv env) *string {
+	return fs.String("tokens", web.DefaultTokensPath(getenv), "file of the long-lived tokens (hashed)")
+}
+
+// runServeToken makes, lists and revokes the long-lived tokens.
+func runServeToken(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "new" && args[0] != "ls" && args[0] != "rm") {
+		return usageErrorf("serve token: use 'collab serve token new --person NAME', 'ls' or 'rm ID'")
+	}
+	sub := args[0]
+	fs := newFlags("serve token "+sub, stderr)
+	person := fs.String("person", "", "new: who the token posts as (default your login name)")
+	tokensf := tokensFlag(fs, getenv)
+	if err := parse(fs, args[1:], getenv); err != nil {
+		return err
+	}
+	toks := web.Tokens{Path: *tokensf}
+	switch sub {
+	case "new":
+		if fs.NArg() > 0 {
+			return usageErrorf("serve token new: unexpected argument %q", fs.Arg(0))
+		}
+		who, err := actingAgent(ctx, "serve token new", "person", *person)
+		if err != nil {
+			return err
+		}
+		secret, rec, err := toks.New(who)
+		if err != nil {
+			return fmt.Errorf("serve token new: %w", err)
+		}
+		fmt.Fprintf(stderr, "collab: token %s for %s (shown once; 'collab serve token rm %s' revokes it)\n", rec.ID, rec.Person, rec.ID)
+		_, err = fmt.Fprintln(stdout, secret)
+		return err
+	case "ls":
+		recs, err := toks.List()
+		if err != nil {
+			return fmt.Errorf("serve token ls: %w", err)
+		}
+		for _, r := range recs {
+			fmt.Fprintf(stdout, "%s\t%s\t%s\n", r.ID, r.Person, r.Created.Format(time.RFC3339))
+		}
+		return nil
+	default:
+		if fs.NArg() != 1 {
+			return usageErrorf("serve token rm: give one token id")
+		}
+		if err := toks.Remove(fs.Arg(0)); err != nil {
+			if errors.Is(err, web.ErrNoToken) {
+				return &exitError{code: exitNothing, msg: fmt.Sprintf("serve token rm: %v", err)}
+			}
+			return fmt.Errorf("serve token rm: %w", err)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,159 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultListen     = "127.0.0.1:8765"
+	DefaultMaxStreams = 64
+	DefaultPoll       = 2 * time.Second
+	// MaxBody bounds a request body: a message at its cap, JSON-escaped,
+	// fits.
+	MaxBody = 1 << 20
+)
+
+// Config is what a Server serves and how.
+type Config struct {
+	Root   tree.Root
+	Person string // who the signed-in people post as
+	// Signer signs what the page posts as Person; nil posts unsigned.
+	Signer *signing.Signer
+	// Verifier gives each message's verdict; nil shows every signed
+	// message as unknown-key.
+	Verifier *signing.Verifier
+	// Tokens are the long-lived bearer tokens; the zero value has none.
+	Tokens Tokens
+	// SignerFor returns the signer of a person other than Person (one
+	// signed in with a token); nil, or a nil signer, posts unsigned.
+	SignerFor  func(person string) (*signing.Signer, error)
+	TLS        bool          // served over TLS: cookies are Secure
+	MaxStreams int           // open event streams at most; 0: DefaultMaxStreams
+	Poll       time.Duration // event streams look for new messages this often; 0: DefaultPoll
+	Logger     *slog.Logger
+}
+
+// Server is the web face of one tree.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	auth    *auth
+	streams chan struct{} // a slot per open event stream
+	done    chan struct{} // closed by Close: streams end
+	once    sync.Once
+}
+
+// New returns a server for cfg, with a fresh one-time sign-in token.
+func New(cfg Config) (*Server, error) {
+	if cfg.Root == "" {
+		return nil, errors.New("web: no root")
+	}
+	if err := tree.CheckName("person", cfg.Person); err != nil {
+		return nil, err
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Verifier == nil {
+		cfg.Verifier = signing.NewVerifier(nil)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a, err := newAuth(cfg.TLS, cfg.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, log: log, auth: a,
+		streams: make(chan struct{}, cfg.MaxStreams), done: make(chan struct{})}, nil
+}
+
+// SignInPath is the path and query of the one-time sign-in URL; prefix it
+// with the server's base URL.
+func (s *Server) SignInPath() string { return "/signin?token=" + s.auth.signIn }
+
+// Close ends the open event streams; Serve calls it on shutdown.
+func (s *Server) Close() { s.once.Do(func() { close(s.done) }) }
+
+// Handler returns the whole app: every route behind the headers, the
+// cross-site check and the sign-in.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.routeAPI(mux)
+	s.routePages(mux)
+	open := http.NewServeMux()
+	open.HandleFunc("GET /signin", s.signin)
+	open.Handle("/", s.auth.require(mux))
+	return headers(sameOrigin(limitBody(open)))
+}
+
+// HTTPServer returns an http.Server for Handler with timeouts a slow
+// client cannot outlast. Event streams lift their read and write
+// deadlines: they are bounded in number instead, and end on Close.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve serves on ln until ctx ends, then shuts down within grace.
+// certFile and keyFile, when set, serve TLS.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile string, grace time.Duration) error {
+	hs := s.HTTPServer()
+	errc := make(chan error, 1)
+	go func() {
+		if certFile != "" {
+			errc <- hs.ServeTLS(ln, certFile, keyFile)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		s.Close()
+		return err
+	case <-ctx.Done():
+	}
+	s.Close()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = hs.Close()
+	}
+	<-errc
+	return err
+}
+
+// IsLoopback reports whether a listen address binds loopback only.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
