@@ -1,15 +1,392 @@
 package web
 
-import "net/http"
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"collab/channel"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+)
+
+// The page app: html/template pages with htmx and its SSE extension,
+// vendored in static/ (see static/VERSIONS) and embedded, so nothing is
+// fetched at run time and no script is inline (the Content-Security-Policy
+// allows only this server's own files).
+var (
+	//go:embed templates/*.html
+	templateFS embed.FS
+	//go:embed static
+	staticFS embed.FS
+
+	pageTemplates = template.Must(template.ParseFS(templateFS, "templates/*.html"))
+)
+
+// Bounds of what one page shows and one event stream is told.
+const (
+	// PageMessages is how many of a channel's newest messages the page
+	// shows (channel.Newest: the cost follows this, not the channel).
+	PageMessages = 50
+	// pageChannels bounds the channel list.
+	pageChannels = 200
+	// maxSeen bounds the names an event stream is told were shown.
+	maxSeen = PageMessages
+)
 
 // routePages adds the page app's routes to mux; every route it adds is
 // behind the sign-in (see Server.Handler).
 func (s *Server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", s.page)
+	mux.HandleFunc("GET /c/{channel}", s.channelPage)
+	mux.HandleFunc("GET /c/{channel}/events", s.pageEvents)
+	mux.HandleFunc("POST /c/{channel}/post", s.pagePost)
+	mux.Handle("GET /static/", http.FileServerFS(staticFS))
 }
 
-// page serves the page app. A placeholder until the page code lands.
+// page opens on the most recently active channel.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("collab: the dashboard page is not built yet; the API is under /api/\n"))
+	chans, err := s.pageChannels()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if len(chans) > 0 {
+		http.Redirect(w, r, "/c/"+url.PathEscape(chans[0].Name), http.StatusSeeOther)
+		return
+	}
+	s.render(w, http.StatusOK, "page", pageData{Person: personOf(r), Channels: chans})
+}
+
+// pageData is what the page template shows.
+type pageData struct {
+	Person   string
+	Channels []channelItem
+	Channel  string // "": no channel yet
+	Messages []messageView
+	More     int    // older messages not shown
+	Events   string // the event stream's URL
+}
+
+// PostForm is the page's empty post box.
+func (d pageData) PostForm() postForm { return postForm{Channel: d.Channel} }
+
+// channelItem is one channel in the list.
+type channelItem struct {
+	Name   string
+	Active time.Time
+}
+
+// When is the channel's last activity, for the list.
+func (c channelItem) When() string { return c.Active.UTC().Format("2006-01-02 15:04") }
+
+// messageView is one message as the page shows it; html/template escapes
+// every field.
+type messageView struct {
+	ID, From, To, Type, InReplyTo string
+	Time, When                    string
+	Text, Code                    string
+	Verdict                       string
+	Mark                          string // as 'collab read' marks the sender; "" when verified
+	Forged                        bool
+}
+
+// channelPage shows a channel's newest page and connects its event stream.
+func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	chans, err := s.pageChannels()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	msgs, more, _, err := channel.Newest(s.cfg.Root, ch, PageMessages, nil, nil)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, More: more}
+	verdicts := s.verdicts(msgs, ch)
+	for i := range msgs {
+		d.Messages = append(d.Messages, s.view(&msgs[i], verdicts[i]))
+	}
+	d.Events = eventsURL(ch, msgs)
+	s.render(w, http.StatusOK, "page", d)
+}
+
+// eventsURL is the channel's event stream, told the names of the newest
+// second of msgs (already shown) so that it sends only what is newer.
+func eventsURL(ch string, msgs []channel.Message) string {
+	q := url.Values{}
+	if len(msgs) > 0 {
+		top, _ := channel.ParseName(msgs[len(msgs)-1].File)
+		for i := len(msgs) - 1; i >= 0 && len(q["seen"]) < maxSeen; i-- {
+			if n, err := channel.ParseName(msgs[i].File); err == nil && n.Time.Equal(top.Time) {
+				q.Add("seen", msgs[i].File)
+			}
+		}
+	}
+	u := "/c/" + url.PathEscape(ch) + "/events"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// pageEvents streams the channel's new messages as server-sent events of
+// type "message", each a rendered list item for the transcript. Its start
+// is the names in "seen" (the page's newest second) or Last-Event-ID (a
+// reconnect); with neither, now.
+func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming not supported", http.StatusInternalServerError)
+		return
+	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		http.Error(w, "too many open event streams; try again later", http.StatusServiceUnavailable)
+		return
+	}
+	seen := r.URL.Query()["seen"]
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		seen = append(seen, s.sentThrough(ch, id)...)
+	}
+	cur, ok := cursorOf(seen)
+	rd, err := channel.NewReader(s.cfg.Root, ch, cur, channel.ReaderOptions{})
+	if err == nil && !ok {
+		err = rd.SeekEnd()
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	for {
+		msgs, _, err := rd.Scan()
+		if err != nil {
+			s.log.Warn("page events", "channel", ch, "err", err)
+		}
+		verdicts := s.verdicts(msgs, ch)
+		for i := range msgs {
+			var b bytes.Buffer
+			if err := pageTemplates.ExecuteTemplate(&b, "message", s.view(&msgs[i], verdicts[i])); err != nil {
+				s.log.Warn("page events", "channel", ch, "err", err)
+				return
+			}
+			if _, err := w.Write(sseEvent("message", msgs[i].File, b.Bytes())); err != nil {
+				return
+			}
+		}
+		fl.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sentThrough returns the names a stream sent up to and including the
+// event id (a message file name), of that name's second: the stream sends
+// in channel order, so those are the ones before it in that order. It reads
+// only that second's messages (at most maxSeen).
+func (s *Server) sentThrough(ch, id string) []string {
+	top, err := channel.ParseName(id)
+	if err != nil {
+		return nil
+	}
+	same := func(_ string, n channel.Name) bool { return n.Time.Equal(top.Time) }
+	msgs, _, _, err := channel.Newest(s.cfg.Root, ch, maxSeen, same, nil)
+	if err != nil {
+		return []string{id}
+	}
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.File)
+		if m.File == id {
+			return out
+		}
+	}
+	return []string{id} // gone: only it
+}
+
+// cursorOf returns a reader's position after the named messages: every
+// name before the newest one's second, and the names given. ok is false
+// when no name parses.
+func cursorOf(names []string) (channel.Cursor, bool) {
+	var cur channel.Cursor
+	for _, name := range names[:min(len(names), 2*maxSeen)] {
+		n, err := channel.ParseName(name)
+		if err != nil {
+			continue
+		}
+		if n.Time.After(cur.Floor) {
+			cur.Floor = n.Time
+		}
+		cur.Seen = append(cur.Seen, name)
+	}
+	return cur, len(cur.Seen) > 0
+}
+
+// sseEvent formats one server-sent event; data's lines each get their
+// own "data:" field (the browser joins them with newlines).
+func sseEvent(event, id string, data []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("event: " + event + "\nid: " + id + "\n")
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(bytes.TrimSuffix(line, []byte("\r")))
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// pagePost posts the form's text into the channel as the signed-in person,
+// signed with the server's key for that person, and answers an empty form.
+func (s *Server) pagePost(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	person := personOf(r)
+	if person != s.cfg.Person {
+		// The server holds only s.cfg.Person's key.
+		http.Error(w, "this server posts only as "+s.cfg.Person, http.StatusForbidden)
+		return
+	}
+	text := r.PostFormValue("text")
+	if strings.TrimSpace(text) == "" {
+		s.render(w, http.StatusUnprocessableEntity, "post", postForm{Channel: ch, Text: text, Error: "Nothing to send."})
+		return
+	}
+	cw := channel.Writer{Root: s.cfg.Root, Signer: s.cfg.Signer}
+	m := channel.Message{SessionID: ch, From: person, Content: channel.Content{Text: text}}
+	if err := cw.Post(&m); err != nil {
+		s.render(w, http.StatusUnprocessableEntity, "post", postForm{Channel: ch, Text: text, Error: err.Error()})
+		return
+	}
+	s.render(w, http.StatusOK, "post", postForm{Channel: ch})
+}
+
+// postForm is the post box: empty after a post, kept with the error after
+// a refusal.
+type postForm struct {
+	Channel, Text, Error string
+}
+
+// render writes one template as HTML.
+func (s *Server) render(w http.ResponseWriter, code int, name string, data any) {
+	var b bytes.Buffer
+	if err := pageTemplates.ExecuteTemplate(&b, name, data); err != nil {
+		s.log.Warn("render page", "template", name, "err", err)
+		http.Error(w, "could not render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+// verdicts checks each message's signature.
+func (s *Server) verdicts(msgs []channel.Message, ch string) []signing.Verdict {
+	out := make([]signing.Verdict, len(msgs))
+	for i := range msgs {
+		out[i] = msgs[i].Verify(s.cfg.Verifier, ch)
+	}
+	return out
+}
+
+// view is a message as the page shows it.
+func (s *Server) view(m *channel.Message, verdict signing.Verdict) messageView {
+	v := messageView{
+		ID: m.ID, From: m.From, To: m.To, InReplyTo: m.Metadata.InReplyTo,
+		Time: m.Time().UTC().Format(time.RFC3339), When: m.Time().UTC().Format("2006-01-02 15:04:05"),
+		Text: m.Content.Text, Verdict: verdict.String(),
+	}
+	if m.Type != "" && m.Type != "chat" {
+		v.Type = m.Type
+	}
+	if m.Content.Code != nil {
+		v.Code = *m.Content.Code
+	}
+	v.Mark, v.Forged = mark(s.cfg.Verifier, m.From, verdict)
+	return v
+}
+
+// mark is the tag 'collab read' shows after the sender of a message that
+// does not verify: upper case for a forgery (a bad or revoked signature,
+// or anything but a good one from a sender with keys), lower case for what
+// merely cannot be checked; "" when it verifies.
+func mark(v *signing.Verifier, from string, verdict signing.Verdict) (string, bool) {
+	words := strings.ReplaceAll(verdict.String(), "-", " ")
+	switch {
+	case verdict == signing.Verified:
+		return "", false
+	case verdict == signing.BadSignature, verdict == signing.RevokedKey, v.HasKeys(from):
+		return "[" + strings.ToUpper(words) + "]", true
+	default:
+		return "(" + words + ")", false
+	}
+}
+
+// pageChannels lists the channels, most recently active first (by the
+// modification time of each channel's folder, which a new message
+// changes): one stat per channel, no message read.
+func (s *Server) pageChannels() ([]channelItem, error) {
+	entries, err := os.ReadDir(s.cfg.Root.Channels())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []channelItem
+	for _, e := range entries {
+		if !e.IsDir() || !tree.ValidName(e.Name()) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, channelItem{Name: e.Name(), Active: fi.ModTime()})
+	}
+	slices.SortFunc(out, func(a, b channelItem) int {
+		if c := b.Active.Compare(a.Active); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out[:min(len(out), pageChannels)], nil
 }

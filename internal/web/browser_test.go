@@ -1,0 +1,279 @@
+package web_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"collab/channel"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+	"collab/internal/web"
+)
+
+// browser starts a headless chromium for the test, or skips when there is
+// none (fails instead with COLLAB_TEST_REQUIRE_CHROMIUM=1, as CI sets).
+// The console collects what the pages write to it.
+func browser(t *testing.T) (context.Context, *console) {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("COLLAB_TEST_REQUIRE_CHROMIUM") == "1" {
+			t.Fatal("no chromium on PATH, and COLLAB_TEST_REQUIRE_CHROMIUM=1")
+		}
+		t.Skip("no chromium on PATH (set COLLAB_TEST_REQUIRE_CHROMIUM=1 to fail instead)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1200, 760),
+		chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTime(); cancelCtx(); cancelAlloc() })
+	c := &console{}
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			c.add(m)
+		}
+	}()
+	return ctx, c
+}
+
+// console is what the pages wrote to the browser's console.
+type console struct {
+	mu   sync.Mutex
+	msgs []chromedp.ConsoleMessage
+}
+
+func (c *console) add(m chromedp.ConsoleMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.msgs = append(c.msgs, m)
+}
+
+// problems returns the errors, warnings and uncaught exceptions (a
+// script the CSP refused is one, and so is a file not found).
+func (c *console) problems() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, m := range c.msgs {
+		switch m.Type {
+		case chromedp.ConsoleError, chromedp.ConsoleWarning, chromedp.ConsoleException:
+			out = append(out, string(m.Type)+": "+m.Text)
+		}
+	}
+	return out
+}
+
+// dashboard is a served tree with one person, ann, who has a trusted key
+// (so what the page posts is signed), and one agent, reviewer, likewise.
+type dashboard struct {
+	root     tree.Root
+	srv      *web.Server
+	url      string
+	reviewer *signing.Signer
+}
+
+func newDashboard(t *testing.T) *dashboard {
+	t.Helper()
+	root := tree.Root(t.TempDir())
+	keys := t.TempDir()
+	ann, err := signing.NewKey(filepath.Join(keys, "ann.key"), "ann", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviewer, err := signing.NewKey(filepath.Join(keys, "reviewer.key"), "reviewer", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := keyring.Open(root.Keys())
+	if err := ring.Create(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*signing.Signer{ann, reviewer} {
+		if err := ring.Trust(s.Agent(), s.PublicKey()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := web.New(web.Config{Root: root, Person: "ann", Signer: ann,
+		Verifier: signing.NewVerifier(ring), Poll: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Close) // first: ends the event streams ts.Close waits for
+	return &dashboard{root: root, srv: srv, url: ts.URL, reviewer: reviewer}
+}
+
+// post writes a message into a channel as the CLI's send does.
+func (d *dashboard) post(t *testing.T, s *signing.Signer, ch, from, text string) channel.Message {
+	t.Helper()
+	w := channel.Writer{Root: d.root, Signer: s}
+	m := channel.Message{SessionID: ch, From: from, Content: channel.Content{Text: text}}
+	if err := w.Post(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// waitText waits until the transcript holds text (the context bounds it).
+func waitText(ctx context.Context, text string) error {
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](
+		`document.querySelector("#transcript") !== null && document.querySelector("#transcript").textContent.includes(`+jsString(text)+`)`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second)))
+	return err
+}
+
+func jsString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "<", `\x3c`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// screenshot saves the page as NAME.png in $COLLAB_SCREENSHOTS, when set.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("COLLAB_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrowserChannel signs in through the printed URL, watches a message
+// sent on the bus appear live, posts from the page and finds the message
+// in the channel, signed by ann.
+func TestBrowserChannel(t *testing.T) {
+	ctx, con := browser(t)
+	d := newDashboard(t)
+	d.post(t, d.reviewer, "review", "reviewer", "Looked at the patch for the lease renewal: two nits, otherwise good.")
+	d.post(t, nil, "review", "builder", "CI is green on 4f2c1e0.")
+	d.post(t, nil, "older", "builder", "an older channel")
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(d.root.Channel("older"), past, past); err != nil {
+		t.Fatal(err)
+	}
+
+	// The sign-in URL opens the most recently active channel.
+	if err := chromedp.Do(ctx, chromedp.Navigate(d.url+d.srv.SignInPath())); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitText(ctx, "two nits"); err != nil {
+		t.Fatalf("the channel did not open: %v", err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.HasSuffix(loc, "/c/review") {
+		t.Fatalf("opened %q (%v), want the most recent channel, /c/review", loc, err)
+	}
+	marks, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("#transcript .msg")].map(e => e.dataset.verdict + " " + e.querySelector(".mark").textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(marks, "|"), "verified ✓|unsigned (unsigned)"; got != want {
+		t.Errorf("verdict marks %q, want %q", got, want)
+	}
+
+	// A message sent on the bus appears without a reload.
+	d.post(t, d.reviewer, "review", "reviewer", "Approved. Merging after the docs land.")
+	if err := waitText(ctx, "Merging after the docs land"); err != nil {
+		t.Fatalf("a sent message did not appear live: %v", err)
+	}
+
+	// Posting from the page writes a message signed by ann; it comes back
+	// through the event stream.
+	text := "Thanks both: docs are in, go ahead."
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys("#post-text", text, chromedp.NodeVisible),
+		chromedp.Click("#post button", chromedp.NodeVisible)); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitText(ctx, text); err != nil {
+		t.Fatalf("the posted message did not appear: %v", err)
+	}
+	msgs, _, _, err := channel.Newest(d.root, "review", 10, nil, func(m *channel.Message) bool { return m.Content.Text == text })
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("posted message in the channel: %d found (%v), want 1", len(msgs), err)
+	}
+	ring := keyring.Open(d.root.Keys())
+	if got := msgs[0].Verify(signing.NewVerifier(ring), "review"); msgs[0].From != "ann" || got != signing.Verified {
+		t.Errorf("posted message from %q with verdict %v, want ann, verified", msgs[0].From, got)
+	}
+	box, err := chromedp.Run(ctx, chromedp.Value("#post-text"))
+	if err != nil || box != "" {
+		t.Errorf("post box after posting: %q (%v), want empty", box, err)
+	}
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#transcript .msg").length`))
+	if err != nil || n != 4 {
+		t.Errorf("transcript holds %d messages (%v), want 4 (each once)", n, err)
+	}
+	screenshot(t, ctx, "channel")
+	if p := con.problems(); len(p) > 0 {
+		t.Errorf("console: %q", p)
+	}
+}
+
+// TestBrowserEscapes posts script and HTML into a channel, as the page
+// first shows it and live, and checks that it shows as text and nothing
+// runs.
+func TestBrowserEscapes(t *testing.T) {
+	ctx, con := browser(t)
+	d := newDashboard(t)
+	probe := `<script>window.__x=1</script><img src=x onerror="window.__x=2"><b onmouseover="window.__x=3">bold</b>`
+	d.post(t, nil, "probe", "mallory", "first "+probe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(d.url+d.srv.SignInPath())); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitText(ctx, "first <script>"); err != nil {
+		t.Fatalf("the probe is not shown as text: %v", err)
+	}
+	d.post(t, nil, "probe", "mallory", "live "+probe)
+	if err := waitText(ctx, "live <script>"); err != nil {
+		t.Fatalf("the live probe is not shown as text: %v", err)
+	}
+	// Give an image error handler the time to run, were there an image.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`new Promise(r => setTimeout(() => r(true), 300))`, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatal(err)
+	}
+	ran, err := chromedp.Run(ctx, chromedp.Evaluate[string](`typeof window.__x`))
+	if err != nil || ran != "undefined" {
+		t.Errorf("window.__x is %s (%v): the probe ran", ran, err)
+	}
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#transcript script, #transcript img, #transcript b").length`))
+	if err != nil || n != 0 {
+		t.Errorf("%d elements from message text in the transcript (%v), want 0", n, err)
+	}
+	screenshot(t, ctx, "escapes")
+	if p := con.problems(); len(p) > 0 {
+		t.Errorf("console: %q", p)
+	}
+}

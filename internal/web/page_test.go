@@ -1,0 +1,193 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"collab/channel"
+	"collab/internal/plumbing/tree"
+	"collab/internal/web"
+)
+
+// signedIn serves root and returns a client with a session and the URL.
+func signedIn(t *testing.T, cfg web.Config) (*http.Client, string) {
+	t.Helper()
+	if cfg.Person == "" {
+		cfg.Person = "ann"
+	}
+	cfg.Poll = 50 * time.Millisecond
+	srv, err := web.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 20 * time.Second}
+	resp, err := c.Get(ts.URL + srv.SignInPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return c, ts.URL
+}
+
+func postMessage(t *testing.T, root tree.Root, ch, from, text string) channel.Message {
+	t.Helper()
+	m := channel.Message{SessionID: ch, From: from, Content: channel.Content{Text: text}}
+	if err := (&channel.Writer{Root: root}).Post(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// events opens a channel's page event stream and returns its lines.
+func events(t *testing.T, c *http.Client, u string, header http.Header) (*http.Response, <-chan string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return resp, lines
+}
+
+// nextData returns the data of the next event.
+func nextData(t *testing.T, lines <-chan string) (id, data string) {
+	t.Helper()
+	var b strings.Builder
+	for l := range lines {
+		switch {
+		case l == "" && b.Len() > 0:
+			return id, b.String()
+		case strings.HasPrefix(l, "id: "):
+			id = strings.TrimPrefix(l, "id: ")
+		case strings.HasPrefix(l, "data: "):
+			b.WriteString(strings.TrimPrefix(l, "data: ") + "\n")
+		}
+	}
+	t.Fatal("the event stream ended")
+	return "", ""
+}
+
+// TestPageEscapes checks the page and the event stream both escape a
+// message's text and sender.
+func TestPageEscapes(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	probe := `<script>alert(1)</script><img src=x onerror=alert(2)>`
+	postMessage(t, root, "probe", "mallory", probe)
+	c, base := signedIn(t, web.Config{Root: root})
+	resp, err := c.Get(base + "/c/probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(body)
+	if resp.StatusCode != 200 || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;") {
+		t.Fatalf("page (%d) does not show the probe escaped:\n%s", resp.StatusCode, page)
+	}
+	if strings.Contains(page, "<img") || strings.Count(page, "<script") != 2 { // htmx and its SSE extension
+		t.Errorf("page holds markup from the message:\n%s", page)
+	}
+	_, lines := events(t, c, base+"/c/probe/events", nil)
+	postMessage(t, root, "probe", "mallory", "live "+probe)
+	_, data := nextData(t, lines)
+	if !strings.Contains(data, "live &lt;script&gt;") || strings.Contains(data, "<script") || strings.Contains(data, "<img") {
+		t.Errorf("event data does not escape the probe:\n%s", data)
+	}
+}
+
+// TestPageEventsResume checks a stream starts after the names the page
+// showed ("seen") or the last event id, and sends each message once.
+func TestPageEventsResume(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	first := postMessage(t, root, "c", "bob", "one")
+	second := postMessage(t, root, "c", "bob", "two")
+	c, base := signedIn(t, web.Config{Root: root})
+
+	_, lines := events(t, c, base+"/c/c/events?seen="+url.QueryEscape(first.File), nil)
+	id, data := nextData(t, lines)
+	if id != second.File || !strings.Contains(data, "two") {
+		t.Errorf("after seen=first: event %s %q, want the second message", id, data)
+	}
+
+	_, lines = events(t, c, base+"/c/c/events", http.Header{"Last-Event-Id": {second.File}})
+	third := postMessage(t, root, "c", "bob", "three")
+	id, data = nextData(t, lines)
+	if id != third.File || !strings.Contains(data, "three") {
+		t.Errorf("after Last-Event-ID=second: event %s %q, want the third message", id, data)
+	}
+}
+
+// TestPageEventsBounded checks that a stream past MaxStreams is refused
+// with 503.
+func TestPageEventsBounded(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	c, base := signedIn(t, web.Config{Root: root, MaxStreams: 1})
+	resp, _ := events(t, c, base+"/c/c/events", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("first stream: %s", resp.Status)
+	}
+	resp2, err := c.Get(base + "/c/c/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("second stream: %s, want 503", resp2.Status)
+	}
+}
+
+// TestPagePost checks the post box: a post lands in the channel as the
+// signed-in person; empty text and a bad channel name are refused.
+func TestPagePost(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	c, base := signedIn(t, web.Config{Root: root})
+	for _, tc := range []struct {
+		name, path, text string
+		code             int
+	}{
+		{"posts", "/c/dev/post", "hello", 200},
+		{"empty", "/c/dev/post", "  ", http.StatusUnprocessableEntity},
+		{"bad channel", "/c/..%2Fkeys/post", "x", http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := c.PostForm(base+tc.path, url.Values{"text": {tc.text}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.code {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.code)
+			}
+		})
+	}
+	msgs, _, _, err := channel.Newest(root, "dev", 10, nil, nil)
+	if err != nil || len(msgs) != 1 || msgs[0].From != "ann" || msgs[0].Content.Text != "hello" {
+		t.Errorf("channel dev: %+v (%v), want one message from ann", msgs, err)
+	}
+}
