@@ -1,10 +1,46 @@
 package web
 
-import "net/http"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"collab/channel"
+	"collab/internal/delivery"
+	"collab/internal/plumbing/proc"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workflow"
+	"collab/internal/workspace/registry"
+	"collab/presence"
+)
+
+// Bounds of the API's reads.
+const (
+	// DefaultPage and MaxPage are a message page's default and largest
+	// length.
+	DefaultPage = 50
+	MaxPage     = 200
+	// maxDelivery is how many addressed messages of a page (the newest)
+	// get their delivery status: each costs a handful of file reads.
+	maxDelivery = 50
+)
 
 // routeAPI adds the JSON API's routes to mux.
 func (s *Server) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/session", s.apiSession)
+	mux.HandleFunc("GET /api/channels", s.apiChannels)
+	mux.HandleFunc("GET /api/channels/{channel}/messages", s.apiMessages)
+	mux.HandleFunc("POST /api/channels/{channel}/messages", s.apiPost)
+	mux.HandleFunc("GET /api/channels/{channel}/events", s.apiEvents)
+	mux.HandleFunc("GET /api/who", s.apiWho)
+	mux.HandleFunc("GET /api/status/{id}", s.apiStatus)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, http.StatusNotFound, "no such API endpoint")
 	})
@@ -13,4 +49,347 @@ func (s *Server) routeAPI(mux *http.ServeMux) {
 // apiSession answers who the session posts as.
 func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"person": personOf(r), "signs": s.cfg.Signer != nil})
+}
+
+// ChannelView is one channel in GET /api/channels.
+type ChannelView struct {
+	Name string `json:"name"`
+	// Newest and NewestTime are the newest message's id and time; empty
+	// for a channel without messages.
+	Newest     string    `json:"newest,omitempty"`
+	NewestTime time.Time `json:"newest_time,omitzero"`
+}
+
+// Channels lists the tree's channels, the most recently active first. Its
+// cost is one listing of each channel's folder (channel.Tail of 1), not
+// its messages.
+func (s *Server) Channels() ([]ChannelView, error) {
+	entries, err := os.ReadDir(s.cfg.Root.Channels())
+	if err != nil {
+		return nil, err
+	}
+	out := []ChannelView{}
+	for _, e := range entries {
+		if !e.IsDir() || !tree.ValidName(e.Name()) {
+			continue
+		}
+		v := ChannelView{Name: e.Name()}
+		if msgs, _, err := channel.Tail(s.cfg.Root, e.Name(), "", 1); err == nil && len(msgs) == 1 {
+			v.Newest, v.NewestTime = msgs[0].Key(), msgs[0].Time()
+		}
+		out = append(out, v)
+	}
+	slices.SortStableFunc(out, func(a, b ChannelView) int {
+		if c := b.NewestTime.Compare(a.NewestTime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, nil
+}
+
+func (s *Server) apiChannels(w http.ResponseWriter, r *http.Request) {
+	chs, err := s.Channels()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"channels": chs})
+}
+
+// MessageView is a message as the API and the page show it.
+type MessageView struct {
+	ID        string    `json:"id"`
+	Channel   string    `json:"channel"`
+	Time      time.Time `json:"time"`
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	Type      string    `json:"type"`
+	Text      string    `json:"text"`
+	Code      *string   `json:"code,omitempty"`
+	InReplyTo string    `json:"in_reply_to,omitempty"`
+	Thread    string    `json:"thread,omitempty"`
+	Host      string    `json:"host,omitempty"`
+	// Verdict is the signature's: verified, unsigned, bad-signature,
+	// unknown-key or revoked-key.
+	Verdict string `json:"verdict"`
+	// Delivery is where an addressed message stands for each addressee;
+	// nil for a broadcast and for the older messages of a page (see
+	// maxDelivery).
+	Delivery *delivery.Status `json:"delivery,omitempty"`
+}
+
+// view makes m's view, with its verdict.
+func (s *Server) view(ch string, m *channel.Message) MessageView {
+	return MessageView{
+		ID: m.Key(), Channel: ch, Time: m.Time(), From: m.From, To: m.To, Type: m.Type,
+		Text: m.Content.Text, Code: m.Content.Code, InReplyTo: m.Metadata.InReplyTo,
+		Thread: m.ThreadID(), Host: m.Metadata.Host,
+		Verdict: m.Verify(s.cfg.Verifier, ch).String(),
+	}
+}
+
+// withDelivery adds the delivery status of an addressed message.
+func (s *Server) withDelivery(v *MessageView, ch string, m *channel.Message) {
+	st := delivery.For(s.cfg.Root, ch, m, s.deliveryOptions())
+	if !st.Broadcast {
+		v.Delivery = &st
+	}
+}
+
+func (s *Server) deliveryOptions() delivery.Options {
+	h, _ := os.Hostname()
+	return delivery.Options{Host: h, Verifier: s.cfg.Verifier}
+}
+
+// Page is one page of a channel's messages.
+type Page struct {
+	Messages []MessageView `json:"messages"` // oldest first
+	// Before is the id to ask the next older page with; empty when this
+	// page is the oldest.
+	Before string `json:"before,omitempty"`
+}
+
+// Messages returns the page of channel ch before message id before (the
+// newest when ""), at most n long. Its cost follows n (channel.Tail),
+// plus a delivery status for at most maxDelivery messages.
+func (s *Server) Messages(ch, before string, n int) (Page, error) {
+	file := ""
+	if before != "" {
+		file = before + ".json"
+	}
+	msgs, _, err := channel.Tail(s.cfg.Root, ch, file, n)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Messages: make([]MessageView, len(msgs))}
+	budget := maxDelivery
+	for i := len(msgs) - 1; i >= 0; i-- {
+		p.Messages[i] = s.view(ch, &msgs[i])
+		if budget > 0 && !delivery.IsNotice(&msgs[i]) {
+			budget--
+			s.withDelivery(&p.Messages[i], ch, &msgs[i])
+		}
+	}
+	if len(msgs) == n && n > 0 {
+		p.Before = msgs[0].Key()
+	}
+	return p, nil
+}
+
+func (s *Server) apiMessages(w http.ResponseWriter, r *http.Request) {
+	ch, ok := s.channelArg(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	n := DefaultPage
+	if l := q.Get("limit"); l != "" {
+		var err error
+		if n, err = strconv.Atoi(l); err != nil || n < 1 || n > MaxPage {
+			refuse(w, r, http.StatusBadRequest, fmt.Sprintf("limit must be 1 to %d", MaxPage))
+			return
+		}
+	}
+	before := q.Get("before")
+	if before != "" {
+		if _, err := channel.ParseID(before); err != nil {
+			refuse(w, r, http.StatusBadRequest, fmt.Sprintf("before %q is not a message id", before))
+			return
+		}
+	}
+	p, err := s.Messages(ch, before, n)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// PostRequest is the body of POST /api/channels/NAME/messages.
+type PostRequest struct {
+	Text    string `json:"text"`
+	To      string `json:"to"`       // an agent, NAME@INSTANCE, or "all" (the default)
+	ReplyTo string `json:"reply_to"` // the id of the message this answers
+}
+
+// Post posts text to channel ch as person, signed with the server's key
+// for that person when it holds one; the checks and their texts are
+// collab send's.
+func (s *Server) Post(ch, person string, req PostRequest) (*channel.Message, int, error) {
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, http.StatusBadRequest, errors.New("the message text is empty")
+	}
+	to := req.To
+	if to == "" {
+		to = channel.Broadcast
+	}
+	if to != channel.Broadcast {
+		if !strings.Contains(to, "@") {
+			if err := tree.CheckName("recipient", to); err != nil {
+				return nil, http.StatusBadRequest, err
+			}
+		}
+		id, err := workflow.ParseAddress(to)
+		if err != nil {
+			return nil, http.StatusBadRequest, fmt.Errorf("to: %v", err)
+		}
+		to = id
+	}
+	if req.ReplyTo != "" {
+		if _, err := channel.ParseID(req.ReplyTo); err != nil {
+			return nil, http.StatusBadRequest, fmt.Errorf("reply_to %q is not a message id", req.ReplyTo)
+		}
+	}
+	m := &channel.Message{SessionID: ch, From: person, To: to, Type: "chat", Content: channel.Content{Text: req.Text}}
+	m.Metadata.Host, _ = os.Hostname()
+	m.Metadata.Hops = 1
+	if req.ReplyTo != "" {
+		if parent, err := channel.Lookup(s.cfg.Root, ch, req.ReplyTo); err == nil {
+			m.SetParent(&parent)
+		} else {
+			m.SetParent(&channel.Message{ID: req.ReplyTo})
+		}
+	}
+	var signer = s.cfg.Signer
+	if person != s.cfg.Person {
+		signer = nil // the server holds the key of its person only
+	}
+	wr := &channel.Writer{Root: s.cfg.Root, Signer: signer}
+	if err := wr.Post(m); err != nil {
+		if errors.Is(err, channel.ErrTooLarge) {
+			return nil, http.StatusRequestEntityTooLarge, err
+		}
+		return nil, http.StatusInternalServerError, err
+	}
+	if !registry.Known(s.cfg.Root, to) && to != channel.Broadcast {
+		s.log.Warn("posted to an unknown agent", "to", to, "id", m.ID)
+	}
+	return m, http.StatusCreated, nil
+}
+
+func (s *Server) apiPost(w http.ResponseWriter, r *http.Request) {
+	ch, ok := s.channelArg(w, r)
+	if !ok {
+		return
+	}
+	var req PostRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			refuse(w, r, http.StatusRequestEntityTooLarge, "request body too large")
+			return
+		}
+		refuse(w, r, http.StatusBadRequest, "bad JSON body: "+err.Error())
+		return
+	}
+	m, code, err := s.Post(ch, personOf(r), req)
+	if err != nil {
+		if code == http.StatusInternalServerError {
+			s.fail(w, r, err)
+			return
+		}
+		refuse(w, r, code, err.Error())
+		return
+	}
+	v := s.view(ch, m)
+	s.withDelivery(&v, ch, m)
+	writeJSON(w, code, v)
+}
+
+// AgentView is one agent on the who board.
+type AgentView struct {
+	Agent            string    `json:"agent"`
+	State            string    `json:"state"` // as who shows it: AWAKE/IDLE, STALE, OFFLINE, …
+	Host             string    `json:"host,omitempty"`
+	Channels         []string  `json:"channels,omitempty"`
+	Time             time.Time `json:"time,omitzero"` // the last heartbeat
+	Backlog          int       `json:"backlog,omitempty"`
+	OldestUnanswered string    `json:"oldest_unanswered,omitempty"`
+	LastReply        string    `json:"last_reply,omitempty"`
+	Working          string    `json:"working_on,omitempty"`
+	Verdict          string    `json:"verdict"` // the heartbeat's signature
+}
+
+// Who returns the presence board: one heartbeat file per agent.
+func (s *Server) Who() ([]AgentView, error) {
+	all, _, err := presence.ReadAll(s.cfg.Root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	now := time.Now()
+	verdicts := presence.VerifyAll(s.cfg.Verifier, all)
+	out := make([]AgentView, 0, len(all))
+	for i, st := range all {
+		v := AgentView{Agent: st.AgentID, State: st.Effective(now, presence.DefaultStaleAfter, host, proc.PIDAlive),
+			Host: st.Host, Channels: st.Channels, Backlog: st.Backlog, OldestUnanswered: st.OldestUnanswered,
+			LastReply: st.LastReply, Working: st.MessageID, Verdict: verdicts[i].String()}
+		if len(v.Channels) == 0 && st.Channel != "" {
+			v.Channels = []string{st.Channel}
+		}
+		v.Time, _ = st.Time()
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (s *Server) apiWho(w http.ResponseWriter, r *http.Request) {
+	agents, err := s.Who()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": agents})
+}
+
+// apiStatus answers where message ID stands (?channel=C, else found).
+func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := channel.ParseID(id); err != nil {
+		refuse(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a message id", id))
+		return
+	}
+	ch := r.URL.Query().Get("channel")
+	if ch != "" {
+		if err := tree.CheckName("channel", ch); err != nil {
+			refuse(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+	} else {
+		found, err := delivery.FindChannel(s.cfg.Root, id)
+		if err != nil {
+			refuse(w, r, http.StatusNotFound, err.Error())
+			return
+		}
+		ch = found
+	}
+	st, err := delivery.Of(s.cfg.Root, ch, id, s.deliveryOptions())
+	if errors.Is(err, fs.ErrNotExist) {
+		refuse(w, r, http.StatusNotFound, fmt.Sprintf("no message %s in channel %s", id, ch))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// channelArg returns the request's valid channel name, or answers 400.
+func (s *Server) channelArg(w http.ResponseWriter, r *http.Request) (string, bool) {
+	ch := r.PathValue("channel")
+	if err := tree.CheckName("channel", ch); err != nil {
+		refuse(w, r, http.StatusBadRequest, err.Error())
+		return "", false
+	}
+	return ch, true
+}
+
+// fail answers 500 and logs the error.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Error("request failed", "path", r.URL.Path, "err", err)
+	refuse(w, r, http.StatusInternalServerError, "internal error: "+err.Error())
 }

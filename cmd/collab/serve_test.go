@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/cookiejar"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeListenRules: a non-loopback listener needs TLS or
+// --insecure-http; half a TLS pair is a usage error.
+func TestServeListenRules(t *testing.T) {
+	root := newTree(t)
+	env := map[string]string{"COLLAB_ROOT": root}
+	for _, args := range [][]string{
+		{"serve", "--person", "alice", "--listen", "0.0.0.0:0"},
+		{"serve", "--person", "alice", "--listen", "[::]:0"},
+		{"serve", "--person", "alice", "--listen", "192.0.2.1:8765"},
+		{"serve", "--person", "alice", "--tls-cert", "c.pem"},
+		{"serve", "--person", "alice", "--listen", "nonsense"},
+	} {
+		r := runCollab(t, env, "", args...)
+		if r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d; stderr %q", args, r.code, exitUsage, r.stderr)
+		}
+	}
+	if r := runCollab(t, env, "", "serve", "--listen", "0.0.0.0:0", "--person", "alice"); !strings.Contains(r.stderr, "--insecure-http") {
+		t.Errorf("the refusal does not name the way out: %q", r.stderr)
+	}
+}
+
+// serveForTest runs collab serve with args until the test ends and
+// returns the sign-in URL it printed.
+func serveForTest(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		err := run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, strings.NewReader(""), &out, &errb)
+		done <- exitCode(err, &errb)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve ended with exit %d: %s", code, errb.String())
+		}
+	})
+	for i := 0; i < 500; i++ {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.Contains(line, "/signin?token=") {
+				return strings.TrimSpace(line)
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve ended with exit %d: %s", code, errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no sign-in URL printed: %q %q", out.String(), errb.String())
+	return ""
+}
+
+// TestServeSignIn: the printed URL signs a browser in once; the session
+// then reaches the API as the person.
+func TestServeSignIn(t *testing.T) {
+	root := newTree(t)
+	url := serveForTest(t, map[string]string{"COLLAB_ROOT": root}, "--person", "alice")
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("sign-in URL %q", url)
+	}
+	base := url[:strings.Index(url, "/signin")]
+	if resp, err := http.Get(base + "/api/session"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without a session: %v %v", resp, err)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(url)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign in: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = c.Get(base + "/api/session")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("with the session: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if resp, err := http.Get(url); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the token worked twice: %v %v", resp, err)
+	}
+}
