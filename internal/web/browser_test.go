@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -177,9 +178,12 @@ func TestBrowserChannel(t *testing.T) {
 	d := newDashboard(t)
 	d.post(t, d.reviewer, "review", "reviewer", "Looked at the patch for the lease renewal: two nits, otherwise good.")
 	d.post(t, nil, "review", "builder", "CI is green on 4f2c1e0.")
-	d.post(t, nil, "older", "builder", "an older channel")
-	past := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(d.root.Channel("older"), past, past); err != nil {
+	asked := channel.Message{SessionID: "review", From: "ann", To: "reviewer", Content: channel.Content{Text: "@reviewer can you also check the retry path?"}}
+	if err := (&channel.Writer{Root: d.root}).Post(&asked); err != nil {
+		t.Fatal(err)
+	}
+	past := channel.Writer{Root: d.root, Now: func() time.Time { return time.Now().Add(-time.Hour) }}
+	if err := past.Post(&channel.Message{SessionID: "older", From: "builder", Content: channel.Content{Text: "an older channel"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -199,7 +203,8 @@ func TestBrowserChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(marks, "|"), "verified ✓|unsigned (unsigned)"; got != want {
+	slices.Sort(marks) // one second: the order within it is the names'
+	if got, want := strings.Join(marks, "|"), "unsigned (unsigned)|unsigned [UNSIGNED]|verified ✓"; got != want {
 		t.Errorf("verdict marks %q, want %q", got, want)
 	}
 
@@ -233,12 +238,25 @@ func TestBrowserChannel(t *testing.T) {
 		t.Errorf("post box after posting: %q (%v), want empty", box, err)
 	}
 	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#transcript .msg").length`))
-	if err != nil || n != 4 {
-		t.Errorf("transcript holds %d messages (%v), want 4 (each once)", n, err)
+	if err != nil || n != 5 {
+		t.Errorf("transcript holds %d messages (%v), want 5 (each once)", n, err)
 	}
 	screenshot(t, ctx, "channel")
 	if p := con.problems(); len(p) > 0 {
 		t.Errorf("console: %q", p)
+	}
+
+	// A refused post keeps the text and says why (the browser logs the
+	// 400, so after the console check).
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys("#post-text", "   ", chromedp.NodeVisible),
+		chromedp.Click("#post button", chromedp.NodeVisible),
+		chromedp.WaitVisible("#post .error")); err != nil {
+		t.Fatal(err)
+	}
+	why, err := chromedp.Run(ctx, chromedp.Text("#post .error"))
+	if err != nil || !strings.Contains(why, "empty") {
+		t.Errorf("refusal shown: %q (%v), want the text is empty", why, err)
 	}
 }
 

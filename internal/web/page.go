@@ -8,12 +8,11 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"collab/channel"
+	"collab/internal/delivery"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 )
@@ -56,7 +55,7 @@ func (s *Server) routePages(mux *http.ServeMux) {
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	chans, err := s.pageChannels()
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		s.fail(w, r, err)
 		return
 	}
 	if len(chans) > 0 {
@@ -72,7 +71,7 @@ type pageData struct {
 	Channels []channelItem
 	Channel  string // "": no channel yet
 	Messages []messageView
-	More     int    // older messages not shown
+	More     bool   // older messages not shown
 	Events   string // the event stream's URL
 }
 
@@ -86,17 +85,23 @@ type channelItem struct {
 }
 
 // When is the channel's last activity, for the list.
-func (c channelItem) When() string { return c.Active.UTC().Format("2006-01-02 15:04") }
+func (c channelItem) When() string {
+	if c.Active.IsZero() {
+		return ""
+	}
+	return c.Active.UTC().Format("2006-01-02 15:04")
+}
 
-// messageView is one message as the page shows it; html/template escapes
-// every field.
+// messageView is one message as the page shows it (the API's view and
+// how to show it); html/template escapes every field.
 type messageView struct {
-	ID, From, To, Type, InReplyTo string
-	Time, When                    string
-	Text, Code                    string
-	Verdict                       string
-	Mark                          string // as 'collab read' marks the sender; "" when verified
-	Forged                        bool
+	MessageView
+	Stamp, When string // its time, for datetime and to read
+	Kind        string // its type unless chat
+	CodeText    string
+	Mark        string // as 'collab read' marks the sender; "" when verified
+	Forged      bool
+	Delivered   []string // "agent: state" per addressee of an addressed message
 }
 
 // channelPage shows a channel's newest page and connects its event stream.
@@ -108,32 +113,31 @@ func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
 	}
 	chans, err := s.pageChannels()
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		s.fail(w, r, err)
 		return
 	}
-	msgs, more, _, err := channel.Newest(s.cfg.Root, ch, PageMessages, nil, nil)
+	p, err := s.Messages(ch, "", PageMessages)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		s.fail(w, r, err)
 		return
 	}
-	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, More: more}
-	verdicts := s.verdicts(msgs, ch)
-	for i := range msgs {
-		d.Messages = append(d.Messages, s.view(&msgs[i], verdicts[i]))
+	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, More: p.Before != ""}
+	for _, v := range p.Messages {
+		d.Messages = append(d.Messages, s.pageView(v))
 	}
-	d.Events = eventsURL(ch, msgs)
+	d.Events = eventsURL(ch, p.Messages)
 	s.render(w, http.StatusOK, "page", d)
 }
 
 // eventsURL is the channel's event stream, told the names of the newest
 // second of msgs (already shown) so that it sends only what is newer.
-func eventsURL(ch string, msgs []channel.Message) string {
+func eventsURL(ch string, msgs []MessageView) string {
 	q := url.Values{}
 	if len(msgs) > 0 {
-		top, _ := channel.ParseName(msgs[len(msgs)-1].File)
+		top, _ := channel.ParseID(msgs[len(msgs)-1].ID)
 		for i := len(msgs) - 1; i >= 0 && len(q["seen"]) < maxSeen; i-- {
-			if n, err := channel.ParseName(msgs[i].File); err == nil && n.Time.Equal(top.Time) {
-				q.Add("seen", msgs[i].File)
+			if n, err := channel.ParseID(msgs[i].ID); err == nil && n.Time.Equal(top.Time) {
+				q.Add("seen", msgs[i].ID+".json")
 			}
 		}
 	}
@@ -192,10 +196,13 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			s.log.Warn("page events", "channel", ch, "err", err)
 		}
-		verdicts := s.verdicts(msgs, ch)
 		for i := range msgs {
+			v := s.view(ch, &msgs[i])
+			if !delivery.IsNotice(&msgs[i]) {
+				s.withDelivery(&v, ch, &msgs[i])
+			}
 			var b bytes.Buffer
-			if err := pageTemplates.ExecuteTemplate(&b, "message", s.view(&msgs[i], verdicts[i])); err != nil {
+			if err := pageTemplates.ExecuteTemplate(&b, "message", s.pageView(v)); err != nil {
 				s.log.Warn("page events", "channel", ch, "err", err)
 				return
 			}
@@ -270,29 +277,22 @@ func sseEvent(event, id string, data []byte) []byte {
 	return b.Bytes()
 }
 
-// pagePost posts the form's text into the channel as the signed-in person,
-// signed with the server's key for that person, and answers an empty form.
+// pagePost posts the form's text into the channel as the signed-in person
+// (Server.Post: signed, send's checks) and answers an empty form; the
+// message itself comes back through the event stream. A refusal answers
+// the form with the text kept and the reason.
 func (s *Server) pagePost(w http.ResponseWriter, r *http.Request) {
 	ch := r.PathValue("channel")
 	if err := tree.CheckName("channel", ch); err != nil {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	person := personOf(r)
-	if person != s.cfg.Person {
-		// The server holds only s.cfg.Person's key.
-		http.Error(w, "this server posts only as "+s.cfg.Person, http.StatusForbidden)
-		return
-	}
 	text := r.PostFormValue("text")
-	if strings.TrimSpace(text) == "" {
-		s.render(w, http.StatusUnprocessableEntity, "post", postForm{Channel: ch, Text: text, Error: "Nothing to send."})
-		return
-	}
-	cw := channel.Writer{Root: s.cfg.Root, Signer: s.cfg.Signer}
-	m := channel.Message{SessionID: ch, From: person, Content: channel.Content{Text: text}}
-	if err := cw.Post(&m); err != nil {
-		s.render(w, http.StatusUnprocessableEntity, "post", postForm{Channel: ch, Text: text, Error: err.Error()})
+	if _, code, err := s.Post(ch, personOf(r), PostRequest{Text: text}); err != nil {
+		if code == http.StatusInternalServerError {
+			s.log.Warn("page post", "channel", ch, "err", err)
+		}
+		s.render(w, code, "post", postForm{Channel: ch, Text: text, Error: err.Error()})
 		return
 	}
 	s.render(w, http.StatusOK, "post", postForm{Channel: ch})
@@ -318,75 +318,55 @@ func (s *Server) render(w http.ResponseWriter, code int, name string, data any) 
 	_, _ = w.Write(b.Bytes())
 }
 
-// verdicts checks each message's signature.
-func (s *Server) verdicts(msgs []channel.Message, ch string) []signing.Verdict {
-	out := make([]signing.Verdict, len(msgs))
-	for i := range msgs {
-		out[i] = msgs[i].Verify(s.cfg.Verifier, ch)
+// pageView is how the page shows v.
+func (s *Server) pageView(v MessageView) messageView {
+	pv := messageView{MessageView: v,
+		Stamp: v.Time.UTC().Format(time.RFC3339), When: v.Time.UTC().Format("2006-01-02 15:04:05")}
+	if v.Type != "" && v.Type != "chat" {
+		pv.Kind = v.Type
 	}
-	return out
-}
-
-// view is a message as the page shows it.
-func (s *Server) view(m *channel.Message, verdict signing.Verdict) messageView {
-	v := messageView{
-		ID: m.ID, From: m.From, To: m.To, InReplyTo: m.Metadata.InReplyTo,
-		Time: m.Time().UTC().Format(time.RFC3339), When: m.Time().UTC().Format("2006-01-02 15:04:05"),
-		Text: m.Content.Text, Verdict: verdict.String(),
+	if v.Code != nil {
+		pv.CodeText = *v.Code
 	}
-	if m.Type != "" && m.Type != "chat" {
-		v.Type = m.Type
+	pv.Mark, pv.Forged = mark(s.cfg.Verifier, v.From, v.Verdict)
+	if v.Delivery != nil {
+		for _, a := range v.Delivery.Addressees {
+			pv.Delivered = append(pv.Delivered, a.Agent+": "+a.State)
+		}
 	}
-	if m.Content.Code != nil {
-		v.Code = *m.Content.Code
-	}
-	v.Mark, v.Forged = mark(s.cfg.Verifier, m.From, verdict)
-	return v
+	return pv
 }
 
 // mark is the tag 'collab read' shows after the sender of a message that
 // does not verify: upper case for a forgery (a bad or revoked signature,
 // or anything but a good one from a sender with keys), lower case for what
-// merely cannot be checked; "" when it verifies.
-func mark(v *signing.Verifier, from string, verdict signing.Verdict) (string, bool) {
-	words := strings.ReplaceAll(verdict.String(), "-", " ")
+// merely cannot be checked; "" when it verifies. verdict is a
+// signing.Verdict's text.
+func mark(v *signing.Verifier, from, verdict string) (string, bool) {
+	words := strings.ReplaceAll(verdict, "-", " ")
 	switch {
-	case verdict == signing.Verified:
+	case verdict == signing.Verified.String():
 		return "", false
-	case verdict == signing.BadSignature, verdict == signing.RevokedKey, v.HasKeys(from):
+	case verdict == signing.BadSignature.String(), verdict == signing.RevokedKey.String(), v.HasKeys(from):
 		return "[" + strings.ToUpper(words) + "]", true
 	default:
 		return "(" + words + ")", false
 	}
 }
 
-// pageChannels lists the channels, most recently active first (by the
-// modification time of each channel's folder, which a new message
-// changes): one stat per channel, no message read.
+// pageChannels lists the channels, most recently active first
+// (Server.Channels), at most pageChannels.
 func (s *Server) pageChannels() ([]channelItem, error) {
-	entries, err := os.ReadDir(s.cfg.Root.Channels())
+	chans, err := s.Channels()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var out []channelItem
-	for _, e := range entries {
-		if !e.IsDir() || !tree.ValidName(e.Name()) {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		out = append(out, channelItem{Name: e.Name(), Active: fi.ModTime()})
+	out := make([]channelItem, 0, min(len(chans), pageChannels))
+	for _, c := range chans[:min(len(chans), pageChannels)] {
+		out = append(out, channelItem{Name: c.Name, Active: c.NewestTime})
 	}
-	slices.SortFunc(out, func(a, b channelItem) int {
-		if c := b.Active.Compare(a.Active); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	return out[:min(len(out), pageChannels)], nil
+	return out, nil
 }

@@ -172,7 +172,7 @@ func TestPagePost(t *testing.T) {
 		code             int
 	}{
 		{"posts", "/c/dev/post", "hello", 200},
-		{"empty", "/c/dev/post", "  ", http.StatusUnprocessableEntity},
+		{"empty", "/c/dev/post", "  ", http.StatusBadRequest},
 		{"bad channel", "/c/..%2Fkeys/post", "x", http.StatusNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
