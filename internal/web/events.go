@@ -1,7 +1,129 @@
 package web
 
-import "net/http"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"sync"
+	"time"
 
+	"collab/channel"
+	"collab/watcher"
+)
+
+// keepAlive is how often an idle event stream gets a comment, so a client
+// that has gone is noticed by the failed write.
+const keepAlive = 30 * time.Second
+
+// apiEvents streams a channel's new messages as server-sent events: one
+// event "message" per message, its id the message id and its data the
+// MessageView JSON (with the verdict, without the delivery status). A
+// channel.Reader started at the channel's end reads them, woken by
+// inotify on this host and by the poll interval for other hosts' writes.
+// At most MaxStreams streams are open at once; beyond that the answer is
+// 503. Streams end when the server shuts down.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
-	refuse(w, r, http.StatusNotImplemented, "not yet")
+	ch, ok := s.channelArg(w, r)
+	if !ok {
+		return
+	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		w.Header().Set("Retry-After", "30")
+		refuse(w, r, http.StatusServiceUnavailable,
+			fmt.Sprintf("too many live streams open (at most %d, see --max-streams); try again later", cap(s.streams)))
+		return
+	}
+	rc := http.NewResponseController(w)
+	// A stream outlives the server's read and write timeouts.
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	rd, err := channel.NewReader(s.cfg.Root, ch, channel.Cursor{}, channel.ReaderOptions{})
+	if err == nil {
+		err = rd.SeekEnd()
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.fail(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprint(w, ": connected\n\n"); err != nil || rc.Flush() != nil {
+		return
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var mu sync.Mutex
+	var hints []string
+	wake := make(chan struct{}, 1)
+	go func() {
+		_ = watcher.FSNotify{Root: s.cfg.Root}.Watch(ctx, []string{ch}, func(_, file string) {
+			if file != "" {
+				mu.Lock()
+				if len(hints) < 256 {
+					hints = append(hints, file)
+				}
+				mu.Unlock()
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	idle := time.NewTicker(keepAlive)
+	defer idle.Stop()
+	for {
+		var msgs []channel.Message
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		case <-idle.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+			continue
+		case <-wake:
+			mu.Lock()
+			for _, f := range hints {
+				rd.Hint(f)
+			}
+			hints = hints[:0]
+			mu.Unlock()
+			msgs, _, err = rd.ScanHinted()
+		case <-tick.C:
+			msgs, _, err = rd.Scan()
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("event stream: scan", "channel", ch, "err", err)
+		}
+		for i := range msgs {
+			data, err := json.Marshal(s.view(ch, &msgs[i]))
+			if err != nil {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "event: message\nid: %s\ndata: %s\n\n", msgs[i].Key(), data); err != nil {
+				return
+			}
+		}
+		if len(msgs) > 0 {
+			if rc.Flush() != nil {
+				return
+			}
+			idle.Reset(keepAlive)
+		}
+	}
 }
