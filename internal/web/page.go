@@ -2,19 +2,23 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"html/template"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"collab/channel"
 	"collab/internal/delivery"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
+	"collab/watcher"
 )
 
 // The page app: html/template pages with htmx and its SSE extension,
@@ -137,7 +141,7 @@ func eventsURL(ch string, msgs []MessageView) string {
 		top, _ := channel.ParseID(msgs[len(msgs)-1].ID)
 		for i := len(msgs) - 1; i >= 0 && len(q["seen"]) < maxSeen; i-- {
 			if n, err := channel.ParseID(msgs[i].ID); err == nil && n.Time.Equal(top.Time) {
-				q.Add("seen", msgs[i].ID+".json")
+				q.Add("seen", msgs[i].ID)
 			}
 		}
 	}
@@ -149,27 +153,30 @@ func eventsURL(ch string, msgs []MessageView) string {
 }
 
 // pageEvents streams the channel's new messages as server-sent events of
-// type "message", each a rendered list item for the transcript. Its start
-// is the names in "seen" (the page's newest second) or Last-Event-ID (a
-// reconnect); with neither, now.
+// type "message", each a rendered list item for the transcript, its id the
+// message id. Its start is the ids in "seen" (the page's newest second) or
+// Last-Event-ID (a reconnect); with neither, now. Like the API's stream
+// it is bounded by MaxStreams (503 beyond), woken by inotify on this host
+// and by the poll for other hosts' writes, kept alive, and ended on
+// shutdown.
 func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 	ch := r.PathValue("channel")
 	if err := tree.CheckName("channel", ch); err != nil {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming not supported", http.StatusInternalServerError)
-		return
-	}
 	select {
 	case s.streams <- struct{}{}:
 		defer func() { <-s.streams }()
 	default:
-		http.Error(w, "too many open event streams; try again later", http.StatusServiceUnavailable)
+		w.Header().Set("Retry-After", "30")
+		http.Error(w, "too many live streams open; try again later", http.StatusServiceUnavailable)
 		return
 	}
+	rc := http.NewResponseController(w)
+	// A stream outlives the server's read and write timeouts.
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
 	seen := r.URL.Query()["seen"]
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		seen = append(seen, s.sentThrough(ch, id)...)
@@ -179,8 +186,8 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !ok {
 		err = rd.SeekEnd()
 	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.fail(w, r, err)
 		return
 	}
 	h := w.Header()
@@ -188,13 +195,39 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fl.Flush()
+	if _, err := io.WriteString(w, ": connected\n\n"); err != nil || rc.Flush() != nil {
+		return
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var mu sync.Mutex
+	var hints []string
+	wake := make(chan struct{}, 1)
+	go func() {
+		_ = watcher.FSNotify{Root: s.cfg.Root}.Watch(ctx, []string{ch}, func(_, file string) {
+			if file != "" {
+				mu.Lock()
+				if len(hints) < 256 {
+					hints = append(hints, file)
+				}
+				mu.Unlock()
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
+	}()
 	tick := time.NewTicker(s.cfg.Poll)
 	defer tick.Stop()
+	idle := time.NewTicker(keepAlive)
+	defer idle.Stop()
+	scan := rd.Scan // the first pass, and each tick: the listing gate
 	for {
-		msgs, _, err := rd.Scan()
-		if err != nil {
-			s.log.Warn("page events", "channel", ch, "err", err)
+		msgs, _, err := scan()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("page events: scan", "channel", ch, "err", err)
 		}
 		for i := range msgs {
 			v := s.view(ch, &msgs[i])
@@ -203,30 +236,49 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			var b bytes.Buffer
 			if err := pageTemplates.ExecuteTemplate(&b, "message", s.pageView(v)); err != nil {
-				s.log.Warn("page events", "channel", ch, "err", err)
+				s.log.Warn("page events: render", "channel", ch, "err", err)
 				return
 			}
-			if _, err := w.Write(sseEvent("message", msgs[i].File, b.Bytes())); err != nil {
+			if _, err := w.Write(sseEvent("message", msgs[i].Key(), b.Bytes())); err != nil {
 				return
 			}
 		}
-		fl.Flush()
+		if len(msgs) > 0 {
+			if rc.Flush() != nil {
+				return
+			}
+			idle.Reset(keepAlive)
+		}
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-s.done:
 			return
+		case <-idle.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-wake: // inotify: read the new files by name, no listing
+			mu.Lock()
+			for _, f := range hints {
+				rd.Hint(f)
+			}
+			hints = hints[:0]
+			mu.Unlock()
+			scan = rd.ScanHinted
+			continue
 		case <-tick.C:
 		}
+		scan = rd.Scan
 	}
 }
 
-// sentThrough returns the names a stream sent up to and including the
-// event id (a message file name), of that name's second: the stream sends
-// in channel order, so those are the ones before it in that order. It reads
-// only that second's messages (at most maxSeen).
+// sentThrough returns the ids a stream sent up to and including the event
+// id, of that id's second: the stream sends in channel order, so those are
+// the ones before it in that order. It reads only that second's messages
+// (at most maxSeen).
 func (s *Server) sentThrough(ch, id string) []string {
-	top, err := channel.ParseName(id)
+	top, err := channel.ParseID(id)
 	if err != nil {
 		return nil
 	}
@@ -236,29 +288,29 @@ func (s *Server) sentThrough(ch, id string) []string {
 		return []string{id}
 	}
 	var out []string
-	for _, m := range msgs {
-		out = append(out, m.File)
-		if m.File == id {
+	for i := range msgs {
+		out = append(out, msgs[i].Key())
+		if msgs[i].Key() == id {
 			return out
 		}
 	}
 	return []string{id} // gone: only it
 }
 
-// cursorOf returns a reader's position after the named messages: every
-// name before the newest one's second, and the names given. ok is false
-// when no name parses.
-func cursorOf(names []string) (channel.Cursor, bool) {
+// cursorOf returns a reader's position after the messages of the given
+// ids: every name before the newest one's second, and theirs. ok is false
+// when no id parses.
+func cursorOf(ids []string) (channel.Cursor, bool) {
 	var cur channel.Cursor
-	for _, name := range names[:min(len(names), 2*maxSeen)] {
-		n, err := channel.ParseName(name)
+	for _, id := range ids[:min(len(ids), 2*maxSeen)] {
+		n, err := channel.ParseID(id)
 		if err != nil {
 			continue
 		}
 		if n.Time.After(cur.Floor) {
 			cur.Floor = n.Time
 		}
-		cur.Seen = append(cur.Seen, name)
+		cur.Seen = append(cur.Seen, id+".json")
 	}
 	return cur, len(cur.Seen) > 0
 }

@@ -129,16 +129,16 @@ func TestPageEventsResume(t *testing.T) {
 	second := postMessage(t, root, "c", "bob", "two")
 	c, base := signedIn(t, web.Config{Root: root})
 
-	_, lines := events(t, c, base+"/c/c/events?seen="+url.QueryEscape(first.File), nil)
+	_, lines := events(t, c, base+"/c/c/events?seen="+url.QueryEscape(first.ID), nil)
 	id, data := nextData(t, lines)
-	if id != second.File || !strings.Contains(data, "two") {
+	if id != second.ID || !strings.Contains(data, "two") {
 		t.Errorf("after seen=first: event %s %q, want the second message", id, data)
 	}
 
-	_, lines = events(t, c, base+"/c/c/events", http.Header{"Last-Event-Id": {second.File}})
+	_, lines = events(t, c, base+"/c/c/events", http.Header{"Last-Event-Id": {second.ID}})
 	third := postMessage(t, root, "c", "bob", "three")
 	id, data = nextData(t, lines)
-	if id != third.File || !strings.Contains(data, "three") {
+	if id != third.ID || !strings.Contains(data, "three") {
 		t.Errorf("after Last-Event-ID=second: event %s %q, want the third message", id, data)
 	}
 }
