@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -146,6 +147,17 @@ func waitText(ctx context.Context, text string) error {
 	return err
 }
 
+// htmxReady waits until htmx has processed the element sel matches (a
+// swapped-in form submits through htmx only from then on).
+func htmxReady(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](
+			`(e => e !== null && e["htmx-internal-data"] !== undefined && e["htmx-internal-data"].initHash !== undefined)(document.querySelector(`+jsString(sel)+`))`,
+			chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
+		return err
+	})
+}
+
 func jsString(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "<", `\x3c`)
 	return `"` + r.Replace(s) + `"`
@@ -176,7 +188,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 func TestBrowserChannel(t *testing.T) {
 	ctx, con := browser(t)
 	d := newDashboard(t)
-	d.post(t, d.reviewer, "review", "reviewer", "Looked at the patch for the lease renewal: two nits, otherwise good.")
+	nits := d.post(t, d.reviewer, "review", "reviewer", "Looked at the patch for the lease renewal: two nits, otherwise good.")
 	d.post(t, nil, "review", "builder", "CI is green on 4f2c1e0.")
 	asked := channel.Message{SessionID: "review", From: "ann", To: "reviewer", Content: channel.Content{Text: "@reviewer can you also check the retry path?"}}
 	if err := (&channel.Writer{Root: d.root}).Post(&asked); err != nil {
@@ -218,8 +230,9 @@ func TestBrowserChannel(t *testing.T) {
 	// through the event stream.
 	text := "Thanks both: docs are in, go ahead."
 	if err := chromedp.Do(ctx,
+		htmxReady("#post"),
 		chromedp.SendKeys("#post-text", text, chromedp.NodeVisible),
-		chromedp.Click("#post button", chromedp.NodeVisible)); err != nil {
+		chromedp.Click(`#post button[type="submit"]`, chromedp.NodeVisible)); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitText(ctx, text); err != nil {
@@ -249,14 +262,33 @@ func TestBrowserChannel(t *testing.T) {
 	// A refused post keeps the text and says why (the browser logs the
 	// 400, so after the console check).
 	if err := chromedp.Do(ctx,
+		htmxReady("#post"),
 		chromedp.SendKeys("#post-text", "   ", chromedp.NodeVisible),
-		chromedp.Click("#post button", chromedp.NodeVisible),
+		chromedp.Click(`#post button[type="submit"]`, chromedp.NodeVisible),
 		chromedp.WaitVisible("#post .error")); err != nil {
 		t.Fatal(err)
 	}
 	why, err := chromedp.Run(ctx, chromedp.Text("#post .error"))
 	if err != nil || !strings.Contains(why, "empty") {
 		t.Errorf("refusal shown: %q (%v), want the text is empty", why, err)
+	}
+
+	// Reply to the reviewer's first message: the post answers it.
+	first := `//li[contains(., "two nits")]//button[contains(@class, "reply")]`
+	if err := chromedp.Do(ctx,
+		chromedp.Click(first, chromedp.NodeVisible),
+		chromedp.WaitVisible("#post .replying"),
+		htmxReady("#post"),
+		chromedp.SendKeys("#post-text", "Which nits?", chromedp.NodeVisible),
+		chromedp.Click(`#post button[type="submit"]`, chromedp.NodeVisible)); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitText(ctx, "Which nits?"); err != nil {
+		t.Fatalf("the reply did not appear: %v", err)
+	}
+	replies, _, _, err := channel.Newest(d.root, "review", 10, nil, func(m *channel.Message) bool { return m.Content.Text == "Which nits?" })
+	if err != nil || len(replies) != 1 || replies[0].Metadata.InReplyTo != nits.ID {
+		t.Errorf("reply: %+v (%v), want one in reply to %s", replies, err, nits.ID)
 	}
 }
 
@@ -291,6 +323,39 @@ func TestBrowserEscapes(t *testing.T) {
 		t.Errorf("%d elements from message text in the transcript (%v), want 0", n, err)
 	}
 	screenshot(t, ctx, "escapes")
+	if p := con.problems(); len(p) > 0 {
+		t.Errorf("console: %q", p)
+	}
+}
+
+// TestBrowserOlder scrolls a channel back by a page with the "Older
+// messages" button.
+func TestBrowserOlder(t *testing.T) {
+	ctx, con := browser(t)
+	d := newDashboard(t)
+	start := time.Now().Add(-time.Hour)
+	for i := range web.PageMessages + 5 {
+		w := channel.Writer{Root: d.root, Now: func() time.Time { return start.Add(time.Duration(i) * time.Second) }}
+		if err := w.Post(&channel.Message{SessionID: "big", From: "bot", Content: channel.Content{Text: fmt.Sprintf("number %03d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(d.url+d.srv.SignInPath())); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitText(ctx, "number 054"); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, htmxReady("li.older button"), chromedp.Click("li.older button", chromedp.NodeVisible)); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitText(ctx, "number 000"); err != nil {
+		t.Fatalf("the older page did not come: %v", err)
+	}
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#transcript .msg").length + document.querySelectorAll("#transcript li.older").length * 1000`))
+	if err != nil || n != web.PageMessages+5 {
+		t.Errorf("transcript: %d (messages, plus 1000 per older button) (%v), want %d", n, err, web.PageMessages+5)
+	}
 	if p := con.problems(); len(p) > 0 {
 		t.Errorf("console: %q", p)
 	}

@@ -51,6 +51,8 @@ func (s *Server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", s.page)
 	mux.HandleFunc("GET /c/{channel}", s.channelPage)
 	mux.HandleFunc("GET /c/{channel}/events", s.pageEvents)
+	mux.HandleFunc("GET /c/{channel}/older", s.pageOlder)
+	mux.HandleFunc("GET /c/{channel}/reply", s.pageReply)
 	mux.HandleFunc("POST /c/{channel}/post", s.pagePost)
 	mux.Handle("GET /static/", http.FileServerFS(staticFS))
 }
@@ -75,8 +77,76 @@ type pageData struct {
 	Channels []channelItem
 	Channel  string // "": no channel yet
 	Messages []messageView
-	More     bool   // older messages not shown
+	Older    string // the id to ask the next older page with; "": none
 	Events   string // the event stream's URL
+}
+
+// olderData is a page of older messages, swapped in for the button that
+// asked for it.
+type olderData struct {
+	Channel  string
+	Messages []messageView
+	Older    string
+}
+
+// pageOlder answers the page of messages before the id "before", for the
+// transcript's "Older messages" button: the messages and, when there are
+// more, the button for the page before them. Its cost is one page
+// (Server.Messages).
+func (s *Server) pageOlder(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	before := r.URL.Query().Get("before")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if _, err := channel.ParseID(before); err != nil {
+		http.Error(w, "before is not a message id", http.StatusBadRequest)
+		return
+	}
+	p, err := s.Messages(ch, before, PageMessages)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d := olderData{Channel: ch, Older: p.Before}
+	for _, v := range p.Messages {
+		d.Messages = append(d.Messages, s.pageView(v))
+	}
+	s.render(w, http.StatusOK, "older", d)
+}
+
+// pageReply answers the post box set to reply to the message "to" (read
+// to show whom and what it answers), or the plain box without "to".
+func (s *Server) pageReply(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	f := postForm{Channel: ch}
+	if to := r.URL.Query().Get("to"); to != "" {
+		if _, err := channel.ParseID(to); err != nil {
+			http.Error(w, "to is not a message id", http.StatusBadRequest)
+			return
+		}
+		m, err := channel.Lookup(s.cfg.Root, ch, to)
+		if err != nil {
+			http.Error(w, "no such message", http.StatusNotFound)
+			return
+		}
+		f.ReplyTo, f.ReplyFrom, f.ReplyText = to, m.From, snippet(m.Content.Text)
+	}
+	s.render(w, http.StatusOK, "post", f)
+}
+
+// snippet is the start of a message's first line, for a reply's label.
+func snippet(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	if r := []rune(line); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return line
 }
 
 // PostForm is the page's empty post box.
@@ -125,7 +195,7 @@ func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, More: p.Before != ""}
+	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, Older: p.Before}
 	for _, v := range p.Messages {
 		d.Messages = append(d.Messages, s.pageView(v))
 	}
@@ -339,12 +409,12 @@ func (s *Server) pagePost(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	text := r.PostFormValue("text")
-	if _, code, err := s.Post(ch, personOf(r), PostRequest{Text: text}); err != nil {
+	text, replyTo := r.PostFormValue("text"), r.PostFormValue("reply_to")
+	if _, code, err := s.Post(ch, personOf(r), PostRequest{Text: text, ReplyTo: replyTo}); err != nil {
 		if code == http.StatusInternalServerError {
 			s.log.Warn("page post", "channel", ch, "err", err)
 		}
-		s.render(w, code, "post", postForm{Channel: ch, Text: text, Error: err.Error()})
+		s.render(w, code, "post", postForm{Channel: ch, Text: text, ReplyTo: replyTo, Error: err.Error()})
 		return
 	}
 	s.render(w, http.StatusOK, "post", postForm{Channel: ch})
@@ -354,6 +424,9 @@ func (s *Server) pagePost(w http.ResponseWriter, r *http.Request) {
 // a refusal.
 type postForm struct {
 	Channel, Text, Error string
+	// ReplyTo is the id of the message the post answers, with its sender
+	// and the start of its text to show; "": a new thread.
+	ReplyTo, ReplyFrom, ReplyText string
 }
 
 // render writes one template as HTML.

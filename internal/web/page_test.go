@@ -3,11 +3,14 @@ package web_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +192,88 @@ func TestPagePost(t *testing.T) {
 	msgs, _, _, err := channel.Newest(root, "dev", 10, nil, nil)
 	if err != nil || len(msgs) != 1 || msgs[0].From != "ann" || msgs[0].Content.Text != "hello" {
 		t.Errorf("channel dev: %+v (%v), want one message from ann", msgs, err)
+	}
+}
+
+// TestPageOlder checks the transcript scrolls back by pages: the channel
+// page shows the newest PageMessages and a button for the page before,
+// and each older page brings the next button until the first message.
+func TestPageOlder(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	start := time.Now().Add(-time.Hour)
+	total := 2*web.PageMessages + 7
+	for i := range total {
+		w := channel.Writer{Root: root, Now: func() time.Time { return start.Add(time.Duration(i) * time.Second) }}
+		if err := w.Post(&channel.Message{SessionID: "big", From: "bot", Content: channel.Content{Text: fmt.Sprintf("number %03d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, base := signedIn(t, web.Config{Root: root})
+	get := func(path string) string {
+		t.Helper()
+		resp, err := c.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	older := regexp.MustCompile(`hx-get="(/c/big/older\?before=[^"]+)"`)
+	body := get("/c/big")
+	var seen []string
+	for range 3 {
+		seen = append(seen, regexp.MustCompile(`number \d{3}`).FindAllString(body, -1)...)
+		m := older.FindStringSubmatch(body)
+		if m == nil {
+			break
+		}
+		body = get(strings.ReplaceAll(m[1], "&amp;", "&"))
+	}
+	if len(seen) != total {
+		t.Fatalf("%d messages over the pages, want %d", len(seen), total)
+	}
+	slices.Sort(seen)
+	if seen = slices.Compact(seen); seen[0] != "number 000" || len(seen) != total {
+		t.Errorf("pages repeat or miss messages: %v", seen)
+	}
+}
+
+// TestPageReply checks the reply box: it names the message answered and
+// the post carries in_reply_to.
+func TestPageReply(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	q := postMessage(t, root, "dev", "bob", "shall we ship?\nsecond line")
+	c, base := signedIn(t, web.Config{Root: root})
+	resp, err := c.Get(base + "/c/dev/reply?to=" + q.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `name="reply_to" value="`+q.ID+`"`) || !strings.Contains(string(b), "shall we ship?") || strings.Contains(string(b), "second line") {
+		t.Errorf("reply box:\n%s", b)
+	}
+	resp, err = c.PostForm(base+"/c/dev/post", url.Values{"text": {"yes"}, "reply_to": {q.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	msgs, _, _, err := channel.Newest(root, "dev", 10, nil, func(m *channel.Message) bool { return m.From == "ann" })
+	if err != nil || len(msgs) != 1 || msgs[0].Metadata.InReplyTo != q.ID {
+		t.Errorf("reply: %+v (%v), want one from ann in reply to %s", msgs, err, q.ID)
+	}
+	for _, bad := range []string{"/c/dev/reply?to=nope", "/c/dev/reply?to=msg-20200101-000000-x-abcd"} {
+		resp, err := c.Get(base + bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Errorf("GET %s: 200, want a refusal", bad)
+		}
 	}
 }
