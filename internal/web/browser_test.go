@@ -221,7 +221,7 @@ func TestBrowserChannel(t *testing.T) {
 	}
 
 	// A message sent on the bus appears without a reload.
-	d.post(t, d.reviewer, "review", "reviewer", "Approved. Merging after the docs land.")
+	d.post(t, d.reviewer, "review", "reviewer", "Approved. Merging after the docs land:\n```sh\ngit merge --ff-only lease-renewal\n```")
 	if err := waitText(ctx, "Merging after the docs land"); err != nil {
 		t.Fatalf("a sent message did not appear live: %v", err)
 	}

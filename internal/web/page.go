@@ -176,6 +176,56 @@ type messageView struct {
 	Mark        string // as 'collab read' marks the sender; "" when verified
 	Forged      bool
 	Delivered   []string // "agent: state" per addressee of an addressed message
+	ReplyTo     string   // the sender of the message this answers, from its id
+	Body        []segment
+	Fold        string // the first line, when the text is long and shown folded
+	Lines       int
+}
+
+// segment is a run of a message's text: prose, or a fenced code block.
+type segment struct {
+	Code bool
+	Lang string
+	Text string
+}
+
+// Folding: a text longer than this many lines or bytes shows folded.
+const (
+	foldLines = 24
+	foldBytes = 4000
+)
+
+// segments splits text at Markdown code fences (``` lines); an unclosed
+// fence runs to the end.
+func segments(text string) []segment {
+	if text == "" {
+		return nil
+	}
+	var out []segment
+	cur := segment{}
+	var b strings.Builder
+	flush := func() {
+		if b.Len() > 0 || cur.Code {
+			cur.Text = strings.TrimSuffix(b.String(), "\n")
+			out = append(out, cur)
+		}
+		b.Reset()
+	}
+	for line := range strings.SplitSeq(text, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "```"); ok {
+			flush()
+			if cur.Code {
+				cur = segment{}
+			} else {
+				cur = segment{Code: true, Lang: strings.TrimSpace(rest)}
+			}
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	flush()
+	return out
 }
 
 // channelPage shows a channel's newest page and connects its event stream.
@@ -454,6 +504,14 @@ func (s *Server) pageView(v MessageView) messageView {
 		pv.CodeText = *v.Code
 	}
 	pv.Mark, pv.Forged = mark(s.cfg.Verifier, v.From, v.Verdict)
+	if n, err := channel.ParseID(v.InReplyTo); err == nil {
+		pv.ReplyTo = n.Agent
+	}
+	pv.Body = segments(v.Text)
+	pv.Lines = strings.Count(v.Text, "\n") + 1
+	if pv.Lines > foldLines || len(v.Text) > foldBytes {
+		pv.Fold = snippet(v.Text)
+	}
 	if v.Delivery != nil {
 		for _, a := range v.Delivery.Addressees {
 			pv.Delivered = append(pv.Delivered, a.Agent+": "+a.State)

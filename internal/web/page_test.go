@@ -277,3 +277,29 @@ func TestPageReply(t *testing.T) {
 		}
 	}
 }
+
+// TestPageBody checks code fences show as code blocks (escaped) and a long
+// message shows folded.
+func TestPageBody(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	postMessage(t, root, "dev", "bob", "try:\n```html\n<script>alert(1)</script>\n```\nthen reload")
+	postMessage(t, root, "dev", "bob", "a long log\n"+strings.Repeat("line\n", 40))
+	c, base := signedIn(t, web.Config{Root: root})
+	resp, err := c.Get(base + "/c/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	for _, want := range []string{
+		`<pre class="text">try:</pre>`,
+		`<pre class="code" data-lang="html"><code>&lt;script&gt;alert(1)&lt;/script&gt;</code></pre>`,
+		`<pre class="text">then reload</pre>`,
+		`<details class="fold"><summary>a long log <span class="lines">(42 lines)</span></summary>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+}
