@@ -346,6 +346,20 @@ func TestBrowserOlder(t *testing.T) {
 	if err := waitText(ctx, "number 054"); err != nil {
 		t.Fatal(err)
 	}
+	// The page opens at the transcript's end and stays there as messages
+	// arrive (static/page.js).
+	atEnd := chromedp.Poll[bool](`window.scrollY > 0 && window.innerHeight + window.scrollY >= document.body.scrollHeight - 2`,
+		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))
+	if _, err := chromedp.Run(ctx, atEnd); err != nil {
+		t.Errorf("the page did not open at the end: %v", err)
+	}
+	d.post(t, nil, "big", "bot", "number 055, live")
+	if err := waitText(ctx, "number 055, live"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, atEnd); err != nil {
+		t.Errorf("a live message did not keep the end in view: %v", err)
+	}
 	if err := chromedp.Do(ctx, htmxReady("li.older button"), chromedp.Click("li.older button", chromedp.NodeVisible)); err != nil {
 		t.Fatal(err)
 	}
@@ -353,8 +367,8 @@ func TestBrowserOlder(t *testing.T) {
 		t.Fatalf("the older page did not come: %v", err)
 	}
 	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#transcript .msg").length + document.querySelectorAll("#transcript li.older").length * 1000`))
-	if err != nil || n != web.PageMessages+5 {
-		t.Errorf("transcript: %d (messages, plus 1000 per older button) (%v), want %d", n, err, web.PageMessages+5)
+	if err != nil || n != web.PageMessages+6 {
+		t.Errorf("transcript: %d (messages, plus 1000 per older button) (%v), want %d", n, err, web.PageMessages+6)
 	}
 	if p := con.problems(); len(p) > 0 {
 		t.Errorf("console: %q", p)
