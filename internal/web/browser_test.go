@@ -20,6 +20,7 @@ import (
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/web"
+	"collab/presence"
 )
 
 // browser starts a headless chromium for the test, or skips when there is
@@ -116,6 +117,9 @@ func newDashboard(t *testing.T) *dashboard {
 		if err := ring.Trust(s.Agent(), s.PublicKey()); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := presence.Write(root, presence.Status{AgentID: "reviewer", State: presence.StateAwake, Channel: "review"}); err != nil {
+		t.Fatal(err)
 	}
 	srv, err := web.New(web.Config{Root: root, Person: "ann", Signer: ann,
 		Verifier: signing.NewVerifier(ring), Poll: 100 * time.Millisecond})

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,7 @@ type pageData struct {
 	Messages []messageView
 	Older    string // the id to ask the next older page with; "": none
 	Events   string // the event stream's URL
+	Agents   []string
 }
 
 // olderData is a page of older messages, swapped in for the button that
@@ -124,7 +126,7 @@ func (s *Server) pageReply(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	f := postForm{Channel: ch}
+	f := postForm{Channel: ch, Agents: s.pageAgents()}
 	if to := r.URL.Query().Get("to"); to != "" {
 		if _, err := channel.ParseID(to); err != nil {
 			http.Error(w, "to is not a message id", http.StatusBadRequest)
@@ -136,6 +138,9 @@ func (s *Server) pageReply(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.ReplyTo, f.ReplyFrom, f.ReplyText = to, m.From, snippet(m.Content.Text)
+		if slices.Contains(f.Agents, m.From) {
+			f.To = m.From // answer the sender, when it is an agent
+		}
 	}
 	s.render(w, http.StatusOK, "post", f)
 }
@@ -150,7 +155,7 @@ func snippet(text string) string {
 }
 
 // PostForm is the page's empty post box.
-func (d pageData) PostForm() postForm { return postForm{Channel: d.Channel} }
+func (d pageData) PostForm() postForm { return postForm{Channel: d.Channel, Agents: d.Agents} }
 
 // channelItem is one channel in the list.
 type channelItem struct {
@@ -245,7 +250,7 @@ func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, Older: p.Before}
+	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, Older: p.Before, Agents: s.pageAgents()}
 	for _, v := range p.Messages {
 		d.Messages = append(d.Messages, s.pageView(v))
 	}
@@ -459,15 +464,15 @@ func (s *Server) pagePost(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	text, replyTo := r.PostFormValue("text"), r.PostFormValue("reply_to")
-	if _, code, err := s.Post(ch, personOf(r), PostRequest{Text: text, ReplyTo: replyTo}); err != nil {
+	text, replyTo, to := r.PostFormValue("text"), r.PostFormValue("reply_to"), r.PostFormValue("to")
+	if _, code, err := s.Post(ch, personOf(r), PostRequest{Text: text, ReplyTo: replyTo, To: to}); err != nil {
 		if code == http.StatusInternalServerError {
 			s.log.Warn("page post", "channel", ch, "err", err)
 		}
-		s.render(w, code, "post", postForm{Channel: ch, Text: text, ReplyTo: replyTo, Error: err.Error()})
+		s.render(w, code, "post", postForm{Channel: ch, Text: text, ReplyTo: replyTo, To: to, Agents: s.pageAgents(), Error: err.Error()})
 		return
 	}
-	s.render(w, http.StatusOK, "post", postForm{Channel: ch})
+	s.render(w, http.StatusOK, "post", postForm{Channel: ch, Agents: s.pageAgents()})
 }
 
 // postForm is the post box: empty after a post, kept with the error after
@@ -477,6 +482,25 @@ type postForm struct {
 	// ReplyTo is the id of the message the post answers, with its sender
 	// and the start of its text to show; "": a new thread.
 	ReplyTo, ReplyFrom, ReplyText string
+	// To is the addressee ("": everyone); Agents, those the box offers
+	// (the who board's).
+	To     string
+	Agents []string
+}
+
+// pageAgents is the agents the post box offers to address: the who
+// board's (one heartbeat file each), at most pageChannels.
+func (s *Server) pageAgents() []string {
+	who, err := s.Who()
+	if err != nil {
+		s.log.Warn("page: who", "err", err)
+		return nil
+	}
+	var out []string
+	for _, a := range who[:min(len(who), pageChannels)] {
+		out = append(out, a.Agent)
+	}
+	return out
 }
 
 // render writes one template as HTML.

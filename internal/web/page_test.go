@@ -18,6 +18,7 @@ import (
 	"collab/channel"
 	"collab/internal/plumbing/tree"
 	"collab/internal/web"
+	"collab/presence"
 )
 
 // signedIn serves root and returns a client with a session and the URL.
@@ -301,5 +302,49 @@ func TestPageBody(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+}
+
+// TestPageTo checks the post box offers the who board's agents, posts to
+// the one chosen, and answers a reply to an agent's message to that agent.
+func TestPageTo(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	if err := presence.Write(root, presence.Status{AgentID: "reviewer", State: presence.StateAwake, Channel: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	q := postMessage(t, root, "dev", "reviewer", "ready for review?")
+	c, base := signedIn(t, web.Config{Root: root})
+	get := func(path string) string {
+		t.Helper()
+		resp, err := c.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if page := get("/c/dev"); !strings.Contains(page, `<option value="reviewer">reviewer</option>`) {
+		t.Errorf("the post box does not offer reviewer:\n%s", page)
+	}
+	if box := get("/c/dev/reply?to=" + q.ID); !strings.Contains(box, `<option value="reviewer" selected>reviewer</option>`) {
+		t.Errorf("a reply to reviewer is not addressed to reviewer:\n%s", box)
+	}
+	for _, tc := range []struct {
+		to   string
+		code int
+	}{{"reviewer", 200}, {"no/such", http.StatusBadRequest}} {
+		resp, err := c.PostForm(base+"/c/dev/post", url.Values{"text": {"to " + tc.to}, "to": {tc.to}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("post to %q: %d, want %d", tc.to, resp.StatusCode, tc.code)
+		}
+	}
+	msgs, _, _, err := channel.Newest(root, "dev", 10, nil, func(m *channel.Message) bool { return m.From == "ann" })
+	if err != nil || len(msgs) != 1 || msgs[0].To != "reviewer" {
+		t.Errorf("posted: %+v (%v), want one to reviewer", msgs, err)
 	}
 }
