@@ -118,7 +118,10 @@ func newDashboard(t *testing.T) *dashboard {
 			t.Fatal(err)
 		}
 	}
-	if err := presence.Write(root, presence.Status{AgentID: "reviewer", State: presence.StateAwake, Channel: "review"}); err != nil {
+	beat := presence.Status{AgentID: "reviewer", State: presence.StateAwake, Substate: presence.SubIdle, Channel: "review",
+		Host: "build-1", Timestamp: presence.FormatTime(time.Now())}
+	beat.Sign(reviewer)
+	if err := presence.Write(root, beat); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := web.New(web.Config{Root: root, Person: "ann", Signer: ann,
@@ -374,6 +377,35 @@ func TestBrowserOlder(t *testing.T) {
 	if err != nil || n != web.PageMessages+6 {
 		t.Errorf("transcript: %d (messages, plus 1000 per older button) (%v), want %d", n, err, web.PageMessages+6)
 	}
+	if p := con.problems(); len(p) > 0 {
+		t.Errorf("console: %q", p)
+	}
+}
+
+// TestBrowserAgents opens the agents page from the nav and sees a new
+// agent's heartbeat appear without a reload.
+func TestBrowserAgents(t *testing.T) {
+	ctx, con := browser(t)
+	d := newDashboard(t)
+	d.post(t, d.reviewer, "review", "reviewer", "on it")
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(d.url+d.srv.SignInPath()),
+		chromedp.Click(`nav .agents-link a`, chromedp.NodeVisible),
+		chromedp.WaitVisible("#agent-reviewer")); err != nil {
+		t.Fatal(err)
+	}
+	if err := presence.Write(d.root, presence.Status{AgentID: "coder", State: presence.StateAwake, Substate: presence.SubWorking,
+		Channel: "review", Host: "build-2", Channels: []string{"review", "ops"}, Backlog: 2, MessageID: "msg-20261125-001500-ann-1a2b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#agent-coder")); err != nil {
+		t.Fatalf("a new heartbeat did not appear: %v", err)
+	}
+	marks, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#board tbody tr")].map(r => r.id + ":" + (r.querySelector(".mark") ? r.querySelector(".mark").textContent : ""))`))
+	if got, want := strings.Join(marks, " "), "agent-coder:(unsigned) agent-reviewer:"; err != nil || got != want {
+		t.Errorf("board marks %q (%v), want %q", got, err, want)
+	}
+	screenshot(t, ctx, "agents")
 	if p := con.problems(); len(p) > 0 {
 		t.Errorf("console: %q", p)
 	}

@@ -50,7 +50,10 @@ const (
 // behind the sign-in (see Server.Handler).
 func (s *Server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", s.page)
+	mux.HandleFunc("GET /c", s.pageOpen)
 	mux.HandleFunc("GET /c/{channel}", s.channelPage)
+	mux.HandleFunc("GET /agents", s.agentsPage)
+	mux.HandleFunc("GET /agents/board", s.agentsBoard)
 	mux.HandleFunc("GET /c/{channel}/events", s.pageEvents)
 	mux.HandleFunc("GET /c/{channel}/older", s.pageOlder)
 	mux.HandleFunc("GET /c/{channel}/reply", s.pageReply)
@@ -70,6 +73,87 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, http.StatusOK, "page", pageData{Person: personOf(r), Channels: chans})
+}
+
+// pageOpen opens the channel named in the form's "name" (a new one starts
+// with its first post).
+func (s *Server) pageOpen(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(strings.TrimSpace(r.URL.Query().Get("name")), "#")
+	if err := tree.CheckName("channel", name); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	http.Redirect(w, r, "/c/"+url.PathEscape(name), http.StatusSeeOther)
+}
+
+// agentsData is what the agents page shows.
+type agentsData struct {
+	Person   string
+	Channels []channelItem
+	Channel  string // none: the nav marks no channel
+	Agents   []agentRow
+	Refresh  int64 // the board reloads this often, in milliseconds
+}
+
+// OnAgents tells the nav this is the agents page.
+func (agentsData) OnAgents() bool { return true }
+
+// agentRow is one agent on the board.
+type agentRow struct {
+	AgentView
+	Seen, Oldest string // the heartbeat's and the oldest unanswered message's time, to read
+	Mark         string // the heartbeat's signature mark, as for messages
+	Forged       bool
+}
+
+// agentsPage shows the who board, reloaded every poll interval.
+func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request) {
+	chans, err := s.pageChannels()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, err := s.agentsData()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d.Person, d.Channels = personOf(r), chans
+	s.render(w, http.StatusOK, "agents", d)
+}
+
+// agentsBoard is the board alone, for its reload.
+func (s *Server) agentsBoard(w http.ResponseWriter, r *http.Request) {
+	d, err := s.agentsData()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, http.StatusOK, "board", d)
+}
+
+// agentsData reads the who board (Server.Who: one heartbeat file per
+// agent).
+func (s *Server) agentsData() (agentsData, error) {
+	who, err := s.Who()
+	if err != nil {
+		return agentsData{}, err
+	}
+	d := agentsData{Refresh: max(s.cfg.Poll.Milliseconds(), 100)}
+	for _, a := range who {
+		row := agentRow{AgentView: a}
+		if !a.Time.IsZero() {
+			row.Seen = a.Time.UTC().Format("2006-01-02 15:04:05")
+		}
+		if t, err := time.Parse(time.RFC3339Nano, a.OldestUnanswered); err == nil {
+			row.Oldest = t.UTC().Format("2006-01-02 15:04:05")
+		} else {
+			row.Oldest = a.OldestUnanswered
+		}
+		row.Mark, row.Forged = mark(s.cfg.Verifier, a.Agent, a.Verdict)
+		d.Agents = append(d.Agents, row)
+	}
+	return d, nil
 }
 
 // pageData is what the page template shows.
@@ -153,6 +237,9 @@ func snippet(text string) string {
 	}
 	return line
 }
+
+// OnAgents tells the nav this is not the agents page.
+func (pageData) OnAgents() bool { return false }
 
 // PostForm is the page's empty post box.
 func (d pageData) PostForm() postForm { return postForm{Channel: d.Channel, Agents: d.Agents} }

@@ -348,3 +348,55 @@ func TestPageTo(t *testing.T) {
 		t.Errorf("posted: %+v (%v), want one to reviewer", msgs, err)
 	}
 }
+
+// TestPageAgents checks the agents page shows the who board, and the
+// board's reload shows a new heartbeat; script in a heartbeat's fields is
+// escaped.
+func TestPageAgents(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	if err := presence.Write(root, presence.Status{AgentID: "reviewer", State: presence.StateAwake, Channel: "dev", Host: "<b>h</b>"}); err != nil {
+		t.Fatal(err)
+	}
+	c, base := signedIn(t, web.Config{Root: root})
+	get := func(path string) string {
+		t.Helper()
+		resp, err := c.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	page := get("/agents")
+	for _, want := range []string{`<tr id="agent-reviewer">`, `<a href="/c/dev">#dev</a>`, `&lt;b&gt;h&lt;/b&gt;`, `hx-trigger="every 100ms"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("agents page lacks %s:\n%s", want, page)
+		}
+	}
+	if err := presence.Write(root, presence.Status{AgentID: "coder", State: presence.StateAwake, Channel: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	if board := get("/agents/board"); !strings.Contains(board, `<tr id="agent-coder">`) || strings.Contains(board, "<html") {
+		t.Errorf("board reload:\n%s", board)
+	}
+	resp, err := c.Get(base + "/c?name=%23new-one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Request.URL.Path != "/c/new-one" {
+		t.Errorf("opening #new-one went to %s", resp.Request.URL)
+	}
+	resp, err = c.Get(base + "/c?name=..%2Fkeys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("opening ../keys: %d, want 400", resp.StatusCode)
+	}
+}
