@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"collab/channel"
+	"collab/internal/agent/jobs"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
@@ -408,5 +409,29 @@ func TestBrowserAgents(t *testing.T) {
 	screenshot(t, ctx, "agents")
 	if p := con.problems(); len(p) > 0 {
 		t.Errorf("console: %q", p)
+	}
+
+	// Kill coder's running job from its page: the kill file is ann's,
+	// signed.
+	rec, err := jobs.Start(d.root, jobs.Job{ID: jobs.NewID(), Agent: "coder", Host: "build-2", Channel: "review",
+		Message: "msg-20261125-001500-ann-1a2b", From: "ann", CLI: "claude"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rec.Job().ID
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`#agent-coder td.agent a`, chromedp.NodeVisible),
+		chromedp.WaitVisible(`#jobs button.kill`),
+		htmxReady(`#jobs button.kill`),
+		chromedp.Click(`#jobs button.kill`),
+		chromedp.WaitVisible(`#jobs .killing`)); err != nil {
+		t.Fatal(err)
+	}
+	k, err := jobs.ReadKill(d.root, "coder", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := k.Verify(signing.NewVerifier(keyring.Open(d.root.Keys())), "coder", id); k.By != "ann" || v != signing.Verified {
+		t.Errorf("kill request by %q, %v; want ann, verified", k.By, v)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/agent/jobs"
 	"collab/internal/delivery"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
@@ -54,6 +55,8 @@ func (s *Server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /c/{channel}", s.channelPage)
 	mux.HandleFunc("GET /agents", s.agentsPage)
 	mux.HandleFunc("GET /agents/board", s.agentsBoard)
+	mux.HandleFunc("GET /agents/{agent}", s.agentPage)
+	mux.HandleFunc("POST /agents/{agent}/jobs/{job}/kill", s.pageKill)
 	mux.HandleFunc("GET /c/{channel}/events", s.pageEvents)
 	mux.HandleFunc("GET /c/{channel}/older", s.pageOlder)
 	mux.HandleFunc("GET /c/{channel}/reply", s.pageReply)
@@ -154,6 +157,97 @@ func (s *Server) agentsData() (agentsData, error) {
 		d.Agents = append(d.Agents, row)
 	}
 	return d, nil
+}
+
+// agentData is what an agent's page shows: its jobs, newest first.
+type agentData struct {
+	Person   string
+	Channels []channelItem
+	Channel  string
+	Agent    string
+	Jobs     []jobRow
+	More     int // older records not shown
+}
+
+// OnAgents tells the nav this is under the agents page.
+func (agentData) OnAgents() bool { return true }
+
+// pageJobs bounds the jobs an agent's page shows.
+const pageJobs = 50
+
+// jobRow is one job as the agent's page shows it.
+type jobRow struct {
+	jobs.Job
+	Begun, Finished string
+	Events          int
+	KillAsked       bool // a kill file exists
+}
+
+func (s *Server) jobRow(j jobs.Job) jobRow {
+	r := jobRow{Job: j, Begun: j.Started.UTC().Format("2006-01-02 15:04:05"), Events: len(j.Events)}
+	if !j.Ended.IsZero() {
+		r.Finished = j.Ended.UTC().Format("2006-01-02 15:04:05")
+	}
+	r.KillAsked = j.Status == jobs.Running && jobs.KillRequested(s.cfg.Root, j.Agent, j.ID)
+	return r
+}
+
+// agentPage shows an agent's jobs (its job records, which the watcher
+// prunes to a bounded number), each running one with a kill button.
+func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
+	agent := r.PathValue("agent")
+	if err := tree.CheckName("agent", agent); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	chans, err := s.pageChannels()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	js, err := jobs.List(s.cfg.Root, agent)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.fail(w, r, err)
+		return
+	}
+	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
+	d := agentData{Person: personOf(r), Channels: chans, Agent: agent, More: max(len(js)-pageJobs, 0)}
+	for _, j := range js[:min(len(js), pageJobs)] {
+		d.Jobs = append(d.Jobs, s.jobRow(j))
+	}
+	s.render(w, http.StatusOK, "agent", d)
+}
+
+// pageKill asks the watcher running a job to stop it, as the signed-in
+// person (signed with the server's key when it is its person's), the way
+// 'collab jobs kill' does by file, and answers the job's row.
+func (s *Server) pageKill(w http.ResponseWriter, r *http.Request) {
+	agent, id := r.PathValue("agent"), r.PathValue("job")
+	if err := tree.CheckName("agent", agent); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	j, err := jobs.Read(s.cfg.Root, agent, id)
+	if err != nil {
+		http.Error(w, "no such job", http.StatusNotFound)
+		return
+	}
+	js := []jobs.Job{j}
+	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
+	if js[0].Done() {
+		s.render(w, http.StatusConflict, "job", s.jobRow(js[0]))
+		return
+	}
+	person := personOf(r)
+	signer := s.cfg.Signer
+	if person != s.cfg.Person {
+		signer = nil // the server holds the key of its person only
+	}
+	if err := jobs.RequestKill(s.cfg.Root, agent, j.ID, person, signer); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, http.StatusOK, "job", s.jobRow(js[0]))
 }
 
 // pageData is what the page template shows.

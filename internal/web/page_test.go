@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
 	"collab/internal/plumbing/tree"
 	"collab/internal/web"
 	"collab/presence"
@@ -398,5 +400,51 @@ func TestPageAgents(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("opening ../keys: %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestPageKill checks the kill button's request: a running job gets a
+// kill file by the signed-in person; a finished or unknown job does not.
+func TestPageKill(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	run, err := jobs.Start(root, jobs.Job{ID: jobs.NewID(), Agent: "coder", Channel: "dev", Message: "m", From: "bob"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := jobs.Start(root, jobs.Job{ID: jobs.NewID(), Agent: "coder", Channel: "dev", Message: "m", From: "bob"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done.Finish(jobs.Killed, modelcli.Response{}, nil)
+	c, base := signedIn(t, web.Config{Root: root})
+	resp, err := c.Get(base + "/agents/coder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Count(string(b), `class="kill"`) != 1 {
+		t.Errorf("want one kill button (the running job):\n%s", b)
+	}
+	for _, tc := range []struct {
+		id   string
+		code int
+		asks bool
+	}{
+		{run.Job().ID, 200, true},
+		{done.Job().ID, http.StatusConflict, false},
+		{"job-nope", http.StatusNotFound, false},
+	} {
+		resp, err := c.Post(base+"/agents/coder/jobs/"+tc.id+"/kill", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || jobs.KillRequested(root, "coder", tc.id) != tc.asks {
+			t.Errorf("kill %s: %d, asked %v; want %d, %v", tc.id, resp.StatusCode, !tc.asks, tc.code, tc.asks)
+		}
+	}
+	if k, err := jobs.ReadKill(root, "coder", run.Job().ID); err != nil || k.By != "ann" {
+		t.Errorf("kill file: %+v (%v), want by ann", k, err)
 	}
 }
