@@ -95,6 +95,7 @@ type dashboard struct {
 	root     tree.Root
 	srv      *web.Server
 	url      string
+	ann      *signing.Signer
 	reviewer *signing.Signer
 }
 
@@ -133,7 +134,7 @@ func newDashboard(t *testing.T) *dashboard {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close) // first: ends the event streams ts.Close waits for
-	return &dashboard{root: root, srv: srv, url: ts.URL, reviewer: reviewer}
+	return &dashboard{root: root, srv: srv, url: ts.URL, ann: ann, reviewer: reviewer}
 }
 
 // post writes a message into a channel as the CLI's send does.
@@ -433,5 +434,54 @@ func TestBrowserAgents(t *testing.T) {
 	}
 	if v := k.Verify(signing.NewVerifier(keyring.Open(d.root.Keys())), "coder", id); k.By != "ann" || v != signing.Verified {
 		t.Errorf("kill request by %q, %v; want ann, verified", k.By, v)
+	}
+}
+
+// TestBrowserQuestion answers a watcher's needs_input question with its
+// option button: the answer is ann's signed reply to the question, to
+// the agent that asked.
+func TestBrowserQuestion(t *testing.T) {
+	ctx, con := browser(t)
+	d := newDashboard(t)
+	ask := d.post(t, d.ann, "review", "ann", "@reviewer please clean the build cache")
+	q := channel.Message{SessionID: "review", From: "reviewer", To: "ann",
+		Content: channel.Content{Text: "Claude wants to run: rm -rf ./build/cache\n\nReply with one of: allow, deny."}}
+	q.SetParent(&ask)
+	q.SetExtension("needs_input", []byte(`{"job":"job-019a5e1c-7f3b-7c41-9d2e-55e0b0a1c3f7","options":["allow","deny"],"allow":["Bash(rm -rf ./build/cache)"]}`))
+	if err := (&channel.Writer{Root: d.root, Signer: d.reviewer}).Post(&q); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(d.url+d.srv.SignInPath()),
+		chromedp.WaitVisible(`button.answer[data-option="allow"]`),
+		htmxReady(`button.answer[data-option="allow"]`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "question")
+	if err := chromedp.Do(ctx, chromedp.Click(`button.answer[data-option="allow"]`)); err != nil {
+		t.Fatal(err)
+	}
+	var answers []channel.Message
+	for range 100 {
+		var err error
+		answers, _, _, err = channel.Newest(d.root, "review", 10, nil, func(m *channel.Message) bool { return m.Metadata.InReplyTo == q.ID })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(answers) > 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(answers) != 1 {
+		t.Fatalf("%d answers to the question, want 1", len(answers))
+	}
+	a := answers[0]
+	v := a.Verify(signing.NewVerifier(keyring.Open(d.root.Keys())), "review")
+	if a.From != "ann" || a.To != "reviewer" || a.Content.Text != "allow" || v != signing.Verified {
+		t.Errorf("answer from %s to %s %q, %v; want ann to reviewer \"allow\", verified", a.From, a.To, a.Content.Text, v)
+	}
+	if p := con.problems(); len(p) > 0 {
+		t.Errorf("console: %q", p)
 	}
 }

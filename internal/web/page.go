@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"html/template"
 	"io"
@@ -284,16 +285,12 @@ func (s *Server) pageOlder(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "before is not a message id", http.StatusBadRequest)
 		return
 	}
-	p, err := s.Messages(ch, before, PageMessages)
+	msgs, older, err := s.pageMessages(ch, before, PageMessages, personOf(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	d := olderData{Channel: ch, Older: p.Before}
-	for _, v := range p.Messages {
-		d.Messages = append(d.Messages, s.pageView(v))
-	}
-	s.render(w, http.StatusOK, "older", d)
+	s.render(w, http.StatusOK, "older", olderData{Channel: ch, Messages: msgs, Older: older})
 }
 
 // pageReply answers the post box set to reply to the message "to" (read
@@ -364,7 +361,8 @@ type messageView struct {
 	Delivered   []string // "agent: state" per addressee of an addressed message
 	ReplyTo     string   // the sender of the message this answers, from its id
 	Body        []segment
-	Fold        string // the first line, when the text is long and shown folded
+	Options     []string // a question to the viewer: its answers, as buttons
+	Fold        string   // the first line, when the text is long and shown folded
 	Lines       int
 }
 
@@ -426,22 +424,19 @@ func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	p, err := s.Messages(ch, "", PageMessages)
+	msgs, before, err := s.pageMessages(ch, "", PageMessages, personOf(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, Older: p.Before, Agents: s.pageAgents()}
-	for _, v := range p.Messages {
-		d.Messages = append(d.Messages, s.pageView(v))
-	}
-	d.Events = eventsURL(ch, p.Messages)
+	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, Older: before, Agents: s.pageAgents(), Messages: msgs}
+	d.Events = eventsURL(ch, msgs)
 	s.render(w, http.StatusOK, "page", d)
 }
 
 // eventsURL is the channel's event stream, told the names of the newest
 // second of msgs (already shown) so that it sends only what is newer.
-func eventsURL(ch string, msgs []MessageView) string {
+func eventsURL(ch string, msgs []messageView) string {
 	q := url.Values{}
 	if len(msgs) > 0 {
 		top, _ := channel.ParseID(msgs[len(msgs)-1].ID)
@@ -541,7 +536,7 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 				s.withDelivery(&v, ch, &msgs[i])
 			}
 			var b bytes.Buffer
-			if err := pageTemplates.ExecuteTemplate(&b, "message", s.pageView(v)); err != nil {
+			if err := pageTemplates.ExecuteTemplate(&b, "message", s.pageView(v, &msgs[i], personOf(r))); err != nil {
 				s.log.Warn("page events: render", "channel", ch, "err", err)
 				return
 			}
@@ -698,8 +693,52 @@ func (s *Server) render(w http.ResponseWriter, code int, name string, data any) 
 	_, _ = w.Write(b.Bytes())
 }
 
-// pageView is how the page shows v.
-func (s *Server) pageView(v MessageView) messageView {
+// pageMessages is the page of channel ch before id before ("": the
+// newest), at most n long, as the page shows it to person, and the id to
+// ask the next older page with ("": none). It is Server.Messages (the same
+// views, the same bounds), keeping each message for what the page shows
+// beyond the view (a question's options).
+func (s *Server) pageMessages(ch, before string, n int, person string) ([]messageView, string, error) {
+	file := ""
+	if before != "" {
+		file = before + ".json"
+	}
+	msgs, _, err := channel.Tail(s.cfg.Root, ch, file, n)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]messageView, len(msgs))
+	budget := maxDelivery
+	for i := len(msgs) - 1; i >= 0; i-- {
+		v := s.view(ch, &msgs[i])
+		if budget > 0 && !delivery.IsNotice(&msgs[i]) {
+			budget--
+			s.withDelivery(&v, ch, &msgs[i])
+		}
+		out[i] = s.pageView(v, &msgs[i], person)
+	}
+	older := ""
+	if len(msgs) == n && n > 0 {
+		older = msgs[0].Key()
+	}
+	return out, older, nil
+}
+
+// extNeedsInput is the metadata extension of a watcher's reply that asks
+// its sender a question: {"job", "options", "allow"} (see package
+// watcher). The asker answers with a reply to it.
+const extNeedsInput = "needs_input"
+
+// question is what the page reads of a needs_input extension.
+type question struct {
+	Job     string   `json:"job"`
+	Options []string `json:"options"`
+	Allow   []string `json:"allow"`
+}
+
+// pageView is how the page shows v (the view of m) to person: a question
+// to person gets its options as buttons.
+func (s *Server) pageView(v MessageView, m *channel.Message, person string) messageView {
 	pv := messageView{MessageView: v,
 		Stamp: v.Time.UTC().Format(time.RFC3339), When: v.Time.UTC().Format("2006-01-02 15:04:05")}
 	if v.Type != "" && v.Type != "chat" {
@@ -711,6 +750,15 @@ func (s *Server) pageView(v MessageView) messageView {
 	pv.Mark, pv.Forged = mark(s.cfg.Verifier, v.From, v.Verdict)
 	if n, err := channel.ParseID(v.InReplyTo); err == nil {
 		pv.ReplyTo = n.Agent
+	}
+	if raw, ok := m.Metadata.Extra[extNeedsInput]; ok && m.To == person {
+		var q question
+		if json.Unmarshal(raw, &q) == nil {
+			pv.Options = q.Options
+			if len(q.Options) == 0 && len(q.Allow) > 0 {
+				pv.Options = []string{"allow", "deny"}
+			}
+		}
 	}
 	pv.Body = segments(v.Text)
 	pv.Lines = strings.Count(v.Text, "\n") + 1

@@ -448,3 +448,26 @@ func TestPageKill(t *testing.T) {
 		t.Errorf("kill file: %+v (%v), want by ann", k, err)
 	}
 }
+
+// TestPageQuestion checks a needs_input question shows its options as
+// buttons to the person it asks, and to no one else.
+func TestPageQuestion(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	for _, to := range []string{"ann", "bob"} {
+		q := channel.Message{SessionID: "dev", From: "coder", To: to, Content: channel.Content{Text: "may I? (" + to + ")"}}
+		q.SetExtension("needs_input", []byte(`{"job":"job-x","options":["yes","no"]}`))
+		if err := (&channel.Writer{Root: root}).Post(&q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, base := signedIn(t, web.Config{Root: root})
+	resp, err := c.Get(base + "/c/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if got := strings.Count(string(b), `class="answer"`); got != 2 {
+		t.Errorf("%d answer buttons, want 2 (yes and no, for ann's question only):\n%s", got, b)
+	}
+}
