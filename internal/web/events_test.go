@@ -96,9 +96,18 @@ func TestEventsChannelAppearsLater(t *testing.T) {
 func TestEventsBounded(t *testing.T) {
 	ts := newTestServer(t, Config{MaxStreams: 1})
 	resp, _ := ts.openStream(t, "dev")
-	code, body := ts.do(t, "GET", "/api/channels/dev/events", "")
-	if code != http.StatusServiceUnavailable || !strings.Contains(jsonError(t, body), "too many live streams") {
-		t.Errorf("second stream: %d %s", code, body)
+	second, err := ts.client.Get(ts.ts.URL + "/api/channels/dev/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.StatusCode != http.StatusServiceUnavailable {
+		second.Body.Close()
+		t.Fatalf("second stream: %s", second.Status)
+	}
+	body, _ := io.ReadAll(second.Body)
+	second.Body.Close()
+	if !strings.Contains(jsonError(t, string(body)), "too many live streams") {
+		t.Errorf("second stream: %s", body)
 	}
 	resp.Body.Close()
 	// The slot comes back once the server sees the stream gone: on its

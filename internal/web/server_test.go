@@ -238,10 +238,28 @@ func TestCrossSitePost(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	ts := newTestServer(t, Config{})
-	big := `{"text":"` + strings.Repeat("a", MaxBody) + `"}`
-	code, body := ts.do(t, "POST", "/api/channels/dev/messages", big)
+	// Small JSON in a big body: the limit, not the message cap, refuses
+	// it, whether the length is declared or not.
+	pad := strings.Repeat(" ", MaxBody)
+	code, body := ts.do(t, "POST", "/api/channels/dev/messages", `{"text":"hi"}`+pad)
 	if code != http.StatusRequestEntityTooLarge {
 		t.Errorf("big body: %d %s", code, body)
+	}
+	req, err := http.NewRequest("POST", ts.ts.URL+"/api/channels/dev/messages", io.MultiReader(strings.NewReader(`{"text":`+pad), strings.NewReader(`"hi"}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = -1 // chunked: no length declared
+	resp, err := ts.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("big chunked body: %s", resp.Status)
+	}
+	if es, _ := os.ReadDir(ts.root.Channel("dev")); len(es) > 0 {
+		t.Errorf("a refused post wrote %v", es)
 	}
 }
 
