@@ -382,8 +382,11 @@ func TestPageAgents(t *testing.T) {
 	if err := presence.Write(root, presence.Status{AgentID: "coder", State: presence.StateAwake, Channel: "dev"}); err != nil {
 		t.Fatal(err)
 	}
-	if board := get("/agents/board"); !strings.Contains(board, `<tr id="agent-coder">`) || strings.Contains(board, "<html") {
+	if board := get("/board"); !strings.Contains(board, `<tr id="agent-coder">`) || strings.Contains(board, "<html") {
 		t.Errorf("board reload:\n%s", board)
+	}
+	if page := get("/agents/board"); !strings.Contains(page, "<title>board · collab</title>") {
+		t.Errorf("an agent called board has no page:\n%s", page)
 	}
 	resp, err := c.Get(base + "/c?name=%23new-one")
 	if err != nil {
