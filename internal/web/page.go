@@ -3,7 +3,9 @@ package web
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -61,7 +63,31 @@ func (s *Server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /c/{channel}/older", s.pageOlder)
 	mux.HandleFunc("GET /c/{channel}/reply", s.pageReply)
 	mux.HandleFunc("POST /c/{channel}/post", s.pagePost)
-	mux.Handle("GET /static/", http.FileServerFS(staticFS))
+	mux.Handle("GET /static/", staticFiles())
+}
+
+// staticFiles serves the embedded files with an ETag (a hash of each), so
+// a browser asks again at each page load but fetches a file only when a
+// new build changed it.
+func staticFiles() http.Handler {
+	tags := map[string]string{}
+	_ = fs.WalkDir(staticFS, "static", func(name string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, err := staticFS.ReadFile(name); err == nil {
+				sum := sha256.Sum256(data)
+				tags["/"+name] = `"` + hex.EncodeToString(sum[:16]) + `"`
+			}
+		}
+		return nil
+	})
+	files := http.FileServerFS(staticFS)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tag, ok := tags[r.URL.Path]; ok {
+			w.Header().Set("ETag", tag)
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		files.ServeHTTP(w, r)
+	})
 }
 
 // page opens on the most recently active channel.

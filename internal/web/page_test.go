@@ -480,3 +480,29 @@ func TestPageQuestion(t *testing.T) {
 		t.Errorf("%d answer buttons, want 2 (yes and no, for ann's question only):\n%s", got, b)
 	}
 }
+
+// TestPageStatic checks the embedded files are served with an ETag, and a
+// browser that has the file gets 304.
+func TestPageStatic(t *testing.T) {
+	c, base := signedIn(t, web.Config{Root: tree.Root(t.TempDir())})
+	resp, err := c.Get(base + "/static/htmx.min.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	tag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || tag == "" || !strings.Contains(resp.Header.Get("Content-Type"), "javascript") {
+		t.Fatalf("htmx.min.js: %d, ETag %q, %s", resp.StatusCode, tag, resp.Header.Get("Content-Type"))
+	}
+	req, _ := http.NewRequest("GET", base+"/static/htmx.min.js", nil)
+	req.Header.Set("If-None-Match", tag)
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotModified {
+		t.Errorf("again with If-None-Match: %d, want 304", resp.StatusCode)
+	}
+}
