@@ -506,3 +506,37 @@ func TestPageStatic(t *testing.T) {
 		t.Errorf("again with If-None-Match: %d, want 304", resp.StatusCode)
 	}
 }
+
+// TestPageGuarded checks the page's routes are behind the sign-in and the
+// cross-site check.
+func TestPageGuarded(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	postMessage(t, root, "dev", "bob", "hi")
+	c, base := signedIn(t, web.Config{Root: root})
+	for _, path := range []string{"/", "/c/dev", "/c/dev/events", "/c/dev/older?before=x", "/agents", "/board", "/static/page.js"} {
+		resp, err := http.Get(base + path) // no session
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without a session: %d, want 401", path, resp.StatusCode)
+		}
+	}
+	for _, path := range []string{"/c/dev/post", "/agents/coder/jobs/job-x/kill"} {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader("text=x"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "https://evil.example")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("cross-site POST %s: %d, want 403", path, resp.StatusCode)
+		}
+	}
+	if msgs, _, _, _ := channel.Newest(root, "dev", 10, nil, nil); len(msgs) != 1 {
+		t.Errorf("%d messages in dev, want the 1 posted before", len(msgs))
+	}
+}
