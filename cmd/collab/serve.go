@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
@@ -15,15 +18,21 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "token" {
+		return runServeToken(ctx, args[1:], getenv, stdout, stderr)
+	}
 	fs := newFlags("serve", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab serve [--listen 127.0.0.1:8765] [--person NAME] [--tls-cert F --tls-key F | --insecure-http]
+       collab serve token new --person NAME | ls | rm ID
 
 Serve the tree to people: a dashboard page and a JSON API under /api/.
 At start it prints a sign-in URL carrying a one-time token; opening it
 sets a session cookie (kept in memory: a restart signs everyone out).
-Every request needs that session, loopback included. What the page posts
-is sent as --person, signed with that person's key when there is one.
+Every request needs that session or a long-lived token (Authorization:
+Bearer TOKEN, from 'collab serve token new'), loopback included. What the
+page posts is sent as --person (a token's: its person), signed with that
+person's key when there is one.
 
 Loopback only by default. A listener on any other address needs TLS
 (--tls-cert and --tls-key) or, knowingly, --insecure-http.
@@ -39,6 +48,7 @@ Flags:
 	insecure := fs.Bool("insecure-http", false, "allow plain HTTP on a non-loopback address")
 	maxStreams := fs.Int("max-streams", web.DefaultMaxStreams, "open live event streams at most")
 	poll := fs.Duration("poll", web.DefaultPoll, "how often live streams look for new messages")
+	tokensf := tokensFlag(fs, getenv)
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
 	rootf := rootFlag(fs)
@@ -76,7 +86,9 @@ Flags:
 	}
 	srv, err := web.New(web.Config{
 		Root: root, Person: who, Signer: signer, Verifier: signing.NewVerifier(ring),
-		TLS: useTLS, MaxStreams: *maxStreams, Poll: *poll,
+		Tokens:    web.Tokens{Path: *tokensf},
+		SignerFor: func(p string) (*signing.Signer, error) { return loadSigner("", p, getenv) },
+		TLS:       useTLS, MaxStreams: *maxStreams, Poll: *poll,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
 	})
 	if err != nil {
@@ -95,4 +107,61 @@ Flags:
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// tokensFlag adds --tokens: the file of long-lived tokens.
+func tokensFlag(fs *pflag.FlagSet, getenv env) *string {
+	return fs.String("tokens", web.DefaultTokensPath(getenv), "file of the long-lived tokens (hashed)")
+}
+
+// runServeToken makes, lists and revokes the long-lived tokens.
+func runServeToken(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "new" && args[0] != "ls" && args[0] != "rm") {
+		return usageErrorf("serve token: use 'collab serve token new --person NAME', 'ls' or 'rm ID'")
+	}
+	sub := args[0]
+	fs := newFlags("serve token "+sub, stderr)
+	person := fs.String("person", "", "new: who the token posts as (default your login name)")
+	tokensf := tokensFlag(fs, getenv)
+	if err := parse(fs, args[1:], getenv); err != nil {
+		return err
+	}
+	toks := web.Tokens{Path: *tokensf}
+	switch sub {
+	case "new":
+		if fs.NArg() > 0 {
+			return usageErrorf("serve token new: unexpected argument %q", fs.Arg(0))
+		}
+		who, err := actingAgent(ctx, "serve token new", "person", *person)
+		if err != nil {
+			return err
+		}
+		secret, rec, err := toks.New(who)
+		if err != nil {
+			return fmt.Errorf("serve token new: %w", err)
+		}
+		fmt.Fprintf(stderr, "collab: token %s for %s (shown once; 'collab serve token rm %s' revokes it)\n", rec.ID, rec.Person, rec.ID)
+		_, err = fmt.Fprintln(stdout, secret)
+		return err
+	case "ls":
+		recs, err := toks.List()
+		if err != nil {
+			return fmt.Errorf("serve token ls: %w", err)
+		}
+		for _, r := range recs {
+			fmt.Fprintf(stdout, "%s\t%s\t%s\n", r.ID, r.Person, r.Created.Format(time.RFC3339))
+		}
+		return nil
+	default:
+		if fs.NArg() != 1 {
+			return usageErrorf("serve token rm: give one token id")
+		}
+		if err := toks.Remove(fs.Arg(0)); err != nil {
+			if errors.Is(err, web.ErrNoToken) {
+				return &exitError{code: exitNothing, msg: fmt.Sprintf("serve token rm: %v", err)}
+			}
+			return fmt.Errorf("serve token rm: %w", err)
+		}
+		return nil
+	}
 }

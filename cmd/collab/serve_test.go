@@ -92,3 +92,49 @@ func TestServeSignIn(t *testing.T) {
 		t.Fatalf("the token worked twice: %v %v", resp, err)
 	}
 }
+
+// TestServeToken: token new prints a token that reaches the API as its
+// person; ls lists it; rm revokes it.
+func TestServeToken(t *testing.T) {
+	root := newTree(t)
+	env := map[string]string{"COLLAB_ROOT": root, "XDG_CONFIG_HOME": t.TempDir()}
+	r := runCollab(t, env, "", "serve", "token", "new", "--person", "bob")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "collab_") {
+		t.Fatalf("token new: %+v", r)
+	}
+	secret := strings.TrimSpace(r.stdout)
+	ls := runCollab(t, env, "", "serve", "token", "ls")
+	id, _, _ := strings.Cut(ls.stdout, "\t")
+	if ls.code != 0 || !strings.Contains(ls.stdout, "\tbob\t") || strings.Contains(ls.stdout, secret) {
+		t.Fatalf("token ls: %+v", ls)
+	}
+	url := serveForTest(t, env, "--person", "alice")
+	base := url[:strings.Index(url, "/signin")]
+	get := func() int {
+		req, _ := http.NewRequest("GET", base+"/api/session", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(); code != http.StatusOK {
+		t.Errorf("with the token: %d", code)
+	}
+	if r := runCollab(t, env, "", "serve", "token", "rm", id); r.code != 0 {
+		t.Fatalf("token rm: %+v", r)
+	}
+	if code := get(); code != http.StatusUnauthorized {
+		t.Errorf("with a revoked token: %d", code)
+	}
+	if r := runCollab(t, env, "", "serve", "token", "rm", id); r.code != exitNothing {
+		t.Errorf("rm twice: %+v", r)
+	}
+	for _, args := range [][]string{{"serve", "token"}, {"serve", "token", "bad"}, {"serve", "token", "rm"}, {"serve", "token", "new", "--person", "no body"}} {
+		if r := runCollab(t, env, "", args...); r.code != exitUsage {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+}

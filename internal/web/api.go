@@ -48,7 +48,9 @@ func (s *Server) routeAPI(mux *http.ServeMux) {
 
 // apiSession answers who the session posts as.
 func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"person": personOf(r), "signs": s.cfg.Signer != nil})
+	p := personOf(r)
+	signs := p == s.cfg.Person && s.cfg.Signer != nil
+	writeJSON(w, http.StatusOK, map[string]any{"person": p, "signs": signs})
 }
 
 // ChannelView is one channel in GET /api/channels.
@@ -251,9 +253,15 @@ func (s *Server) Post(ch, person string, req PostRequest) (*channel.Message, int
 			m.SetParent(&channel.Message{ID: req.ReplyTo})
 		}
 	}
-	var signer = s.cfg.Signer
+	signer := s.cfg.Signer
 	if person != s.cfg.Person {
-		signer = nil // the server holds the key of its person only
+		signer = nil
+		if s.cfg.SignerFor != nil {
+			var err error
+			if signer, err = s.cfg.SignerFor(person); err != nil {
+				return nil, http.StatusInternalServerError, fmt.Errorf("the key of %s: %w", person, err)
+			}
+		}
 	}
 	wr := &channel.Writer{Root: s.cfg.Root, Signer: signer}
 	if err := wr.Post(m); err != nil {

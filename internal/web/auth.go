@@ -17,6 +17,7 @@ const cookieName = "collab_session"
 // auth holds the one-time sign-in token and the sessions, in memory.
 type auth struct {
 	secure bool
+	tokens Tokens // long-lived bearer tokens
 
 	mu       sync.Mutex
 	signIn   string // the one-time token; used once, then spent
@@ -24,12 +25,12 @@ type auth struct {
 	sessions map[string]string // session id → person
 }
 
-func newAuth(secure bool) (*auth, error) {
+func newAuth(secure bool, tokens Tokens) (*auth, error) {
 	t, err := token()
 	if err != nil {
 		return nil, err
 	}
-	return &auth{secure: secure, signIn: t, sessions: map[string]string{}}, nil
+	return &auth{secure: secure, tokens: tokens, signIn: t, sessions: map[string]string{}}, nil
 }
 
 // token returns 32 random bytes in hex.
@@ -58,7 +59,7 @@ func (a *auth) redeem(t, person string) (string, bool) {
 }
 
 // person returns the person of the request's session (cookie or
-// Authorization: Bearer), or "".
+// Authorization: Bearer) or long-lived token (Bearer), or "".
 func (a *auth) person(r *http.Request) string {
 	id := ""
 	if c, err := r.Cookie(cookieName); err == nil {
@@ -70,8 +71,12 @@ func (a *auth) person(r *http.Request) string {
 		return ""
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.sessions[id]
+	p := a.sessions[id]
+	a.mu.Unlock()
+	if p == "" {
+		p = a.tokens.Lookup(id)
+	}
+	return p
 }
 
 type personKey struct{}

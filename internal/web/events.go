@@ -20,7 +20,8 @@ const keepAlive = 30 * time.Second
 
 // apiEvents streams a channel's new messages as server-sent events: one
 // event "message" per message, its id the message id and its data the
-// MessageView JSON (with the verdict, without the delivery status). A
+// MessageView JSON (with the verdict, without the delivery status); a
+// client that reconnects with Last-Event-ID first gets what it missed. A
 // channel.Reader started at the channel's end reads them, woken by
 // inotify on this host and by the poll interval for other hosts' writes.
 // At most MaxStreams streams are open at once; beyond that the answer is
@@ -57,6 +58,18 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if _, err := fmt.Fprint(w, ": connected\n\n"); err != nil || rc.Flush() != nil {
+		return
+	}
+	// A reconnecting client says the last id it has: send what came
+	// after it first (bounded), then what the reader finds, once each.
+	sent := map[string]bool{}
+	for _, m := range s.missed(ch, r.Header.Get("Last-Event-ID")) {
+		if !s.sendEvent(w, ch, &m) {
+			return
+		}
+		sent[m.Key()] = true
+	}
+	if len(sent) > 0 && rc.Flush() != nil {
 		return
 	}
 
@@ -111,11 +124,10 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 			s.log.Warn("event stream: scan", "channel", ch, "err", err)
 		}
 		for i := range msgs {
-			data, err := json.Marshal(s.view(ch, &msgs[i]))
-			if err != nil {
+			if sent[msgs[i].Key()] {
 				continue
 			}
-			if _, err := fmt.Fprintf(w, "event: message\nid: %s\ndata: %s\n\n", msgs[i].Key(), data); err != nil {
+			if !s.sendEvent(w, ch, &msgs[i]) {
 				return
 			}
 		}
@@ -126,4 +138,40 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 			idle.Reset(keepAlive)
 		}
 	}
+}
+
+// sendEvent writes m as a "message" event; false when the client is gone.
+func (s *Server) sendEvent(w http.ResponseWriter, ch string, m *channel.Message) bool {
+	data, err := json.Marshal(s.view(ch, m))
+	if err != nil {
+		return true
+	}
+	_, err = fmt.Fprintf(w, "event: message\nid: %s\ndata: %s\n\n", m.Key(), data)
+	return err == nil
+}
+
+// missed returns the messages of ch after message last (a Last-Event-ID),
+// at most MaxPage of them, read with channel.Newest from the names of the
+// seconds since last: a cost that follows the gap, not the channel.
+// Nothing for an empty or unknown id.
+func (s *Server) missed(ch, last string) []channel.Message {
+	if last == "" {
+		return nil
+	}
+	if _, err := channel.ParseID(last); err != nil {
+		return nil
+	}
+	lm, err := channel.Lookup(s.cfg.Root, ch, last)
+	if err != nil {
+		return nil
+	}
+	at := lm.Time()
+	msgs, _, _, err := channel.Newest(s.cfg.Root, ch, MaxPage, channel.After(at, time.Second), func(m *channel.Message) bool {
+		t := m.Time()
+		return t.After(at) || (t.Equal(at) && m.Key() != last)
+	})
+	if err != nil {
+		return nil
+	}
+	return msgs
 }

@@ -178,3 +178,35 @@ func TestServeShutdownEndsStreams(t *testing.T) {
 		t.Errorf("stream did not end cleanly: %v", err)
 	}
 }
+
+// TestEventsResume: a client reconnecting with Last-Event-ID first gets
+// the messages after it, once each.
+func TestEventsResume(t *testing.T) {
+	ts := newTestServer(t, Config{Poll: 20 * time.Millisecond})
+	seen := post(t, ts.root, "dev", "bob", "all", "seen")
+	missed1 := post(t, ts.root, "dev", "bob", "all", "missed one")
+	missed2 := post(t, ts.root, "dev", "bob", "all", "missed two")
+	req, err := http.NewRequest("GET", ts.ts.URL+"/api/channels/dev/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Last-Event-ID", seen.ID)
+	resp, err := ts.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	got := map[string]bool{}
+	for range 2 {
+		_, id, _ := nextEvent(t, br)
+		got[id] = true
+	}
+	if !got[missed1.ID] || !got[missed2.ID] {
+		t.Errorf("resumed with %v, want %s and %s", got, missed1.ID, missed2.ID)
+	}
+	next := post(t, ts.root, "dev", "bob", "all", "live")
+	if _, id, _ := nextEvent(t, br); id != next.ID {
+		t.Errorf("after the backlog: %s, want %s", id, next.ID)
+	}
+}

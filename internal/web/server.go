@@ -31,7 +31,12 @@ type Config struct {
 	Signer *signing.Signer
 	// Verifier gives each message's verdict; nil shows every signed
 	// message as unknown-key.
-	Verifier   *signing.Verifier
+	Verifier *signing.Verifier
+	// Tokens are the long-lived bearer tokens; the zero value has none.
+	Tokens Tokens
+	// SignerFor returns the signer of a person other than Person (one
+	// signed in with a token); nil, or a nil signer, posts unsigned.
+	SignerFor  func(person string) (*signing.Signer, error)
 	TLS        bool          // served over TLS: cookies are Secure
 	MaxStreams int           // open event streams at most; 0: DefaultMaxStreams
 	Poll       time.Duration // event streams look for new messages this often; 0: DefaultPoll
@@ -69,7 +74,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a, err := newAuth(cfg.TLS)
+	a, err := newAuth(cfg.TLS, cfg.Tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -97,13 +102,14 @@ func (s *Server) Handler() http.Handler {
 }
 
 // HTTPServer returns an http.Server for Handler with timeouts a slow
-// client cannot outlast. Event streams have no write timeout: they end on
-// Close.
+// client cannot outlast. Event streams lift their read and write
+// deadlines: they are bounded in number instead, and end on Close.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),

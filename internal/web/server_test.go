@@ -266,7 +266,7 @@ func TestBodyLimit(t *testing.T) {
 func TestHTTPServerTimeouts(t *testing.T) {
 	ts := newTestServer(t, Config{})
 	hs := ts.HTTPServer()
-	if hs.ReadHeaderTimeout <= 0 || hs.ReadTimeout <= 0 || hs.IdleTimeout <= 0 || hs.MaxHeaderBytes <= 0 {
+	if hs.ReadHeaderTimeout <= 0 || hs.ReadTimeout <= 0 || hs.WriteTimeout <= 0 || hs.IdleTimeout <= 0 || hs.MaxHeaderBytes <= 0 {
 		t.Errorf("unbounded server: %+v", hs)
 	}
 }

@@ -1,0 +1,160 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"collab/internal/plumbing/tree"
+)
+
+// ErrNoToken is returned by Tokens.Remove for an unknown id.
+var ErrNoToken = errors.New("web: no such token")
+
+// tokenPrefix starts every long-lived token, so one is recognised in a
+// log or a leaked file.
+const tokenPrefix = "collab_"
+
+// Tokens is the server's file of long-lived bearer tokens: JSON, mode
+// 0600, on the server's host (not in the shared tree: only the server's
+// account can add one). It holds each token's SHA-256, never the token.
+// Two commands changing it at once may lose one change.
+type Tokens struct{ Path string }
+
+// TokenRecord is one token as the file keeps it.
+type TokenRecord struct {
+	ID      string    `json:"id"`
+	Person  string    `json:"person"`
+	SHA256  string    `json:"sha256"`
+	Created time.Time `json:"created"`
+}
+
+// DefaultTokensPath is $XDG_CONFIG_HOME/collab/serve-tokens.json (else
+// ~/.config/…).
+func DefaultTokensPath(getenv func(string) string) string {
+	base := getenv("XDG_CONFIG_HOME")
+	if base == "" {
+		home := getenv("HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		base = filepath.Join(home, ".config")
+	}
+	return filepath.Join(base, "collab", "serve-tokens.json")
+}
+
+func hashToken(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+// List returns the tokens; none when the file is missing.
+func (t Tokens) List() ([]TokenRecord, error) {
+	data, err := os.ReadFile(t.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var recs []TokenRecord
+	if err := json.Unmarshal(data, &recs); err != nil {
+		return nil, fmt.Errorf("tokens %s: %w", t.Path, err)
+	}
+	return recs, nil
+}
+
+// New makes a token for person and returns it: the only time it is shown.
+func (t Tokens) New(person string) (string, TokenRecord, error) {
+	if err := tree.CheckName("person", person); err != nil {
+		return "", TokenRecord{}, err
+	}
+	recs, err := t.List()
+	if err != nil {
+		return "", TokenRecord{}, err
+	}
+	secret, err := token()
+	if err != nil {
+		return "", TokenRecord{}, err
+	}
+	secret = tokenPrefix + secret
+	hash := hashToken(secret)
+	rec := TokenRecord{ID: "t-" + hash[:12], Person: person, SHA256: hash, Created: time.Now().UTC()}
+	if err := t.write(append(recs, rec)); err != nil {
+		return "", TokenRecord{}, err
+	}
+	return secret, rec, nil
+}
+
+// Remove revokes token id.
+func (t Tokens) Remove(id string) error {
+	recs, err := t.List()
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(recs, func(r TokenRecord) bool { return r.ID == id })
+	if i < 0 {
+		return fmt.Errorf("%w: %s", ErrNoToken, id)
+	}
+	return t.write(slices.Delete(recs, i, i+1))
+}
+
+// Lookup returns the person of a valid token, or "".
+func (t Tokens) Lookup(secret string) string {
+	if t.Path == "" || !strings.HasPrefix(secret, tokenPrefix) {
+		return ""
+	}
+	recs, err := t.List()
+	if err != nil {
+		return ""
+	}
+	h := hashToken(secret)
+	for _, r := range recs {
+		if r.SHA256 == h {
+			return r.Person
+		}
+	}
+	return ""
+}
+
+// write replaces the file: a private temp file, renamed over it.
+func (t Tokens) write(recs []TokenRecord) (err error) {
+	if recs == nil {
+		recs = []TokenRecord{}
+	}
+	data, err := json.MarshalIndent(recs, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(t.Path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".serve-tokens-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(append(data, '\n')); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), t.Path)
+}

@@ -1,0 +1,95 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"collab/channel"
+	"collab/internal/plumbing/tree"
+)
+
+func TestTokens(t *testing.T) {
+	toks := Tokens{Path: filepath.Join(t.TempDir(), "cfg", "serve-tokens.json")}
+	if p := toks.Lookup("collab_nothing"); p != "" {
+		t.Errorf("lookup in no file: %q", p)
+	}
+	secret, rec, err := toks.New("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := toks.New("no body"); err == nil {
+		t.Error("a token for a bad name")
+	}
+	data, err := os.ReadFile(toks.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), secret[len(tokenPrefix):]) {
+		t.Errorf("the file holds the token: %s", data)
+	}
+	if fi, _ := os.Stat(toks.Path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode())
+	}
+	if p := toks.Lookup(secret); p != "bob" {
+		t.Errorf("lookup: %q", p)
+	}
+	for _, bad := range []string{"", rec.SHA256, tokenPrefix + rec.SHA256, secret + "0"} {
+		if p := toks.Lookup(bad); p != "" {
+			t.Errorf("lookup %q: %q", bad, p)
+		}
+	}
+	if err := toks.Remove("t-nope"); !errors.Is(err, ErrNoToken) {
+		t.Errorf("remove unknown: %v", err)
+	}
+	if err := toks.Remove(rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if p := toks.Lookup(secret); p != "" {
+		t.Errorf("a revoked token works: %q", p)
+	}
+}
+
+// TestTokenPostsAsItsPerson: a token signs in as its person, who posts as
+// themself; a revoked token gets 401.
+func TestTokenPostsAsItsPerson(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	toks := Tokens{Path: filepath.Join(t.TempDir(), "serve-tokens.json")}
+	secret, rec, err := toks.New("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Root: root, Person: "alice", Tokens: toks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	send := func() *http.Response {
+		req, _ := http.NewRequest("POST", ts.URL+"/api/channels/dev/messages", strings.NewReader(`{"text":"hi"}`))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := send(); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("post with a token: %s", resp.Status)
+	}
+	msgs, err := channel.Recent(root, "dev", "", 5)
+	if err != nil || len(msgs) != 1 || msgs[0].From != "bob" {
+		t.Errorf("posted %+v %v", msgs, err)
+	}
+	if err := toks.Remove(rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if resp := send(); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("post with a revoked token: %s", resp.Status)
+	}
+}
