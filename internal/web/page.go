@@ -1,15 +1,672 @@
 package web
 
-import "net/http"
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"collab/channel"
+	"collab/internal/delivery"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+	"collab/watcher"
+)
+
+// The page app: html/template pages with htmx and its SSE extension,
+// vendored in static/ (see static/VERSIONS) and embedded, so nothing is
+// fetched at run time and no script is inline (the Content-Security-Policy
+// allows only this server's own files).
+var (
+	//go:embed templates/*.html
+	templateFS embed.FS
+	//go:embed static
+	staticFS embed.FS
+
+	pageTemplates = template.Must(template.ParseFS(templateFS, "templates/*.html"))
+)
+
+// Bounds of what one page shows and one event stream is told.
+const (
+	// PageMessages is how many messages a page of the transcript holds
+	// (channel.Tail: the cost follows this, not the channel).
+	PageMessages = 50
+	// pageChannels bounds the channel list.
+	pageChannels = 200
+	// maxSeen bounds the names an event stream is told were shown.
+	maxSeen = PageMessages
+)
 
 // routePages adds the page app's routes to mux; every route it adds is
 // behind the sign-in (see Server.Handler).
 func (s *Server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", s.page)
+	mux.HandleFunc("GET /c", s.pageOpen)
+	mux.HandleFunc("GET /c/{channel}", s.channelPage)
+	mux.HandleFunc("GET /agents", s.agentsPage)
+	mux.HandleFunc("GET /board", s.agentsBoard)
+	mux.HandleFunc("GET /agents/{agent}", s.agentPage)
+	mux.HandleFunc("POST /agents/{agent}/jobs/{job}/kill", s.pageKill)
+	mux.HandleFunc("GET /c/{channel}/events", s.pageEvents)
+	mux.HandleFunc("GET /c/{channel}/older", s.pageOlder)
+	mux.HandleFunc("GET /c/{channel}/reply", s.pageReply)
+	mux.HandleFunc("POST /c/{channel}/post", s.pagePost)
+	mux.Handle("GET /static/", staticFiles())
 }
 
-// page serves the page app. A placeholder until the page code lands.
+// staticFiles serves the embedded files with an ETag (a hash of each), so
+// a browser asks again at each page load but fetches a file only when a
+// new build changed it.
+func staticFiles() http.Handler {
+	tags := map[string]string{}
+	_ = fs.WalkDir(staticFS, "static", func(name string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, err := staticFS.ReadFile(name); err == nil {
+				sum := sha256.Sum256(data)
+				tags["/"+name] = `"` + hex.EncodeToString(sum[:16]) + `"`
+			}
+		}
+		return nil
+	})
+	files := http.FileServerFS(staticFS)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tag, ok := tags[r.URL.Path]; ok {
+			w.Header().Set("ETag", tag)
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		files.ServeHTTP(w, r)
+	})
+}
+
+// page opens on the most recently active channel.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("collab: the dashboard page is not built yet; the API is under /api/\n"))
+	chans, err := s.pageChannels()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(chans) > 0 {
+		http.Redirect(w, r, "/c/"+url.PathEscape(chans[0].Name), http.StatusSeeOther)
+		return
+	}
+	s.render(w, http.StatusOK, "page", pageData{Person: personOf(r), Channels: chans})
+}
+
+// pageOpen opens the channel named in the form's "name" (a new one starts
+// with its first post).
+func (s *Server) pageOpen(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(strings.TrimSpace(r.URL.Query().Get("name")), "#")
+	if err := tree.CheckName("channel", name); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	http.Redirect(w, r, "/c/"+url.PathEscape(name), http.StatusSeeOther)
+}
+
+// pageData is what the page template shows.
+type pageData struct {
+	Person   string
+	Channels []channelItem
+	Channel  string // "": no channel yet
+	Messages []messageView
+	Older    string // the id to ask the next older page with; "": none
+	Events   string // the event stream's URL
+	Agents   []string
+}
+
+// olderData is a page of older messages, swapped in for the button that
+// asked for it.
+type olderData struct {
+	Channel  string
+	Messages []messageView
+	Older    string
+}
+
+// pageOlder answers the page of messages before the id "before", for the
+// transcript's "Older messages" button: the messages and, when there are
+// more, the button for the page before them. Its cost is one page
+// (Server.Messages).
+func (s *Server) pageOlder(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	before := r.URL.Query().Get("before")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if _, err := channel.ParseID(before); err != nil {
+		http.Error(w, "before is not a message id", http.StatusBadRequest)
+		return
+	}
+	msgs, older, err := s.pageMessages(ch, before, PageMessages, personOf(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, http.StatusOK, "older", olderData{Channel: ch, Messages: msgs, Older: older})
+}
+
+// pageReply answers the post box set to reply to the message "to" (read
+// to show whom and what it answers), or the plain box without "to".
+func (s *Server) pageReply(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	f := postForm{Channel: ch, Agents: s.pageAgents()}
+	if to := r.URL.Query().Get("to"); to != "" {
+		if _, err := channel.ParseID(to); err != nil {
+			http.Error(w, "to is not a message id", http.StatusBadRequest)
+			return
+		}
+		m, err := channel.Lookup(s.cfg.Root, ch, to)
+		if err != nil {
+			http.Error(w, "no such message", http.StatusNotFound)
+			return
+		}
+		f.ReplyTo, f.ReplyFrom, f.ReplyText = to, m.From, snippet(m.Content.Text)
+		if slices.Contains(f.Agents, m.From) {
+			f.To = m.From // answer the sender, when it is an agent
+		}
+	}
+	s.render(w, http.StatusOK, "post", f)
+}
+
+// snippet is the start of a message's first line, for a reply's label.
+func snippet(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	if r := []rune(line); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return line
+}
+
+// OnAgents tells the nav this is not the agents page.
+func (pageData) OnAgents() bool { return false }
+
+// PostForm is the page's empty post box.
+func (d pageData) PostForm() postForm { return postForm{Channel: d.Channel, Agents: d.Agents} }
+
+// channelItem is one channel in the list.
+type channelItem struct {
+	Name   string
+	Active time.Time
+}
+
+// When is the channel's last activity, for the list.
+func (c channelItem) When() string {
+	if c.Active.IsZero() {
+		return ""
+	}
+	return c.Active.UTC().Format("2006-01-02 15:04")
+}
+
+// messageView is one message as the page shows it (the API's view and
+// how to show it); html/template escapes every field.
+type messageView struct {
+	MessageView
+	Stamp, When string // its time, for datetime and to read
+	Kind        string // its type unless chat
+	CodeText    string
+	Mark        string // as 'collab read' marks the sender; "" when verified
+	Forged      bool
+	Delivered   []string // "agent: state" per addressee of an addressed message
+	ReplyTo     string   // the sender of the message this answers, from its id
+	Body        []segment
+	Options     []string // a question to the viewer: its answers, as buttons
+	Fold        string   // the first line, when the text is long and shown folded
+	Lines       int
+}
+
+// segment is a run of a message's text: prose, or a fenced code block.
+type segment struct {
+	Code bool
+	Lang string
+	Text string
+}
+
+// Folding: a text longer than this many lines or bytes shows folded.
+const (
+	foldLines = 24
+	foldBytes = 4000
+)
+
+// segments splits text at Markdown code fences (``` lines); an unclosed
+// fence runs to the end.
+func segments(text string) []segment {
+	if text == "" {
+		return nil
+	}
+	var out []segment
+	cur := segment{}
+	var b strings.Builder
+	flush := func() {
+		if b.Len() > 0 || cur.Code {
+			cur.Text = strings.TrimSuffix(b.String(), "\n")
+			out = append(out, cur)
+		}
+		b.Reset()
+	}
+	for line := range strings.SplitSeq(text, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "```"); ok {
+			flush()
+			if cur.Code {
+				cur = segment{}
+			} else {
+				cur = segment{Code: true, Lang: strings.TrimSpace(rest)}
+			}
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	flush()
+	return out
+}
+
+// channelPage shows a channel's newest page and connects its event stream.
+func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	chans, err := s.pageChannels()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	msgs, before, err := s.pageMessages(ch, "", PageMessages, personOf(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, Older: before, Agents: s.pageAgents(), Messages: msgs}
+	d.Events = eventsURL(ch, msgs)
+	s.render(w, http.StatusOK, "page", d)
+}
+
+// eventsURL is the channel's event stream, told the names of the newest
+// second of msgs (already shown) so that it sends only what is newer.
+func eventsURL(ch string, msgs []messageView) string {
+	q := url.Values{}
+	if len(msgs) > 0 {
+		top, _ := channel.ParseID(msgs[len(msgs)-1].ID)
+		for i := len(msgs) - 1; i >= 0 && len(q["seen"]) < maxSeen; i-- {
+			if n, err := channel.ParseID(msgs[i].ID); err == nil && n.Time.Equal(top.Time) {
+				q.Add("seen", msgs[i].ID)
+			}
+		}
+	}
+	u := "/c/" + url.PathEscape(ch) + "/events"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// pageEvents streams the channel's new messages as server-sent events of
+// type "message", each a rendered list item for the transcript, its id the
+// message id. Its start is the ids in "seen" (the page's newest second) or
+// Last-Event-ID (a reconnect); with neither, now. Like the API's stream
+// it is bounded by MaxStreams (503 beyond), woken by inotify on this host
+// and by the poll for other hosts' writes, kept alive, and ended on
+// shutdown.
+func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		w.Header().Set("Retry-After", "30")
+		http.Error(w, "too many live streams open; try again later", http.StatusServiceUnavailable)
+		return
+	}
+	rc := http.NewResponseController(w)
+	// A stream outlives the server's read and write timeouts.
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	seen := r.URL.Query()["seen"]
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		seen = append(seen, s.sentThrough(ch, id)...)
+	}
+	cur, ok := cursorOf(seen)
+	rd, err := channel.NewReader(s.cfg.Root, ch, cur, channel.ReaderOptions{})
+	if err == nil && !ok {
+		err = rd.SeekEnd()
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.fail(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.WriteString(w, ": connected\n\n"); err != nil || rc.Flush() != nil {
+		return
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var mu sync.Mutex
+	var hints []string
+	wake := make(chan struct{}, 1)
+	go func() {
+		_ = watcher.FSNotify{Root: s.cfg.Root}.Watch(ctx, []string{ch}, func(_, file string) {
+			if file != "" {
+				mu.Lock()
+				if len(hints) < 256 {
+					hints = append(hints, file)
+				}
+				mu.Unlock()
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	idle := time.NewTicker(keepAlive)
+	defer idle.Stop()
+	scan := rd.Scan // the first pass, and each tick: the listing gate
+	for {
+		msgs, _, err := scan()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("page events: scan", "channel", ch, "err", err)
+		}
+		for i := range msgs {
+			v := s.view(ch, &msgs[i])
+			if !delivery.IsNotice(&msgs[i]) {
+				s.withDelivery(&v, ch, &msgs[i])
+			}
+			var b bytes.Buffer
+			if err := pageTemplates.ExecuteTemplate(&b, "message", s.pageView(v, &msgs[i], personOf(r))); err != nil {
+				s.log.Warn("page events: render", "channel", ch, "err", err)
+				return
+			}
+			if _, err := w.Write(sseEvent("message", msgs[i].Key(), b.Bytes())); err != nil {
+				return
+			}
+		}
+		if len(msgs) > 0 {
+			if rc.Flush() != nil {
+				return
+			}
+			idle.Reset(keepAlive)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		case <-idle.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-wake: // inotify: read the new files by name, no listing
+			mu.Lock()
+			for _, f := range hints {
+				rd.Hint(f)
+			}
+			hints = hints[:0]
+			mu.Unlock()
+			scan = rd.ScanHinted
+			continue
+		case <-tick.C:
+		}
+		scan = rd.Scan
+	}
+}
+
+// sentThrough returns the ids a stream sent up to and including the event
+// id, of that id's second: the stream sends in channel order, so those are
+// the ones before it in that order. It reads only that second's messages
+// (at most maxSeen).
+func (s *Server) sentThrough(ch, id string) []string {
+	top, err := channel.ParseID(id)
+	if err != nil {
+		return nil
+	}
+	same := func(_ string, n channel.Name) bool { return n.Time.Equal(top.Time) }
+	msgs, _, _, err := channel.Newest(s.cfg.Root, ch, maxSeen, same, nil)
+	if err != nil {
+		return []string{id}
+	}
+	var out []string
+	for i := range msgs {
+		out = append(out, msgs[i].Key())
+		if msgs[i].Key() == id {
+			return out
+		}
+	}
+	return []string{id} // gone: only it
+}
+
+// cursorOf returns a reader's position after the messages of the given
+// ids: every name before the newest one's second, and theirs. ok is false
+// when no id parses.
+func cursorOf(ids []string) (channel.Cursor, bool) {
+	var cur channel.Cursor
+	for _, id := range ids[:min(len(ids), 2*maxSeen)] {
+		n, err := channel.ParseID(id)
+		if err != nil {
+			continue
+		}
+		if n.Time.After(cur.Floor) {
+			cur.Floor = n.Time
+		}
+		cur.Seen = append(cur.Seen, id+".json")
+	}
+	return cur, len(cur.Seen) > 0
+}
+
+// sseEvent formats one server-sent event; data's lines each get their
+// own "data:" field (the browser joins them with newlines).
+func sseEvent(event, id string, data []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("event: " + event + "\nid: " + id + "\n")
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(bytes.TrimSuffix(line, []byte("\r")))
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// pagePost posts the form's text into the channel as the signed-in person
+// (Server.Post: signed, send's checks) and answers an empty form; the
+// message itself comes back through the event stream. A refusal answers
+// the form with the text kept and the reason.
+func (s *Server) pagePost(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	if err := tree.CheckName("channel", ch); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	text, replyTo, to := r.PostFormValue("text"), r.PostFormValue("reply_to"), r.PostFormValue("to")
+	if _, code, err := s.Post(ch, personOf(r), PostRequest{Text: text, ReplyTo: replyTo, To: to}); err != nil {
+		if code == http.StatusInternalServerError {
+			s.log.Warn("page post", "channel", ch, "err", err)
+		}
+		s.render(w, code, "post", postForm{Channel: ch, Text: text, ReplyTo: replyTo, To: to, Agents: s.pageAgents(), Error: err.Error()})
+		return
+	}
+	s.render(w, http.StatusOK, "post", postForm{Channel: ch, Agents: s.pageAgents()})
+}
+
+// postForm is the post box: empty after a post, kept with the error after
+// a refusal.
+type postForm struct {
+	Channel, Text, Error string
+	// ReplyTo is the id of the message the post answers, with its sender
+	// and the start of its text to show; "": a new thread.
+	ReplyTo, ReplyFrom, ReplyText string
+	// To is the addressee ("": everyone); Agents, those the box offers
+	// (the who board's).
+	To     string
+	Agents []string
+}
+
+// pageAgents is the agents the post box offers to address: the who
+// board's (one heartbeat file each), at most pageChannels.
+func (s *Server) pageAgents() []string {
+	who, err := s.Who()
+	if err != nil {
+		s.log.Warn("page: who", "err", err)
+		return nil
+	}
+	var out []string
+	for _, a := range who[:min(len(who), pageChannels)] {
+		out = append(out, a.Agent)
+	}
+	return out
+}
+
+// render writes one template as HTML.
+func (s *Server) render(w http.ResponseWriter, code int, name string, data any) {
+	var b bytes.Buffer
+	if err := pageTemplates.ExecuteTemplate(&b, name, data); err != nil {
+		s.log.Warn("render page", "template", name, "err", err)
+		http.Error(w, "could not render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+// pageMessages is the page of channel ch before id before ("": the
+// newest), at most n long, as the page shows it to person, and the id to
+// ask the next older page with ("": none). It is Server.Messages (the same
+// views, the same bounds), keeping each message for what the page shows
+// beyond the view (a question's options).
+func (s *Server) pageMessages(ch, before string, n int, person string) ([]messageView, string, error) {
+	file := ""
+	if before != "" {
+		file = before + ".json"
+	}
+	msgs, _, err := channel.Tail(s.cfg.Root, ch, file, n)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]messageView, len(msgs))
+	budget := maxDelivery
+	for i := len(msgs) - 1; i >= 0; i-- {
+		v := s.view(ch, &msgs[i])
+		if budget > 0 && !delivery.IsNotice(&msgs[i]) {
+			budget--
+			s.withDelivery(&v, ch, &msgs[i])
+		}
+		out[i] = s.pageView(v, &msgs[i], person)
+	}
+	older := ""
+	if len(msgs) == n && n > 0 {
+		older = msgs[0].Key()
+	}
+	return out, older, nil
+}
+
+// extNeedsInput is the metadata extension of a watcher's reply that asks
+// its sender a question: {"job", "options", "allow"} (see package
+// watcher). The asker answers with a reply to it.
+const extNeedsInput = "needs_input"
+
+// question is what the page reads of a needs_input extension.
+type question struct {
+	Job     string   `json:"job"`
+	Options []string `json:"options"`
+	Allow   []string `json:"allow"`
+}
+
+// pageView is how the page shows v (the view of m) to person: a question
+// to person gets its options as buttons.
+func (s *Server) pageView(v MessageView, m *channel.Message, person string) messageView {
+	pv := messageView{MessageView: v,
+		Stamp: v.Time.UTC().Format(time.RFC3339), When: v.Time.UTC().Format("2006-01-02 15:04:05")}
+	if v.Type != "" && v.Type != "chat" {
+		pv.Kind = v.Type
+	}
+	if v.Code != nil {
+		pv.CodeText = *v.Code
+	}
+	pv.Mark, pv.Forged = mark(s.cfg.Verifier, v.From, v.Verdict)
+	if n, err := channel.ParseID(v.InReplyTo); err == nil {
+		pv.ReplyTo = n.Agent
+	}
+	if raw, ok := m.Metadata.Extra[extNeedsInput]; ok && m.To == person {
+		var q question
+		if json.Unmarshal(raw, &q) == nil {
+			pv.Options = q.Options
+			if len(q.Options) == 0 && len(q.Allow) > 0 {
+				pv.Options = []string{"allow", "deny"}
+			}
+		}
+	}
+	pv.Body = segments(v.Text)
+	pv.Lines = strings.Count(v.Text, "\n") + 1
+	if pv.Lines > foldLines || len(v.Text) > foldBytes {
+		pv.Fold = snippet(v.Text)
+	}
+	if v.Delivery != nil {
+		for _, a := range v.Delivery.Addressees {
+			pv.Delivered = append(pv.Delivered, a.Agent+": "+a.State)
+		}
+	}
+	return pv
+}
+
+// mark is the tag 'collab read' shows after the sender of a message that
+// does not verify: upper case for a forgery (a bad or revoked signature,
+// or anything but a good one from a sender with keys), lower case for what
+// merely cannot be checked; "" when it verifies. verdict is a
+// signing.Verdict's text.
+func mark(v *signing.Verifier, from, verdict string) (string, bool) {
+	words := strings.ReplaceAll(verdict, "-", " ")
+	switch {
+	case verdict == signing.Verified.String():
+		return "", false
+	case verdict == signing.BadSignature.String(), verdict == signing.RevokedKey.String(), v.HasKeys(from):
+		return "[" + strings.ToUpper(words) + "]", true
+	default:
+		return "(" + words + ")", false
+	}
+}
+
+// pageChannels lists the channels, most recently active first
+// (Server.Channels), at most pageChannels.
+func (s *Server) pageChannels() ([]channelItem, error) {
+	chans, err := s.Channels()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]channelItem, 0, min(len(chans), pageChannels))
+	for _, c := range chans[:min(len(chans), pageChannels)] {
+		out = append(out, channelItem{Name: c.Name, Active: c.NewestTime})
+	}
+	return out, nil
 }

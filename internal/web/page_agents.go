@@ -1,0 +1,176 @@
+package web
+
+import (
+	"errors"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"collab/internal/agent/jobs"
+	"collab/internal/plumbing/tree"
+)
+
+// The agents pages: the who board, and each agent's jobs with a kill
+// button.
+
+// agentsData is what the agents page shows.
+type agentsData struct {
+	Person   string
+	Channels []channelItem
+	Channel  string // none: the nav marks no channel
+	Agents   []agentRow
+	Refresh  int64 // the board reloads this often, in milliseconds
+}
+
+// OnAgents tells the nav this is the agents page.
+func (agentsData) OnAgents() bool { return true }
+
+// agentRow is one agent on the board.
+type agentRow struct {
+	AgentView
+	Seen, Oldest string // the heartbeat's and the oldest unanswered message's time, to read
+	Mark         string // the heartbeat's signature mark, as for messages
+	Forged       bool
+}
+
+// agentsPage shows the who board, reloaded every poll interval.
+func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request) {
+	chans, err := s.pageChannels()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, err := s.agentsData()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d.Person, d.Channels = personOf(r), chans
+	s.render(w, http.StatusOK, "agents", d)
+}
+
+// agentsBoard is the board alone, for its reload (GET /board: an agent
+// may be called "board").
+func (s *Server) agentsBoard(w http.ResponseWriter, r *http.Request) {
+	d, err := s.agentsData()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, http.StatusOK, "board", d)
+}
+
+// agentsData reads the who board (Server.Who: one heartbeat file per
+// agent).
+func (s *Server) agentsData() (agentsData, error) {
+	who, err := s.Who()
+	if err != nil {
+		return agentsData{}, err
+	}
+	d := agentsData{Refresh: max(s.cfg.Poll.Milliseconds(), 100)}
+	for _, a := range who {
+		row := agentRow{AgentView: a}
+		if !a.Time.IsZero() {
+			row.Seen = a.Time.UTC().Format("2006-01-02 15:04:05")
+		}
+		if t, err := time.Parse(time.RFC3339Nano, a.OldestUnanswered); err == nil {
+			row.Oldest = t.UTC().Format("2006-01-02 15:04:05")
+		} else {
+			row.Oldest = a.OldestUnanswered
+		}
+		row.Mark, row.Forged = mark(s.cfg.Verifier, a.Agent, a.Verdict)
+		d.Agents = append(d.Agents, row)
+	}
+	return d, nil
+}
+
+// agentData is what an agent's page shows: its jobs, newest first.
+type agentData struct {
+	Person   string
+	Channels []channelItem
+	Channel  string
+	Agent    string
+	Jobs     []jobRow
+	More     int // older records not shown
+}
+
+// OnAgents tells the nav this is under the agents page.
+func (agentData) OnAgents() bool { return true }
+
+// pageJobs bounds the jobs an agent's page shows.
+const pageJobs = 50
+
+// jobRow is one job as the agent's page shows it.
+type jobRow struct {
+	jobs.Job
+	Begun, Finished string
+	Events          int
+	KillAsked       bool // a kill file exists
+}
+
+func (s *Server) jobRow(j jobs.Job) jobRow {
+	r := jobRow{Job: j, Begun: j.Started.UTC().Format("2006-01-02 15:04:05"), Events: len(j.Events)}
+	if !j.Ended.IsZero() {
+		r.Finished = j.Ended.UTC().Format("2006-01-02 15:04:05")
+	}
+	r.KillAsked = j.Status == jobs.Running && jobs.KillRequested(s.cfg.Root, j.Agent, j.ID)
+	return r
+}
+
+// agentPage shows an agent's jobs (its job records, which the watcher
+// prunes to a bounded number), each running one with a kill button.
+func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
+	agent := r.PathValue("agent")
+	if err := tree.CheckName("agent", agent); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	chans, err := s.pageChannels()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	js, err := jobs.List(s.cfg.Root, agent)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.fail(w, r, err)
+		return
+	}
+	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
+	d := agentData{Person: personOf(r), Channels: chans, Agent: agent, More: max(len(js)-pageJobs, 0)}
+	for _, j := range js[:min(len(js), pageJobs)] {
+		d.Jobs = append(d.Jobs, s.jobRow(j))
+	}
+	s.render(w, http.StatusOK, "agent", d)
+}
+
+// pageKill asks the watcher running a job to stop it, as the signed-in
+// person (signed with the server's key when it is its person's), the way
+// 'collab jobs kill' does by file, and answers the job's row.
+func (s *Server) pageKill(w http.ResponseWriter, r *http.Request) {
+	agent, id := r.PathValue("agent"), r.PathValue("job")
+	if err := tree.CheckName("agent", agent); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	j, err := jobs.Read(s.cfg.Root, agent, id)
+	if err != nil {
+		http.Error(w, "no such job", http.StatusNotFound)
+		return
+	}
+	js := []jobs.Job{j}
+	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
+	if js[0].Done() {
+		s.render(w, http.StatusConflict, "job", s.jobRow(js[0]))
+		return
+	}
+	person := personOf(r)
+	signer := s.cfg.Signer
+	if person != s.cfg.Person {
+		signer = nil // the server holds the key of its person only
+	}
+	if err := jobs.RequestKill(s.cfg.Root, agent, j.ID, person, signer); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, http.StatusOK, "job", s.jobRow(js[0]))
+}
