@@ -289,17 +289,12 @@ func (p printer) message(m *channel.Message, verdict signing.Verdict) error {
 }
 
 // mark returns the tag read shows after the sender of a message that does
-// not verify: upper case for a forgery, lower case for what merely cannot
-// be checked (a sender with no keys); nothing when it verifies.
+// not verify (signing.Verifier.Mark), with its leading space.
 func (p printer) mark(from string, verdict signing.Verdict) string {
-	switch {
-	case verdict == signing.Verified:
-		return ""
-	case forged(p.verifier, from, verdict):
-		return " [" + strings.ToUpper(strings.ReplaceAll(verdict.String(), "-", " ")) + "]"
-	default:
-		return " (" + strings.ReplaceAll(verdict.String(), "-", " ") + ")"
+	if tag, _ := p.verifier.Mark(from, verdict); tag != "" {
+		return " " + tag
 	}
+	return ""
 }
 
 // withVerdict returns m as JSON with one more member, "verdict" (one the

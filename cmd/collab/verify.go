@@ -10,21 +10,6 @@ import (
 	"collab/internal/plumbing/tree"
 )
 
-// forged reports whether a message from agent with verdict is a forgery:
-// a signature that does not check (bad, or a revoked key), or a sender who
-// has keys in the keyring and yet did not sign with one of them. An
-// unsigned message from a sender with no keys is not: it is taken at its
-// word (the "known" policy).
-func forged(v *signing.Verifier, agent string, verdict signing.Verdict) bool {
-	switch verdict {
-	case signing.Verified:
-		return false
-	case signing.BadSignature, signing.RevokedKey:
-		return true
-	}
-	return v.HasKeys(agent)
-}
-
 // forgery is one forged message, as verify reports it.
 type forgery struct {
 	ID      string          `json:"id"`
@@ -85,7 +70,7 @@ Flags:
 		m := &msgs[i]
 		verdict := m.Verify(v, *ch)
 		counts[verdict.String()]++
-		if forged(v, m.From, verdict) {
+		if v.Forged(m.From, verdict) {
 			bad = append(bad, forgery{m.ID, m.File, m.From, verdict})
 		}
 	}

@@ -638,20 +638,14 @@ func (s *Server) pageView(v MessageView, m *channel.Message, person string) mess
 }
 
 // mark is the tag 'collab read' shows after the sender of a message that
-// does not verify: upper case for a forgery (a bad or revoked signature,
-// or anything but a good one from a sender with keys), lower case for what
-// merely cannot be checked; "" when it verifies. verdict is a
-// signing.Verdict's text.
+// does not verify (signing.Verifier.Mark), and whether it is a forgery;
+// verdict is a signing.Verdict's text.
 func mark(v *signing.Verifier, from, verdict string) (string, bool) {
-	words := strings.ReplaceAll(verdict, "-", " ")
-	switch {
-	case verdict == signing.Verified.String():
-		return "", false
-	case verdict == signing.BadSignature.String(), verdict == signing.RevokedKey.String(), v.HasKeys(from):
-		return "[" + strings.ToUpper(words) + "]", true
-	default:
-		return "(" + words + ")", false
+	vd, ok := signing.ParseVerdict(verdict)
+	if !ok {
+		return "(" + strings.ReplaceAll(verdict, "-", " ") + ")", false
 	}
+	return v.Mark(from, vd)
 }
 
 // pageChannels lists the channels, most recently active first

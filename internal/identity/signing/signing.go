@@ -62,6 +62,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -379,6 +380,46 @@ func (v *Verifier) Forgetful() *Verifier {
 // [keyring.Ring.HasKeys]).
 func (v *Verifier) HasKeys(agent string) bool {
 	return v != nil && v.keys != nil && v.keys.HasKeys(agent)
+}
+
+// Forged reports whether a file that names agent as its sender, with
+// verdict, is a forgery: a bad or revoked signature, or anything but a good
+// signature in the name of an agent with keys. (What merely cannot be
+// checked, an unsigned file from an agent without keys, is not.)
+func (v *Verifier) Forged(agent string, verdict Verdict) bool {
+	switch verdict {
+	case Verified:
+		return false
+	case BadSignature, RevokedKey:
+		return true
+	}
+	return v.HasKeys(agent)
+}
+
+// Mark is the tag readers show after the sender of a file that does not
+// verify, and whether it is a forgery: upper case for a forgery
+// ("[BAD SIGNATURE]"), lower case for what merely cannot be checked
+// ("(unsigned)"); "" for a verified file.
+func (v *Verifier) Mark(agent string, verdict Verdict) (string, bool) {
+	words := strings.ReplaceAll(verdict.String(), "-", " ")
+	switch {
+	case verdict == Verified:
+		return "", false
+	case v.Forged(agent, verdict):
+		return "[" + strings.ToUpper(words) + "]", true
+	default:
+		return "(" + words + ")", false
+	}
+}
+
+// ParseVerdict returns the verdict whose text is s.
+func ParseVerdict(s string) (Verdict, bool) {
+	for i, name := range verdictNames {
+		if name == s {
+			return Verdict(i), true
+		}
+	}
+	return 0, false
 }
 
 // Policy says which senders a watcher acts on.

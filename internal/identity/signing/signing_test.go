@@ -201,3 +201,33 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestMark: the tag every reader shows, and what counts as forged.
+func TestMark(t *testing.T) {
+	r, _ := ring(t, "alice")
+	v := NewVerifier(r)
+	for _, c := range []struct {
+		agent  string
+		v      Verdict
+		tag    string
+		forged bool
+	}{
+		{"alice", Verified, "", false},
+		{"alice", Unsigned, "[UNSIGNED]", true}, // alice has keys
+		{"bob", Unsigned, "(unsigned)", false},  // bob has none
+		{"bob", UnknownKey, "(unknown key)", false},
+		{"bob", BadSignature, "[BAD SIGNATURE]", true},
+		{"bob", RevokedKey, "[REVOKED KEY]", true},
+	} {
+		tag, forged := v.Mark(c.agent, c.v)
+		if tag != c.tag || forged != c.forged || v.Forged(c.agent, c.v) != c.forged {
+			t.Errorf("Mark(%s, %v) = %q, %v; want %q, %v", c.agent, c.v, tag, forged, c.tag, c.forged)
+		}
+		if back, ok := ParseVerdict(c.v.String()); !ok || back != c.v {
+			t.Errorf("ParseVerdict(%q) = %v, %v", c.v.String(), back, ok)
+		}
+	}
+	if _, ok := ParseVerdict("fine"); ok {
+		t.Error("ParseVerdict(fine): ok")
+	}
+}
