@@ -65,20 +65,28 @@ Flags:
 		t.record.Args = args
 		t.record.Dir, _ = os.Getwd()
 	}
-	if err := t.setStatus(workflow.Running); err != nil {
-		runErr = err
-	} else if getenv(envWorkflowResume) == "1" {
-		fmt.Fprintf(stdout, "%s@%s: resumed in channel %s\n", t.file.Name, t.instance, t.channel)
-		runErr = t.hold(ctx)
-		if runErr != nil {
-			status = workflow.Failed
+	// The kickoff is posted before the record says running: start
+	// --background returns once it does, and resume (which restarts a
+	// running instance) never posts it again.
+	resumed := getenv(envWorkflowResume) == "1"
+	kickoff := ""
+	if !resumed {
+		if m, err := t.postKickoff(getenv); err != nil {
+			runErr = err
+		} else {
+			kickoff = m.ID
 		}
-	} else if m, err := t.postKickoff(getenv); err != nil {
-		runErr = err
-	} else {
-		fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", t.file.Name, t.instance, t.channel, m.ID)
-		runErr = t.hold(ctx)
-		if runErr != nil {
+	}
+	if runErr == nil {
+		runErr = t.setStatus(workflow.Running)
+	}
+	if runErr == nil {
+		if resumed {
+			fmt.Fprintf(stdout, "%s@%s: resumed in channel %s\n", t.file.Name, t.instance, t.channel)
+		} else {
+			fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", t.file.Name, t.instance, t.channel, kickoff)
+		}
+		if runErr = t.hold(ctx); runErr != nil {
 			status = workflow.Failed
 		}
 	}
