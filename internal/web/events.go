@@ -52,6 +52,30 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// A reconnecting client says the last id it has: send what came
+	// after it first (bounded), then what the reader finds, once each.
+	sent := map[string]bool{}
+	s.stream(r.Context(), w, rc, ch, rd, func() bool {
+		for _, m := range s.missed(ch, r.Header.Get("Last-Event-ID")) {
+			if !s.sendEvent(w, ch, &m) {
+				return false
+			}
+			sent[m.Key()] = true
+		}
+		return true
+	}, func(m *channel.Message) bool {
+		return sent[m.Key()] || s.sendEvent(w, ch, m)
+	})
+}
+
+// stream is the loop of an event stream over rd (which may have no
+// folder yet): the headers and a first comment, then first, then what rd
+// finds, each message given to send (false: the client is gone) and
+// flushed. rd lists the folder at the poll interval; between ticks a
+// notification from inotify on this host names the new files, read
+// without a listing. An idle stream gets a comment every keepAlive. It
+// ends with the request, the server or the client.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, ch string, rd *channel.Reader, first func() bool, send func(*channel.Message) bool) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -60,20 +84,10 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	if _, err := fmt.Fprint(w, ": connected\n\n"); err != nil || rc.Flush() != nil {
 		return
 	}
-	// A reconnecting client says the last id it has: send what came
-	// after it first (bounded), then what the reader finds, once each.
-	sent := map[string]bool{}
-	for _, m := range s.missed(ch, r.Header.Get("Last-Event-ID")) {
-		if !s.sendEvent(w, ch, &m) {
-			return
-		}
-		sent[m.Key()] = true
-	}
-	if len(sent) > 0 && rc.Flush() != nil {
+	if first != nil && !first() {
 		return
 	}
-
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
 	var hints []string
@@ -97,8 +111,23 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	idle := time.NewTicker(keepAlive)
 	defer idle.Stop()
+	scan := rd.Scan // the first pass, and each tick: the listing gate
 	for {
-		var msgs []channel.Message
+		msgs, _, err := scan()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("event stream: scan", "channel", ch, "err", err)
+		}
+		for i := range msgs {
+			if !send(&msgs[i]) {
+				return
+			}
+		}
+		if rc.Flush() != nil {
+			return
+		}
+		if len(msgs) > 0 {
+			idle.Reset(keepAlive)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -108,34 +137,17 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}
-			continue
-		case <-wake:
+			scan = rd.Scan // the listing gate: no listing if nothing changed
+		case <-wake: // read the new files by name, no listing
 			mu.Lock()
 			for _, f := range hints {
 				rd.Hint(f)
 			}
 			hints = hints[:0]
 			mu.Unlock()
-			msgs, _, err = rd.ScanHinted()
+			scan = rd.ScanHinted
 		case <-tick.C:
-			msgs, _, err = rd.Scan()
-		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("event stream: scan", "channel", ch, "err", err)
-		}
-		for i := range msgs {
-			if sent[msgs[i].Key()] {
-				continue
-			}
-			if !s.sendEvent(w, ch, &msgs[i]) {
-				return
-			}
-		}
-		if len(msgs) > 0 {
-			if rc.Flush() != nil {
-				return
-			}
-			idle.Reset(keepAlive)
+			scan = rd.Scan
 		}
 	}
 }

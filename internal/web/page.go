@@ -2,27 +2,23 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"html/template"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"collab/channel"
 	"collab/internal/delivery"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
-	"collab/watcher"
 )
 
 // The page app: html/template pages with htmx and its SSE extension,
@@ -355,87 +351,19 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := io.WriteString(w, ": connected\n\n"); err != nil || rc.Flush() != nil {
-		return
-	}
-
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	var mu sync.Mutex
-	var hints []string
-	wake := make(chan struct{}, 1)
-	go func() {
-		_ = watcher.FSNotify{Root: s.cfg.Root}.Watch(ctx, []string{ch}, func(_, file string) {
-			if file != "" {
-				mu.Lock()
-				if len(hints) < 256 {
-					hints = append(hints, file)
-				}
-				mu.Unlock()
-			}
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		})
-	}()
-	tick := time.NewTicker(s.cfg.Poll)
-	defer tick.Stop()
-	idle := time.NewTicker(keepAlive)
-	defer idle.Stop()
-	scan := rd.Scan // the first pass, and each tick: the listing gate
-	for {
-		msgs, _, err := scan()
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("page events: scan", "channel", ch, "err", err)
+	s.stream(r.Context(), w, rc, ch, rd, nil, func(m *channel.Message) bool {
+		v := s.view(ch, m)
+		if !delivery.IsNotice(m) {
+			s.withDelivery(&v, ch, m)
 		}
-		for i := range msgs {
-			v := s.view(ch, &msgs[i])
-			if !delivery.IsNotice(&msgs[i]) {
-				s.withDelivery(&v, ch, &msgs[i])
-			}
-			var b bytes.Buffer
-			if err := pageTemplates.ExecuteTemplate(&b, "message", s.pageView(v, &msgs[i], personOf(r))); err != nil {
-				s.log.Warn("page events: render", "channel", ch, "err", err)
-				return
-			}
-			if _, err := w.Write(sseEvent("message", msgs[i].Key(), b.Bytes())); err != nil {
-				return
-			}
+		var b bytes.Buffer
+		if err := pageTemplates.ExecuteTemplate(&b, "message", s.pageView(v, m, personOf(r))); err != nil {
+			s.log.Warn("page events: render", "channel", ch, "err", err)
+			return false
 		}
-		if len(msgs) > 0 {
-			if rc.Flush() != nil {
-				return
-			}
-			idle.Reset(keepAlive)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.done:
-			return
-		case <-idle.C:
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
-				return
-			}
-		case <-wake: // inotify: read the new files by name, no listing
-			mu.Lock()
-			for _, f := range hints {
-				rd.Hint(f)
-			}
-			hints = hints[:0]
-			mu.Unlock()
-			scan = rd.ScanHinted
-			continue
-		case <-tick.C:
-		}
-		scan = rd.Scan
-	}
+		_, err := w.Write(sseEvent("message", m.Key(), b.Bytes()))
+		return err == nil
+	})
 }
 
 // sentThrough returns the ids a stream sent up to and including the event
