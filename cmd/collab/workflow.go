@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -97,6 +98,7 @@ type team struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	prior  *workflow.Record // the record claim replaced, if any
 	mu     sync.Mutex
 	errs   []error // watchers that returned an error
 }
@@ -117,9 +119,6 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 	if err := workflow.CheckInstance(instance); err != nil {
 		return nil, usageErrorf("%s: --instance: %v", cmd, err)
 	}
-	if err := refuseRunning(root, cmd, f.Name, instance); err != nil {
-		return nil, err
-	}
 	from, err := actingAgent(ctx, cmd, "sender", *tf.agent)
 	if err != nil {
 		return nil, err
@@ -135,6 +134,15 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 		}
 		t.ids, t.names = append(t.ids, id), append(t.names, a.Name)
 	}
+	if err := t.claim(cmd); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			t.unclaim()
+		}
+	}()
 	// Resumed (collab resume): the kickoff was posted, so neither it nor
 	// the setup that renders it runs again.
 	if getenv(envWorkflowResume) != "1" {
@@ -169,7 +177,43 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 		}
 		t.prepared = append(t.prepared, p)
 	}
+	ok = true
 	return t, nil
+}
+
+// claim writes the instance's record, status starting, before any setup
+// step runs: created without replacing when the instance has none, so of
+// two runs started at the same moment one wins and the other is refused
+// (exit 2); an existing record is replaced only when refuseRunning finds
+// it neither running nor starting.
+func (t *team) claim(cmd string) error {
+	t.record = workflow.Record{
+		Name: t.file.Name, Instance: t.instance, File: t.file.Path, Host: hostname(), PID: os.Getpid(),
+		Started: time.Now().UTC(), Status: workflow.Starting, Agents: t.ids, Channel: t.channel,
+	}
+	err := workflow.CreateRecord(t.root, &t.record)
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if err := refuseRunning(t.root, cmd, t.file.Name, t.instance); err != nil {
+		return err
+	}
+	if prior, err := workflow.ReadRecord(t.root, t.file.Name, t.instance); err == nil {
+		t.prior = &prior
+	}
+	return workflow.WriteRecord(t.root, &t.record)
+}
+
+// unclaim undoes claim when the run fails before it starts (a setup step
+// failed, the kickoff did not render, an agent could not be prepared):
+// the instance's previous record is put back, or none is left, so a run
+// that never started leaves no trace in ls.
+func (t *team) unclaim() {
+	if t.prior != nil {
+		workflow.WriteRecord(t.root, t.prior)
+		return
+	}
+	workflow.RemoveRecord(t.root, t.file.Name, t.instance)
 }
 
 // refuseRunning refuses (exit 2) to run instance of workflow name when
@@ -250,10 +294,7 @@ func (t *team) setStatus(status string) error {
 // AWAKE. On error the watchers started are stopped.
 func (t *team) start(ctx context.Context) error {
 	t.started = time.Now()
-	t.record = workflow.Record{
-		Name: t.file.Name, Instance: t.instance, File: t.file.Path, Host: hostname(), PID: os.Getpid(),
-		Started: t.started.UTC(), Agents: t.ids, Channel: t.channel,
-	}
+	t.record.Started = t.started.UTC()
 	if err := t.setStatus(workflow.Starting); err != nil {
 		return err
 	}

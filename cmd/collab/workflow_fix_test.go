@@ -83,3 +83,64 @@ func TestRunningInstanceRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusedDuringSetup: a second run of an instance whose first run
+// is still in its setup step is refused with exit 2, and its setup never
+// runs; the first run then goes on to done. (Before the record was
+// written ahead of setup, both runs set up and started.)
+func TestRunRefusedDuringSetup(t *testing.T) {
+	root, env := newWorkflowRoot(t)
+	dir := t.TempDir()
+	gate, count := filepath.Join(dir, "gate"), filepath.Join(dir, "count")
+	p := writeWorkflow(t, "name: race\nagents:\n  a:\n    cli: command\n    cmd: cat\nsetup:\n  - shell: echo >> "+count+
+		"; while [ ! -e "+gate+" ]; do sleep 0.05; done\nkickoff: \"@a hi\"\n")
+	first := make(chan result, 1)
+	go func() { first <- runCollabAs(t, "human", env, "", runArgs("--instance", "r1", p)...) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if data, err := os.ReadFile(count); err == nil && len(data) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first run's setup never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if rec := readRecord(t, root, "race", "r1"); rec.Status != workflow.Starting {
+		t.Fatalf("record during setup: status %q, want %q", rec.Status, workflow.Starting)
+	}
+	second := runCollabAs(t, "human", env, "", runArgs("--instance", "r1", p)...)
+	if second.code != exitUsage || !strings.Contains(second.stderr, "already starting") {
+		t.Errorf("second run: exit %d, stderr %q; want %d, already starting", second.code, second.stderr, exitUsage)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-first; r.code != 0 {
+		t.Fatalf("first run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if data, _ := os.ReadFile(count); strings.Count(string(data), "\n") != 1 {
+		t.Errorf("setup ran %d times, want 1", strings.Count(string(data), "\n"))
+	}
+	if rec := readRecord(t, root, "race", "r1"); rec.Status != workflow.Done {
+		t.Errorf("record after the run: status %q, want done", rec.Status)
+	}
+}
+
+// TestFailedRerunKeepsRecord: a rerun of a finished instance whose setup
+// fails puts the finished run's record back.
+func TestFailedRerunKeepsRecord(t *testing.T) {
+	root, env := newWorkflowRoot(t)
+	done := workflow.Record{Name: "broken", Instance: "f1", Host: hostname(), PID: 1, Started: time.Now().UTC().Add(-time.Hour),
+		Status: workflow.Done, Agents: []string{"a--f1"}, Channel: "broken--f1"}
+	if err := workflow.WriteRecord(tree.Root(root), &done); err != nil {
+		t.Fatal(err)
+	}
+	p := writeWorkflow(t, "name: broken\nagents:\n  a:\n    cli: command\n    cmd: cat\nsetup:\n  - shell: exit 3\nkickoff: \"@a hi\"\n")
+	if r := runCollabAs(t, "human", env, "", runArgs("--instance", "f1", p)...); r.code != 1 {
+		t.Fatalf("exit %d, stderr %q; want 1", r.code, r.stderr)
+	}
+	if rec := readRecord(t, root, "broken", "f1"); rec.Status != workflow.Done || rec.PID != 1 {
+		t.Errorf("record after the failed rerun: %+v; want the finished run's", rec)
+	}
+}

@@ -64,6 +64,35 @@ func WriteRecord(root tree.Root, r *Record) error {
 	return nil
 }
 
+// CreateRecord writes r only if the instance has no record yet, atomically:
+// of two runs of one instance started at the same moment, one creates it
+// and the other gets an error wrapping fs.ErrExist.
+func CreateRecord(root tree.Root, r *Record) error {
+	d, err := safedir.Create(root.Workflows())
+	if err != nil {
+		return fmt.Errorf("instance record: %w", err)
+	}
+	defer d.Close()
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := d.Publish(RecordName(r.Name, r.Instance), append(data, '\n'), 0o666); err != nil {
+		return fmt.Errorf("instance record: %w", err)
+	}
+	return nil
+}
+
+// RemoveRecord removes the record of instance of workflow name.
+func RemoveRecord(root tree.Root, name, instance string) error {
+	d, err := safedir.Open(root.Workflows())
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Remove(RecordName(name, instance))
+}
+
 // ReadRecord reads the record of instance of workflow name.
 func ReadRecord(root tree.Root, name, instance string) (Record, error) {
 	d, err := safedir.Open(root.Workflows())

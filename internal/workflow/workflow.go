@@ -100,7 +100,10 @@
 // (WriteRecord; Records and ReadRecord read them, skipping what does not
 // parse): a JSON object with name, instance, file (absolute), host, pid,
 // started, status (Starting, Running, Done, Failed, Stopped, Timeout),
-// agents (ids, in file order), channel and, once finished, finished.
+// agents (ids, in file order), channel and, once finished, finished. A
+// run's first record (status Starting, before any setup step) is made with
+// CreateRecord, which never replaces: of two runs of one instance started
+// at once, exactly one creates it.
 // RequestStop writes ROOT/workflows/WORKFLOW--INSTANCE.stop (StopName;
 // free-form JSON for people, only its existence matters), from any host;
 // the running process polls StopRequested, which removes it, and stops.
