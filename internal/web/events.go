@@ -180,8 +180,22 @@ func (s *Server) channelFeed(ch string, rd *channel.Reader, send func(*channel.M
 	return &chanFeed{s: s, ch: ch, rd: rd, send: send}
 }
 
+// watch watches the channel's folder; while it cannot (the folder does
+// not exist yet, or no inotify instance is left) it tries again each poll
+// interval, the stream polling meanwhile.
 func (f *chanFeed) watch(ctx context.Context, wake func(string)) {
-	_ = watcher.FSNotify{Root: f.s.cfg.Root}.Watch(ctx, []string{f.ch}, func(_, file string) { wake(file) })
+	tick := time.NewTicker(f.s.cfg.Poll)
+	defer tick.Stop()
+	for {
+		_ = watcher.FSNotify{Root: f.s.cfg.Root}.Watch(ctx, []string{f.ch}, func(_, file string) { wake(file) })
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.s.done:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (f *chanFeed) next(list bool, hints []string) (int, bool) {
