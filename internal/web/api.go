@@ -41,6 +41,9 @@ func (s *Server) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/channels/{channel}/events", s.apiEvents)
 	mux.HandleFunc("GET /api/who", s.apiWho)
 	mux.HandleFunc("GET /api/status/{id}", s.apiStatus)
+	mux.HandleFunc("GET /api/agents/{agent}/jobs", s.apiJobs)
+	mux.HandleFunc("GET /api/agents/{agent}/jobs/{job}", s.apiJob)
+	mux.HandleFunc("GET /api/agents/{agent}/jobs/{job}/events", s.apiJobEvents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, http.StatusNotFound, "no such API endpoint")
 	})

@@ -31,19 +31,11 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		w.Header().Set("Retry-After", "30")
-		refuse(w, r, http.StatusServiceUnavailable,
-			fmt.Sprintf("too many live streams open (at most %d, see --max-streams); try again later", cap(s.streams)))
+	rc, release, ok := s.openStream(w, r)
+	if !ok {
 		return
 	}
-	rc := http.NewResponseController(w)
-	// A stream outlives the server's read and write timeouts.
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
+	defer release()
 	rd, err := channel.NewReader(s.cfg.Root, ch, channel.Cursor{}, channel.ReaderOptions{})
 	if err == nil {
 		err = rd.SeekEnd()
@@ -55,7 +47,9 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	// A reconnecting client says the last id it has: send what came
 	// after it first (bounded), then what the reader finds, once each.
 	sent := map[string]bool{}
-	s.stream(r.Context(), w, rc, ch, rd, func() bool {
+	s.stream(r.Context(), w, rc, s.channelFeed(ch, rd, func(m *channel.Message) bool {
+		return sent[m.Key()] || s.sendEvent(w, ch, m)
+	}), func() bool {
 		for _, m := range s.missed(ch, r.Header.Get("Last-Event-ID")) {
 			if !s.sendEvent(w, ch, &m) {
 				return false
@@ -63,19 +57,51 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 			sent[m.Key()] = true
 		}
 		return true
-	}, func(m *channel.Message) bool {
-		return sent[m.Key()] || s.sendEvent(w, ch, m)
 	})
 }
 
-// stream is the loop of an event stream over rd (which may have no
-// folder yet): the headers and a first comment, then first, then what rd
-// finds, each message given to send (false: the client is gone) and
-// flushed. rd lists the folder at the poll interval; between ticks a
-// notification from inotify on this host names the new files, read
-// without a listing. An idle stream gets a comment every keepAlive. It
-// ends with the request, the server or the client.
-func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, ch string, rd *channel.Reader, first func() bool, send func(*channel.Message) bool) {
+// openStream takes one of the MaxStreams slots for an event stream and
+// lifts the request's deadlines (a stream outlives the server's read and
+// write timeouts); release gives the slot back. With every slot taken it
+// answers 503 with Retry-After and ok is false: the one refusal of every
+// stream, the API's and the page's, in the format refuse picks from the
+// request.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (rc *http.ResponseController, release func(), ok bool) {
+	select {
+	case s.streams <- struct{}{}:
+	default:
+		w.Header().Set("Retry-After", "30")
+		refuse(w, r, http.StatusServiceUnavailable,
+			fmt.Sprintf("too many live streams open (at most %d, see --max-streams); try again later", cap(s.streams)))
+		return nil, nil, false
+	}
+	rc = http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	return rc, func() { <-s.streams }, true
+}
+
+// feed is what an event stream sends: a channel's new messages, or a
+// job's new events.
+type feed interface {
+	// watch calls wake with the name of each file inotify sees appear in
+	// the feed's folder on this host ("" for "look": the watches are in
+	// place, or events were lost), until ctx ends.
+	watch(ctx context.Context, wake func(file string))
+	// next sends what is new: found by a listing (the reader's listing
+	// gate) when list, else in the hinted files only. sent is how many
+	// events it wrote; more is false when the client is gone or the feed
+	// has ended (a finished job).
+	next(list bool, hints []string) (sent int, more bool)
+}
+
+// stream is the loop of an event stream over f: the headers and a first
+// comment, then first, then what f finds, flushed. f lists at the poll
+// interval; between ticks a notification from inotify on this host names
+// the new files, read without a listing. An idle stream gets a comment
+// every keepAlive. It ends with the request, the server, the client or
+// the feed.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, f feed, first func() bool) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -90,42 +116,33 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rc *http.Res
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
-	var hints []string
+	var hints, pending []string
 	wake := make(chan struct{}, 1)
-	go func() {
-		_ = watcher.FSNotify{Root: s.cfg.Root}.Watch(ctx, []string{ch}, func(_, file string) {
-			if file != "" {
-				mu.Lock()
-				if len(hints) < 256 {
-					hints = append(hints, file)
-				}
-				mu.Unlock()
+	go f.watch(ctx, func(file string) {
+		if file != "" {
+			mu.Lock()
+			if len(hints) < 256 {
+				hints = append(hints, file)
 			}
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		})
-	}()
+			mu.Unlock()
+		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
 	tick := time.NewTicker(s.cfg.Poll)
 	defer tick.Stop()
 	idle := time.NewTicker(keepAlive)
 	defer idle.Stop()
-	scan := rd.Scan // the first pass, and each tick: the listing gate
+	list := true // the first pass, and each tick: the listing gate
 	for {
-		msgs, _, err := scan()
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("event stream: scan", "channel", ch, "err", err)
-		}
-		for i := range msgs {
-			if !send(&msgs[i]) {
-				return
-			}
-		}
-		if rc.Flush() != nil {
+		n, more := f.next(list, pending)
+		pending = pending[:0]
+		if rc.Flush() != nil || !more {
 			return
 		}
-		if len(msgs) > 0 {
+		if n > 0 {
 			idle.Reset(keepAlive)
 		}
 		select {
@@ -137,19 +154,68 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rc *http.Res
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}
-			scan = rd.Scan // the listing gate: no listing if nothing changed
+			list = true // the listing gate: no listing if nothing changed
 		case <-wake: // read the new files by name, no listing
 			mu.Lock()
-			for _, f := range hints {
-				rd.Hint(f)
-			}
+			pending = append(pending, hints...)
 			hints = hints[:0]
 			mu.Unlock()
-			scan = rd.ScanHinted
+			list = false
 		case <-tick.C:
-			scan = rd.Scan
+			list = true
 		}
 	}
+}
+
+// chanFeed is a channel's new messages, read by rd (which may have no
+// folder yet), each given to send (false: the client is gone).
+type chanFeed struct {
+	s    *Server
+	ch   string
+	rd   *channel.Reader
+	send func(*channel.Message) bool
+}
+
+func (s *Server) channelFeed(ch string, rd *channel.Reader, send func(*channel.Message) bool) *chanFeed {
+	return &chanFeed{s: s, ch: ch, rd: rd, send: send}
+}
+
+// watch watches the channel's folder; while it cannot (the folder does
+// not exist yet, or no inotify instance is left) it tries again each poll
+// interval, the stream polling meanwhile.
+func (f *chanFeed) watch(ctx context.Context, wake func(string)) {
+	tick := time.NewTicker(f.s.cfg.Poll)
+	defer tick.Stop()
+	for {
+		_ = watcher.FSNotify{Root: f.s.cfg.Root}.Watch(ctx, []string{f.ch}, func(_, file string) { wake(file) })
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.s.done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (f *chanFeed) next(list bool, hints []string) (int, bool) {
+	scan := f.rd.Scan
+	if !list {
+		for _, h := range hints {
+			f.rd.Hint(h)
+		}
+		scan = f.rd.ScanHinted
+	}
+	msgs, _, err := scan()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		f.s.log.Warn("event stream: scan", "channel", f.ch, "err", err)
+	}
+	for i := range msgs {
+		if !f.send(&msgs[i]) {
+			return i, false
+		}
+	}
+	return len(msgs), true
 }
 
 // sendEvent writes m as a "message" event; false when the client is gone.

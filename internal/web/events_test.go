@@ -210,3 +210,36 @@ func TestEventsResume(t *testing.T) {
 		t.Errorf("after the backlog: %s, want %s", id, next.ID)
 	}
 }
+
+// TestStreamRefusal: past MaxStreams every stream, the API's and the
+// page's, is refused by one path: 503, Retry-After and the same message,
+// in JSON under /api/ and in plain text for the page.
+func TestStreamRefusal(t *testing.T) {
+	ts := newTestServer(t, Config{MaxStreams: 1})
+	rec := startJob(t, ts.root, "coder", "x")
+	ts.openStream(t, "dev")
+	for _, tc := range []struct {
+		path, ctype string
+	}{
+		{"/api/channels/dev/events", "application/json"},
+		{"/api/agents/coder/jobs/" + rec.Job().ID + "/events", "application/json"},
+		{"/c/dev/events", "text/plain; charset=utf-8"},
+		{"/agents/coder/jobs/" + rec.Job().ID + "/events", "text/plain; charset=utf-8"},
+	} {
+		resp, err := ts.client.Get(ts.ts.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		msg := strings.TrimSpace(string(b))
+		if tc.ctype == "application/json" {
+			msg = jsonError(t, msg)
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Content-Type") != tc.ctype ||
+			resp.Header.Get("Retry-After") != "30" ||
+			msg != "too many live streams open (at most 1, see --max-streams); try again later" {
+			t.Errorf("%s: %s %q Retry-After %q: %q", tc.path, resp.Status, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), msg)
+		}
+	}
+}

@@ -55,6 +55,7 @@ func (s *Server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /board", s.agentsBoard)
 	mux.HandleFunc("GET /agents/{agent}", s.agentPage)
 	mux.HandleFunc("POST /agents/{agent}/jobs/{job}/kill", s.pageKill)
+	mux.HandleFunc("GET /agents/{agent}/jobs/{job}/events", s.pageJobEvents)
 	mux.HandleFunc("GET /c/{channel}/events", s.pageEvents)
 	mux.HandleFunc("GET /c/{channel}/older", s.pageOlder)
 	mux.HandleFunc("GET /c/{channel}/reply", s.pageReply)
@@ -326,18 +327,11 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		w.Header().Set("Retry-After", "30")
-		http.Error(w, "too many live streams open; try again later", http.StatusServiceUnavailable)
+	rc, release, ok := s.openStream(w, r)
+	if !ok {
 		return
 	}
-	rc := http.NewResponseController(w)
-	// A stream outlives the server's read and write timeouts.
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
+	defer release()
 	seen := r.URL.Query()["seen"]
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		seen = append(seen, s.sentThrough(ch, id)...)
@@ -351,7 +345,7 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.stream(r.Context(), w, rc, ch, rd, nil, func(m *channel.Message) bool {
+	s.stream(r.Context(), w, rc, s.channelFeed(ch, rd, func(m *channel.Message) bool {
 		v := s.view(ch, m)
 		if !delivery.IsNotice(m) {
 			s.withDelivery(&v, ch, m)
@@ -363,7 +357,7 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		_, err := w.Write(sseEvent("message", m.Key(), b.Bytes()))
 		return err == nil
-	})
+	}), nil)
 }
 
 // sentThrough returns the ids a stream sent up to and including the event

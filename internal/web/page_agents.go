@@ -1,8 +1,6 @@
 package web
 
 import (
-	"errors"
-	"io/fs"
 	"net/http"
 	"time"
 
@@ -11,7 +9,7 @@ import (
 )
 
 // The agents pages: the who board, and each agent's jobs with a kill
-// button.
+// button and their events, live for a running job (job_events.go).
 
 // agentsData is what the agents page shows.
 type agentsData struct {
@@ -106,10 +104,23 @@ type jobRow struct {
 	Begun, Finished string
 	Events          int
 	KillAsked       bool // a kill file exists
+	// Shown are the newest events (at most pageEvents), Earlier the
+	// count before them, and Stream, for a running job, the URL of its
+	// live events past those.
+	Shown   []eventRow
+	Earlier int
+	Stream  string
 }
 
 func (s *Server) jobRow(j jobs.Job) jobRow {
 	r := jobRow{Job: j, Begun: j.Started.UTC().Format("2006-01-02 15:04:05"), Events: len(j.Events)}
+	r.Earlier = max(len(j.Events)-pageEvents, 0)
+	for i := r.Earlier; i < len(j.Events); i++ {
+		r.Shown = append(r.Shown, eventRow{Index: i, Event: j.Events[i]})
+	}
+	if !j.Done() {
+		r.Stream = jobEventsURL(j, len(j.Events))
+	}
 	if !j.Ended.IsZero() {
 		r.Finished = j.Ended.UTC().Format("2006-01-02 15:04:05")
 	}
@@ -130,12 +141,11 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	js, err := jobs.List(s.cfg.Root, agent)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	js, err := s.agentJobs(agent)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
 	d := agentData{Person: personOf(r), Channels: chans, Agent: agent, More: max(len(js)-pageJobs, 0)}
 	for _, j := range js[:min(len(js), pageJobs)] {
 		d.Jobs = append(d.Jobs, s.jobRow(j))
@@ -152,15 +162,13 @@ func (s *Server) pageKill(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	j, err := jobs.Read(s.cfg.Root, agent, id)
+	j, err := s.readJob(agent, id)
 	if err != nil {
 		http.Error(w, "no such job", http.StatusNotFound)
 		return
 	}
-	js := []jobs.Job{j}
-	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
-	if js[0].Done() {
-		s.render(w, http.StatusConflict, "job", s.jobRow(js[0]))
+	if j.Done() {
+		s.render(w, http.StatusConflict, "job", s.jobRow(j))
 		return
 	}
 	person := personOf(r)
@@ -172,5 +180,5 @@ func (s *Server) pageKill(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, http.StatusOK, "job", s.jobRow(js[0]))
+	s.render(w, http.StatusOK, "job", s.jobRow(j))
 }

@@ -16,35 +16,11 @@ import (
 
 // BenchmarkChannelPage100k measures opening a 100,000-message channel's
 // page (its newest page, rendered) and one "Older messages" page: the
-// issue asks for the last page in at most 200 ms. The channel is written
-// with plain os.WriteFile (no fsync), one message a second.
+// issue asks for the last page in at most 200 ms (writeBigChannel is the
+// fixture).
 func BenchmarkChannelPage100k(b *testing.B) {
-	const n = 100_000
 	root := tree.Root(b.TempDir())
-	dir := root.Channel("big")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var middle string
-	for i := range n {
-		at := start.Add(time.Duration(i) * time.Second)
-		m := channel.Message{
-			ID: channel.NewID("agent", at, fmt.Sprintf("%04x", uint16(i))), Timestamp: at.Format(channel.TimeFormat),
-			SessionID: "big", From: "agent", To: "all", Type: "chat",
-			Content: channel.Content{Text: fmt.Sprintf("message %d of the fixture", i)},
-		}
-		data, err := m.Encode()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, m.ID+".json"), data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-		if i == n/2 {
-			middle = m.ID
-		}
-	}
+	middle := writeBigChannel(b, root, "big", 100_000)
 	srv, err := web.New(web.Config{Root: root, Person: "ann"})
 	if err != nil {
 		b.Fatal(err)
@@ -74,4 +50,36 @@ func BenchmarkChannelPage100k(b *testing.B) {
 			get(b, "/c/big/older?before="+middle)
 		}
 	})
+}
+
+// writeBigChannel writes n small unsigned messages into channel ch of
+// root, one a second from 2025-01-01, with plain os.WriteFile (no fsync),
+// and returns the id of the middle one: the big-channel fixture of the
+// page and load benchmarks.
+func writeBigChannel(b *testing.B, root tree.Root, ch string, n int) (middle string) {
+	b.Helper()
+	dir := root.Channel(ch)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		at := start.Add(time.Duration(i) * time.Second)
+		m := channel.Message{
+			ID: channel.NewID("agent", at, fmt.Sprintf("%04x", uint16(i))), Timestamp: at.Format(channel.TimeFormat),
+			SessionID: ch, From: "agent", To: "all", Type: "chat",
+			Content: channel.Content{Text: fmt.Sprintf("message %d of the fixture", i)},
+		}
+		data, err := m.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, m.ID+".json"), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if i == n/2 {
+			middle = m.ID
+		}
+	}
+	return middle
 }

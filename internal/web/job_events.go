@@ -1,0 +1,257 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"strconv"
+
+	"github.com/fsnotify/fsnotify"
+
+	"collab/internal/agent/jobs"
+	"collab/internal/agent/modelcli"
+	"collab/internal/plumbing/tree"
+)
+
+// Jobs and their event streams. A job's events live in its record
+// (ROOT/state/AGENT/jobs/JOB.json, package jobs), which the watcher running
+// it rewrites atomically as events arrive (progress at most every half
+// second). A stream of a job's events re-reads that one record when
+// inotify sees it replaced on this host, and at the poll interval for
+// other hosts' writes, and sends only the events past those already sent
+// (an event's id is its index in the record). It ends with an "end" event
+// once the record says the job ended (or its watcher is gone: the status
+// jobs.Judge gives), after the last events.
+
+// pageEvents bounds the events of one job the agent's page shows (the
+// newest); the record keeps them all.
+const pageEvents = 100
+
+// JobView is a job as GET /api/agents/AGENT/jobs lists it: the record
+// without its events, and how many there are.
+type JobView struct {
+	jobs.Job
+	Events     []modelcli.Event `json:"events,omitempty"` // none in a list
+	EventCount int              `json:"event_count"`
+}
+
+// agentJobs reads agent's jobs, newest first, their status judged (a
+// running record whose watcher is gone is interrupted).
+func (s *Server) agentJobs(agent string) ([]jobs.Job, error) {
+	js, err := jobs.List(s.cfg.Root, agent)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
+	return js, nil
+}
+
+// readJob reads one job, its status judged.
+func (s *Server) readJob(agent, id string) (jobs.Job, error) {
+	j, err := jobs.Read(s.cfg.Root, agent, id)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	js := []jobs.Job{j}
+	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
+	return js[0], nil
+}
+
+// jobArgs returns the request's agent and job id, or answers 404.
+func jobArgs(w http.ResponseWriter, r *http.Request) (agent, id string, ok bool) {
+	agent, id = r.PathValue("agent"), r.PathValue("job")
+	if err := tree.CheckName("agent", agent); err != nil {
+		refuse(w, r, http.StatusNotFound, err.Error())
+		return "", "", false
+	}
+	return agent, id, true
+}
+
+// apiJobs lists an agent's jobs (at most pageJobs, newest first) without
+// their events.
+func (s *Server) apiJobs(w http.ResponseWriter, r *http.Request) {
+	agent := r.PathValue("agent")
+	if err := tree.CheckName("agent", agent); err != nil {
+		refuse(w, r, http.StatusNotFound, err.Error())
+		return
+	}
+	js, err := s.agentJobs(agent)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]JobView, 0, min(len(js), pageJobs))
+	for _, j := range js[:min(len(js), pageJobs)] {
+		v := JobView{Job: j, EventCount: len(j.Events)}
+		v.Job.Events = nil
+		out = append(out, v)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": out, "more": max(len(js)-pageJobs, 0)})
+}
+
+// apiJob answers one job's record with its events.
+func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
+	agent, id, ok := jobArgs(w, r)
+	if !ok {
+		return
+	}
+	j, err := s.readJob(agent, id)
+	if err != nil {
+		refuse(w, r, http.StatusNotFound, "no such job")
+		return
+	}
+	writeJSON(w, http.StatusOK, JobView{Job: j, Events: j.Events, EventCount: len(j.Events)})
+}
+
+// apiJobEvents streams a job's events as server-sent events: "event"
+// events, each the event's JSON, its id the event's index, then "end"
+// with {"status"} once the job has ended. Last-Event-ID (or ?from=N, the
+// count the client has) starts it past the events the client has.
+func (s *Server) apiJobEvents(w http.ResponseWriter, r *http.Request) {
+	s.jobEvents(w, r, func(i int, e modelcli.Event) []byte {
+		data, _ := json.Marshal(e)
+		return sseEvent("event", strconv.Itoa(i), data)
+	}, func(j jobs.Job) []byte {
+		data, _ := json.Marshal(map[string]string{"status": j.Status})
+		return []byte("event: end\ndata: " + string(data) + "\n\n")
+	})
+}
+
+// pageJobEvents streams a job's events for the agent's page: each a
+// rendered list item, then "end" with the job's status.
+func (s *Server) pageJobEvents(w http.ResponseWriter, r *http.Request) {
+	s.jobEvents(w, r, func(i int, e modelcli.Event) []byte {
+		var b bytes.Buffer
+		if err := pageTemplates.ExecuteTemplate(&b, "event", eventRow{Index: i, Event: e}); err != nil {
+			s.log.Warn("job events: render", "err", err)
+			return nil
+		}
+		return sseEvent("event", strconv.Itoa(i), b.Bytes())
+	}, func(j jobs.Job) []byte {
+		return []byte("event: end\ndata: " + j.Status + "\n\n")
+	})
+}
+
+// jobEvents is the stream of a job's events, each formatted by event, the
+// end by end (both nil: the client is told nothing more).
+func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, event func(int, modelcli.Event) []byte, end func(jobs.Job) []byte) {
+	agent, id, ok := jobArgs(w, r)
+	if !ok {
+		return
+	}
+	if _, err := jobs.Read(s.cfg.Root, agent, id); err != nil {
+		refuse(w, r, http.StatusNotFound, "no such job")
+		return
+	}
+	from := 0
+	if n, err := strconv.Atoi(r.URL.Query().Get("from")); err == nil && n > 0 {
+		from = n
+	}
+	if n, err := strconv.Atoi(r.Header.Get("Last-Event-ID")); err == nil && n >= 0 {
+		from = n + 1
+	}
+	rc, release, ok := s.openStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	s.stream(r.Context(), w, rc, &jobFeed{s: s, w: w, agent: agent, id: id, from: from, event: event, end: end}, nil)
+}
+
+// jobFeed is one job's new events.
+type jobFeed struct {
+	s         *Server
+	w         http.ResponseWriter
+	agent, id string
+	from      int // the events sent (or the client had)
+	event     func(int, modelcli.Event) []byte
+	end       func(jobs.Job) []byte
+}
+
+// watch wakes on the record's replacement in the agent's jobs folder.
+func (f *jobFeed) watch(ctx context.Context, wake func(string)) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return
+	}
+	defer fw.Close()
+	if fw.Add(f.s.cfg.Root.Jobs(f.agent)) != nil {
+		return
+	}
+	wake("")
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return
+			}
+			if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write) {
+				wake(filepath.Base(ev.Name))
+			}
+		case _, ok := <-fw.Errors:
+			if !ok {
+				return
+			}
+			wake("")
+		}
+	}
+}
+
+// next re-reads the record when listing or when a hint names it (or is
+// the "look" of a lost event) and sends the events past from.
+func (f *jobFeed) next(list bool, hints []string) (int, bool) {
+	if !list {
+		look := len(hints) == 0
+		for _, h := range hints {
+			look = look || h == f.id+".json"
+		}
+		if !look {
+			return 0, true
+		}
+	}
+	j, err := f.s.readJob(f.agent, f.id)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, false // pruned: nothing more will come
+		}
+		f.s.log.Warn("job events: read", "agent", f.agent, "job", f.id, "err", err)
+		return 0, true
+	}
+	sent := 0
+	for ; f.from < len(j.Events); f.from++ {
+		if b := f.event(f.from, j.Events[f.from]); b != nil {
+			if _, err := f.w.Write(b); err != nil {
+				return sent, false
+			}
+			sent++
+		}
+	}
+	if j.Done() {
+		if b := f.end(j); b != nil {
+			_, _ = f.w.Write(b)
+		}
+		return sent, false
+	}
+	return sent, true
+}
+
+// eventRow is one event as the agent's page shows it.
+type eventRow struct {
+	Index int
+	modelcli.Event
+}
+
+// When is the event's time, to read.
+func (e eventRow) When() string { return e.Time.UTC().Format("15:04:05") }
+
+// jobEventsURL is the page's stream of job j's events past the n shown.
+func jobEventsURL(j jobs.Job, n int) string {
+	return fmt.Sprintf("/agents/%s/jobs/%s/events?from=%d", j.Agent, j.ID, n)
+}
