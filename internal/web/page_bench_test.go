@@ -74,4 +74,10 @@ func BenchmarkChannelPage100k(b *testing.B) {
 			get(b, "/c/big/older?before="+middle)
 		}
 	})
+	// Another channel: the list counts big's unread names (one listing).
+	b.Run("other", func(b *testing.B) {
+		for b.Loop() {
+			get(b, "/c/small")
+		}
+	})
 }
