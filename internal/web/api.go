@@ -122,6 +122,40 @@ type MessageView struct {
 	// nil for a broadcast and for the older messages of a page (see
 	// maxDelivery).
 	Delivery *delivery.Status `json:"delivery,omitempty"`
+	// NeedsInput is the question a watcher's reply asks its addressee
+	// (the message's text), with the answers it takes; nil when the
+	// message asks nothing. Answer with a post of one option, reply_to
+	// this message's id and to its sender, as the page's buttons do.
+	NeedsInput *NeedsInput `json:"needs_input,omitempty"`
+}
+
+// NeedsInput is a message's needs_input extension as the API shows it.
+type NeedsInput struct {
+	Job string `json:"job,omitempty"`
+	// Options are the answers it takes: its own, or allow and deny when
+	// it asks for a permission (Allow, the tools it would allow).
+	Options []string `json:"options"`
+	Allow   []string `json:"allow,omitempty"`
+}
+
+// needsInput reads m's needs_input extension; nil when it has none or
+// it does not parse.
+func needsInput(m *channel.Message) *NeedsInput {
+	raw, ok := m.Metadata.Extra[extNeedsInput]
+	if !ok {
+		return nil
+	}
+	var q NeedsInput
+	if json.Unmarshal(raw, &q) != nil {
+		return nil
+	}
+	if len(q.Options) == 0 && len(q.Allow) > 0 {
+		q.Options = []string{"allow", "deny"}
+	}
+	if q.Options == nil {
+		q.Options = []string{}
+	}
+	return &q
 }
 
 // view makes m's view, with its verdict.
@@ -130,7 +164,8 @@ func (s *Server) view(ch string, m *channel.Message) MessageView {
 		ID: m.Key(), Channel: ch, Time: m.Time(), From: m.From, To: m.To, Type: m.Type,
 		Text: m.Content.Text, Code: m.Content.Code, InReplyTo: m.Metadata.InReplyTo,
 		Thread: m.ThreadID(), Host: m.Metadata.Host,
-		Verdict: m.Verify(s.cfg.Verifier, ch).String(),
+		Verdict:    m.Verify(s.cfg.Verifier, ch).String(),
+		NeedsInput: needsInput(m),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"collab/channel"
 	"collab/internal/agent/jobs"
@@ -480,6 +481,105 @@ func TestBrowserQuestion(t *testing.T) {
 	v := a.Verify(signing.NewVerifier(keyring.Open(d.root.Keys())), "review")
 	if a.From != "ann" || a.To != "reviewer" || a.Content.Text != "allow" || v != signing.Verified {
 		t.Errorf("answer from %s to %s %q, %v; want ann to reviewer \"allow\", verified", a.From, a.To, a.Content.Text, v)
+	}
+	if p := con.problems(); len(p) > 0 {
+		t.Errorf("console: %q", p)
+	}
+}
+
+// waitJS waits until the expression is true (the context bounds it).
+func waitJS(ctx context.Context, expr string) error {
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second)))
+	return err
+}
+
+// TestBrowserThreads checks replies fold under the first message of their
+// thread, and a reply sent from Go folds there live (making the thread
+// when it had none); the channel list counts another channel's unread
+// messages; typing @ in the post box offers the agents with a heartbeat,
+// chosen with the keyboard.
+func TestBrowserThreads(t *testing.T) {
+	ctx, con := browser(t)
+	d := newDashboard(t)
+	if err := presence.Write(d.root, presence.Status{AgentID: "coder", State: presence.StateAwake, Substate: presence.SubIdle,
+		Channel: "review", Host: "build-2", Timestamp: presence.FormatTime(time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		d.post(t, nil, "ops", "builder", fmt.Sprint("nightly build ", i, " is green"))
+	}
+	replyTo := func(parent channel.Message, s *signing.Signer, from, text string) channel.Message {
+		m := channel.Message{SessionID: parent.SessionID, From: from, Content: channel.Content{Text: text}}
+		m.SetParent(&parent)
+		if err := (&channel.Writer{Root: d.root, Signer: s}).Post(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	plan := d.post(t, d.ann, "review", "ann", "Plan for the lease renewal: renew at half the TTL, give up after three misses.")
+	replyTo(plan, d.reviewer, "reviewer", "Half the TTL is fine; log each miss.")
+	other := d.post(t, d.reviewer, "review", "reviewer", "Separate question: who owns the retry budget?")
+	if err := chromedp.Do(ctx, chromedp.Navigate(d.url+d.srv.SignInPath())); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitText(ctx, "log each miss"); err != nil {
+		t.Fatal(err)
+	}
+	folded := `document.querySelector("#replies-` + plan.ID + `") !== null && document.querySelector("#replies-` + plan.ID + `").textContent.includes("log each miss")`
+	if err := waitJS(ctx, folded); err != nil {
+		t.Fatalf("the reply is not folded under its first message: %v", err)
+	}
+	live := replyTo(plan, nil, "coder", "Renewal is in, with the misses logged.")
+	if err := waitJS(ctx, `document.querySelector("#replies-`+plan.ID+` #m-`+live.ID+`") !== null`); err != nil {
+		t.Fatalf("a live reply did not fold under its first message: %v", err)
+	}
+	first := replyTo(other, nil, "coder", "I do, for now.")
+	if err := waitJS(ctx, `document.querySelector("#m-`+other.ID+` details.thread #m-`+first.ID+`") !== null`); err != nil {
+		t.Fatalf("a live first reply did not make a thread: %v", err)
+	}
+	summaries, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#transcript > li > details.thread > summary")].map(s => s.textContent)`))
+	if got := strings.Join(summaries, "|"); err != nil || got != "2 replies|1 reply" {
+		t.Errorf("thread summaries %q (%v), want 2 replies|1 reply", got, err)
+	}
+	top, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#transcript > li.msg").length`))
+	if err != nil || top != 2 {
+		t.Errorf("%d messages at the top of the transcript (%v), want 2", top, err)
+	}
+	unread, err := chromedp.Run(ctx, chromedp.Text(`nav a[href="/c/ops"] + .unread`))
+	if err != nil || unread != "3" {
+		t.Errorf("#ops unread %q (%v), want 3", unread, err)
+	}
+
+	// @ completion: the agents with a heartbeat; ↓ then Enter takes the
+	// second.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`#m-`+plan.ID+` > details.thread > summary`, chromedp.NodeVisible),
+		htmxReady("#post"),
+		chromedp.SendKeys("#post-text", "thanks @", chromedp.NodeVisible),
+		chromedp.WaitVisible(`#post-mention-list li[data-name="reviewer"]`)); err != nil {
+		t.Fatal(err)
+	}
+	offered, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#post-mention-list li")].map(l => l.dataset.name)`))
+	if got := strings.Join(offered, " "); err != nil || got != "coder reviewer" {
+		t.Errorf("offered %q (%v), want coder reviewer", got, err)
+	}
+	screenshot(t, ctx, "threads")
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#post-text", kb.ArrowDown+"\r")); err != nil {
+		t.Fatal(err)
+	}
+	box, err := chromedp.Run(ctx, chromedp.Value("#post-text"))
+	if err != nil || box != "thanks @reviewer " {
+		t.Errorf("post box %q (%v), want the mention taken", box, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#post-text", "and @co"+"\t")); err != nil {
+		t.Fatal(err)
+	}
+	if box, err = chromedp.Run(ctx, chromedp.Value("#post-text")); err != nil || box != "thanks @reviewer and @coder " {
+		t.Errorf("post box %q (%v), want Tab to take the only offer", box, err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#post-mention-list").length`)); err != nil || n != 0 {
+		t.Errorf("the offer list is still open (%d, %v)", n, err)
 	}
 	if p := con.problems(); len(p) > 0 {
 		t.Errorf("console: %q", p)

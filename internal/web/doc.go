@@ -14,6 +14,18 @@
 // limited (MaxBody); server-sent event streams are bounded (MaxStreams,
 // 503 beyond it).
 //
+// # Unread counts
+//
+// The channel list shows each signed-in person's unread count per
+// channel: others' messages after a "last seen" cursor, the ids of the
+// newest second the page showed that person there (viewing a channel
+// and its live stream move it forward only). Cursors are kept in
+// ROOT/state/web/PERSON.json, replaced atomically; the inbox package's
+// cursors are not reused, as they are an agent's delivery position, not
+// what a person looked at. A count reads no message: it is one listing
+// of the channel's names, skipped when the channel's newest message is
+// within the cursor, and shows at most "99+" (see seen.go).
+//
 // The page routes (page.go, templates/, static/) are filled by the page
 // code; this file's siblings are the server, auth, API and events.
 package web

@@ -5,13 +5,13 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -151,7 +151,7 @@ func (s *Server) pageOlder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, http.StatusOK, "older", olderData{Channel: ch, Messages: msgs, Older: older})
+	s.render(w, http.StatusOK, "older", olderData{Channel: ch, Messages: threads(msgs), Older: older})
 }
 
 // pageReply answers the post box set to reply to the message "to" (read
@@ -200,6 +200,44 @@ func (d pageData) PostForm() postForm { return postForm{Channel: d.Channel, Agen
 type channelItem struct {
 	Name   string
 	Active time.Time
+	Unread int    // messages from others after the person's cursor, at most maxUnread+1
+	newest string // the newest message's id ("": none)
+}
+
+// Count is the unread count as the list shows it: "" for none, "99+"
+// beyond maxUnread.
+func (c channelItem) Count() string {
+	switch {
+	case c.Unread <= 0:
+		return ""
+	case c.Unread > maxUnread:
+		return strconv.Itoa(maxUnread) + "+"
+	}
+	return strconv.Itoa(c.Unread)
+}
+
+// withUnread fills the unread counts of person's channels (but current,
+// the one they are looking at): one folder listing each, no message read
+// (see unread), but none for a channel whose newest message is within the
+// cursor (read up: nothing new to count).
+func (s *Server) withUnread(chans []channelItem, person, current string) {
+	st, err := loadSeen(s.cfg.Root, person)
+	if err != nil {
+		s.log.Warn("page: unread", "person", person, "err", err)
+	}
+	for i := range chans {
+		if chans[i].Name != current && chans[i].newest != "" && !seenThrough(st.Seen[chans[i].Name], chans[i].newest) {
+			chans[i].Unread = unread(s.cfg.Root, chans[i].Name, person, st.Seen[chans[i].Name])
+		}
+	}
+}
+
+// seen moves person's cursor in ch to id (markSeen), logging a failure:
+// a cursor left behind only shows a count too high.
+func (s *Server) seen(person, ch string, ids ...string) {
+	if err := markSeen(s.cfg.Root, person, ch, ids...); err != nil {
+		s.log.Warn("page: seen cursor", "person", person, "channel", ch, "err", err)
+	}
 }
 
 // When is the channel's last activity, for the list.
@@ -225,6 +263,44 @@ type messageView struct {
 	Options     []string // a question to the viewer: its answers, as buttons
 	Fold        string   // the first line, when the text is long and shown folded
 	Lines       int
+	// ThreadOf is the id of the first message of the thread this one
+	// answers ("": it starts one); Replies, the messages of its thread
+	// folded under it (see threads).
+	ThreadOf string
+	Replies  []messageView
+	// Asks: a reply of the thread asks the viewer a question, so the
+	// thread shows open.
+	Asks bool
+}
+
+// threads folds each message of a page under the first message of its
+// thread when that message is on the same page (and itself starts a
+// thread), in channel order, open when one of them asks the viewer a
+// question; the others stay in place, showing what they
+// answer by a link. Its cost is the page: no message is read. The event
+// stream's new messages carry their thread's id and page.js moves each
+// under its first message when the page shows it.
+func threads(msgs []messageView) []messageView {
+	pos := make(map[string]int, len(msgs))
+	for i := range msgs {
+		pos[msgs[i].ID] = i
+	}
+	folded := make([]bool, len(msgs))
+	for i := range msgs {
+		j, ok := pos[msgs[i].ThreadOf]
+		if ok && j != i && msgs[j].ThreadOf == "" {
+			folded[i] = true
+			msgs[j].Replies = append(msgs[j].Replies, msgs[i])
+			msgs[j].Asks = msgs[j].Asks || len(msgs[i].Options) > 0
+		}
+	}
+	out := make([]messageView, 0, len(msgs))
+	for i := range msgs {
+		if !folded[i] {
+			out = append(out, msgs[i])
+		}
+	}
+	return out
 }
 
 // segment is a run of a message's text: prose, or a fenced code block.
@@ -280,32 +356,47 @@ func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
+	person := personOf(r)
+	msgs, before, err := s.pageMessages(ch, "", PageMessages, person)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if ids := newestSecond(msgs); len(ids) > 0 {
+		s.seen(person, ch, ids...)
+	}
 	chans, err := s.pageChannels()
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	msgs, before, err := s.pageMessages(ch, "", PageMessages, personOf(r))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	d := pageData{Person: personOf(r), Channels: chans, Channel: ch, Older: before, Agents: s.pageAgents(), Messages: msgs}
+	s.withUnread(chans, person, ch)
+	d := pageData{Person: person, Channels: chans, Channel: ch, Older: before, Agents: s.pageAgents(), Messages: threads(msgs)}
 	d.Events = eventsURL(ch, msgs)
 	s.render(w, http.StatusOK, "page", d)
+}
+
+// newestSecond is the ids of the newest second of msgs (by the newest
+// one's name), at most maxSeen.
+func newestSecond(msgs []messageView) []string {
+	var ids []string
+	if len(msgs) > 0 {
+		top, _ := channel.ParseID(msgs[len(msgs)-1].ID)
+		for i := len(msgs) - 1; i >= 0 && len(ids) < maxSeen; i-- {
+			if n, err := channel.ParseID(msgs[i].ID); err == nil && n.Time.Equal(top.Time) {
+				ids = append(ids, msgs[i].ID)
+			}
+		}
+	}
+	return ids
 }
 
 // eventsURL is the channel's event stream, told the names of the newest
 // second of msgs (already shown) so that it sends only what is newer.
 func eventsURL(ch string, msgs []messageView) string {
-	q := url.Values{}
-	if len(msgs) > 0 {
-		top, _ := channel.ParseID(msgs[len(msgs)-1].ID)
-		for i := len(msgs) - 1; i >= 0 && len(q["seen"]) < maxSeen; i-- {
-			if n, err := channel.ParseID(msgs[i].ID); err == nil && n.Time.Equal(top.Time) {
-				q.Add("seen", msgs[i].ID)
-			}
-		}
+	q := url.Values{"seen": newestSecond(msgs)}
+	if len(q["seen"]) == 0 {
+		delete(q, "seen")
 	}
 	u := "/c/" + url.PathEscape(ch) + "/events"
 	if len(q) > 0 {
@@ -356,6 +447,9 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 			return false
 		}
 		_, err := w.Write(sseEvent("message", m.Key(), b.Bytes()))
+		if err == nil {
+			s.seen(personOf(r), ch, m.Key()) // shown live: seen
+		}
 		return err == nil
 	}), nil)
 }
@@ -515,13 +609,6 @@ func (s *Server) pageMessages(ch, before string, n int, person string) ([]messag
 // watcher). The asker answers with a reply to it.
 const extNeedsInput = "needs_input"
 
-// question is what the page reads of a needs_input extension.
-type question struct {
-	Job     string   `json:"job"`
-	Options []string `json:"options"`
-	Allow   []string `json:"allow"`
-}
-
 // pageView is how the page shows v (the view of m) to person: a question
 // to person gets its options as buttons.
 func (s *Server) pageView(v MessageView, m *channel.Message, person string) messageView {
@@ -537,14 +624,11 @@ func (s *Server) pageView(v MessageView, m *channel.Message, person string) mess
 	if n, err := channel.ParseID(v.InReplyTo); err == nil {
 		pv.ReplyTo = n.Agent
 	}
-	if raw, ok := m.Metadata.Extra[extNeedsInput]; ok && m.To == person {
-		var q question
-		if json.Unmarshal(raw, &q) == nil {
-			pv.Options = q.Options
-			if len(q.Options) == 0 && len(q.Allow) > 0 {
-				pv.Options = []string{"allow", "deny"}
-			}
-		}
+	if v.Thread != v.ID && v.InReplyTo != "" {
+		pv.ThreadOf = v.Thread
+	}
+	if v.NeedsInput != nil && m.To == person {
+		pv.Options = v.NeedsInput.Options
 	}
 	pv.Body = segments(v.Text)
 	pv.Lines = strings.Count(v.Text, "\n") + 1
@@ -582,7 +666,7 @@ func (s *Server) pageChannels() ([]channelItem, error) {
 	}
 	out := make([]channelItem, 0, min(len(chans), pageChannels))
 	for _, c := range chans[:min(len(chans), pageChannels)] {
-		out = append(out, channelItem{Name: c.Name, Active: c.NewestTime})
+		out = append(out, channelItem{Name: c.Name, Active: c.NewestTime, newest: c.Newest})
 	}
 	return out, nil
 }

@@ -50,6 +50,12 @@ func BenchmarkChannelPage100k(b *testing.B) {
 			get(b, "/c/big/older?before="+middle)
 		}
 	})
+	// Another channel: the list counts big's unread names (one listing).
+	b.Run("other", func(b *testing.B) {
+		for b.Loop() {
+			get(b, "/c/small")
+		}
+	})
 }
 
 // writeBigChannel writes n small unsigned messages into channel ch of

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -538,5 +541,136 @@ func TestPageGuarded(t *testing.T) {
 	}
 	if msgs, _, _, _ := channel.Newest(root, "dev", 10, nil, nil); len(msgs) != 1 {
 		t.Errorf("%d messages in dev, want the 1 posted before", len(msgs))
+	}
+}
+
+// getPage returns a page's body.
+func getPage(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d\n%s", u, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// reply posts a reply to parent, in parent's thread.
+func reply(t *testing.T, root tree.Root, parent channel.Message, from, text string) channel.Message {
+	t.Helper()
+	m := channel.Message{SessionID: parent.SessionID, From: from, Content: channel.Content{Text: text}}
+	m.Metadata.InReplyTo, m.Metadata.Thread = parent.ID, parent.ThreadID()
+	if err := (&channel.Writer{Root: root}).Post(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestPageThreads checks replies fold under their thread's first message
+// when it is on the page, stay in place with a link when it is not, and
+// that the event stream's reply names its thread for page.js to fold.
+func TestPageThreads(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	first := postMessage(t, root, "dev", "bob", "first")
+	other := postMessage(t, root, "dev", "cat", "other")
+	r1 := reply(t, root, first, "coder", "answer one")
+	r2 := reply(t, root, r1, "bob", "answer two") // its thread is first's
+	orphan := channel.Message{SessionID: "dev", From: "coder", Content: channel.Content{Text: "late answer"}}
+	orphan.Metadata.InReplyTo = "msg-20200101-000000-bob-abcd"
+	if err := (&channel.Writer{Root: root}).Post(&orphan); err != nil {
+		t.Fatal(err)
+	}
+	c, base := signedIn(t, web.Config{Root: root})
+	page := getPage(t, c, base+"/c/dev")
+	thread := regexp.MustCompile(`(?s)<details class="thread"><summary>(.*?)</summary>\s*<ol class="replies" id="replies-` + first.ID + `">(.*?)</ol>\s*</details>`).FindStringSubmatch(page)
+	if thread == nil {
+		t.Fatalf("no thread under the first message:\n%s", page)
+	}
+	if thread[1] != "2 replies" || !strings.Contains(thread[2], `id="m-`+r1.ID+`"`) || !strings.Contains(thread[2], `id="m-`+r2.ID+`"`) {
+		t.Errorf("thread %q holds:\n%s", thread[1], thread[2])
+	}
+	for _, id := range []string{other.ID, orphan.ID} {
+		if strings.Contains(thread[2], `id="m-`+id+`"`) || !strings.Contains(page, `id="m-`+id+`"`) {
+			t.Errorf("%s is not shown in place", id)
+		}
+	}
+	if strings.Count(page, `class="replies"`) != 1 {
+		t.Errorf("threads under messages without replies:\n%s", page)
+	}
+	if !strings.Contains(page, `href="#m-msg-20200101-000000-bob-abcd"`) {
+		t.Errorf("the reply whose message is not on the page has no link to it:\n%s", page)
+	}
+	// Live: the event names the reply's thread.
+	_, lines := events(t, c, base+eventsPath(page), nil)
+	live := reply(t, root, other, "bob", "live answer")
+	if id, data := nextData(t, lines); id != live.ID || !strings.Contains(data, `data-thread="`+other.ID+`"`) {
+		t.Errorf("event %s:\n%s", id, data)
+	}
+}
+
+// eventsPath is the page's event stream URL.
+func eventsPath(page string) string {
+	m := regexp.MustCompile(`sse-connect="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		return ""
+	}
+	return strings.ReplaceAll(m[1], "&amp;", "&")
+}
+
+// unreadOf is the unread count the channel list shows for ch ("": none).
+func unreadOf(t *testing.T, page, ch string) string {
+	t.Helper()
+	re := regexp.MustCompile(`<li><a href="/c/` + ch + `"[^>]*>#` + ch + `</a>(?: <span class="unread"[^>]*>([^<]*)</span>)? <time>`)
+	m := re.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("#%s is not in the list:\n%s", ch, page)
+	}
+	return html.UnescapeString(m[1])
+}
+
+// TestPageUnread checks the channel list's unread counts: others'
+// messages after the person's cursor, which viewing a channel moves (kept
+// in state/web/PERSON.json), capped at 99+.
+func TestPageUnread(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	for i := range 3 {
+		postMessage(t, root, "b", "bob", fmt.Sprint("b", i))
+	}
+	postMessage(t, root, "b", "ann", "mine")  // one's own is never unread
+	postMessage(t, root, "a", "bob", "hello") // the sign-in opens a, the newest
+	c, base := signedIn(t, web.Config{Root: root})
+	page := getPage(t, c, base+"/c/a")
+	if got := unreadOf(t, page, "b"); got != "3" {
+		t.Errorf("before viewing b: %q unread, want 3", got)
+	}
+	if got := unreadOf(t, page, "a"); got != "" {
+		t.Errorf("the channel being viewed shows %q unread", got)
+	}
+	getPage(t, c, base+"/c/b")
+	page = getPage(t, c, base+"/c/a")
+	if got := unreadOf(t, page, "b"); got != "" {
+		t.Errorf("after viewing b: %q unread", got)
+	}
+	if _, err := os.Stat(filepath.Join(root.States(), "web", "ann.json")); err != nil {
+		t.Errorf("the cursor file: %v", err)
+	}
+	postMessage(t, root, "b", "bob", "new one")
+	postMessage(t, root, "b", "cat", "new two")
+	if got := unreadOf(t, getPage(t, c, base+"/c/a"), "b"); got != "2" {
+		t.Errorf("after two more: %q unread, want 2", got)
+	}
+	for i := range 120 {
+		postMessage(t, root, "b", "bob", fmt.Sprint("flood", i))
+	}
+	if got := unreadOf(t, getPage(t, c, base+"/c/a"), "b"); got != "99+" {
+		t.Errorf("after 122: %q unread, want 99+", got)
+	}
+	// The list's order is activity: the sign-in page opens on b now.
+	if !strings.Contains(getPage(t, c, base+"/"), `<h1>#b</h1>`) {
+		t.Error("/ does not open the most recently active channel")
 	}
 }
