@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,15 +25,23 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	fs := newFlags("serve", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: collab serve [--listen 127.0.0.1:8765] [--person NAME] [--tls-cert F --tls-key F | --insecure-http]
-       collab serve token new --person NAME | ls | rm ID
+       collab serve token new --person NAME | new --agent NAME [--channel CH] | ls | rm ID
 
-Serve the tree to people: a dashboard page and a JSON API under /api/.
+Serve the tree to people: a dashboard page and a JSON API under /api/;
+and to agents: MCP over HTTP at /mcp, the tools of 'collab mcp'.
 At start it prints a sign-in URL carrying a one-time token; opening it
 sets a session cookie (kept in memory: a restart signs everyone out).
 Every request needs that session or a long-lived token (Authorization:
 Bearer TOKEN, from 'collab serve token new'), loopback included. What the
 page posts is sent as --person (a token's: its person), signed with that
 person's key when there is one.
+
+/mcp takes only an agent's token ('collab serve token new --agent NAME
+[--channel CH]'; a person's session or token is refused there, and an
+agent's token reaches nothing else): the tools act as that agent, on the
+token's channel or, for a token made without --channel, on the one the
+URL names (/mcp?channel=CH). What they post is signed with the agent's
+default key file when there is one, loaded by this server.
 
 Loopback only by default. A listener on any other address needs TLS
 (--tls-cert and --tls-key) or, knowingly, --insecure-http.
@@ -48,6 +57,7 @@ Flags:
 	insecure := fs.Bool("insecure-http", false, "allow plain HTTP on a non-loopback address")
 	maxStreams := fs.Int("max-streams", web.DefaultMaxStreams, "open live event streams at most")
 	poll := fs.Duration("poll", web.DefaultPoll, "how often live streams look for new messages")
+	maxMCP := fs.Int("max-mcp", web.DefaultMaxMCP, "/mcp requests in progress at most")
 	tokensf := tokensFlag(fs, getenv)
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
@@ -73,8 +83,8 @@ Flags:
 	if !web.IsLoopback(*listen) && !useTLS && !*insecure {
 		return usageErrorf("serve: --listen %s is not loopback: use --tls-cert/--tls-key, or --insecure-http to serve plain HTTP anyway", *listen)
 	}
-	if *maxStreams <= 0 || *poll <= 0 {
-		return usageErrorf("serve: --max-streams and --poll must be positive")
+	if *maxStreams <= 0 || *poll <= 0 || *maxMCP <= 0 {
+		return usageErrorf("serve: --max-streams, --max-mcp and --poll must be positive")
 	}
 	signer, err := loadSigner(*keyf, who, getenv)
 	if err != nil {
@@ -88,7 +98,10 @@ Flags:
 		Root: root, Person: who, Signer: signer, Verifier: signing.NewVerifier(ring),
 		Tokens:    web.Tokens{Path: *tokensf},
 		SignerFor: func(p string) (*signing.Signer, error) { return loadSigner("", p, getenv) },
-		TLS:       useTLS, MaxStreams: *maxStreams, Poll: *poll,
+		// An agent's default key, as 'collab mcp --agent A' would load it.
+		AgentSigner: func(a string) (*signing.Signer, error) { return loadSigner("", a, getenv) },
+		MaxMCP:      *maxMCP,
+		TLS:         useTLS, MaxStreams: *maxStreams, Poll: *poll,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
 	})
 	if err != nil {
@@ -117,11 +130,13 @@ func tokensFlag(fs *pflag.FlagSet, getenv env) *string {
 // runServeToken makes, lists and revokes the long-lived tokens.
 func runServeToken(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "new" && args[0] != "ls" && args[0] != "rm") {
-		return usageErrorf("serve token: use 'collab serve token new --person NAME', 'ls' or 'rm ID'")
+		return usageErrorf("serve token: use 'collab serve token new --person NAME', 'new --agent NAME [--channel CH]', 'ls' or 'rm ID'")
 	}
 	sub := args[0]
 	fs := newFlags("serve token "+sub, stderr)
 	person := fs.String("person", "", "new: who the token posts as (default your login name)")
+	agent := fs.String("agent", "", "new: an agent's token instead, for /mcp only: the agent it acts as")
+	ch := fs.String("channel", "", "new --agent: the only channel the token reaches (default: the one the URL names)")
 	tokensf := tokensFlag(fs, getenv)
 	if err := parse(fs, args[1:], getenv); err != nil {
 		return err
@@ -132,15 +147,37 @@ func runServeToken(ctx context.Context, args []string, getenv env, stdout, stder
 		if fs.NArg() > 0 {
 			return usageErrorf("serve token new: unexpected argument %q", fs.Arg(0))
 		}
-		who, err := actingAgent(ctx, "serve token new", "person", *person)
-		if err != nil {
-			return err
+		var (
+			secret string
+			rec    web.TokenRecord
+			err    error
+		)
+		switch {
+		case *agent != "" && *person != "":
+			return usageErrorf("serve token new: --person or --agent, not both")
+		case *agent != "":
+			if err := namedAgent("serve token new", *agent); err != nil {
+				return err
+			}
+			if *ch != "" {
+				if err := checkChannel("serve token new", *ch); err != nil {
+					return err
+				}
+			}
+			secret, rec, err = toks.NewAgent(*agent, *ch)
+		case *ch != "":
+			return usageErrorf("serve token new: --channel goes with --agent")
+		default:
+			who, aerr := actingAgent(ctx, "serve token new", "person", *person)
+			if aerr != nil {
+				return aerr
+			}
+			secret, rec, err = toks.New(who)
 		}
-		secret, rec, err := toks.New(who)
 		if err != nil {
 			return fmt.Errorf("serve token new: %w", err)
 		}
-		fmt.Fprintf(stderr, "collab: token %s for %s (shown once; 'collab serve token rm %s' revokes it)\n", rec.ID, rec.Person, rec.ID)
+		fmt.Fprintf(stderr, "collab: %s token %s for %s (shown once; 'collab serve token rm %s' revokes it)\n", rec.KindName(), rec.ID, rec.Name(), rec.ID)
 		_, err = fmt.Fprintln(stdout, secret)
 		return err
 	case "ls":
@@ -149,7 +186,11 @@ func runServeToken(ctx context.Context, args []string, getenv env, stdout, stder
 			return fmt.Errorf("serve token ls: %w", err)
 		}
 		for _, r := range recs {
-			fmt.Fprintf(stdout, "%s\t%s\t%s\n", r.ID, r.Person, r.Created.Format(time.RFC3339))
+			where := "-" // a person's token: no channel
+			if r.IsAgent() {
+				where = cmp.Or(r.Channel, "*") // *: the URL names it
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name(), r.KindName(), r.Created.Format(time.RFC3339), where)
 		}
 		return nil
 	default:

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/cookiejar"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestServeListenRules: a non-loopback listener needs TLS or
@@ -133,6 +136,87 @@ func TestServeToken(t *testing.T) {
 		t.Errorf("rm twice: %+v", r)
 	}
 	for _, args := range [][]string{{"serve", "token"}, {"serve", "token", "bad"}, {"serve", "token", "rm"}, {"serve", "token", "new", "--person", "no body"}} {
+		if r := runCollab(t, env, "", args...); r.code != exitUsage {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+}
+
+// bearerTransport adds Authorization: Bearer to every request.
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestServeAgentToken: token new --agent makes a token for /mcp only; over
+// it the SDK's client posts as the agent, signed with the agent's default
+// key, on the token's channel; ls shows the kind; rm revokes it.
+func TestServeAgentToken(t *testing.T) {
+	root := newTree(t)
+	env := keyEnv(t, root)
+	newKey(t, env, "claude")
+	r := runCollab(t, env, "", "serve", "token", "new", "--agent", "claude", "--channel", "dev")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "collab_") || !strings.Contains(r.stderr, "agent token") {
+		t.Fatalf("token new --agent: %+v", r)
+	}
+	secret := strings.TrimSpace(r.stdout)
+	ls := runCollab(t, env, "", "serve", "token", "ls")
+	id, _, _ := strings.Cut(ls.stdout, "\t")
+	if ls.code != 0 || !strings.Contains(ls.stdout, "\tclaude\tagent\t") || !strings.HasSuffix(ls.stdout, "\tdev\n") || strings.Contains(ls.stdout, secret) {
+		t.Fatalf("token ls: %+v", ls)
+	}
+	url := serveForTest(t, env, "--person", "alice")
+	base := url[:strings.Index(url, "/signin")]
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard
+	defer cancel()
+	connect := func() (*mcp.ClientSession, error) {
+		tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport(secret)}, MaxRetries: -1}
+		return mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, tr, nil)
+	}
+	cs, err := connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "channel_send", Arguments: map[string]any{"message": "over http"}})
+	if err != nil || res.IsError {
+		t.Fatalf("channel_send: %+v, %v", res, err)
+	}
+	cs.Close()
+	if m := onlyMessage(t, root, "dev"); m.From != "claude" || m.Signature == nil || m.Content.Text != "over http" {
+		t.Errorf("posted %+v", m)
+	}
+	if r := runCollab(t, env, "", "verify", "--channel", "dev"); r.code != 0 || !strings.Contains(r.stdout, "1 verified") {
+		t.Errorf("verify: exit %d, %q", r.code, r.stdout)
+	}
+	// Not a key to the API.
+	req, _ := http.NewRequest("GET", base+"/api/session", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("an agent token at /api/session: %v %v", resp, err)
+	} else {
+		var e struct{ Error string }
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if !strings.Contains(e.Error, "/mcp") {
+			t.Errorf("refusal %q", e.Error)
+		}
+	}
+	if r := runCollab(t, env, "", "serve", "token", "rm", id); r.code != 0 {
+		t.Fatalf("token rm: %+v", r)
+	}
+	if _, err := connect(); err == nil {
+		t.Error("connected with a revoked token")
+	}
+	for _, args := range [][]string{
+		{"serve", "token", "new", "--agent", "no body"},
+		{"serve", "token", "new", "--agent", "claude", "--channel", "../x"},
+		{"serve", "token", "new", "--agent", "claude", "--person", "bob"},
+		{"serve", "token", "new", "--person", "bob", "--channel", "dev"},
+	} {
 		if r := runCollab(t, env, "", args...); r.code != exitUsage {
 			t.Errorf("%v: %+v", args, r)
 		}

@@ -70,13 +70,28 @@ func (a *auth) person(r *http.Request) string {
 	if id == "" {
 		return ""
 	}
-	a.mu.Lock()
-	p := a.sessions[id]
-	a.mu.Unlock()
+	p := a.session(id)
 	if p == "" {
 		p = a.tokens.Lookup(id)
 	}
 	return p
+}
+
+// session returns the person of session id, or "".
+func (a *auth) session(id string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sessions[id]
+}
+
+// isAgentToken reports whether the request carries an agent's token.
+func (a *auth) isAgentToken(r *http.Request) bool {
+	t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	rec, ok := a.tokens.Find(t)
+	return ok && rec.IsAgent()
 }
 
 type personKey struct{}
@@ -91,6 +106,10 @@ func personOf(r *http.Request) string {
 func (a *auth) require(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := a.person(r)
+		if p == "" && a.isAgentToken(r) {
+			refuse(w, r, http.StatusForbidden, "an agent's token reaches /mcp only")
+			return
+		}
 		if p == "" {
 			if isAPI(r) {
 				refuse(w, r, http.StatusUnauthorized, "not signed in: open the sign-in URL 'collab serve' printed")
@@ -130,10 +149,10 @@ func signInPage(w http.ResponseWriter, code int, why string) {
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
 
-// refuse answers an error: JSON {"error"} under /api/, plain text
-// elsewhere.
+// refuse answers an error: JSON {"error"} under /api/ and at /mcp, plain
+// text elsewhere.
 func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	if isAPI(r) {
+	if isAPI(r) || r.URL.Path == "/mcp" {
 		writeJSON(w, code, map[string]string{"error": msg})
 		return
 	}

@@ -41,6 +41,11 @@ type Config struct {
 	MaxStreams int           // open event streams at most; 0: DefaultMaxStreams
 	Poll       time.Duration // event streams look for new messages this often; 0: DefaultPoll
 	Logger     *slog.Logger
+
+	// AgentSigner returns the signer of an agent that reaches /mcp with
+	// its token (mcp.go); nil, or a nil signer, posts unsigned.
+	AgentSigner func(agent string) (*signing.Signer, error)
+	MaxMCP      int // /mcp requests in progress at most; 0: DefaultMaxMCP
 }
 
 // Server is the web face of one tree.
@@ -97,6 +102,7 @@ func (s *Server) Handler() http.Handler {
 	s.routePages(mux)
 	open := http.NewServeMux()
 	open.HandleFunc("GET /signin", s.signin)
+	open.Handle("/mcp", s.mcpHandler()) // an agent's token, not a person's session (mcp.go)
 	open.Handle("/", s.auth.require(mux))
 	return headers(sameOrigin(limitBody(open)))
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,12 +30,42 @@ const tokenPrefix = "collab_"
 // Two commands changing it at once may lose one change.
 type Tokens struct{ Path string }
 
-// TokenRecord is one token as the file keeps it.
+// Token kinds: a person's token reaches the page and /api/ as the person;
+// an agent's reaches /mcp only, as the agent.
+const (
+	KindPerson = "person"
+	KindAgent  = "agent"
+)
+
+// TokenRecord is one token as the file keeps it. A record without a kind
+// (a file written before agent tokens) is a person's.
 type TokenRecord struct {
 	ID      string    `json:"id"`
-	Person  string    `json:"person"`
+	Kind    string    `json:"kind,omitempty"`
+	Person  string    `json:"person,omitempty"`
+	Agent   string    `json:"agent,omitempty"`
+	Channel string    `json:"channel,omitempty"` // an agent token's channel; "": the request names it
 	SHA256  string    `json:"sha256"`
 	Created time.Time `json:"created"`
+}
+
+// IsAgent reports whether r is an agent's token.
+func (r TokenRecord) IsAgent() bool { return r.Kind == KindAgent }
+
+// Name is the person or agent the token acts as.
+func (r TokenRecord) Name() string {
+	if r.IsAgent() {
+		return r.Agent
+	}
+	return r.Person
+}
+
+// KindName is the record's kind, person when the file gives none.
+func (r TokenRecord) KindName() string {
+	if r.IsAgent() {
+		return KindAgent
+	}
+	return KindPerson
 }
 
 // DefaultTokensPath is $XDG_CONFIG_HOME/collab/serve-tokens.json (else
@@ -77,6 +108,25 @@ func (t Tokens) New(person string) (string, TokenRecord, error) {
 	if err := tree.CheckName("person", person); err != nil {
 		return "", TokenRecord{}, err
 	}
+	return t.add(TokenRecord{Kind: KindPerson, Person: person})
+}
+
+// NewAgent makes a token for agent, for /mcp only, and returns it: the
+// only time it is shown. ch, when not "", is the only channel it reaches.
+func (t Tokens) NewAgent(agent, ch string) (string, TokenRecord, error) {
+	if err := tree.CheckName("agent", agent); err != nil {
+		return "", TokenRecord{}, err
+	}
+	if ch != "" {
+		if err := tree.CheckName("channel", ch); err != nil {
+			return "", TokenRecord{}, err
+		}
+	}
+	return t.add(TokenRecord{Kind: KindAgent, Agent: agent, Channel: ch})
+}
+
+// add stores rec with a new secret, which it returns.
+func (t Tokens) add(rec TokenRecord) (string, TokenRecord, error) {
 	recs, err := t.List()
 	if err != nil {
 		return "", TokenRecord{}, err
@@ -87,7 +137,7 @@ func (t Tokens) New(person string) (string, TokenRecord, error) {
 	}
 	secret = tokenPrefix + secret
 	hash := hashToken(secret)
-	rec := TokenRecord{ID: "t-" + hash[:12], Person: person, SHA256: hash, Created: time.Now().UTC()}
+	rec.ID, rec.SHA256, rec.Created = "t-"+hash[:12], hash, time.Now().UTC()
 	if err := t.write(append(recs, rec)); err != nil {
 		return "", TokenRecord{}, err
 	}
@@ -107,22 +157,32 @@ func (t Tokens) Remove(id string) error {
 	return t.write(slices.Delete(recs, i, i+1))
 }
 
-// Lookup returns the person of a valid token, or "".
+// Lookup returns the person of a valid person's token, or "" (an agent's
+// token names no person).
 func (t Tokens) Lookup(secret string) string {
-	if t.Path == "" || !strings.HasPrefix(secret, tokenPrefix) {
+	r, ok := t.Find(secret)
+	if !ok || r.IsAgent() {
 		return ""
+	}
+	return r.Person
+}
+
+// Find returns the record of a valid token of either kind.
+func (t Tokens) Find(secret string) (TokenRecord, bool) {
+	if t.Path == "" || !strings.HasPrefix(secret, tokenPrefix) {
+		return TokenRecord{}, false
 	}
 	recs, err := t.List()
 	if err != nil {
-		return ""
+		return TokenRecord{}, false
 	}
 	h := hashToken(secret)
 	for _, r := range recs {
-		if r.SHA256 == h {
-			return r.Person
+		if subtle.ConstantTimeCompare([]byte(r.SHA256), []byte(h)) == 1 {
+			return r, true
 		}
 	}
-	return ""
+	return TokenRecord{}, false
 }
 
 // write replaces the file: a private temp file, renamed over it.

@@ -93,3 +93,44 @@ func TestTokenPostsAsItsPerson(t *testing.T) {
 		t.Errorf("post with a revoked token: %s", resp.Status)
 	}
 }
+
+// TestAgentTokens: an agent's token is found with its agent and channel,
+// names no person (Lookup), and a file from before kinds reads as
+// persons' tokens.
+func TestAgentTokens(t *testing.T) {
+	toks := Tokens{Path: filepath.Join(t.TempDir(), "serve-tokens.json")}
+	secret, rec, err := toks.NewAgent("claude", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][2]string{{"no body", ""}, {"claude", "../x"}, {"", "dev"}} {
+		if _, _, err := toks.NewAgent(bad[0], bad[1]); err == nil {
+			t.Errorf("an agent token for %q on %q", bad[0], bad[1])
+		}
+	}
+	if p := toks.Lookup(secret); p != "" {
+		t.Errorf("an agent's token signs in as person %q", p)
+	}
+	got, ok := toks.Find(secret)
+	if !ok || !got.IsAgent() || got.Agent != "claude" || got.Channel != "dev" || got.Name() != "claude" || got.KindName() != KindAgent || got.ID != rec.ID {
+		t.Errorf("find: %+v %v", got, ok)
+	}
+	// A file written before kinds: its records are persons'.
+	hash := hashToken(tokenPrefix + "old")
+	old := `[{"id":"t-` + hash[:12] + `","person":"bob","sha256":"` + hash + `","created":"2026-01-01T00:00:00Z"}]`
+	if err := os.WriteFile(toks.Path, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p := toks.Lookup(tokenPrefix + "old"); p != "bob" {
+		t.Errorf("an old person token: %q", p)
+	}
+	if r, ok := toks.Find(tokenPrefix + "old"); !ok || r.IsAgent() || r.KindName() != KindPerson {
+		t.Errorf("an old record: %+v", r)
+	}
+	if _, _, err := toks.New("carol"); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := toks.List(); err != nil || len(recs) != 2 || recs[1].Kind != KindPerson {
+		t.Errorf("after adding: %+v %v", recs, err)
+	}
+}
