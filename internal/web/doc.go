@@ -3,8 +3,10 @@
 //
 // # Safety
 //
-// Every request needs a session: a one-time sign-in token (printed by
-// `collab serve` in a URL, single use) is exchanged at /signin for a
+// Every request needs a session or a bearer token: a person's, or at
+// /mcp, which takes nothing else, an agent's (see mcp.go). A session comes
+// from a one-time sign-in token (printed by `collab serve` in a URL,
+// single use) exchanged at /signin for a
 // session cookie (HttpOnly, SameSite=Strict, Secure under TLS). Sessions
 // live in memory only; a restart signs everyone out. A request without a
 // session gets 401: JSON {"error"} under /api/, a plain sign-in page
@@ -20,7 +22,7 @@
 // channel: others' messages after a "last seen" cursor, the ids of the
 // newest second the page showed that person there (viewing a channel
 // and its live stream move it forward only). Cursors are kept in
-// ROOT/state/web/PERSON.json, replaced atomically; the inbox package's
+// ROOT/state/PERSON/web-seen.json, replaced atomically; the inbox package's
 // cursors are not reused, as they are an agent's delivery position, not
 // what a person looked at. A count reads no message: it is one listing
 // of the channel's names, skipped when the channel's newest message is

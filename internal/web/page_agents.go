@@ -38,6 +38,7 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.withUnread(chans, personOf(r), "")
 	d, err := s.agentsData()
 	if err != nil {
 		s.fail(w, r, err)
@@ -141,6 +142,7 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.withUnread(chans, personOf(r), "")
 	js, err := s.agentJobs(agent)
 	if err != nil {
 		s.fail(w, r, err)

@@ -634,7 +634,7 @@ func unreadOf(t *testing.T, page, ch string) string {
 
 // TestPageUnread checks the channel list's unread counts: others'
 // messages after the person's cursor, which viewing a channel moves (kept
-// in state/web/PERSON.json), capped at 99+.
+// in state/PERSON/web-seen.json), capped at 99+.
 func TestPageUnread(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	for i := range 3 {
@@ -655,7 +655,7 @@ func TestPageUnread(t *testing.T) {
 	if got := unreadOf(t, page, "b"); got != "" {
 		t.Errorf("after viewing b: %q unread", got)
 	}
-	if _, err := os.Stat(filepath.Join(root.States(), "web", "ann.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(root.State("ann"), "web-seen.json")); err != nil {
 		t.Errorf("the cursor file: %v", err)
 	}
 	postMessage(t, root, "b", "bob", "new one")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -19,7 +18,8 @@ import (
 // channel: the ids of the messages of the newest second the page showed
 // them there (names carry the time to the second only, so the second's
 // ids, at most maxSeen, say which of its messages were shown). The
-// cursors of person P live in ROOT/state/web/P.json, {"seen": {CHANNEL:
+// cursors of person P live in ROOT/state/P/web-seen.json (the state
+// folder of the name P posts as), {"seen": {CHANNEL:
 // [ID, ...]}}, replaced atomically (temp, fsync, rename, dir fsync); a
 // cursor only moves forward. Viewing a channel's page moves it to the
 // page's newest messages, and each message its event stream shows moves
@@ -37,8 +37,8 @@ import (
 // "99+".
 const maxUnread = 99
 
-// seenFile is the file of a person's cursors under state/web.
-const seenDir = "web"
+// seenFile is the file of a person's cursors in the person's state folder.
+const seenFile = "web-seen.json"
 
 // seenMu serializes the read-modify-replace of cursor files within this
 // process; two servers on one tree may lose one another's move (the page
@@ -49,12 +49,12 @@ type seenState struct {
 	Seen map[string][]string `json:"seen"`
 }
 
-func seenPath(root tree.Root) string { return filepath.Join(root.States(), seenDir) }
+func seenPath(root tree.Root, person string) string { return root.State(person) }
 
 // loadSeen reads person's cursors; a missing file has none.
 func loadSeen(root tree.Root, person string) (seenState, error) {
 	st := seenState{Seen: map[string][]string{}}
-	d, err := safedir.Open(seenPath(root))
+	d, err := safedir.Open(seenPath(root, person))
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -62,7 +62,7 @@ func loadSeen(root tree.Root, person string) (seenState, error) {
 		return st, fmt.Errorf("open seen cursors: %w", err)
 	}
 	defer d.Close()
-	data, _, err := d.ReadFile(person+".json", 1<<20)
+	data, _, err := d.ReadFile(seenFile, 1<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -136,12 +136,12 @@ func markSeen(root tree.Root, person, ch string, ids ...string) error {
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(seenPath(root))
+	d, err := safedir.Create(seenPath(root, person))
 	if err != nil {
 		return fmt.Errorf("seen cursors: %w", err)
 	}
 	defer d.Close()
-	if err := d.Replace(person+".json", data, 0o644); err != nil {
+	if err := d.Replace(seenFile, data, 0o644); err != nil {
 		return fmt.Errorf("seen cursors: %w", err)
 	}
 	return nil
