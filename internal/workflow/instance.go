@@ -3,6 +3,7 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"collab/internal/plumbing/safedir"
@@ -48,26 +49,14 @@ func RecordName(name, instance string) string { return name + Sep + instance + "
 func StopName(name, instance string) string { return name + Sep + instance + ".stop" }
 
 // WriteRecord writes r atomically (replacing the previous version).
-func WriteRecord(root tree.Root, r *Record) error {
-	d, err := safedir.Create(root.Workflows())
-	if err != nil {
-		return fmt.Errorf("instance record: %w", err)
-	}
-	defer d.Close()
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := d.Replace(RecordName(r.Name, r.Instance), append(data, '\n'), 0o666); err != nil {
-		return fmt.Errorf("instance record: %w", err)
-	}
-	return nil
-}
+func WriteRecord(root tree.Root, r *Record) error { return writeRecord(root, r, (*safedir.Dir).Replace) }
 
 // CreateRecord writes r only if the instance has no record yet, atomically:
 // of two runs of one instance started at the same moment, one creates it
 // and the other gets an error wrapping fs.ErrExist.
-func CreateRecord(root tree.Root, r *Record) error {
+func CreateRecord(root tree.Root, r *Record) error { return writeRecord(root, r, (*safedir.Dir).Publish) }
+
+func writeRecord(root tree.Root, r *Record, write func(*safedir.Dir, string, []byte, fs.FileMode) error) error {
 	d, err := safedir.Create(root.Workflows())
 	if err != nil {
 		return fmt.Errorf("instance record: %w", err)
@@ -77,7 +66,7 @@ func CreateRecord(root tree.Root, r *Record) error {
 	if err != nil {
 		return err
 	}
-	if err := d.Publish(RecordName(r.Name, r.Instance), append(data, '\n'), 0o666); err != nil {
+	if err := write(d, RecordName(r.Name, r.Instance), append(data, '\n'), 0o666); err != nil {
 		return fmt.Errorf("instance record: %w", err)
 	}
 	return nil
