@@ -49,12 +49,16 @@ func RecordName(name, instance string) string { return name + Sep + instance + "
 func StopName(name, instance string) string { return name + Sep + instance + ".stop" }
 
 // WriteRecord writes r atomically (replacing the previous version).
-func WriteRecord(root tree.Root, r *Record) error { return writeRecord(root, r, (*safedir.Dir).Replace) }
+func WriteRecord(root tree.Root, r *Record) error {
+	return writeRecord(root, r, (*safedir.Dir).Replace)
+}
 
 // CreateRecord writes r only if the instance has no record yet, atomically:
 // of two runs of one instance started at the same moment, one creates it
 // and the other gets an error wrapping fs.ErrExist.
-func CreateRecord(root tree.Root, r *Record) error { return writeRecord(root, r, (*safedir.Dir).Publish) }
+func CreateRecord(root tree.Root, r *Record) error {
+	return writeRecord(root, r, (*safedir.Dir).Publish)
+}
 
 func writeRecord(root tree.Root, r *Record, write func(*safedir.Dir, string, []byte, fs.FileMode) error) error {
 	d, err := safedir.Create(root.Workflows())
