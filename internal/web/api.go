@@ -41,6 +41,7 @@ func (s *Server) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/channels/{channel}/events", s.apiEvents)
 	mux.HandleFunc("GET /api/who", s.apiWho)
 	mux.HandleFunc("GET /api/status/{id}", s.apiStatus)
+	s.routeWorkAPI(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, http.StatusNotFound, "no such API endpoint")
 	})
