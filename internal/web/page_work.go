@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -103,10 +104,10 @@ func (s *Server) workPage(w http.ResponseWriter, r *http.Request, dir func(strin
 	return d, true
 }
 
-// channelsWith lists the channels that have a folder under the parent of
-// dir("x") (tasks or docs), at most pageChannels of them.
+// channelsWith lists the channels that have a folder where dir puts a
+// channel's (Root.Tasks or Root.Docs), at most pageChannels of them.
 func (s *Server) channelsWith(dir func(string) string) []string {
-	entries, err := os.ReadDir(strings.TrimSuffix(dir("x"), string(os.PathSeparator)+"x"))
+	entries, err := os.ReadDir(filepath.Dir(dir("x")))
 	if err != nil {
 		return nil
 	}
