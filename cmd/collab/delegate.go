@@ -658,50 +658,26 @@ func dirtyRefusal(cmd string, s *sessions.Session, files []string) error {
 		cmd, tree.Printable(s.Worktree), tree.Printable(strings.Join(files, "\n  ")))}
 }
 
-// stopSession ends s's watcher on this host (SIGTERM to its group: it
-// stops as on a signal, its running CLI given the watcher's grace; SIGKILL
-// after grace), then any CLI run of the agent left running, and records
-// s stopped. A watcher already gone is fine.
+// stopSession ends s's watcher and records it stopped (sessions.Stop).
 func stopSession(root tree.Root, s *sessions.Session, grace time.Duration) error {
-	if s.PID > 0 && sessionAlive(s) {
-		if _, err := proc.EndGroup(s.PID, grace); err != nil {
-			return err
-		}
-	}
-	if js, err := jobs.List(root, s.Agent); err == nil {
-		for _, j := range js {
-			if !j.Done() && j.Host == hostname() && j.PID > 0 && proc.GroupHasEnv(j.PID, "COLLAB_AGENT="+s.Agent) {
-				proc.EndGroup(j.PID, 5*time.Second)
-			}
-		}
-	}
-	if s.Active() {
-		s.Status = sessions.Stopped
-	}
-	return sessions.Update(root, s)
+	return sessions.Stop(root, s, hostname(), grace)
 }
 
 // recordPath is the file of session id's record.
-func recordPath(root tree.Root, id string) string {
-	return filepath.Join(root.Delegations(), id+".json")
-}
+func recordPath(root tree.Root, id string) string { return sessions.Path(root, id) }
 
-// ownRecord reports whether s's record file belongs to this account. The
-// commands that act on a record's paths and processes (stop, rm, resume)
-// act only on their own: a record rewritten by another account of the
-// tree's group is refused.
+// ownRecord reports whether s's record file belongs to this account
+// (sessions.Owned).
 func ownRecord(root tree.Root, s *sessions.Session) bool {
-	return keyring.Owner(recordPath(root, s.ID)) == getuid()
+	return sessions.Owned(root, s, getuid())
 }
 
 // getuid is os.Getuid; tests that cannot chown make it another account's.
 var getuid = os.Getuid
 
 // sessionAlive reports whether s's recorded process still runs it on
-// this host (its group has the session's variable: not a reused pid).
-func sessionAlive(s *sessions.Session) bool {
-	return s.PID > 0 && proc.PIDAlive(s.PID) && proc.GroupHasEnv(s.PID, sessions.EnvSession+"="+s.ID)
-}
+// this host (sessions.Alive).
+func sessionAlive(s *sessions.Session) bool { return sessions.Alive(s) }
 
 func runResume(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("resume", stderr)

@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"collab/channel"
-	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workflow"
 	"collab/presence"
@@ -28,27 +27,11 @@ import (
 
 // wfDead is the status ls judges a running record whose process or
 // agents are gone; it is never written.
-const wfDead = "dead"
+const wfDead = workflow.Dead
 
-// judge is the record's status as ls shows it: a running (or starting)
-// record whose process is dead on this host, or whose agents are all
-// OFFLINE or STALE, is "dead".
+// judge is the record's status as ls shows it (workflow.Judge).
 func judge(root tree.Root, r workflow.Record, now time.Time) string {
-	if r.Status != workflow.Running && r.Status != workflow.Starting {
-		return r.Status
-	}
-	if r.Host == hostname() && r.PID > 0 && !proc.PIDAlive(r.PID) {
-		return wfDead
-	}
-	if r.Status == workflow.Starting {
-		return r.Status
-	}
-	for _, a := range r.Agents {
-		if s, err := presence.Read(root, a); err == nil && presence.IsAwake(s.Effective(now, 0, hostname(), proc.PIDAlive)) {
-			return r.Status
-		}
-	}
-	return wfDead
+	return workflow.Judge(root, r, now, hostname())
 }
 
 // teamFlags are the flags run and start share.

@@ -44,6 +44,7 @@ func (s *Server) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/agents/{agent}/jobs", s.apiJobs)
 	mux.HandleFunc("GET /api/agents/{agent}/jobs/{job}", s.apiJob)
 	mux.HandleFunc("GET /api/agents/{agent}/jobs/{job}/events", s.apiJobEvents)
+	s.routeWorkAPI(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, http.StatusNotFound, "no such API endpoint")
 	})

@@ -60,6 +60,7 @@ func (s *Server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /c/{channel}/older", s.pageOlder)
 	mux.HandleFunc("GET /c/{channel}/reply", s.pageReply)
 	mux.HandleFunc("POST /c/{channel}/post", s.pagePost)
+	s.routeWorkPages(mux)
 	mux.Handle("GET /static/", staticFiles())
 }
 
