@@ -1,9 +1,6 @@
 package web
 
-import (
-	"net/http"
-	"net/url"
-)
+import "net/http"
 
 // contentSecurityPolicy allows nothing but this server's own files: no
 // inline script, no framing.
@@ -23,29 +20,17 @@ func headers(next http.Handler) http.Handler {
 
 // sameOrigin refuses a request that changes something (any method but
 // GET, HEAD, OPTIONS) when the browser says it comes from another site:
-// Sec-Fetch-Site other than same-origin or none, or an Origin whose host
-// is not this request's Host. Clients that send neither (curl) pass: they
-// carry no ambient cookie of a victim.
+// the standard library's CrossOriginProtection (Sec-Fetch-Site other than
+// same-origin or none; without it, an Origin whose host is not this
+// request's Host). Clients that send neither (curl) pass: they carry no
+// ambient cookie of a victim. A same-origin form post, whose Origin is
+// "null" under Referrer-Policy no-referrer, passes on its Sec-Fetch-Site.
 func sameOrigin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-			next.ServeHTTP(w, r)
-			return
-		}
-		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-			refuse(w, r, http.StatusForbidden, "cross-site request refused")
-			return
-		}
-		if o := r.Header.Get("Origin"); o != "" {
-			u, err := url.Parse(o)
-			if o == "null" || err != nil || u.Host != r.Host {
-				refuse(w, r, http.StatusForbidden, "cross-site request refused")
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		refuse(w, r, http.StatusForbidden, "cross-site request refused")
+	}))
+	return p.Handler(next)
 }
 
 // limitBody bounds every request body to MaxBody.

@@ -234,6 +234,12 @@ func TestCrossSitePost(t *testing.T) {
 	if _, err := os.Stat(ts.root.Channel("dev")); err == nil {
 		t.Errorf("a refused post wrote the channel")
 	}
+	// A browser's same-origin form post under Referrer-Policy no-referrer
+	// says Origin: null; its Sec-Fetch-Site decides.
+	if code, body := ts.do(t, "POST", "/api/channels/dev/messages", `{"text":"hi"}`,
+		"Sec-Fetch-Site", "same-origin", "Origin", "null"); code >= 300 {
+		t.Errorf("same-origin post with Origin null: %d %s", code, body)
+	}
 }
 
 func TestBodyLimit(t *testing.T) {
