@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -122,7 +123,7 @@ func (s *Server) Handle(subject string, data []byte) (out []byte) {
 	if err != nil {
 		err = Errorf(CodeInvalid, "%v", err)
 	} else {
-		res, err = s.perform(op, agent, data)
+		res, err = s.performSafely(op, agent, data)
 	}
 	if err != nil {
 		f := Failure(err)
@@ -140,6 +141,18 @@ func (s *Server) Handle(subject string, data []byte) (out []byte) {
 		b, _ = json.Marshal(Failure(fmt.Errorf("encode reply: %w", err)))
 	}
 	return b
+}
+
+// performSafely is perform, with a panic (a bug) answered as internal
+// instead of ending the bridge.
+func (s *Server) performSafely(op, agent string, data []byte) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("bridge: panic serving a request", "op", op, "agent", agent, "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, Errorf(CodeInternal, "the bridge failed on this request")
+		}
+	}()
+	return s.perform(op, agent, data)
 }
 
 func (s *Server) perform(op, agent string, data []byte) (any, error) {
