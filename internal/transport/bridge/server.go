@@ -79,8 +79,14 @@ func New(cfg Config) *Server {
 // Serve subscribes [SubscribeSubject] in [QueueGroup] on nc and answers
 // requests with at most Workers at once, until ctx is done; then it stops
 // taking requests, waits for those under way, and returns nil. A request
-// without a reply subject is performed and not answered.
+// without a reply subject is performed and not answered. Serve is called
+// once per Server.
 func (s *Server) Serve(ctx context.Context, nc *nats.Conn) error {
+	// The server's limit decides what a reply may hold (set before any
+	// request is served).
+	if mp := int(nc.MaxPayload()); mp > 0 && mp-64<<10 < s.cfg.MaxReply {
+		s.cfg.MaxReply = max(mp-64<<10, mp/2)
+	}
 	sem := make(chan struct{}, s.cfg.Workers)
 	var wg sync.WaitGroup
 	sub, err := nc.QueueSubscribe(SubscribeSubject, QueueGroup, func(msg *nats.Msg) {
@@ -99,10 +105,6 @@ func (s *Server) Serve(ctx context.Context, nc *nats.Conn) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bridge: subscribe %s: %w", SubscribeSubject, err)
-	}
-	// The server's limit decides what a reply may hold.
-	if mp := int(nc.MaxPayload()); mp > 0 && mp-64<<10 < s.cfg.MaxReply {
-		s.cfg.MaxReply = max(mp-64<<10, mp/2)
 	}
 	<-ctx.Done()
 	err = sub.Drain()
