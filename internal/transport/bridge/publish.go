@@ -17,6 +17,7 @@ import (
 	"collab/channel"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
 	"collab/watcher"
 )
 
@@ -57,6 +58,7 @@ type Publisher struct {
 	readers map[string]*channel.Reader
 	pending map[string][]channel.Message // returned by a reader, not acked yet
 	dirty   bool
+	waiting bool // for the stream, said once
 }
 
 // StatePath returns the publisher's state file of host under root.
@@ -137,9 +139,13 @@ func (p *Publisher) step(ctx context.Context, st state) {
 	}
 	p.discover(st)
 	if !p.Stream.JetStream() {
-		p.Logger.Debug("bridge: no stream; publishing waits")
+		if !p.waiting {
+			p.Logger.Warn("bridge: no stream " + natsbus.StreamName + " (collab nats init creates it); publishing waits for it")
+		}
+		p.waiting = true
 		return
 	}
+	p.waiting = false
 	for ch, r := range p.readers {
 		if ctx.Err() != nil {
 			return
