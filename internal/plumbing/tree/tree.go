@@ -261,3 +261,8 @@ func (r Root) Workflows() string { return r.join("workflows") }
 // Delegations is the folder of the delegated sessions' records
 // (package sessions: ID.json), made by the first collab delegate.
 func (r Root) Delegations() string { return r.join("delegations") }
+
+// Bridges is the folder of the bridges' stream-publisher cursors
+// (HOST.json, package bridge), made by the first collab bridge. It is not
+// under state/, whose folders are agents'.
+func (r Root) Bridges() string { return r.join("bridges") }

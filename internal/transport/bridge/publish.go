@@ -49,7 +49,7 @@ const (
 type Publisher struct {
 	Root      tree.Root
 	Stream    Stream
-	StateFile string        // default ROOT/state/bridge/HOST.json: see [StatePath]
+	StateFile string        // default ROOT/bridges/HOST.json: see [StatePath]
 	Backfill  time.Duration // default DefaultBackfill
 	Poll      time.Duration // default DefaultPoll
 	Logger    *slog.Logger
@@ -72,7 +72,7 @@ func StatePath(root tree.Root, host string) string {
 	if len(b) == 0 {
 		b = []byte("bridge")
 	}
-	return filepath.Join(root.States(), "bridge", string(b)+".json")
+	return filepath.Join(root.Bridges(), string(b)+".json")
 }
 
 // state is the file's content.
