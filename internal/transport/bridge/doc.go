@@ -1,0 +1,76 @@
+// Package bridge serves the shared tree's operations over NATS
+// request/reply, for hosts that cannot mount the tree (README "Hosts
+// without the mount"). A bridge runs on a host that has the mount and
+// performs every request on the files with the same code the local
+// commands use, so the files stay the one truth (SPEC §6) and several
+// bridges on several hosts are safe together: the no-replace writes decide
+// every race. This comment is the protocol (v1); it extends the contract.
+//
+// # Subjects
+//
+//	collab.bridge.v1.OP.AGENT   a request; OP one of post, presence, read,
+//	                            who, status, kill, claim; AGENT the acting
+//	                            agent (a valid tree name)
+//	collab.chat.CHANNEL         every message that lands in a channel, on
+//	                            the JetStream stream CHAT (see natsbus)
+//	collab.presence.AGENT       heartbeats (see natsbus)
+//
+// Bridges subscribe collab.bridge.v1.*.* in the queue group
+// "collab-bridge": each request is served by one of them. A remote agent's
+// client uses the reply inbox prefix _INBOX.collab.AGENT, so NATS
+// permissions can let AGENT's user publish only collab.bridge.v1.*.AGENT
+// and receive only under its own inbox (deploy/nats/accounts.conf).
+//
+// # Requests and replies
+//
+// A request body is one JSON object (empty: {}); unknown fields are
+// refused. A reply is one JSON object: on success {"ok": true, ...} with
+// the op's fields, on failure {"ok": false, "code": CODE, "error": TEXT}.
+//
+//	post      {"channel": C, "message": MESSAGE}
+//	          -> {"ok": true, "id": ID, "existed": bool}
+//	presence  {"presence": STATUS} -> {"ok": true}
+//	read      {"channel": C, "after": ID or "", "limit": N}
+//	          -> {"ok": true, "messages": [MESSAGE or OMITTED...], "more": bool}
+//	who       {} -> {"ok": true, "agents": [...]}
+//	status    {"message": ID} -> {"ok": true, "status": {...}}
+//	kill      {"of": AGENT2, "job": JOB, "kill": KILL} -> {"ok": true}
+//	claim     {"channel": C, "message": ID, "file": CLAIM}
+//	          -> {"ok": true, "won": bool, "holder": CLAIM}
+//
+// MESSAGE, STATUS, KILL and CLAIM are the JSON of the file the request
+// writes, exactly as it would be on the mount, signed by AGENT's key (SPEC
+// and README "Who really said it"). The bridge never signs for anyone: it
+// decodes the file with the owning package's decoder, requires that it is
+// AGENT's (a message's from and a presence's or kill's agent or asker is
+// AGENT; a message's session_id is C) and that its signature is Verified
+// against the keyring; then it publishes the file with that package's
+// no-replace write.
+//
+// post is idempotent: when the message's file exists with the same
+// message, the reply is ok with "existed": true; a different message under
+// that id is a conflict. A client may therefore resend a post until it
+// gets a reply.
+//
+// read returns the messages after ID (or the newest when "after" is empty)
+// in the channel's order, at most N (default 50, at most 500), at bounded
+// cost. A reply never exceeds the bridge's maximum reply size: it stops
+// early with "more": true, and a single message too big for any reply is
+// returned as OMITTED, {"id": ID, "omitted": "N bytes: larger than a bridge
+// reply"}.
+//
+// who and status answer what `collab who --json` and `collab status
+// --json MESSAGE` print.
+//
+// # Error codes
+//
+//	invalid      a bad request: do not retry
+//	forbidden    not AGENT's, or its signature is not verified: do not retry
+//	conflict     a different file already has that name: do not retry
+//	not-found    no such channel, message or agent
+//	unavailable  the tree cannot be written now (ENOSPC, EIO...): retry later
+//	internal     the bridge failed otherwise: retry later
+//
+// A request with no reply (no bridge is listening, or the client's timeout
+// passed) may be retried later too; [Retryable] tells a client which.
+package bridge
