@@ -499,8 +499,8 @@ func (b *Bus) detect(ctx context.Context) {
 	}
 }
 
-// Conn returns the connection, for the packages that speak their own
-// protocol over it (request/reply, stream consumers).
+// Conn returns the underlying connection, for the packages that build on
+// the Bus (bridge, remote): request/reply and subscriptions of their own.
 func (b *Bus) Conn() *nats.Conn { return b.nc }
 
 // JetStream reports whether messages are published to the stream.

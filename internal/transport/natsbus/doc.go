@@ -1,9 +1,8 @@
 // Package natsbus carries collab's messages and heartbeats over NATS as
 // hints (SPEC §6). The files in the shared tree stay the source of truth:
 // NATS only makes delivery sooner, and NATS down means slower, never lost.
-// nats.go is used in this package and in the bridge and its remote client
-// (internal/transport/bridge, internal/transport/remote), which speak their
-// own protocol over [Bus.Conn].
+// nats.go is used in this package and in the bridge and remote packages
+// that build on it ([Bus.Conn]).
 //
 // # Subjects
 //

@@ -71,6 +71,11 @@ func (r natsRequester) Request(ctx context.Context, subject string, data []byte)
 	return msg.Data, nil
 }
 
+// offline is the Requester of a client that could not connect.
+type offline struct{ err error }
+
+func (o offline) Request(context.Context, string, []byte) ([]byte, error) { return nil, o.err }
+
 // Config makes a Client.
 type Config struct {
 	Agent     string
@@ -115,10 +120,17 @@ func New(c Config) (*Client, error) {
 }
 
 // Dial connects to NATS with o (its InboxPrefix set to the agent's) and
-// returns a Client over that connection; Close closes it.
+// returns a Client over that connection; Close closes it. When no server
+// can be reached the Client is offline: its writes are queued and its
+// reads fail, each with an error wrapping ErrUnreachable. Refused
+// credentials are an error.
 func Dial(ctx context.Context, o natsbus.Options, c Config) (*Client, error) {
 	o.InboxPrefix = bridge.InboxPrefix(c.Agent)
 	bus, err := natsbus.Connect(ctx, o)
+	if errors.Is(err, natsbus.ErrUnreachable) {
+		c.Requester = offline{err}
+		return New(c)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -398,3 +410,12 @@ func (c *Client) Outbox() ([]Entry, error) { return list(c.box.dir) }
 
 // Failed lists the entries the bridge refused, oldest first.
 func (c *Client) Failed() ([]Entry, error) { return list(filepath.Join(c.box.dir, FailedDir)) }
+
+// Pending lists the outbox of the state directory stateDir, oldest first,
+// without a connection. An entry that cannot be read has an empty Op.
+func Pending(stateDir string) ([]Entry, error) { return list(filepath.Join(stateDir, OutboxDir)) }
+
+// Refused lists the failed/ entries of the state directory stateDir.
+func Refused(stateDir string) ([]Entry, error) {
+	return list(filepath.Join(stateDir, OutboxDir, FailedDir))
+}
