@@ -102,3 +102,90 @@ func After(t time.Time, margin time.Duration) func(string, Name) bool {
 	from := t.Add(-margin).Truncate(time.Second)
 	return func(_ string, nm Name) bool { return !nm.Time.Before(from) }
 }
+
+// Following returns the first n messages of a channel that come after the
+// message after in channel order (after "": from the oldest), oldest
+// first, and how many more there may be after them. The message after need
+// not exist any more: the order of its name decides. Files that cannot be
+// read or parsed are left out and reported as skips. A missing channel
+// folder is empty.
+//
+// Its cost follows what it returns, as [Newest]'s: the folder's names are
+// listed, and only those from after's second on are read, oldest first,
+// until n messages are found, and the rest of that second's names.
+func Following(root tree.Root, channel, after string, n int) (msgs []Message, more int, skips []Skip, err error) {
+	if err := tree.CheckName("channel", channel); err != nil {
+		return nil, 0, nil, err
+	}
+	var from found
+	if after != "" {
+		an, err := ParseID(after)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("message id %q: %w", after, err)
+		}
+		from = found{name: an.Time, m: Message{File: after + nameSuffix}}
+		if m, err := Lookup(root, channel, after); err == nil {
+			from.ts = m.Time()
+		} else {
+			from.ts = an.Time
+		}
+	}
+	if n <= 0 {
+		return nil, 0, nil, nil
+	}
+	d, err := safedir.Open(root.Channel(channel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil, nil
+	}
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("open channel: %w", err)
+	}
+	defer d.Close()
+	var names []tailName
+	err = d.ReadDirBatches(listBatch, func(entries []fs.DirEntry) error {
+		for _, e := range entries {
+			nm, err := ParseName(e.Name())
+			if err != nil || after != "" && nm.Time.Before(from.name) {
+				continue
+			}
+			names = append(names, tailName{file: e.Name(), t: nm.Time})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("list channel: %w", err)
+	}
+	slices.SortFunc(names, func(a, b tailName) int {
+		return cmp.Or(a.t.Compare(b.t), strings.Compare(a.file, b.file))
+	})
+	t := tail{d: d, channel: channel}
+	var got []found
+	i := 0
+	for i < len(names) {
+		if len(got) >= n && !names[i].t.Equal(names[i-1].t) {
+			break // the boundary second is read whole
+		}
+		m, sk, ok := t.load(names[i].file)
+		i++
+		if !ok {
+			skips = append(skips, sk)
+			continue
+		}
+		f := found{m: m, name: names[i-1].t, ts: m.Time()}
+		if after != "" && compareFound(f, from) <= 0 {
+			continue
+		}
+		got = append(got, f)
+	}
+	sortFound(got)
+	more = len(names) - i
+	if len(got) > n {
+		more += len(got) - n
+		got = got[:n]
+	}
+	msgs = make([]Message, len(got))
+	for j, f := range got {
+		msgs[j] = f.m
+	}
+	return msgs, more, skips, nil
+}

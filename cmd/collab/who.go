@@ -13,18 +13,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"collab/channel"
+	"collab/internal/delivery"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workflow"
-	"collab/internal/workspace/registry"
 	"collab/presence"
 )
-
-// unknown is the state of an agent named on the command line that has
-// neither a heartbeat nor a registry entry, or whose heartbeat cannot be read.
-const unknown = "UNKNOWN"
 
 func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags := newFlags("who", stderr)
@@ -139,11 +134,13 @@ Flags:
 		return &exitError{code: exitFailure}
 	}
 
-	rows, err := whoRows(root, names, now, time.Duration(staleAfter), host, stderr)
+	rows, err := delivery.Who(root, names, now, time.Duration(staleAfter), host, func(msg string) {
+		fmt.Fprintf(stderr, "collab: warning: %s\n", msg)
+	})
 	if err != nil {
 		return err
 	}
-	verifyRows(v, rows)
+	delivery.VerifyRows(v, rows)
 	if *asJSON {
 		return whoJSON(stdout, rows, now)
 	}
@@ -153,116 +150,12 @@ Flags:
 	return whoTable(stdout, rows, now)
 }
 
-// whoRow is one agent's line.
-type whoRow struct {
-	agent  string
-	state  string
-	status *presence.Status // nil: no readable heartbeat
-	reg    *registry.Agent  // nil: not registered
-	bad    bool             // its heartbeat file cannot be read
-	age    time.Duration
-	hasAge bool
-
-	verdict signing.Verdict // of status, if any
-	marked  bool            // the heartbeat does not verify and should
-}
-
-// verifyRows sets each row's verdict, checking the heartbeats in
-// parallel. A row is marked when its heartbeat's signature fails, or the
-// heartbeat is unsigned and its agent has keys.
-func verifyRows(v *signing.Verifier, rows []whoRow) {
-	var all []presence.Status
-	var at []int
-	for i, r := range rows {
-		if r.status != nil {
-			all = append(all, *r.status)
-			at = append(at, i)
-		}
-	}
-	for k, verdict := range presence.VerifyAll(v, all) {
-		r := &rows[at[k]]
-		r.verdict = verdict
-		r.marked = verdict != signing.Verified && (verdict != signing.Unsigned || v.HasKeys(r.agent))
-	}
-}
-
-// whoRows gathers the agents, all or the named ones, sorted by name.
-// Unreadable files are warned about on stderr.
-func whoRows(root tree.Root, names []string, now time.Time, staleAfter time.Duration, host string, stderr io.Writer) ([]whoRow, error) {
-	rows := map[string]*whoRow{}
-	row := func(agent string) *whoRow {
-		r := rows[agent]
-		if r == nil {
-			r = &whoRow{agent: agent, state: unknown}
-			rows[agent] = r
-		}
-		return r
-	}
-	if len(names) > 0 {
-		names = slices.Compact(slices.Sorted(slices.Values(names)))
-		for _, n := range names {
-			row(n)
-			s, err := presence.Read(root, n)
-			switch {
-			case err == nil:
-				row(n).status = &s
-			case !errors.Is(err, fs.ErrNotExist):
-				fmt.Fprintf(stderr, "collab: warning: %s\n", tree.Printable(err.Error()))
-				row(n).bad = true
-			}
-		}
-	} else {
-		all, skips, err := presence.ReadAll(root)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range skips {
-			fmt.Fprintf(stderr, "collab: warning: skipped presence file %s\n", s)
-			if a := s.Agent(); a != "" {
-				row(a).bad = true
-			}
-		}
-		for _, s := range all {
-			row(s.AgentID).status = &s
-		}
-	}
-
-	agents, skips, err := registry.List(root)
-	if err != nil {
-		fmt.Fprintf(stderr, "collab: warning: %s\n", tree.Printable(err.Error())) // the registry is optional
-	}
-	for _, s := range skips {
-		if len(names) == 0 || slices.Contains(names, s.Agent()) {
-			fmt.Fprintf(stderr, "collab: warning: skipped registry file %s\n", s)
-		}
-	}
-	for _, a := range agents {
-		if len(names) == 0 || slices.Contains(names, a.ID) {
-			row(a.ID).reg = &a
-		}
-	}
-
-	out := make([]whoRow, 0, len(rows))
-	for _, r := range rows {
-		switch {
-		case r.status != nil:
-			r.state = r.status.Effective(now, staleAfter, host, proc.PIDAlive)
-			r.age, r.hasAge = r.status.Age(now)
-		case r.reg != nil && !r.bad:
-			r.state = presence.Offline
-		}
-		out = append(out, *r)
-	}
-	slices.SortFunc(out, func(a, b whoRow) int { return strings.Compare(a.agent, b.agent) })
-	return out, nil
-}
-
-func whoTable(w io.Writer, rows []whoRow, now time.Time) error {
+func whoTable(w io.Writer, rows []delivery.AgentRow, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	marks := slices.ContainsFunc(rows, func(r whoRow) bool { return r.marked })
+	marks := slices.ContainsFunc(rows, func(r delivery.AgentRow) bool { return r.Marked })
 	head := "AGENT\tSTATE\tAGE\tHOST\tCHANNEL\tMESSAGE"
-	backlogs := slices.ContainsFunc(rows, func(r whoRow) bool {
-		s := r.status
+	backlogs := slices.ContainsFunc(rows, func(r delivery.AgentRow) bool {
+		s := r.Status
 		return s != nil && (s.Backlog > 0 || s.OldestUnanswered != "" || s.LastReply != "")
 	})
 	if backlogs {
@@ -274,17 +167,17 @@ func whoTable(w io.Writer, rows []whoRow, now time.Time) error {
 	fmt.Fprintln(tw, head)
 	for _, r := range rows {
 		age := "-"
-		if r.hasAge {
-			age = formatAge(r.age)
+		if r.HasAge {
+			age = formatAge(r.Age)
 		}
-		host, channels := r.where()
+		host, channels := r.Where()
 		var msg string
-		if r.status != nil && r.state == presence.AwakeWorking {
-			msg = r.status.MessageID
+		if r.Status != nil && r.State == presence.AwakeWorking {
+			msg = r.Status.MessageID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", workflow.Display(r.agent), r.state, age, cell(host), cell(channels), cell(msg))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", workflow.Display(r.Agent), r.State, age, cell(host), cell(channels), cell(msg))
 		if backlogs {
-			b := r.backlog(now)
+			b := r.Backlog(now)
 			n, oldest, replied := "-", "-", "-"
 			if b.Backlog != nil {
 				n = strconv.Itoa(*b.Backlog)
@@ -298,8 +191,8 @@ func whoTable(w io.Writer, rows []whoRow, now time.Time) error {
 			fmt.Fprintf(tw, "\t%s\t%s\t%s", n, oldest, replied)
 		}
 		switch {
-		case r.marked:
-			fmt.Fprintf(tw, "\t%s\n", r.verdict)
+		case r.Marked:
+			fmt.Fprintf(tw, "\t%s\n", r.Verdict)
 		case marks:
 			fmt.Fprint(tw, "\t-\n")
 		default:
@@ -345,78 +238,10 @@ func formatAge(d time.Duration) string {
 	}
 }
 
-// where returns the agent's host and channels: from its heartbeat, or for
-// an agent without one, the host its registry entry names.
-func (r whoRow) where() (host, channels string) {
-	if s := r.status; s != nil {
-		host, channels = s.Host, s.Channel
-		if len(s.Channels) > 0 {
-			channels = strings.Join(s.Channels, ",")
-		}
-	} else if r.reg != nil {
-		host = r.reg.Host
-	}
-	return host, channels
-}
-
-// whoEntry is one element of --json's array.
-type whoEntry struct {
-	Agent      string           `json:"agent"`
-	State      string           `json:"state"`
-	AgeSeconds *int64           `json:"age_seconds"` // null: no heartbeat time
-	Host       string           `json:"host,omitempty"`
-	Channels   string           `json:"channels,omitempty"` // comma-separated
-	Role       string           `json:"role,omitempty"`
-	Verdict    string           `json:"verdict,omitempty"` // of status; absent without one
-	Status     *presence.Status `json:"status"`            // null: no readable heartbeat
-	whoBacklog
-}
-
-// whoBacklog is what an agent's watcher holds unanswered, and when the
-// agent last answered, as its heartbeat says.
-type whoBacklog struct {
-	Backlog    *int   `json:"backlog,omitempty"`                   // only while awake
-	OldestAge  *int64 `json:"oldest_unanswered_seconds,omitempty"` // only while awake
-	RepliedAge *int64 `json:"last_reply_seconds,omitempty"`
-}
-
-// backlog reads r's heartbeat's backlog fields; those of an agent that
-// is not awake are unknown (nil), its watcher being gone.
-func (r whoRow) backlog(now time.Time) whoBacklog {
-	var b whoBacklog
-	s := r.status
-	if s == nil {
-		return b
-	}
-	if n, err := channel.ParseID(s.LastReply); err == nil {
-		secs := int64(now.Sub(n.Time) / time.Second)
-		b.RepliedAge = &secs
-	}
-	if !presence.IsAwake(r.state) {
-		return b
-	}
-	n := s.Backlog
-	b.Backlog = &n
-	if t, ok := oldestUnanswered(*s); ok {
-		secs := int64(now.Sub(t) / time.Second)
-		b.OldestAge = &secs
-	}
-	return b
-}
-
-// oldestUnanswered parses a heartbeat's oldest_unanswered.
-func oldestUnanswered(s presence.Status) (time.Time, bool) {
-	if s.Backlog == 0 || s.OldestUnanswered == "" {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, s.OldestUnanswered)
-	return t, err == nil
-}
-
 // checkBacklog fails who --check when agent's oldest unanswered message
 // is older than limit (0: no limit).
 func checkBacklog(s presence.Status, agent string, now time.Time, limit time.Duration) error {
-	t, ok := oldestUnanswered(s)
+	t, ok := delivery.OldestUnanswered(s)
 	if limit <= 0 || !ok || now.Sub(t) <= limit {
 		return nil
 	}
@@ -424,24 +249,9 @@ func checkBacklog(s presence.Status, agent string, now time.Time, limit time.Dur
 		agent, now.Sub(t).Round(time.Second), limit, s.Backlog)}
 }
 
-func whoJSON(w io.Writer, rows []whoRow, now time.Time) error {
-	out := make([]whoEntry, len(rows))
-	for i, r := range rows {
-		out[i] = whoEntry{Agent: r.agent, State: r.state, Status: r.status, whoBacklog: r.backlog(now)}
-		out[i].Host, out[i].Channels = r.where()
-		if r.hasAge {
-			secs := int64(r.age / time.Second)
-			out[i].AgeSeconds = &secs
-		}
-		if r.reg != nil {
-			out[i].Role = r.reg.Role
-		}
-		if r.status != nil {
-			out[i].Verdict = r.verdict.String()
-		}
-	}
+func whoJSON(w io.Writer, rows []delivery.AgentRow, now time.Time) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return enc.Encode(delivery.WhoEntries(rows, now))
 }

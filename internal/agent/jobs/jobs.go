@@ -476,8 +476,27 @@ func RequestKill(root tree.Root, agent, id, by string, s *signing.Signer) error 
 	}
 	k := Kill{By: by, Host: host, Time: time.Now().UTC().Format(time.RFC3339Nano)}
 	k.Signature = s.Sign(k.Payload(agent, id))
+	return writeKill(d, id, k)
+}
+
+// WriteKill writes k, a kill request already made (and signed, when it
+// is) elsewhere, as the kill file of job id of agent: as RequestKill
+// writes its own. A kill file already there is kept: asked already.
+func WriteKill(root tree.Root, agent, id string, k Kill) error {
+	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
+		return err
+	}
+	d, err := safedir.Open(root.Jobs(agent))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return writeKill(d, id, k)
+}
+
+func writeKill(d *safedir.Dir, id string, k Kill) error {
 	data, _ := json.Marshal(k)
-	err = d.Publish(id+".kill", data, 0o666)
+	err := d.Publish(id+".kill", data, 0o666)
 	if errors.Is(err, fs.ErrExist) {
 		return nil // asked already
 	}

@@ -104,9 +104,10 @@ type PresenceReply struct {
 	Reply
 }
 
-// ReadRequest reads a channel's messages after the message After ("": from
-// the oldest the bridge serves), at most Limit (0: [DefaultReadLimit]; at
-// most [MaxReadLimit]).
+// ReadRequest reads a channel's messages after the message After in
+// channel order, at most Limit (0: [DefaultReadLimit]; more than
+// [MaxReadLimit] is MaxReadLimit). An empty After reads the newest Limit
+// messages (as `collab read --limit`), after which nothing is "more".
 type ReadRequest struct {
 	Channel string `json:"channel"`
 	After   string `json:"after,omitempty"`

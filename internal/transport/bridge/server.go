@@ -1,0 +1,395 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"collab/channel"
+	"collab/internal/agent/jobs"
+	"collab/internal/delivery"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+	"collab/presence"
+)
+
+// Defaults of [Config].
+const (
+	DefaultWorkers  = 8
+	DefaultMaxReply = 1<<20 - 64<<10
+)
+
+// Config is what a [Server] serves and how.
+type Config struct {
+	Root     tree.Root
+	Verifier *signing.Verifier // checks every signed file a request writes
+	// Workers bounds the requests performed at once; default
+	// DefaultWorkers. Requests beyond it wait in the subscription's
+	// pending buffer (nats.go's limits; past them the client times out
+	// and retries).
+	Workers int
+	// MaxReply bounds a reply's size; default DefaultMaxReply (the
+	// server's default max_payload, 1 MiB, less room for headers).
+	MaxReply int
+	// Host is this host's name: a process is checked alive on it only.
+	Host string
+	// Presence, when set, is told each heartbeat written (natsbus's
+	// PublishPresence), as a watcher publishes its own.
+	Presence func(presence.Status) error
+	Logger   *slog.Logger     // default slog.Default()
+	Now      func() time.Time // default time.Now
+}
+
+// Server performs requests on the tree. Handle is safe for concurrent use.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a server for cfg.
+func New(cfg Config) *Server {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.MaxReply <= 0 {
+		cfg.MaxReply = DefaultMaxReply
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Verifier == nil {
+		cfg.Verifier = signing.NewVerifier(nil)
+	}
+	return &Server{cfg: cfg, log: cfg.Logger}
+}
+
+// Serve subscribes [SubscribeSubject] in [QueueGroup] on nc and answers
+// requests with at most Workers at once, until ctx is done; then it stops
+// taking requests, waits for those under way, and returns nil. A request
+// without a reply subject is performed and not answered.
+func (s *Server) Serve(ctx context.Context, nc *nats.Conn) error {
+	sem := make(chan struct{}, s.cfg.Workers)
+	var wg sync.WaitGroup
+	sub, err := nc.QueueSubscribe(SubscribeSubject, QueueGroup, func(msg *nats.Msg) {
+		sem <- struct{}{} // blocks the subscription: bounded work
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			reply := s.Handle(msg.Subject, msg.Data)
+			if msg.Reply == "" {
+				return
+			}
+			if err := msg.Respond(reply); err != nil {
+				s.log.Warn("bridge: reply not sent", "subject", msg.Subject, "err", err)
+			}
+		}()
+	})
+	if err != nil {
+		return fmt.Errorf("bridge: subscribe %s: %w", SubscribeSubject, err)
+	}
+	// The server's limit decides what a reply may hold.
+	if mp := int(nc.MaxPayload()); mp > 0 && mp-64<<10 < s.cfg.MaxReply {
+		s.cfg.MaxReply = max(mp-64<<10, mp/2)
+	}
+	<-ctx.Done()
+	err = sub.Drain()
+	wg.Wait()
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		return fmt.Errorf("bridge: drain: %w", err)
+	}
+	return nil
+}
+
+// Handle performs one request, received on subject with body data, and
+// returns the reply's JSON. It never panics on any input: every failure is
+// a reply with a code.
+func (s *Server) Handle(subject string, data []byte) (out []byte) {
+	start := s.cfg.Now()
+	var res any
+	op, agent, err := ParseSubject(subject)
+	if err != nil {
+		err = Errorf(CodeInvalid, "%v", err)
+	} else {
+		res, err = s.perform(op, agent, data)
+	}
+	if err != nil {
+		f := Failure(err)
+		level := slog.LevelInfo
+		if f.Code == CodeInternal || f.Code == CodeUnavailable {
+			level = slog.LevelWarn
+		}
+		s.log.Log(context.Background(), level, "bridge: request refused", "op", op, "agent", agent, "code", f.Code, "err", f.Error)
+		res = f
+	} else {
+		s.log.Debug("bridge: request served", "op", op, "agent", agent, "took", s.cfg.Now().Sub(start))
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		b, _ = json.Marshal(Failure(fmt.Errorf("encode reply: %w", err)))
+	}
+	return b
+}
+
+func (s *Server) perform(op, agent string, data []byte) (any, error) {
+	switch op {
+	case OpPost:
+		return s.post(agent, data)
+	case OpPresence:
+		return s.presence(agent, data)
+	case OpRead:
+		return s.read(data)
+	case OpWho:
+		return s.who(data)
+	case OpStatus:
+		return s.status(data)
+	case OpKill:
+		return s.kill(agent, data)
+	case OpClaim:
+		var req ClaimRequest
+		if err := DecodeRequest(data, &req); err != nil {
+			return nil, err
+		}
+		return nil, Errorf(CodeInvalid, "claim: not served by this bridge yet")
+	}
+	return nil, Errorf(CodeInvalid, "unknown op %q", op)
+}
+
+// classify turns a failure of the tree into a coded error.
+func classify(what string, err error) error {
+	var e *Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &e):
+		return err
+	case errors.Is(err, tree.ErrBadName), errors.Is(err, channel.ErrMalformed),
+		errors.Is(err, channel.ErrTooLarge), errors.Is(err, presence.ErrMalformed):
+		return Errorf(CodeInvalid, "%s: %v", what, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return Errorf(CodeNotFound, "%s: %v", what, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EIO),
+		errors.Is(err, syscall.EROFS), errors.Is(err, syscall.ESTALE), errors.Is(err, syscall.EAGAIN),
+		errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return Errorf(CodeUnavailable, "%s: %v", what, err)
+	}
+	return Errorf(CodeInternal, "%s: %v", what, err)
+}
+
+func (s *Server) post(agent string, data []byte) (any, error) {
+	var req PostRequest
+	if err := DecodeRequest(data, &req); err != nil {
+		return nil, err
+	}
+	if err := tree.CheckName("channel", req.Channel); err != nil {
+		return nil, Errorf(CodeInvalid, "post: %v", err)
+	}
+	if len(req.Message) == 0 {
+		return nil, Errorf(CodeInvalid, "post: no message")
+	}
+	m, err := channel.Decode(req.Message, "", req.Channel)
+	if err != nil {
+		return nil, Errorf(CodeInvalid, "post: %v", err)
+	}
+	n, err := channel.ParseID(m.ID)
+	if err != nil {
+		return nil, Errorf(CodeInvalid, "post: the message needs its id: %v", err)
+	}
+	switch {
+	case m.From != agent:
+		return nil, Errorf(CodeForbidden, "post: the message is from %q, not %q", m.From, agent)
+	case n.Agent != agent:
+		return nil, Errorf(CodeForbidden, "post: the message id %s is not %q's", m.ID, agent)
+	case m.SessionID != req.Channel:
+		return nil, Errorf(CodeInvalid, "post: the message's session_id is %q, not the channel %q", m.SessionID, req.Channel)
+	}
+	m.File = m.ID + ".json"
+	if m.Timestamp == "" {
+		m.Timestamp = n.Time.Format(channel.TimeFormat) // as Decode does for a file
+	}
+	if v := m.Verify(s.cfg.Verifier, req.Channel); v != signing.Verified {
+		return nil, Errorf(CodeForbidden, "post: %s's signature: %s", agent, v)
+	}
+	w := channel.Writer{Root: s.cfg.Root, Now: s.cfg.Now}
+	err = w.Post(&m)
+	if errors.Is(err, fs.ErrExist) {
+		old, lerr := channel.Lookup(s.cfg.Root, req.Channel, m.ID)
+		if lerr != nil {
+			return nil, classify("post: read the existing "+m.ID, lerr)
+		}
+		a, _ := old.Encode()
+		b, _ := m.Encode()
+		if !bytes.Equal(a, b) {
+			return nil, Errorf(CodeConflict, "post: another message has the id %s", m.ID)
+		}
+		return PostReply{Reply: Reply{OK: true}, ID: m.ID, Existed: true}, nil
+	}
+	if err != nil {
+		return nil, classify("post", err)
+	}
+	s.log.Info("bridge: posted", "channel", req.Channel, "msg", m.ID, "agent", agent)
+	return PostReply{Reply: Reply{OK: true}, ID: m.ID}, nil
+}
+
+func (s *Server) presence(agent string, data []byte) (any, error) {
+	var req PresenceRequest
+	if err := DecodeRequest(data, &req); err != nil {
+		return nil, err
+	}
+	if len(req.Presence) == 0 {
+		return nil, Errorf(CodeInvalid, "presence: no presence")
+	}
+	st, err := presence.Decode(req.Presence, "")
+	if err != nil {
+		return nil, Errorf(CodeInvalid, "presence: %v", err)
+	}
+	if st.AgentID != agent {
+		return nil, Errorf(CodeForbidden, "presence: the heartbeat is %q's, not %q's", st.AgentID, agent)
+	}
+	if v := st.Verify(s.cfg.Verifier, agent); v != signing.Verified {
+		return nil, Errorf(CodeForbidden, "presence: %s's signature: %s", agent, v)
+	}
+	if err := presence.Write(s.cfg.Root, st); err != nil {
+		return nil, classify("presence", err)
+	}
+	if s.cfg.Presence != nil {
+		_ = s.cfg.Presence(st) // a hint: the file is written; natsbus logs failures
+	}
+	return PresenceReply{Reply: Reply{OK: true}}, nil
+}
+
+// replyRoom is what a read reply's envelope takes besides its messages.
+const replyRoom = 256
+
+func (s *Server) read(data []byte) (any, error) {
+	var req ReadRequest
+	if err := DecodeRequest(data, &req); err != nil {
+		return nil, err
+	}
+	if err := tree.CheckName("channel", req.Channel); err != nil {
+		return nil, Errorf(CodeInvalid, "read: %v", err)
+	}
+	limit := req.Limit
+	switch {
+	case limit < 0:
+		return nil, Errorf(CodeInvalid, "read: limit %d is negative", limit)
+	case limit == 0:
+		limit = DefaultReadLimit
+	case limit > MaxReadLimit:
+		limit = MaxReadLimit
+	}
+	var msgs []channel.Message
+	var more int
+	var err error
+	if req.After == "" {
+		// Nothing comes after the newest: more stays 0.
+		msgs, _, _, err = channel.Newest(s.cfg.Root, req.Channel, limit, nil, nil)
+	} else {
+		if _, perr := channel.ParseID(req.After); perr != nil {
+			return nil, Errorf(CodeInvalid, "read: after: %v", perr)
+		}
+		msgs, more, _, err = channel.Following(s.cfg.Root, req.Channel, req.After, limit)
+	}
+	if err != nil {
+		return nil, classify("read", err)
+	}
+	out := ReadReply{Reply: Reply{OK: true}, Messages: []json.RawMessage{}, More: more > 0}
+	size := replyRoom
+	for i := range msgs {
+		b, err := msgs[i].Encode()
+		if err != nil {
+			return nil, classify("read: encode "+msgs[i].ID, err)
+		}
+		if len(b)+replyRoom > s.cfg.MaxReply {
+			b, _ = json.Marshal(Omitted{ID: msgs[i].Key(), Omitted: fmt.Sprintf("%d bytes: larger than a bridge reply", len(b))})
+		}
+		if size+len(b)+1 > s.cfg.MaxReply {
+			out.More = true
+			break
+		}
+		size += len(b) + 1
+		out.Messages = append(out.Messages, b)
+	}
+	return out, nil
+}
+
+func (s *Server) who(data []byte) (any, error) {
+	var req WhoRequest
+	if err := DecodeRequest(data, &req); err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	rows, err := delivery.Who(s.cfg.Root, nil, now, presence.DefaultStaleAfter, s.cfg.Host, func(msg string) {
+		s.log.Warn("bridge: who: " + msg)
+	})
+	if err != nil {
+		return nil, classify("who", err)
+	}
+	delivery.VerifyRows(s.cfg.Verifier, rows)
+	b, err := json.Marshal(delivery.WhoEntries(rows, now))
+	if err != nil {
+		return nil, classify("who: encode", err)
+	}
+	return WhoReply{Reply: Reply{OK: true}, Agents: b}, nil
+}
+
+func (s *Server) status(data []byte) (any, error) {
+	var req StatusRequest
+	if err := DecodeRequest(data, &req); err != nil {
+		return nil, err
+	}
+	if _, err := channel.ParseID(req.Message); err != nil {
+		return nil, Errorf(CodeInvalid, "status: %q is not a message id", req.Message)
+	}
+	ch, err := delivery.FindChannel(s.cfg.Root, req.Message)
+	if err != nil {
+		return nil, Errorf(CodeNotFound, "status: %v", err)
+	}
+	st, err := delivery.Of(s.cfg.Root, ch, req.Message, delivery.Options{Host: s.cfg.Host, Verifier: s.cfg.Verifier})
+	if err != nil {
+		return nil, classify("status", err)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, classify("status: encode", err)
+	}
+	return StatusReply{Reply: Reply{OK: true}, Status: b}, nil
+}
+
+func (s *Server) kill(agent string, data []byte) (any, error) {
+	var req KillRequest
+	if err := DecodeRequest(data, &req); err != nil {
+		return nil, err
+	}
+	if err := tree.CheckName("agent", req.Of); err != nil {
+		return nil, Errorf(CodeInvalid, "kill: of: %v", err)
+	}
+	if req.Job == "" || len(req.Kill) == 0 {
+		return nil, Errorf(CodeInvalid, "kill: needs job and kill")
+	}
+	var k jobs.Kill
+	if err := json.Unmarshal(req.Kill, &k); err != nil {
+		return nil, Errorf(CodeInvalid, "kill: %v", err)
+	}
+	if k.By != agent {
+		return nil, Errorf(CodeForbidden, "kill: the request is by %q, not %q", k.By, agent)
+	}
+	if v := k.Verify(s.cfg.Verifier, req.Of, req.Job); v != signing.Verified {
+		return nil, Errorf(CodeForbidden, "kill: %s's signature: %s", agent, v)
+	}
+	if err := jobs.WriteKill(s.cfg.Root, req.Of, req.Job, k); err != nil {
+		return nil, classify("kill", err)
+	}
+	return KillReply{Reply: Reply{OK: true}}, nil
+}
