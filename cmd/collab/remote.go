@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"time"
@@ -73,7 +74,9 @@ func remoteClient(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlag
 	if signer == nil && needKey {
 		return nil, fmt.Errorf("%s: %w", cmd, remote.ErrNoKey)
 	}
-	o, ok := nf.options(getenv, natsbus.ConnName(agent, hostname()), nil)
+	// A command's user wants to hear of trouble, not of each connect.
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	o, ok := nf.options(getenv, natsbus.ConnName(agent, hostname()), logger)
 	if !ok {
 		return nil, usageErrorf("%s --remote: no NATS server: use --nats URL or set NATS_URL", cmd)
 	}
@@ -81,7 +84,7 @@ func remoteClient(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlag
 	if state == "" {
 		state = remote.DefaultStateDir(agent, getenv)
 	}
-	c, err := remote.Dial(ctx, o, remote.Config{Agent: agent, Signer: signer, StateDir: state})
+	c, err := remote.Dial(ctx, o, remote.Config{Agent: agent, Signer: signer, StateDir: state, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
@@ -221,12 +224,12 @@ func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string
 	if err != nil {
 		return err
 	}
-	var entries []whoEntry
+	var entries []delivery.WhoEntry
 	if err := json.Unmarshal(raw, &entries); err != nil {
 		return fmt.Errorf("who: the bridge's answer: %w", err)
 	}
 	if len(names) > 0 {
-		entries = slices.DeleteFunc(entries, func(e whoEntry) bool { return !slices.Contains(names, e.Agent) })
+		entries = slices.DeleteFunc(entries, func(e delivery.WhoEntry) bool { return !slices.Contains(names, e.Agent) })
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -238,18 +241,20 @@ func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string
 		fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
 	}
 	now := time.Now()
-	rows := make([]whoRow, len(entries))
+	rows := make([]delivery.AgentRow, len(entries))
 	for i, e := range entries {
-		rows[i] = whoRow{agent: e.Agent, state: e.State, status: e.Status}
+		rows[i] = delivery.AgentRow{Agent: e.Agent, State: e.State, Status: e.Status}
 		if e.AgeSeconds != nil {
-			rows[i].age, rows[i].hasAge = time.Duration(*e.AgeSeconds)*time.Second, true
+			rows[i].Age, rows[i].HasAge = time.Duration(*e.AgeSeconds)*time.Second, true
 		}
 		if e.Status == nil && e.Host != "" {
-			rows[i].reg = &registry.Agent{ID: e.Agent, Host: e.Host, Role: e.Role}
+			rows[i].Reg = &registry.Agent{ID: e.Agent, Host: e.Host, Role: e.Role}
 		}
+		// The bridge's verdict; the keys behind an unsigned one are not
+		// known here, so only failed signatures are marked.
 		if v, ok := signing.ParseVerdict(e.Verdict); ok && e.Verdict != "" {
-			rows[i].verdict = v
-			rows[i].marked = v != signing.Verified && v != signing.Unsigned
+			rows[i].Verdict = v
+			rows[i].Marked = v != signing.Verified && v != signing.Unsigned
 		}
 	}
 	return whoTable(stdout, rows, now)
@@ -372,7 +377,7 @@ Flags:
 		entries []remote.Entry
 	}{{"waiting", waiting}, {"failed", failed}} {
 		for _, e := range l.entries {
-			line := fmt.Sprintf("%s  %s  %s  %s", l.what, cell(e.Op), cell(e.Describe()), presence.FormatTime(e.Queued))
+			line := fmt.Sprintf("%s  %s  %s  %s", l.what, cell(e.Op), tree.Printable(e.Describe()), presence.FormatTime(e.Queued))
 			if e.Refused != "" {
 				line += "  " + tree.Printable(e.Refused)
 			}
