@@ -330,6 +330,9 @@ func (c *Client) Read(ctx context.Context, ch, after string, limit int) (Page, e
 		if err == nil {
 			_, err = channel.ParseID(m.ID)
 		}
+		if err == nil && m.SessionID != ch {
+			err = fmt.Errorf("a message of channel %q", m.SessionID)
+		}
 		if err != nil {
 			c.cfg.Logger.Warn("skipped a message the bridge sent", "channel", ch, "err", err)
 			continue
