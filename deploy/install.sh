@@ -80,9 +80,11 @@ echo "installed $root/scripts: $(cd "$src/scripts" && echo *)"
 if [ -n "$systemd" ]; then
 	put "$src/deploy/collab-watcher@.service" /etc/systemd/system/collab-watcher@.service 0644
 	put "$src/deploy/collab-resume.service" /etc/systemd/system/collab-resume.service 0644
+	put "$src/deploy/collab-bridge.service" /etc/systemd/system/collab-bridge.service 0644
 	mkdir -p /etc/collab
 	[ -e /etc/collab/agent.env.example ] || cp "$src/deploy/agent.env.example" /etc/collab/agent.env.example
 	command -v systemctl >/dev/null 2>&1 && systemctl daemon-reload || true
 	echo "installed collab-watcher@.service; configure /etc/collab/AGENT.env, then: systemctl enable --now collab-watcher@AGENT"
 	echo "installed collab-resume.service (restarts delegated agents at boot): systemctl enable collab-resume"
+	echo "installed collab-bridge.service (serves hosts without the mount): configure /etc/collab/bridge.env, then: systemctl enable --now collab-bridge"
 fi

@@ -187,6 +187,7 @@ func commands() []command {
 		{"delegate", "hand work to a new agent in its own git worktree, and follow it", runDelegate},
 		{"resume", "restart this host's delegated agents whose watcher is gone", runResume},
 		{"serve", "serve a dashboard and a JSON API to people over HTTP", runServe},
+		{"bridge", "serve the tree over NATS to hosts without the mount", runBridge},
 		{"outbox", "list or resend a remote host's writes not yet acknowledged", runOutbox},
 	}
 }

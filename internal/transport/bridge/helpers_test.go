@@ -26,7 +26,7 @@ type env struct {
 	stray *signing.Signer // alice's key that the keyring does not know
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{root: tree.Root(t.TempDir()), keys: map[string]*signing.Signer{}}
 	e.ring = keyring.Open(filepath.Join(t.TempDir(), "keys"))
@@ -85,6 +85,19 @@ func postBody(t testing.TB, m channel.Message) []byte {
 	return b
 }
 
+// keyFor makes a key for agent and trusts it.
+func (e *env) keyFor(t *testing.T, agent string) *signing.Signer {
+	t.Helper()
+	k, err := signing.NewKey(filepath.Join(t.TempDir(), agent+".key"), agent, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ring.Trust(agent, k.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 // serve runs s on a new connection to url until the test ends.
 func serve(t *testing.T, s *Server, url string) *nats.Conn {
 	t.Helper()
@@ -92,6 +105,13 @@ func serve(t *testing.T, s *Server, url string) *nats.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	serveOn(t, s, nc)
+	return nc
+}
+
+// serveOn runs s on nc until the test ends, then closes nc.
+func serveOn(t *testing.T, s *Server, nc *nats.Conn) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, nc) }()
@@ -102,11 +122,13 @@ func serve(t *testing.T, s *Server, url string) *nats.Conn {
 		}
 		nc.Close()
 	})
-	// Wait until the subscription is known to the server.
+	// Wait until the subscription is made and known to the server.
+	for nc.NumSubscriptions() == 0 {
+		time.Sleep(time.Millisecond)
+	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return nc
 }
 
 func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/bridge"
+	"collab/internal/transport/natsbus"
+)
+
+func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("bridge", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab bridge --nats URL [--root DIR] [--workers N] [--backfill D]
+
+Serve the tree to hosts without the mount (README "Hosts without the
+mount"): answer the requests on collab.bridge.v1.OP.AGENT (post, presence,
+read, who, status, kill), in the queue group collab-bridge, by doing each on
+the files as the local commands do; and publish every message that lands in
+any channel to the stream CHAT (create it first: collab nats init). Only
+files signed by the acting agent's key, trusted in the keyring, are
+written. Runs until SIGINT or SIGTERM; several bridges on several hosts
+share the load.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	nf := addNATSFlags(fs)
+	rootf := rootFlag(fs)
+	ringf := keyringFlag(fs)
+	backfill := fs.Duration("backfill", bridge.DefaultBackfill, "on the first start, publish each channel's messages this recent")
+	workers := fs.Int("workers", bridge.DefaultWorkers, "requests performed at once")
+	logLevel := fs.String("log-level", defaultLogLevel, "debug, info, warn or error")
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("bridge: unexpected argument %q", fs.Arg(0))
+	}
+	if *workers <= 0 || *backfill <= 0 {
+		return usageErrorf("bridge: --workers and --backfill must be positive")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageErrorf("bridge: --log-level %q: use debug, info, warn or error", *logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	host := hostname()
+	o, ok := nf.options(getenv, natsbus.ConnName("bridge", host), logger)
+	if !ok {
+		return usageErrorf("bridge: no server: use --nats URL or set NATS_URL")
+	}
+	root := tree.Resolve(*rootf, getenv)
+	if err := root.Check(); err != nil {
+		return fmt.Errorf("bridge: %w", err)
+	}
+	o.KeepTrying = true // a bridge started before the server waits for it
+	b, err := natsbus.Connect(ctx, o)
+	if err != nil {
+		return fmt.Errorf("bridge: %w", err)
+	}
+	defer b.Close()
+
+	srv := bridge.New(bridge.Config{
+		Root: root, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr),
+		Workers: *workers, Host: host, Logger: logger,
+		Presence: b.PublishPresence,
+	})
+	pub := &bridge.Publisher{Root: root, Stream: b, StateFile: bridge.StatePath(root, host), Backfill: *backfill, Logger: logger}
+	logger.Info("bridge: serving", "root", string(root), "subjects", bridge.SubscribeSubject, "queue", bridge.QueueGroup, "workers", *workers)
+
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() {
+		errs[0] = srv.Serve(ctx, b.Conn())
+		cancel()
+	})
+	wg.Go(func() {
+		errs[1] = pub.Run(ctx)
+		cancel()
+	})
+	wg.Wait()
+	return errors.Join(errs...)
+}

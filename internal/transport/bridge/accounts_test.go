@@ -1,0 +1,126 @@
+package bridge
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"collab/internal/testsupport/natstest"
+)
+
+// accountsConf returns deploy/nats/accounts.conf with the remote agent
+// template instantiated for agents, and every password variable replaced
+// by "pw-" and the user's name.
+func accountsConf(t *testing.T, agents ...string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../../deploy/nats/accounts.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(data)
+	const begin, end = "# BEGIN remote agent template", "# END remote agent template"
+	i, j := strings.Index(conf, begin), strings.Index(conf, end)
+	if i < 0 || j < i {
+		t.Fatal("accounts.conf: no remote agent template")
+	}
+	var tmpl []string
+	for _, l := range strings.Split(conf[i:j], "\n")[1:] {
+		l = strings.TrimSpace(l)
+		if s, ok := strings.CutPrefix(l, "# "); ok && strings.HasPrefix(strings.TrimSpace(s), "{") || len(tmpl) > 0 {
+			tmpl = append(tmpl, strings.TrimPrefix(l, "# "))
+		}
+	}
+	block := strings.Join(tmpl, "\n")
+	var users strings.Builder
+	for _, a := range agents {
+		users.WriteString(strings.ReplaceAll(strings.ReplaceAll(block, "$COLLAB_REMOTE_AGENT_PASSWORD", `"pw-remote-`+a+`"`), "AGENT", a))
+		users.WriteString("\n")
+	}
+	conf = conf[:j] + users.String() + conf[j:]
+	conf = strings.ReplaceAll(conf, "$COLLAB_NATS_PASSWORD", `"pw-collab"`)
+	conf = strings.ReplaceAll(conf, "$COLLAB_BRIDGE_PASSWORD", `"pw-bridge"`)
+	return conf
+}
+
+// TestAccountsTemplate: with deploy/nats/accounts.conf, agent a's user
+// cannot publish on b's request subjects nor read b's replies, a forged
+// body on a's own subject is refused by the bridge, and a's own signed
+// post goes through.
+func TestAccountsTemplate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(path, []byte(accountsConf(t, "a", "b")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("accounts.conf: %v", err)
+	}
+	srv := natstest.Start(t, true, func(o *server.Options) {
+		o.Accounts, o.Users, o.Nkeys = parsed.Accounts, parsed.Users, parsed.Nkeys
+	})
+	e := newEnv(t)
+	ka, kb := e.keyFor(t, "a"), e.keyFor(t, "b")
+	bnc, err := nats.Connect(srv.URL(), nats.UserInfo("bridge", "pw-bridge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bnc.Close()
+	s := e.server(Config{})
+	serveOn(t, s, bnc)
+
+	errs := make(chan error, 10)
+	anc := connect(t, srv.URL(), nats.UserInfo("remote-a", "pw-remote-a"), nats.CustomInboxPrefix(InboxPrefix("a")),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
+
+	// b's subject: the server refuses the publish (an async permission
+	// error), no bridge sees it, no file.
+	body := postBody(t, msg("b", "dev", "a posing as b", kb))
+	if _, err := anc.Request(RequestSubject(OpPost, "b"), body, 500*time.Millisecond); err == nil {
+		t.Fatal("a's request on b's subject was answered")
+	}
+	select {
+	case err := <-errs:
+		if !errors.Is(err, nats.ErrPermissionViolation) && !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+			t.Fatalf("error %v, want a permissions violation", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no permissions violation reported")
+	}
+	if _, err := os.Stat(e.root.Channel("dev")); err == nil {
+		t.Fatal("a file was written")
+	}
+	// b's reply inbox is not a's to read.
+	if _, err := anc.SubscribeSync("_INBOX.collab.b.>"); err == nil {
+		anc.Flush()
+		select {
+		case err := <-errs:
+			if !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+				t.Fatalf("subscribe to b's inbox: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("subscribing to b's inbox was allowed")
+		}
+	}
+
+	// a's own subject with b's message: the bridge refuses it.
+	var r Reply
+	m, err := anc.Request(RequestSubject(OpPost, "a"), body, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if json.Unmarshal(m.Data, &r); r.OK || r.Code != CodeForbidden {
+		t.Fatalf("forged body on a's subject: %s", m.Data)
+	}
+	// a's own signed message goes through.
+	m, err = anc.Request(RequestSubject(OpPost, "a"), postBody(t, msg("a", "dev", "a itself", ka)), 5*time.Second)
+	if err != nil || !strings.Contains(string(m.Data), `"ok":true`) {
+		t.Fatalf("a's own post: %v %s", err, m.Data)
+	}
+}
