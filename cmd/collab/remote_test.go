@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"collab/channel"
@@ -25,9 +26,9 @@ import (
 
 // startBridge serves root's tree to the NATS server at url until the
 // returned stop is called (or the test ends).
-func startBridge(t *testing.T, root tree.Root, url string) (stop func()) {
+func startBridge(t *testing.T, root tree.Root, url string, opts ...nats.Option) (stop func()) {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,17 +36,17 @@ func startBridge(t *testing.T, root tree.Root, url string) (stop func()) {
 	srv := bridge.New(bridge.Config{Root: root, Verifier: signing.NewVerifier(keyring.Open(root.Keys())), Host: "mounted"})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, nc) }()
-	// Serve has subscribed once a request finds a responder.
+	// Serve has subscribed once the connection has a subscription and
+	// the server has seen it (a flush).
 	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := nc.Request(bridge.RequestSubject(bridge.OpWho, "probe"), []byte("{}"), time.Second)
-		if err == nil {
-			break
-		}
+	for nc.NumSubscriptions() == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the bridge does not answer: %v", err)
+			t.Fatal("the bridge does not subscribe")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	stopped := false
 	stop = func() {
@@ -340,5 +341,100 @@ func TestRemoteCannotPostAsAnother(t *testing.T) {
 	}
 	if got := channelFiles(t, s.root, "dev"); len(got) != 0 {
 		t.Errorf("%d messages on the mount, want none", len(got))
+	}
+}
+
+// scopedAccounts returns deploy/nats/accounts.conf with its remote agent
+// template made for agent, every password "pw-" and the user's name.
+func scopedAccounts(t *testing.T, agent string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../deploy/nats/accounts.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(data)
+	const begin, end = "# BEGIN remote agent template", "# END remote agent template"
+	i, j := strings.Index(conf, begin), strings.Index(conf, end)
+	if i < 0 || j < i {
+		t.Fatal("accounts.conf: no remote agent template")
+	}
+	var block []string
+	for _, l := range strings.Split(conf[i:j], "\n")[1:] {
+		l = strings.TrimSpace(l)
+		if rest, ok := strings.CutPrefix(l, "# "); ok && (len(block) > 0 || strings.HasPrefix(rest, "{")) {
+			block = append(block, rest)
+		}
+	}
+	user := strings.ReplaceAll(strings.Join(block, "\n"), "$COLLAB_REMOTE_AGENT_PASSWORD", `"pw-remote-AGENT"`)
+	conf = conf[:j] + strings.ReplaceAll(user, "AGENT", agent) + "\n" + conf[j:]
+	conf = strings.ReplaceAll(conf, "$COLLAB_NATS_PASSWORD", `"pw-collab"`)
+	return strings.ReplaceAll(conf, "$COLLAB_BRIDGE_PASSWORD", `"pw-bridge"`)
+}
+
+// TestRemoteScopedUser: with deploy/nats/accounts.conf, the remote agent's
+// own user (its subjects, its inbox prefix, the stream's consumer API)
+// is enough for send, read --follow, who and status --remote.
+func TestRemoteScopedUser(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(path, []byte(scopedAccounts(t, "rem")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("accounts.conf: %v", err)
+	}
+	url := natstest.Start(t, true, func(o *server.Options) {
+		o.Accounts, o.Users, o.Nkeys = parsed.Accounts, parsed.Users, parsed.Nkeys
+	}).URL()
+	root := tree.Root(newTree(t))
+	mounted := map[string]string{"COLLAB_ROOT": string(root), "NATS_URL": url, "NATS_USER": "collab", "NATS_PASSWORD": "pw-collab"}
+	if r := runCollab(t, mounted, "", "nats", "init"); r.code != 0 {
+		t.Fatalf("nats init: %d %s", r.code, r.stderr)
+	}
+	_, keyPath := trustKeyFile(t, root, "rem")
+	absent := filepath.Join(t.TempDir(), "no-such-mount")
+	env := map[string]string{"COLLAB_ROOT": absent, "NATS_URL": url, "NATS_USER": "remote-rem", "NATS_PASSWORD": "pw-remote-rem",
+		"COLLAB_KEY": keyPath, "COLLAB_AGENT": "rem", "COLLAB_REMOTE": "1", "COLLAB_STATE_DIR": filepath.Join(t.TempDir(), "state")}
+	startBridge(t, root, url, nats.UserInfo("bridge", "pw-bridge"))
+
+	r := runCollab(t, env, "", "send", "--channel", "dev", "scoped hello")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("send --remote as remote-rem: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if _, err := channel.Lookup(root, "dev", id); err != nil {
+		t.Fatal(err)
+	}
+	if r = runCollab(t, env, "", "status", id); r.code != 0 || !strings.Contains(r.stdout, id) {
+		t.Errorf("status --remote: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r = runCollab(t, env, "", "who", "--json"); r.code != 0 {
+		t.Errorf("who --remote: exit %d, %q", r.code, r.stderr)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		err := run(ctx, []string{"read", "--channel", "dev", "--follow"}, func(k string) string { return env[k] }, strings.NewReader(""), out, errb)
+		done <- exitCode(err, errb)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "  scoped hello\n") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := runCollab(t, mounted, "", "send", "--agent", "m", "--channel", "dev", "from the mount"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	for !strings.Contains(out.String(), "  from the mount\n") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 0 || !strings.Contains(out.String(), "  from the mount\n") {
+		t.Errorf("read --remote --follow as remote-rem: exit %d, %q %q", code, out.String(), errb.String())
+	}
+	if _, err := os.Stat(absent); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--root touched: %v", err)
 	}
 }
