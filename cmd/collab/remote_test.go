@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,24 +130,33 @@ func TestRemoteSendOutbox(t *testing.T) {
 	if r = runCollab(t, s.env, "", "outbox", "flush"); r.code != exitQueued {
 		t.Errorf("outbox flush with the bridge down: exit %d, %q; want 5", r.code, r.stderr)
 	}
+	// NATS itself cannot be reached: queued the same way.
+	noNATS := maps.Clone(s.env)
+	noNATS["NATS_URL"] = "nats://127.0.0.1:1"
+	r = runCollab(t, noNATS, "", "send", "--channel", "dev", "queued without NATS")
+	if r.code != exitQueued || !strings.Contains(r.stderr, "kept in the outbox") {
+		t.Fatalf("send with NATS down: exit %d, %q; want 5", r.code, r.stderr)
+	}
 	if got := channelFiles(t, s.root, "dev"); len(got) != 0 {
 		t.Fatalf("%d messages on the mount while the bridge is down", len(got))
 	}
 
 	startBridge(t, s.root, s.url)
 	r = runCollab(t, s.env, "", "outbox", "flush")
-	if r.code != 0 || !strings.Contains(r.stderr, "sent 1 queued write") {
+	if r.code != 0 || !strings.Contains(r.stderr, "sent 2 queued write") {
 		t.Fatalf("outbox flush: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 	if r = runCollab(t, s.env, "", "outbox", "flush"); r.code != 0 || strings.Contains(r.stderr, "sent") {
 		t.Errorf("second flush: exit %d, %q", r.code, r.stderr)
 	}
 	got := channelFiles(t, s.root, "dev")
-	if len(got) != 1 || got[0].Content.Text != "queued while down" || got[0].From != "rem" {
-		t.Fatalf("on the mount: %+v, want the queued message once", got)
+	if len(got) != 2 || got[0].Content.Text != "queued while down" || got[1].Content.Text != "queued without NATS" || got[0].From != "rem" {
+		t.Fatalf("on the mount: %+v, want the queued messages once each, in order", got)
 	}
-	if verdict := got[0].Verify(v, "dev"); verdict != signing.Verified {
-		t.Errorf("the delivered message: %v, want verified", verdict)
+	for _, m := range got {
+		if verdict := m.Verify(v, "dev"); verdict != signing.Verified {
+			t.Errorf("delivered message %s: %v, want verified", m.ID, verdict)
+		}
 	}
 
 	// The bridge is up: sent at once, id printed.
@@ -159,8 +169,8 @@ func TestRemoteSendOutbox(t *testing.T) {
 	if err != nil || m.Verify(v, "dev") != signing.Verified || m.Content.Text != "hello from afar" {
 		t.Errorf("message %s on the mount: %+v, %v", id, m, err)
 	}
-	if got := channelFiles(t, s.root, "dev"); len(got) != 2 {
-		t.Errorf("%d messages on the mount, want 2", len(got))
+	if got := channelFiles(t, s.root, "dev"); len(got) != 3 {
+		t.Errorf("%d messages on the mount, want 3", len(got))
 	}
 	s.noRootTouched(t)
 }
