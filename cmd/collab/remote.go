@@ -333,6 +333,9 @@ Flags:
 	if state == "" {
 		state = remote.DefaultStateDir(who, getenv)
 	}
+	if state == "" {
+		return usageErrorf("outbox: no state directory: use --state-dir or set HOME")
+	}
 	if sub == "flush" {
 		// remoteClient resends the outbox and reports it.
 		c, err := remoteClient(ctx, "outbox flush", rf, nf, who, "", false, getenv, stderr)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -105,7 +106,7 @@ func New(c Config) (*Client, error) {
 		return nil, fmt.Errorf("remote: the key is %s's, not %s's", c.Signer.Agent(), c.Agent)
 	}
 	if c.StateDir == "" || c.Requester == nil {
-		return nil, errors.New("remote: a client needs a state directory and a requester")
+		return nil, errors.New("remote: a client needs a state directory (--state-dir, or a home for the default) and a requester")
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
@@ -162,11 +163,20 @@ func (c *Client) Agent() string { return c.cfg.Agent }
 func (c *Client) OutboxPath() string { return c.box.dir }
 
 // DefaultStateDir returns agent's state directory:
-// $XDG_STATE_HOME/collab/remote/AGENT, or ~/.local/state/… when unset.
+// $XDG_STATE_HOME/collab/remote/AGENT, or ~/.local/state/… when unset
+// (as signing.DefaultKeyPath finds the home). It is "" when no home is
+// known either: never a folder relative to the working directory.
 func DefaultStateDir(agent string, getenv func(string) string) string {
 	base := getenv("XDG_STATE_HOME")
 	if base == "" {
-		base = filepath.Join(getenv("HOME"), ".local", "state")
+		home := getenv("HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		if home == "" {
+			return ""
+		}
+		base = filepath.Join(home, ".local", "state")
 	}
 	return filepath.Join(base, "collab", "remote", agent)
 }

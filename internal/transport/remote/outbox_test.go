@@ -335,3 +335,23 @@ func TestDedup(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultStateDir(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"xdg", map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, "/s/collab/remote/a"},
+		{"home", map[string]string{"HOME": "/h"}, "/h/.local/state/collab/remote/a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DefaultStateDir("a", func(k string) string { return tc.env[k] }); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := DefaultStateDir("a", func(string) string { return "" }); got != "" && !filepath.IsAbs(got) {
+		t.Errorf("no home: %q, want an absolute path or none", got)
+	}
+}
