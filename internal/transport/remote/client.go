@@ -209,21 +209,79 @@ func retryable(err error) bool {
 	return true // no reply, or a local failure to send
 }
 
+// maxRenames bounds the new ids a post takes after conflicts.
+const maxRenames = 10
+
 // deliver sends an entry: removed after ok, moved to failed/ when refused
-// for good, else kept (a *QueuedError).
-func (c *Client) deliver(ctx context.Context, e Entry, out interface{ Err() error }) error {
-	err := c.request(ctx, e.Op, e.Body, out)
-	switch {
-	case err == nil:
-		return c.box.remove(e.Name)
-	case retryable(err):
-		return &QueuedError{Path: c.box.path(e.Name), Err: err}
+// for good, else kept (a *QueuedError). A post refused as a conflict (an
+// other message already has its id: ids have 65,536 names per agent and
+// second) is sealed again under a new id, which replaces the entry, and
+// sent again: the entry finally sent is returned.
+func (c *Client) deliver(ctx context.Context, e Entry, out interface{ Err() error }) (Entry, error) {
+	for try := 0; ; try++ {
+		err := c.request(ctx, e.Op, e.Body, out)
+		var be *bridge.Error
+		switch {
+		case err == nil:
+			return e, c.box.remove(e.Name)
+		case retryable(err):
+			return e, &QueuedError{Path: c.box.path(e.Name), Err: err}
+		case errors.As(err, &be) && be.Code == bridge.CodeConflict && e.Op == bridge.OpPost && c.cfg.Signer != nil && try < maxRenames:
+			renamed, rerr := c.rename(e)
+			if rerr == nil {
+				e = renamed
+				continue
+			}
+			err = errors.Join(err, rerr)
+		}
+		path, ferr := c.box.fail(e, err.Error())
+		if ferr != nil {
+			return e, errors.Join(err, ferr)
+		}
+		return e, fmt.Errorf("refused, moved to %s: %w", path, err)
 	}
-	path, ferr := c.box.fail(e, err.Error())
-	if ferr != nil {
-		return errors.Join(err, ferr)
+}
+
+// rename seals a post's message again under a new id and replaces its
+// entry: the new entry is published before the old one is removed, so a
+// crash in between leaves both, and both are sent (two copies, never
+// none).
+func (c *Client) rename(e Entry) (Entry, error) {
+	var r bridge.PostRequest
+	if err := json.Unmarshal(e.Body, &r); err != nil {
+		return e, fmt.Errorf("rename: %w", err)
 	}
-	return fmt.Errorf("refused, moved to %s: %w", path, err)
+	m, err := channel.Decode(r.Message, "", r.Channel)
+	if err != nil {
+		return e, fmt.Errorf("rename: %w", err)
+	}
+	m.ID, m.Timestamp, m.File = "", "", ""
+	w := channel.Writer{Signer: c.cfg.Signer, Now: c.cfg.Now}
+	data, err := w.Seal(&m)
+	if err != nil {
+		return e, fmt.Errorf("rename: %w", err)
+	}
+	body, err := json.Marshal(bridge.PostRequest{Channel: r.Channel, Message: data})
+	if err != nil {
+		return e, fmt.Errorf("rename: %w", err)
+	}
+	n, err := c.box.add(bridge.OpPost, body)
+	if err != nil {
+		return e, err
+	}
+	return n, c.box.remove(e.Name)
+}
+
+// postID returns the id of the message a post entry carries.
+func postID(e Entry) string {
+	var r bridge.PostRequest
+	var m struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(e.Body, &r) == nil {
+		_ = json.Unmarshal(r.Message, &m)
+	}
+	return m.ID
 }
 
 // Post signs m as the client's agent (filling in its id, time and
@@ -251,10 +309,21 @@ func (c *Client) Post(ctx context.Context, m *channel.Message) (string, error) {
 		return "", fmt.Errorf("post: %w", err)
 	}
 	var r bridge.PostReply
-	if err := c.deliver(ctx, e, &r); err != nil {
-		return m.ID, fmt.Errorf("post %s: %w", m.ID, err)
+	sent, err := c.deliver(ctx, e, &r)
+	id := postID(sent)
+	if err != nil {
+		return id, fmt.Errorf("post %s: %w", id, err)
 	}
-	return m.ID, nil
+	if id != m.ID { // renamed after a conflict: m is what was posted
+		var pr bridge.PostRequest
+		if json.Unmarshal(sent.Body, &pr) == nil {
+			if fixed, err := channel.Decode(pr.Message, "", pr.Channel); err == nil {
+				fixed.File = fixed.ID + ".json"
+				*m = fixed
+			}
+		}
+	}
+	return id, nil
 }
 
 // Kill asks agent of's watcher to kill job: kill is the kill file's JSON,
@@ -272,7 +341,7 @@ func (c *Client) Kill(ctx context.Context, of, job string, kill json.RawMessage)
 		return fmt.Errorf("kill: %w", err)
 	}
 	var r bridge.KillReply
-	if err := c.deliver(ctx, e, &r); err != nil {
+	if _, err := c.deliver(ctx, e, &r); err != nil {
 		return fmt.Errorf("kill %s: %w", job, err)
 	}
 	return nil
@@ -403,10 +472,10 @@ func (c *Client) Flush(ctx context.Context) FlushResult {
 			continue
 		}
 		var r bridge.Reply
-		err := c.deliver(ctx, e, &r)
+		sent, err := c.deliver(ctx, e, &r)
 		switch {
 		case err == nil:
-			res.Sent = append(res.Sent, e)
+			res.Sent = append(res.Sent, sent)
 		case errors.Is(err, ErrQueued):
 			res.Left = len(entries) - i
 			res.Err = err

@@ -43,6 +43,11 @@
 //     [ErrQueued]. A refusal that must not be retried (invalid, forbidden,
 //     conflict, not-found) moves the entry to failed/, never deleting it
 //     silently, and the error wraps the [*bridge.Error].
+//   - A post refused as a conflict (another message already has its id;
+//     an agent has 65,536 names a second, so a fast sender can clash) is
+//     sealed again under a new id and sent again, at most 10 times: the
+//     new entry is published before the old one is removed (a crash in
+//     between sends both: a copy, never a loss).
 //   - [Client.Flush] resends the outbox oldest first and stops at the first
 //     entry that stays queued (the bridge is unreachable: the rest would
 //     fail too, and the order is kept), within [FlushBudget].

@@ -132,8 +132,12 @@ func TestPost(t *testing.T) {
 			if _, perr := channel.ParseID(id); perr != nil {
 				t.Errorf("id %q: %v", id, perr)
 			}
-			if got := f.sent; len(got) != 1 || got[0] != "collab.bridge.v1.post.a" {
-				t.Errorf("sent %v, want one post on a's subject", got)
+			tries := 1
+			if tc.refused == bridge.CodeConflict {
+				tries += maxRenames // a new id each time
+			}
+			if got := f.sent; len(got) != tries || got[0] != "collab.bridge.v1.post.a" {
+				t.Errorf("sent %v, want %d posts on a's subject", got, tries)
 			}
 			box := filepath.Join(state, OutboxDir)
 			if got := names(t, box); len(got) != tc.outbox {
@@ -353,5 +357,43 @@ func TestDefaultStateDir(t *testing.T) {
 	}
 	if got := DefaultStateDir("a", func(string) string { return "" }); got != "" && !filepath.IsAbs(got) {
 		t.Errorf("no home: %q, want an absolute path or none", got)
+	}
+}
+
+// A post whose id another message already has (a conflict) is sealed
+// again under a new id, its entry replaced, and sent: never lost to
+// failed/ for a name clash.
+func TestPostConflictRenames(t *testing.T) {
+	state := t.TempDir()
+	conflicts := 2
+	f := &fakeBridge{answer: func(s string, d []byte) ([]byte, error) {
+		if conflicts > 0 {
+			conflicts--
+			return refuse(bridge.CodeConflict)(s, d)
+		}
+		return ok(s, d)
+	}}
+	c := newTestClient(t, f, state)
+	m := msg("clash")
+	id, err := c.Post(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.sent) != 3 || len(f.posted) != 1 || f.posted[0] != id || m.ID != id || m.Signature == nil {
+		t.Errorf("sent %d, posted %v, returned %s, message %s", len(f.sent), f.posted, id, m.ID)
+	}
+	if e, _ := c.Outbox(); len(e) != 0 {
+		t.Errorf("outbox %+v", e)
+	}
+	if e, _ := c.Failed(); len(e) != 0 {
+		t.Errorf("failed %+v", e)
+	}
+	// Without end: after maxRenames new ids, failed/.
+	f.answer = refuse(bridge.CodeConflict)
+	if _, err := c.Post(context.Background(), msg("always")); err == nil || errors.Is(err, ErrQueued) {
+		t.Fatalf("Post: %v, want a refusal", err)
+	}
+	if e, _ := c.Failed(); len(e) != 1 {
+		t.Errorf("failed %+v, want the post", e)
 	}
 }
