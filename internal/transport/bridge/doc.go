@@ -59,6 +59,10 @@
 // returned as OMITTED, {"id": ID, "omitted": "N bytes: larger than a bridge
 // reply"}.
 //
+// claim is specified for the watcher of a remote host (the next slice of
+// README "Hosts without the mount"); this bridge does not serve it yet and
+// answers it with invalid.
+//
 // who and status answer what `collab who --json` and `collab status
 // --json MESSAGE` print.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -51,6 +52,9 @@ func newEnv(t testing.TB) *env {
 
 func (e *env) server(cfg Config) *Server {
 	cfg.Root, cfg.Verifier = e.root, e.v
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	return New(cfg)
 }
 
@@ -99,7 +103,7 @@ func (e *env) keyFor(t *testing.T, agent string) *signing.Signer {
 }
 
 // serve runs s on a new connection to url until the test ends.
-func serve(t *testing.T, s *Server, url string) *nats.Conn {
+func serve(t testing.TB, s *Server, url string) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -110,7 +114,7 @@ func serve(t *testing.T, s *Server, url string) *nats.Conn {
 }
 
 // serveOn runs s on nc until the test ends, then closes nc.
-func serveOn(t *testing.T, s *Server, nc *nats.Conn) {
+func serveOn(t testing.TB, s *Server, nc *nats.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -131,7 +135,7 @@ func serveOn(t *testing.T, s *Server, nc *nats.Conn) {
 	}
 }
 
-func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {
+func connect(t testing.TB, url string, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,6 +17,8 @@ import (
 	"collab/channel"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
+	"collab/watcher"
 )
 
 // Stream is what the publisher needs of natsbus's Bus.
@@ -40,7 +44,8 @@ const (
 // duplicate window, receivers dedupe by id) and never skips. A channel
 // without a cursor (the first start, or a channel that appeared since) is
 // published from Backfill ago. A message the server refuses as too big is
-// logged and left to the read op.
+// logged and left to the read op. Channels are polled every Poll, and at
+// once when fsnotify reports a file made on this host.
 type Publisher struct {
 	Root      tree.Root
 	Stream    Stream
@@ -53,6 +58,7 @@ type Publisher struct {
 	readers map[string]*channel.Reader
 	pending map[string][]channel.Message // returned by a reader, not acked yet
 	dirty   bool
+	waiting bool // for the stream, said once
 }
 
 // StatePath returns the publisher's state file of host under root.
@@ -102,13 +108,24 @@ func (p *Publisher) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(p.Poll)
 	defer t.Stop()
+	// Local writes are hinted by fsnotify (a poll at once); writes of
+	// other NFS hosts are found by the poll, which is the truth.
+	wake := make(chan struct{}, 1)
+	var watched []string
+	stopWatch := func() {}
+	defer func() { stopWatch() }()
 	for {
 		p.step(ctx, st)
+		if chans := slices.Sorted(maps.Keys(p.readers)); !slices.Equal(chans, watched) {
+			stopWatch()
+			stopWatch, watched = p.watch(ctx, chans, wake), chans
+		}
 		select {
 		case <-ctx.Done():
 			p.save()
 			return nil
 		case <-t.C:
+		case <-wake:
 		}
 	}
 }
@@ -122,9 +139,13 @@ func (p *Publisher) step(ctx context.Context, st state) {
 	}
 	p.discover(st)
 	if !p.Stream.JetStream() {
-		p.Logger.Debug("bridge: no stream; publishing waits")
+		if !p.waiting {
+			p.Logger.Warn("bridge: no stream " + natsbus.StreamName + " (collab nats init creates it); publishing waits for it")
+		}
+		p.waiting = true
 		return
 	}
+	p.waiting = false
 	for ch, r := range p.readers {
 		if ctx.Err() != nil {
 			return
@@ -148,6 +169,26 @@ func (p *Publisher) step(ctx context.Context, st state) {
 	if p.dirty {
 		p.save()
 	}
+}
+
+// watch sends to wake whenever fsnotify sees a file made in one of
+// chans, until the returned stop is called.
+func (p *Publisher) watch(ctx context.Context, chans []string, wake chan struct{}) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := watcher.FSNotify{Root: p.Root}.Watch(ctx, chans, func(string, string) {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil {
+			p.Logger.Warn("bridge: no fsnotify hints; polling only", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // flush publishes ch's pending messages in order, and reports whether

@@ -163,3 +163,17 @@ func TestPublisher(t *testing.T) {
 		parity(t, b, root, ch)
 	}
 }
+
+// TestPublisherHints: with a poll that never comes, a file made on this
+// host is published on fsnotify's word.
+func TestPublisherHints(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	srv := natstest.Start(t, true, nil)
+	b := bus(t, srv.URL())
+	foreign(t, root, "dev", "before", time.Now())
+	stop := runPublisher(t, &Publisher{Root: root, Stream: b, StateFile: StatePath(root, "h"), Poll: time.Hour})
+	defer stop()
+	parity(t, b, root, "dev")
+	foreign(t, root, "dev", "after", time.Now())
+	parity(t, b, root, "dev")
+}

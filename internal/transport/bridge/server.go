@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -78,8 +79,14 @@ func New(cfg Config) *Server {
 // Serve subscribes [SubscribeSubject] in [QueueGroup] on nc and answers
 // requests with at most Workers at once, until ctx is done; then it stops
 // taking requests, waits for those under way, and returns nil. A request
-// without a reply subject is performed and not answered.
+// without a reply subject is performed and not answered. Serve is called
+// once per Server.
 func (s *Server) Serve(ctx context.Context, nc *nats.Conn) error {
+	// The server's limit decides what a reply may hold (set before any
+	// request is served).
+	if mp := int(nc.MaxPayload()); mp > 0 && mp-64<<10 < s.cfg.MaxReply {
+		s.cfg.MaxReply = max(mp-64<<10, mp/2)
+	}
 	sem := make(chan struct{}, s.cfg.Workers)
 	var wg sync.WaitGroup
 	sub, err := nc.QueueSubscribe(SubscribeSubject, QueueGroup, func(msg *nats.Msg) {
@@ -98,10 +105,6 @@ func (s *Server) Serve(ctx context.Context, nc *nats.Conn) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bridge: subscribe %s: %w", SubscribeSubject, err)
-	}
-	// The server's limit decides what a reply may hold.
-	if mp := int(nc.MaxPayload()); mp > 0 && mp-64<<10 < s.cfg.MaxReply {
-		s.cfg.MaxReply = max(mp-64<<10, mp/2)
 	}
 	<-ctx.Done()
 	err = sub.Drain()
@@ -122,7 +125,7 @@ func (s *Server) Handle(subject string, data []byte) (out []byte) {
 	if err != nil {
 		err = Errorf(CodeInvalid, "%v", err)
 	} else {
-		res, err = s.perform(op, agent, data)
+		res, err = s.performSafely(op, agent, data)
 	}
 	if err != nil {
 		f := Failure(err)
@@ -140,6 +143,18 @@ func (s *Server) Handle(subject string, data []byte) (out []byte) {
 		b, _ = json.Marshal(Failure(fmt.Errorf("encode reply: %w", err)))
 	}
 	return b
+}
+
+// performSafely is perform, with a panic (a bug) answered as internal
+// instead of ending the bridge.
+func (s *Server) performSafely(op, agent string, data []byte) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("bridge: panic serving a request", "op", op, "agent", agent, "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, Errorf(CodeInternal, "the bridge failed on this request")
+		}
+	}()
+	return s.perform(op, agent, data)
 }
 
 func (s *Server) perform(op, agent string, data []byte) (any, error) {

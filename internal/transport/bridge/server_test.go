@@ -179,7 +179,11 @@ func TestRead(t *testing.T) {
 // commands.
 func TestPresenceKillWhoStatus(t *testing.T) {
 	e := newEnv(t)
-	s := e.server(Config{Host: "mounted"})
+	var published []string
+	s := e.server(Config{Host: "mounted", Presence: func(st presence.Status) error {
+		published = append(published, st.AgentID)
+		return nil
+	}})
 	st := presence.Status{AgentID: "alice", State: presence.StateAwake, Substate: presence.SubIdle, Host: "laptop", Channel: "dev"}
 	st.Sign(e.keys["alice"])
 	raw, _ := st.Encode()
@@ -196,6 +200,9 @@ func TestPresenceKillWhoStatus(t *testing.T) {
 	body2, _ := json.Marshal(PresenceRequest{Presence: raw2})
 	if r := handle(t, s, OpPresence, "alice", body2, nil); r.Code != CodeForbidden {
 		t.Fatalf("unsigned presence: %+v", r)
+	}
+	if len(published) != 1 || published[0] != "alice" {
+		t.Fatalf("heartbeats published: %v; want alice's one", published)
 	}
 
 	var who WhoReply
@@ -283,12 +290,12 @@ func TestTwoBridges(t *testing.T) {
 	var mu sync.Mutex
 	existed := 0
 	for i := range n {
-		m := msg("alice", "dev", fmt.Sprintf("burst %d", i), e.keys["alice"])
+		body := postBody(t, msg("alice", "dev", fmt.Sprintf("burst %d", i), e.keys["alice"]))
 		for range 2 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				msg, err := nc.Request(RequestSubject(OpPost, "alice"), postBody(t, m), 10*time.Second)
+				msg, err := nc.Request(RequestSubject(OpPost, "alice"), body, 10*time.Second)
 				if err != nil {
 					t.Errorf("post %d: %v", i, err)
 					return
