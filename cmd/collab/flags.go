@@ -114,8 +114,8 @@ func parse(fs *pflag.FlagSet, args []string, getenv env) error {
 // disk under the mount point.
 func checkRoot(fs *pflag.FlagSet, getenv env) error {
 	f := fs.Lookup("root")
-	if f == nil || fs.Name() == "collab init" {
-		return nil
+	if f == nil || fs.Name() == "collab init" || remoteOn(fs) {
+		return nil // --remote: no tree is touched
 	}
 	return tree.Resolve(f.Value.String(), getenv).Check()
 }

@@ -24,6 +24,7 @@
 //	collab delegate --repo DIR [--title T] [--wait] PROMPT  a new agent in its own git worktree
 //	collab delegate ls|status|send|stop|rm ID …            follow the delegated sessions
 //	collab resume                                          restart this host's delegated agents
+//	collab outbox  [ls|flush] --agent A                    a remote host's unacknowledged writes
 //
 // Run "collab COMMAND --help" for a command's flags.
 //
@@ -35,7 +36,8 @@
 // serve); --json prints what the command prints as JSON. Exit codes: 0 ok,
 // 1 failure, 2 usage error, 3 nothing there or a timeout (no reply, no
 // ready task), 4 refused (a claim held by another, a write whose version
-// no longer matches).
+// no longer matches), 5 queued (send --remote: the bridge cannot be
+// reached; the message waits in the outbox).
 package main
 
 import (
@@ -186,6 +188,7 @@ func commands() []command {
 		{"resume", "restart this host's delegated agents whose watcher is gone", runResume},
 		{"serve", "serve a dashboard and a JSON API to people over HTTP", runServe},
 		{"bridge", "serve the tree over NATS to hosts without the mount", runBridge},
+		{"outbox", "list or resend a remote host's writes not yet acknowledged", runOutbox},
 	}
 }
 

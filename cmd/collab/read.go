@@ -38,6 +38,13 @@ verify'); "(unknown key)" is a signature by a sender with no trusted key.
 --json adds "verdict" to each message: verified, unsigned, bad-signature,
 unknown-key or revoked-key.
 
+With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
+channel is read through a bridge over NATS (--nats), as --agent: the
+newest --limit messages (default 50), or with --since ID every message
+after ID, page by page; --follow then reads new messages from the CHAT
+stream. --root is not used; signatures are checked against --keyring (a
+copy of the tree's keys), else shown as not verified here.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -50,6 +57,8 @@ Flags:
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
 	poll := fs.Duration("poll", watcher.DefaultPoll, "how often --follow looks for new messages (a watcher's poll)")
 	nf := addNATSFlags(fs)
+	rf := addRemoteFlags(fs)
+	ragent := remoteAgentFlag(fs)
 	ringf := keyringFlag(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
@@ -72,6 +81,14 @@ Flags:
 		return err
 	}
 	root := tree.Resolve(*rootf, getenv)
+	if rf.on {
+		if *archive {
+			return usageErrorf("read: --archive does not work with --remote")
+		}
+		p := printer{w: stdout, errw: stderr, json: *asJSON, channel: *ch,
+			verifier: verifierFor(root, openKeyring(root, *ringf), stderr)}
+		return readRemote(ctx, rf, nf, *ragent, *ch, *since, *limit, *follow, p, getenv, stderr)
+	}
 	opt := channel.ReaderOptions{}
 	if !*follow {
 		opt.Retries = 1 // one look: report a bad file now, not after retries

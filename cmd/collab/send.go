@@ -34,6 +34,13 @@ addressee (see 'collab status') is printed on standard error, and it ends
 at once with exit 4 when every addressee is refused, failed or
 undeliverable. A guard notice is not taken for the reply.
 
+With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
+message is signed with the sender's key (required), kept in the outbox
+(--state-dir) and posted through a bridge over NATS (--nats); --root is
+not used. Exit 5 when the bridge cannot be reached: the message stays in
+the outbox and is sent by the next remote command or 'collab outbox
+flush --remote'.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -51,6 +58,7 @@ Flags:
 	poll := fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply")
 	keyf := keyFlag(fs)
 	nf := addNATSFlags(fs)
+	rf := addRemoteFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -113,6 +121,9 @@ Flags:
 	m.Metadata.Hops = watcher.RunHops(getenv) + 1
 	if *wait {
 		m.SetAwaitReply()
+	}
+	if rf.on {
+		return sendRemote(ctx, rf, nf, *keyf, m, *replyTo, *wait, *asJSON, getenv, stdout, stderr)
 	}
 	if *replyTo != "" {
 		if parent, err := channel.Lookup(root, *ch, *replyTo); err == nil {

@@ -38,12 +38,19 @@ A message to "all" that names no one is a broadcast: it has no addressee.
 Without --channel (or $COLLAB_CHANNEL) the message is looked for in every
 channel. Exit 0 when the message is found, 3 when it is not.
 
+With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
+status is asked of a bridge over NATS (--nats), as --agent; --root is not
+used.
+
 Flags:
 `)
 		flags.PrintDefaults()
 	}
 	ch := channelFlag(flags, "the message's channel (default: look in every channel)")
 	asJSON := flags.Bool("json", false, "print the status as JSON: channel, id, from, to, time, broadcast, addressees")
+	rf := addRemoteFlags(flags)
+	nf := addNATSFlags(flags)
+	ragent := remoteAgentFlag(flags)
 	rootf := rootFlag(flags)
 	ringf := keyringFlag(flags)
 	if err := parse(flags, args, getenv); err != nil {
@@ -55,6 +62,9 @@ Flags:
 	id := flags.Arg(0)
 	if _, err := channel.ParseID(id); err != nil {
 		return usageErrorf("status: %q is not a message id", id)
+	}
+	if rf.on {
+		return statusRemote(ctx, rf, nf, *ragent, id, *asJSON, getenv, stdout, stderr)
 	}
 	root := tree.Resolve(*rootf, getenv)
 	if *ch != "" {

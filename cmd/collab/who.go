@@ -64,6 +64,10 @@ its heartbeat does not verify (a forged heartbeat). With
 the oldest message AGENT's watcher holds unanswered is older than D: a
 stuck agent, not only a dead one.
 
+With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
+agents are asked of a bridge over NATS (--nats), as --agent; --root is not
+used, and --check is not available.
+
 Flags:
 `)
 		flags.PrintDefaults()
@@ -74,6 +78,9 @@ Flags:
 	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
 	maxBacklogAge := flags.Duration("max-backlog-age", 0, "with --check: fail when the oldest unanswered message is older than this (0: no limit)")
+	rf := addRemoteFlags(flags)
+	nf := addNATSFlags(flags)
+	ragent := remoteAgentFlag(flags)
 	rootf := rootFlag(flags)
 	ringf := keyringFlag(flags)
 	if err := parse(flags, args, getenv); err != nil {
@@ -103,6 +110,12 @@ Flags:
 	}
 	if staleAfter <= 0 {
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
+	}
+	if rf.on {
+		if flags.Changed("check") {
+			return usageErrorf("who: --check does not work with --remote yet")
+		}
+		return whoRemote(ctx, rf, nf, *ragent, names, *asJSON, getenv, stdout, stderr)
 	}
 	root := tree.Resolve(*rootf, getenv)
 	host := hostname() // no name: no PID is checked

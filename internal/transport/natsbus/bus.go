@@ -115,6 +115,11 @@ type Options struct {
 	// failing. An authorization failure is always returned at once.
 	KeepTrying bool
 
+	// InboxPrefix replaces "_INBOX" as the prefix of request reply
+	// subjects (nats.CustomInboxPrefix), so a server's permissions can
+	// allow a user replies on its own inboxes only.
+	InboxPrefix string
+
 	Logger *slog.Logger // default slog.Default()
 }
 
@@ -287,6 +292,9 @@ func (b *Bus) natsOptions(o Options) ([]nats.Option, error) {
 		nats.ReconnectErrHandler(b.onReconnectErr),
 		nats.ClosedHandler(func(*nats.Conn) { closeOnce(b.closed) }),
 		nats.ErrorHandler(b.onAsyncErr),
+	}
+	if o.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	switch {
 	case o.CredsFile != "":

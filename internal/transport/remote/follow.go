@@ -1,0 +1,101 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"collab/channel"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/natsbus"
+)
+
+// followMargin is how far before its start time Follow asks the stream
+// for messages: the stream's times are the server's, the ids' the
+// writers'; the ids seen are dropped anyway.
+const followMargin = 5 * time.Second
+
+// maxSeen bounds the ids Follow remembers to drop repeats.
+const maxSeen = 10000
+
+// Follow calls fn with each new message of ch in the CHAT stream from
+// start on, in the stream's order, until ctx ends (nil) or fn fails (its
+// error). Messages whose ids are in seen, or that were delivered already,
+// are dropped. The consumer is an ordered one: it is recreated after a
+// reconnect and resumes where it stopped.
+func (c *Client) Follow(ctx context.Context, ch string, start time.Time, seen []string, fn func(channel.Message) error) error {
+	if err := tree.CheckName("channel", ch); err != nil {
+		return fmt.Errorf("follow: %w", err)
+	}
+	if c.cfg.Stream == nil {
+		return errors.New("follow: no stream connection")
+	}
+	from := start.Add(-followMargin)
+	cons, err := c.cfg.Stream.OrderedConsumer(ctx, natsbus.StreamName, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{natsbus.ChatSubject(ch)},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &from,
+	})
+	if err != nil {
+		return fmt.Errorf("follow %s: stream %s: %w", ch, natsbus.StreamName, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", ch, err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	d := newDedup(maxSeen)
+	for _, id := range seen {
+		d.add(id)
+	}
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("follow %s: %w", ch, err)
+		}
+		m, err := natsbus.Decode(msg.Subject(), msg.Headers(), msg.Data())
+		if err != nil {
+			c.cfg.Logger.Warn("skipped a stream message", "channel", ch, "err", err)
+			continue
+		}
+		if !d.add(m.ID) {
+			continue
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+}
+
+// dedup remembers the last n ids added.
+type dedup struct {
+	set  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newDedup(n int) *dedup {
+	return &dedup{set: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+// add records id and reports whether it is new.
+func (d *dedup) add(id string) bool {
+	if _, ok := d.set[id]; ok {
+		return false
+	}
+	if old := d.ring[d.next]; old != "" {
+		delete(d.set, old)
+	}
+	d.ring[d.next] = id
+	d.next = (d.next + 1) % len(d.ring)
+	d.set[id] = struct{}{}
+	return true
+}
