@@ -52,10 +52,6 @@ const (
 	outMargin = time.Minute
 	// keysEvery is how many polls pass between two reads of the keyring.
 	keysEvery = 5
-	// catchUpPages bounds one channel's catch-up from the files (of
-	// bridge.MaxReadLimit messages each); the rest is read at the next
-	// catch-up.
-	catchUpPages = 200
 )
 
 // ConsumerName returns the durable consumer name of agent's mirror.
@@ -99,8 +95,9 @@ type MirrorConfig struct {
 // retention is a configured limit: the files have none; detected when the
 // stream's first sequence is past the last one the mirror had, kept in
 // STATE/mirror-state.json) page the channel from the files on the mount
-// with the bridge's read op, after the newest message in the mirror (none:
-// the newest page only). The second case is logged once as a warning:
+// with the bridge's read op, from a minute before the stream time of the
+// last message the mirror had (unknown: after the newest message in the
+// mirror; none: the newest page only). The second case is logged once as a warning:
 // "the stream no longer holds messages since T ... caught up from the
 // files through the bridge".
 //
@@ -523,7 +520,7 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 	}
 	if gap || fresh {
 		for _, ch := range m.cfg.Channels {
-			if err := m.catchUp(ctx, ch); err != nil {
+			if err := m.catchUp(ctx, ch, since); err != nil {
 				return err
 			}
 		}
@@ -554,19 +551,26 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 	return nil
 }
 
-// catchUp pages ch from the files on the mount, after the newest message
-// of the mirror (none: the newest page only), into the mirror.
-func (m *Mirror) catchUp(ctx context.Context, ch string) error {
-	newest, _, _, err := channel.Newest(m.root, ch, 1, nil, nil)
-	if err != nil {
-		return &localError{fmt.Errorf("catch up %s: %w", ch, err)}
-	}
+// catchUp pages ch from the files on the mount into the mirror: from
+// outMargin before since, the stream's time of the last message the
+// mirror had (zero: after the newest message in the mirror; none: the
+// newest page only). Not the mirror's newest file when since is known:
+// that may be the agent's own reply, newer than what was missed.
+func (m *Mirror) catchUp(ctx context.Context, ch string, since time.Time) error {
 	after, limit := "", bridge.DefaultReadLimit
-	if len(newest) > 0 {
-		after, limit = newest[0].Key(), bridge.MaxReadLimit
+	if !since.IsZero() {
+		after, limit = channel.NewID(m.cfg.Agent, since.Add(-outMargin), "0000"), bridge.MaxReadLimit
+	} else {
+		newest, _, _, err := channel.Newest(m.root, ch, 1, nil, nil)
+		if err != nil {
+			return &localError{fmt.Errorf("catch up %s: %w", ch, err)}
+		}
+		if len(newest) > 0 {
+			after, limit = newest[0].Key(), bridge.MaxReadLimit
+		}
 	}
 	n := 0
-	for range catchUpPages {
+	for ctx.Err() == nil {
 		p, err := m.cfg.Client.Read(ctx, ch, after, limit)
 		if err != nil {
 			return err
@@ -859,6 +863,7 @@ func (m *Mirror) queueChannel(ch string) error {
 		id := strings.TrimSuffix(c.name, ".json")
 		m.mu.Lock()
 		_, came := m.fromIn[id]
+		delete(m.fromIn, id) // in the cursor from now on
 		m.mu.Unlock()
 		if !came {
 			data, _, err := d.ReadFile(c.name, channel.MaxMessageSize)

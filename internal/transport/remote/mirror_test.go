@@ -290,6 +290,13 @@ func TestMirrorGap(t *testing.T) {
 	for i := range 5 {
 		ids = append(ids, m.post(t, "bob", fmt.Sprintf("while away %d", i)).ID)
 	}
+	// The agent's own reply, newer than what the mirror missed, written
+	// in the mirror meanwhile: the catch-up must not start after it.
+	reply := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "late"}}
+	later := func() time.Time { return time.Now().Add(5 * time.Second) }
+	if err := (&channel.Writer{Root: h.root(), Signer: m.keys["alice"], Now: later}).Post(&reply); err != nil {
+		t.Fatal(err)
+	}
 	js, err := jetstream.New(m.bus.Conn())
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +314,8 @@ func TestMirrorGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start(t)
-	eventually(t, "caught up", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 6 })
+	eventually(t, "caught up", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 7 })
+	eventually(t, "the reply on the mount", func() bool { return fileCount(t, m.root.Channel("dev"), "msg-") == 7 })
 	for _, id := range ids {
 		if readFile(filepath.Join(h.root().Channel("dev"), id+".json")) == nil {
 			t.Fatalf("%s lost", id)
