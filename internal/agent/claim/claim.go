@@ -194,6 +194,49 @@ type Store struct {
 	Trust    signing.Policy
 	Log      *slog.Logger
 	OnForged func(channel, id, what string, owner string, verdict signing.Verdict)
+
+	// Dirs opens the claims folders (nil: the files under Root, Files).
+	Dirs Dirs
+}
+
+// Dir is what a Store does in one agent's claims folder of one channel,
+// ROOT/claims/C/A/: the operations of [safedir.Dir] of the same names,
+// with their contracts (Publish never replaces and fails with
+// [fs.ErrExist] when the name is taken; Replace and Publish are atomic
+// and durable when they return; ReadFile reads at most limit bytes and
+// returns the file's info, whose ModTime dates a torn claim; a missing
+// file is [fs.ErrNotExist]). A *safedir.Dir is one; a folder on the mount
+// reached through a bridge is another (package remote).
+type Dir interface {
+	Publish(name string, data []byte, perm fs.FileMode) error
+	Replace(name string, data []byte, perm fs.FileMode) error
+	ReadFile(name string, limit int64) ([]byte, fs.FileInfo, error)
+	Lstat(name string) (fs.FileInfo, error)
+	Close() error
+}
+
+// Dirs opens agent's claims folder of channel, creating it if create (a
+// folder that does not exist is [fs.ErrNotExist] otherwise). The Store
+// has validated both names.
+type Dirs interface {
+	OpenClaims(channel, agent string, create bool) (Dir, error)
+}
+
+// Files is the Dirs of the files under a Root.
+type Files struct{ Root tree.Root }
+
+// OpenClaims opens Root/claims/channel/agent/ with package safedir.
+func (f Files) OpenClaims(channel, agent string, create bool) (Dir, error) {
+	path := f.Root.AgentClaims(channel, agent)
+	open := safedir.Open
+	if create {
+		open = safedir.Create
+	}
+	d, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 func (s *Store) now() time.Time {
@@ -217,7 +260,7 @@ func (s *Store) alive(pid int) bool {
 	return proc.PIDAlive(pid)
 }
 
-func (s *Store) dir(channel, id string, create bool) (*safedir.Dir, error) {
+func (s *Store) dir(channel, id string, create bool) (Dir, error) {
 	if err := tree.CheckName("channel", channel); err != nil {
 		return nil, err
 	}
@@ -227,11 +270,10 @@ func (s *Store) dir(channel, id string, create bool) (*safedir.Dir, error) {
 	if err := tree.CheckName("agent", s.Self.Agent); err != nil {
 		return nil, err
 	}
-	path := s.Root.AgentClaims(channel, s.Self.Agent)
-	if create {
-		return safedir.Create(path)
+	if s.Dirs != nil {
+		return s.Dirs.OpenClaims(channel, s.Self.Agent, create)
 	}
-	return safedir.Open(path)
+	return Files{Root: s.Root}.OpenClaims(channel, s.Self.Agent, create)
 }
 
 // checkID refuses a message id that could not name a message file.
@@ -257,7 +299,7 @@ func genName(id string, g int) string {
 
 // current reads the claim of message id: its highest generation, gen. gen
 // is -1 when there is no claim.
-func current(d *safedir.Dir, id string) (c Claim, gen int, err error) {
+func current(d Dir, id string) (c Claim, gen int, err error) {
 	return highest("takeovers", func(g int) (Claim, error) {
 		c, _, err := read(d, genName(id, g))
 		return c, err
@@ -458,7 +500,7 @@ func (s *Store) RenewReply(channel, id, taken, reply string) (replyID string, fr
 
 // publishToken publishes token gen naming reply, or, if another poster
 // published it first, returns the id that one names.
-func (s *Store) publishToken(d *safedir.Dir, channel, id string, gen int, reply string) (string, bool, error) {
+func (s *Store) publishToken(d Dir, channel, id string, gen int, reply string) (string, bool, error) {
 	t := Token{Reply: reply, Owner: s.Self, Time: s.now()}
 	t.Signature = s.Signer.Sign(t.Payload(channel, s.Self.Agent, id, gen))
 	data, err := json.Marshal(t)
@@ -489,11 +531,11 @@ func tokenName(id string, gen int) string {
 
 // currentToken reads the highest reply token of message id; gen is -1
 // when there is none.
-func currentToken(d *safedir.Dir, id string) (t Token, gen int, err error) {
+func currentToken(d Dir, id string) (t Token, gen int, err error) {
 	return highest("reply tokens", func(g int) (Token, error) { return readToken(d, tokenName(id, g)) })
 }
 
-func readToken(d *safedir.Dir, name string) (Token, error) {
+func readToken(d Dir, name string) (Token, error) {
 	raw, _, err := d.ReadFile(name, maxFile)
 	if err != nil {
 		return Token{}, err
@@ -533,7 +575,7 @@ func (s *Store) Token(channel, id string) (Token, error) {
 	return t, err
 }
 
-func publish(d *safedir.Dir, name string, c Claim) error {
+func publish(d Dir, name string, c Claim) error {
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -541,7 +583,7 @@ func publish(d *safedir.Dir, name string, c Claim) error {
 	return d.Publish(name, data, 0o666)
 }
 
-func read(d *safedir.Dir, name string) (Claim, []byte, error) {
+func read(d Dir, name string) (Claim, []byte, error) {
 	raw, fi, err := d.ReadFile(name, maxFile)
 	if err != nil {
 		return Claim{}, nil, err

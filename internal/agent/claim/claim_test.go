@@ -77,7 +77,11 @@ func owner(host, instance string) claim.Owner {
 
 // store is a Store of o on root with clock clk whose PIDs are all alive.
 func store(root tree.Root, o claim.Owner, clk *clock) *claim.Store {
-	return &claim.Store{Root: root, Self: o, Grace: grace, Now: clk.Now, Alive: func(int) bool { return true }}
+	s := &claim.Store{Root: root, Self: o, Grace: grace, Now: clk.Now, Alive: func(int) bool { return true }}
+	if viaBridge {
+		s.Dirs, s.Signer = bridgeDirs(root, o.Agent), bridgeKey
+	}
+	return s
 }
 
 func claimDir(root tree.Root, ch string) string {

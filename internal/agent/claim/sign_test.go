@@ -31,6 +31,10 @@ func signedStores(t *testing.T, root tree.Root, clk *clock, trust signing.Policy
 	for _, s := range []*claim.Store{a, b} {
 		s.Signer, s.Verifier, s.Trust = key, v, trust
 	}
+	if viaBridge { // the bridge takes a's and b's key; the forger writes on the files
+		trustForBridge(key)
+		forger.Dirs, forger.Signer = nil, nil
+	}
 	return a, b, forger
 }
 

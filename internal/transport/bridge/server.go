@@ -133,6 +133,9 @@ func (s *Server) Handle(subject string, data []byte) (out []byte) {
 		if f.Code == CodeInternal || f.Code == CodeUnavailable {
 			level = slog.LevelWarn
 		}
+		if op == OpClaimFS && (f.Code == CodeNotFound || f.Code == CodeConflict) {
+			level = slog.LevelDebug // how every claim looks for the next generation, and loses a race
+		}
 		s.log.Log(context.Background(), level, "bridge: request refused", "op", op, "agent", agent, "code", f.Code, "err", f.Error)
 		res = f
 	} else {
@@ -175,6 +178,8 @@ func (s *Server) perform(op, agent string, data []byte) (any, error) {
 		return s.status(data)
 	case OpKill:
 		return s.kill(agent, data)
+	case OpClaimFS:
+		return s.claimFS(agent, data)
 	case OpClaim:
 		var req ClaimRequest
 		if err := DecodeRequest(data, &req); err != nil {

@@ -36,7 +36,7 @@ const (
 )
 
 // Ops lists every op of protocol v1.
-var Ops = []string{OpPost, OpPresence, OpRead, OpWho, OpStatus, OpKill, OpClaim}
+var Ops = []string{OpPost, OpPresence, OpRead, OpWho, OpStatus, OpKill, OpClaim, OpClaimFS}
 
 // KnownOp reports whether op is one of [Ops].
 func KnownOp(op string) bool {
