@@ -118,10 +118,18 @@ type MirrorConfig struct {
 // since a floor a minute before the newest) is in STATE/mirror-state.json,
 // written atomically after the entries are in the outbox, so a restart
 // queues again at worst (a copy on the wire, one file on the mount). The
-// presence file is sent when it changed, the latest only. Seen files and
-// claims are not the mirror's: they go to the mount through the claims
-// opener (bridge op claimfs). The folders are watched with fsnotify, and
-// polled every Poll.
+// presence file is sent when it changed, the latest only. The agent's seen
+// files, Dir/claims/C/AGENT/M.seen (delivery.MarkSeen writes them under
+// the watcher's Root), are published on the mount with the bridge op
+// claimfs, oldest first, retried each poll until the bridge answers (one
+// already there is the first, kept); their cursor is by modification time.
+// Claim generations and reply tokens are not the mirror's: the watcher's
+// claims opener makes them on the mount. The channel and presence folders
+// are watched with fsnotify, and everything is polled every Poll.
+//
+// [Mirror.CaughtUp] is closed once the consumer first has nothing pending
+// (after any catch-up from the files) and the keyring copy is in place:
+// the watcher may start then.
 //
 // When Run's context ends, the outbox is drained within [DrainBudget].
 type Mirror struct {
@@ -136,6 +144,9 @@ type Mirror struct {
 	lastPre []byte              // the presence file last sent
 	queued  bool                // the outbox is waiting for the bridge, said once
 	wake    chan struct{}       // the mirror out has something to look at
+	caught  chan struct{}       // closed by the first catch-up (CaughtUp)
+	keysOK  bool                // the keyring was copied once
+	once    sync.Once
 }
 
 // mirrorState is the file MirrorStateFile.
@@ -148,6 +159,9 @@ type mirrorState struct {
 	// Out is, per channel, what the mirror out has queued: Sent holds the
 	// ids queued whose time is at or after Floor.
 	Out map[string]*outCursor `json:"out"`
+	// Seen is, per channel, the agent's seen files sent: Sent holds the
+	// names whose modification time is at or after Floor.
+	Seen map[string]*outCursor `json:"seen,omitempty"`
 }
 
 type outCursor struct {
@@ -200,7 +214,7 @@ func NewMirror(c MirrorConfig) (*Mirror, error) {
 	return &Mirror{
 		cfg: c, root: root, log: c.Logger,
 		fromIn: map[string]struct{}{}, warned: map[string]bool{},
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), caught: make(chan struct{}), keysOK: c.LocalKeys,
 	}, nil
 }
 
@@ -275,6 +289,11 @@ func (m *Mirror) load() error {
 	}
 	return nil
 }
+
+// CaughtUp is closed once the mirror has caught up the first time: the
+// consumer has nothing pending, the files were read where the stream
+// could not answer, and the keyring copy is in Dir/keys.
+func (m *Mirror) CaughtUp() <-chan struct{} { return m.caught }
 
 // save writes the state atomically; the caller holds m.mu or is alone.
 func (m *Mirror) save() error {
@@ -419,6 +438,11 @@ func sleep(ctx context.Context, d time.Duration) {
 // inOnce is one turn of the mirror in: the keyring and kills (by poll),
 // the stream's gaps, one fetch.
 func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int) error {
+	if !m.cfg.LocalKeys && tick%keysEvery == 0 {
+		if err := m.syncKeys(ctx); err != nil {
+			return err
+		}
+	}
 	if *cons == nil {
 		c, fresh, err := m.consumer(ctx)
 		if err != nil {
@@ -430,11 +454,6 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 			return err
 		}
 		*cons = c
-	}
-	if !m.cfg.LocalKeys && tick%keysEvery == 0 {
-		if err := m.syncKeys(ctx); err != nil {
-			return err
-		}
 	}
 	if err := m.syncKills(ctx); err != nil {
 		return err
@@ -541,6 +560,9 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 	if ci.NumPending == 0 && ci.NumAckPending == 0 {
 		m.mu.Lock()
 		defer m.mu.Unlock()
+		if m.keysOK {
+			m.once.Do(func() { close(m.caught) })
+		}
 		if info.State.LastSeq > m.st.StreamSeq {
 			m.st.StreamSeq, m.st.StreamTime = info.State.LastSeq, info.State.LastTime.UTC()
 			if err := m.save(); err != nil {
@@ -626,6 +648,9 @@ func (m *Mirror) syncKeys(ctx context.Context) error {
 			return &localError{fmt.Errorf("keys: %w", err)}
 		}
 	}
+	m.mu.Lock()
+	m.keysOK = true
+	m.mu.Unlock()
 	if r.More {
 		return nil // a partial list: nothing is removed
 	}
@@ -791,6 +816,9 @@ func (m *Mirror) outOnce(ctx context.Context) error {
 			return &localError{err}
 		}
 	}
+	if err := m.sendSeen(ctx); err != nil {
+		return &localError{err}
+	}
 	if entries, err := m.cfg.Client.Outbox(); err == nil && len(entries) > 0 {
 		res := m.cfg.Client.Flush(ctx)
 		for _, r := range res.Refused {
@@ -932,4 +960,119 @@ func (m *Mirror) sendPresence(ctx context.Context) {
 	m.mu.Lock()
 	m.lastPre = data
 	m.mu.Unlock()
+}
+
+// sendSeen publishes the agent's seen files that the watcher wrote in
+// Dir/claims/C/AGENT/ on the mount (bridge op claimfs, as the claims
+// opener does; a seen file already there is the first one, kept), oldest
+// first; one the bridge cannot take now is tried again next poll. The
+// cursor is by modification time (the local disk's clock): a seen file
+// may be of an old message.
+func (m *Mirror) sendSeen(ctx context.Context) error {
+	entries, err := os.ReadDir(filepath.Join(string(m.root), "claims"))
+	if err != nil {
+		return nil // no claims folder: nothing seen yet
+	}
+	for _, e := range entries {
+		ch := e.Name()
+		if !e.IsDir() || !tree.ValidName(ch) {
+			continue
+		}
+		if err := m.sendSeenIn(ctx, ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Mirror) sendSeenIn(ctx context.Context, ch string) error {
+	m.mu.Lock()
+	cur := &outCursor{}
+	if c := m.st.Seen[ch]; c != nil {
+		cur = &outCursor{Floor: c.Floor, Sent: slices.Clone(c.Sent)}
+	}
+	m.mu.Unlock()
+	d, err := safedir.Open(m.root.AgentClaims(ch, m.cfg.Agent))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	sent := make(map[string]bool, len(cur.Sent))
+	for _, n := range cur.Sent {
+		sent[n] = true
+	}
+	type cand struct {
+		name string
+		t    time.Time
+	}
+	var cands []cand
+	err = d.ReadDirBatches(256, func(entries []fs.DirEntry) error {
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".seen") || sent[e.Name()] || safedir.IsTemp(e.Name()) {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil || fi.ModTime().Before(cur.Floor) {
+				continue
+			}
+			cands = append(cands, cand{e.Name(), fi.ModTime()})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return a.t.Compare(b.t) })
+	dir, err := m.cfg.Client.ClaimDirs().OpenClaims(ch, m.cfg.Agent, false)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	changed := false
+	for _, c := range cands {
+		data, _, err := d.ReadFile(c.name, 64<<10)
+		if err != nil {
+			continue
+		}
+		err = dir.Publish(c.name, data, 0o666)
+		var be *bridge.Error
+		switch {
+		case err == nil, errors.Is(err, fs.ErrExist):
+		case errors.As(err, &be) && !be.Retryable():
+			m.log.Error("mirror: the bridge refused a seen file; not sent", "channel", ch, "file", c.name, "err", err)
+		default:
+			m.log.Debug("mirror: a seen file waits for the bridge", "channel", ch, "file", c.name, "err", err)
+			goto save // in order: the rest waits too
+		}
+		cur.Sent = append(cur.Sent, c.name)
+		if t := c.t.Add(-outMargin); t.After(cur.Floor) {
+			cur.Floor = t
+		}
+		changed = true
+	}
+save:
+	if !changed {
+		return nil
+	}
+	keep := cur.Sent[:0]
+	for _, n := range cur.Sent {
+		fi, err := d.Lstat(n)
+		if err == nil && !fi.ModTime().Before(cur.Floor) {
+			keep = append(keep, n)
+		}
+	}
+	cur.Sent = keep
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.st.Seen == nil {
+		m.st.Seen = map[string]*outCursor{}
+	}
+	m.st.Seen[ch] = cur
+	return m.save()
 }

@@ -16,7 +16,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"collab/channel"
+	"collab/internal/agent/claim"
 	"collab/internal/agent/jobs"
+	"collab/internal/delivery"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
@@ -179,6 +181,16 @@ func (h *remoteHost) start(t *testing.T) (stop func() error) {
 		return rerr
 	}
 	t.Cleanup(func() { _ = stop() })
+	select {
+	case <-mr.CaughtUp():
+	case err := <-done:
+		t.Fatalf("the mirror stopped before it caught up: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the mirror never caught up")
+	}
+	if readFile(filepath.Join(h.root().Keys(), "alice.json")) == nil {
+		t.Fatal("caught up without the keyring")
+	}
 	return stop
 }
 
@@ -327,8 +339,8 @@ func TestMirrorGap(t *testing.T) {
 }
 
 // TestMirrorOut: a reply the agent's watcher writes in the mirror reaches
-// the mount once, signed, also after a restart; its presence reaches the
-// mount.
+// the mount once, signed, also after a restart; its presence and its
+// seen file reach the mount.
 func TestMirrorOut(t *testing.T) {
 	m := newMount(t)
 	h := newRemote(t, m)
@@ -358,6 +370,14 @@ func TestMirrorOut(t *testing.T) {
 	pre := filepath.Join(m.root.Presence(), "alice.json")
 	eventually(t, "presence on the mount", func() bool {
 		return bytes.Equal(readFile(pre), readFile(filepath.Join(h.root().Presence(), "alice.json")))
+	})
+	seenOwner := claim.Owner{Agent: "alice", Host: "laptop", PID: 7, Instance: "i1"}
+	if err := delivery.MarkSeen(h.root(), "dev", in.ID, seenOwner, time.Now(), "", "", m.keys["alice"]); err != nil {
+		t.Fatal(err)
+	}
+	seen := filepath.Join(m.root.AgentClaims("dev", "alice"), in.ID+".seen")
+	eventually(t, "seen file on the mount", func() bool {
+		return bytes.Equal(readFile(seen), readFile(filepath.Join(h.root().AgentClaims("dev", "alice"), in.ID+".seen")))
 	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
