@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -50,19 +51,41 @@ func (l *logBuf) String() string {
 // and its stream publisher on an embedded JetStream server; alice (the
 // remote agent) and bob are trusted in its keyring.
 type mount struct {
-	root  tree.Root
-	url   string
-	srv   *natstest.Server
-	bus   *natsbus.Bus
-	keys  map[string]*signing.Signer
-	stray *signing.Signer // bob's name, a key nobody trusts
+	root   tree.Root
+	url    string
+	srv    *natstest.Server
+	bus    *natsbus.Bus
+	keys   map[string]*signing.Signer
+	stray  *signing.Signer // bob's name, a key nobody trusts
+	remote natsbus.Options // how alice's host connects
 }
 
-func newMount(t *testing.T) *mount {
+func newMount(t *testing.T) *mount { return newMountAs(t, false) }
+
+// newMountAs: with accounts, the server has deploy/nats/accounts.conf's
+// users (alice a remote agent), the bridge connects as "bridge", and
+// newRemote as "remote-alice".
+func newMountAs(t *testing.T, accounts bool) *mount {
 	t.Helper()
 	m := &mount{root: tree.Root(t.TempDir()), keys: map[string]*signing.Signer{}}
-	m.srv = natstest.Start(t, true, nil)
+	var mutate func(*server.Options)
+	var bridgeUser natsbus.Options
+	if accounts {
+		path := filepath.Join(t.TempDir(), "nats.conf")
+		if err := os.WriteFile(path, []byte(natstest.AccountsConf(t, "alice")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		parsed, err := server.ProcessConfigFile(path)
+		if err != nil {
+			t.Fatalf("accounts.conf: %v", err)
+		}
+		mutate = func(o *server.Options) { o.Accounts, o.Users, o.Nkeys = parsed.Accounts, parsed.Users, parsed.Nkeys }
+		bridgeUser = natsbus.Options{User: "bridge", Password: "pw-bridge"}
+		m.remote = natsbus.Options{User: "remote-alice", Password: "pw-remote-alice"}
+	}
+	m.srv = natstest.Start(t, true, mutate)
 	m.url = m.srv.URL()
+	bridgeUser.URL, m.remote.URL = m.url, m.url
 	for _, dir := range []string{m.root.Channel("dev"), m.root.Jobs("alice")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -85,7 +108,7 @@ func newMount(t *testing.T) *mount {
 	}
 	m.stray = stray
 	ctx, cancel := context.WithCancel(context.Background())
-	b, err := natsbus.Connect(ctx, natsbus.Options{URL: m.url})
+	b, err := natsbus.Connect(ctx, bridgeUser)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +116,7 @@ func newMount(t *testing.T) *mount {
 		t.Fatal(err)
 	}
 	m.bus = b
-	nc, err := nats.Connect(m.url)
+	nc, err := nats.Connect(m.url, nats.UserInfo(bridgeUser.User, bridgeUser.Password))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +160,7 @@ func newRemote(t *testing.T, m *mount) *remoteHost {
 	h := &remoteHost{state: t.TempDir(), log: &logBuf{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, natsbus.Options{URL: m.url}, Config{
+	c, err := Dial(ctx, m.remote, Config{
 		Agent: "alice", Signer: m.keys["alice"], StateDir: h.state,
 		Logger: slog.New(slog.NewTextHandler(h.log, nil)),
 	})
@@ -447,4 +470,34 @@ func FuzzMirrorPut(f *testing.F) {
 			t.Fatalf("wrote %q in %q: %v", id, ch, err)
 		}
 	})
+}
+
+// TestMirrorAccounts: with the remote agent's permissions of
+// deploy/nats/accounts.conf, the mirror creates and reads its consumer,
+// copies the keyring, and carries a reply and its kill requests.
+func TestMirrorAccounts(t *testing.T) {
+	m := newMountAs(t, true)
+	h := newRemote(t, m)
+	job := jobs.NewID()
+	if err := os.MkdirAll(h.root().Jobs("alice"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.root().Jobs("alice"), job+".json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start(t)
+	in := m.post(t, "bob", "a question")
+	eventually(t, "question mirrored", func() bool { return readFile(filepath.Join(h.root().Channel("dev"), in.ID+".json")) != nil })
+	reply := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "an answer"}}
+	if err := (&channel.Writer{Root: h.root(), Signer: m.keys["alice"]}).Post(&reply); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "reply on the mount", func() bool { return readFile(filepath.Join(m.root.Channel("dev"), reply.ID+".json")) != nil })
+	if err := jobs.RequestKill(m.root, "alice", job, "bob", m.keys["bob"]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kill mirrored", func() bool { return jobs.KillRequested(h.root(), "alice", job) })
+	if strings.Contains(h.log.String(), "ermission") {
+		t.Fatalf("permission errors:\n%s", h.log)
+	}
 }
