@@ -228,6 +228,9 @@ func (m *Mirror) statePath() string { return filepath.Join(filepath.Dir(m.cfg.Di
 // DrainBudget. It returns nil when ctx ended, else the error that stopped
 // it (the mirror tree or its state cannot be written).
 func (m *Mirror) Run(ctx context.Context) error {
+	if m.cfg.Stream == nil {
+		return errors.New("mirror: no JetStream connection (a client made offline, or without Dial)")
+	}
 	for _, dir := range []string{m.root.Channels(), m.root.Presence(), m.root.Keys(), m.root.Jobs(m.cfg.Agent)} {
 		if err := safedir.MkdirAll(dir); err != nil {
 			return fmt.Errorf("mirror: %w", err)
@@ -763,7 +766,9 @@ func (m *Mirror) runOut(ctx context.Context) error {
 					if ev.Has(fsnotify.Create) && filepath.Dir(ev.Name) == m.root.Channels() {
 						_ = w.Add(ev.Name) // a new channel folder
 					}
-					m.poke()
+					if m.interesting(ev.Name) {
+						m.poke()
+					}
 				case _, ok := <-w.Errors:
 					if !ok {
 						return
@@ -786,6 +791,16 @@ func (m *Mirror) runOut(ctx context.Context) error {
 		case <-m.wake:
 		}
 	}
+}
+
+// interesting reports whether a change to path may be something to send:
+// not a message of another agent (the mirror in writes many).
+func (m *Mirror) interesting(path string) bool {
+	if safedir.IsTemp(filepath.Base(path)) {
+		return false // its link under its name comes next
+	}
+	n, err := channel.ParseName(filepath.Base(path))
+	return err != nil || n.Agent == m.cfg.Agent
 }
 
 func (m *Mirror) poke() {
