@@ -60,12 +60,12 @@ type mount struct {
 	remote natsbus.Options // how alice's host connects
 }
 
-func newMount(t *testing.T) *mount { return newMountAs(t, false) }
+func newMount(t testing.TB) *mount { return newMountAs(t, false) }
 
 // newMountAs: with accounts, the server has deploy/nats/accounts.conf's
 // users (alice a remote agent), the bridge connects as "bridge", and
 // newRemote as "remote-alice".
-func newMountAs(t *testing.T, accounts bool) *mount {
+func newMountAs(t testing.TB, accounts bool) *mount {
 	t.Helper()
 	m := &mount{root: tree.Root(t.TempDir()), keys: map[string]*signing.Signer{}}
 	var mutate func(*server.Options)
@@ -138,7 +138,7 @@ func newMountAs(t *testing.T, accounts bool) *mount {
 }
 
 // post writes a message of from in dev on the mount, signed by its key.
-func (m *mount) post(t *testing.T, from, text string) channel.Message {
+func (m *mount) post(t testing.TB, from, text string) channel.Message {
 	t.Helper()
 	msg := channel.Message{SessionID: "dev", From: from, To: "alice", Content: channel.Content{Text: text}}
 	w := channel.Writer{Root: m.root, Signer: m.keys[from]}
@@ -155,7 +155,7 @@ type remoteHost struct {
 	log    *logBuf
 }
 
-func newRemote(t *testing.T, m *mount) *remoteHost {
+func newRemote(t testing.TB, m *mount) *remoteHost {
 	t.Helper()
 	h := &remoteHost{state: t.TempDir(), log: &logBuf{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -182,7 +182,7 @@ func (h *remoteHost) dir() string { return filepath.Join(h.state, "tree") }
 func (h *remoteHost) root() tree.Root { return tree.Root(h.dir()) }
 
 // start runs a mirror of dev; stop cancels it and returns Run's error.
-func (h *remoteHost) start(t *testing.T) (stop func() error) {
+func (h *remoteHost) start(t testing.TB) (stop func() error) {
 	t.Helper()
 	mr, err := NewMirror(MirrorConfig{Client: h.client, Channels: []string{"dev"}, Dir: h.dir(), Poll: 50 * time.Millisecond})
 	if err != nil {
@@ -218,7 +218,7 @@ func (h *remoteHost) start(t *testing.T) (stop func() error) {
 }
 
 // eventually waits for cond, failing with what after a generous bound.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
@@ -233,11 +233,15 @@ func readFile(path string) []byte {
 	return b
 }
 
-func fileCount(t *testing.T, dir, prefix string) int {
+func fileCount(t testing.TB, dir, prefix string) int {
 	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	n := 0
-	for _, name := range names(t, dir) {
-		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".json") {
+	for _, de := range des {
+		if name := de.Name(); strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".json") {
 			n++
 		}
 	}
@@ -500,4 +504,37 @@ func TestMirrorAccounts(t *testing.T) {
 	if strings.Contains(h.log.String(), "ermission") {
 		t.Fatalf("permission errors:\n%s", h.log)
 	}
+}
+
+// BenchmarkMirrorIn: a mirror that was away while 1,000 messages arrived
+// mirrors them from the stream (durable consumer, a file each, acked).
+func BenchmarkMirrorIn(b *testing.B) {
+	const n = 1000
+	m := newMount(b)
+	h := newRemote(b, m)
+	total := 0
+	for b.Loop() {
+		b.StopTimer()
+		stop := h.start(b)
+		if err := stop(); err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			m.post(b, "bob", fmt.Sprintf("message %d", i))
+		}
+		total += n
+		eventually(b, "published", func() bool {
+			s, err := m.bus.StreamIDs(context.Background(), "dev", time.Time{})
+			return err == nil && len(s.IDs) >= total
+		})
+		b.StartTimer()
+		stop = h.start(b)
+		eventually(b, "mirrored", func() bool { return fileCount(b, h.root().Channel("dev"), "msg-") >= total })
+		b.StopTimer()
+		if err := stop(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
