@@ -538,3 +538,32 @@ func BenchmarkMirrorIn(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
+
+// TestMirrorNATSRestart: the NATS server restarted under a running mirror
+// (the stream kept on disk): every message arrives once, and a reply
+// written meanwhile reaches the mount.
+func TestMirrorNATSRestart(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	h.start(t)
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, m.post(t, "bob", fmt.Sprintf("before %d", i)).ID)
+	}
+	eventually(t, "before mirrored", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 5 })
+	m.srv.Restart()
+	reply := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "while restarting"}}
+	if err := (&channel.Writer{Root: h.root(), Signer: m.keys["alice"]}).Post(&reply); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		ids = append(ids, m.post(t, "bob", fmt.Sprintf("after %d", i)).ID)
+	}
+	eventually(t, "all mirrored", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 11 })
+	for _, id := range ids {
+		if readFile(filepath.Join(h.root().Channel("dev"), id+".json")) == nil {
+			t.Fatalf("%s lost", id)
+		}
+	}
+	eventually(t, "the reply on the mount", func() bool { return fileCount(t, m.root.Channel("dev"), "msg-") == 11 })
+}
