@@ -567,3 +567,37 @@ func TestMirrorNATSRestart(t *testing.T) {
 	}
 	eventually(t, "the reply on the mount", func() bool { return fileCount(t, m.root.Channel("dev"), "msg-") == 11 })
 }
+
+// FuzzMirrorState: whatever mirror-state.json holds, loading it fails or
+// gives a state the mirror out can use.
+func FuzzMirrorState(f *testing.F) {
+	f.Add([]byte(`{"stream_seq":3,"stream_time":"2026-11-25T01:00:00Z","out":{"dev":{"floor":"2026-11-25T01:00:00Z","sent":["x"]}},"seen":{"dev":null}}`))
+	f.Add([]byte(`{"out":{"dev":null}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, MirrorStateFile), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Config{Agent: "a", StateDir: dir, Requester: offline{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr, err := NewMirror(MirrorConfig{Client: c, Channels: []string{"dev"}, Dir: filepath.Join(dir, "tree")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(mr.Root().Channel("dev"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if mr.load() != nil {
+			return
+		}
+		if err := mr.queueChannel("dev"); err != nil {
+			t.Fatal(err)
+		}
+		if err := mr.sendSeen(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
