@@ -137,16 +137,17 @@ type Mirror struct {
 	root tree.Root
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	st      mirrorState
-	fromIn  map[string]struct{} // ids of the agent's messages the mirror in wrote
-	warned  map[string]bool     // kill files refused, said once
-	lastPre []byte              // the presence file last sent
-	queued  bool                // the outbox is waiting for the bridge, said once
-	wake    chan struct{}       // the mirror out has something to look at
-	caught  chan struct{}       // closed by the first catch-up (CaughtUp)
-	keysOK  bool                // the keyring was copied once
-	once    sync.Once
+	mu       sync.Mutex
+	st       mirrorState
+	fromIn   map[string]struct{} // ids of the agent's messages the mirror in wrote
+	warned   map[string]bool     // kill files refused, said once
+	lastPre  []byte              // the presence file last sent
+	queued   bool                // the outbox is waiting for the bridge, said once
+	wake     chan struct{}       // the mirror out has something to look at
+	caught   chan struct{}       // closed by the first catch-up (CaughtUp)
+	asideErr map[string]string   // the last failure of each side task
+	keysOK   bool                // the keyring was copied once
+	once     sync.Once
 }
 
 // mirrorState is the file MirrorStateFile.
@@ -187,6 +188,9 @@ func NewMirror(c MirrorConfig) (*Mirror, error) {
 	}
 	if c.Dir == "" {
 		return nil, errors.New("remote: a mirror needs its folder")
+	}
+	if len(c.Channels) == 0 {
+		return nil, errors.New("remote: a mirror needs the agent's channels")
 	}
 	if c.Stream == nil {
 		c.Stream = c.Client.cfg.Stream
@@ -423,6 +427,34 @@ func (m *Mirror) runIn(ctx context.Context) error {
 	return nil
 }
 
+// aside returns err when it is local (the mirror stops); the bridge's
+// failure of a side task (the keyring, kills) is logged when it changes
+// and does not hold the messages up.
+func (m *Mirror) aside(what string, err error) error {
+	var local *localError
+	if errors.As(err, &local) {
+		return err
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	m.mu.Lock()
+	if m.asideErr == nil {
+		m.asideErr = map[string]string{}
+	}
+	was := m.asideErr[what]
+	m.asideErr[what] = msg
+	m.mu.Unlock()
+	switch {
+	case msg != "" && msg != was:
+		m.log.Warn("mirror: "+what+" through the bridge failed; retrying each poll", "err", err)
+	case msg == "" && was != "":
+		m.log.Info("mirror: " + what + " through the bridge work again")
+	}
+	return nil
+}
+
 // localError is a failure of the local disk: the mirror stops.
 type localError struct{ err error }
 
@@ -442,7 +474,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // the stream's gaps, one fetch.
 func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int) error {
 	if !m.cfg.LocalKeys && tick%keysEvery == 0 {
-		if err := m.syncKeys(ctx); err != nil {
+		if err := m.aside("keys", m.syncKeys(ctx)); err != nil {
 			return err
 		}
 	}
@@ -458,7 +490,7 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 		}
 		*cons = c
 	}
-	if err := m.syncKills(ctx); err != nil {
+	if err := m.aside("kills", m.syncKills(ctx)); err != nil {
 		return err
 	}
 	if tick > 0 {

@@ -459,7 +459,7 @@ func FuzzMirrorPut(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	mr, err := NewMirror(MirrorConfig{Client: c, Dir: filepath.Join(dir, "tree")})
+	mr, err := NewMirror(MirrorConfig{Client: c, Channels: []string{"dev"}, Dir: filepath.Join(dir, "tree")})
 	if err != nil {
 		f.Fatal(err)
 	}
