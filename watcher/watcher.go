@@ -173,7 +173,8 @@ func newWatcher(cfg Config) *watcher {
 		instance:  jobs.NewInstance(),
 	}
 	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now,
-		Signer: cfg.Signer, Verifier: cfg.Verifier, Trust: cfg.Trust, Log: cfg.Logger, OnForged: w.forgedFile}
+		Signer: cfg.Signer, Verifier: cfg.Verifier, Trust: cfg.Trust, Log: cfg.Logger, OnForged: w.forgedFile,
+		Dirs: cfg.ClaimDirs}
 	w.claims.Self.Host = cfg.Host
 	w.claims.Self.Instance = w.instance
 	return w
