@@ -9,7 +9,7 @@
 // # Subjects
 //
 //	collab.bridge.v1.OP.AGENT   a request; OP one of post, presence, read,
-//	                            who, status, kill, claim; AGENT the acting
+//	                            who, status, kill, claim, claimfs; AGENT the acting
 //	                            agent (a valid tree name)
 //	collab.chat.CHANNEL         every message that lands in a channel, on
 //	                            the JetStream stream CHAT (see natsbus)
@@ -37,6 +37,8 @@
 //	kill      {"of": AGENT2, "job": JOB, "kill": KILL} -> {"ok": true}
 //	claim     {"channel": C, "message": ID, "file": CLAIM}
 //	          -> {"ok": true, "won": bool, "holder": CLAIM}
+//	claimfs   {"channel": C, "op": OP2, "name": NAME, "data": BYTES, "limit": N}
+//	          -> {"ok": true, "data": BYTES, "size": N, "mod_time": T, "mode": M}
 //
 // MESSAGE, STATUS, KILL and CLAIM are the JSON of the file the request
 // writes, exactly as it would be on the mount, signed by AGENT's key (SPEC
@@ -58,6 +60,22 @@
 // early with "more": true, and a single message too big for any reply is
 // returned as OMITTED, {"id": ID, "omitted": "N bytes: larger than a bridge
 // reply"}.
+//
+// claimfs is one operation of a claim.Dir (package claim) in AGENT's
+// claims folder of C, ROOT/claims/C/AGENT/, for a remote watcher's
+// claim.Store: OP2 is publish (no-replace: a taken name is conflict),
+// replace, read (at most N bytes, at most 64 KiB) or lstat; a missing file
+// is not-found. NAME is exactly one of the names packages claim and
+// delivery give that folder's files, M.json, M.N.json, M.reply, M.reply.N
+// or M.seen (M a message id, N from 1 to 999 without a leading zero):
+// nothing else, so no separator and no other agent's folder; links are
+// not followed (package safedir). BYTES (base64) is at most 64 KiB; what
+// publish and replace write is decoded with package claim's or delivery's
+// types and must be that file (its channel, message, agent and generation)
+// signed by AGENT and Verified, else forbidden; only a claim generation is
+// ever replaced. The bridge performs each with the safedir call the claim
+// package makes on the files, so claims made through any bridges and on
+// the mount race safely: the no-replace publish decides.
 //
 // claim is specified for the watcher of a remote host (the next slice of
 // README "Hosts without the mount"); this bridge does not serve it yet and

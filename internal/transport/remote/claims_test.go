@@ -167,3 +167,26 @@ func TestClaimDirsErrors(t *testing.T) {
 		t.Fatal("opened another agent's claims")
 	}
 }
+
+// BenchmarkRemoteAcquire: one claim acquired and finished through a bridge
+// on loopback NATS into a tree on the local disk.
+func BenchmarkRemoteAcquire(b *testing.B) {
+	_, url, signer := bridgeOnLoopback(b)
+	c, err := Dial(context.Background(), natsbus.Options{URL: url}, Config{Agent: "a", Signer: signer, StateDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	s := &claim.Store{Root: "/nonexistent/collab", Self: claim.Self("a"), Signer: signer, Dirs: c.ClaimDirs()}
+	i := 0
+	for b.Loop() {
+		i++
+		id := fmt.Sprintf("msg-20261125-010000-b-%04x", i)
+		if _, out, err := s.Acquire("dev", id); err != nil || out != claim.Acquired {
+			b.Fatal(out, err)
+		}
+		if err := s.Finish("dev", id, claim.Replied, "", ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
