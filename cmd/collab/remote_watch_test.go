@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -400,4 +401,43 @@ func TestRemoteWatchWiring(t *testing.T) {
 		t.Errorf("watch --remote: exit %d %s", r.code, r.stderr)
 	}
 	s.noRootTouched(t)
+}
+
+// TestRemoteWatchMirrorFails: a mirror that stops on its own stops the
+// watcher (it would answer blind), and watch --remote fails saying so.
+func TestRemoteWatchMirrorFails(t *testing.T) {
+	s := newRemoteSetup(t)
+	mirrorRoot := tree.Root(filepath.Join(t.TempDir(), "tree"))
+	if err := os.MkdirAll(mirrorRoot.Channel("dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := startMirror
+	t.Cleanup(func() { startMirror = old })
+	ended := make(chan struct{})
+	r := &runningMirror{root: mirrorRoot, ended: ended, stop: func() {}}
+	startMirror = func(context.Context, *remote.Client, watchSettings, string, *slog.Logger) (*runningMirror, error) {
+		return r, nil
+	}
+	done := make(chan result, 1)
+	go func() {
+		done <- runCollab(t, s.env, "", "watch", "--agent", "rem", "--channel", "dev", "--cli", "command", "--cmd", os.Args[0],
+			"--poll", "100ms", "--heartbeat", "1s", "--grace", "2s")
+	}()
+	waitFor(t, func() bool {
+		p, err := presence.Read(mirrorRoot, "rem")
+		return err == nil && p.State == presence.StateAwake
+	})
+	r.err = errors.New("the stream is gone")
+	close(ended)
+	select {
+	case res := <-done:
+		if res.code != exitFailure || !strings.Contains(res.stderr, "mirror: the stream is gone") {
+			t.Errorf("exit %d, %q; want 1 and the mirror's error", res.code, res.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watcher runs on after its mirror stopped")
+	}
+	if p, err := presence.Read(mirrorRoot, "rem"); err != nil || p.State != presence.StateOffline {
+		t.Errorf("presence %+v, %v; want OFFLINE", p, err)
+	}
 }
