@@ -162,6 +162,10 @@ func (s *Server) performSafely(op, agent string, data []byte) (res any, err erro
 
 func (s *Server) perform(op, agent string, data []byte) (any, error) {
 	switch op {
+	case OpKeys:
+		return s.keys(data)
+	case OpKills:
+		return s.kills(agent, data)
 	case OpPost:
 		return s.post(agent, data)
 	case OpPresence:
@@ -327,6 +331,9 @@ func (s *Server) read(data []byte) (any, error) {
 	out := ReadReply{Reply: Reply{OK: true}, Messages: []json.RawMessage{}, More: more > 0}
 	size := replyRoom
 	for i := range msgs {
+		// The file's id, even over a foreign writer's own "id": what a
+		// reader pages with and files the message under.
+		msgs[i].ID = msgs[i].Key()
 		b, err := msgs[i].Encode()
 		if err != nil {
 			return nil, classify("read: encode "+msgs[i].ID, err)

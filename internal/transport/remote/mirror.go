@@ -2,15 +2,30 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"collab/channel"
+	"collab/internal/agent/jobs"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/agentfiles"
+	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
+	"collab/internal/transport/bridge"
+	"collab/internal/transport/natsbus"
 )
 
 // DefaultMirrorPoll is the mirror's poll interval when MirrorConfig.Poll
@@ -20,6 +35,32 @@ const DefaultMirrorPoll = 2 * time.Second
 // DrainBudget bounds the drain of the outbox when a Mirror's Run ends.
 const DrainBudget = 10 * time.Second
 
+// MirrorStateFile is the mirror's cursor file, next to the mirror tree
+// (filepath.Dir(Dir)).
+const MirrorStateFile = "mirror-state.json"
+
+// Mirror tuning.
+const (
+	// mirrorAckWait is how long the stream waits for the mirror's ack
+	// before it delivers a message again (after a crash, a restarted
+	// mirror gets what was not acked after this long).
+	mirrorAckWait = 10 * time.Second
+	// mirrorBatch is the most messages one fetch asks for.
+	mirrorBatch = 256
+	// outMargin is how far before the newest of its agent's messages the
+	// mirror out looks again for a file the watcher published late.
+	outMargin = time.Minute
+	// keysEvery is how many polls pass between two reads of the keyring.
+	keysEvery = 5
+	// catchUpPages bounds one channel's catch-up from the files (of
+	// bridge.MaxReadLimit messages each); the rest is read at the next
+	// catch-up.
+	catchUpPages = 200
+)
+
+// ConsumerName returns the durable consumer name of agent's mirror.
+func ConsumerName(agent string) string { return "remote-" + agent }
+
 // MirrorConfig makes a Mirror.
 type MirrorConfig struct {
 	Client   *Client             // the agent's client: its Agent, outbox and reads
@@ -28,14 +69,93 @@ type MirrorConfig struct {
 	Dir      string              // the mirror tree's root, usually STATE/tree
 	Stream   jetstream.JetStream // nil = the Client's (Dial sets it)
 	Poll     time.Duration       // 0 = DefaultMirrorPoll
-	Logger   *slog.Logger        // nil = the Client's
-	Now      func() time.Time    // nil = time.Now
+	// LocalKeys: the watcher verifies with a local keyring (--keyring),
+	// so Dir/keys is not mirrored; Verifier must then be set.
+	LocalKeys bool
+	// Verifier checks kill requests before they are written; nil = one
+	// over the mirrored keyring Dir/keys.
+	Verifier *signing.Verifier
+	Logger   *slog.Logger     // nil = the Client's
+	Now      func() time.Time // nil = time.Now
 }
 
-// Mirror keeps a local mirror tree of one agent's view of the shared tree
-// (see the package doc, "Mirror").
+// Mirror keeps a local mirror tree of one agent's view of the shared tree,
+// so that the ordinary watcher runs on a host without the mount (`collab
+// watch --remote`: the watcher's Root is [Mirror.Root]). Run it once.
+//
+// Mirror in. A JetStream durable consumer, [ConsumerName] (remote-AGENT),
+// filtered to collab.chat.C for each of the agent's channels, delivers
+// each message; its exact bytes are published as
+// Dir/channels/C/ID.json (ID the stream's Nats-Msg-Id, the file's id on
+// the mount) with a no-replace write, an existing file being a copy
+// already there; the message is acked only after that. A message that
+// does not decode as a message of C under a valid id is never written
+// (and not asked for again). The bytes are those the bridge published: a
+// collab-written file's own bytes; a foreign writer's file as package
+// channel decodes and encodes it.
+//
+// Catch-up. A new consumer (first start, or a channel added) and a
+// consumer that missed messages the stream no longer holds (the stream's
+// retention is a configured limit: the files have none; detected when the
+// stream's first sequence is past the last one the mirror had, kept in
+// STATE/mirror-state.json) page the channel from the files on the mount
+// with the bridge's read op, after the newest message in the mirror (none:
+// the newest page only). The second case is logged once as a warning:
+// "the stream no longer holds messages since T ... caught up from the
+// files through the bridge".
+//
+// Keys and kills. Dir/keys is the mount's keyring (bridge op keys, every
+// fifth poll; not with LocalKeys): the remote host trusts it because its
+// NATS credentials trust the bridge. Each poll, the jobs in
+// Dir/state/AGENT/jobs without a kill file are asked about (bridge op
+// kills: the file on the mount is the truth, whoever wrote it, and a
+// request published on NATS while this host was away would be missed); a
+// kill request is written with jobs.WriteKill only when its requester's
+// signature is Verified.
+//
+// Mirror out. The agent's messages that the watcher writes in
+// Dir/channels/*/ (names with the agent's name, from the agent, not
+// mirrored in) are added to the Client's outbox, oldest first, and the
+// outbox flushed: never dropped, in order, resent until the bridge
+// answers (a post is idempotent). Each channel's cursor (the ids queued
+// since a floor a minute before the newest) is in STATE/mirror-state.json,
+// written atomically after the entries are in the outbox, so a restart
+// queues again at worst (a copy on the wire, one file on the mount). The
+// presence file is sent when it changed, the latest only. Seen files and
+// claims are not the mirror's: they go to the mount through the claims
+// opener (bridge op claimfs). The folders are watched with fsnotify, and
+// polled every Poll.
+//
+// When Run's context ends, the outbox is drained within [DrainBudget].
 type Mirror struct {
-	cfg MirrorConfig
+	cfg  MirrorConfig
+	root tree.Root
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	st      mirrorState
+	fromIn  map[string]struct{} // ids of the agent's messages the mirror in wrote
+	warned  map[string]bool     // kill files refused, said once
+	lastPre []byte              // the presence file last sent
+	queued  bool                // the outbox is waiting for the bridge, said once
+	wake    chan struct{}       // the mirror out has something to look at
+}
+
+// mirrorState is the file MirrorStateFile.
+type mirrorState struct {
+	// StreamSeq is the stream sequence up to which the mirror has every
+	// message of its channels the stream held; StreamTime the stream's
+	// time of the last one it got.
+	StreamSeq  uint64    `json:"stream_seq"`
+	StreamTime time.Time `json:"stream_time"`
+	// Out is, per channel, what the mirror out has queued: Sent holds the
+	// ids queued whose time is at or after Floor.
+	Out map[string]*outCursor `json:"out"`
+}
+
+type outCursor struct {
+	Floor time.Time `json:"floor"`
+	Sent  []string  `json:"sent"`
 }
 
 // NewMirror returns a Mirror; Run starts it.
@@ -69,17 +189,742 @@ func NewMirror(c MirrorConfig) (*Mirror, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.LocalKeys && c.Verifier == nil {
+		return nil, errors.New("remote: a mirror with a local keyring needs its verifier")
+	}
 	c.Dir = filepath.Clean(c.Dir)
-	return &Mirror{cfg: c}, nil
+	root := tree.Root(c.Dir)
+	if c.Verifier == nil {
+		c.Verifier = signing.NewVerifier(keyring.Open(root.Keys()))
+	}
+	c.Channels = slices.Clone(c.Channels)
+	slices.Sort(c.Channels)
+	c.Channels = slices.Compact(c.Channels)
+	return &Mirror{
+		cfg: c, root: root, log: c.Logger,
+		fromIn: map[string]struct{}{}, warned: map[string]bool{},
+		wake: make(chan struct{}, 1),
+	}, nil
 }
 
 // Root returns the mirror tree, the Root a watcher works on.
-func (m *Mirror) Root() tree.Root { return tree.Root(m.cfg.Dir) }
+func (m *Mirror) Root() tree.Root { return m.root }
+
+// statePath is the cursor file.
+func (m *Mirror) statePath() string { return filepath.Join(filepath.Dir(m.cfg.Dir), MirrorStateFile) }
 
 // Run mirrors in and out until ctx ends, then drains the outbox within
 // DrainBudget. It returns nil when ctx ended, else the error that stopped
-// it.
+// it (the mirror tree or its state cannot be written).
 func (m *Mirror) Run(ctx context.Context) error {
-	<-ctx.Done()
+	for _, dir := range []string{m.root.Channels(), m.root.Presence(), m.root.Keys(), m.root.Jobs(m.cfg.Agent)} {
+		if err := safedir.MkdirAll(dir); err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+	}
+	for _, ch := range m.cfg.Channels {
+		if err := safedir.MkdirAll(m.root.Channel(ch)); err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+	}
+	if err := m.load(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- m.runIn(ctx) }()
+	go func() { errs <- m.runOut(ctx) }()
+	var err error
+	for range 2 {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+			cancel()
+		}
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), DrainBudget)
+	defer dcancel()
+	if derr := m.outOnce(dctx); derr != nil && err == nil {
+		err = derr
+	}
+	return err
+}
+
+// load reads the state file; none is a fresh mirror, whose mirror out
+// starts from now (less outMargin).
+func (m *Mirror) load() error {
+	d, err := safedir.Open(filepath.Dir(m.cfg.Dir))
+	if err != nil {
+		return fmt.Errorf("mirror: %w", err)
+	}
+	defer d.Close()
+	data, _, err := d.ReadFile(MirrorStateFile, 16<<20)
+	m.st = mirrorState{Out: map[string]*outCursor{}}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		floor := m.cfg.Now().Add(-outMargin).UTC()
+		for _, ch := range m.cfg.Channels {
+			m.st.Out[ch] = &outCursor{Floor: floor}
+		}
+		return m.save()
+	case err != nil:
+		return fmt.Errorf("mirror: state: %w", err)
+	}
+	if err := json.Unmarshal(data, &m.st); err != nil {
+		return fmt.Errorf("mirror: state %s: %w", m.statePath(), err)
+	}
+	if m.st.Out == nil {
+		m.st.Out = map[string]*outCursor{}
+	}
 	return nil
+}
+
+// save writes the state atomically; the caller holds m.mu or is alone.
+func (m *Mirror) save() error {
+	data, err := json.Marshal(m.st)
+	if err != nil {
+		return fmt.Errorf("mirror: state: %w", err)
+	}
+	d, err := safedir.Open(filepath.Dir(m.cfg.Dir))
+	if err != nil {
+		return fmt.Errorf("mirror: state: %w", err)
+	}
+	defer d.Close()
+	if err := d.Replace(MirrorStateFile, data, 0o600); err != nil {
+		return fmt.Errorf("mirror: state: %w", err)
+	}
+	return nil
+}
+
+// ---- Mirror in ----
+
+// put validates a message and publishes data as Dir/channels/ch/id.json.
+// It reports whether it wrote the file (false: it was there).
+func (m *Mirror) put(ch, id string, data []byte) (bool, error) {
+	if err := tree.CheckName("channel", ch); err != nil {
+		return false, err
+	}
+	if _, err := channel.ParseID(id); err != nil {
+		return false, fmt.Errorf("message id %q: %w", id, err)
+	}
+	msg, err := channel.Decode(data, id+".json", ch)
+	if err != nil {
+		return false, err
+	}
+	if msg.SessionID != ch {
+		return false, fmt.Errorf("%w: session_id %q in channel %q", channel.ErrMalformed, msg.SessionID, ch)
+	}
+	d, err := safedir.Create(m.root.Channel(ch))
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	err = d.Publish(id+".json", data, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if msg.From == m.cfg.Agent {
+		m.mu.Lock()
+		m.fromIn[id] = struct{}{}
+		m.mu.Unlock()
+	}
+	return true, nil
+}
+
+// consumer opens the agent's durable consumer, creating it (from now) or
+// updating its channels; fresh reports that it misses history the files
+// must give.
+func (m *Mirror) consumer(ctx context.Context) (c jetstream.Consumer, fresh bool, err error) {
+	name := ConsumerName(m.cfg.Agent)
+	subjects := make([]string, len(m.cfg.Channels))
+	for i, ch := range m.cfg.Channels {
+		subjects[i] = natsbus.ChatSubject(ch)
+	}
+	c, err = m.cfg.Stream.Consumer(ctx, natsbus.StreamName, name)
+	if err == nil {
+		cfg := c.CachedInfo().Config
+		have := slices.Clone(cfg.FilterSubjects)
+		if cfg.FilterSubject != "" {
+			have = append(have, cfg.FilterSubject)
+		}
+		slices.Sort(have)
+		if slices.Equal(have, subjects) {
+			return c, false, nil
+		}
+		cfg.FilterSubject, cfg.FilterSubjects = "", subjects
+		c, err = m.cfg.Stream.UpdateConsumer(ctx, natsbus.StreamName, cfg)
+		return c, true, err // a channel added: its history is in the files
+	}
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, false, err
+	}
+	start := m.cfg.Now().Add(-followMargin)
+	c, err = m.cfg.Stream.CreateConsumer(ctx, natsbus.StreamName, jetstream.ConsumerConfig{
+		Durable:        name,
+		Description:    "collab watch --remote of " + m.cfg.Agent,
+		FilterSubjects: subjects,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        mirrorAckWait,
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &start,
+		MaxAckPending:  4 * mirrorBatch,
+	})
+	return c, true, err
+}
+
+// runIn mirrors the stream into the tree until ctx ends. Trouble with
+// NATS is logged and retried each poll; a tree that cannot be written is
+// returned.
+func (m *Mirror) runIn(ctx context.Context) error {
+	var cons jetstream.Consumer
+	tick := 0
+	down := ""
+	for ctx.Err() == nil {
+		err := m.inOnce(ctx, &cons, tick)
+		tick++
+		var local *localError
+		switch {
+		case errors.As(err, &local):
+			return err
+		case err != nil && ctx.Err() == nil:
+			if s := err.Error(); s != down {
+				m.log.Warn("mirror: the stream or the bridge failed; retrying", "err", err)
+				down = s
+			}
+			cons = nil
+			sleep(ctx, m.cfg.Poll)
+		case err == nil && down != "":
+			m.log.Info("mirror: the stream and the bridge answer again")
+			down = ""
+		}
+	}
+	return nil
+}
+
+// localError is a failure of the local disk: the mirror stops.
+type localError struct{ err error }
+
+func (e *localError) Error() string { return "mirror: " + e.err.Error() }
+func (e *localError) Unwrap() error { return e.err }
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// inOnce is one turn of the mirror in: the keyring and kills (by poll),
+// the stream's gaps, one fetch.
+func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int) error {
+	if *cons == nil {
+		c, fresh, err := m.consumer(ctx)
+		if err != nil {
+			return fmt.Errorf("consumer %s: %w", ConsumerName(m.cfg.Agent), err)
+		}
+		// The gap check comes before the first fetch: a consumer whose
+		// messages were removed skips them when it next fetches.
+		if err := m.checkGap(ctx, c, fresh); err != nil {
+			return err
+		}
+		*cons = c
+	}
+	if !m.cfg.LocalKeys && tick%keysEvery == 0 {
+		if err := m.syncKeys(ctx); err != nil {
+			return err
+		}
+	}
+	if err := m.syncKills(ctx); err != nil {
+		return err
+	}
+	if tick > 0 {
+		if err := m.checkGap(ctx, *cons, false); err != nil {
+			return err
+		}
+	}
+	batch, err := (*cons).Fetch(mirrorBatch, jetstream.FetchMaxWait(m.cfg.Poll))
+	if err != nil {
+		return fmt.Errorf("fetch: %w", err)
+	}
+	var last uint64
+	var lastTime time.Time
+	for msg := range batch.Messages() {
+		meta, err := msg.Metadata()
+		if err != nil {
+			_ = msg.Term()
+			continue
+		}
+		dm, err := natsbus.Decode(msg.Subject(), msg.Headers(), msg.Data())
+		if err == nil {
+			_, err = m.put(dm.SessionID, dm.Key(), msg.Data())
+			if err != nil && !errors.Is(err, channel.ErrMalformed) && !errors.Is(err, tree.ErrBadName) && !errors.Is(err, channel.ErrNotMessageName) {
+				_ = msg.Nak()
+				return &localError{fmt.Errorf("write %s: %w", dm.Key(), err)}
+			}
+		}
+		if err != nil {
+			// Never written, never asked for again: the files on the mount
+			// stay what the watchers there read.
+			m.log.Warn("mirror: refused a stream message", "subject", msg.Subject(), "seq", meta.Sequence.Stream, "err", err)
+			_ = msg.Term()
+			continue
+		}
+		if err := msg.Ack(); err != nil {
+			m.log.Debug("mirror: ack lost (the message comes again, a duplicate)", "err", err)
+		}
+		last, lastTime = max(last, meta.Sequence.Stream), meta.Timestamp
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("fetch: %w", err)
+	}
+	if last == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if last > m.st.StreamSeq {
+		m.st.StreamSeq, m.st.StreamTime = last, lastTime.UTC()
+		if err := m.save(); err != nil {
+			return &localError{err}
+		}
+	}
+	return nil
+}
+
+// checkGap compares the stream with what the mirror has: a fresh
+// consumer, or one that missed messages the stream no longer holds, is
+// caught up from the files through the bridge (said once in the log).
+// When the consumer has nothing pending, the mirror holds the stream
+// through its last message.
+func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool) error {
+	s, err := m.cfg.Stream.Stream(ctx, natsbus.StreamName)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", natsbus.StreamName, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", natsbus.StreamName, err)
+	}
+	m.mu.Lock()
+	seq, since := m.st.StreamSeq, m.st.StreamTime
+	m.mu.Unlock()
+	gap := seq > 0 && seq+1 < info.State.FirstSeq
+	switch {
+	case gap:
+		m.log.Warn(fmt.Sprintf("mirror: the stream no longer holds messages since %s (its retention is a limit; the files have none); caught up from the files through the bridge",
+			since.Format(time.RFC3339)), "agent", m.cfg.Agent, "stream_first", info.State.FirstSeq, "mirror_had", seq)
+	case fresh:
+		m.log.Info("mirror: a new stream consumer; caught up from the files through the bridge", "agent", m.cfg.Agent, "consumer", ConsumerName(m.cfg.Agent))
+	}
+	if gap || fresh {
+		for _, ch := range m.cfg.Channels {
+			if err := m.catchUp(ctx, ch); err != nil {
+				return err
+			}
+		}
+		m.mu.Lock()
+		if info.State.FirstSeq > 0 && info.State.FirstSeq-1 > m.st.StreamSeq {
+			m.st.StreamSeq = info.State.FirstSeq - 1
+		}
+		err := m.save()
+		m.mu.Unlock()
+		if err != nil {
+			return &localError{err}
+		}
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", ConsumerName(m.cfg.Agent), err)
+	}
+	if ci.NumPending == 0 && ci.NumAckPending == 0 {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if info.State.LastSeq > m.st.StreamSeq {
+			m.st.StreamSeq, m.st.StreamTime = info.State.LastSeq, info.State.LastTime.UTC()
+			if err := m.save(); err != nil {
+				return &localError{err}
+			}
+		}
+	}
+	return nil
+}
+
+// catchUp pages ch from the files on the mount, after the newest message
+// of the mirror (none: the newest page only), into the mirror.
+func (m *Mirror) catchUp(ctx context.Context, ch string) error {
+	newest, _, _, err := channel.Newest(m.root, ch, 1, nil, nil)
+	if err != nil {
+		return &localError{fmt.Errorf("catch up %s: %w", ch, err)}
+	}
+	after, limit := "", bridge.DefaultReadLimit
+	if len(newest) > 0 {
+		after, limit = newest[0].Key(), bridge.MaxReadLimit
+	}
+	n := 0
+	for range catchUpPages {
+		p, err := m.cfg.Client.Read(ctx, ch, after, limit)
+		if err != nil {
+			return err
+		}
+		for _, msg := range p.Messages {
+			data, err := msg.Encode()
+			if err != nil {
+				continue
+			}
+			wrote, err := m.put(ch, msg.Key(), data)
+			if err != nil && !errors.Is(err, channel.ErrMalformed) && !errors.Is(err, tree.ErrBadName) {
+				return &localError{fmt.Errorf("catch up %s: %w", ch, err)}
+			}
+			if wrote {
+				n++
+			}
+		}
+		for _, o := range p.Omitted {
+			m.log.Warn("mirror: a message too big for the bridge is not mirrored; read it on the mount", "channel", ch, "msg", o.ID)
+		}
+		if !p.More || p.Last == "" || after == "" {
+			break
+		}
+		after, limit = p.Last, bridge.MaxReadLimit
+	}
+	if n > 0 {
+		m.log.Info("mirror: caught up from the files", "channel", ch, "messages", n)
+	}
+	return nil
+}
+
+// syncKeys mirrors the keyring of the mount into Dir/keys.
+func (m *Mirror) syncKeys(ctx context.Context) error {
+	var r bridge.KeysReply
+	if err := m.cfg.Client.request(ctx, bridge.OpKeys, []byte("{}"), &r); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	d, err := safedir.Create(m.root.Keys())
+	if err != nil {
+		return &localError{err}
+	}
+	defer d.Close()
+	for name, data := range r.Keys {
+		if _, err := bridge.KeyFileAgent(name, data); err != nil {
+			m.log.Warn("mirror: a key file refused", "err", err)
+			continue
+		}
+		old, _, err := d.ReadFile(name, bridge.MaxKeyFileLen)
+		if err == nil && string(old) == string(data) {
+			continue
+		}
+		if err := d.Replace(name, data, 0o644); err != nil {
+			return &localError{fmt.Errorf("keys: %w", err)}
+		}
+	}
+	if r.More {
+		return nil // a partial list: nothing is removed
+	}
+	entries, err := d.ReadDir()
+	if err != nil {
+		return &localError{fmt.Errorf("keys: %w", err)}
+	}
+	for _, e := range entries {
+		if _, ok := r.Keys[e.Name()]; !ok && strings.HasSuffix(e.Name(), ".json") {
+			if err := d.Remove(e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return &localError{fmt.Errorf("keys: %w", err)}
+			}
+		}
+	}
+	return nil
+}
+
+// syncKills asks the bridge for the kill requests of the jobs in the
+// mirror's jobs folder that have none yet, and writes those whose
+// requester's signature verifies.
+func (m *Mirror) syncKills(ctx context.Context) error {
+	d, err := safedir.Open(m.root.Jobs(m.cfg.Agent))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &localError{err}
+	}
+	entries, err := d.ReadDir()
+	d.Close()
+	if err != nil {
+		return &localError{err}
+	}
+	have := map[string]bool{}
+	var ids []string
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".kill"); ok {
+			have[id] = true
+		}
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && strings.HasPrefix(id, "job-") && !have[id] && !safedir.IsTemp(e.Name()) && len(ids) < bridge.MaxKillJobs {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(bridge.KillsRequest{Jobs: ids})
+	if err != nil {
+		return err
+	}
+	var r bridge.KillsReply
+	if err := m.cfg.Client.request(ctx, bridge.OpKills, body, &r); err != nil {
+		return fmt.Errorf("kills: %w", err)
+	}
+	for _, id := range ids {
+		raw, ok := r.Kills[id]
+		if !ok {
+			continue
+		}
+		var k jobs.Kill
+		if err := json.Unmarshal(raw, &k); err != nil {
+			m.warnKill(id, "does not decode", err)
+			continue
+		}
+		if v := k.Verify(m.cfg.Verifier, m.cfg.Agent, id); v != signing.Verified {
+			m.warnKill(id, "by "+tree.Printable(k.By)+": "+v.String(), nil)
+			continue
+		}
+		if err := jobs.WriteKill(m.root, m.cfg.Agent, id, k); err != nil {
+			return &localError{fmt.Errorf("kill %s: %w", id, err)}
+		}
+		m.log.Info("mirror: kill request", "job", id, "by", k.By)
+	}
+	return nil
+}
+
+func (m *Mirror) warnKill(job, why string, err error) {
+	m.mu.Lock()
+	said := m.warned[job]
+	m.warned[job] = true
+	m.mu.Unlock()
+	if !said {
+		m.log.Warn("mirror: a kill request not written: "+why, "job", job, "err", err)
+	}
+}
+
+// ---- Mirror out ----
+
+// runOut sends what the watcher writes as its agent, on fsnotify's word
+// and each poll, until ctx ends.
+func (m *Mirror) runOut(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		m.log.Warn("mirror: no fsnotify; polling only", "err", err)
+	} else {
+		defer w.Close()
+		for _, dir := range append([]string{m.root.Channels(), m.root.Presence()}, m.channelDirs()...) {
+			_ = w.Add(dir)
+		}
+		go func() {
+			for {
+				select {
+				case ev, ok := <-w.Events:
+					if !ok {
+						return
+					}
+					if ev.Has(fsnotify.Create) && filepath.Dir(ev.Name) == m.root.Channels() {
+						_ = w.Add(ev.Name) // a new channel folder
+					}
+					m.poke()
+				case _, ok := <-w.Errors:
+					if !ok {
+						return
+					}
+					m.poke()
+				}
+			}
+		}()
+	}
+	t := time.NewTicker(m.cfg.Poll)
+	defer t.Stop()
+	for {
+		if err := m.outOnce(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-m.wake:
+		}
+	}
+}
+
+func (m *Mirror) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// channelDirs lists the mirror's channel folders.
+func (m *Mirror) channelDirs() []string {
+	entries, _ := os.ReadDir(m.root.Channels())
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && tree.ValidName(e.Name()) {
+			out = append(out, m.root.Channel(e.Name()))
+		}
+	}
+	return out
+}
+
+// outOnce queues the agent's new messages in the outbox, flushes it, and
+// sends the presence file when it changed. Only a local failure is
+// returned; the bridge's is retried.
+func (m *Mirror) outOnce(ctx context.Context) error {
+	for _, dir := range m.channelDirs() {
+		if err := m.queueChannel(filepath.Base(dir)); err != nil {
+			return &localError{err}
+		}
+	}
+	if entries, err := m.cfg.Client.Outbox(); err == nil && len(entries) > 0 {
+		res := m.cfg.Client.Flush(ctx)
+		for _, r := range res.Refused {
+			m.log.Error("mirror: the bridge refused a write; kept in the outbox's failed/", "err", r)
+		}
+		m.mu.Lock()
+		said := m.queued
+		m.queued = res.Left > 0
+		m.mu.Unlock()
+		switch {
+		case res.Left > 0 && !said:
+			m.log.Warn("mirror: writes wait in the outbox for the bridge", "left", res.Left, "err", res.Err)
+		case res.Left == 0 && said:
+			m.log.Info("mirror: the outbox is sent")
+		}
+	}
+	m.sendPresence(ctx)
+	return nil
+}
+
+// queueChannel adds the agent's messages in the mirror's channel ch that
+// are not queued yet (by the cursor) and did not come from the mount to
+// the outbox, oldest first, then saves the cursor.
+func (m *Mirror) queueChannel(ch string) error {
+	m.mu.Lock()
+	cur := &outCursor{Floor: m.cfg.Now().Add(-outMargin).UTC()} // a channel the mirror did not know: what is in it came in
+	if c := m.st.Out[ch]; c != nil {
+		cur = &outCursor{Floor: c.Floor, Sent: slices.Clone(c.Sent)}
+	}
+	m.mu.Unlock()
+	d, err := safedir.Open(m.root.Channel(ch))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	sent := make(map[string]bool, len(cur.Sent))
+	for _, id := range cur.Sent {
+		sent[id] = true
+	}
+	floor := cur.Floor.Truncate(time.Second)
+	type cand struct {
+		name string
+		n    channel.Name
+	}
+	var cands []cand
+	err = d.ReadDirBatches(256, func(entries []fs.DirEntry) error {
+		for _, e := range entries {
+			n, err := channel.ParseName(e.Name())
+			if err != nil || n.Agent != m.cfg.Agent || n.Time.Before(floor) || sent[strings.TrimSuffix(e.Name(), ".json")] {
+				continue
+			}
+			cands = append(cands, cand{e.Name(), n})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if c := a.n.Time.Compare(b.n.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	changed := false
+	for _, c := range cands {
+		id := strings.TrimSuffix(c.name, ".json")
+		m.mu.Lock()
+		_, came := m.fromIn[id]
+		m.mu.Unlock()
+		if !came {
+			data, _, err := d.ReadFile(c.name, channel.MaxMessageSize)
+			if err != nil {
+				continue
+			}
+			msg, err := channel.Decode(data, c.name, ch)
+			if err != nil || msg.From != m.cfg.Agent {
+				continue
+			}
+			body, err := json.Marshal(bridge.PostRequest{Channel: ch, Message: data})
+			if err != nil {
+				return err
+			}
+			if _, err := m.cfg.Client.box.add(bridge.OpPost, body); err != nil {
+				return err
+			}
+		}
+		cur.Sent = append(cur.Sent, id)
+		if t := c.n.Time.Add(-outMargin); t.After(cur.Floor) {
+			cur.Floor = t
+		}
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	keep := cur.Sent[:0]
+	for _, id := range cur.Sent {
+		if n, err := channel.ParseID(id); err == nil && !n.Time.Before(cur.Floor.Truncate(time.Second)) {
+			keep = append(keep, id)
+		}
+	}
+	cur.Sent = keep
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.st.Out[ch] = cur
+	return m.save()
+}
+
+// sendPresence sends the agent's presence file when it changed since it
+// was last sent (the latest only: a heartbeat that fails is retried by the
+// next one).
+func (m *Mirror) sendPresence(ctx context.Context) {
+	d, err := safedir.Open(m.root.Presence())
+	if err != nil {
+		return
+	}
+	data, _, err := d.ReadFile(agentfiles.Name(m.cfg.Agent), 64<<10)
+	d.Close()
+	m.mu.Lock()
+	same := string(data) == string(m.lastPre)
+	m.mu.Unlock()
+	if err != nil || same {
+		return
+	}
+	body, err := json.Marshal(bridge.PresenceRequest{Presence: data})
+	if err != nil {
+		return
+	}
+	var r bridge.PresenceReply
+	if err := m.cfg.Client.request(ctx, bridge.OpPresence, body, &r); err != nil {
+		m.log.Debug("mirror: presence not sent; the next heartbeat retries", "err", err)
+		return
+	}
+	m.mu.Lock()
+	m.lastPre = data
+	m.mu.Unlock()
 }

@@ -1,0 +1,422 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"collab/channel"
+	"collab/internal/agent/jobs"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/natstest"
+	"collab/internal/transport/bridge"
+	"collab/internal/transport/natsbus"
+	"collab/presence"
+)
+
+// logBuf is a slog handler's output a test reads.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// mount is a tree on the local disk standing for the mount, with a bridge
+// and its stream publisher on an embedded JetStream server; alice (the
+// remote agent) and bob are trusted in its keyring.
+type mount struct {
+	root  tree.Root
+	url   string
+	srv   *natstest.Server
+	bus   *natsbus.Bus
+	keys  map[string]*signing.Signer
+	stray *signing.Signer // bob's name, a key nobody trusts
+}
+
+func newMount(t *testing.T) *mount {
+	t.Helper()
+	m := &mount{root: tree.Root(t.TempDir()), keys: map[string]*signing.Signer{}}
+	m.srv = natstest.Start(t, true, nil)
+	m.url = m.srv.URL()
+	for _, dir := range []string{m.root.Channel("dev"), m.root.Jobs("alice")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ring := keyring.Open(m.root.Keys())
+	for _, a := range []string{"alice", "bob"} {
+		k, err := signing.NewKey(filepath.Join(t.TempDir(), a+".key"), a, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ring.Trust(a, k.PublicKey()); err != nil {
+			t.Fatal(err)
+		}
+		m.keys[a] = k
+	}
+	stray, err := signing.NewKey(filepath.Join(t.TempDir(), "stray.key"), "bob", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.stray = stray
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := natsbus.Connect(ctx, natsbus.Options{URL: m.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.InitStream(ctx, natsbus.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	m.bus = b
+	nc, err := nats.Connect(m.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	srv := bridge.New(bridge.Config{Root: m.root, Verifier: signing.NewVerifier(ring), Logger: quiet})
+	pub := &bridge.Publisher{Root: m.root, Stream: b, StateFile: bridge.StatePath(m.root, "h"), Poll: 50 * time.Millisecond, Logger: quiet}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = srv.Serve(ctx, nc) }()
+	go func() { defer wg.Done(); _ = pub.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait(); nc.Close(); b.Close() })
+	for nc.NumSubscriptions() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// post writes a message of from in dev on the mount, signed by its key.
+func (m *mount) post(t *testing.T, from, text string) channel.Message {
+	t.Helper()
+	msg := channel.Message{SessionID: "dev", From: from, To: "alice", Content: channel.Content{Text: text}}
+	w := channel.Writer{Root: m.root, Signer: m.keys[from]}
+	if err := w.Post(&msg); err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+// remoteHost is alice's state folder with a client; start runs a mirror.
+type remoteHost struct {
+	state  string
+	client *Client
+	log    *logBuf
+}
+
+func newRemote(t *testing.T, m *mount) *remoteHost {
+	t.Helper()
+	h := &remoteHost{state: t.TempDir(), log: &logBuf{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, natsbus.Options{URL: m.url}, Config{
+		Agent: "alice", Signer: m.keys["alice"], StateDir: h.state,
+		Logger: slog.New(slog.NewTextHandler(h.log, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("alice's log:\n%s", h.log)
+		}
+	})
+	h.client = c
+	return h
+}
+
+func (h *remoteHost) dir() string { return filepath.Join(h.state, "tree") }
+
+func (h *remoteHost) root() tree.Root { return tree.Root(h.dir()) }
+
+// start runs a mirror of dev; stop cancels it and returns Run's error.
+func (h *remoteHost) start(t *testing.T) (stop func() error) {
+	t.Helper()
+	mr, err := NewMirror(MirrorConfig{Client: h.client, Channels: []string{"dev"}, Dir: h.dir(), Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mr.Root() != h.root() {
+		t.Fatalf("root %s", mr.Root())
+	}
+	if err := os.MkdirAll(h.dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mr.Run(ctx) }()
+	var once sync.Once
+	var rerr error
+	stop = func() error {
+		once.Do(func() { cancel(); rerr = <-done })
+		return rerr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// eventually waits for cond, failing with what after a generous bound.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readFile(path string) []byte {
+	b, _ := os.ReadFile(path)
+	return b
+}
+
+func fileCount(t *testing.T, dir, prefix string) int {
+	t.Helper()
+	n := 0
+	for _, name := range names(t, dir) {
+		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".json") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMirrorIn: a signed message on the mount appears in the mirror with
+// the bytes of its file; a foreign writer's file (no id, no signature)
+// with the bytes the bridge published (its file as the decoder reads it);
+// the keyring is mirrored.
+func TestMirrorIn(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	h.start(t)
+	signed := m.post(t, "bob", "hello alice")
+	id := channel.NewID("py", time.Now(), "0001")
+	foreign := []byte(`{"from": "py", "to": "alice", "content": {"text": "from python"}}`)
+	if err := os.WriteFile(filepath.Join(string(m.root.Channel("dev")), id+".json"), foreign, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mirrored := func(id string) []byte { return readFile(filepath.Join(h.root().Channel("dev"), id+".json")) }
+	eventually(t, "both messages mirrored", func() bool { return mirrored(signed.ID) != nil && mirrored(id) != nil })
+	if want := readFile(filepath.Join(m.root.Channel("dev"), signed.ID+".json")); !bytes.Equal(mirrored(signed.ID), want) {
+		t.Fatalf("signed message:\nmirror %s\nmount  %s", mirrored(signed.ID), want)
+	}
+	fm, err := channel.Decode(foreign, id+".json", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := fm.Encode()
+	if got := mirrored(id); !bytes.Equal(got, want) {
+		t.Fatalf("foreign message:\nmirror %s\nwant   %s", got, want)
+	}
+	eventually(t, "keyring mirrored", func() bool { return readFile(filepath.Join(h.root().Keys(), "bob.json")) != nil })
+	v := signing.NewVerifier(keyring.Open(h.root().Keys()))
+	got, err := channel.Decode(mirrored(signed.ID), signed.ID+".json", "dev")
+	if err != nil || got.Verify(v, "dev") != signing.Verified {
+		t.Fatalf("the mirrored message does not verify with the mirrored keyring: %v", err)
+	}
+}
+
+// TestMirrorRestart: a mirror stopped (its context cancelled, messages in
+// flight) and started again loses nothing and has each message once.
+func TestMirrorRestart(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	stop := h.start(t)
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, m.post(t, "bob", fmt.Sprintf("first %d", i)).ID)
+	}
+	eventually(t, "some mirrored", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") > 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		ids = append(ids, m.post(t, "bob", fmt.Sprintf("second %d", i)).ID)
+	}
+	h.start(t)
+	eventually(t, "all 40 mirrored", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 40 })
+	for _, id := range ids {
+		if readFile(filepath.Join(h.root().Channel("dev"), id+".json")) == nil {
+			t.Fatalf("%s lost", id)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // redeliveries, if any, come as the same names
+	if n := fileCount(t, h.root().Channel("dev"), "msg-"); n != 40 {
+		t.Fatalf("%d files for 40 messages", n)
+	}
+}
+
+// TestMirrorGap: messages the stream dropped (purged: its retention)
+// while the mirror was stopped are caught up from the files, and the log
+// says so.
+func TestMirrorGap(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	stop := h.start(t)
+	first := m.post(t, "bob", "before")
+	eventually(t, "first mirrored", func() bool { return readFile(filepath.Join(h.root().Channel("dev"), first.ID+".json")) != nil })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, m.post(t, "bob", fmt.Sprintf("while away %d", i)).ID)
+	}
+	js, err := jetstream.New(m.bus.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := js.Stream(ctx, natsbus.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "published", func() bool {
+		info, err := s.Info(ctx)
+		return err == nil && info.State.Msgs >= 6
+	})
+	if err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.start(t)
+	eventually(t, "caught up", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 6 })
+	for _, id := range ids {
+		if readFile(filepath.Join(h.root().Channel("dev"), id+".json")) == nil {
+			t.Fatalf("%s lost", id)
+		}
+	}
+	if log := h.log.String(); strings.Count(log, "the stream no longer holds messages since") != 1 {
+		t.Fatalf("the log does not say it once:\n%s", log)
+	}
+}
+
+// TestMirrorOut: a reply the agent's watcher writes in the mirror reaches
+// the mount once, signed, also after a restart; its presence reaches the
+// mount.
+func TestMirrorOut(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	stop := h.start(t)
+	in := m.post(t, "bob", "a question")
+	eventually(t, "question mirrored", func() bool { return readFile(filepath.Join(h.root().Channel("dev"), in.ID+".json")) != nil })
+	reply := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "an answer"},
+		Metadata: channel.Metadata{InReplyTo: in.ID}}
+	w := channel.Writer{Root: h.root(), Signer: m.keys["alice"]}
+	if err := w.Post(&reply); err != nil {
+		t.Fatal(err)
+	}
+	onMount := filepath.Join(m.root.Channel("dev"), reply.ID+".json")
+	eventually(t, "reply on the mount", func() bool { return readFile(onMount) != nil })
+	got, err := channel.Decode(readFile(onMount), reply.ID+".json", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got.Verify(signing.NewVerifier(keyring.Open(m.root.Keys())), "dev"); v != signing.Verified {
+		t.Fatalf("the reply on the mount: %v", v)
+	}
+	st := presence.Status{AgentID: "alice", State: presence.StateAwake, Substate: presence.SubIdle, Host: "laptop", Channel: "dev"}
+	st.Sign(m.keys["alice"])
+	if err := presence.Write(h.root(), st); err != nil {
+		t.Fatal(err)
+	}
+	pre := filepath.Join(m.root.Presence(), "alice.json")
+	eventually(t, "presence on the mount", func() bool {
+		return bytes.Equal(readFile(pre), readFile(filepath.Join(h.root().Presence(), "alice.json")))
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	h.start(t)
+	time.Sleep(300 * time.Millisecond)
+	if n := fileCount(t, m.root.Channel("dev"), "msg-"); n != 2 {
+		t.Fatalf("%d messages on the mount, want the question and one reply", n)
+	}
+	if out, _ := h.client.Outbox(); len(out) != 0 {
+		t.Fatalf("outbox left: %v", out)
+	}
+}
+
+// TestMirrorKills: a kill request for the agent's running job signed by
+// its requester reaches the mirror's kill folder; a forged one does not.
+func TestMirrorKills(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	good, forged := jobs.NewID(), jobs.NewID()
+	jdir := h.root().Jobs("alice")
+	if err := os.MkdirAll(jdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{good, forged} {
+		if err := os.WriteFile(filepath.Join(jdir, id+".json"), []byte(`{}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := jobs.RequestKill(m.root, "alice", forged, "bob", m.stray); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.RequestKill(m.root, "alice", good, "bob", m.keys["bob"]); err != nil {
+		t.Fatal(err)
+	}
+	h.start(t)
+	eventually(t, "the signed kill mirrored", func() bool { return jobs.KillRequested(h.root(), "alice", good) })
+	eventually(t, "the forged kill refused", func() bool { return strings.Contains(h.log.String(), "a kill request not written") })
+	if jobs.KillRequested(h.root(), "alice", forged) {
+		t.Fatal("a forged kill request was written")
+	}
+}
+
+// FuzzMirrorPut: whatever a stream message holds, the mirror writes only
+// a message file under a valid name that decodes in its channel.
+func FuzzMirrorPut(f *testing.F) {
+	f.Add("dev", channel.NewID("a", time.Unix(1e9, 0), "0001"), []byte(`{"from":"a","content":{"text":"x"}}`))
+	f.Add("dev", "../x", []byte(`{"from":"a","content":{"text":"x"}}`))
+	f.Add("..", channel.NewID("a", time.Unix(1e9, 0), "0001"), []byte(`{"from":"a","session_id":"ops","content":{"text":"x"}}`))
+	dir := f.TempDir()
+	c, err := New(Config{Agent: "a", StateDir: dir, Requester: offline{}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	mr, err := NewMirror(MirrorConfig{Client: c, Dir: filepath.Join(dir, "tree")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, ch, id string, data []byte) {
+		wrote, err := mr.put(ch, id, data)
+		if err != nil || !wrote {
+			return
+		}
+		got := readFile(filepath.Join(mr.Root().Channel(ch), id+".json"))
+		msg, err := channel.Decode(got, id+".json", ch)
+		if !tree.ValidName(ch) || err != nil || msg.SessionID != ch || !bytes.Equal(got, data) {
+			t.Fatalf("wrote %q in %q: %v", id, ch, err)
+		}
+	})
+}
