@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"collab/internal/agent/claim"
+	"collab/internal/delivery"
 	"collab/internal/plumbing/tree"
 )
 
@@ -21,8 +22,8 @@ func (c *countingDirs) OpenClaims(channel, agent string, create bool) (claim.Dir
 	return c.files.OpenClaims(channel, agent, create)
 }
 
-// TestClaimDirs: with Config.ClaimDirs set, the watcher's claims and
-// reply tokens are made through it (as watch --remote's are on the mount,
+// TestClaimDirs: with Config.ClaimDirs set, the watcher's claims, reply
+// tokens and seen files are made through it (as watch --remote's are on the mount,
 // through a bridge), not under Root, where the watcher still reads its
 // channels and writes its replies.
 func TestClaimDirs(t *testing.T) {
@@ -38,6 +39,12 @@ func TestClaimDirs(t *testing.T) {
 	}
 	if _, err := readClaim(root, agent, m.ID); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a claim under Root: %v, want none", err)
+	}
+	if _, err := delivery.ReadSeen(elsewhere, chName, agent, m.ID); err != nil {
+		t.Errorf("the seen file through ClaimDirs: %v", err)
+	}
+	if _, err := delivery.ReadSeen(root, chName, agent, m.ID); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a seen file under Root: %v, want none", err)
 	}
 	if dirs.opens.Load() == 0 {
 		t.Error("ClaimDirs never opened")

@@ -101,8 +101,7 @@ type Config struct {
 	// the files under Root; a remote watcher's (collab watch --remote)
 	// decides its claims and reply tokens on the mount through a bridge,
 	// while everything else it reads and writes is under Root, its local
-	// mirror tree. Seen files (delivery.MarkSeen) stay under Root: the
-	// mirror carries them out.
+	// mirror tree. Its seen files (delivery.MarkSeenIn) go there too.
 	ClaimDirs claim.Dirs
 
 	Replay *Replay // nil: first start begins now, restarts resume

@@ -182,6 +182,15 @@ func newWatcher(cfg Config) *watcher {
 
 func (w *watcher) now() time.Time { return w.cfg.Now().UTC() }
 
+// claimDirs opens the agent's claims folders: Config.ClaimDirs, or the
+// files under Root.
+func (w *watcher) claimDirs() claim.Dirs {
+	if w.cfg.ClaimDirs != nil {
+		return w.cfg.ClaimDirs
+	}
+	return claim.Files{Root: w.cfg.Root}
+}
+
 // startup restores state, opens the readers and announces presence.
 func (w *watcher) startup() error {
 	if (w.cfg.BudgetUSD > 0 || w.cfg.BudgetTokens > 0) && reportsNothing(w.cfg.Runner) {
@@ -565,7 +574,7 @@ func (w *watcher) consider(m *channel.Message) {
 // (and, with guard set, refused it before any claim): see package
 // delivery.
 func (w *watcher) markSeen(m *channel.Message, guard, why string) {
-	if err := delivery.MarkSeen(w.cfg.Root, m.SessionID, m.Key(), w.claims.Self, w.now(), guard, why, w.cfg.Signer); err != nil {
+	if err := delivery.MarkSeenIn(w.claimDirs(), m.SessionID, m.Key(), w.claims.Self, w.now(), guard, why, w.cfg.Signer); err != nil {
 		w.logOnce("seen", "cannot record a message as seen", keyMsg, m.ID, keyErr, err)
 	}
 }

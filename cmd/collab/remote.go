@@ -397,9 +397,7 @@ Flags:
 
 // watchRemote is watch --remote: the ordinary watcher on the local mirror
 // tree STATE/tree, its claims decided on the mount through the bridge.
-// The mirror starts first and the watcher only once it has caught up (its
-// channels and, without --keyring, the keyring copied from the mount), so
-// the watcher's first scan sees what is on the mount. On exit the watcher
+// The mirror starts first, then the watcher. On exit the watcher
 // stops first (its grace, its OFFLINE heartbeat), then the mirror drains
 // its outbox for at most remote.DrainBudget (what is left is sent by the
 // next start).
@@ -502,13 +500,20 @@ type runningMirror struct {
 	stop  func()
 }
 
-// startMirror starts the mirror of s.Agent's channels under state and
-// returns once it has caught up, or ctx is done. The mirror runs until
+// startMirror starts the mirror of s.Agent's channels under state (it
+// has no signal for "caught up" yet: the watcher's polls find what it
+// brings after the watcher's start). The mirror runs until
 // stop, not until ctx: the watcher's last writes (the reply of a run
 // finishing in its grace, the OFFLINE heartbeat) come after ctx is done.
 // A variable: tests give watch --remote a stand-in.
 var startMirror = func(ctx context.Context, c *remote.Client, s watchSettings, state string, logger *slog.Logger) (*runningMirror, error) {
-	m, err := remote.NewMirror(remote.MirrorConfig{Client: c, Channels: s.Channels, Dir: filepath.Join(state, "tree"), Logger: logger})
+	mc := remote.MirrorConfig{Client: c, Channels: s.Channels, Dir: filepath.Join(state, "tree"), Logger: logger}
+	if s.Keyring != "" {
+		// --keyring: verify with it, kill requests included; no copy.
+		mc.LocalKeys = true
+		mc.Verifier = signing.NewVerifier(openKeyring(tree.Root(mc.Dir), s.Keyring))
+	}
+	m, err := remote.NewMirror(mc)
 	if err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
 	}
@@ -525,18 +530,6 @@ var startMirror = func(ctx context.Context, c *remote.Client, s watchSettings, s
 	r.stop = func() {
 		cancel()
 		<-ended
-	}
-	// Caught up: the channels and the keyring copy are in the tree.
-	if cu, ok := any(m).(interface{ CaughtUp() <-chan struct{} }); ok {
-		select {
-		case <-cu.CaughtUp():
-		case <-ended:
-			cancel()
-			return nil, fmt.Errorf("watch: mirror: %w", r.err)
-		case <-ctx.Done():
-			r.stop()
-			return nil, ctx.Err()
-		}
 	}
 	return r, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"collab/channel"
 	"collab/internal/agent/claim"
+	"collab/internal/delivery"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/randhex"
@@ -161,15 +162,8 @@ func (s *remoteWatchSetup) answeredOnce(t *testing.T, agent string, ids []string
 	return got
 }
 
-// mirrorLanded: the end-to-end tests below need remote.Mirror's mirror
-// in and out (branch mirror); its stub only waits. Set true when it lands.
-const mirrorLanded = false
-
 func requireRemoteE2E(t *testing.T) {
 	t.Helper()
-	if !mirrorLanded {
-		t.Skip("remote.Mirror is a stub: no mirror in or out yet")
-	}
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 (the foreign writer) not found")
 	}
@@ -385,13 +379,13 @@ func TestRemoteWatchWiring(t *testing.T) {
 	if c.Reply != reply || c.Owner.Host != host {
 		t.Errorf("claim on the mount: %+v, want replied with %s by this host %s", c, reply, host)
 	}
-	// Only its seen files are in the mirror (the mirror carries them out):
-	// claims and reply tokens are on the mount.
-	ents, _ := os.ReadDir(mirrorRoot.AgentClaims("dev", "rem"))
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".seen") {
-			t.Errorf("a claim file in the mirror: %s", e.Name())
-		}
+	// Claims, reply tokens and seen files are on the mount, none in the
+	// mirror.
+	if ents, _ := os.ReadDir(mirrorRoot.AgentClaims("dev", "rem")); len(ents) > 0 {
+		t.Errorf("claims folder files in the mirror: %v", ents)
+	}
+	if sf, err := delivery.ReadSeen(s.root, "dev", "rem", m.ID); err != nil || sf.Host != host {
+		t.Errorf("seen file on the mount: %+v, %v", sf, err)
 	}
 	cancel()
 	if e := <-events; e.what != "stopped" || e.state != presence.StateOffline {
