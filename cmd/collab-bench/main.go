@@ -79,6 +79,15 @@
 //     (inotify on the folder), the median over several messages; the
 //     difference of the two per run; and the watcher's peak RSS (VmHWM,
 //     sampled throughout).
+//   - Remote (hosts without the mount; see remote.go): an embedded
+//     nats-server with the stream on loopback, `collab bridge` processes
+//     serving a tree, remote hosts as in-process remote.Clients with their
+//     own state folder: send → reply seen remotely (Post to an agent served
+//     on the mount by collab watch with the stand-in, until its reply
+//     arrives through the stream by Follow), p50 and p99; signed posts per
+//     second from 8 remote clients at once through one bridge process and
+//     through two; and the time for Follow (read --remote --follow) to
+//     catch up on 10,000 messages from the stream.
 //
 // # Caveats
 //
@@ -163,11 +172,14 @@ type sizes struct {
 	bigReplies        int           // messages to the watcher per run and channel
 	signSmall         int           // 1 KiB messages signed and verified per run
 	signLarge         int           // 1 MB messages signed and verified per run
+	remote            int           // remote send → reply messages per run
+	remoteThru        int           // remote posts per throughput run
+	remoteCatchup     int           // messages a remote follow catches up on
 }
 
 var (
-	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10, signSmall: 2000, signLarge: 50}
-	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5, signSmall: 500, signLarge: 10}
+	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10, signSmall: 2000, signLarge: 50, remote: 50, remoteThru: 2000, remoteCatchup: 10_000}
+	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5, signSmall: 500, signLarge: 10, remote: 10, remoteThru: 400, remoteCatchup: 10_000}
 )
 
 // part is one group of figures measured together.
@@ -187,6 +199,7 @@ func parts() []part {
 		{"send", (*bench).send},
 		{"who", (*bench).who},
 		{"bigchannel", (*bench).bigchannel},
+		{"remote", (*bench).remote},
 	}
 }
 

@@ -354,39 +354,12 @@ func TestRemoteCannotPostAsAnother(t *testing.T) {
 	}
 }
 
-// scopedAccounts returns deploy/nats/accounts.conf with its remote agent
-// template made for agent, every password "pw-" and the user's name.
-func scopedAccounts(t *testing.T, agent string) string {
-	t.Helper()
-	data, err := os.ReadFile("../../deploy/nats/accounts.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := string(data)
-	const begin, end = "# BEGIN remote agent template", "# END remote agent template"
-	i, j := strings.Index(conf, begin), strings.Index(conf, end)
-	if i < 0 || j < i {
-		t.Fatal("accounts.conf: no remote agent template")
-	}
-	var block []string
-	for _, l := range strings.Split(conf[i:j], "\n")[1:] {
-		l = strings.TrimSpace(l)
-		if rest, ok := strings.CutPrefix(l, "# "); ok && (len(block) > 0 || strings.HasPrefix(rest, "{")) {
-			block = append(block, rest)
-		}
-	}
-	user := strings.ReplaceAll(strings.Join(block, "\n"), "$COLLAB_REMOTE_AGENT_PASSWORD", `"pw-remote-AGENT"`)
-	conf = conf[:j] + strings.ReplaceAll(user, "AGENT", agent) + "\n" + conf[j:]
-	conf = strings.ReplaceAll(conf, "$COLLAB_NATS_PASSWORD", `"pw-collab"`)
-	return strings.ReplaceAll(conf, "$COLLAB_BRIDGE_PASSWORD", `"pw-bridge"`)
-}
-
 // TestRemoteScopedUser: with deploy/nats/accounts.conf, the remote agent's
 // own user (its subjects, its inbox prefix, the stream's consumer API)
 // is enough for send, read --follow, who and status --remote.
 func TestRemoteScopedUser(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nats.conf")
-	if err := os.WriteFile(path, []byte(scopedAccounts(t, "rem")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(natstest.AccountsConf(t, "rem")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	parsed, err := server.ProcessConfigFile(path)

@@ -15,47 +15,13 @@ import (
 	"collab/internal/testsupport/natstest"
 )
 
-// accountsConf returns deploy/nats/accounts.conf with the remote agent
-// template instantiated for agents, and every password variable replaced
-// by "pw-" and the user's name.
-func accountsConf(t *testing.T, agents ...string) string {
-	t.Helper()
-	data, err := os.ReadFile("../../../deploy/nats/accounts.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := string(data)
-	const begin, end = "# BEGIN remote agent template", "# END remote agent template"
-	i, j := strings.Index(conf, begin), strings.Index(conf, end)
-	if i < 0 || j < i {
-		t.Fatal("accounts.conf: no remote agent template")
-	}
-	var tmpl []string
-	for _, l := range strings.Split(conf[i:j], "\n")[1:] {
-		l = strings.TrimSpace(l)
-		if s, ok := strings.CutPrefix(l, "# "); ok && strings.HasPrefix(strings.TrimSpace(s), "{") || len(tmpl) > 0 {
-			tmpl = append(tmpl, strings.TrimPrefix(l, "# "))
-		}
-	}
-	block := strings.Join(tmpl, "\n")
-	var users strings.Builder
-	for _, a := range agents {
-		users.WriteString(strings.ReplaceAll(strings.ReplaceAll(block, "$COLLAB_REMOTE_AGENT_PASSWORD", `"pw-remote-`+a+`"`), "AGENT", a))
-		users.WriteString("\n")
-	}
-	conf = conf[:j] + users.String() + conf[j:]
-	conf = strings.ReplaceAll(conf, "$COLLAB_NATS_PASSWORD", `"pw-collab"`)
-	conf = strings.ReplaceAll(conf, "$COLLAB_BRIDGE_PASSWORD", `"pw-bridge"`)
-	return conf
-}
-
 // TestAccountsTemplate: with deploy/nats/accounts.conf, agent a's user
 // cannot publish on b's request subjects nor read b's replies, a forged
 // body on a's own subject is refused by the bridge, and a's own signed
 // post goes through.
 func TestAccountsTemplate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nats.conf")
-	if err := os.WriteFile(path, []byte(accountsConf(t, "a", "b")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(natstest.AccountsConf(t, "a", "b")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	parsed, err := server.ProcessConfigFile(path)

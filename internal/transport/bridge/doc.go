@@ -9,7 +9,8 @@
 // # Subjects
 //
 //	collab.bridge.v1.OP.AGENT   a request; OP one of post, presence, read,
-//	                            who, status, kill, claim, claimfs; AGENT the acting
+//	                            who, status, kill, claim, claimfs, keys,
+//	                            kills; AGENT the acting
 //	                            agent (a valid tree name)
 //	collab.chat.CHANNEL         every message that lands in a channel, on
 //	                            the JetStream stream CHAT (see natsbus)
@@ -39,6 +40,8 @@
 //	          -> {"ok": true, "won": bool, "holder": CLAIM}
 //	claimfs   {"channel": C, "op": OP2, "name": NAME, "data": BYTES, "limit": N}
 //	          -> {"ok": true, "data": BYTES, "size": N, "mod_time": T, "mode": M}
+//	keys      {} -> {"ok": true, "keys": {"AGENT.json": FILE...}, "more": bool}
+//	kills     {"jobs": [JOB...]} -> {"ok": true, "kills": {JOB: KILL...}}
 //
 // MESSAGE, STATUS, KILL and CLAIM are the JSON of the file the request
 // writes, exactly as it would be on the mount, signed by AGENT's key (SPEC
@@ -54,8 +57,12 @@
 // that id is a conflict. A client may therefore resend a post until it
 // gets a reply.
 //
-// read returns the messages after ID (or the newest when "after" is empty)
-// in the channel's order, at most N (default 50, at most 500), at bounded
+// keys and kills serve a remote host's mirror (see keys.go): the files of
+// ROOT/keys, and the kill files of AGENT's own jobs.
+//
+// read returns the messages after ID (or the newest when "after" is empty),
+// each with the id of its file (over a foreign writer's own "id"), in the
+// channel's order, at most N (default 50, at most 500), at bounded
 // cost. A reply never exceeds the bridge's maximum reply size: it stops
 // early with "more": true, and a single message too big for any reply is
 // returned as OMITTED, {"id": ID, "omitted": "N bytes: larger than a bridge

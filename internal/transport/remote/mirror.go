@@ -52,10 +52,6 @@ const (
 	outMargin = time.Minute
 	// keysEvery is how many polls pass between two reads of the keyring.
 	keysEvery = 5
-	// catchUpPages bounds one channel's catch-up from the files (of
-	// bridge.MaxReadLimit messages each); the rest is read at the next
-	// catch-up.
-	catchUpPages = 200
 )
 
 // ConsumerName returns the durable consumer name of agent's mirror.
@@ -99,8 +95,9 @@ type MirrorConfig struct {
 // retention is a configured limit: the files have none; detected when the
 // stream's first sequence is past the last one the mirror had, kept in
 // STATE/mirror-state.json) page the channel from the files on the mount
-// with the bridge's read op, after the newest message in the mirror (none:
-// the newest page only). The second case is logged once as a warning:
+// with the bridge's read op, from a minute before the stream time of the
+// last message the mirror had (unknown: after the newest message in the
+// mirror; none: the newest page only). The second case is logged once as a warning:
 // "the stream no longer holds messages since T ... caught up from the
 // files through the bridge".
 //
@@ -121,10 +118,18 @@ type MirrorConfig struct {
 // since a floor a minute before the newest) is in STATE/mirror-state.json,
 // written atomically after the entries are in the outbox, so a restart
 // queues again at worst (a copy on the wire, one file on the mount). The
-// presence file is sent when it changed, the latest only. Seen files and
-// claims are not the mirror's: they go to the mount through the claims
-// opener (bridge op claimfs). The folders are watched with fsnotify, and
-// polled every Poll.
+// presence file is sent when it changed, the latest only. The agent's seen
+// files, Dir/claims/C/AGENT/M.seen (delivery.MarkSeen writes them under
+// the watcher's Root), are published on the mount with the bridge op
+// claimfs, oldest first, retried each poll until the bridge answers (one
+// already there is the first, kept); their cursor is by modification time.
+// Claim generations and reply tokens are not the mirror's: the watcher's
+// claims opener makes them on the mount. The channel and presence folders
+// are watched with fsnotify, and everything is polled every Poll.
+//
+// [Mirror.CaughtUp] is closed once the consumer first has nothing pending
+// (after any catch-up from the files) and the keyring copy is in place:
+// the watcher may start then.
 //
 // When Run's context ends, the outbox is drained within [DrainBudget].
 type Mirror struct {
@@ -139,6 +144,9 @@ type Mirror struct {
 	lastPre []byte              // the presence file last sent
 	queued  bool                // the outbox is waiting for the bridge, said once
 	wake    chan struct{}       // the mirror out has something to look at
+	caught  chan struct{}       // closed by the first catch-up (CaughtUp)
+	keysOK  bool                // the keyring was copied once
+	once    sync.Once
 }
 
 // mirrorState is the file MirrorStateFile.
@@ -151,6 +159,9 @@ type mirrorState struct {
 	// Out is, per channel, what the mirror out has queued: Sent holds the
 	// ids queued whose time is at or after Floor.
 	Out map[string]*outCursor `json:"out"`
+	// Seen is, per channel, the agent's seen files sent: Sent holds the
+	// names whose modification time is at or after Floor.
+	Seen map[string]*outCursor `json:"seen,omitempty"`
 }
 
 type outCursor struct {
@@ -203,7 +214,7 @@ func NewMirror(c MirrorConfig) (*Mirror, error) {
 	return &Mirror{
 		cfg: c, root: root, log: c.Logger,
 		fromIn: map[string]struct{}{}, warned: map[string]bool{},
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), caught: make(chan struct{}), keysOK: c.LocalKeys,
 	}, nil
 }
 
@@ -217,6 +228,9 @@ func (m *Mirror) statePath() string { return filepath.Join(filepath.Dir(m.cfg.Di
 // DrainBudget. It returns nil when ctx ended, else the error that stopped
 // it (the mirror tree or its state cannot be written).
 func (m *Mirror) Run(ctx context.Context) error {
+	if m.cfg.Stream == nil {
+		return errors.New("mirror: no JetStream connection (a client made offline, or without Dial)")
+	}
 	for _, dir := range []string{m.root.Channels(), m.root.Presence(), m.root.Keys(), m.root.Jobs(m.cfg.Agent)} {
 		if err := safedir.MkdirAll(dir); err != nil {
 			return fmt.Errorf("mirror: %w", err)
@@ -278,6 +292,11 @@ func (m *Mirror) load() error {
 	}
 	return nil
 }
+
+// CaughtUp is closed once the mirror has caught up the first time: the
+// consumer has nothing pending, the files were read where the stream
+// could not answer, and the keyring copy is in Dir/keys.
+func (m *Mirror) CaughtUp() <-chan struct{} { return m.caught }
 
 // save writes the state atomically; the caller holds m.mu or is alone.
 func (m *Mirror) save() error {
@@ -422,6 +441,11 @@ func sleep(ctx context.Context, d time.Duration) {
 // inOnce is one turn of the mirror in: the keyring and kills (by poll),
 // the stream's gaps, one fetch.
 func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int) error {
+	if !m.cfg.LocalKeys && tick%keysEvery == 0 {
+		if err := m.syncKeys(ctx); err != nil {
+			return err
+		}
+	}
 	if *cons == nil {
 		c, fresh, err := m.consumer(ctx)
 		if err != nil {
@@ -433,11 +457,6 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 			return err
 		}
 		*cons = c
-	}
-	if !m.cfg.LocalKeys && tick%keysEvery == 0 {
-		if err := m.syncKeys(ctx); err != nil {
-			return err
-		}
 	}
 	if err := m.syncKills(ctx); err != nil {
 		return err
@@ -523,7 +542,7 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 	}
 	if gap || fresh {
 		for _, ch := range m.cfg.Channels {
-			if err := m.catchUp(ctx, ch); err != nil {
+			if err := m.catchUp(ctx, ch, since); err != nil {
 				return err
 			}
 		}
@@ -544,6 +563,9 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 	if ci.NumPending == 0 && ci.NumAckPending == 0 {
 		m.mu.Lock()
 		defer m.mu.Unlock()
+		if m.keysOK {
+			m.once.Do(func() { close(m.caught) })
+		}
 		if info.State.LastSeq > m.st.StreamSeq {
 			m.st.StreamSeq, m.st.StreamTime = info.State.LastSeq, info.State.LastTime.UTC()
 			if err := m.save(); err != nil {
@@ -554,19 +576,26 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 	return nil
 }
 
-// catchUp pages ch from the files on the mount, after the newest message
-// of the mirror (none: the newest page only), into the mirror.
-func (m *Mirror) catchUp(ctx context.Context, ch string) error {
-	newest, _, _, err := channel.Newest(m.root, ch, 1, nil, nil)
-	if err != nil {
-		return &localError{fmt.Errorf("catch up %s: %w", ch, err)}
-	}
+// catchUp pages ch from the files on the mount into the mirror: from
+// outMargin before since, the stream's time of the last message the
+// mirror had (zero: after the newest message in the mirror; none: the
+// newest page only). Not the mirror's newest file when since is known:
+// that may be the agent's own reply, newer than what was missed.
+func (m *Mirror) catchUp(ctx context.Context, ch string, since time.Time) error {
 	after, limit := "", bridge.DefaultReadLimit
-	if len(newest) > 0 {
-		after, limit = newest[0].Key(), bridge.MaxReadLimit
+	if !since.IsZero() {
+		after, limit = channel.NewID(m.cfg.Agent, since.Add(-outMargin), "0000"), bridge.MaxReadLimit
+	} else {
+		newest, _, _, err := channel.Newest(m.root, ch, 1, nil, nil)
+		if err != nil {
+			return &localError{fmt.Errorf("catch up %s: %w", ch, err)}
+		}
+		if len(newest) > 0 {
+			after, limit = newest[0].Key(), bridge.MaxReadLimit
+		}
 	}
 	n := 0
-	for range catchUpPages {
+	for ctx.Err() == nil {
 		p, err := m.cfg.Client.Read(ctx, ch, after, limit)
 		if err != nil {
 			return err
@@ -622,6 +651,9 @@ func (m *Mirror) syncKeys(ctx context.Context) error {
 			return &localError{fmt.Errorf("keys: %w", err)}
 		}
 	}
+	m.mu.Lock()
+	m.keysOK = true
+	m.mu.Unlock()
 	if r.More {
 		return nil // a partial list: nothing is removed
 	}
@@ -734,7 +766,9 @@ func (m *Mirror) runOut(ctx context.Context) error {
 					if ev.Has(fsnotify.Create) && filepath.Dir(ev.Name) == m.root.Channels() {
 						_ = w.Add(ev.Name) // a new channel folder
 					}
-					m.poke()
+					if m.interesting(ev.Name) {
+						m.poke()
+					}
 				case _, ok := <-w.Errors:
 					if !ok {
 						return
@@ -757,6 +791,16 @@ func (m *Mirror) runOut(ctx context.Context) error {
 		case <-m.wake:
 		}
 	}
+}
+
+// interesting reports whether a change to path may be something to send:
+// not a message of another agent (the mirror in writes many).
+func (m *Mirror) interesting(path string) bool {
+	if safedir.IsTemp(filepath.Base(path)) {
+		return false // its link under its name comes next
+	}
+	n, err := channel.ParseName(filepath.Base(path))
+	return err != nil || n.Agent == m.cfg.Agent
 }
 
 func (m *Mirror) poke() {
@@ -786,6 +830,9 @@ func (m *Mirror) outOnce(ctx context.Context) error {
 		if err := m.queueChannel(filepath.Base(dir)); err != nil {
 			return &localError{err}
 		}
+	}
+	if err := m.sendSeen(ctx); err != nil {
+		return &localError{err}
 	}
 	if entries, err := m.cfg.Client.Outbox(); err == nil && len(entries) > 0 {
 		res := m.cfg.Client.Flush(ctx)
@@ -859,6 +906,7 @@ func (m *Mirror) queueChannel(ch string) error {
 		id := strings.TrimSuffix(c.name, ".json")
 		m.mu.Lock()
 		_, came := m.fromIn[id]
+		delete(m.fromIn, id) // in the cursor from now on
 		m.mu.Unlock()
 		if !came {
 			data, _, err := d.ReadFile(c.name, channel.MaxMessageSize)
@@ -927,4 +975,119 @@ func (m *Mirror) sendPresence(ctx context.Context) {
 	m.mu.Lock()
 	m.lastPre = data
 	m.mu.Unlock()
+}
+
+// sendSeen publishes the agent's seen files that the watcher wrote in
+// Dir/claims/C/AGENT/ on the mount (bridge op claimfs, as the claims
+// opener does; a seen file already there is the first one, kept), oldest
+// first; one the bridge cannot take now is tried again next poll. The
+// cursor is by modification time (the local disk's clock): a seen file
+// may be of an old message.
+func (m *Mirror) sendSeen(ctx context.Context) error {
+	entries, err := os.ReadDir(filepath.Join(string(m.root), "claims"))
+	if err != nil {
+		return nil // no claims folder: nothing seen yet
+	}
+	for _, e := range entries {
+		ch := e.Name()
+		if !e.IsDir() || !tree.ValidName(ch) {
+			continue
+		}
+		if err := m.sendSeenIn(ctx, ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Mirror) sendSeenIn(ctx context.Context, ch string) error {
+	m.mu.Lock()
+	cur := &outCursor{}
+	if c := m.st.Seen[ch]; c != nil {
+		cur = &outCursor{Floor: c.Floor, Sent: slices.Clone(c.Sent)}
+	}
+	m.mu.Unlock()
+	d, err := safedir.Open(m.root.AgentClaims(ch, m.cfg.Agent))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	sent := make(map[string]bool, len(cur.Sent))
+	for _, n := range cur.Sent {
+		sent[n] = true
+	}
+	type cand struct {
+		name string
+		t    time.Time
+	}
+	var cands []cand
+	err = d.ReadDirBatches(256, func(entries []fs.DirEntry) error {
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".seen") || sent[e.Name()] || safedir.IsTemp(e.Name()) {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil || fi.ModTime().Before(cur.Floor) {
+				continue
+			}
+			cands = append(cands, cand{e.Name(), fi.ModTime()})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return a.t.Compare(b.t) })
+	dir, err := m.cfg.Client.ClaimDirs().OpenClaims(ch, m.cfg.Agent, false)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	changed := false
+	for _, c := range cands {
+		data, _, err := d.ReadFile(c.name, 64<<10)
+		if err != nil {
+			continue
+		}
+		err = dir.Publish(c.name, data, 0o666)
+		var be *bridge.Error
+		switch {
+		case err == nil, errors.Is(err, fs.ErrExist):
+		case errors.As(err, &be) && !be.Retryable():
+			m.log.Error("mirror: the bridge refused a seen file; not sent", "channel", ch, "file", c.name, "err", err)
+		default:
+			m.log.Debug("mirror: a seen file waits for the bridge", "channel", ch, "file", c.name, "err", err)
+			goto save // in order: the rest waits too
+		}
+		cur.Sent = append(cur.Sent, c.name)
+		if t := c.t.Add(-outMargin); t.After(cur.Floor) {
+			cur.Floor = t
+		}
+		changed = true
+	}
+save:
+	if !changed {
+		return nil
+	}
+	keep := cur.Sent[:0]
+	for _, n := range cur.Sent {
+		fi, err := d.Lstat(n)
+		if err == nil && !fi.ModTime().Before(cur.Floor) {
+			keep = append(keep, n)
+		}
+	}
+	cur.Sent = keep
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.st.Seen == nil {
+		m.st.Seen = map[string]*outCursor{}
+	}
+	m.st.Seen[ch] = cur
+	return m.save()
 }

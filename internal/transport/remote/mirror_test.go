@@ -12,11 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"collab/channel"
+	"collab/internal/agent/claim"
 	"collab/internal/agent/jobs"
+	"collab/internal/delivery"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
@@ -48,19 +51,41 @@ func (l *logBuf) String() string {
 // and its stream publisher on an embedded JetStream server; alice (the
 // remote agent) and bob are trusted in its keyring.
 type mount struct {
-	root  tree.Root
-	url   string
-	srv   *natstest.Server
-	bus   *natsbus.Bus
-	keys  map[string]*signing.Signer
-	stray *signing.Signer // bob's name, a key nobody trusts
+	root   tree.Root
+	url    string
+	srv    *natstest.Server
+	bus    *natsbus.Bus
+	keys   map[string]*signing.Signer
+	stray  *signing.Signer // bob's name, a key nobody trusts
+	remote natsbus.Options // how alice's host connects
 }
 
-func newMount(t *testing.T) *mount {
+func newMount(t testing.TB) *mount { return newMountAs(t, false) }
+
+// newMountAs: with accounts, the server has deploy/nats/accounts.conf's
+// users (alice a remote agent), the bridge connects as "bridge", and
+// newRemote as "remote-alice".
+func newMountAs(t testing.TB, accounts bool) *mount {
 	t.Helper()
 	m := &mount{root: tree.Root(t.TempDir()), keys: map[string]*signing.Signer{}}
-	m.srv = natstest.Start(t, true, nil)
+	var mutate func(*server.Options)
+	var bridgeUser natsbus.Options
+	if accounts {
+		path := filepath.Join(t.TempDir(), "nats.conf")
+		if err := os.WriteFile(path, []byte(natstest.AccountsConf(t, "alice")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		parsed, err := server.ProcessConfigFile(path)
+		if err != nil {
+			t.Fatalf("accounts.conf: %v", err)
+		}
+		mutate = func(o *server.Options) { o.Accounts, o.Users, o.Nkeys = parsed.Accounts, parsed.Users, parsed.Nkeys }
+		bridgeUser = natsbus.Options{User: "bridge", Password: "pw-bridge"}
+		m.remote = natsbus.Options{User: "remote-alice", Password: "pw-remote-alice"}
+	}
+	m.srv = natstest.Start(t, true, mutate)
 	m.url = m.srv.URL()
+	bridgeUser.URL, m.remote.URL = m.url, m.url
 	for _, dir := range []string{m.root.Channel("dev"), m.root.Jobs("alice")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -83,7 +108,7 @@ func newMount(t *testing.T) *mount {
 	}
 	m.stray = stray
 	ctx, cancel := context.WithCancel(context.Background())
-	b, err := natsbus.Connect(ctx, natsbus.Options{URL: m.url})
+	b, err := natsbus.Connect(ctx, bridgeUser)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +116,7 @@ func newMount(t *testing.T) *mount {
 		t.Fatal(err)
 	}
 	m.bus = b
-	nc, err := nats.Connect(m.url)
+	nc, err := nats.Connect(m.url, nats.UserInfo(bridgeUser.User, bridgeUser.Password))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +138,7 @@ func newMount(t *testing.T) *mount {
 }
 
 // post writes a message of from in dev on the mount, signed by its key.
-func (m *mount) post(t *testing.T, from, text string) channel.Message {
+func (m *mount) post(t testing.TB, from, text string) channel.Message {
 	t.Helper()
 	msg := channel.Message{SessionID: "dev", From: from, To: "alice", Content: channel.Content{Text: text}}
 	w := channel.Writer{Root: m.root, Signer: m.keys[from]}
@@ -130,12 +155,12 @@ type remoteHost struct {
 	log    *logBuf
 }
 
-func newRemote(t *testing.T, m *mount) *remoteHost {
+func newRemote(t testing.TB, m *mount) *remoteHost {
 	t.Helper()
 	h := &remoteHost{state: t.TempDir(), log: &logBuf{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, natsbus.Options{URL: m.url}, Config{
+	c, err := Dial(ctx, m.remote, Config{
 		Agent: "alice", Signer: m.keys["alice"], StateDir: h.state,
 		Logger: slog.New(slog.NewTextHandler(h.log, nil)),
 	})
@@ -157,7 +182,7 @@ func (h *remoteHost) dir() string { return filepath.Join(h.state, "tree") }
 func (h *remoteHost) root() tree.Root { return tree.Root(h.dir()) }
 
 // start runs a mirror of dev; stop cancels it and returns Run's error.
-func (h *remoteHost) start(t *testing.T) (stop func() error) {
+func (h *remoteHost) start(t testing.TB) (stop func() error) {
 	t.Helper()
 	mr, err := NewMirror(MirrorConfig{Client: h.client, Channels: []string{"dev"}, Dir: h.dir(), Poll: 50 * time.Millisecond})
 	if err != nil {
@@ -179,11 +204,21 @@ func (h *remoteHost) start(t *testing.T) (stop func() error) {
 		return rerr
 	}
 	t.Cleanup(func() { _ = stop() })
+	select {
+	case <-mr.CaughtUp():
+	case err := <-done:
+		t.Fatalf("the mirror stopped before it caught up: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the mirror never caught up")
+	}
+	if readFile(filepath.Join(h.root().Keys(), "alice.json")) == nil {
+		t.Fatal("caught up without the keyring")
+	}
 	return stop
 }
 
 // eventually waits for cond, failing with what after a generous bound.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
@@ -198,11 +233,15 @@ func readFile(path string) []byte {
 	return b
 }
 
-func fileCount(t *testing.T, dir, prefix string) int {
+func fileCount(t testing.TB, dir, prefix string) int {
 	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	n := 0
-	for _, name := range names(t, dir) {
-		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".json") {
+	for _, de := range des {
+		if name := de.Name(); strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".json") {
 			n++
 		}
 	}
@@ -290,6 +329,13 @@ func TestMirrorGap(t *testing.T) {
 	for i := range 5 {
 		ids = append(ids, m.post(t, "bob", fmt.Sprintf("while away %d", i)).ID)
 	}
+	// The agent's own reply, newer than what the mirror missed, written
+	// in the mirror meanwhile: the catch-up must not start after it.
+	reply := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "late"}}
+	later := func() time.Time { return time.Now().Add(5 * time.Second) }
+	if err := (&channel.Writer{Root: h.root(), Signer: m.keys["alice"], Now: later}).Post(&reply); err != nil {
+		t.Fatal(err)
+	}
 	js, err := jetstream.New(m.bus.Conn())
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +353,8 @@ func TestMirrorGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start(t)
-	eventually(t, "caught up", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 6 })
+	eventually(t, "caught up", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 7 })
+	eventually(t, "the reply on the mount", func() bool { return fileCount(t, m.root.Channel("dev"), "msg-") == 7 })
 	for _, id := range ids {
 		if readFile(filepath.Join(h.root().Channel("dev"), id+".json")) == nil {
 			t.Fatalf("%s lost", id)
@@ -319,8 +366,8 @@ func TestMirrorGap(t *testing.T) {
 }
 
 // TestMirrorOut: a reply the agent's watcher writes in the mirror reaches
-// the mount once, signed, also after a restart; its presence reaches the
-// mount.
+// the mount once, signed, also after a restart; its presence and its
+// seen file reach the mount.
 func TestMirrorOut(t *testing.T) {
 	m := newMount(t)
 	h := newRemote(t, m)
@@ -350,6 +397,14 @@ func TestMirrorOut(t *testing.T) {
 	pre := filepath.Join(m.root.Presence(), "alice.json")
 	eventually(t, "presence on the mount", func() bool {
 		return bytes.Equal(readFile(pre), readFile(filepath.Join(h.root().Presence(), "alice.json")))
+	})
+	seenOwner := claim.Owner{Agent: "alice", Host: "laptop", PID: 7, Instance: "i1"}
+	if err := delivery.MarkSeen(h.root(), "dev", in.ID, seenOwner, time.Now(), "", "", m.keys["alice"]); err != nil {
+		t.Fatal(err)
+	}
+	seen := filepath.Join(m.root.AgentClaims("dev", "alice"), in.ID+".seen")
+	eventually(t, "seen file on the mount", func() bool {
+		return bytes.Equal(readFile(seen), readFile(filepath.Join(h.root().AgentClaims("dev", "alice"), in.ID+".seen")))
 	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -417,6 +472,132 @@ func FuzzMirrorPut(f *testing.F) {
 		msg, err := channel.Decode(got, id+".json", ch)
 		if !tree.ValidName(ch) || err != nil || msg.SessionID != ch || !bytes.Equal(got, data) {
 			t.Fatalf("wrote %q in %q: %v", id, ch, err)
+		}
+	})
+}
+
+// TestMirrorAccounts: with the remote agent's permissions of
+// deploy/nats/accounts.conf, the mirror creates and reads its consumer,
+// copies the keyring, and carries a reply and its kill requests.
+func TestMirrorAccounts(t *testing.T) {
+	m := newMountAs(t, true)
+	h := newRemote(t, m)
+	job := jobs.NewID()
+	if err := os.MkdirAll(h.root().Jobs("alice"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.root().Jobs("alice"), job+".json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start(t)
+	in := m.post(t, "bob", "a question")
+	eventually(t, "question mirrored", func() bool { return readFile(filepath.Join(h.root().Channel("dev"), in.ID+".json")) != nil })
+	reply := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "an answer"}}
+	if err := (&channel.Writer{Root: h.root(), Signer: m.keys["alice"]}).Post(&reply); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "reply on the mount", func() bool { return readFile(filepath.Join(m.root.Channel("dev"), reply.ID+".json")) != nil })
+	if err := jobs.RequestKill(m.root, "alice", job, "bob", m.keys["bob"]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kill mirrored", func() bool { return jobs.KillRequested(h.root(), "alice", job) })
+	if strings.Contains(h.log.String(), "ermission") {
+		t.Fatalf("permission errors:\n%s", h.log)
+	}
+}
+
+// BenchmarkMirrorIn: a mirror that was away while 1,000 messages arrived
+// mirrors them from the stream (durable consumer, a file each, acked).
+func BenchmarkMirrorIn(b *testing.B) {
+	const n = 1000
+	m := newMount(b)
+	h := newRemote(b, m)
+	total := 0
+	for b.Loop() {
+		b.StopTimer()
+		stop := h.start(b)
+		if err := stop(); err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			m.post(b, "bob", fmt.Sprintf("message %d", i))
+		}
+		total += n
+		eventually(b, "published", func() bool {
+			s, err := m.bus.StreamIDs(context.Background(), "dev", time.Time{})
+			return err == nil && len(s.IDs) >= total
+		})
+		b.StartTimer()
+		stop = h.start(b)
+		eventually(b, "mirrored", func() bool { return fileCount(b, h.root().Channel("dev"), "msg-") >= total })
+		b.StopTimer()
+		if err := stop(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// TestMirrorNATSRestart: the NATS server restarted under a running mirror
+// (the stream kept on disk): every message arrives once, and a reply
+// written meanwhile reaches the mount.
+func TestMirrorNATSRestart(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	h.start(t)
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, m.post(t, "bob", fmt.Sprintf("before %d", i)).ID)
+	}
+	eventually(t, "before mirrored", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 5 })
+	m.srv.Restart()
+	reply := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "while restarting"}}
+	if err := (&channel.Writer{Root: h.root(), Signer: m.keys["alice"]}).Post(&reply); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		ids = append(ids, m.post(t, "bob", fmt.Sprintf("after %d", i)).ID)
+	}
+	eventually(t, "all mirrored", func() bool { return fileCount(t, h.root().Channel("dev"), "msg-") == 11 })
+	for _, id := range ids {
+		if readFile(filepath.Join(h.root().Channel("dev"), id+".json")) == nil {
+			t.Fatalf("%s lost", id)
+		}
+	}
+	eventually(t, "the reply on the mount", func() bool { return fileCount(t, m.root.Channel("dev"), "msg-") == 11 })
+}
+
+// FuzzMirrorState: whatever mirror-state.json holds, loading it fails or
+// gives a state the mirror out can use.
+func FuzzMirrorState(f *testing.F) {
+	f.Add([]byte(`{"stream_seq":3,"stream_time":"2026-11-25T01:00:00Z","out":{"dev":{"floor":"2026-11-25T01:00:00Z","sent":["x"]}},"seen":{"dev":null}}`))
+	f.Add([]byte(`{"out":{"dev":null}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, MirrorStateFile), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Config{Agent: "a", StateDir: dir, Requester: offline{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr, err := NewMirror(MirrorConfig{Client: c, Channels: []string{"dev"}, Dir: filepath.Join(dir, "tree")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(mr.Root().Channel("dev"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if mr.load() != nil {
+			return
+		}
+		if err := mr.queueChannel("dev"); err != nil {
+			t.Fatal(err)
+		}
+		if err := mr.sendSeen(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
