@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/agent/claim"
 	"collab/internal/agent/pricing"
 	"collab/internal/agent/prompt"
 	"collab/internal/identity/signing"
@@ -96,6 +97,12 @@ type Config struct {
 	// request is ignored and a forged claim taken over, both logged.
 	Verifier *signing.Verifier
 	Trust    signing.Policy
+	// ClaimDirs opens the agent's claims folders (claim.Store.Dirs): nil,
+	// the files under Root; a remote watcher's (collab watch --remote)
+	// decides its claims and reply tokens on the mount through a bridge,
+	// while everything else it reads and writes is under Root, its local
+	// mirror tree. Its seen files (delivery.MarkSeenIn) go there too.
+	ClaimDirs claim.Dirs
 
 	Replay *Replay // nil: first start begins now, restarts resume
 	Wakers []Waker

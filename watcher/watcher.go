@@ -173,13 +173,23 @@ func newWatcher(cfg Config) *watcher {
 		instance:  jobs.NewInstance(),
 	}
 	w.claims = &claim.Store{Root: cfg.Root, Self: claim.Self(cfg.Agent), Grace: cfg.ClaimGrace, Now: cfg.Now,
-		Signer: cfg.Signer, Verifier: cfg.Verifier, Trust: cfg.Trust, Log: cfg.Logger, OnForged: w.forgedFile}
+		Signer: cfg.Signer, Verifier: cfg.Verifier, Trust: cfg.Trust, Log: cfg.Logger, OnForged: w.forgedFile,
+		Dirs: cfg.ClaimDirs}
 	w.claims.Self.Host = cfg.Host
 	w.claims.Self.Instance = w.instance
 	return w
 }
 
 func (w *watcher) now() time.Time { return w.cfg.Now().UTC() }
+
+// claimDirs opens the agent's claims folders: Config.ClaimDirs, or the
+// files under Root.
+func (w *watcher) claimDirs() claim.Dirs {
+	if w.cfg.ClaimDirs != nil {
+		return w.cfg.ClaimDirs
+	}
+	return claim.Files{Root: w.cfg.Root}
+}
 
 // startup restores state, opens the readers and announces presence.
 func (w *watcher) startup() error {
@@ -564,7 +574,7 @@ func (w *watcher) consider(m *channel.Message) {
 // (and, with guard set, refused it before any claim): see package
 // delivery.
 func (w *watcher) markSeen(m *channel.Message, guard, why string) {
-	if err := delivery.MarkSeen(w.cfg.Root, m.SessionID, m.Key(), w.claims.Self, w.now(), guard, why, w.cfg.Signer); err != nil {
+	if err := delivery.MarkSeenIn(w.claimDirs(), m.SessionID, m.Key(), w.claims.Self, w.now(), guard, why, w.cfg.Signer); err != nil {
 		w.logOnce("seen", "cannot record a message as seen", keyMsg, m.ID, keyErr, err)
 	}
 }

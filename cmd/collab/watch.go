@@ -44,6 +44,13 @@ The agent is required (--agent or COLLAB_AGENT) and, unlike the commands a
 person runs, never taken from the login name: a watcher is a daemon that
 answers as the agent it serves, often under a service account.
 
+On a host without the mount, --remote (or COLLAB_REMOTE=1) runs the same
+watcher on a local mirror of its channels, STATE/tree (--state-dir): the
+messages come from the NATS stream, its claims are decided on the mount
+and everything it writes goes there through a bridge (collab bridge on a
+mounted host). It needs --nats (or NATS_URL) and the agent's signing key;
+--root is not used. See README "Hosts without the mount".
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -94,6 +101,7 @@ Flags:
 	fs.BoolVar(&s.MCP, "mcp", false, "give the model the bus as MCP tools mid-task (collab mcp as this agent, on the message's channel); claude and codex")
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
+	rf := addRemoteFlags(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -104,6 +112,9 @@ Flags:
 	s.Context = *contextN
 	if s.Context == 0 {
 		s.Context = -1 // the flag's 0 is none; the settings' 0 is the default
+	}
+	if rf.on {
+		return watchRemote(ctx, rf, s, getenv, stderr)
 	}
 	root := tree.Resolve(*rootf, getenv)
 	w, err := prepareWatch(ctx, root, s, getenv, stderr)

@@ -71,6 +71,12 @@ func seenName(id string) string { return id + ".seen" }
 // message records it; a later one, or a restart, changes nothing). guard
 // and why are set when a guard refused the message before any claim.
 func MarkSeen(root tree.Root, channel, id string, owner claim.Owner, now time.Time, guard, why string, signer *signing.Signer) error {
+	return MarkSeenIn(claim.Files{Root: root}, channel, id, owner, now, guard, why, signer)
+}
+
+// MarkSeenIn is MarkSeen in the claims folders dirs opens (a remote
+// watcher's are on the mount, through a bridge: see claim.Dirs).
+func MarkSeenIn(dirs claim.Dirs, channel, id string, owner claim.Owner, now time.Time, guard, why string, signer *signing.Signer) error {
 	for _, n := range []struct{ kind, v string }{{"channel", channel}, {"agent", owner.Agent}, {"message id", id}} {
 		if err := tree.CheckName(n.kind, n.v); err != nil {
 			return err
@@ -83,7 +89,7 @@ func MarkSeen(root tree.Root, channel, id string, owner claim.Owner, now time.Ti
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(root.AgentClaims(channel, owner.Agent))
+	d, err := dirs.OpenClaims(channel, owner.Agent, true)
 	if err != nil {
 		return fmt.Errorf("seen %s: %w", id, err)
 	}
