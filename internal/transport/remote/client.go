@@ -213,10 +213,10 @@ func retryable(err error) bool {
 const maxRenames = 10
 
 // deliver sends an entry: removed after ok, moved to failed/ when refused
-// for good, else kept (a *QueuedError). A post refused as a conflict (an
-// other message already has its id: ids have 65,536 names per agent and
-// second) is sealed again under a new id, which replaces the entry, and
-// sent again: the entry finally sent is returned.
+// for good, else kept (a *QueuedError). A post marked Renew refused as a
+// conflict (another message already has its id: ids have 65,536 names per
+// agent and second) is sealed again under a new id, which replaces the
+// entry, and sent again: the entry finally sent is returned.
 func (c *Client) deliver(ctx context.Context, e Entry, out interface{ Err() error }) (Entry, error) {
 	for try := 0; ; try++ {
 		err := c.request(ctx, e.Op, e.Body, out)
@@ -226,7 +226,7 @@ func (c *Client) deliver(ctx context.Context, e Entry, out interface{ Err() erro
 			return e, c.box.remove(e.Name)
 		case retryable(err):
 			return e, &QueuedError{Path: c.box.path(e.Name), Err: err}
-		case errors.As(err, &be) && be.Code == bridge.CodeConflict && e.Op == bridge.OpPost && c.cfg.Signer != nil && try < maxRenames:
+		case errors.As(err, &be) && be.Code == bridge.CodeConflict && e.Op == bridge.OpPost && e.Renew && c.cfg.Signer != nil && try < maxRenames:
 			renamed, rerr := c.rename(e)
 			if rerr == nil {
 				e = renamed
@@ -265,7 +265,7 @@ func (c *Client) rename(e Entry) (Entry, error) {
 	if err != nil {
 		return e, fmt.Errorf("rename: %w", err)
 	}
-	n, err := c.box.add(bridge.OpPost, body)
+	n, err := c.box.add(bridge.OpPost, body, true)
 	if err != nil {
 		return e, err
 	}
@@ -304,7 +304,7 @@ func (c *Client) Post(ctx context.Context, m *channel.Message) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("post: %w", err)
 	}
-	e, err := c.box.add(bridge.OpPost, body)
+	e, err := c.box.add(bridge.OpPost, body, true)
 	if err != nil {
 		return "", fmt.Errorf("post: %w", err)
 	}
@@ -336,7 +336,7 @@ func (c *Client) Kill(ctx context.Context, of, job string, kill json.RawMessage)
 	if err != nil {
 		return fmt.Errorf("kill: %w", err)
 	}
-	e, err := c.box.add(bridge.OpKill, body)
+	e, err := c.box.add(bridge.OpKill, body, false)
 	if err != nil {
 		return fmt.Errorf("kill: %w", err)
 	}

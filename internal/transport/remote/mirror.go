@@ -118,13 +118,9 @@ type MirrorConfig struct {
 // since a floor a minute before the newest) is in STATE/mirror-state.json,
 // written atomically after the entries are in the outbox, so a restart
 // queues again at worst (a copy on the wire, one file on the mount). The
-// presence file is sent when it changed, the latest only. The agent's seen
-// files, Dir/claims/C/AGENT/M.seen (delivery.MarkSeen writes them under
-// the watcher's Root), are published on the mount with the bridge op
-// claimfs, oldest first, retried each poll until the bridge answers (one
-// already there is the first, kept); their cursor is by modification time.
-// Claim generations and reply tokens are not the mirror's: the watcher's
-// claims opener makes them on the mount. The channel and presence folders
+// presence file is sent when it changed, the latest only. Seen files,
+// claim generations and reply tokens are not the mirror's: the watcher's
+// claims opener (Client.ClaimDirs) makes them on the mount. The channel and presence folders
 // are watched with fsnotify, and everything is polled every Poll.
 //
 // [Mirror.CaughtUp] is closed once the consumer first has nothing pending
@@ -160,9 +156,6 @@ type mirrorState struct {
 	// Out is, per channel, what the mirror out has queued: Sent holds the
 	// ids queued whose time is at or after Floor.
 	Out map[string]*outCursor `json:"out"`
-	// Seen is, per channel, the agent's seen files sent: Sent holds the
-	// names whose modification time is at or after Floor.
-	Seen map[string]*outCursor `json:"seen,omitempty"`
 }
 
 type outCursor struct {
@@ -863,9 +856,6 @@ func (m *Mirror) outOnce(ctx context.Context) error {
 			return &localError{err}
 		}
 	}
-	if err := m.sendSeen(ctx); err != nil {
-		return &localError{err}
-	}
 	if entries, err := m.cfg.Client.Outbox(); err == nil && len(entries) > 0 {
 		res := m.cfg.Client.Flush(ctx)
 		for _, r := range res.Refused {
@@ -953,7 +943,7 @@ func (m *Mirror) queueChannel(ch string) error {
 			if err != nil {
 				return err
 			}
-			if _, err := m.cfg.Client.box.add(bridge.OpPost, body); err != nil {
+			if _, err := m.cfg.Client.box.add(bridge.OpPost, body, false); err != nil {
 				return err
 			}
 		}
@@ -1007,119 +997,4 @@ func (m *Mirror) sendPresence(ctx context.Context) {
 	m.mu.Lock()
 	m.lastPre = data
 	m.mu.Unlock()
-}
-
-// sendSeen publishes the agent's seen files that the watcher wrote in
-// Dir/claims/C/AGENT/ on the mount (bridge op claimfs, as the claims
-// opener does; a seen file already there is the first one, kept), oldest
-// first; one the bridge cannot take now is tried again next poll. The
-// cursor is by modification time (the local disk's clock): a seen file
-// may be of an old message.
-func (m *Mirror) sendSeen(ctx context.Context) error {
-	entries, err := os.ReadDir(filepath.Join(string(m.root), "claims"))
-	if err != nil {
-		return nil // no claims folder: nothing seen yet
-	}
-	for _, e := range entries {
-		ch := e.Name()
-		if !e.IsDir() || !tree.ValidName(ch) {
-			continue
-		}
-		if err := m.sendSeenIn(ctx, ch); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (m *Mirror) sendSeenIn(ctx context.Context, ch string) error {
-	m.mu.Lock()
-	cur := &outCursor{}
-	if c := m.st.Seen[ch]; c != nil {
-		cur = &outCursor{Floor: c.Floor, Sent: slices.Clone(c.Sent)}
-	}
-	m.mu.Unlock()
-	d, err := safedir.Open(m.root.AgentClaims(ch, m.cfg.Agent))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	sent := make(map[string]bool, len(cur.Sent))
-	for _, n := range cur.Sent {
-		sent[n] = true
-	}
-	type cand struct {
-		name string
-		t    time.Time
-	}
-	var cands []cand
-	err = d.ReadDirBatches(256, func(entries []fs.DirEntry) error {
-		for _, e := range entries {
-			if !strings.HasSuffix(e.Name(), ".seen") || sent[e.Name()] || safedir.IsTemp(e.Name()) {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil || fi.ModTime().Before(cur.Floor) {
-				continue
-			}
-			cands = append(cands, cand{e.Name(), fi.ModTime()})
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if len(cands) == 0 {
-		return nil
-	}
-	slices.SortFunc(cands, func(a, b cand) int { return a.t.Compare(b.t) })
-	dir, err := m.cfg.Client.ClaimDirs().OpenClaims(ch, m.cfg.Agent, false)
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	changed := false
-	for _, c := range cands {
-		data, _, err := d.ReadFile(c.name, 64<<10)
-		if err != nil {
-			continue
-		}
-		err = dir.Publish(c.name, data, 0o666)
-		var be *bridge.Error
-		switch {
-		case err == nil, errors.Is(err, fs.ErrExist):
-		case errors.As(err, &be) && !be.Retryable():
-			m.log.Error("mirror: the bridge refused a seen file; not sent", "channel", ch, "file", c.name, "err", err)
-		default:
-			m.log.Debug("mirror: a seen file waits for the bridge", "channel", ch, "file", c.name, "err", err)
-			goto save // in order: the rest waits too
-		}
-		cur.Sent = append(cur.Sent, c.name)
-		if t := c.t.Add(-outMargin); t.After(cur.Floor) {
-			cur.Floor = t
-		}
-		changed = true
-	}
-save:
-	if !changed {
-		return nil
-	}
-	keep := cur.Sent[:0]
-	for _, n := range cur.Sent {
-		fi, err := d.Lstat(n)
-		if err == nil && !fi.ModTime().Before(cur.Floor) {
-			keep = append(keep, n)
-		}
-	}
-	cur.Sent = keep
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.st.Seen == nil {
-		m.st.Seen = map[string]*outCursor{}
-	}
-	m.st.Seen[ch] = cur
-	return m.save()
 }

@@ -17,9 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"collab/channel"
-	"collab/internal/agent/claim"
 	"collab/internal/agent/jobs"
-	"collab/internal/delivery"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
@@ -366,8 +364,8 @@ func TestMirrorGap(t *testing.T) {
 }
 
 // TestMirrorOut: a reply the agent's watcher writes in the mirror reaches
-// the mount once, signed, also after a restart; its presence and its
-// seen file reach the mount.
+// the mount once, signed, also after a restart; its presence reaches the
+// mount. (Seen files go through the watcher's claims opener, not here.)
 func TestMirrorOut(t *testing.T) {
 	m := newMount(t)
 	h := newRemote(t, m)
@@ -397,14 +395,6 @@ func TestMirrorOut(t *testing.T) {
 	pre := filepath.Join(m.root.Presence(), "alice.json")
 	eventually(t, "presence on the mount", func() bool {
 		return bytes.Equal(readFile(pre), readFile(filepath.Join(h.root().Presence(), "alice.json")))
-	})
-	seenOwner := claim.Owner{Agent: "alice", Host: "laptop", PID: 7, Instance: "i1"}
-	if err := delivery.MarkSeen(h.root(), "dev", in.ID, seenOwner, time.Now(), "", "", m.keys["alice"]); err != nil {
-		t.Fatal(err)
-	}
-	seen := filepath.Join(m.root.AgentClaims("dev", "alice"), in.ID+".seen")
-	eventually(t, "seen file on the mount", func() bool {
-		return bytes.Equal(readFile(seen), readFile(filepath.Join(h.root().AgentClaims("dev", "alice"), in.ID+".seen")))
 	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -594,9 +584,6 @@ func FuzzMirrorState(f *testing.F) {
 			return
 		}
 		if err := mr.queueChannel("dev"); err != nil {
-			t.Fatal(err)
-		}
-		if err := mr.sendSeen(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	})

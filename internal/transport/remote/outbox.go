@@ -33,6 +33,13 @@ type Entry struct {
 	Body    json.RawMessage `json:"body"`
 	Queued  time.Time       `json:"queued"`
 	Refused string          `json:"refused,omitempty"` // in failed/: the bridge's answer
+	// Renew marks a post the client sealed for a sender (Client.Post): if
+	// another message took its id, it is sealed again under a new one. A
+	// post without it (a watcher's reply, carried by the mirror) keeps its
+	// id: a reply token reserved that id on the mount, so a conflict means
+	// the message is there another way, and a renamed copy would be a
+	// second reply. It goes to failed/.
+	Renew bool `json:"renew,omitempty"`
 }
 
 // Describe returns what the entry writes, for listings: the channel and
@@ -64,9 +71,9 @@ type outbox struct {
 }
 
 // add publishes a new entry atomically and returns it.
-func (o outbox) add(op string, body []byte) (Entry, error) {
+func (o outbox) add(op string, body []byte, renew bool) (Entry, error) {
 	t := o.now()
-	e := Entry{Op: op, Body: body, Queued: t.UTC()}
+	e := Entry{Op: op, Body: body, Queued: t.UTC(), Renew: renew}
 	e.Name = fmt.Sprintf("%020d-%s-%s.json", t.UnixNano(), op, randhex.String(4))
 	data, err := json.Marshal(e)
 	if err != nil {

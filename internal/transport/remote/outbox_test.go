@@ -397,3 +397,38 @@ func TestPostConflictRenames(t *testing.T) {
 		t.Errorf("failed %+v, want the post", e)
 	}
 }
+
+// A post queued without Renew (a watcher's reply, which the mirror
+// carries under the id its reply token reserved) refused as a conflict is
+// never sealed again under a new id: that would be a second reply. It goes
+// to failed/ as it was.
+func TestReplyConflictKeepsID(t *testing.T) {
+	state := t.TempDir()
+	f := &fakeBridge{answer: refuse(bridge.CodeConflict)}
+	c := newTestClient(t, f, state)
+	w := channel.Writer{Signer: c.cfg.Signer}
+	m := msg("a reply")
+	m.From = "a"
+	data, err := w.Seal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(bridge.PostRequest{Channel: m.SessionID, Message: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.box.add(bridge.OpPost, body, false); err != nil {
+		t.Fatal(err)
+	}
+	res := c.Flush(context.Background())
+	if len(res.Refused) != 1 {
+		t.Fatalf("flush: %+v, want one refusal", res)
+	}
+	if len(f.sent) != 1 {
+		t.Errorf("sent %d requests, want 1 (no renamed copy)", len(f.sent))
+	}
+	failed, _ := c.Failed()
+	if len(failed) != 1 || postID(failed[0]) != m.ID {
+		t.Errorf("failed %+v, want the reply under its own id %s", failed, m.ID)
+	}
+}
