@@ -54,6 +54,7 @@ type env struct {
 	problems []string          // broken invariants other than the checker's
 	garbage  []garbageFile     // scenario 12's foreign files
 	posted   map[string]string // scenario 8's messages, by text
+	remote   *remoteRun        // scenarios 13-15: the remote senders
 }
 
 // watchFile is the name of the watcher's state file in its state folder

@@ -203,7 +203,7 @@ func (l *logFollower) until(ctx context.Context, d time.Duration, stop <-chan st
 					var line struct {
 						Msg string `json:"msg"`
 					}
-					ok := json.Unmarshal(l.partial[:i], &line) == nil && slices.Contains(msgs, line.Msg)
+					ok := json.Unmarshal(l.partial[:i], &line) == nil && slices.Contains(msgs, line.Msg) || textMsg(l.partial[:i], msgs)
 					l.partial = l.partial[i+1:]
 					if ok {
 						return true, nil

@@ -30,6 +30,8 @@ type scenario struct {
 	bindfs   bool // needs bindfs mounts
 	run      func(ctx context.Context, e *env) error
 	after    func(e *env) // extra checks once the watchers stopped
+	// verdict, if set, scores the run instead of check (the replies).
+	verdict func(e *env) (verdict, error)
 }
 
 var scenarios = []scenario{
@@ -45,6 +47,9 @@ var scenarios = []scenario{
 	{id: "10", name: "NATS killed, paused, restarted", run: brokerFaults},
 	{id: "11", name: "state corrupted", run: corruptState},
 	{id: "12", name: "garbage in channel", run: garbage, after: garbageLogged},
+	{id: "13", name: "bridge killed mid-post", run: bridgeKills, verdict: remoteVerdict},
+	{id: "14", name: "NATS restarted during a remote burst", run: natsRestart, verdict: remoteVerdict},
+	{id: "15", name: "remote host partitioned", run: partition, verdict: remoteVerdict},
 }
 
 // sigkill: the watcher is SIGKILLed and restarted at once, over and over,

@@ -9,9 +9,8 @@
 // # Subjects
 //
 //	collab.bridge.v1.OP.AGENT   a request; OP one of post, presence, read,
-//	                            who, status, kill, claim, claimfs, keys,
-//	                            kills; AGENT the acting
-//	                            agent (a valid tree name)
+//	                            who, status, kill, claimfs, keys, kills;
+//	                            AGENT the acting agent (a valid tree name)
 //	collab.chat.CHANNEL         every message that lands in a channel, on
 //	                            the JetStream stream CHAT (see natsbus)
 //	collab.presence.AGENT       heartbeats (see natsbus)
@@ -36,14 +35,12 @@
 //	who       {} -> {"ok": true, "agents": [...]}
 //	status    {"message": ID} -> {"ok": true, "status": {...}}
 //	kill      {"of": AGENT2, "job": JOB, "kill": KILL} -> {"ok": true}
-//	claim     {"channel": C, "message": ID, "file": CLAIM}
-//	          -> {"ok": true, "won": bool, "holder": CLAIM}
 //	claimfs   {"channel": C, "op": OP2, "name": NAME, "data": BYTES, "limit": N}
 //	          -> {"ok": true, "data": BYTES, "size": N, "mod_time": T, "mode": M}
 //	keys      {} -> {"ok": true, "keys": {"AGENT.json": FILE...}, "more": bool}
 //	kills     {"jobs": [JOB...]} -> {"ok": true, "kills": {JOB: KILL...}}
 //
-// MESSAGE, STATUS, KILL and CLAIM are the JSON of the file the request
+// MESSAGE, STATUS and KILL are the JSON of the file the request
 // writes, exactly as it would be on the mount, signed by AGENT's key (SPEC
 // and README "Who really said it"). The bridge never signs for anyone: it
 // decodes the file with the owning package's decoder, requires that it is
@@ -83,10 +80,6 @@
 // ever replaced. The bridge performs each with the safedir call the claim
 // package makes on the files, so claims made through any bridges and on
 // the mount race safely: the no-replace publish decides.
-//
-// claim is specified for the watcher of a remote host (the next slice of
-// README "Hosts without the mount"); this bridge does not serve it yet and
-// answers it with invalid.
 //
 // who and status answer what `collab who --json` and `collab status
 // --json MESSAGE` print.

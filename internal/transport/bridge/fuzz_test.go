@@ -21,7 +21,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	e := newEnv(f)
 	s := e.server(Config{MaxReply: 4096})
 	f.Fuzz(func(t *testing.T, op, body string) {
-		for _, v := range []any{&PostRequest{}, &PresenceRequest{}, &ReadRequest{}, &WhoRequest{}, &StatusRequest{}, &KillRequest{}, &ClaimRequest{}} {
+		for _, v := range []any{&PostRequest{}, &PresenceRequest{}, &ReadRequest{}, &WhoRequest{}, &StatusRequest{}, &KillRequest{}} {
 			if err := DecodeRequest([]byte(body), v); err != nil {
 				if e, ok := err.(*Error); !ok || e.Code != CodeInvalid {
 					t.Fatalf("DecodeRequest(%q): %v, want an invalid *Error", body, err)

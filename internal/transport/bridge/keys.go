@@ -40,8 +40,6 @@ const (
 	MaxKillJobs   = 100
 )
 
-func init() { Ops = append(Ops, OpKeys, OpKills) }
-
 // KeysRequest asks for the keyring's files.
 type KeysRequest struct{}
 

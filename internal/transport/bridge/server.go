@@ -180,12 +180,6 @@ func (s *Server) perform(op, agent string, data []byte) (any, error) {
 		return s.kill(agent, data)
 	case OpClaimFS:
 		return s.claimFS(agent, data)
-	case OpClaim:
-		var req ClaimRequest
-		if err := DecodeRequest(data, &req); err != nil {
-			return nil, err
-		}
-		return nil, Errorf(CodeInvalid, "claim: not served by this bridge yet")
 	}
 	return nil, Errorf(CodeInvalid, "unknown op %q", op)
 }

@@ -32,11 +32,10 @@ const (
 	OpWho      = "who"
 	OpStatus   = "status"
 	OpKill     = "kill"
-	OpClaim    = "claim"
 )
 
 // Ops lists every op of protocol v1.
-var Ops = []string{OpPost, OpPresence, OpRead, OpWho, OpStatus, OpKill, OpClaim, OpClaimFS}
+var Ops = []string{OpPost, OpPresence, OpRead, OpWho, OpStatus, OpKill, OpClaimFS, OpKeys, OpKills}
 
 // KnownOp reports whether op is one of [Ops].
 func KnownOp(op string) bool {
@@ -168,22 +167,6 @@ type KillRequest struct {
 // KillReply answers kill.
 type KillReply struct {
 	Reply
-}
-
-// ClaimRequest creates the claim of message Message in Channel: File is the
-// claim file's JSON, signed by the acting agent.
-type ClaimRequest struct {
-	Channel string          `json:"channel"`
-	Message string          `json:"message"`
-	File    json.RawMessage `json:"file"`
-}
-
-// ClaimReply answers claim: Won when this request created the claim (or
-// the same claim was already there); else Holder is the claim that holds.
-type ClaimReply struct {
-	Reply
-	Won    bool            `json:"won"`
-	Holder json.RawMessage `json:"holder,omitempty"`
 }
 
 // Error codes of a failed request.
