@@ -397,7 +397,8 @@ Flags:
 
 // watchRemote is watch --remote: the ordinary watcher on the local mirror
 // tree STATE/tree, its claims decided on the mount through the bridge.
-// The mirror starts first, then the watcher. On exit the watcher
+// The mirror starts first, then the watcher once the mirror has caught
+// up (at most mirrorCatchUp). On exit the watcher
 // stops first (its grace, its OFFLINE heartbeat), then the mirror drains
 // its outbox for at most remote.DrainBudget (what is left is sent by the
 // next start).
@@ -452,6 +453,9 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 		return err
 	}
 	defer m.stop() // after the watcher has stopped: it drains what it wrote
+	if err := m.awaitCaughtUp(ctx, mirrorCatchUp); err != nil {
+		return err
+	}
 	// The watcher writes no files on the mount and publishes nothing: the
 	// mirror carries its writes, and wakes it through the local disk.
 	s.NATS = nil
@@ -492,17 +496,47 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 
 // runningMirror is the mirror of watch --remote while it runs: its tree;
 // ended, closed when it has stopped, err then saying why (nil: stopped);
-// and stop, which ends it after a drain of at most remote.DrainBudget.
+// caught, closed once it first caught up (nil: no such signal); and stop,
+// which ends it after a drain of at most remote.DrainBudget.
 type runningMirror struct {
-	root  tree.Root
-	ended <-chan struct{}
-	err   error
-	stop  func()
+	root   tree.Root
+	ended  <-chan struct{}
+	caught <-chan struct{}
+	err    error
+	stop   func()
 }
 
-// startMirror starts the mirror of s.Agent's channels under state (it
-// has no signal for "caught up" yet: the watcher's polls find what it
-// brings after the watcher's start). The mirror runs until
+// mirrorCatchUp bounds the wait for the mirror's first catch-up before
+// the watcher starts; past it the watcher starts anyway and its polls find
+// what the mirror brings later.
+const mirrorCatchUp = time.Minute
+
+// awaitCaughtUp waits until the mirror has first caught up (the stream's
+// pending messages in the mirror, the keyring copied), so the watcher
+// starts with the keys and the messages it should see; at most max. A
+// mirror that stops first is an error.
+func (r *runningMirror) awaitCaughtUp(ctx context.Context, max time.Duration) error {
+	if r.caught == nil {
+		return nil
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-r.caught:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.ended:
+		if r.err != nil {
+			return fmt.Errorf("watch: mirror: %w", r.err)
+		}
+		return errors.New("watch: the mirror stopped before it caught up")
+	}
+	return nil
+}
+
+// startMirror starts the mirror of s.Agent's channels under state. The
+// mirror runs until
 // stop, not until ctx: the watcher's last writes (the reply of a run
 // finishing in its grace, the OFFLINE heartbeat) come after ctx is done.
 // A variable: tests give watch --remote a stand-in.
@@ -519,7 +553,7 @@ var startMirror = func(ctx context.Context, c *remote.Client, s watchSettings, s
 	}
 	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ended := make(chan struct{})
-	r := &runningMirror{root: m.Root(), ended: ended}
+	r := &runningMirror{root: m.Root(), ended: ended, caught: m.CaughtUp()}
 	go func() {
 		r.err = m.Run(mctx)
 		if r.err == nil && mctx.Err() == nil {

@@ -435,3 +435,32 @@ func TestRemoteWatchMirrorFails(t *testing.T) {
 		t.Errorf("presence %+v, %v; want OFFLINE", p, err)
 	}
 }
+
+// TestAwaitCaughtUp: the watcher of watch --remote starts once the mirror
+// has first caught up, or after the bound; a mirror that stops first is
+// an error.
+func TestAwaitCaughtUp(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	open := make(chan struct{})
+	stopped := func(err error) *runningMirror {
+		return &runningMirror{ended: closed, caught: open, err: err}
+	}
+	if err := (&runningMirror{ended: open, caught: closed}).awaitCaughtUp(context.Background(), time.Hour); err != nil {
+		t.Errorf("caught up: %v", err)
+	}
+	if err := (&runningMirror{ended: open, caught: open}).awaitCaughtUp(context.Background(), time.Millisecond); err != nil {
+		t.Errorf("past the bound: %v", err)
+	}
+	if err := stopped(errors.New("no stream")).awaitCaughtUp(context.Background(), time.Hour); err == nil || !strings.Contains(err.Error(), "no stream") {
+		t.Errorf("mirror failed first: %v", err)
+	}
+	if err := stopped(nil).awaitCaughtUp(context.Background(), time.Hour); err == nil {
+		t.Error("mirror stopped first: no error")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := (&runningMirror{ended: open, caught: open}).awaitCaughtUp(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}

@@ -561,9 +561,9 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 	switch {
 	case gap:
 		m.log.Warn(fmt.Sprintf("mirror: the stream no longer holds messages since %s (its retention is a limit; the files have none); caught up from the files through the bridge",
-			since.Format(time.RFC3339)), "agent", m.cfg.Agent, "stream_first", info.State.FirstSeq, "mirror_had", seq)
+			since.Format(time.RFC3339)), "stream_first", info.State.FirstSeq, "mirror_had", seq)
 	case fresh:
-		m.log.Info("mirror: a new stream consumer; caught up from the files through the bridge", "agent", m.cfg.Agent, "consumer", ConsumerName(m.cfg.Agent))
+		m.log.Info("mirror: a new stream consumer; caught up from the files through the bridge", "consumer", ConsumerName(m.cfg.Agent))
 	}
 	if gap || fresh {
 		for _, ch := range m.cfg.Channels {
