@@ -249,6 +249,8 @@ func (m *Mirror) Run(ctx context.Context) error {
 	var err error
 	for range 2 {
 		if e := <-errs; e != nil && err == nil {
+			// Said now: the drain below may take DrainBudget.
+			m.log.Error("mirror: stopping", "err", e)
 			err = e
 			cancel()
 		}
