@@ -147,6 +147,7 @@ type watchOpts struct {
 	noNotify   bool
 	noDAC      bool     // as root: without the capabilities that bypass file modes
 	env        []string // more KEY=VALUE for the watcher
+	args       []string // more flags for collab watch
 }
 
 // watchProc is one `collab watch` process.
@@ -176,6 +177,7 @@ func (e *env) startWatcher(ctx context.Context, o watchOpts, ready bool) (*watch
 	if o.noNotify {
 		args = append(args, "--no-fsnotify")
 	}
+	args = append(args, o.args...)
 	label := cmpOr(o.label, "watch")
 	logPath := filepath.Join(e.dir, label+".stderr")
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)

@@ -103,6 +103,15 @@
 //	15  the remote senders reach NATS through a TCP proxy of the harness,
 //	    stopped (listener and connections closed) for 6 s twice while they
 //	    send: healed mid-burst, then only after the burst; then the flush
+//	16  the agent served by a mounted `collab watch` and a `collab watch
+//	    --remote` (its claims, reply tokens and seen files made on the
+//	    mount by two bridges, op claimfs) while a writer on the mount sends
+//	    a burst: the bridges SIGKILLed and restarted one at a time, two
+//	    kills in three the moment a bridge logs "bridge: claimfs" (debug: the
+//	    file on the mount, the answer not yet sent); the remote watcher
+//	    SIGKILLed once right after it logs "claimed", and restarted. Scored
+//	    by the checker, plus: a reply to no message sent, or a file of the
+//	    agent not Verified with its key, is corrupt
 //
 // Scenarios 13-15 are scored from the files instead of replies
 // (remoteCheck): every message a remote sender tried (exit 0 with its id,

@@ -46,6 +46,7 @@ type remoteRun struct {
 	url     string // the server, as the bridges reach it
 	sendURL string // the server, as the remote senders reach it
 	absent  string // the senders' --root: no such folder
+	level   string // the bridges' --log-level (default info)
 	senders []*remoteSender
 
 	mu      sync.Mutex
@@ -133,7 +134,7 @@ func (r *remoteRun) startBridge(ctx context.Context, label string) error {
 	}
 	defer f.Close()
 	off, _ := f.Seek(0, io.SeekEnd)
-	cmd := exec.Command(r.e.h.collab, "bridge", "--root", r.e.backing, "--nats", r.url, "--log-level", "info")
+	cmd := exec.Command(r.e.h.collab, "bridge", "--root", r.e.backing, "--nats", r.url, "--log-level", cmpOr(r.level, "info"))
 	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -192,9 +193,11 @@ func (r *remoteRun) killBridge(ctx context.Context, label string, aim bool) (str
 }
 
 // textMsg reports whether line, written by slog's text handler, has a
-// msg of msgs.
+// msg of msgs (quoted, or bare when it is one word).
 func textMsg(line []byte, msgs []string) bool {
-	return slices.ContainsFunc(msgs, func(m string) bool { return bytes.Contains(line, []byte(`msg="`+m+`"`)) })
+	return slices.ContainsFunc(msgs, func(m string) bool {
+		return bytes.Contains(line, []byte(`msg="`+m+`"`)) || bytes.Contains(line, []byte(` msg=`+m+` `))
+	})
 }
 
 // lastPosted returns the id of the last "bridge: posted" line of a

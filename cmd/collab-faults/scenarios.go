@@ -50,6 +50,7 @@ var scenarios = []scenario{
 	{id: "13", name: "bridge killed mid-post", run: bridgeKills, verdict: remoteVerdict},
 	{id: "14", name: "NATS restarted during a remote burst", run: natsRestart, verdict: remoteVerdict},
 	{id: "15", name: "remote host partitioned", run: partition, verdict: remoteVerdict},
+	{id: "16", name: "bridge killed mid-claim", run: claimKills, verdict: claimVerdict},
 }
 
 // sigkill: the watcher is SIGKILLed and restarted at once, over and over,
