@@ -36,31 +36,11 @@ func Newest(root tree.Root, channel string, n int, keep func(name string, nm Nam
 	if n <= 0 {
 		return nil, 0, nil, nil
 	}
-	d, err := safedir.Open(root.Channel(channel))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil, nil
-	}
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("open channel: %w", err)
+	d, names, err := listNames(root, channel, keep)
+	if d == nil || err != nil {
+		return nil, 0, nil, err
 	}
 	defer d.Close()
-	var names []tailName
-	err = d.ReadDirBatches(listBatch, func(entries []fs.DirEntry) error {
-		for _, e := range entries {
-			name := e.Name()
-			nm, err := ParseName(name)
-			if err != nil {
-				continue
-			}
-			if keep == nil || keep(name, nm) {
-				names = append(names, tailName{file: name, t: nm.Time})
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("list channel: %w", err)
-	}
 	slices.SortFunc(names, func(a, b tailName) int {
 		return cmp.Or(b.t.Compare(a.t), strings.Compare(b.file, a.file))
 	})
@@ -133,28 +113,13 @@ func Following(root tree.Root, channel, after string, n int) (msgs []Message, mo
 	if n <= 0 {
 		return nil, 0, nil, nil
 	}
-	d, err := safedir.Open(root.Channel(channel))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil, nil
-	}
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("open channel: %w", err)
+	d, names, err := listNames(root, channel, func(_ string, nm Name) bool {
+		return after == "" || !nm.Time.Before(from.name)
+	})
+	if d == nil || err != nil {
+		return nil, 0, nil, err
 	}
 	defer d.Close()
-	var names []tailName
-	err = d.ReadDirBatches(listBatch, func(entries []fs.DirEntry) error {
-		for _, e := range entries {
-			nm, err := ParseName(e.Name())
-			if err != nil || after != "" && nm.Time.Before(from.name) {
-				continue
-			}
-			names = append(names, tailName{file: e.Name(), t: nm.Time})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("list channel: %w", err)
-	}
 	slices.SortFunc(names, func(a, b tailName) int {
 		return cmp.Or(a.t.Compare(b.t), strings.Compare(a.file, b.file))
 	})
@@ -188,4 +153,32 @@ func Following(root tree.Root, channel, after string, n int) (msgs []Message, mo
 		msgs[j] = f.m
 	}
 	return msgs, more, skips, nil
+}
+
+// listNames opens channel's folder and lists the message names keep
+// (nil: all) accepts, reading no file. No folder is a nil Dir and no
+// error; the caller closes a Dir it gets.
+func listNames(root tree.Root, channel string, keep func(name string, nm Name) bool) (*safedir.Dir, []tailName, error) {
+	d, err := safedir.Open(root.Channel(channel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("open channel: %w", err)
+	}
+	var names []tailName
+	err = d.ReadDirBatches(listBatch, func(entries []fs.DirEntry) error {
+		for _, e := range entries {
+			name := e.Name()
+			if nm, err := ParseName(name); err == nil && (keep == nil || keep(name, nm)) {
+				names = append(names, tailName{file: name, t: nm.Time})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		d.Close()
+		return nil, nil, fmt.Errorf("list channel: %w", err)
+	}
+	return d, names, nil
 }

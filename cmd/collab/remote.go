@@ -139,16 +139,7 @@ func sendRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, keyPath str
 	case err != nil:
 		return fmt.Errorf("send: %w", err)
 	}
-	if asJSON {
-		data, err := m.Encode()
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", data)
-		return err
-	}
-	_, err = fmt.Fprintln(stdout, m.ID)
-	return err
+	return printSent(stdout, m, asJSON)
 }
 
 // readRemote is read --remote: a page of the newest messages, or every

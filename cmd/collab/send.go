@@ -175,7 +175,13 @@ Flags:
 			opt: delegate.Options{NotFrom: from, Poll: *poll}, json: *asJSON, bus: bus, reader: waitFrom, track: true}
 		return rw.run(ctx, nf, getenv, stdout, stderr)
 	}
-	if *asJSON {
+	return printSent(stdout, m, *asJSON)
+}
+
+// printSent prints what send prints for the message it sent: its id, or
+// with asJSON its file's JSON.
+func printSent(stdout io.Writer, m *channel.Message, asJSON bool) error {
+	if asJSON {
 		data, err := m.Encode()
 		if err != nil {
 			return err
@@ -183,7 +189,7 @@ Flags:
 		_, err = fmt.Fprintf(stdout, "%s\n", data)
 		return err
 	}
-	_, err = fmt.Fprintln(stdout, m.ID)
+	_, err := fmt.Fprintln(stdout, m.ID)
 	return err
 }
 
