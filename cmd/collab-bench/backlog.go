@@ -360,7 +360,18 @@ func startIdle(root tree.Root, bin, agent string) (*idleWatcher, error) {
 	cmd := exec.Command(bin, "watch", "--root", string(root), "--agent", agent, "--channel", backlogChannel,
 		"--cli", "command", "--cmd", "true", "--poll", "1s", "--allow-writable-keyring")
 	cmd.Env = childEnv()
-	w := &idleWatcher{agent: agent, cmd: cmd, stderr: &capped{max: 64 << 10}, done: make(chan struct{}), rssMin: math.MaxInt64}
+	w, err := startProc(agent, cmd)
+	if err != nil {
+		return nil, err
+	}
+	w.rssMin = math.MaxInt64
+	return w, nil
+}
+
+// startProc starts cmd in a process group of its own, killed if the bench
+// dies, its stderr kept.
+func startProc(name string, cmd *exec.Cmd) (*idleWatcher, error) {
+	w := &idleWatcher{agent: name, cmd: cmd, stderr: &capped{max: 64 << 10}, done: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -351,17 +351,7 @@ func startWatch(root tree.Root, bin, agent, cliCmd string) (*idleWatcher, error)
 	cmd := exec.Command(bin, "watch", "--root", string(root), "--agent", agent, "--channel", backlogChannel,
 		"--cli", "command", "--cmd", cliCmd, "--poll", "1s", "--rate", "-1", "--pair-rate", "-1", "--allow-writable-keyring")
 	cmd.Env = childEnv()
-	w := &idleWatcher{agent: agent, cmd: cmd, stderr: &capped{max: 64 << 10}, done: make(chan struct{})}
-	cmd.Stderr = w.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		cmd.Wait()
-		close(w.done)
-	}()
-	return w, nil
+	return startProc(agent, cmd)
 }
 
 // readInotify sends the names of the events read from f until it is

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"collab/channel"
@@ -108,22 +107,6 @@ func (b *bench) newRemoteRig(ctx context.Context, name string, bridges int) (*re
 		r.procs = append(r.procs, p)
 	}
 	return r, nil
-}
-
-// startProc starts cmd in a process group of its own, killed if the bench
-// dies, its stderr kept.
-func startProc(name string, cmd *exec.Cmd) (*idleWatcher, error) {
-	w := &idleWatcher{agent: name, cmd: cmd, stderr: &capped{max: 64 << 10}, done: make(chan struct{})}
-	cmd.Stderr = w.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		cmd.Wait()
-		close(w.done)
-	}()
-	return w, nil
 }
 
 // client dials a remote client for agent with its own state folder and
