@@ -4,16 +4,21 @@ package main
 // a bridge (internal/transport/remote); task events are signed here.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
+	"collab/channel"
 	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
 	"collab/internal/transport/bridge"
 	"collab/internal/transport/remote"
+	"collab/internal/workspace/inbox"
 	"collab/internal/workspace/task"
 )
 
@@ -195,4 +200,91 @@ func taskRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, a taskArgs,
 		return err
 	}
 	return a.p.one(t)
+}
+
+// inboxRemote is inbox --remote: the messages for agent in chans after
+// this host's own cursors (STATE/inbox), read through the bridge; without
+// peek the cursors move past what was read.
+func inboxRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, chans []string, peek bool, limit int, asJSON bool, getenv env, stdout, stderr io.Writer) error {
+	agent, err := actingAgent(ctx, "inbox", "agent", agent)
+	if err != nil {
+		return err
+	}
+	if len(chans) == 0 {
+		return usageErrorf("inbox --remote: name the channels (--channel C…): the bridge is not asked for every channel")
+	}
+	c, err := remoteClient(ctx, "inbox", rf, nf, agent, "", false, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var items []inbox.Item
+	lasts := map[string]string{}
+	for _, ch := range chans {
+		msgs, last, omitted, err := c.Unread(ctx, ch)
+		if err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		for _, o := range omitted {
+			fmt.Fprintf(stderr, "collab: message %s not shown: %s; read it on the mount\n", tree.Printable(o.ID), tree.Printable(o.Omitted))
+		}
+		for i := range msgs {
+			if msgs[i].IsFor(agent) {
+				items = append(items, inbox.Item{Channel: ch, Priority: inbox.PriorityOf(&msgs[i]), Message: msgs[i]})
+			}
+		}
+		lasts[ch] = last
+	}
+	slices.SortStableFunc(items, func(a, b inbox.Item) int {
+		return cmp.Or(a.Message.Time().Compare(b.Message.Time()), strings.Compare(a.Message.ID, b.Message.ID))
+	})
+	if peek && limit > 0 && len(items) > limit {
+		fmt.Fprintf(stderr, "collab: showing the newest %d unread; %d more unread (--limit 0 shows all)\n", limit, len(items)-limit)
+		items = items[len(items)-limit:]
+	}
+	for _, it := range items {
+		if err := printItem(stdout, it, asJSON); err != nil {
+			return err
+		}
+	}
+	if peek {
+		return nil
+	}
+	for _, ch := range chans {
+		if lasts[ch] == "" {
+			continue
+		}
+		if err := c.Ack(ch, lasts[ch]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inboxAckRemote is inbox ack --remote: this host's cursor of the one
+// channel given moves to the message id.
+func inboxAckRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, chans []string, until string, asJSON bool, getenv env, stdout, stderr io.Writer) error {
+	agent, err := actingAgent(ctx, "inbox ack", "agent", agent)
+	if err != nil {
+		return err
+	}
+	if len(chans) != 1 {
+		return usageErrorf("inbox ack --remote: give one --channel")
+	}
+	if _, err := channel.ParseID(until); err != nil {
+		return usageErrorf("inbox ack --remote: --until takes a message id, not %q", until)
+	}
+	c, err := remoteClient(ctx, "inbox ack", rf, nf, agent, "", false, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Ack(chans[0], until); err != nil {
+		return fmt.Errorf("inbox ack: %w", err)
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"channel": chans[0], "until": until})
+	}
+	_, err = fmt.Fprintf(stdout, "acknowledged channel %s up to %s\n", chans[0], until)
+	return err
 }

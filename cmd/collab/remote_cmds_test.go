@@ -131,3 +131,50 @@ func TestRemoteTask(t *testing.T) {
 	}
 	s.noRootTouched(t)
 }
+
+// TestRemoteInbox: inbox --remote shows the messages for the agent read
+// through the bridge and keeps its cursor in this host's state dir, never
+// the mount's; --peek does not move it; ack --remote does.
+func TestRemoteInbox(t *testing.T) {
+	s := newRemoteSetup(t)
+	startBridge(t, s.root, s.url)
+	send := func(to, text string) string {
+		r := runCollab(t, s.mounted, "", "send", "--agent", "m", "--channel", "dev", "--to", to, text)
+		if r.code != 0 {
+			t.Fatalf("send: %d %s", r.code, r.stderr)
+		}
+		return strings.TrimSpace(r.stdout)
+	}
+	send("rem", "first for rem")
+	send("other", "not for rem")
+	send("rem", "second for rem")
+	if r := runCollab(t, s.env, "", "inbox"); r.code != exitUsage {
+		t.Errorf("inbox --remote without --channel: exit %d", r.code)
+	}
+	r := runCollab(t, s.env, "", "inbox", "--channel", "dev", "--peek")
+	if r.code != 0 || !strings.Contains(r.stdout, "first for rem") || !strings.Contains(r.stdout, "second for rem") || strings.Contains(r.stdout, "not for rem") {
+		t.Fatalf("inbox --peek --remote: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(s.state, "inbox", "dev.json")); !os.IsNotExist(err) {
+		t.Fatalf("--peek wrote a cursor: %v", err)
+	}
+	if r := runCollab(t, s.env, "", "inbox", "--channel", "dev"); r.code != 0 || strings.Count(r.stdout, "for rem") != 2 {
+		t.Fatalf("inbox --remote: exit %d, %q", r.code, r.stdout)
+	}
+	if r := runCollab(t, s.env, "", "inbox", "--channel", "dev"); r.code != 0 || r.stdout != "" {
+		t.Fatalf("inbox --remote again: exit %d, %q; want nothing new", r.code, r.stdout)
+	}
+	id := send("rem", "third for rem")
+	send("rem", "fourth for rem")
+	if r := runCollab(t, s.env, "", "inbox", "ack", "--channel", "dev", "--until", id); r.code != 0 {
+		t.Fatalf("inbox ack --remote: exit %d, %q", r.code, r.stderr)
+	}
+	r = runCollab(t, s.env, "", "inbox", "--channel", "dev", "--json")
+	if r.code != 0 || strings.Contains(r.stdout, "third") || !strings.Contains(r.stdout, "fourth for rem") {
+		t.Fatalf("inbox --remote after ack: exit %d, %q", r.code, r.stdout)
+	}
+	if _, err := os.Stat(s.root.Inbox("rem")); !os.IsNotExist(err) {
+		t.Errorf("the mount's inbox state was written: %v", err)
+	}
+	s.noRootTouched(t)
+}
