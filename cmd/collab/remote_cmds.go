@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nats-io/nats.go"
+
 	"collab/channel"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
@@ -45,6 +47,8 @@ func docRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string
 		return &exitError{code: exitRefused, msg: msg}
 	case errors.As(err, &be) && be.Code == bridge.CodeNotFound:
 		return fmt.Errorf("%s: %s does not exist in channel %s", cmd, file, req.Channel)
+	case errors.Is(err, nats.ErrMaxPayload):
+		return fmt.Errorf("%s: %d bytes: larger than a NATS message may be here (the server's max_payload); write it on the mount; nothing was written", cmd, len(req.Content))
 	case errors.Is(err, remote.ErrUnreachable):
 		return fmt.Errorf("%w; nothing was written", err)
 	case err != nil:

@@ -52,6 +52,10 @@ func TestRemoteDoc(t *testing.T) {
 	if r := runCollab(t, s.env, "", "doc", "list", "--channel", "dev"); r.code != 0 || !strings.Contains(r.stdout, "plan.md") {
 		t.Errorf("doc list --remote: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
+	big := strings.Repeat("x", 1<<20+100) // over the server's max_payload
+	if r := runCollab(t, s.env, big, "doc", "write", "--channel", "dev", "big.md", "-"); r.code != exitFailure || !strings.Contains(r.stderr, "max_payload") {
+		t.Errorf("doc write of %d bytes --remote: exit %d, %q", len(big), r.code, r.stderr)
+	}
 	if r := runCollab(t, s.env, "", "doc", "read", "--channel", "dev", "gone.md"); r.code != exitFailure || !strings.Contains(r.stderr, "does not exist") {
 		t.Errorf("doc read of a missing file: exit %d, %q", r.code, r.stderr)
 	}
