@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"collab/internal/plumbing/tree"
+	"collab/internal/transport/bridge"
 	"collab/internal/workspace/documents"
 )
 
@@ -45,6 +46,11 @@ write, append and create print the new version.
 Exit codes: 0 ok, 1 failure, 2 usage, 4 refused (--if-version did not
 match, or create found the file).
 
+With --remote (or COLLAB_REMOTE=1), on a host without the mount, each
+action is performed on the mount by a bridge over NATS (--nats), as
+--agent; --root is not used. Nothing is queued: with no bridge the
+command fails and nothing is written.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -53,6 +59,9 @@ Flags:
 	text := fs.String("text", "", `content ("-" reads standard input, the default)`)
 	ifVersion := fs.String("if-version", "", "write or delete only if the file is at this version (from read --json)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	rf := addRemoteFlags(fs)
+	nf := addNATSFlags(fs)
+	ragent := remoteAgentFlag(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -94,6 +103,20 @@ Flags:
 	if fs.Changed("text") && !writes {
 		return usageErrorf("doc %s: --text is for write, append and create", action)
 	}
+	if rf.on {
+		req := bridge.DocRequest{Action: action, Channel: *ch, IfVersion: *ifVersion}
+		if named {
+			req.File = file
+		}
+		if writes {
+			content, err := docContent(action, fs.Changed("text"), *text, words, stdin)
+			if err != nil {
+				return err
+			}
+			req.Content = content
+		}
+		return docRemote(ctx, rf, nf, *ragent, req, file, *asJSON, getenv, stdout, stderr)
+	}
 	f, err := documents.New(tree.Resolve(*rootf, getenv), *ch, documents.Options{})
 	if err != nil {
 		return usageErrorf("doc: %v", err)
@@ -115,18 +138,7 @@ Flags:
 		if err != nil {
 			return docError("list", *ch, "", err)
 		}
-		if *asJSON {
-			if list == nil {
-				list = []documents.Entry{}
-			}
-			return json.NewEncoder(stdout).Encode(list)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "FILE\tSIZE\tMODIFIED")
-		for _, e := range list {
-			fmt.Fprintf(tw, "%s\t%d\t%s\n", e.File, e.Size, e.Modified.Format(time.RFC3339))
-		}
-		return tw.Flush()
+		return docList(stdout, list, *asJSON)
 	case "delete":
 		if err := f.Delete(ctx, file, *ifVersion); err != nil {
 			return docError("delete", *ch, file, err)
@@ -150,11 +162,32 @@ Flags:
 	if err != nil {
 		return docError(action, *ch, file, err)
 	}
-	if *asJSON {
+	return docVersion(stdout, file, version, *asJSON)
+}
+
+// docVersion prints the version a change made.
+func docVersion(stdout io.Writer, file, version string, asJSON bool) error {
+	if asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]string{"file": file, "version": version})
 	}
-	_, err = fmt.Fprintln(stdout, version)
+	_, err := fmt.Fprintln(stdout, version)
 	return err
+}
+
+// docList prints a listing.
+func docList(stdout io.Writer, list []documents.Entry, asJSON bool) error {
+	if asJSON {
+		if list == nil {
+			list = []documents.Entry{}
+		}
+		return json.NewEncoder(stdout).Encode(list)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FILE\tSIZE\tMODIFIED")
+	for _, e := range list {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", e.File, e.Size, e.Modified.Format(time.RFC3339))
+	}
+	return tw.Flush()
 }
 
 // docContent returns the content: --text or the words with a final

@@ -35,6 +35,12 @@ an RFC 3339 time (2026-01-11T16:33:15Z) without showing them.
 A message is marked "high" when it addresses several agents or says urgent,
 asap, blocked or critical. The read cursor is kept in ROOT/state/AGENT/inbox/.
 
+With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
+messages of the channels given (--channel is needed) are read through a
+bridge over NATS (--nats), and the cursors are this host's own, in
+STATE/inbox/ (--state-dir); "ack --remote" takes one --channel and a
+message id, and moves that channel's cursor to it.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -42,6 +48,8 @@ Flags:
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	peek := fs.Bool("peek", false, "show without acknowledging")
 	limit := fs.IntP("limit", "n", defaultPeekLimit, "with --peek: only the newest N unread messages (0: all)")
+	rf := addRemoteFlags(fs)
+	nf := addNATSFlags(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -53,6 +61,9 @@ Flags:
 	}
 	if *limit < 0 {
 		return usageErrorf("inbox: --limit must not be negative")
+	}
+	if rf.on {
+		return inboxRemote(ctx, rf, nf, *agent, *chans, *peek, *limit, *asJSON, getenv, stdout, stderr)
 	}
 	b, err := openInbox(ctx, "inbox", *agent, *chans, *rootf, getenv)
 	if err != nil {
@@ -101,6 +112,8 @@ Flags:
 	}
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	untilf := fs.String("until", "", "acknowledge up to this message `ID` or RFC 3339 time")
+	rf := addRemoteFlags(fs)
+	nf := addNATSFlags(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -113,6 +126,9 @@ Flags:
 	until, err := inbox.ParseUntil(*untilf)
 	if err != nil {
 		return usageErrorf("inbox ack: %v", err)
+	}
+	if rf.on {
+		return inboxAckRemote(ctx, rf, nf, *agent, *chans, *untilf, *asJSON, getenv, stdout, stderr)
 	}
 	b, err := openInbox(ctx, "inbox ack", *agent, *chans, *rootf, getenv)
 	if err != nil {

@@ -39,6 +39,10 @@ The channel's task board: work items any agent on any host can claim.
   worktree ID [--json]                       the task's worktree: path, branch, uncommitted changes
   worktree rm ID [--force]                   remove the task's worktree (keeps the branch)
 
+With --remote (or COLLAB_REMOTE=1), on a host without the mount, every
+command but worktree (and claim --worktree) goes through a bridge over NATS
+(--nats); events are signed here with --key and verified by the bridge.
+
 Every command takes --channel (env COLLAB_CHANNEL, then COLLAB_SESSION),
 --root (env COLLAB_ROOT), and where an agent acts, --agent (env
 COLLAB_AGENT, then the login name). --body, --text, --outcome and
@@ -127,6 +131,11 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if agent != nil {
 		keyf = keyFlag(fs)
 	}
+	rf := addRemoteFlags(fs)
+	nf := addNATSFlags(fs)
+	if agent == nil {
+		agent = remoteAgentFlag(fs)
+	}
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -135,7 +144,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return err
 	}
 	var by string
-	if agent != nil {
+	if keyf != nil {
 		var err error
 		if by, err = actingAgent(ctx, cmd, "agent", *agent); err != nil {
 			return err
@@ -197,6 +206,17 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			}
 			*p = strings.TrimRight(s, "\n")
 		}
+	}
+	if rf.on {
+		if sub == "worktree" || wt.add || wt.remove {
+			return usageErrorf("task %s: worktrees are made on the mount's hosts: not with --remote", sub)
+		}
+		a := taskArgs{sub: sub, ch: *ch, id: id, by: *agent, title: title, body: body, text: text, depends: depends, status: status,
+			ck: task.Checkpoint{Type: ckType, Text: text, Files: files}, maxTokens: maxTokens, p: taskPrinter{w: stdout, json: *asJSON}}
+		if keyf != nil {
+			a.by, a.keyPath = by, *keyf
+		}
+		return taskRemote(ctx, rf, nf, a, getenv, stderr)
 	}
 	root := tree.Resolve(*rootf, getenv)
 	b, err := task.New(root, *ch)

@@ -9,7 +9,8 @@
 // # Subjects
 //
 //	collab.bridge.v1.OP.AGENT   a request; OP one of post, presence, read,
-//	                            who, status, kill, claimfs, keys, kills;
+//	                            who, status, kill, claimfs, keys, kills,
+//	                            doc, task;
 //	                            AGENT the acting agent (a valid tree name)
 //	collab.chat.CHANNEL         every message that lands in a channel, on
 //	                            the JetStream stream CHAT (see natsbus)
@@ -39,6 +40,8 @@
 //	          -> {"ok": true, "data": BYTES, "size": N, "mod_time": T, "mode": M}
 //	keys      {} -> {"ok": true, "keys": {"AGENT.json": FILE...}, "more": bool}
 //	kills     {"jobs": [JOB...]} -> {"ok": true, "kills": {JOB: KILL...}}
+//	doc       {"action": A, "channel": C, ...}: a channel's documents (docs.go)
+//	task      {"action": A, "channel": C, ...}: the task board; events signed by AGENT (tasks.go)
 //
 // MESSAGE, STATUS and KILL are the JSON of the file the request
 // writes, exactly as it would be on the mount, signed by AGENT's key (SPEC

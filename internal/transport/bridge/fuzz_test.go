@@ -18,10 +18,19 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add("post", s)
 		f.Add("read", s)
 	}
+	for _, s := range []string{
+		`{"action":"read","channel":"dev","file":"notes.md"}`, `{"action":"write","channel":"dev","content":"x","if_version":"v"}`,
+		`{"action":"list","channel":"dev"}`, `{"action":"show","channel":"dev","id":"t1"}`,
+		`{"action":"event","channel":"dev","id":"t1","event":{"seq":1,"event":"claimed","agent":"alice"}}`,
+		`{"action":"add","channel":"dev","title":"x","depends":["t1"]}`,
+	} {
+		f.Add("doc", s)
+		f.Add("task", s)
+	}
 	e := newEnv(f)
 	s := e.server(Config{MaxReply: 4096})
 	f.Fuzz(func(t *testing.T, op, body string) {
-		for _, v := range []any{&PostRequest{}, &PresenceRequest{}, &ReadRequest{}, &WhoRequest{}, &StatusRequest{}, &KillRequest{}} {
+		for _, v := range []any{&PostRequest{}, &PresenceRequest{}, &ReadRequest{}, &WhoRequest{}, &StatusRequest{}, &KillRequest{}, &DocRequest{}, &TaskRequest{}} {
 			if err := DecodeRequest([]byte(body), v); err != nil {
 				if e, ok := err.(*Error); !ok || e.Code != CodeInvalid {
 					t.Fatalf("DecodeRequest(%q): %v, want an invalid *Error", body, err)
@@ -38,6 +47,10 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if r.OK && op == OpPost {
 			t.Fatalf("an unsigned post went through: %s", out)
+		}
+		var tr TaskReply
+		if op == OpTask && json.Unmarshal(out, &tr) == nil && tr.OK && tr.Task != nil && tr.Task.Events > 0 {
+			t.Fatalf("an unsigned task event went through: %s", out)
 		}
 	})
 }

@@ -180,6 +180,10 @@ func (s *Server) perform(op, agent string, data []byte) (any, error) {
 		return s.kill(agent, data)
 	case OpClaimFS:
 		return s.claimFS(agent, data)
+	case OpDoc:
+		return s.doc(agent, data)
+	case OpTask:
+		return s.task(agent, data)
 	}
 	return nil, Errorf(CodeInvalid, "unknown op %q", op)
 }

@@ -35,7 +35,7 @@ const (
 )
 
 // Ops lists every op of protocol v1.
-var Ops = []string{OpPost, OpPresence, OpRead, OpWho, OpStatus, OpKill, OpClaimFS, OpKeys, OpKills}
+var Ops = []string{OpPost, OpPresence, OpRead, OpWho, OpStatus, OpKill, OpClaimFS, OpKeys, OpKills, OpDoc, OpTask}
 
 // KnownOp reports whether op is one of [Ops].
 func KnownOp(op string) bool {

@@ -54,6 +54,14 @@
 //   - Presence is not queued: a heartbeat sent late would replace a newer
 //     one. A failed [Client.Presence] is an error and the next heartbeat
 //     is the retry.
+//   - Documents ([Client.Doc]) and task events ([Client.TaskEvent]) are
+//     not queued either: an append or a versioned write sent late could
+//     land on a newer document, and a task event is made (and signed) for
+//     the task's state at the time. With no bridge they fail, wrapping
+//     [ErrUnreachable], and nothing is written. A task event is signed
+//     here with the agent's key for the task's next event number; when
+//     another event took that number first the client signs it again for
+//     the next one.
 //
 // # Reading
 //

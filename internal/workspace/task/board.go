@@ -427,11 +427,13 @@ func (b *Board) transition(id string, decide func(t Task) (Event, error)) (Task,
 		if next > maxSeq {
 			return t, fmt.Errorf("task %s: more than %d events", id, maxSeq)
 		}
-		e.Seq, e.Time, e.Host = next, b.now(), b.Host
+		if e.Signature == nil { // one signed elsewhere keeps what it was signed over (ApplySigned)
+			e.Seq, e.Time, e.Host = next, b.now(), b.Host
+		}
 		if err := checkEvent(e, next); err != nil {
 			return t, fmt.Errorf("task %s: %w", id, err)
 		}
-		if b.Signer != nil && b.Signer.Agent() == e.Agent {
+		if b.Signer != nil && b.Signer.Agent() == e.Agent && e.Signature == nil {
 			e.Signature = b.Signer.Sign(e.Payload(b.Channel, id))
 		}
 		data, err := json.MarshalIndent(e, "", "  ")

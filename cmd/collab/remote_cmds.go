@@ -1,0 +1,294 @@
+package main
+
+// The wiring of --remote for doc and task: each action is one request to
+// a bridge (internal/transport/remote); task events are signed here.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"collab/channel"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+	"collab/internal/transport/bridge"
+	"collab/internal/transport/remote"
+	"collab/internal/workspace/inbox"
+	"collab/internal/workspace/task"
+)
+
+// docRemote is doc --remote: req performed by the bridge.
+func docRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, req bridge.DocRequest, file string, asJSON bool, getenv env, stdout, stderr io.Writer) error {
+	cmd := "doc " + req.Action
+	agent, err := actingAgent(ctx, cmd, "agent", agent)
+	if err != nil {
+		return err
+	}
+	c, err := remoteClient(ctx, cmd, rf, nf, agent, "", false, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.Doc(ctx, req)
+	var be *bridge.Error
+	switch {
+	case errors.As(err, &be) && be.Code == bridge.CodeConflict:
+		msg := be.Msg
+		if r.Version != "" {
+			msg += " (its version now: " + r.Version + ")"
+		}
+		return &exitError{code: exitRefused, msg: msg}
+	case errors.As(err, &be) && be.Code == bridge.CodeNotFound:
+		return fmt.Errorf("%s: %s does not exist in channel %s", cmd, file, req.Channel)
+	case errors.Is(err, nats.ErrMaxPayload):
+		return fmt.Errorf("%s: %d bytes: larger than a NATS message may be here (the server's max_payload); write it on the mount; nothing was written", cmd, len(req.Content))
+	case errors.Is(err, remote.ErrUnreachable):
+		return fmt.Errorf("%w; nothing was written", err)
+	case err != nil:
+		return err
+	}
+	switch req.Action {
+	case "read":
+		if r.Doc == nil {
+			return fmt.Errorf("%s: the bridge's answer has no document", cmd)
+		}
+		if asJSON {
+			return json.NewEncoder(stdout).Encode(r.Doc)
+		}
+		_, err = io.WriteString(stdout, r.Doc.Content)
+		return err
+	case "list":
+		if r.More {
+			fmt.Fprintln(stderr, "collab: the listing is cut to what a bridge reply holds; list on the mount for all")
+		}
+		return docList(stdout, r.Entries, asJSON)
+	case "delete":
+		return nil
+	}
+	return docVersion(stdout, file, r.Version, asJSON)
+}
+
+// taskArgs is what task --remote needs of runTask's flags.
+type taskArgs struct {
+	sub, ch, id, by   string
+	title, body, text string
+	depends, status   []string
+	ck                task.Checkpoint
+	maxTokens         int
+	keyPath           string
+	p                 taskPrinter
+}
+
+// taskRemote is task --remote: list, show, context and add ask the
+// bridge; claim, next, checkpoint, done and fail are events signed here
+// with the agent's key and verified by the bridge.
+func taskRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, a taskArgs, getenv env, stderr io.Writer) error {
+	cmd := "task " + a.sub
+	agent, err := actingAgent(ctx, cmd, "agent", a.by)
+	if err != nil {
+		return err
+	}
+	signs := !slices.Contains([]string{"list", "show", "context", "add"}, a.sub)
+	c, err := remoteClient(ctx, cmd, rf, nf, agent, a.keyPath, signs, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ask := func(req bridge.TaskRequest) (bridge.TaskReply, error) {
+		req.Channel = a.ch
+		r, err := c.Task(ctx, req)
+		if errors.Is(err, remote.ErrUnreachable) {
+			err = fmt.Errorf("%w; nothing was written", err)
+		}
+		return r, err
+	}
+	switch a.sub {
+	case "list":
+		keep, err := statusFilter(a.status)
+		if err != nil {
+			return err
+		}
+		r, err := ask(bridge.TaskRequest{Action: "list"})
+		if err != nil {
+			return err
+		}
+		if r.More {
+			fmt.Fprintln(stderr, "collab: the list is cut to what a bridge reply holds; list on the mount for all")
+		}
+		return a.p.list(slices.DeleteFunc(r.Tasks, func(t task.Task) bool { return !keep(t) }))
+	case "show":
+		r, err := ask(bridge.TaskRequest{Action: "show", ID: a.id})
+		if err != nil {
+			return err
+		}
+		if r.Task == nil {
+			return fmt.Errorf("%s: the bridge's answer has no task", cmd)
+		}
+		if r.More {
+			fmt.Fprintln(stderr, "collab: older events left out of what a bridge reply holds; show on the mount for all")
+		}
+		evs := make([]task.Event, len(r.Events))
+		for i, e := range r.Events {
+			evs[i] = e.Event
+			evs[i].Verdict, _ = signing.ParseVerdict(e.Verdict)
+			evs[i].Ignored = e.Ignored
+		}
+		return a.p.show(*r.Task, evs)
+	case "context":
+		r, err := ask(bridge.TaskRequest{Action: "context", ID: a.id, MaxTokens: a.maxTokens})
+		if err != nil {
+			return err
+		}
+		if r.Context == nil {
+			return fmt.Errorf("%s: the bridge's answer has no context", cmd)
+		}
+		if a.p.json {
+			return writeJSON(a.p.w, r.Context)
+		}
+		_, err = io.WriteString(a.p.w, r.Context.Text())
+		return err
+	case "add":
+		r, err := ask(bridge.TaskRequest{Action: "add", Title: a.title, Body: a.body, Depends: a.depends})
+		var be *bridge.Error
+		if errors.As(err, &be) && be.Code == bridge.CodeInvalid {
+			return usageErrorf("%s", be.Msg)
+		}
+		if err != nil {
+			return err
+		}
+		if r.Task == nil {
+			return fmt.Errorf("%s: the bridge's answer has no task", cmd)
+		}
+		if a.p.json {
+			return writeJSON(a.p.w, r.Task)
+		}
+		_, err = fmt.Fprintln(a.p.w, r.Task.ID)
+		return err
+	case "next":
+		r, err := ask(bridge.TaskRequest{Action: "list"})
+		if err != nil {
+			return err
+		}
+		for _, t := range r.Tasks {
+			if !t.Ready {
+				continue
+			}
+			got, err := c.TaskEvent(ctx, a.ch, t.ID, task.EvClaimed, "", task.Checkpoint{})
+			var re *remote.RefusedError
+			if errors.As(err, &re) {
+				continue // taken meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			return a.p.one(got)
+		}
+		return &exitError{code: exitNothing, msg: "no ready task in channel " + a.ch}
+	}
+	kind := map[string]string{"claim": task.EvClaimed, "checkpoint": task.EvCheckpoint, "done": task.EvDone, "fail": task.EvFailed}[a.sub]
+	t, err := c.TaskEvent(ctx, a.ch, a.id, kind, a.text, a.ck)
+	var re *remote.RefusedError
+	switch {
+	case errors.As(err, &re) && re.Refusal == "claimed":
+		return &exitError{code: exitRefused, msg: err.Error()}
+	case errors.Is(err, task.ErrInvalid):
+		return usageErrorf("%s: %v", cmd, err)
+	case err != nil:
+		return err
+	}
+	return a.p.one(t)
+}
+
+// inboxRemote is inbox --remote: the messages for agent in chans after
+// this host's own cursors (STATE/inbox), read through the bridge; without
+// peek the cursors move past what was read.
+func inboxRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, chans []string, peek bool, limit int, asJSON bool, getenv env, stdout, stderr io.Writer) error {
+	agent, err := actingAgent(ctx, "inbox", "agent", agent)
+	if err != nil {
+		return err
+	}
+	if len(chans) == 0 {
+		return usageErrorf("inbox --remote: name the channels (--channel C…): the bridge is not asked for every channel")
+	}
+	c, err := remoteClient(ctx, "inbox", rf, nf, agent, "", false, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var items []inbox.Item
+	lasts := map[string]string{}
+	for _, ch := range chans {
+		msgs, last, omitted, err := c.Unread(ctx, ch)
+		if err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		for _, o := range omitted {
+			fmt.Fprintf(stderr, "collab: message %s not shown: %s; read it on the mount\n", tree.Printable(o.ID), tree.Printable(o.Omitted))
+		}
+		for i := range msgs {
+			if msgs[i].IsFor(agent) {
+				items = append(items, inbox.Item{Channel: ch, Priority: inbox.PriorityOf(&msgs[i]), Message: msgs[i]})
+			}
+		}
+		lasts[ch] = last
+	}
+	slices.SortStableFunc(items, func(a, b inbox.Item) int {
+		return cmp.Or(a.Message.Time().Compare(b.Message.Time()), strings.Compare(a.Message.ID, b.Message.ID))
+	})
+	if peek && limit > 0 && len(items) > limit {
+		fmt.Fprintf(stderr, "collab: showing the newest %d unread; %d more unread (--limit 0 shows all)\n", limit, len(items)-limit)
+		items = items[len(items)-limit:]
+	}
+	for _, it := range items {
+		if err := printItem(stdout, it, asJSON); err != nil {
+			return err
+		}
+	}
+	if peek {
+		return nil
+	}
+	for _, ch := range chans {
+		if lasts[ch] == "" {
+			continue
+		}
+		if err := c.Ack(ch, lasts[ch]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inboxAckRemote is inbox ack --remote: this host's cursor of the one
+// channel given moves to the message id.
+func inboxAckRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, chans []string, until string, asJSON bool, getenv env, stdout, stderr io.Writer) error {
+	agent, err := actingAgent(ctx, "inbox ack", "agent", agent)
+	if err != nil {
+		return err
+	}
+	if len(chans) != 1 {
+		return usageErrorf("inbox ack --remote: give one --channel")
+	}
+	if _, err := channel.ParseID(until); err != nil {
+		return usageErrorf("inbox ack --remote: --until takes a message id, not %q", until)
+	}
+	c, err := remoteClient(ctx, "inbox ack", rf, nf, agent, "", false, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Ack(chans[0], until); err != nil {
+		return fmt.Errorf("inbox ack: %w", err)
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"channel": chans[0], "until": until})
+	}
+	_, err = fmt.Fprintf(stdout, "acknowledged channel %s up to %s\n", chans[0], until)
+	return err
+}

@@ -1,0 +1,154 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+)
+
+// Events signed elsewhere. An agent on a host without the mount (package
+// bridge) makes its event itself: it learns the task's next event number
+// ([Board.Prepare]), builds the event with [OwnEvent] for that number, its
+// own host and time, signs it with its key ([Event.Sign]), and the bridge
+// publishes it with [Board.ApplySigned], which never signs: it checks the
+// signature as the agent's and that the board's rules make exactly this
+// event of the task's state. A number taken meanwhile is [ErrStale]: the
+// agent prepares and signs again.
+
+// MaxSkew is how far from the board's clock a signed event's time may be.
+const MaxSkew = 5 * time.Minute
+
+// ErrStale: another event took the number a signed event was made for.
+var ErrStale = errors.New("task: the task changed meanwhile; sign the event again")
+
+// ErrForged is wrapped by ApplySigned's error for an event whose signature
+// does not verify as its agent's.
+var ErrForged = errors.New("task: the event's signature does not verify")
+
+// OwnEvent returns the event agent makes on a task with event kind
+// (EvClaimed, EvCheckpoint, EvDone or EvFailed), as Claim, Record, Finish
+// and Fail make it: text is the checkpoint's text, the outcome or the
+// error; c's Type and Files are a checkpoint's. Seq, Time and Host are the
+// caller's to set.
+func OwnEvent(kind, agent, text string, c Checkpoint) (Event, error) {
+	if err := tree.CheckName("agent", agent); err != nil {
+		return Event{}, err
+	}
+	var e Event
+	switch kind {
+	case EvClaimed:
+		e = Event{Event: EvClaimed, Status: Claimed, Owner: agent}
+	case EvCheckpoint:
+		if c.Type == "" {
+			c.Type = CkProgress
+		}
+		e = Event{Event: EvCheckpoint, Status: Claimed, Owner: agent, Summary: text, Type: c.Type, Files: c.Files}
+		if len(e.Files) == 0 {
+			e.Files = nil
+		}
+		if err := checkCheckpoint(e); err != nil {
+			return Event{}, fmt.Errorf("checkpoint: %w", invalidError{err})
+		}
+	case EvDone:
+		e = Event{Event: EvDone, Status: Done, Outcome: text}
+	case EvFailed:
+		e = Event{Event: EvFailed, Status: Failed, Error: text}
+	default:
+		return Event{}, fmt.Errorf("%w: event %q is not one an agent signs for itself", ErrInvalid, kind)
+	}
+	if kind != EvClaimed && strings.TrimSpace(text) == "" {
+		return Event{}, fmt.Errorf("%w: %s: the text is empty", ErrInvalid, kind)
+	}
+	e.Agent = agent
+	return e, nil
+}
+
+// Sign signs e as an event of task id of channel with s, s being e's
+// agent's key.
+func (e *Event) Sign(s *signing.Signer, channel, id string) error {
+	if s == nil || s.Agent() != e.Agent {
+		return fmt.Errorf("task: the event is %s's: sign it with %s's key", e.Agent, e.Agent)
+	}
+	e.Signature = s.Sign(e.Payload(channel, id))
+	return nil
+}
+
+// Prepare returns task id after releasing its claim if the owner is gone
+// (as Claim does, by "collab", as a sweep does) and the number its next
+// event takes: Events+1.
+func (b *Board) Prepare(id string) (Task, error) {
+	t, err := b.Get(id)
+	if err != nil || t.Status != Claimed {
+		return t, err
+	}
+	if gone, _ := b.ownerGone(t); !gone {
+		return t, nil
+	}
+	return b.transition(id, func(cur Task) (Event, error) {
+		if cur.Status != Claimed || cur.Owner != t.Owner {
+			return Event{}, nil
+		}
+		gone, why := b.ownerGone(cur)
+		if !gone {
+			return Event{}, nil
+		}
+		return b.release(cur, sweeper(), why), nil
+	})
+}
+
+// ApplySigned publishes e, signed by its agent for task id, as that task's
+// event e.Seq. It refuses (without writing) an event whose signature does
+// not verify as its agent's (ErrForged), whose time is more than MaxSkew
+// from the board's clock, that the rules do not make of the task's state
+// (ErrNotReady, ErrClosed, ErrNotOwner, *ClaimedError, ErrInvalid: as
+// Claim, Record, Finish and Fail), or whose number is taken (ErrStale).
+// A claim already the agent's is no event: the task is returned as it is.
+func (b *Board) ApplySigned(id string, e Event) (Task, error) {
+	if e.Signature == nil {
+		return Task{}, fmt.Errorf("%w: unsigned", ErrForged)
+	}
+	if v := e.Verify(b.Verifier, b.Channel, id); v != signing.Verified {
+		return Task{}, fmt.Errorf("%w: %s", ErrForged, v)
+	}
+	if d := b.now().Sub(e.Time); d > MaxSkew || d < -MaxSkew {
+		return Task{}, fmt.Errorf("%w: the event's time %s is %s from this host's clock", ErrInvalid, e.Time.Format(time.RFC3339), d.Round(time.Second))
+	}
+	if len(e.Host) > 255 || tree.Printable(e.Host) != e.Host {
+		return Task{}, fmt.Errorf("%w: host %q", ErrInvalid, tree.Printable(e.Host))
+	}
+	text := e.Summary + e.Outcome + e.Error
+	want, err := OwnEvent(e.Event, e.Agent, text, Checkpoint{Type: e.Type, Files: e.Files})
+	if err != nil {
+		return Task{}, err
+	}
+	want.Seq, want.Time, want.Host, want.Signature = e.Seq, e.Time, e.Host, e.Signature
+	if string(want.Payload(b.Channel, id)) != string(e.Payload(b.Channel, id)) || e.Note != "" || e.Worktree != "" || e.Branch != "" {
+		return Task{}, fmt.Errorf("%w: not a %s event as an agent makes it", ErrInvalid, e.Event)
+	}
+	return b.transition(id, func(t Task) (Event, error) {
+		if t.Events+1 != e.Seq {
+			return Event{}, fmt.Errorf("%w (task %s's next event is %d, this one was made as %d)", ErrStale, id, t.Events+1, e.Seq)
+		}
+		switch {
+		case e.Event == EvClaimed && t.Status == Pending && !t.Ready:
+			return Event{}, fmt.Errorf("%w: task %s waits for %s", ErrNotReady, id, strings.Join(t.Blockers, ", "))
+		case e.Event == EvClaimed && t.Status == Pending:
+			return want, nil
+		case e.Event == EvClaimed && t.Status == Claimed && t.Owner == e.Agent:
+			return Event{}, nil
+		case e.Event == EvClaimed && t.Status == Claimed:
+			return Event{}, &ClaimedError{Task: id, Owner: t.Owner}
+		case t.Status == Done || t.Status == Failed:
+			return Event{}, fmt.Errorf("%w: task %s is %s", ErrClosed, id, t.Status)
+		case t.Status != Claimed:
+			return Event{}, fmt.Errorf("%w: task %s is %s; claim it first", ErrNotOwner, id, t.Status)
+		case t.Owner != e.Agent:
+			return Event{}, fmt.Errorf("%w: task %s is claimed by %s", ErrNotOwner, id, t.Owner)
+		}
+		return want, nil
+	})
+}
