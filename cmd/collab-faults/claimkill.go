@@ -32,11 +32,7 @@ func claimKills(ctx context.Context, e *env) error {
 	}
 	defer r.close()
 	r.level = "debug" // "bridge: claimfs" is a debug record
-	key := filepath.Join(e.dir, agent+".key")
-	signer, err := signing.NewKey(key, agent, false)
-	if err == nil {
-		err = keyring.Open(tree.Root(e.backing).Keys()).Trust(agent, signer.PublicKey())
-	}
+	key, err := agentKey(e)
 	if err != nil {
 		return err
 	}
@@ -55,16 +51,14 @@ func claimKills(ctx context.Context, e *env) error {
 	if _, err := e.startWatcher(ctx, mounted, true); err != nil {
 		return err
 	}
-	rem := base
-	rem.root, rem.label = r.absent, "remote"
-	rem.args = []string{"--remote", "--state-dir", filepath.Join(e.dir, "remote-state"), "--nats", r.url}
+	rem := remoteWatch(base, r, r.url)
 	rw, err := e.startWatcher(ctx, rem, true)
 	if err != nil {
 		return err
 	}
 
 	n := e.size(60, 30)
-	sendDone, sendErr := postSpaced(ctx, e, n)
+	sendDone, sendErr := postSpaced(ctx, e, "s16", n, 100*time.Millisecond, 400*time.Millisecond)
 	k := &claimKiller{e: e, r: r, labels: labels, kinds: make(map[string]int)}
 	start := time.Now()
 	remoteKilled := false
@@ -124,6 +118,25 @@ func claimKills(ctx context.Context, e *env) error {
 		e.problem("the remote watcher never claimed: its claims through the bridges were not tested")
 	}
 	return nil
+}
+
+// agentKey makes the agent's signing key in the run folder, trusted in the
+// tree's keyring, and returns its path.
+func agentKey(e *env) (string, error) {
+	key := filepath.Join(e.dir, agent+".key")
+	signer, err := signing.NewKey(key, agent, false)
+	if err == nil {
+		err = keyring.Open(tree.Root(e.backing).Keys()).Trust(agent, signer.PublicKey())
+	}
+	return key, err
+}
+
+// remoteWatch is o for `collab watch --remote` on a host without the
+// mount: a --root that does not exist, its own --state-dir, NATS at url.
+func remoteWatch(o watchOpts, r *remoteRun, url string) watchOpts {
+	o.root, o.label = r.absent, "remote"
+	o.args = []string{"--remote", "--state-dir", filepath.Join(r.e.dir, "remote-state"), "--nats", url}
+	return o
 }
 
 // claimKiller SIGKILLs and restarts scenario 16's bridges.
@@ -238,9 +251,10 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// postSpaced posts n messages to the agent on the mount, as a writer with
-// channel.Writer, each 100-400 ms after the last; like sendSpaced.
-func postSpaced(ctx context.Context, e *env, n int) (done <-chan struct{}, err func() error) {
+// postSpaced posts n messages to the agent on the mount (texts "tag
+// message i of n"), as a writer with channel.Writer, each lo-hi after the
+// last; like sendSpaced.
+func postSpaced(ctx context.Context, e *env, tag string, n int, lo, hi time.Duration) (done <-chan struct{}, err func() error) {
 	rng := newRng(e)
 	wr := &channel.Writer{Root: tree.Root(e.backing)}
 	var postErr error
@@ -248,11 +262,11 @@ func postSpaced(ctx context.Context, e *env, n int) (done <-chan struct{}, err f
 	go func() {
 		defer close(c)
 		for i := range n {
-			if _, err := e.post(wr, &channel.Message{From: sender, Content: channel.Content{Text: fmt.Sprintf("s16 message %d of %d", i+1, n)}}); err != nil {
+			if _, err := e.post(wr, &channel.Message{From: sender, Content: channel.Content{Text: fmt.Sprintf("%s message %d of %d", tag, i+1, n)}}); err != nil {
 				postErr = err
 				return
 			}
-			if err := sleep(ctx, between(rng, 100*time.Millisecond, 400*time.Millisecond)); err != nil {
+			if err := sleep(ctx, between(rng, lo, hi)); err != nil {
 				postErr = err
 				return
 			}

@@ -32,7 +32,11 @@ type scenario struct {
 	after    func(e *env) // extra checks once the watchers stopped
 	// verdict, if set, scores the run instead of check (the replies).
 	verdict func(e *env) (verdict, error)
+	budget  time.Duration // the run's time limit; 0: 2 minutes
 }
+
+// limit is the scenario's time limit.
+func (s scenario) limit() time.Duration { return cmpOr(s.budget, 2*time.Minute) }
 
 var scenarios = []scenario{
 	{id: "1", name: "writer killed mid-write", run: killedWriters},
@@ -51,6 +55,7 @@ var scenarios = []scenario{
 	{id: "14", name: "NATS restarted during a remote burst", run: natsRestart, verdict: remoteVerdict},
 	{id: "15", name: "remote host partitioned", run: partition, verdict: remoteVerdict},
 	{id: "16", name: "bridge killed mid-claim", run: claimKills, verdict: claimVerdict},
+	{id: "17", name: "remote watcher partitioned for minutes", run: watcherPartition, verdict: claimVerdict, budget: 4 * time.Minute},
 }
 
 // sigkill: the watcher is SIGKILLed and restarted at once, over and over,
