@@ -470,24 +470,13 @@ func (b *Board) Claim(id, agent string) (Task, error) {
 	for range maxTries {
 		released := false
 		t, err := b.transition(id, func(t Task) (Event, error) {
-			switch t.Status {
-			case Pending:
-				if !t.Ready {
-					return Event{}, fmt.Errorf("%w: task %s waits for %s", ErrNotReady, id, strings.Join(t.Blockers, ", "))
-				}
-				return Event{Event: EvClaimed, Status: Claimed, Owner: agent, Agent: agent}, nil
-			case Claimed:
-				if t.Owner == agent {
-					return Event{}, nil
-				}
+			if t.Status == Claimed && t.Owner != agent {
 				if gone, why := b.ownerGone(t); gone {
 					released = true
 					return b.release(t, agent, why), nil
 				}
-				return Event{}, &ClaimedError{Task: id, Owner: t.Owner}
-			default:
-				return Event{}, fmt.Errorf("%w: task %s is %s", ErrClosed, id, t.Status)
 			}
+			return decide(id, t, Event{Event: EvClaimed, Status: Claimed, Owner: agent, Agent: agent})
 		})
 		if err != nil || !released {
 			return t, err
@@ -507,20 +496,37 @@ func (b *Board) byOwner(id, agent string, e Event) (Task, error) {
 		return Task{}, err
 	}
 	e.Agent = agent
-	return b.transition(id, func(t Task) (Event, error) {
-		switch {
-		case t.Status == Done || t.Status == Failed:
-			return Event{}, fmt.Errorf("%w: task %s is %s", ErrClosed, id, t.Status)
-		case t.Status != Claimed:
-			return Event{}, fmt.Errorf("%w: task %s is %s; claim it first", ErrNotOwner, id, t.Status)
-		case t.Owner != agent:
-			return Event{}, fmt.Errorf("%w: task %s is claimed by %s", ErrNotOwner, id, t.Owner)
-		}
-		if e.Status == Claimed {
-			e.Owner = agent
-		}
+	if e.Status == Claimed {
+		e.Owner = agent
+	}
+	return b.transition(id, func(t Task) (Event, error) { return decide(id, t, e) })
+}
+
+// decide is the board's rule for an agent's own event e on task id, whose
+// state is t: a claim (e.Event EvClaimed) takes a ready pending task and
+// is no event (Event{}) when the agent already owns it; a checkpoint,
+// done or failed needs the task claimed by e.Agent. It returns the event
+// to write or why not (ErrNotReady, *ClaimedError, ErrClosed,
+// ErrNotOwner). Releasing a gone owner's claim is the caller's, before.
+// Claim, byOwner and ApplySigned all decide with it.
+func decide(id string, t Task, e Event) (Event, error) {
+	switch {
+	case e.Event == EvClaimed && t.Status == Pending && !t.Ready:
+		return Event{}, fmt.Errorf("%w: task %s waits for %s", ErrNotReady, id, strings.Join(t.Blockers, ", "))
+	case e.Event == EvClaimed && t.Status == Pending:
 		return e, nil
-	})
+	case e.Event == EvClaimed && t.Status == Claimed && t.Owner == e.Agent:
+		return Event{}, nil
+	case e.Event == EvClaimed && t.Status == Claimed:
+		return Event{}, &ClaimedError{Task: id, Owner: t.Owner}
+	case t.Status == Done || t.Status == Failed:
+		return Event{}, fmt.Errorf("%w: task %s is %s", ErrClosed, id, t.Status)
+	case t.Status != Claimed:
+		return Event{}, fmt.Errorf("%w: task %s is %s; claim it first", ErrNotOwner, id, t.Status)
+	case t.Owner != e.Agent:
+		return Event{}, fmt.Errorf("%w: task %s is claimed by %s", ErrNotOwner, id, t.Owner)
+	}
+	return e, nil
 }
 
 // Checkpoint records progress on a task agent has claimed. It also counts

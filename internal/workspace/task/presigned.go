@@ -133,22 +133,6 @@ func (b *Board) ApplySigned(id string, e Event) (Task, error) {
 		if t.Events+1 != e.Seq {
 			return Event{}, fmt.Errorf("%w (task %s's next event is %d, this one was made as %d)", ErrStale, id, t.Events+1, e.Seq)
 		}
-		switch {
-		case e.Event == EvClaimed && t.Status == Pending && !t.Ready:
-			return Event{}, fmt.Errorf("%w: task %s waits for %s", ErrNotReady, id, strings.Join(t.Blockers, ", "))
-		case e.Event == EvClaimed && t.Status == Pending:
-			return want, nil
-		case e.Event == EvClaimed && t.Status == Claimed && t.Owner == e.Agent:
-			return Event{}, nil
-		case e.Event == EvClaimed && t.Status == Claimed:
-			return Event{}, &ClaimedError{Task: id, Owner: t.Owner}
-		case t.Status == Done || t.Status == Failed:
-			return Event{}, fmt.Errorf("%w: task %s is %s", ErrClosed, id, t.Status)
-		case t.Status != Claimed:
-			return Event{}, fmt.Errorf("%w: task %s is %s; claim it first", ErrNotOwner, id, t.Status)
-		case t.Owner != e.Agent:
-			return Event{}, fmt.Errorf("%w: task %s is claimed by %s", ErrNotOwner, id, t.Owner)
-		}
-		return want, nil
+		return decide(id, t, want)
 	})
 }
