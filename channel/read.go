@@ -68,6 +68,26 @@ type Cursor struct {
 	Seen  []string  `json:"seen"`
 }
 
+// Add returns the cursor with the message file names added, as a Reader
+// that returned them has it ([Reader.Cursor]): the Floor trails the newest
+// name by opt.SkewWindow (capped by opt.Now), and the names below it are
+// dropped. Other names are ignored. Nothing is read.
+func (c Cursor) Add(opt ReaderOptions, names ...string) Cursor {
+	seen := append(slices.Clip(c.Seen), names...)
+	return newReaderAt("", "", Cursor{Floor: c.Floor, Seen: seen}, opt).Cursor()
+}
+
+// Unread returns whether the cursor leaves a message file name unread
+// (a keep function for [Newest]): it is neither in Seen nor named before
+// Floor.
+func (c Cursor) Unread() func(name string, nm Name) bool {
+	seen := newSeenSet(len(c.Seen))
+	for _, name := range c.Seen {
+		seen.add(name)
+	}
+	return func(name string, nm Name) bool { return !nm.Time.Before(c.Floor) && !seen.has(name) }
+}
+
 // ReaderOptions tune a Reader; zero fields take defaults.
 type ReaderOptions struct {
 	MaxSize    int64            // size limit; default MaxMessageSize

@@ -142,16 +142,8 @@ func (b *Inbox) PeekNewest(limit int) (items []Item, more int, err error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		seen := make(map[string]struct{}, len(cur.Seen))
-		for _, name := range cur.Seen {
-			seen[name] = struct{}{}
-		}
-		unread := func(name string, nm channel.Name) bool {
-			_, ok := seen[name]
-			return !ok && !nm.Time.Before(cur.Floor)
-		}
 		forMe := func(m *channel.Message) bool { return b.isFor(c, m) }
-		msgs, n, _, err := channel.Newest(b.root, c, limit, unread, forMe) // skipped files are the channel readers' to report
+		msgs, n, _, err := channel.Newest(b.root, c, limit, cur.Unread(), forMe) // skipped files are the channel readers' to report
 		if err != nil {
 			return nil, 0, err
 		}
