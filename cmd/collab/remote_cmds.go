@@ -206,9 +206,9 @@ func taskRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, a taskArgs,
 	return a.p.one(t)
 }
 
-// inboxRemote is inbox --remote: the messages for agent in chans after
-// this host's own cursors (STATE/inbox), read through the bridge; without
-// peek the cursors move past what was read.
+// inboxRemote is inbox --remote: the messages for agent in chans that
+// this host's own cursors (STATE/inbox) leave unread, read through the
+// bridge; without peek exactly the messages read are acknowledged.
 func inboxRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, chans []string, peek bool, limit int, asJSON bool, getenv env, stdout, stderr io.Writer) error {
 	agent, err := actingAgent(ctx, "inbox", "agent", agent)
 	if err != nil {
@@ -223,21 +223,24 @@ func inboxRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent stri
 	}
 	defer c.Close()
 	var items []inbox.Item
-	lasts := map[string]string{}
+	read := map[string][]string{}
 	for _, ch := range chans {
-		msgs, last, omitted, err := c.Unread(ctx, ch)
+		msgs, omitted, err := c.Unread(ctx, ch)
 		if err != nil {
 			return fmt.Errorf("inbox: %w", err)
 		}
 		for _, o := range omitted {
 			fmt.Fprintf(stderr, "collab: message %s not shown: %s; read it on the mount\n", tree.Printable(o.ID), tree.Printable(o.Omitted))
+			if _, err := channel.ParseID(o.ID); err == nil {
+				read[ch] = append(read[ch], o.ID)
+			}
 		}
 		for i := range msgs {
+			read[ch] = append(read[ch], msgs[i].ID)
 			if msgs[i].IsFor(agent) {
 				items = append(items, inbox.Item{Channel: ch, Priority: inbox.PriorityOf(&msgs[i]), Message: msgs[i]})
 			}
 		}
-		lasts[ch] = last
 	}
 	slices.SortStableFunc(items, func(a, b inbox.Item) int {
 		return cmp.Or(a.Message.Time().Compare(b.Message.Time()), strings.Compare(a.Message.ID, b.Message.ID))
@@ -255,10 +258,7 @@ func inboxRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent stri
 		return nil
 	}
 	for _, ch := range chans {
-		if lasts[ch] == "" {
-			continue
-		}
-		if err := c.Ack(ch, lasts[ch]); err != nil {
+		if err := c.Acknowledge(ch, read[ch]); err != nil {
 			return err
 		}
 	}
@@ -266,7 +266,7 @@ func inboxRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent stri
 }
 
 // inboxAckRemote is inbox ack --remote: this host's cursor of the one
-// channel given moves to the message id.
+// channel given takes every message up to and including the message id.
 func inboxAckRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, chans []string, until string, asJSON bool, getenv env, stdout, stderr io.Writer) error {
 	agent, err := actingAgent(ctx, "inbox ack", "agent", agent)
 	if err != nil {
@@ -283,12 +283,13 @@ func inboxAckRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent s
 		return err
 	}
 	defer c.Close()
-	if err := c.Ack(chans[0], until); err != nil {
+	n, err := c.AckUntil(ctx, chans[0], until)
+	if err != nil {
 		return fmt.Errorf("inbox ack: %w", err)
 	}
 	if asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"channel": chans[0], "until": until})
+		return json.NewEncoder(stdout).Encode(map[string]any{"acknowledged": n, "channel": chans[0], "until": until})
 	}
-	_, err = fmt.Fprintf(stdout, "acknowledged channel %s up to %s\n", chans[0], until)
+	_, err = fmt.Fprintf(stdout, "acknowledged %d message(s) in channel %s up to %s\n", n, chans[0], until)
 	return err
 }

@@ -170,8 +170,8 @@ func TestRemoteInbox(t *testing.T) {
 	}
 	id := send("rem", "third for rem")
 	send("rem", "fourth for rem")
-	if r := runCollab(t, s.env, "", "inbox", "ack", "--channel", "dev", "--until", id); r.code != 0 {
-		t.Fatalf("inbox ack --remote: exit %d, %q", r.code, r.stderr)
+	if r := runCollab(t, s.env, "", "inbox", "ack", "--channel", "dev", "--until", id); r.code != 0 || !strings.Contains(r.stdout, "acknowledged 1 message(s)") {
+		t.Fatalf("inbox ack --remote: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 	r = runCollab(t, s.env, "", "inbox", "--channel", "dev", "--json")
 	if r.code != 0 || strings.Contains(r.stdout, "third") || !strings.Contains(r.stdout, "fourth for rem") {

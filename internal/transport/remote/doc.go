@@ -21,12 +21,22 @@
 //
 //	STATE/outbox/NANOS-OP-RANDOM.json          a write not yet acknowledged
 //	STATE/outbox/failed/NANOS-OP-RANDOM.json   a write the bridge refused
+//	STATE/inbox/CHANNEL.json                   the inbox cursor of a channel
 //
 // An entry is one JSON object {"op": OP, "body": BODY, "queued": TIME}
 // where BODY is the request exactly as sent (for a post, the signed
 // message with its id already chosen); an entry in failed/ adds
 // "refused": the bridge's code and text. NANOS is the time it was queued
 // in nanoseconds, 20 digits, so names sort oldest first.
+//
+// An inbox cursor ([InboxDir], rewritten atomically) is the mounted
+// inbox's kind, a [channel.Cursor]: the names of the messages acknowledged
+// plus a floor trailing the newest of them by [channel.DefaultSkewWindow],
+// below which everything is. A message named before one acknowledged that
+// reaches the mount later (its writer's clock behind) is still unread
+// ([Client.Unread]) unless it is named below the floor. Two processes of
+// one agent acknowledging at once may overwrite each other's cursor: a
+// message is then shown again, never lost.
 //
 // # Guarantees
 //

@@ -7,76 +7,130 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"collab/channel"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/bridge"
+	"collab/internal/workspace/inbox"
 )
 
 // InboxDir holds a remote host's inbox cursors, under the state dir:
-// STATE/inbox/CHANNEL.json, {"after": ID}, the newest message of the
-// channel (in the channel's order) the agent acknowledged. It is this
-// host's own state, as ROOT/state/AGENT/inbox is a mounted host's; the
-// messages come from the bridge's read op.
+// STATE/inbox/CHANNEL.json, one [channel.Cursor] per channel, the kind the
+// mounted inbox keeps (package inbox): the set of message names the agent
+// acknowledged plus a floor below which everything is, the floor trailing
+// the newest acknowledged name by [channel.DefaultSkewWindow]. The file is
 //
-// Unlike the mounted inbox's cursor (a set of names and a floor), this
-// cursor is one position: a message named before it that reaches the
-// mount after it (its writer's clock behind) is not shown here.
+//	{"version": 1, "saved": TIME, "cursor": {"floor": TIME, "seen": [NAME...]}}
+//
+// rewritten atomically. A file of the first format, {"after": ID} (one
+// position), is read as the floor at ID's time with ID acknowledged. It is
+// this host's own state, as ROOT/state/AGENT/inbox is a mounted host's;
+// the messages come from the bridge's read op.
 const InboxDir = "inbox"
 
 // maxInboxPages bounds one Unread: pages of bridge.MaxReadLimit messages.
 const maxInboxPages = 200
 
-type inboxCursor struct {
-	After string    `json:"after"`
-	Saved time.Time `json:"saved"`
+// The cursor files.
+const (
+	inboxVersion  = 1
+	maxInboxState = 16 << 20
+)
+
+type inboxState struct {
+	Version int             `json:"version"`
+	Saved   time.Time       `json:"saved"`
+	Cursor  *channel.Cursor `json:"cursor,omitempty"`
+	// After is the first format's one position (no version).
+	After string `json:"after,omitempty"`
 }
 
-// Unread returns the messages of ch after the agent's cursor (all of the
-// channel's when there is none), oldest first, with the id of the last
-// message read (for [Client.Ack]; "" when none), and the messages left
-// out as too big for a reply. It reads at most maxInboxPages pages.
-func (c *Client) Unread(ctx context.Context, ch string) (msgs []channel.Message, last string, omitted []bridge.Omitted, err error) {
+// Unread returns the messages of ch this host has not acknowledged for
+// the agent, in channel order (oldest first), and the stand-ins of those
+// too big for a bridge reply. It reads from the cursor's floor on (pages
+// of the bridge's read op), at most maxInboxPages pages.
+func (c *Client) Unread(ctx context.Context, ch string) (msgs []channel.Message, omitted []bridge.Omitted, err error) {
 	if err := tree.CheckName("channel", ch); err != nil {
-		return nil, "", nil, err
+		return nil, nil, err
 	}
-	after, err := c.inboxCursor(ch)
+	cur, err := c.inboxCursor(ch)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, nil, err
 	}
-	if after == "" {
-		// Before every message: the whole channel, page by page.
-		after = channel.NewID("a", time.Unix(0, 0), "0000")
+	unread := cur.Unread()
+	err = c.pages(ctx, ch, cur.Floor, func(p Page) bool {
+		for _, m := range p.Messages {
+			if isUnread(unread, m.ID) {
+				msgs = append(msgs, m)
+			}
+		}
+		for _, o := range p.Omitted {
+			if isUnread(unread, o.ID) {
+				omitted = append(omitted, o)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	for range maxInboxPages {
-		page, err := c.Read(ctx, ch, after, bridge.MaxReadLimit)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		msgs = append(msgs, page.Messages...)
-		omitted = append(omitted, page.Omitted...)
-		if page.Last != "" {
-			after, last = page.Last, page.Last
-		}
-		if !page.More || page.Last == "" {
-			return msgs, last, omitted, nil
-		}
-	}
-	return msgs, last, omitted, nil
+	return msgs, omitted, nil
 }
 
-// Ack moves the agent's cursor of ch to the message id (written
-// atomically).
-func (c *Client) Ack(ch, id string) error {
+// isUnread applies a cursor's test to a message id; an id that is not one
+// (a stand-in's, from the bridge) counts as unread.
+func isUnread(unread func(string, channel.Name) bool, id string) bool {
+	nm, err := channel.ParseID(id)
+	return err != nil || unread(id+".json", nm)
+}
+
+// pages reads ch through the bridge from the messages named at from on
+// (the second before it, so that none of from's second is missed), page
+// after page, while each returns true, at most maxInboxPages pages.
+func (c *Client) pages(ctx context.Context, ch string, from time.Time, each func(Page) bool) error {
+	start := from.Add(-time.Second)
+	if epoch := time.Unix(0, 0); start.Before(epoch) {
+		start = epoch
+	}
+	after := channel.NewID("a", start, "0000")
+	for range maxInboxPages {
+		p, err := c.Read(ctx, ch, after, bridge.MaxReadLimit)
+		if err != nil {
+			return err
+		}
+		if !each(p) || !p.More || p.Last == "" {
+			return nil
+		}
+		after = p.Last
+	}
+	return nil
+}
+
+// Acknowledge adds exactly these message ids of ch to the cursor (an
+// atomic rewrite), moving the floor as the mounted inbox does.
+func (c *Client) Acknowledge(ch string, ids []string) error {
 	if err := tree.CheckName("channel", ch); err != nil {
 		return err
 	}
-	if _, err := channel.ParseID(id); err != nil {
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		if _, err := channel.ParseID(id); err != nil {
+			return fmt.Errorf("inbox: acknowledge: %w", err)
+		}
+		names[i] = id + ".json"
+	}
+	old, err := c.inboxCursor(ch)
+	if err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(inboxCursor{After: id, Saved: c.cfg.Now().UTC()}, "", "  ")
+	cur := old.Add(channel.ReaderOptions{Now: c.cfg.Now}, names...)
+	if old.Floor.Equal(cur.Floor) && slices.Equal(old.Seen, cur.Seen) {
+		return nil
+	}
+	data, err := json.MarshalIndent(inboxState{Version: inboxVersion, Saved: c.cfg.Now().UTC(), Cursor: &cur}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -91,28 +145,137 @@ func (c *Client) Ack(ch, id string) error {
 	return nil
 }
 
-func (c *Client) inboxCursor(ch string) (string, error) {
+// AckUntil acknowledges every message of ch now on the mount up to and
+// including id in channel order (read through the bridge, from the
+// cursor's floor or id's time, whichever is earlier) and returns how many
+// of them were unread and for the agent. An id not in the channel is an
+// error wrapping [inbox.ErrUnknownMessage].
+//
+// Unlike the mounted inbox's Ack it has no guard on arrival times (the
+// bridge does not send them): a message that sorts before id but reached
+// the mount after it is acknowledged too.
+func (c *Client) AckUntil(ctx context.Context, ch, id string) (int, error) {
+	if err := tree.CheckName("channel", ch); err != nil {
+		return 0, err
+	}
+	an, err := channel.ParseID(id)
+	if err != nil {
+		return 0, fmt.Errorf("inbox: ack until: %w", err)
+	}
+	cur, err := c.inboxCursor(ch)
+	if err != nil {
+		return 0, err
+	}
+	unread := cur.Unread()
+	var ids []string
+	n, found, more := 0, false, false
+	err = c.pages(ctx, ch, earlier(cur.Floor, an.Time), func(p Page) bool {
+		more = p.More
+		// Messages and stand-ins each keep channel order; the id is
+		// found in one of them, and what follows it there is left. Of
+		// the other, only those named in an earlier second surely come
+		// before it (a stand-in has no timestamp to order it by within
+		// the second): the rest are left unread, to be shown again.
+		i := slices.IndexFunc(p.Messages, func(m channel.Message) bool { return m.ID == id })
+		j := slices.IndexFunc(p.Omitted, func(o bridge.Omitted) bool { return o.ID == id })
+		msgs, omitted := p.Messages, p.Omitted
+		switch {
+		case i >= 0:
+			msgs = msgs[:i+1]
+			omitted = slices.DeleteFunc(slices.Clone(omitted), func(o bridge.Omitted) bool { return !namedBefore(o.ID, an.Time) })
+		case j >= 0:
+			omitted = omitted[:j+1]
+			msgs = slices.DeleteFunc(slices.Clone(msgs), func(m channel.Message) bool { return !namedBefore(m.ID, an.Time) })
+		}
+		for _, m := range msgs {
+			if isUnread(unread, m.ID) && m.IsFor(c.cfg.Agent) {
+				n++
+			}
+			ids = append(ids, m.ID)
+		}
+		for _, o := range omitted {
+			if _, err := channel.ParseID(o.ID); err == nil {
+				ids = append(ids, o.ID)
+			}
+		}
+		found = i >= 0 || j >= 0
+		return !found
+	})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("inbox: ack until %s: %w", id, err)
+	case !found && more:
+		return 0, fmt.Errorf("inbox: ack until %s: not within %d pages of channel %s", id, maxInboxPages, ch)
+	case !found:
+		return 0, fmt.Errorf("%w: %s in %s", inbox.ErrUnknownMessage, id, ch)
+	}
+	if err := c.Acknowledge(ch, ids); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// namedBefore reports whether id is a message id named before t's second.
+func namedBefore(id string, t time.Time) bool {
+	n, err := channel.ParseID(id)
+	return err == nil && n.Time.Before(t)
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func (c *Client) inboxCursor(ch string) (channel.Cursor, error) {
 	d, err := safedir.Open(filepath.Join(c.cfg.StateDir, InboxDir))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return channel.Cursor{}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("inbox: %w", err)
+		return channel.Cursor{}, fmt.Errorf("inbox: %w", err)
 	}
 	defer d.Close()
-	data, _, err := d.ReadFile(ch+".json", 4096)
+	data, _, err := d.ReadFile(ch+".json", maxInboxState)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return channel.Cursor{}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("inbox: %w", err)
+		return channel.Cursor{}, fmt.Errorf("inbox: %w", err)
 	}
-	var cur inboxCursor
-	if err := json.Unmarshal(data, &cur); err != nil {
-		return "", fmt.Errorf("inbox: cursor %s/%s.json: %w", d.Path(), ch, err)
+	cur, err := decodeInboxCursor(data)
+	if err != nil {
+		return channel.Cursor{}, fmt.Errorf("inbox: cursor %s/%s.json: %w", d.Path(), ch, err)
 	}
-	if _, err := channel.ParseID(cur.After); err != nil {
-		return "", fmt.Errorf("inbox: cursor %s/%s.json: %w", d.Path(), ch, err)
+	return cur, nil
+}
+
+// decodeInboxCursor reads a cursor file of either format (see InboxDir).
+// Every name it returns is a message name.
+func decodeInboxCursor(data []byte) (channel.Cursor, error) {
+	var s inboxState
+	if err := json.Unmarshal(data, &s); err != nil {
+		return channel.Cursor{}, err
 	}
-	return cur.After, nil
+	switch s.Version {
+	case 0:
+		// The first format: everything up to After was read.
+		n, err := channel.ParseID(s.After)
+		if err != nil {
+			return channel.Cursor{}, fmt.Errorf("after: %w", err)
+		}
+		return channel.Cursor{Floor: n.Time, Seen: []string{s.After + ".json"}}, nil
+	case inboxVersion:
+		if s.Cursor == nil {
+			return channel.Cursor{}, errors.New("no cursor")
+		}
+		for _, name := range s.Cursor.Seen {
+			if _, err := channel.ParseName(name); err != nil {
+				return channel.Cursor{}, err
+			}
+		}
+		return *s.Cursor, nil
+	}
+	return channel.Cursor{}, fmt.Errorf("unknown version %d", s.Version)
 }
