@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,9 +16,11 @@ import (
 	"collab/channel"
 	"collab/internal/agent/jobs"
 	"collab/internal/agent/modelcli"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/mcpserver"
 	"collab/internal/transport/natsbus"
+	"collab/internal/transport/remote"
 	"collab/internal/workspace/delegate"
 	"collab/internal/workspace/sessions"
 	"collab/internal/workspace/worktree"
@@ -71,6 +74,16 @@ directory, never an argument; the limits and defaults are collab
 delegate's (COLLAB_DELEGATION_DEPTH, COLLAB_DELEGATE_CLI, COLLAB_WORKTREES,
 the hops and budgets the watcher passes on); --delegate-cmd is its --cmd.
 
+With --remote (or COLLAB_REMOTE=1), on a host without the shared tree,
+every tool goes through a bridge over NATS (--nats; see collab bridge):
+posts are signed here and kept in the outbox (--state-dir) until a bridge
+takes them (channel_send then says queued), the inbox cursor is this
+host's, and send_and_wait follows the stream. --root is then this host's
+own tree, by default STATE/tree where watch --remote mirrors: its keyring
+verifies (unless --keyring) and its jobs are job_list's. The delegation
+tools are not available there. 'collab watch --remote --mcp' gives its
+CLI this server by itself.
+
 'collab watch --mcp' gives the watcher's claude or codex CLI this server by
 itself. By hand, for Claude Code (--mcp-config FILE):
   {"mcpServers": {"collab": {"command": "collab", "args": ["mcp", "--agent", "claude", "--channel", "dev"]}}}
@@ -94,6 +107,7 @@ Flags:
 	ringf := keyringFlag(fs)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
+	rf := addRemoteFlags(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -120,8 +134,16 @@ Flags:
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
-	root := tree.Resolve(*rootf, getenv)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if rf.on {
+		local := ""
+		if fs.Changed("root") {
+			local = *rootf
+		}
+		return mcpRemote(ctx, rf, nf, local, *ringf, *keyf, mcpserver.Config{Agent: *agent, Channel: *ch, Host: hostname(),
+			Logger: logger, Poll: *poll, Signer: signer, Hops: watcher.RunHops(getenv)}, getenv, stdin, stdout, stderr)
+	}
+	root := tree.Resolve(*rootf, getenv)
 	cfg := mcpserver.Config{
 		Root: root, Agent: *agent, Channel: *ch, Host: hostname(),
 		Logger: logger, Poll: *poll,
@@ -154,17 +176,54 @@ Flags:
 			}
 		}
 	}
+	return serveMCP(ctx, cfg, stdin, stdout)
+}
+
+// serveMCP serves cfg's tools on stdin and stdout until the client goes.
+func serveMCP(ctx context.Context, cfg mcpserver.Config, stdin io.Reader, stdout io.Writer) error {
 	s, err := mcpserver.New(cfg)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	err = s.RunIO(ctx, stdin, stdout)
-	logger.Info("mcp session ended", keyAgent, *agent, keyTook, time.Since(start).Round(time.Millisecond), keyErr, err)
+	cfg.Logger.Info("mcp session ended", keyAgent, cfg.Agent, keyTook, time.Since(start).Round(time.Millisecond), keyErr, err)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	return nil
+}
+
+// mcpRemote is mcp --remote: the tools go through a bridge. The local
+// tree (--root, default STATE/tree: the mirror `watch --remote` keeps)
+// gives the keyring the tools verify with (unless --keyring) and the
+// jobs job_list shows; it may be missing. Delegation needs the tree on
+// the mount: its tools answer that they are not available here.
+func mcpRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootFlag, ringFlag, keyPath string, cfg mcpserver.Config, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if cfg.Signer == nil {
+		// Everything it writes goes through a bridge, which writes only
+		// what the agent's key signed.
+		return usageErrorf("mcp --remote: %v", remote.ErrNoKey)
+	}
+	c, err := remoteClient(ctx, "mcp", rf, nf, cfg.Agent, keyPath, true, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	cfg.Remote = c
+	cfg.Root = tree.Root(rootFlag)
+	if rootFlag == "" {
+		cfg.Root = tree.Root(filepath.Join(cmp.Or(rf.state, remote.DefaultStateDir(cfg.Agent, getenv)), "tree"))
+	}
+	ring := openKeyring(cfg.Root, ringFlag)
+	if ringFlag == "" {
+		// The mirror wrote its keyring copy as this account: its being
+		// writable by this account is expected.
+		cfg.Verifier = signing.NewVerifier(ring)
+	} else {
+		cfg.Verifier = verifierFor(cfg.Root, ring, stderr)
+	}
+	return serveMCP(ctx, cfg, stdin, stdout)
 }
 
 // mcpEnvVars are the variables `collab mcp` reads from its environment
@@ -183,13 +242,14 @@ var mcpEnvVars = []string{
 // watcher's NATS flags. The channel is not a flag: the watcher sets
 // COLLAB_CHANNEL for each run to the channel of the message being
 // answered, so a watcher of several channels gives each run the right one.
-// It returns nil when on is false.
-func watchMCP(on bool, cli string, root tree.Root, agent string, nf *natsFlags) ([]modelcli.MCPServer, error) {
+// extra are more arguments (watch --remote's: --remote and its NATS
+// flags). It returns nil when on is false.
+func watchMCP(on bool, cli string, root tree.Root, agent string, nf *natsFlags, extra []string) ([]modelcli.MCPServer, error) {
 	if !on {
 		return nil, nil
 	}
-	if cli != "claude" && cli != "codex" {
-		return nil, usageErrorf("watch: --mcp needs --cli claude or codex, not %s", cli)
+	if err := checkMCPCLI(cli); err != nil {
+		return nil, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -199,7 +259,22 @@ func watchMCP(on bool, cli string, root tree.Root, agent string, nf *natsFlags) 
 	if err != nil {
 		return nil, fmt.Errorf("watch: --mcp: %w", err)
 	}
-	args := []string{"mcp", "--agent", agent, "--root", abs}
+	args := append([]string{"mcp", "--agent", agent, "--root", abs}, nf.args()...)
+	return []modelcli.MCPServer{{Name: "collab", Command: exe, Args: append(args, extra...), EnvVars: mcpEnvVars}}, nil
+}
+
+// checkMCPCLI refuses watch --mcp with a CLI that takes no MCP servers.
+func checkMCPCLI(cli string) error {
+	if cli != "claude" && cli != "codex" {
+		return usageErrorf("watch: --mcp needs --cli claude or codex, not %s", cli)
+	}
+	return nil
+}
+
+// args returns the flags that give another collab command these NATS
+// settings.
+func (nf *natsFlags) args() []string {
+	var args []string
 	for _, f := range []struct{ flag, v string }{
 		{"--nats", nf.url}, {"--nats-creds", nf.creds}, {"--nats-nkey", nf.nkey}, {"--nats-user", nf.user},
 		{"--nats-ca", nf.ca}, {"--nats-cert", nf.cert}, {"--nats-key", nf.key},
@@ -208,7 +283,7 @@ func watchMCP(on bool, cli string, root tree.Root, agent string, nf *natsFlags) 
 			args = append(args, f.flag, f.v)
 		}
 	}
-	return []modelcli.MCPServer{{Name: "collab", Command: exe, Args: args, EnvVars: mcpEnvVars}}, nil
+	return args
 }
 
 // The variables of collab delegate's defaults the MCP server also reads.

@@ -88,14 +88,14 @@ func TestMCPUsage(t *testing.T) {
 
 func TestWatchMCP(t *testing.T) {
 	nf := &natsFlags{url: "nats://h:4222", creds: "/etc/c.creds"}
-	got, err := watchMCP(true, "codex", tree.Root("rel/root"), "codex", nf)
+	got, err := watchMCP(true, "codex", tree.Root("rel/root"), "codex", nf, []string{"--remote", "--state-dir", "/s"})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("watchMCP = %+v, %v", got, err)
 	}
 	exe, _ := os.Executable()
 	abs, _ := filepath.Abs("rel/root")
 	srv := got[0]
-	want := []string{"mcp", "--agent", "codex", "--root", abs, "--nats", "nats://h:4222", "--nats-creds", "/etc/c.creds"}
+	want := []string{"mcp", "--agent", "codex", "--root", abs, "--nats", "nats://h:4222", "--nats-creds", "/etc/c.creds", "--remote", "--state-dir", "/s"}
 	if srv.Name != "collab" || srv.Command != exe || !slices.Equal(srv.Args, want) || srv.Check() != nil {
 		t.Errorf("server %+v; want %s %q", srv, exe, want)
 	}
@@ -108,11 +108,11 @@ func TestWatchMCP(t *testing.T) {
 	if slices.Contains(srv.Args, "--channel") {
 		t.Errorf("args %q fix the channel", srv.Args)
 	}
-	if got, err := watchMCP(false, "claude", "/r", "claude", &natsFlags{}); got != nil || err != nil {
+	if got, err := watchMCP(false, "claude", "/r", "claude", &natsFlags{}, nil); got != nil || err != nil {
 		t.Errorf("off: %+v, %v", got, err)
 	}
 	for _, cli := range []string{"gemini", "command"} {
-		if _, err := watchMCP(true, cli, "/r", "a", &natsFlags{}); exitCode(err, io.Discard) != 2 {
+		if _, err := watchMCP(true, cli, "/r", "a", &natsFlags{}, nil); exitCode(err, io.Discard) != 2 {
 			t.Errorf("--mcp with --cli %s: %v; want a usage error", cli, err)
 		}
 	}

@@ -406,7 +406,10 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 		}
 	}
 	if s.MCP {
-		return usageErrorf("watch: --mcp does not work with --remote yet")
+		// Refused before the mirror starts, not once it has caught up.
+		if err := checkMCPCLI(cmp.Or(s.CLI, defaultCLI)); err != nil {
+			return err
+		}
 	}
 	signer, err := loadSigner(s.Key, s.Agent, getenv)
 	if err != nil {
@@ -447,6 +450,9 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 	if err := m.awaitCaughtUp(ctx, mirrorCatchUp); err != nil {
 		return err
 	}
+	// The model's MCP tools (--mcp) go through the bridge with this
+	// host's state, as collab mcp --remote; their --root is the mirror.
+	s.MCPArgs = append([]string{"--remote", "--state-dir", state}, s.NATS.args()...)
 	// The watcher writes no files on the mount and publishes nothing: the
 	// mirror carries its writes, and wakes it through the local disk.
 	s.NATS = nil

@@ -172,25 +172,16 @@ func taskRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, a taskArgs,
 		_, err = fmt.Fprintln(a.p.w, r.Task.ID)
 		return err
 	case "next":
-		r, err := ask(bridge.TaskRequest{Action: "list"})
-		if err != nil {
+		got, err := c.NextTask(ctx, a.ch)
+		switch {
+		case errors.Is(err, task.ErrNoneReady):
+			return &exitError{code: exitNothing, msg: "no ready task in channel " + a.ch}
+		case errors.Is(err, remote.ErrUnreachable):
+			return fmt.Errorf("%w; nothing was written", err)
+		case err != nil:
 			return err
 		}
-		for _, t := range r.Tasks {
-			if !t.Ready {
-				continue
-			}
-			got, err := c.TaskEvent(ctx, a.ch, t.ID, task.EvClaimed, "", task.Checkpoint{})
-			var re *remote.RefusedError
-			if errors.As(err, &re) {
-				continue // taken meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			return a.p.one(got)
-		}
-		return &exitError{code: exitNothing, msg: "no ready task in channel " + a.ch}
+		return a.p.one(got)
 	}
 	kind := map[string]string{"claim": task.EvClaimed, "checkpoint": task.EvCheckpoint, "done": task.EvDone, "fail": task.EvFailed}[a.sub]
 	t, err := c.TaskEvent(ctx, a.ch, a.id, kind, a.text, a.ck)

@@ -271,7 +271,8 @@ func TestRemoteWatchCatchUp(t *testing.T) {
 }
 
 // TestRemoteWatchRefusals: watch --remote without the agent's key, without
-// a NATS server or with --mcp is refused at once (exit 2), before it
+// a NATS server or with --mcp for a CLI without MCP is refused at once
+// (exit 2), before it
 // writes any state or touches --root.
 func TestRemoteWatchRefusals(t *testing.T) {
 	absent := filepath.Join(t.TempDir(), "no-such-mount")
@@ -290,7 +291,7 @@ func TestRemoteWatchRefusals(t *testing.T) {
 	}{
 		{"no key", map[string]string{"NATS_URL": "nats://127.0.0.1:1", "XDG_CONFIG_HOME": t.TempDir()}, nil, "needs a signing key"},
 		{"no NATS", map[string]string{"COLLAB_KEY": keyPath}, nil, "no NATS server"},
-		{"mcp", map[string]string{"COLLAB_KEY": keyPath, "NATS_URL": "nats://127.0.0.1:1"}, []string{"--mcp"}, "--mcp does not work with --remote"},
+		{"mcp", map[string]string{"COLLAB_KEY": keyPath, "NATS_URL": "nats://127.0.0.1:1"}, []string{"--mcp"}, "--mcp needs --cli claude or codex, not command"},
 		{"no channel", map[string]string{"COLLAB_KEY": keyPath, "NATS_URL": "nats://127.0.0.1:1"}, []string{"--channel", "../x"}, "channel"},
 	} {
 		args := append(append([]string{}, base...), c.args...)

@@ -173,6 +173,7 @@ type watchSettings struct {
 	AllowWritableKeyring bool
 	MCP                  bool
 	NATS                 *natsFlags // nil: no NATS
+	MCPArgs              []string   // more arguments of --mcp's collab mcp (watch --remote's)
 }
 
 // preparedWatch is a watcher's configuration and what it holds open (its
@@ -266,7 +267,7 @@ func prepareWatch(ctx context.Context, root tree.Root, s watchSettings, getenv e
 		nf = &natsFlags{}
 	}
 	cli := cmp.Or(s.CLI, defaultCLI)
-	servers, err := watchMCP(s.MCP, cli, root, s.Agent, nf)
+	servers, err := watchMCP(s.MCP, cli, root, s.Agent, nf, s.MCPArgs)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -47,6 +48,61 @@ func TestReadForeignIDs(t *testing.T) {
 			if _, ok := files[m.ID]; !ok {
 				t.Fatalf("after %q: a message returned with id %q, not its file's: %s", after, m.ID, raw)
 			}
+		}
+	}
+}
+
+// TestReadSince: a read with since returns the newest limit messages
+// after a message id or a time, as MCP's channel_read does on the mount,
+// with more when older ones after the point were left out; a since that
+// is neither, or since with after, is invalid.
+func TestReadSince(t *testing.T) {
+	e := newEnv(t)
+	s := e.server(Config{})
+	w := channel.Writer{Root: e.root}
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	var ids []string
+	for i := range 6 {
+		at := base.Add(time.Duration(i) * time.Minute)
+		w.Now = func() time.Time { return at }
+		m := &channel.Message{SessionID: "dev", From: "m", Content: channel.Content{Text: "x"}}
+		if err := w.Post(m); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	for _, c := range []struct {
+		since string
+		limit int
+		want  []string
+		more  bool
+	}{
+		{ids[2], 10, ids[3:], false},
+		{ids[2], 2, ids[4:], true},
+		{base.Add(3*time.Minute + time.Second).Format(time.RFC3339), 10, ids[4:], false},
+		{"", 2, ids[4:], false}, // the tail: nothing after it is "more"
+	} {
+		b, _ := json.Marshal(ReadRequest{Channel: "dev", Since: c.since, Limit: c.limit})
+		var rep ReadReply
+		if r := handle(t, s, OpRead, "alice", b, &rep); !r.OK {
+			t.Fatalf("since %q: %+v", c.since, r)
+		}
+		var got []string
+		for _, raw := range rep.Messages {
+			m, err := channel.Decode(raw, "", "dev")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, m.ID)
+		}
+		if !slices.Equal(got, c.want) || rep.More != c.more {
+			t.Errorf("since %q limit %d: %q more %v; want %q more %v", c.since, c.limit, got, rep.More, c.want, c.more)
+		}
+	}
+	for _, req := range []ReadRequest{{Channel: "dev", Since: "yesterday"}, {Channel: "dev", Since: ids[0], After: ids[0]}} {
+		b, _ := json.Marshal(req)
+		if r := handle(t, s, OpRead, "alice", b, nil); r.OK || r.Code != CodeInvalid {
+			t.Errorf("%+v: %+v; want invalid", req, r)
 		}
 	}
 }

@@ -314,10 +314,20 @@ func (s *Server) read(data []byte) (any, error) {
 	var msgs []channel.Message
 	var more int
 	var err error
-	if req.After == "" {
-		// Nothing comes after the newest: more stays 0.
-		msgs, _, _, err = channel.Newest(s.cfg.Root, req.Channel, limit, nil, nil)
-	} else {
+	switch {
+	case req.After != "" && req.Since != "":
+		return nil, Errorf(CodeInvalid, "read: after and since together")
+	case req.After == "":
+		// The newest after since (none: the tail, after which nothing
+		// comes: more stays 0).
+		msgs, more, _, err = channel.NewestSince(s.cfg.Root, req.Channel, req.Since, limit)
+		if se := (*channel.SinceError)(nil); errors.As(err, &se) {
+			return nil, Errorf(CodeInvalid, "read: %v", err)
+		}
+		if req.Since == "" {
+			more = 0
+		}
+	default:
 		if _, perr := channel.ParseID(req.After); perr != nil {
 			return nil, Errorf(CodeInvalid, "read: after: %v", perr)
 		}

@@ -107,9 +107,15 @@ type PresenceReply struct {
 // channel order, at most Limit (0: [DefaultReadLimit]; more than
 // [MaxReadLimit] is MaxReadLimit). An empty After reads the newest Limit
 // messages (as `collab read --limit`), after which nothing is "more".
+//
+// Since, instead of After, reads the newest Limit messages after a point:
+// a message id or an ISO-8601 time, as [channel.NewestSince] takes it
+// (what MCP's channel_read takes); More then says that older messages
+// after the point were left out. After and Since together are invalid.
 type ReadRequest struct {
 	Channel string `json:"channel"`
 	After   string `json:"after,omitempty"`
+	Since   string `json:"since,omitempty"`
 	Limit   int    `json:"limit,omitempty"`
 }
 

@@ -1,12 +1,10 @@
 package mcpserver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"collab/channel"
 	"collab/internal/plumbing/tree"
@@ -63,6 +61,10 @@ type SendArgs struct {
 type SendResult struct {
 	ID        string `json:"id"`
 	Timestamp string `json:"timestamp"`
+	// Queued is true when the bridge of a remote host cannot be reached:
+	// the message waits, signed, in the host's outbox and goes out with
+	// the next post or `collab outbox flush`.
+	Queued bool `json:"queued,omitempty" jsonschema:"the bridge cannot be reached now: the message waits in this host's outbox and is sent later"`
 }
 
 // ReadArgs are channel_read's and channel_peek's arguments.
@@ -89,32 +91,33 @@ func addChannelTools(s *Server) error {
 }
 
 func (s *Server) channelSend(ctx context.Context, in SendArgs) (SendResult, error) {
-	m, err := s.post(ctx, in.Message, in.To, nil)
+	m, queued, err := s.post(ctx, in.Message, in.To, nil)
 	if err != nil {
 		return SendResult{}, err
 	}
-	return SendResult{ID: m.ID, Timestamp: m.Timestamp}, nil
+	return SendResult{ID: m.ID, Timestamp: m.Timestamp, Queued: queued}, nil
 }
 
 // post writes a message from the agent, then announces it.
-func (s *Server) post(ctx context.Context, text, to string, extra func(*channel.Message)) (*channel.Message, error) {
+func (s *Server) post(ctx context.Context, text, to string, extra func(*channel.Message)) (*channel.Message, bool, error) {
 	return s.postTo(ctx, s.cfg.Channel, text, to, extra)
 }
 
-// postTo is post on channel ch (a delegated session's).
-func (s *Server) postTo(ctx context.Context, ch, text, to string, extra func(*channel.Message)) (*channel.Message, error) {
+// postTo is post on channel ch (a delegated session's). queued reports a
+// message kept in a remote host's outbox (see SendResult.Queued).
+func (s *Server) postTo(ctx context.Context, ch, text, to string, extra func(*channel.Message)) (m *channel.Message, queued bool, err error) {
 	if strings.TrimSpace(text) == "" {
-		return nil, errors.New("message is empty")
+		return nil, false, errors.New("message is empty")
 	}
 	if to == "" {
 		to = channel.Broadcast
 	}
 	if to != channel.Broadcast {
 		if err := tree.CheckName("recipient", to); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	m := &channel.Message{
+	m = &channel.Message{
 		SessionID: ch,
 		From:      s.cfg.Agent,
 		To:        to,
@@ -127,16 +130,10 @@ func (s *Server) postTo(ctx context.Context, ch, text, to string, extra func(*ch
 	if extra != nil {
 		extra(m)
 	}
-	w := &channel.Writer{Root: s.cfg.Root, Now: s.cfg.Now, Signer: s.cfg.Signer}
-	if err := w.Post(m); err != nil {
-		return nil, fmt.Errorf("send: %w", err)
+	if queued, err = s.store.post(ctx, m); err != nil {
+		return nil, false, fmt.Errorf("send: %w", err)
 	}
-	if s.cfg.Publish != nil {
-		if err := s.cfg.Publish(ctx, m); err != nil {
-			s.cfg.Logger.Warn("sent as a file only", keyMsg, m.ID, keyErr, err)
-		}
-	}
-	return m, nil
+	return m, queued, nil
 }
 
 func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadResult, error) {
@@ -149,28 +146,16 @@ func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadRe
 	case limit > MaxReadLimit:
 		limit = MaxReadLimit
 	}
-	var msgs []channel.Message
-	if in.Since == "" {
-		// The tail only: read limit+1 files, not the whole channel.
-		var err error
-		if msgs, err = channel.Recent(s.cfg.Root, s.cfg.Channel, "", limit+1); err != nil {
-			return ReadResult{}, fmt.Errorf("read channel: %w", err)
-		}
-	} else {
-		keep, accept, err := s.since(in.Since)
-		if err != nil {
-			return ReadResult{}, err
-		}
-		// Names before since are left unread; the newest limit+1 after it
-		// are read, newest first.
-		if msgs, _, _, err = channel.Newest(s.cfg.Root, s.cfg.Channel, limit+1, keep, accept); err != nil {
-			return ReadResult{}, fmt.Errorf("read channel: %w", err)
-		}
+	// Names before since are left unread; the newest limit after it are
+	// read, newest first.
+	msgs, more, err := s.store.newest(ctx, s.cfg.Channel, in.Since, limit)
+	if se := (*channel.SinceError)(nil); errors.As(err, &se) {
+		return ReadResult{}, err
 	}
-	res := ReadResult{Channel: s.cfg.Channel, Messages: []Message{}}
-	if len(msgs) > limit {
-		msgs, res.More = msgs[len(msgs)-limit:], true
+	if err != nil {
+		return ReadResult{}, fmt.Errorf("read channel: %w", err)
 	}
+	res := ReadResult{Channel: s.cfg.Channel, Messages: []Message{}, More: more}
 	for i := range msgs {
 		res.Messages = append(res.Messages, s.view(&msgs[i]))
 	}
@@ -182,42 +167,4 @@ func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadRe
 		}
 	}
 	return res, nil
-}
-
-// sinceMargin is how far before since a message may be named and still be
-// looked at for a timestamp after since (a writer whose name and timestamp
-// disagree); names further back are not read.
-const sinceMargin = time.Minute
-
-// since returns the filters, for [channel.Newest], of the messages after
-// since: a message id (everything after that message in channel order) or
-// a timestamp (messages whose time is after it).
-func (s *Server) since(arg string) (func(string, channel.Name) bool, func(*channel.Message) bool, error) {
-	if n, err := channel.ParseID(arg); err == nil {
-		if m, err := channel.Lookup(s.cfg.Root, s.cfg.Channel, arg); err == nil {
-			// In channel order: the name's second, then the timestamp,
-			// then the file name.
-			at, ts := n.Time, m.Time()
-			keep := func(_ string, nm channel.Name) bool { return !nm.Time.Before(at) }
-			return keep, func(o *channel.Message) bool {
-				on, _ := channel.ParseName(o.File)
-				return cmp.Or(on.Time.Compare(at), o.Time().Compare(ts), strings.Compare(o.File, m.File)) > 0
-			}, nil
-		}
-		return channel.After(n.Time, sinceMargin), func(o *channel.Message) bool { return o.Time().After(n.Time) }, nil
-	}
-	t, err := parseTime(arg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("since %q is neither a message id nor an ISO-8601 timestamp", arg)
-	}
-	return channel.After(t, sinceMargin), func(o *channel.Message) bool { return o.Time().After(t) }, nil
-}
-
-func parseTime(s string) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, errors.New("bad time")
 }

@@ -22,6 +22,9 @@ type SendAndWaitResult struct {
 	ID       string   `json:"id"` // of the message sent
 	Reply    *Message `json:"reply,omitempty"`
 	TimedOut bool     `json:"timed_out,omitempty"`
+	// Queued: the message waits in a remote host's outbox (the bridge
+	// cannot be reached); nothing was waited for.
+	Queued bool `json:"queued,omitempty"`
 }
 
 func addDelegateTools(s *Server) error {
@@ -42,27 +45,23 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, MaxWaitTimeout)
 	}
 	opt := delegate.Options{NotFrom: s.cfg.Agent, Poll: s.cfg.Poll}
-	if s.cfg.Wake != nil {
-		wake, stop, err := s.cfg.Wake(ctx)
-		if err != nil {
-			s.cfg.Logger.Warn("waiting by polling only", keyErr, err)
-		} else {
-			defer stop()
-			opt.Wake = wake
-		}
-	}
 	// Before the request: the wait reads only what arrives after it.
-	r, err := delegate.Before(s.cfg.Root, s.cfg.Channel, opt)
+	wait, stop, err := s.store.awaiter(ctx, s.cfg.Channel, opt)
 	if err != nil {
 		return SendAndWaitResult{}, err
 	}
-	m, err := s.post(ctx, in.Message, in.To, (*channel.Message).SetAwaitReply)
+	defer stop()
+	m, queued, err := s.post(ctx, in.Message, in.To, (*channel.Message).SetAwaitReply)
 	if err != nil {
 		return SendAndWaitResult{}, err
+	}
+	if queued {
+		// Nobody can answer what has not reached the mount.
+		return SendAndWaitResult{ID: m.ID, Queued: true}, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	reply, err := delegate.WaitWith(wctx, r, m.ID, opt)
+	reply, err := wait(wctx, m.ID)
 	switch {
 	case err == nil:
 		v := s.view(&reply)

@@ -156,7 +156,7 @@ func (s *Server) repo(ctx context.Context) (string, error) {
 
 func (s *Server) delegateToWorktree(ctx context.Context, in DelegateArgs) (DelegateResult, error) {
 	if s.cfg.Delegator == nil {
-		return DelegateResult{}, errors.New("delegation is not available in this server")
+		return DelegateResult{}, s.noDelegation()
 	}
 	if strings.TrimSpace(in.Prompt) == "" {
 		return DelegateResult{}, errors.New("prompt is empty")
@@ -180,6 +180,14 @@ func (s *Server) delegateToWorktree(ctx context.Context, in DelegateArgs) (Deleg
 		BaseBranch: ss.Base, Channel: ss.Channel}, nil
 }
 
+// noDelegation is the error of the delegation tools without a Delegator.
+func (s *Server) noDelegation() error {
+	if s.cfg.Remote != nil {
+		return errors.New("delegation is not available in this server: it makes worktrees and starts watchers on a host with the shared tree, and this one goes through a bridge")
+	}
+	return errors.New("delegation is not available in this server")
+}
+
 // ownSession reads the session id names, refusing one the server's agent
 // did not delegate.
 func (s *Server) ownSession(id string) (*sessions.Session, error) {
@@ -199,7 +207,7 @@ func (s *Server) sessionStatus(ctx context.Context, in SessionArgs) (SessionStat
 		return SessionStatusResult{}, err
 	}
 	if s.cfg.Delegator == nil {
-		return SessionStatusResult{}, errors.New("delegation is not available in this server")
+		return SessionStatusResult{}, s.noDelegation()
 	}
 	st, err := s.cfg.Delegator.Status(ctx, ss)
 	if err != nil {
@@ -230,7 +238,7 @@ func (s *Server) sendToSession(ctx context.Context, in SendToSessionArgs) (SendT
 	if err != nil {
 		return SendToSessionResult{}, err
 	}
-	m, err := s.postTo(ctx, ss.Channel, in.Message, ss.Agent, nil)
+	m, _, err := s.postTo(ctx, ss.Channel, in.Message, ss.Agent, nil)
 	if err != nil {
 		return SendToSessionResult{}, err
 	}

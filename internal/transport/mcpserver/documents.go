@@ -64,7 +64,7 @@ type DocListResult struct {
 // addDocumentTools registers the tools over the channel's shared
 // documents (package documents).
 func addDocumentTools(s *Server) error {
-	f, err := documents.New(s.cfg.Root, s.cfg.Channel, documents.Options{Host: s.cfg.Host})
+	f, err := s.store.documents(s.cfg.Channel)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func addDocumentTools(s *Server) error {
 	addTool(s, "document_append", "Add text to the end of a shared document (creating it if missing); safe while others append.", d.append)
 	addTool(s, "document_list", "List the channel's shared documents.",
 		func(ctx context.Context, _ DocListArgs) (DocListResult, error) {
-			list, err := f.List()
+			list, err := f.List(ctx)
 			if err != nil {
 				return DocListResult{}, err
 			}
@@ -88,7 +88,7 @@ func addDocumentTools(s *Server) error {
 	return nil
 }
 
-type docTools struct{ f *documents.Folder }
+type docTools struct{ f docStore }
 
 // file returns the document a call names, the entry point by default.
 func docFile(name string) string {
@@ -99,7 +99,7 @@ func docFile(name string) string {
 }
 
 func (d docTools) read(ctx context.Context, in DocArgs) (Document, error) {
-	doc, err := d.f.Read(docFile(in.File))
+	doc, err := d.f.Read(ctx, docFile(in.File))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Document{}, fmt.Errorf("no document %s (document_list shows them; document_create makes one)", docFile(in.File))
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"collab/channel"
-	"collab/internal/workflow"
 	"collab/internal/workspace/inbox"
 )
 
@@ -40,16 +39,19 @@ type InboxAckResult struct {
 // addInboxTools registers the inbox tools and makes channel_read
 // acknowledge what it returned.
 func addInboxTools(s *Server) error {
-	box, err := inbox.New(s.cfg.Root, s.cfg.Agent, inbox.Options{Channels: []string{s.cfg.Channel}, Now: s.cfg.Now,
-		Aliases: workflow.AgentAliases(s.cfg.Root, s.cfg.Agent)})
+	box, err := s.store.inbox(s.cfg.Channel)
 	if err != nil {
 		return err
 	}
 	addTool(s, "inbox_check", "Show the unread messages addressed to this agent (to it, @mentioning it, or starting with its name), oldest first, "+
 		"with their priority, and mark them as read.",
-		func(ctx context.Context, _ InboxArgs) (InboxResult, error) { return s.inboxItems(box.Check()) })
+		func(ctx context.Context, _ InboxArgs) (InboxResult, error) {
+			return s.inboxItems(box.unread(ctx, true))
+		})
 	addTool(s, "inbox_peek", "Like inbox_check, but marks nothing as read.",
-		func(ctx context.Context, _ InboxArgs) (InboxResult, error) { return s.inboxItems(box.Peek()) })
+		func(ctx context.Context, _ InboxArgs) (InboxResult, error) {
+			return s.inboxItems(box.unread(ctx, false))
+		})
 	addTool(s, "inbox_ack", "Mark this agent's messages as read up to a message id or a time, without showing them.",
 		func(ctx context.Context, in InboxAckArgs) (InboxAckResult, error) {
 			if in.Until == "" {
@@ -59,7 +61,7 @@ func addInboxTools(s *Server) error {
 			if err != nil {
 				return InboxAckResult{}, err
 			}
-			n, err := box.Ack(until)
+			n, err := box.ack(ctx, until)
 			if errors.Is(err, inbox.ErrUnknownMessage) {
 				return InboxAckResult{}, fmt.Errorf("no message %s in channel %s", in.Until, s.cfg.Channel)
 			}
@@ -68,7 +70,7 @@ func addInboxTools(s *Server) error {
 	// What channel_read shows the model counts as read, as in seed 000;
 	// channel_peek leaves the inbox alone.
 	s.afterRead = append(s.afterRead, func(ctx context.Context, last channel.Message) error {
-		if _, err := box.Ack(inbox.Until{ID: last.ID}); err != nil {
+		if _, err := box.ack(ctx, inbox.Until{ID: last.ID}); err != nil {
 			return fmt.Errorf("the messages were read but not marked as read in the inbox: %w", err)
 		}
 		return nil

@@ -43,6 +43,35 @@
 // limit left out); channel_peek and inbox_peek acknowledge nothing;
 // inbox_check acknowledges what it shows.
 //
+// # Without the tree
+//
+// With [Config.Remote] set (`collab mcp --remote`, and the tools `collab
+// watch --remote --mcp` gives its CLI), the same tools, with the same
+// arguments, results and refusals, read and write through a bridge over
+// NATS (packages remote and bridge), never in a tree:
+//
+//   - channel_send signs the message here with the agent's key and
+//     queues it in the host's outbox before sending (post op); when no
+//     bridge answers it returns queued: true and the message goes out with
+//     the next post or `collab outbox flush`, never dropped.
+//   - channel_read and channel_peek are one read op each, with "since"
+//     (the bridge reads the newest limit after it on the mount, as here).
+//   - inbox_check, inbox_peek and inbox_ack keep the agent's cursor on
+//     this host (STATE/inbox, package remote) over the read op; workflow
+//     aliases, which live in the tree, are not read.
+//   - document_* are the doc op; task_* the task op, the agent's own
+//     events signed here (the bridge verifies, never signs).
+//   - who and message_status are the bridge's who and status ops.
+//   - send_and_wait posts, then follows the channel on the CHAT stream
+//     from just before the post (the bridge publishes every file that
+//     lands, a foreign writer's too), so a reply from a host whose clock
+//     is behind is found; a queued post returns queued: true at once.
+//   - job_list and job_show read [Config.Root] as here: the remote host's
+//     local tree, where `collab watch --remote` keeps its jobs (the
+//     agent's own; other agents' jobs are on the mount).
+//   - the delegation tools answer that delegation is not available: it
+//     makes worktrees and starts watchers on a host with the tree.
+//
 // # Adding tools
 //
 // A group of tools is one file with one function that registers them,
@@ -63,7 +92,7 @@ import (
 	"collab/channel"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/task"
+	"collab/internal/transport/remote"
 )
 
 // Log attribute keys (the same keys as the watcher's and natsbus's).
@@ -119,13 +148,21 @@ type Config struct {
 	// process's working directory), never a tool argument.
 	Delegator Delegator
 	Workdir   string
+
+	// Remote, if set, is a bridge client of a host without the tree
+	// (`collab mcp --remote`): the tools read and write through it, not
+	// in Root (see "Without the tree" above). Root is then the remote
+	// host's local tree (the mirror of `collab watch --remote`, where its
+	// jobs are), possibly missing. Its agent must be Agent.
+	Remote *remote.Client
 }
 
 // Server is an MCP server for one agent on one channel.
 type Server struct {
 	cfg   Config
 	mcp   *mcp.Server
-	board *task.Board
+	store store
+	board taskStore // of Channel
 
 	// afterRead runs after channel_read returns messages, with the last
 	// one (channel_peek does not run it). The inbox tools hook in here to
@@ -155,15 +192,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Signer != nil && cfg.Signer.Agent() != cfg.Agent {
 		return nil, fmt.Errorf("mcp server: the key is %s's, not %s's", cfg.Signer.Agent(), cfg.Agent)
 	}
-	board, err := task.New(cfg.Root, cfg.Channel)
-	if err != nil {
-		return nil, fmt.Errorf("mcp server: %w", err)
-	}
-	if cfg.Host != "" {
-		board.Host = cfg.Host
-	}
-	if cfg.Now != nil {
-		board.Now = cfg.Now
+	if cfg.Remote != nil && cfg.Remote.Agent() != cfg.Agent {
+		return nil, fmt.Errorf("mcp server: the bridge client is %s's, not %s's", cfg.Remote.Agent(), cfg.Agent)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -171,7 +201,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, board: board}
+	s := &Server{cfg: cfg}
+	s.store = files{&s.cfg}
+	if cfg.Remote != nil {
+		s.store = bridged{cfg: &s.cfg, c: cfg.Remote}
+	}
+	var err error
+	if s.board, err = s.store.board(cfg.Channel); err != nil {
+		return nil, fmt.Errorf("mcp server: %w", err)
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "collab", Title: "collab bus for " + cfg.Agent, Version: Version},
 		&mcp.ServerOptions{
 			Instructions: fmt.Sprintf("You are agent %q on collab channel %q. Use inbox_check for the messages waiting for you, "+

@@ -42,6 +42,9 @@ func connectAs(t *testing.T, root tree.Root, agent, ch string) (*Server, *mcp.Cl
 // connectWith is connect with this Config.
 func connectWith(t *testing.T, cfg Config) (*Server, *mcp.ClientSession) {
 	t.Helper()
+	if viaBridge {
+		cfg = bridgeConfig(t, cfg)
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -20,19 +20,10 @@ func addStatusTool(s *Server) error {
 }
 
 // messageStatus looks for the message in the session's channel, then in
-// every channel (one stat each).
+// every channel.
 func (s *Server) messageStatus(ctx context.Context, in StatusArgs) (delivery.Status, error) {
 	if _, err := channel.ParseID(in.ID); err != nil {
 		return delivery.Status{}, fmt.Errorf("%q is not a message id", in.ID)
 	}
-	opt := delivery.Options{Now: s.cfg.Now, Host: s.cfg.Host, Verifier: s.cfg.Verifier}
-	st, err := delivery.Of(s.cfg.Root, s.cfg.Channel, in.ID, opt)
-	if err == nil {
-		return st, nil
-	}
-	ch, ferr := delivery.FindChannel(s.cfg.Root, in.ID)
-	if ferr != nil {
-		return delivery.Status{}, ferr
-	}
-	return delivery.Of(s.cfg.Root, ch, in.ID, opt)
+	return s.store.status(ctx, s.cfg.Channel, in.ID)
 }

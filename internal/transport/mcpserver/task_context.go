@@ -23,5 +23,5 @@ func addTaskContextTool(s *Server) error {
 }
 
 func (s *Server) taskContext(ctx context.Context, in TaskContextArgs) (task.Context, error) {
-	return s.board.Context(in.ID, in.MaxTokens)
+	return s.board.Context(ctx, in.ID, in.MaxTokens)
 }

@@ -13,8 +13,9 @@ import (
 // checkpoints within max_tokens and its dependencies' outcomes.
 func TestTaskContextTool(t *testing.T) {
 	root := tree.Root(t.TempDir())
-	_, cs := connect(t, root)
+	s, cs := connect(t, root)
 	b, _ := task.New(root, "dev")
+	b.Signer = s.cfg.Signer // claude's own events as its tools sign them (via a bridge, claude has a key)
 	for _, nt := range []task.NewTask{{Title: "parser", By: "lead"}, {Title: "fuzz", Body: "an hour", Depends: []string{"t1"}, By: "lead"}} {
 		if _, err := b.Add(nt); err != nil {
 			t.Fatal(err)

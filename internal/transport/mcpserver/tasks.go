@@ -59,7 +59,7 @@ func (s *Server) taskList(ctx context.Context, in TaskListArgs) (TaskListResult,
 			return TaskListResult{}, fmt.Errorf("status %q is not one of pending, ready, claimed, done, failed", st)
 		}
 	}
-	tasks, _, err := s.board.List()
+	tasks, err := s.board.List(ctx)
 	if err != nil {
 		return TaskListResult{}, err
 	}
@@ -76,9 +76,9 @@ func (s *Server) taskClaim(ctx context.Context, in TaskClaimArgs) (TaskClaimResu
 	var t task.Task
 	var err error
 	if in.TaskID == "" {
-		t, err = s.board.Next(s.cfg.Agent)
+		t, err = s.board.Next(ctx)
 	} else {
-		t, err = s.board.Claim(in.TaskID, s.cfg.Agent)
+		t, err = s.board.Claim(ctx, in.TaskID)
 	}
 	var ce *task.ClaimedError
 	switch {
@@ -93,11 +93,11 @@ func (s *Server) taskClaim(ctx context.Context, in TaskClaimArgs) (TaskClaimResu
 func (s *Server) taskUpdate(ctx context.Context, in TaskUpdateArgs) (task.Task, error) {
 	switch strings.ToLower(in.Status) {
 	case "in_progress", "checkpoint":
-		return s.board.Checkpoint(in.ID, s.cfg.Agent, in.Summary)
+		return s.board.Event(ctx, in.ID, task.EvCheckpoint, in.Summary)
 	case "completed", "done":
-		return s.board.Finish(in.ID, s.cfg.Agent, in.Outcome)
+		return s.board.Event(ctx, in.ID, task.EvDone, in.Outcome)
 	case "failed":
-		return s.board.Fail(in.ID, s.cfg.Agent, in.Error)
+		return s.board.Event(ctx, in.ID, task.EvFailed, in.Error)
 	}
 	return task.Task{}, fmt.Errorf("status %q is not one of in_progress, completed, failed", in.Status)
 }

@@ -2,11 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
-	"time"
-
-	"collab/internal/plumbing/proc"
-	"collab/presence"
 )
 
 // WhoArgs are who's arguments: none.
@@ -33,22 +28,9 @@ func addWhoTool(s *Server) error {
 }
 
 func (s *Server) who(ctx context.Context, _ WhoArgs) (WhoResult, error) {
-	all, _, err := presence.ReadAll(s.cfg.Root)
+	all, err := s.store.who(ctx)
 	if err != nil {
-		return WhoResult{}, fmt.Errorf("read presence: %w", err)
+		return WhoResult{}, err
 	}
-	now := s.cfg.Now()
-	res := WhoResult{Agents: []Agent{}}
-	for _, st := range all {
-		age, _ := st.Age(now)
-		res.Agents = append(res.Agents, Agent{
-			Agent:      st.AgentID,
-			State:      st.Effective(now, 0, s.cfg.Host, proc.PIDAlive),
-			AgeSeconds: age.Round(time.Second).Seconds(),
-			Host:       st.Host,
-			Channel:    st.Channel,
-			Working:    st.MessageID,
-		})
-	}
-	return res, nil
+	return WhoResult{Agents: all}, nil
 }

@@ -386,10 +386,22 @@ type Page struct {
 // Read returns the messages of ch after the message after ("": the
 // newest), at most limit (0: the bridge's default).
 func (c *Client) Read(ctx context.Context, ch, after string, limit int) (Page, error) {
+	return c.read(ctx, bridge.ReadRequest{Channel: ch, After: after, Limit: limit})
+}
+
+// ReadSince returns the newest limit messages of ch after since (a message
+// id or an ISO-8601 time, as channel.NewestSince takes it; "": the
+// newest); More says older ones after since were left out.
+func (c *Client) ReadSince(ctx context.Context, ch, since string, limit int) (Page, error) {
+	return c.read(ctx, bridge.ReadRequest{Channel: ch, Since: since, Limit: limit})
+}
+
+func (c *Client) read(ctx context.Context, req bridge.ReadRequest) (Page, error) {
+	ch := req.Channel
 	if err := tree.CheckName("channel", ch); err != nil {
 		return Page{}, fmt.Errorf("read: %w", err)
 	}
-	body, err := json.Marshal(bridge.ReadRequest{Channel: ch, After: after, Limit: limit})
+	body, err := json.Marshal(req)
 	if err != nil {
 		return Page{}, fmt.Errorf("read: %w", err)
 	}

@@ -99,3 +99,29 @@ func (d *dedup) add(id string) bool {
 	d.set[id] = struct{}{}
 	return true
 }
+
+// errReplied stops AwaitReply's Follow.
+var errReplied = errors.New("replied")
+
+// AwaitReply follows ch on the stream from start (taken before the request
+// was posted) until a message isReply accepts arrives, and returns it. The
+// stream holds every message that lands on the mount (the bridge publishes
+// them), in the order they arrived, so a reply from a host whose clock is
+// behind is found. ctx bounds the wait: its end is ctx's error.
+func (c *Client) AwaitReply(ctx context.Context, ch string, start time.Time, isReply func(*channel.Message) bool) (channel.Message, error) {
+	var got channel.Message
+	err := c.Follow(ctx, ch, start, nil, func(m channel.Message) error {
+		if isReply(&m) {
+			got = m
+			return errReplied
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errReplied):
+		return got, nil
+	case err == nil:
+		return channel.Message{}, ctx.Err()
+	}
+	return channel.Message{}, err
+}

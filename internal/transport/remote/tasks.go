@@ -97,3 +97,25 @@ func (c *Client) TaskEvent(ctx context.Context, ch, id, kind, text string, ck ta
 	}
 	return task.Task{}, fmt.Errorf("task %s: %w", id, task.ErrContended)
 }
+
+// NextTask claims for the client's agent the first ready task of ch, in id
+// order, as task.Board.Next does on the mount: a task taken meanwhile is
+// skipped. With none it returns an error wrapping task.ErrNoneReady.
+func (c *Client) NextTask(ctx context.Context, ch string) (task.Task, error) {
+	r, err := c.Task(ctx, bridge.TaskRequest{Action: "list", Channel: ch})
+	if err != nil {
+		return task.Task{}, err
+	}
+	for _, t := range r.Tasks {
+		if !t.Ready {
+			continue
+		}
+		got, err := c.TaskEvent(ctx, ch, t.ID, task.EvClaimed, "", task.Checkpoint{})
+		var re *RefusedError
+		if errors.As(err, &re) {
+			continue // taken meanwhile
+		}
+		return got, err
+	}
+	return task.Task{}, fmt.Errorf("%w in channel %s", task.ErrNoneReady, ch)
+}

@@ -119,7 +119,7 @@ func WaitWith(ctx context.Context, r *channel.Reader, id string, opt Options) (c
 			lastErr = err // the mount may come back: keep waiting
 		}
 		for _, m := range msgs {
-			if isReply(&m, id, opt) {
+			if opt.IsReply(&m, id) {
 				return m, nil
 			}
 		}
@@ -136,8 +136,9 @@ func WaitWith(ctx context.Context, r *channel.Reader, id string, opt Options) (c
 	}
 }
 
-// isReply reports whether m answers message id, as opt allows.
-func isReply(m *channel.Message, id string, opt Options) bool {
+// IsReply reports whether m answers message id, as opt allows (its From,
+// NotFrom and Skip).
+func (opt Options) IsReply(m *channel.Message, id string) bool {
 	if m.Metadata.InReplyTo != id {
 		return false
 	}

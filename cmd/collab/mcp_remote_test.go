@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"collab/channel"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/task"
+)
+
+// mcpClient runs `collab mcp` in this process with args and env and
+// returns the SDK's client connected to it; the server ends with the test.
+func mcpClient(t *testing.T, env map[string]string, args ...string) (*mcp.ClientSession, *syncBuffer) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stderr := &syncBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"mcp"}, args...), func(k string) string { return env[k] }, inR, outW, stderr)
+		outW.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("connect: %v (stderr %q)", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		inW.Close()
+		if err := <-done; err != nil {
+			t.Errorf("collab mcp: %v (stderr %q)", err, stderr.String())
+		}
+		cancel()
+	})
+	return cs, stderr
+}
+
+// callTool calls a tool and decodes its structured result into out (if
+// not nil); it returns the tool error's text, "" on success.
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v", name, err)
+	}
+	if res.IsError {
+		var text []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text = append(text, tc.Text)
+			}
+		}
+		return "error: " + strings.Join(text, " ")
+	}
+	if out != nil {
+		data, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s: %s: %v", name, data, err)
+		}
+	}
+	return ""
+}
+
+// TestMCPRemote: `collab mcp --remote` on a host whose --root does not
+// exist serves the same tools as on the mount, through a real `collab
+// bridge`: what it posts lands on the mount signed and verified, it reads
+// and acknowledges what people post there, works the documents and the
+// task board, and send_and_wait gets a reply written on the mount
+// (through the bridge's publisher and the stream). Delegation says it is
+// not available here.
+func TestMCPRemote(t *testing.T) {
+	s := newRemoteWatchSetup(t, "rem", "mnt")
+	state := filepath.Join(t.TempDir(), "state")
+	absent := filepath.Join(t.TempDir(), "no-such-mount")
+	env := map[string]string{"NATS_URL": s.url, "COLLAB_KEY": s.keys["rem"], "COLLAB_STATE_DIR": state, "COLLAB_ROOT": absent}
+	cs, _ := mcpClient(t, env, "--remote", "--agent", "rem", "--channel", "dev", "--poll", "50ms")
+	mounted, _ := mcpClient(t, map[string]string{"COLLAB_ROOT": string(s.mount)}, "--agent", "rem", "--channel", "dev")
+
+	// The same tools as on the mount.
+	names := func(cs *mcp.ClientSession) []string {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tool := range res.Tools {
+			out = append(out, tool.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := names(cs), names(mounted); !slices.Equal(got, want) || len(got) != 24 {
+		t.Fatalf("remote tools %q; mounted %q", got, want)
+	}
+
+	// channel_send: signed here, written by the bridge, verified there.
+	var sent struct {
+		ID     string `json:"id"`
+		Queued bool   `json:"queued"`
+	}
+	if e := callTool(t, cs, "channel_send", map[string]any{"message": "hello from afar", "to": "mnt"}, &sent); e != "" || sent.Queued {
+		t.Fatalf("channel_send: %s %+v", e, sent)
+	}
+	m, err := channel.Lookup(s.mount, "dev", sent.ID)
+	if err != nil || m.From != "rem" || m.Metadata.Mode != channel.ModeMCP {
+		t.Fatalf("on the mount: %+v %v", m, err)
+	}
+	if v := m.Verify(signing.NewVerifier(keyring.Open(tree.Root(s.backing).Keys())), "dev"); v != signing.Verified {
+		t.Errorf("the post's signature on the mount: %s", v)
+	}
+
+	// A person on the mount asks; the inbox shows it once.
+	ask := strings.TrimSpace(runCollab(t, map[string]string{"COLLAB_ROOT": string(s.mount)}, "", "send", "--agent", "human", "--channel", "dev", "@rem urgent: look at this").stdout)
+	var box struct {
+		Unread []struct {
+			Priority string `json:"priority"`
+			Message  struct {
+				ID string `json:"id"`
+			} `json:"message"`
+		} `json:"unread"`
+	}
+	if e := callTool(t, cs, "inbox_check", nil, &box); e != "" || len(box.Unread) != 1 || box.Unread[0].Message.ID != ask || box.Unread[0].Priority != "high" {
+		t.Fatalf("inbox_check: %s %+v; want %s, high", e, box, ask)
+	}
+	if e := callTool(t, cs, "inbox_check", nil, &box); e != "" || len(box.Unread) != 0 {
+		t.Errorf("inbox_check again: %s %+v; want nothing", e, box)
+	}
+	var read struct {
+		Messages []struct {
+			ID      string `json:"id"`
+			Verdict string `json:"verdict"`
+		} `json:"messages"`
+	}
+	if e := callTool(t, cs, "channel_read", map[string]any{"since": sent.ID}, &read); e != "" || len(read.Messages) != 1 || read.Messages[0].ID != ask {
+		t.Errorf("channel_read since %s: %s %+v; want %s", sent.ID, e, read, ask)
+	}
+	if e := callTool(t, cs, "channel_read", map[string]any{"since": "yesterday"}, nil); !strings.Contains(e, "neither a message id nor") {
+		t.Errorf("channel_read since yesterday: %q", e)
+	}
+
+	// Documents: a stale if_version is refused, naming the version now.
+	var doc struct {
+		Version string `json:"version"`
+	}
+	if e := callTool(t, cs, "document_create", map[string]any{"file": "plan.md", "content": "one\n"}, &doc); e != "" {
+		t.Fatal(e)
+	}
+	first := doc.Version
+	if e := callTool(t, cs, "document_append", map[string]any{"file": "plan.md", "content": "two\n"}, &doc); e != "" {
+		t.Fatal(e)
+	}
+	if e := callTool(t, cs, "document_write", map[string]any{"file": "plan.md", "content": "x\n", "if_version": first}, nil); !strings.Contains(e, doc.Version) {
+		t.Errorf("stale document_write: %q; want the version now, %s", e, doc.Version)
+	}
+	if data, err := os.ReadFile(filepath.Join(s.mount.Docs("dev"), "plan.md")); err != nil || string(data) != "one\ntwo\n" {
+		t.Errorf("plan.md on the mount: %q %v", data, err)
+	}
+	if e := callTool(t, cs, "document_create", map[string]any{"file": "plan.md", "content": "again"}, nil); !strings.Contains(e, "exists already") {
+		t.Errorf("document_create of an existing file: %q", e)
+	}
+	if e := callTool(t, cs, "document_read", map[string]any{"file": "none.md"}, nil); !strings.Contains(e, "no document none.md") {
+		t.Errorf("document_read of a missing file: %q", e)
+	}
+
+	// The task board: claimed and finished by rem, on the mount, signed.
+	b, err := task.New(s.mount, "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Add(task.NewTask{Title: "port it", By: "human"}); err != nil {
+		t.Fatal(err)
+	}
+	var claim struct {
+		Success bool `json:"success"`
+	}
+	if e := callTool(t, cs, "task_claim", nil, &claim); e != "" || !claim.Success {
+		t.Fatalf("task_claim: %s %+v", e, claim)
+	}
+	if e := callTool(t, cs, "task_update", map[string]any{"id": "t1", "status": "completed", "outcome": "ported"}, nil); e != "" {
+		t.Fatal(e)
+	}
+	if got, err := b.Get("t1"); err != nil || got.Status != task.Done || got.Outcome != "ported" {
+		t.Errorf("t1 on the mount: %+v %v", got, err)
+	}
+
+	// message_status and who answer from the mount.
+	var st struct {
+		ID string `json:"id"`
+	}
+	if e := callTool(t, cs, "message_status", map[string]any{"id": sent.ID}, &st); e != "" || st.ID != sent.ID {
+		t.Errorf("message_status: %s %+v", e, st)
+	}
+	if e := callTool(t, cs, "who", nil, nil); e != "" {
+		t.Errorf("who: %s", e)
+	}
+
+	// send_and_wait: mnt answers on the mount; the reply comes back
+	// through the bridge's publisher and the stream.
+	go func() {
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			msgs, _, _ := channel.ReadAll(s.mount, "dev", channel.ReaderOptions{})
+			for i := range msgs {
+				if q := &msgs[i]; q.From == "rem" && q.Content.Text == "what is 6*7?" {
+					r := channel.Message{SessionID: "dev", From: "mnt", To: "rem", Content: channel.Content{Text: "42"}}
+					r.SetParent(q)
+					_ = (&channel.Writer{Root: s.mount}).Post(&r)
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	var waited struct {
+		Reply *struct {
+			Text string `json:"text"`
+			From string `json:"from"`
+		} `json:"reply"`
+	}
+	if e := callTool(t, cs, "send_and_wait", map[string]any{"message": "what is 6*7?", "to": "mnt", "timeout_seconds": 60}, &waited); e != "" || waited.Reply == nil || waited.Reply.Text != "42" {
+		t.Errorf("send_and_wait: %s %+v", e, waited)
+	}
+
+	// What needs the tree itself is refused clearly; jobs are this host's.
+	if e := callTool(t, cs, "delegate_to_worktree", map[string]any{"prompt": "x"}, nil); !strings.Contains(e, "not available") {
+		t.Errorf("delegate_to_worktree: %q", e)
+	}
+	if e := callTool(t, cs, "job_list", nil, nil); e != "" {
+		t.Errorf("job_list: %s", e)
+	}
+	if _, err := os.Stat(absent); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("mcp --remote touched %s: %v", absent, err)
+	}
+}

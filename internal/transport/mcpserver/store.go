@@ -1,0 +1,231 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"collab/channel"
+	"collab/internal/delivery"
+	"collab/internal/plumbing/proc"
+	"collab/internal/workflow"
+	"collab/internal/workspace/delegate"
+	"collab/internal/workspace/documents"
+	"collab/internal/workspace/inbox"
+	"collab/internal/workspace/task"
+	"collab/presence"
+)
+
+// store is where the tools read and write: the files of a mounted tree
+// (files, the default) or a bridge over NATS (bridged, when Config.Remote
+// is set). The tools' rules (identity, limits, the views they return) are
+// the same over both; a store only moves the data.
+type store interface {
+	// post writes m, whose SessionID, From, To, Content and Metadata are
+	// set, and fills in its id and time. queued reports a write kept in
+	// the remote host's outbox for later (no bridge now).
+	post(ctx context.Context, m *channel.Message) (queued bool, err error)
+	// newest returns the newest n messages of ch after since (see
+	// channel.NewestSince), oldest first, and whether older ones after
+	// since were left out.
+	newest(ctx context.Context, ch, since string, n int) ([]channel.Message, bool, error)
+	// awaiter returns, before a request is posted on ch, the function that
+	// waits for its reply, and a function that releases what it holds.
+	awaiter(ctx context.Context, ch string, opt delegate.Options) (wait func(ctx context.Context, id string) (channel.Message, error), stop func(), err error)
+	// who returns every agent's presence as the tool shows it.
+	who(ctx context.Context) ([]Agent, error)
+	// status returns message id's delivery status; ch is where to look
+	// first.
+	status(ctx context.Context, ch, id string) (delivery.Status, error)
+
+	// The stores of one channel's inbox, documents and task board.
+	inbox(ch string) (inboxStore, error)
+	documents(ch string) (docStore, error)
+	board(ch string) (taskStore, error)
+}
+
+// inboxStore is the agent's inbox on one channel (package inbox).
+type inboxStore interface {
+	// unread returns the unread messages for the agent, oldest first; ack
+	// acknowledges every message looked at.
+	unread(ctx context.Context, ack bool) ([]inbox.Item, error)
+	// ack acknowledges up to until and returns how many unread messages
+	// for the agent it acknowledged; an id not in the channel wraps
+	// inbox.ErrUnknownMessage.
+	ack(ctx context.Context, until inbox.Until) (int, error)
+}
+
+// docStore is one channel's shared documents (package documents).
+type docStore interface {
+	Read(ctx context.Context, file string) (documents.Doc, error)
+	Write(ctx context.Context, file, content, ifVersion string) (string, error)
+	Append(ctx context.Context, file, content string) (string, error)
+	Create(ctx context.Context, file, content string) (string, error)
+	List(ctx context.Context) ([]documents.Entry, error)
+}
+
+// taskStore is one channel's task board (package task), every event made
+// as the agent.
+type taskStore interface {
+	List(ctx context.Context) ([]task.Task, error)
+	Claim(ctx context.Context, id string) (task.Task, error) // *task.ClaimedError when another holds it
+	Next(ctx context.Context) (task.Task, error)
+	Event(ctx context.Context, id, kind, text string) (task.Task, error) // EvCheckpoint, EvDone or EvFailed
+	Context(ctx context.Context, id string, maxTokens int) (task.Context, error)
+}
+
+// files is the store of a mounted tree: today's packages over Config.Root.
+type files struct{ cfg *Config }
+
+func (f files) post(ctx context.Context, m *channel.Message) (bool, error) {
+	w := &channel.Writer{Root: f.cfg.Root, Now: f.cfg.Now, Signer: f.cfg.Signer}
+	if err := w.Post(m); err != nil {
+		return false, err
+	}
+	if f.cfg.Publish != nil {
+		if err := f.cfg.Publish(ctx, m); err != nil {
+			f.cfg.Logger.Warn("sent as a file only", keyMsg, m.ID, keyErr, err)
+		}
+	}
+	return false, nil
+}
+
+func (f files) newest(_ context.Context, ch, since string, n int) ([]channel.Message, bool, error) {
+	msgs, more, _, err := channel.NewestSince(f.cfg.Root, ch, since, n)
+	return msgs, more > 0, err
+}
+
+func (f files) awaiter(ctx context.Context, ch string, opt delegate.Options) (func(context.Context, string) (channel.Message, error), func(), error) {
+	stop := func() {}
+	if f.cfg.Wake != nil {
+		wake, stopWake, err := f.cfg.Wake(ctx)
+		if err != nil {
+			f.cfg.Logger.Warn("waiting by polling only", keyErr, err)
+		} else {
+			opt.Wake, stop = wake, stopWake
+		}
+	}
+	r, err := delegate.Before(f.cfg.Root, ch, opt)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return func(ctx context.Context, id string) (channel.Message, error) {
+		return delegate.WaitWith(ctx, r, id, opt)
+	}, stop, nil
+}
+
+func (f files) who(context.Context) ([]Agent, error) {
+	all, _, err := presence.ReadAll(f.cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("read presence: %w", err)
+	}
+	now := f.cfg.Now()
+	out := make([]Agent, 0, len(all))
+	for _, st := range all {
+		age, _ := st.Age(now)
+		out = append(out, Agent{
+			Agent:      st.AgentID,
+			State:      st.Effective(now, 0, f.cfg.Host, proc.PIDAlive),
+			AgeSeconds: age.Round(time.Second).Seconds(),
+			Host:       st.Host,
+			Channel:    st.Channel,
+			Working:    st.MessageID,
+		})
+	}
+	return out, nil
+}
+
+// status looks in ch, then in every channel (one stat each).
+func (f files) status(_ context.Context, ch, id string) (delivery.Status, error) {
+	opt := delivery.Options{Now: f.cfg.Now, Host: f.cfg.Host, Verifier: f.cfg.Verifier}
+	st, err := delivery.Of(f.cfg.Root, ch, id, opt)
+	if err == nil {
+		return st, nil
+	}
+	found, ferr := delivery.FindChannel(f.cfg.Root, id)
+	if ferr != nil {
+		return delivery.Status{}, ferr
+	}
+	return delivery.Of(f.cfg.Root, found, id, opt)
+}
+
+func (f files) inbox(ch string) (inboxStore, error) {
+	box, err := inbox.New(f.cfg.Root, f.cfg.Agent, inbox.Options{Channels: []string{ch}, Now: f.cfg.Now,
+		Aliases: workflow.AgentAliases(f.cfg.Root, f.cfg.Agent)})
+	if err != nil {
+		return nil, err
+	}
+	return filesInbox{box}, nil
+}
+
+type filesInbox struct{ b *inbox.Inbox }
+
+func (i filesInbox) unread(_ context.Context, ack bool) ([]inbox.Item, error) {
+	if ack {
+		return i.b.Check()
+	}
+	return i.b.Peek()
+}
+
+func (i filesInbox) ack(_ context.Context, until inbox.Until) (int, error) { return i.b.Ack(until) }
+
+func (f files) documents(ch string) (docStore, error) {
+	folder, err := documents.New(f.cfg.Root, ch, documents.Options{Host: f.cfg.Host})
+	if err != nil {
+		return nil, err
+	}
+	return filesDocs{folder}, nil
+}
+
+type filesDocs struct{ *documents.Folder }
+
+func (d filesDocs) Read(_ context.Context, file string) (documents.Doc, error) {
+	return d.Folder.Read(file)
+}
+func (d filesDocs) List(context.Context) ([]documents.Entry, error) { return d.Folder.List() }
+
+func (f files) board(ch string) (taskStore, error) {
+	b, err := task.New(f.cfg.Root, ch)
+	if err != nil {
+		return nil, err
+	}
+	if f.cfg.Host != "" {
+		b.Host = f.cfg.Host
+	}
+	b.Now = f.cfg.Now
+	b.Signer = f.cfg.Signer // the agent's events are signed, as its posts
+	return filesBoard{b: b, agent: f.cfg.Agent}, nil
+}
+
+type filesBoard struct {
+	b     *task.Board
+	agent string
+}
+
+func (t filesBoard) List(context.Context) ([]task.Task, error) {
+	tasks, _, err := t.b.List()
+	return tasks, err
+}
+
+func (t filesBoard) Claim(_ context.Context, id string) (task.Task, error) {
+	return t.b.Claim(id, t.agent)
+}
+func (t filesBoard) Next(context.Context) (task.Task, error) { return t.b.Next(t.agent) }
+
+func (t filesBoard) Event(_ context.Context, id, kind, text string) (task.Task, error) {
+	switch kind {
+	case task.EvCheckpoint:
+		return t.b.Checkpoint(id, t.agent, text)
+	case task.EvDone:
+		return t.b.Finish(id, t.agent, text)
+	case task.EvFailed:
+		return t.b.Fail(id, t.agent, text)
+	}
+	return task.Task{}, errors.New("unknown task event " + kind)
+}
+
+func (t filesBoard) Context(_ context.Context, id string, maxTokens int) (task.Context, error) {
+	return t.b.Context(id, maxTokens)
+}
