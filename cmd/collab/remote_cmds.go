@@ -84,18 +84,23 @@ type taskArgs struct {
 	maxTokens         int
 	keyPath           string
 	p                 taskPrinter
+	wt                worktreeFlags // claim --worktree, done --remove-worktree, worktree [rm]
+	tty               bool          // done may ask on stdin whether to remove the worktree
+	stdin             io.Reader
 }
 
 // taskRemote is task --remote: list, show, context and add ask the
 // bridge; claim, next, checkpoint, done and fail are events signed here
-// with the agent's key and verified by the bridge.
+// with the agent's key and verified by the bridge. Worktrees are made,
+// read and removed in this host's git repository, as on the mount, and
+// recorded on the task as a signed worktree event.
 func taskRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, a taskArgs, getenv env, stderr io.Writer) error {
 	cmd := "task " + a.sub
 	agent, err := actingAgent(ctx, cmd, "agent", a.by)
 	if err != nil {
 		return err
 	}
-	signs := !slices.Contains([]string{"list", "show", "context", "add"}, a.sub)
+	signs := !slices.Contains([]string{"list", "show", "context", "add", "worktree"}, a.sub)
 	c, err := remoteClient(ctx, cmd, rf, nf, agent, a.keyPath, signs, getenv, stderr)
 	if err != nil {
 		return err
@@ -108,6 +113,17 @@ func taskRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, a taskArgs,
 			err = fmt.Errorf("%w; nothing was written", err)
 		}
 		return r, err
+	}
+	rb := remoteBoard{c: c, ch: a.ch}
+	switch {
+	case a.sub == "worktree":
+		return taskWorktree(ctx, rb, a.id, a.wt, a.p, stderr)
+	case a.sub == "claim" && a.wt.add:
+		return claimWorktree(ctx, rb, a.id, agent, a.wt, getenv, a.p)
+	case a.sub == "done":
+		if err := a.wt.beforeDone(ctx, rb, a.id, agent); err != nil {
+			return err
+		}
 	}
 	switch a.sub {
 	case "list":
@@ -193,6 +209,12 @@ func taskRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, a taskArgs,
 		return usageErrorf("%s: %v", cmd, err)
 	case err != nil:
 		return err
+	}
+	if a.sub == "done" {
+		if err := a.p.one(t); err != nil {
+			return err
+		}
+		return a.wt.afterDone(ctx, rb, t, a.tty, a.stdin, stderr)
 	}
 	return a.p.one(t)
 }

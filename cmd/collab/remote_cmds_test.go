@@ -130,9 +130,6 @@ func TestRemoteTask(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"outcome": "parsed"`) {
 		t.Errorf("task context --remote: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
-	if r := runCollab(t, s.env, "", "task", "claim", "--channel", "dev", "--worktree", "t2"); r.code != exitUsage {
-		t.Errorf("claim --worktree --remote: exit %d", r.code)
-	}
 	s.noRootTouched(t)
 }
 

@@ -40,8 +40,11 @@ The channel's task board: work items any agent on any host can claim.
   worktree rm ID [--force]                   remove the task's worktree (keeps the branch)
 
 With --remote (or COLLAB_REMOTE=1), on a host without the mount, every
-command but worktree (and claim --worktree) goes through a bridge over NATS
-(--nats); events are signed here with --key and verified by the bridge.
+command goes through a bridge over NATS (--nats); events are signed here
+with --key and verified by the bridge. Worktrees are this host's: claim
+--worktree makes one in the repository here and records it on the task as
+a signed event; worktree and done --remove-worktree read and remove it
+here, and name the host when it is on another.
 
 Every command takes --channel (env COLLAB_CHANNEL, then COLLAB_SESSION),
 --root (env COLLAB_ROOT), and where an agent acts, --agent (env
@@ -208,11 +211,9 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 	}
 	if rf.on {
-		if sub == "worktree" || wt.add || wt.remove {
-			return usageErrorf("task %s: worktrees are made on the mount's hosts: not with --remote", sub)
-		}
 		a := taskArgs{sub: sub, ch: *ch, id: id, by: *agent, title: title, body: body, text: text, depends: depends, status: status,
-			ck: task.Checkpoint{Type: ckType, Text: text, Files: files}, maxTokens: maxTokens, p: taskPrinter{w: stdout, json: *asJSON}}
+			ck: task.Checkpoint{Type: ckType, Text: text, Files: files}, maxTokens: maxTokens, p: taskPrinter{w: stdout, json: *asJSON},
+			wt: wt, tty: terminalFor(ctx, stdin, stdinUsed), stdin: stdin}
 		if keyf != nil {
 			a.by, a.keyPath = by, *keyf
 		}
@@ -284,7 +285,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		_, err = io.WriteString(stdout, c.Text())
 		return err
 	case "worktree":
-		return taskWorktree(ctx, b, id, wt, p, stderr)
+		return taskWorktree(ctx, mountBoard{b}, id, wt, p, stderr)
 	case "next":
 		t, err := b.Next(by)
 		if errors.Is(err, task.ErrNoneReady) {
@@ -296,7 +297,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return p.one(t)
 	}
 	if sub == "claim" && wt.add {
-		return claimWorktree(ctx, b, id, by, wt, getenv, p)
+		return claimWorktree(ctx, mountBoard{b}, id, by, wt, getenv, p)
 	}
 	var t task.Task
 	switch sub {
@@ -308,13 +309,13 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return usageErrorf("task checkpoint: %v", err)
 		}
 	case "done":
-		if err := wt.beforeDone(ctx, b, id, by); err != nil {
+		if err := wt.beforeDone(ctx, mountBoard{b}, id, by); err != nil {
 			return err
 		}
 		t, err = b.Finish(id, by, text)
 		if err == nil {
 			defer func() {
-				rerr = cmp.Or(rerr, wt.afterDone(ctx, b, t, terminalFor(ctx, stdin, stdinUsed), stdin, stderr))
+				rerr = cmp.Or(rerr, wt.afterDone(ctx, mountBoard{b}, t, terminalFor(ctx, stdin, stdinUsed), stdin, stderr))
 			}()
 		}
 	case "fail":

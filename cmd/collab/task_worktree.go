@@ -38,12 +38,36 @@ func (w worktreeFlags) check(sub string, changed func(string) bool) error {
 	return nil
 }
 
+// worktreeBoard is the task board the worktree commands act on: the
+// mount's (mountBoard) or, with --remote, a bridge's (remoteBoard). Host
+// is this host's name as the board writes it in this host's events.
+type worktreeBoard interface {
+	Get(ctx context.Context, id string) (task.Task, error)
+	Claim(ctx context.Context, id, agent string) (task.Task, error)
+	RecordWorktree(ctx context.Context, id, agent, path, branch string) (task.Task, error)
+	Host() string
+	Channel() string
+}
+
+// mountBoard is the mount's task board as a worktreeBoard.
+type mountBoard struct{ b *task.Board }
+
+func (m mountBoard) Get(_ context.Context, id string) (task.Task, error) { return m.b.Get(id) }
+func (m mountBoard) Claim(_ context.Context, id, agent string) (task.Task, error) {
+	return m.b.Claim(id, agent)
+}
+func (m mountBoard) RecordWorktree(_ context.Context, id, agent, path, branch string) (task.Task, error) {
+	return m.b.RecordWorktree(id, agent, path, branch)
+}
+func (m mountBoard) Host() string    { return m.b.Host }
+func (m mountBoard) Channel() string { return m.b.Channel }
+
 // claimWorktree claims task id for by and gives it a worktree of its own:
 // the one recorded on the task if it is on this host and still there,
 // else a new one on a new branch, recorded on the task. A worktree made
 // here is removed again (and its branch deleted) when it cannot be
 // recorded.
-func claimWorktree(ctx context.Context, b *task.Board, id, by string, w worktreeFlags, getenv env, p taskPrinter) error {
+func claimWorktree(ctx context.Context, b worktreeBoard, id, by string, w worktreeFlags, getenv env, p taskPrinter) error {
 	dir := w.repo
 	if dir == "" {
 		var err error
@@ -55,14 +79,14 @@ func claimWorktree(ctx context.Context, b *task.Board, id, by string, w worktree
 	if err != nil {
 		return fmt.Errorf("task claim: %w", err)
 	}
-	before, err := b.Get(id)
+	before, err := b.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	if before.Status == task.Claimed && before.Owner == by && hasWorktree(before, b.Host) {
+	if before.Status == task.Claimed && before.Owner == by && hasWorktree(before, b.Host()) {
 		return p.claimed(before) // ours already, with its worktree
 	}
-	t, err := b.Claim(id, by)
+	t, err := b.Claim(ctx, id, by)
 	var ce *task.ClaimedError
 	if errors.As(err, &ce) {
 		return &exitError{code: exitRefused, msg: err.Error()}
@@ -71,13 +95,13 @@ func claimWorktree(ctx context.Context, b *task.Board, id, by string, w worktree
 		return err
 	}
 	path, branch, made := t.Worktree, t.Branch, false
-	if !hasWorktree(t, b.Host) {
+	if !hasWorktree(t, b.Host()) {
 		if path, branch, err = addTaskWorktree(ctx, repo, w.base, t, getenv); err != nil {
 			return fmt.Errorf("task claim: %s is claimed by %s, but has no worktree: %w", id, by, err)
 		}
 		made = true
 	}
-	t, err = b.RecordWorktree(id, by, path, branch)
+	t, err = b.RecordWorktree(ctx, id, by, path, branch)
 	if err != nil {
 		if made {
 			_ = worktree.Remove(ctx, repo, path, true)
@@ -147,16 +171,16 @@ func (p taskPrinter) claimed(t task.Task) error {
 // that could not be done: the worktree on another host, or with
 // uncommitted changes and no --force. It checks only a task by owns;
 // Finish reports the others.
-func (w worktreeFlags) beforeDone(ctx context.Context, b *task.Board, id, by string) error {
+func (w worktreeFlags) beforeDone(ctx context.Context, b worktreeBoard, id, by string) error {
 	if !w.remove {
 		return nil
 	}
-	t, err := b.Get(id)
+	t, err := b.Get(ctx, id)
 	if err != nil || t.Status != task.Claimed || t.Owner != by || t.Worktree == "" {
 		return nil
 	}
-	if t.WorktreeHost != b.Host {
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("task done: the worktree of %s is on host %s, not this one (%s); the task is not finished", id, t.WorktreeHost, b.Host)}
+	if t.WorktreeHost != b.Host() {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("task done: the worktree of %s is on host %s, not this one (%s); the task is not finished", id, t.WorktreeHost, b.Host())}
 	}
 	if w.force {
 		return nil
@@ -178,16 +202,19 @@ func (w worktreeFlags) beforeDone(ctx context.Context, b *task.Board, id, by str
 // afterDone deals with the worktree of finished task t: removes it with
 // --remove-worktree; else, on a terminal, offers to remove it when it is
 // clean; else keeps it and says how to remove it. Notes go to stderr.
-func (w worktreeFlags) afterDone(ctx context.Context, b *task.Board, t task.Task, tty bool, stdin io.Reader, stderr io.Writer) error {
+func (w worktreeFlags) afterDone(ctx context.Context, b worktreeBoard, t task.Task, tty bool, stdin io.Reader, stderr io.Writer) error {
 	if t.Worktree == "" {
 		return nil
 	}
-	rm := fmt.Sprintf("collab task worktree rm %s --channel %s", t.ID, b.Channel)
+	rm := fmt.Sprintf("collab task worktree rm %s --channel %s", t.ID, b.Channel())
+	if _, ok := b.(remoteBoard); ok {
+		rm += " --remote"
+	}
 	switch {
-	case t.WorktreeHost != b.Host:
+	case t.WorktreeHost != b.Host():
 		fmt.Fprintf(stderr, "collab: the worktree of %s is on host %s: %s (branch %s); remove it there with: %s\n", t.ID, t.WorktreeHost, t.Worktree, t.Branch, rm)
 		return nil
-	case !hasWorktree(t, b.Host):
+	case !hasWorktree(t, b.Host()):
 		return nil // removed already
 	case w.remove:
 		return removeTaskWorktree(ctx, t, w.force, "task done", stderr)
@@ -246,8 +273,8 @@ func removeTaskWorktree(ctx context.Context, t task.Task, force bool, cmd string
 
 // taskWorktree is collab task worktree [rm] ID: the task's worktree and
 // its uncommitted changes, or its removal.
-func taskWorktree(ctx context.Context, b *task.Board, id string, w worktreeFlags, p taskPrinter, stderr io.Writer) error {
-	t, err := b.Get(id)
+func taskWorktree(ctx context.Context, b worktreeBoard, id string, w worktreeFlags, p taskPrinter, stderr io.Writer) error {
+	t, err := b.Get(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -258,9 +285,9 @@ func taskWorktree(ctx context.Context, b *task.Board, id string, w worktreeFlags
 	switch {
 	case t.Worktree == "":
 		return &exitError{code: exitNothing, msg: fmt.Sprintf("%s: task %s has no worktree", cmd, id)}
-	case w.rm && t.WorktreeHost != b.Host:
+	case w.rm && t.WorktreeHost != b.Host():
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%s: the worktree of %s is on host %s; run this there", cmd, id, t.WorktreeHost)}
-	case w.rm && !hasWorktree(t, b.Host):
+	case w.rm && !hasWorktree(t, b.Host()):
 		fmt.Fprintf(stderr, "collab: worktree %s is gone already\n", t.Worktree)
 		return nil
 	case w.rm:
@@ -274,7 +301,7 @@ func taskWorktree(ctx context.Context, b *task.Board, id string, w worktreeFlags
 		Exists   bool     `json:"exists"`
 		Dirty    []string `json:"dirty,omitempty"`
 	}{ID: id, Worktree: t.Worktree, Branch: t.Branch, Host: t.WorktreeHost}
-	if hasWorktree(t, b.Host) {
+	if hasWorktree(t, b.Host()) {
 		st, err := worktree.Status(ctx, t.Worktree, "")
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)
@@ -286,12 +313,12 @@ func taskWorktree(ctx context.Context, b *task.Board, id string, w worktreeFlags
 	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "%s  worktree %s (branch %s", id, out.Worktree, out.Branch)
-	if out.Host != "" && out.Host != b.Host {
+	if out.Host != "" && out.Host != b.Host() {
 		fmt.Fprintf(&s, ", on host %s", out.Host)
 	}
 	s.WriteString(")\n")
 	switch {
-	case out.Host == b.Host && !out.Exists:
+	case out.Host == b.Host() && !out.Exists:
 		s.WriteString("gone\n")
 	case len(out.Dirty) > 0:
 		fmt.Fprintf(&s, "uncommitted: %s\n", strings.Join(out.Dirty, ", "))

@@ -24,10 +24,12 @@ import (
 // Events are signed (kind task-event) and the bridge never signs one: a
 // remote agent prepares (the task after releasing a claim whose owner is
 // gone; its next event is number events+1), makes its event for that
-// number with task.OwnEvent, signs it with its key, and sends it; the
-// bridge publishes it with task.Board.ApplySigned, which checks that it is
-// the acting agent's, verifies its signature against the keyring, and that
-// the board's rules make exactly that event of the task's state. A
+// number with task.OwnEvent (or, for the git worktree and branch it works
+// in on its own host, task.WorktreeEvent), signs it with its key, and
+// sends it; the bridge publishes it with task.Board.ApplySigned, which
+// checks that it is the acting agent's, verifies its signature against
+// the keyring, and that the board's rules make exactly that event of the
+// task's state. A
 // refusal by the rules is [CodeConflict] with "refusal" one of "claimed"
 // (another agent holds the claim), "stale" (the number was taken
 // meanwhile: prepare and sign again), "not-ready", "closed", "not-owner".

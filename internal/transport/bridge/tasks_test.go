@@ -130,3 +130,75 @@ func TestTaskOps(t *testing.T) {
 		t.Fatalf("list: %+v %+v", r, ls)
 	}
 }
+
+// signedWorktree returns agent's worktree event on task id of dev as its
+// event seq, signed with key, edited by edit after signing.
+func signedWorktree(t *testing.T, agent, id string, seq int, key *signing.Signer, path string, edit func(*task.Event)) []byte {
+	t.Helper()
+	e, err := task.WorktreeEvent(agent, "/w/proj/t1-parse", "t1-parse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Worktree, e.Seq, e.Time, e.Host = path, seq, time.Now().UTC(), "laptop"
+	e.Signature = key.Sign(e.Payload("dev", id))
+	if edit != nil {
+		edit(&e)
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return taskBody(t, TaskRequest{Action: "event", Channel: "dev", ID: id, Event: b})
+}
+
+// TestTaskWorktreeEvent: the owner's signed worktree event lands on the
+// board as RecordWorktree writes it (worktree, branch, the owner's host);
+// the bridge refuses one sent by another agent, one in another agent's
+// name that does not hold the task, a relative path, and a path changed
+// after signing.
+func TestTaskWorktreeEvent(t *testing.T) {
+	e := newEnv(t)
+	s := e.server(Config{Host: "mounted"})
+	for range 2 {
+		if r := handle(t, s, OpTask, "alice", taskBody(t, TaskRequest{Action: "add", Channel: "dev", Title: "parse"}), nil); !r.OK {
+			t.Fatalf("add: %+v", r)
+		}
+	}
+	alice, bob := e.keys["alice"], e.keys["bob"]
+	if r := handle(t, s, OpTask, "alice", signedEvent(t, "alice", task.EvClaimed, "", "t1", 1, alice, nil), nil); !r.OK {
+		t.Fatalf("claim: %+v", r)
+	}
+	const path = "/w/proj/t1-parse"
+	var got TaskReply
+	refused := []struct {
+		name, agent string
+		body        []byte
+		code        string
+		refusal     string
+	}{
+		{"another agent's event", "bob", signedWorktree(t, "alice", "t1", 2, alice, path, nil), CodeForbidden, ""},
+		{"not the owner", "bob", signedWorktree(t, "bob", "t1", 2, bob, path, nil), CodeConflict, "not-owner"},
+		{"a task not claimed", "alice", signedWorktree(t, "alice", "t2", 1, alice, path, nil), CodeConflict, "not-owner"},
+		{"a relative path", "alice", signedWorktree(t, "alice", "t1", 2, alice, "w/proj/t1-parse", nil), CodeInvalid, ""},
+		{"a path changed after signing", "alice", signedWorktree(t, "alice", "t1", 2, alice, path, func(e *task.Event) { e.Worktree = "/elsewhere" }), CodeForbidden, ""},
+		{"a worktree on a checkpoint", "alice", signedEvent(t, "alice", task.EvCheckpoint, "half", "t1", 2, alice, func(e *task.Event) { e.Worktree, e.Branch = path, "t1-parse" }), CodeInvalid, ""},
+	}
+	for _, c := range refused {
+		got = TaskReply{}
+		if r := handle(t, s, OpTask, c.agent, c.body, &got); r.OK || r.Code != c.code || got.Refusal != c.refusal {
+			t.Errorf("%s: %+v %q, want %s %q", c.name, r, got.Refusal, c.code, c.refusal)
+		}
+	}
+	if r := handle(t, s, OpTask, "alice", signedWorktree(t, "alice", "t1", 2, alice, path, nil), &got); !r.OK || got.Task == nil {
+		t.Fatalf("alice's worktree event: %+v %+v", r, got)
+	}
+	b, _ := task.New(e.root, "dev")
+	b.Verifier = e.v
+	tk, evs, err := b.Events("t1")
+	if err != nil || len(evs) != 2 || tk.Status != task.Claimed || tk.Owner != "alice" || tk.Worktree != path || tk.Branch != "t1-parse" || tk.WorktreeHost != "laptop" || tk.Unverified != 0 {
+		t.Fatalf("on the mount: %+v %d %v", tk, len(evs), err)
+	}
+	if evs[1].Event != task.EvWorktree || evs[1].Verdict != signing.Verified {
+		t.Errorf("the worktree event: %+v", evs[1])
+	}
+}

@@ -42,6 +42,25 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return e.Err.Error() }
 func (e *RefusedError) Unwrap() error { return e.Err }
 
+// Host is the host name the client's task events carry: this host's,
+// where the worktrees it records are.
+func (c *Client) Host() string {
+	host, _ := os.Hostname()
+	return cmp.Or(host, "remote")
+}
+
+// TaskWorktree records on task id of channel ch, claimed by the client's
+// agent, that the agent works in the git worktree at path (absolute, on
+// this host) on branch: a worktree event built with task.WorktreeEvent,
+// signed and sent as [Client.TaskEvent] sends its events.
+func (c *Client) TaskWorktree(ctx context.Context, ch, id, path, branch string) (task.Task, error) {
+	e, err := task.WorktreeEvent(c.cfg.Agent, path, branch)
+	if err != nil {
+		return task.Task{}, err
+	}
+	return c.signedEvent(ctx, ch, id, e)
+}
+
 // TaskEvent makes the client's agent's event kind (task.EvClaimed,
 // EvCheckpoint, EvDone, EvFailed; text and c as task.OwnEvent takes them)
 // on task id of channel ch: it prepares the task on the bridge, builds the
@@ -53,15 +72,21 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // the board's rules is a *RefusedError. Events are not queued in the
 // outbox (an event is made for the task's state at the time).
 func (c *Client) TaskEvent(ctx context.Context, ch, id, kind, text string, ck task.Checkpoint) (task.Task, error) {
-	if c.cfg.Signer == nil {
-		return task.Task{}, ErrNoKey
-	}
 	e, err := task.OwnEvent(kind, c.cfg.Agent, text, ck)
 	if err != nil {
 		return task.Task{}, err
 	}
-	host, _ := os.Hostname()
-	e.Host = cmp.Or(host, "remote")
+	return c.signedEvent(ctx, ch, id, e)
+}
+
+// signedEvent sends e, the agent's event without Seq, Time and Host, as
+// the next event of task id of ch, signed: see [Client.TaskEvent].
+func (c *Client) signedEvent(ctx context.Context, ch, id string, e task.Event) (task.Task, error) {
+	if c.cfg.Signer == nil {
+		return task.Task{}, ErrNoKey
+	}
+	kind := e.Event
+	e.Host = c.Host()
 	for range maxEventTries {
 		r, err := c.Task(ctx, bridge.TaskRequest{Action: "prepare", Channel: ch, ID: id})
 		if err != nil {

@@ -57,7 +57,10 @@
 // gives [Task.Worktree], [Task.Branch] and [Task.WorktreeHost]; a release
 // or a later claim keeps them (the worktree is still there until someone
 // removes it). The event says where the worktree was made, not that it
-// still exists: git is the truth for that. A reader older than worktree
+// still exists: git is the truth for that. An owner on a host without the
+// mount makes the worktree in its own repository and signs the event
+// itself ([WorktreeEvent]); [Board.ApplySigned] publishes it when it is
+// exactly the event RecordWorktree writes. A reader older than worktree
 // events finds the kind unknown and leaves the event out, as a malformed
 // one, so the state it reads is unchanged.
 //

@@ -12,12 +12,13 @@ import (
 
 // Events signed elsewhere. An agent on a host without the mount (package
 // bridge) makes its event itself: it learns the task's next event number
-// ([Board.Prepare]), builds the event with [OwnEvent] for that number, its
-// own host and time, signs it with its key ([Event.Sign]), and the bridge
-// publishes it with [Board.ApplySigned], which never signs: it checks the
-// signature as the agent's and that the board's rules make exactly this
-// event of the task's state. A number taken meanwhile is [ErrStale]: the
-// agent prepares and signs again.
+// ([Board.Prepare]), builds the event with [OwnEvent] (a worktree event
+// with [WorktreeEvent]) for that number, its own host and time, signs it
+// with its key ([Event.Sign]), and the bridge publishes it with
+// [Board.ApplySigned], which never signs: it checks the signature as the
+// agent's and that the board's rules make exactly this event of the
+// task's state. A number taken meanwhile is [ErrStale]: the agent
+// prepares and signs again.
 
 // MaxSkew is how far from the board's clock a signed event's time may be.
 const MaxSkew = 5 * time.Minute
@@ -105,8 +106,9 @@ func (b *Board) Prepare(id string) (Task, error) {
 // not verify as its agent's (ErrForged), whose time is more than MaxSkew
 // from the board's clock, that the rules do not make of the task's state
 // (ErrNotReady, ErrClosed, ErrNotOwner, *ClaimedError, ErrInvalid: as
-// Claim, Record, Finish and Fail), or whose number is taken (ErrStale).
-// A claim already the agent's is no event: the task is returned as it is.
+// Claim, Record, Finish, Fail and RecordWorktree), or whose number is
+// taken (ErrStale). A claim already the agent's is no event: the task is
+// returned as it is.
 func (b *Board) ApplySigned(id string, e Event) (Task, error) {
 	if e.Signature == nil {
 		return Task{}, fmt.Errorf("%w: unsigned", ErrForged)
@@ -120,13 +122,12 @@ func (b *Board) ApplySigned(id string, e Event) (Task, error) {
 	if len(e.Host) > 255 || tree.Printable(e.Host) != e.Host {
 		return Task{}, fmt.Errorf("%w: host %q", ErrInvalid, tree.Printable(e.Host))
 	}
-	text := e.Summary + e.Outcome + e.Error
-	want, err := OwnEvent(e.Event, e.Agent, text, Checkpoint{Type: e.Type, Files: e.Files})
+	want, err := agentsEvent(e)
 	if err != nil {
 		return Task{}, err
 	}
 	want.Seq, want.Time, want.Host, want.Signature = e.Seq, e.Time, e.Host, e.Signature
-	if string(want.Payload(b.Channel, id)) != string(e.Payload(b.Channel, id)) || e.Note != "" || e.Worktree != "" || e.Branch != "" {
+	if string(want.Payload(b.Channel, id)) != string(e.Payload(b.Channel, id)) || e.Note != "" || e.Event != EvWorktree && (e.Worktree != "" || e.Branch != "") {
 		return Task{}, fmt.Errorf("%w: not a %s event as an agent makes it", ErrInvalid, e.Event)
 	}
 	return b.transition(id, func(t Task) (Event, error) {
@@ -135,4 +136,14 @@ func (b *Board) ApplySigned(id string, e Event) (Task, error) {
 		}
 		return decide(id, t, want)
 	})
+}
+
+// agentsEvent is the event e's agent makes of e's kind with e's texts,
+// files, worktree and branch: by OwnEvent, or WorktreeEvent for a
+// worktree event.
+func agentsEvent(e Event) (Event, error) {
+	if e.Event == EvWorktree {
+		return WorktreeEvent(e.Agent, e.Worktree, e.Branch)
+	}
+	return OwnEvent(e.Event, e.Agent, e.Summary+e.Outcome+e.Error, Checkpoint{Type: e.Type, Files: e.Files})
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"collab/internal/plumbing/tree"
 )
 
 // EvWorktree records the git worktree and branch the owner of a claimed
@@ -16,11 +18,26 @@ const EvWorktree = "worktree"
 // RecordWorktree records on task id, claimed by agent, that agent works in
 // the git worktree at path (absolute, on this board's host) on branch.
 func (b *Board) RecordWorktree(id, agent, path, branch string) (Task, error) {
-	e := Event{Event: EvWorktree, Status: Claimed, Worktree: path, Branch: branch}
-	if err := checkWorktree(e); err != nil {
-		return Task{}, fmt.Errorf("worktree: %w", invalidError{err})
+	e, err := WorktreeEvent(agent, path, branch)
+	if err != nil {
+		return Task{}, err
 	}
 	return b.byOwner(id, agent, e)
+}
+
+// WorktreeEvent returns the worktree event agent makes on a task it has
+// claimed, working in the git worktree at path (absolute, on the event's
+// host) on branch: the event RecordWorktree writes and the one
+// [Board.ApplySigned] accepts. Seq, Time and Host are the caller's to set.
+func WorktreeEvent(agent, path, branch string) (Event, error) {
+	if err := tree.CheckName("agent", agent); err != nil {
+		return Event{}, err
+	}
+	e := Event{Event: EvWorktree, Status: Claimed, Owner: agent, Agent: agent, Worktree: path, Branch: branch}
+	if err := checkWorktree(e); err != nil {
+		return Event{}, fmt.Errorf("worktree: %w", invalidError{err})
+	}
+	return e, nil
 }
 
 // checkWorktree checks an event's worktree and branch: only a worktree
