@@ -19,6 +19,7 @@ import (
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/task"
+	"collab/presence"
 )
 
 // mcpClient runs `collab mcp` in this process with args and env and
@@ -90,6 +91,7 @@ func TestMCPRemote(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	absent := filepath.Join(t.TempDir(), "no-such-mount")
 	env := map[string]string{"NATS_URL": s.url, "COLLAB_KEY": s.keys["rem"], "COLLAB_STATE_DIR": state, "COLLAB_ROOT": absent}
+	s.awaitBridge(t, map[string]string{"NATS_URL": s.url, "COLLAB_REMOTE": "1", "COLLAB_STATE_DIR": state, "COLLAB_ROOT": absent})
 	cs, _ := mcpClient(t, env, "--remote", "--agent", "rem", "--channel", "dev", "--poll", "50ms")
 	mounted, _ := mcpClient(t, map[string]string{"COLLAB_ROOT": string(s.mount)}, "--agent", "rem", "--channel", "dev")
 
@@ -213,21 +215,7 @@ func TestMCPRemote(t *testing.T) {
 
 	// send_and_wait: mnt answers on the mount; the reply comes back
 	// through the bridge's publisher and the stream.
-	go func() {
-		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) {
-			msgs, _, _ := channel.ReadAll(s.mount, "dev", channel.ReaderOptions{})
-			for i := range msgs {
-				if q := &msgs[i]; q.From == "rem" && q.Content.Text == "what is 6*7?" {
-					r := channel.Message{SessionID: "dev", From: "mnt", To: "rem", Content: channel.Content{Text: "42"}}
-					r.SetParent(q)
-					_ = (&channel.Writer{Root: s.mount}).Post(&r)
-					return
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	answerOnMount(t, s.mount, "mnt", "rem", "what is 6*7?", "42")
 	var waited struct {
 		Reply *struct {
 			Text string `json:"text"`
@@ -248,4 +236,57 @@ func TestMCPRemote(t *testing.T) {
 	if _, err := os.Stat(absent); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("mcp --remote touched %s: %v", absent, err)
 	}
+}
+
+// answerOnMount answers, as agent from on the mount, the first message of
+// asker in dev whose text is question, once it is there (for a minute).
+func answerOnMount(t *testing.T, mount tree.Root, from, asker, question, answer string) {
+	t.Helper()
+	go func() {
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			msgs, _, _ := channel.ReadAll(mount, "dev", channel.ReaderOptions{})
+			for i := range msgs {
+				if q := &msgs[i]; q.From == asker && q.Content.Text == question {
+					r := channel.Message{SessionID: "dev", From: from, To: asker, Content: channel.Content{Text: answer}}
+					r.SetParent(q)
+					_ = (&channel.Writer{Root: mount}).Post(&r)
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+}
+
+// TestRemoteSendWait: send --remote --wait prints the reply written on the
+// mount (through the bridge's publisher and the stream) with the delivery
+// states from the bridge's status op on stderr; with no answer it exits 3
+// at its timeout.
+func TestRemoteSendWait(t *testing.T) {
+	s := newRemoteWatchSetup(t, "rem")
+	// mnt is awake on the mount (no key: its heartbeat need not be signed).
+	if err := presence.Write(s.mount, presence.Status{AgentID: "mnt", State: presence.StateAwake, Substate: "IDLE",
+		Channel: "dev", Host: "mounted", Timestamp: presence.FormatTime(time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"NATS_URL": s.url, "COLLAB_KEY": s.keys["rem"], "COLLAB_STATE_DIR": filepath.Join(t.TempDir(), "state"),
+		"COLLAB_REMOTE": "1", "COLLAB_ROOT": filepath.Join(t.TempDir(), "no-such-mount")}
+	s.awaitBridge(t, env)
+	answerOnMount(t, s.mount, "mnt", "rem", "what is 6*7?", "42")
+	r := runCollab(t, env, "", "send", "--agent", "rem", "--channel", "dev", "--to", "mnt", "--wait", "--poll", "100ms", "--timeout", "60s", "what is 6*7?")
+	if r.code != 0 || r.stdout != "42\n" || !strings.Contains(r.stderr, "waiting for the reply") {
+		t.Fatalf("send --remote --wait: exit %d, %q, %q; want 42", r.code, r.stdout, r.stderr)
+	}
+	r = runCollab(t, env, "", "send", "--agent", "rem", "--channel", "dev", "--to", "mnt", "--wait", "--poll", "100ms", "--timeout", "1s", "anyone?")
+	if r.code != exitNothing || !strings.Contains(r.stderr, "no reply to") || !strings.Contains(r.stderr, "mnt: ") {
+		t.Errorf("send --remote --wait with no answer: exit %d, %q; want 3, the no-reply message and mnt's state", r.code, r.stderr)
+	}
+}
+
+// awaitBridge waits until the setup's bridge answers (who --remote with
+// env, as agent rem).
+func (s *remoteWatchSetup) awaitBridge(t *testing.T, env map[string]string) {
+	t.Helper()
+	waitFor(t, func() bool { return runCollab(t, env, "", "who", "--agent", "rem").code == 0 })
 }

@@ -25,6 +25,7 @@ import (
 	"collab/internal/transport/bridge"
 	"collab/internal/transport/natsbus"
 	"collab/internal/transport/remote"
+	"collab/internal/workspace/delegate"
 	"collab/internal/workspace/registry"
 	"collab/presence"
 	"collab/watcher"
@@ -117,10 +118,8 @@ func queuedError(cmd string, err error, path string) error {
 }
 
 // sendRemote posts m through the bridge: send --remote.
-func sendRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, keyPath string, m *channel.Message, replyTo string, wait, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	if wait {
-		return usageErrorf("send: --wait does not work with --remote yet")
-	}
+// With w, it then waits for the reply as send --wait does.
+func sendRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, keyPath string, m *channel.Message, replyTo string, w *remoteWait, asJSON bool, getenv env, stdout, stderr io.Writer) error {
 	if replyTo != "" {
 		// The parent is on the mount: thread on its id.
 		m.SetParent(&channel.Message{ID: replyTo})
@@ -130,6 +129,7 @@ func sendRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, keyPath str
 		return err
 	}
 	defer c.Close()
+	start := time.Now() // before the post: the wait follows the stream from here
 	_, err = c.Post(ctx, m)
 	switch {
 	case errors.Is(err, remote.ErrQueued):
@@ -139,7 +139,26 @@ func sendRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, keyPath str
 	case err != nil:
 		return fmt.Errorf("send: %w", err)
 	}
-	return printSent(stdout, m, asJSON)
+	if w == nil {
+		return printSent(stdout, m, asJSON)
+	}
+	// As send --wait on the mount: the reply from the stream (the bridge
+	// publishes every file that lands), the delivery status from the
+	// bridge's status op.
+	fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
+	rw := replyWait{channel: m.SessionID, id: m.ID, timeout: w.timeout, json: asJSON, track: true,
+		opt: delegate.Options{NotFrom: m.From, Poll: w.poll},
+		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+			return c.AwaitReply(ctx, m.SessionID, start, func(r *channel.Message) bool { return opt.IsReply(r, m.ID) })
+		},
+		status: func(ctx context.Context) (delivery.Status, error) { return c.Status(ctx, m.ID) },
+	}
+	return rw.run(ctx, nf, getenv, stdout, stderr)
+}
+
+// remoteWait is send --wait's settings for send --remote.
+type remoteWait struct {
+	timeout, poll time.Duration
 }
 
 // readRemote is read --remote: a page of the newest messages, or every
@@ -264,17 +283,13 @@ func statusRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent, id
 		return err
 	}
 	defer c.Close()
-	raw, err := c.Status(ctx, id)
+	st, err := c.Status(ctx, id)
 	var be *bridge.Error
 	if errors.As(err, &be) && be.Code == bridge.CodeNotFound {
 		return &exitError{code: exitNothing, msg: fmt.Sprintf("status: %v", err)}
 	}
 	if err != nil {
 		return err
-	}
-	var st delivery.Status
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return fmt.Errorf("status: the bridge's answer: %w", err)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)

@@ -39,7 +39,8 @@ message is signed with the sender's key (required), kept in the outbox
 (--state-dir) and posted through a bridge over NATS (--nats); --root is
 not used. Exit 5 when the bridge cannot be reached: the message stays in
 the outbox and is sent by the next remote command or 'collab outbox
-flush --remote'.
+flush --remote'. --wait then follows the channel on the NATS stream for
+the reply, and asks the bridge for the delivery states.
 
 Flags:
 `)
@@ -123,7 +124,11 @@ Flags:
 		m.SetAwaitReply()
 	}
 	if rf.on {
-		return sendRemote(ctx, rf, nf, *keyf, m, *replyTo, *wait, *asJSON, getenv, stdout, stderr)
+		var w *remoteWait
+		if *wait {
+			w = &remoteWait{timeout: *timeout, poll: *poll}
+		}
+		return sendRemote(ctx, rf, nf, *keyf, m, *replyTo, w, *asJSON, getenv, stdout, stderr)
 	}
 	if *replyTo != "" {
 		if parent, err := channel.Lookup(root, *ch, *replyTo); err == nil {

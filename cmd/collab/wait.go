@@ -82,6 +82,11 @@ type replyWait struct {
 	// and end with exit 4 once every addressee is refused, failed or
 	// undeliverable (send --wait). Guard notices are then not replies.
 	track bool
+	// await and status, if set, stand for the tree (send --wait
+	// --remote): await waits for the reply, status is the message's
+	// delivery status.
+	await  func(ctx context.Context, opt delegate.Options) (channel.Message, error)
+	status func(ctx context.Context) (delivery.Status, error)
 }
 
 // run waits and prints the reply's text (or the reply as JSON). NATS, if
@@ -92,7 +97,7 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 		ctx, cancel = context.WithTimeout(ctx, w.timeout)
 		defer cancel()
 	}
-	if o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), nil); ok && w.bus == nil {
+	if o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), nil); ok && w.bus == nil && w.await == nil {
 		bus, err := connectOptional(ctx, o, stderr)
 		if err != nil {
 			return fmt.Errorf("wait: %w", err)
@@ -141,9 +146,12 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 	}
 	var m channel.Message
 	var err error
-	if w.reader != nil {
+	switch {
+	case w.await != nil:
+		m, err = w.await(ctx, w.opt)
+	case w.reader != nil:
 		m, err = delegate.WaitWith(ctx, w.reader, w.id, w.opt)
-	} else {
+	default:
 		m, err = delegate.Wait(ctx, w.root, w.channel, w.id, w.opt)
 	}
 	stopTrack()
@@ -190,19 +198,26 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 // the polling ends.
 func (w replyWait) trackStatus(ctx context.Context, cancel context.CancelFunc, stderr io.Writer) <-chan string {
 	out := make(chan string, 1)
-	m, err := channel.Lookup(w.root, w.channel, w.id)
-	if err != nil {
-		close(out)
-		return out
+	status := w.status
+	if status == nil {
+		m, err := channel.Lookup(w.root, w.channel, w.id)
+		if err != nil {
+			close(out)
+			return out
+		}
+		opt := delivery.Options{Host: hostname()}
+		status = func(context.Context) (delivery.Status, error) { return delivery.For(w.root, w.channel, &m, opt), nil }
 	}
 	go func() {
 		defer close(out)
 		tick := time.NewTicker(w.opt.Poll)
 		defer tick.Stop()
 		last := map[string]string{}
-		opt := delivery.Options{Host: hostname()}
 		for {
-			st := delivery.For(w.root, w.channel, &m, opt)
+			st, err := status(ctx)
+			if err != nil {
+				st = delivery.Status{} // not now (a bridge away): the next poll
+			}
 			now := time.Now()
 			for _, a := range st.Addressees {
 				if last[a.Agent] != a.State {

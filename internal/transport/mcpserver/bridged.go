@@ -99,19 +99,12 @@ func (b bridged) who(ctx context.Context) ([]Agent, error) {
 
 // status asks the bridge, which finds the message's channel itself.
 func (b bridged) status(ctx context.Context, _, id string) (delivery.Status, error) {
-	raw, err := b.c.Status(ctx, id)
+	st, err := b.c.Status(ctx, id)
 	var be *bridge.Error
 	if errors.As(err, &be) && be.Code == bridge.CodeNotFound {
 		return delivery.Status{}, fmt.Errorf("no message %s in any channel", id)
 	}
-	if err != nil {
-		return delivery.Status{}, err
-	}
-	var st delivery.Status
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return delivery.Status{}, fmt.Errorf("status: the bridge's answer: %w", err)
-	}
-	return st, nil
+	return st, err
 }
 
 func (b bridged) inbox(ch string) (inboxStore, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"collab/channel"
+	"collab/internal/delivery"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/bridge"
@@ -444,18 +445,23 @@ func (c *Client) Who(ctx context.Context) (json.RawMessage, error) {
 	return r.Agents, nil
 }
 
-// Status returns message id's delivery status as `collab status --json`
-// prints it.
-func (c *Client) Status(ctx context.Context, id string) (json.RawMessage, error) {
+// Status returns message id's delivery status, as `collab status` shows
+// it on the mount. A message in no channel is a *bridge.Error with
+// CodeNotFound.
+func (c *Client) Status(ctx context.Context, id string) (delivery.Status, error) {
 	body, err := json.Marshal(bridge.StatusRequest{Message: id})
 	if err != nil {
-		return nil, err
+		return delivery.Status{}, err
 	}
 	var r bridge.StatusReply
 	if err := c.request(ctx, bridge.OpStatus, body, &r); err != nil {
-		return nil, fmt.Errorf("status %s: %w", id, err)
+		return delivery.Status{}, fmt.Errorf("status %s: %w", id, err)
 	}
-	return r.Status, nil
+	var st delivery.Status
+	if err := json.Unmarshal(r.Status, &st); err != nil {
+		return delivery.Status{}, fmt.Errorf("status %s: the bridge's answer: %w", id, err)
+	}
+	return st, nil
 }
 
 // FlushResult is what a Flush did.
