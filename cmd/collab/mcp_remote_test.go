@@ -290,3 +290,24 @@ func (s *remoteWatchSetup) awaitBridge(t *testing.T, env map[string]string) {
 	t.Helper()
 	waitFor(t, func() bool { return runCollab(t, env, "", "who", "--agent", "rem").code == 0 })
 }
+
+// TestRemoteWhoCheck: who --check --remote is 0 for an agent the bridge
+// sees awake, 1 for one it does not know, and 1 for a heartbeat of an
+// agent with keys that is not signed (forged, as the bridge judges it).
+func TestRemoteWhoCheck(t *testing.T) {
+	s := newRemoteWatchSetup(t, "rem", "keyed")
+	env := map[string]string{"NATS_URL": s.url, "COLLAB_REMOTE": "1", "COLLAB_STATE_DIR": filepath.Join(t.TempDir(), "state"),
+		"COLLAB_ROOT": filepath.Join(t.TempDir(), "no-such-mount")}
+	s.awaitBridge(t, env)
+	for _, a := range []string{"mnt", "keyed"} {
+		if err := presence.Write(s.mount, presence.Status{AgentID: a, State: presence.StateAwake, Substate: "IDLE",
+			Channel: "dev", Host: "mounted", Timestamp: presence.FormatTime(time.Now())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for agent, want := range map[string]int{"mnt": 0, "nobody": exitFailure, "keyed": exitFailure} {
+		if r := runCollab(t, env, "", "who", "--agent", "rem", "--check", agent); r.code != want || r.stdout != "" {
+			t.Errorf("who --check %s --remote: exit %d, %q; want %d and nothing printed", agent, r.code, r.stdout, want)
+		}
+	}
+}

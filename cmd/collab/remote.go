@@ -222,7 +222,8 @@ func readRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent, ch, 
 
 // whoRemote is who --remote: the bridge's who --json, all agents or the
 // named ones, as JSON or as who's table.
-func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, names []string, asJSON bool, getenv env, stdout, stderr io.Writer) error {
+// With check, it prints nothing and its exit code is who --check's.
+func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, names []string, check *whoCheck, asJSON bool, getenv env, stdout, stderr io.Writer) error {
 	agent, err := actingAgent(ctx, "who", "agent", agent)
 	if err != nil {
 		return err
@@ -232,13 +233,17 @@ func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string
 		return err
 	}
 	defer c.Close()
-	raw, err := c.Who(ctx)
+	entries, err := c.Who(ctx)
 	if err != nil {
 		return err
 	}
-	var entries []delivery.WhoEntry
-	if err := json.Unmarshal(raw, &entries); err != nil {
-		return fmt.Errorf("who: the bridge's answer: %w", err)
+	if check != nil {
+		for _, e := range entries {
+			if e.Agent == check.agent && e.Status != nil && presence.IsAwake(e.State) && !e.Forged {
+				return checkBacklog(*e.Status, e.Agent, time.Now(), check.maxBacklogAge)
+			}
+		}
+		return &exitError{code: exitFailure}
 	}
 	if len(names) > 0 {
 		entries = slices.DeleteFunc(entries, func(e delivery.WhoEntry) bool { return !slices.Contains(names, e.Agent) })
@@ -262,14 +267,19 @@ func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string
 		if e.Status == nil && e.Host != "" {
 			rows[i].Reg = &registry.Agent{ID: e.Agent, Host: e.Host, Role: e.Role}
 		}
-		// The bridge's verdict; the keys behind an unsigned one are not
-		// known here, so only failed signatures are marked.
+		// The bridge's verdict, and whether it marked the heartbeat.
 		if v, ok := signing.ParseVerdict(e.Verdict); ok && e.Verdict != "" {
 			rows[i].Verdict = v
-			rows[i].Marked = v != signing.Verified && v != signing.Unsigned
+			rows[i].Marked = e.Forged || v != signing.Verified && v != signing.Unsigned
 		}
 	}
 	return whoTable(stdout, rows, now)
+}
+
+// whoCheck is who --check's agent and --max-backlog-age.
+type whoCheck struct {
+	agent         string
+	maxBacklogAge time.Duration
 }
 
 // statusRemote is status --remote: the bridge's status --json.

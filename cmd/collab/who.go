@@ -66,7 +66,8 @@ stuck agent, not only a dead one.
 
 With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
 agents are asked of a bridge over NATS (--nats), as --agent; --root is not
-used, and --check is not available.
+used. --check then goes by the bridge's judgement of the heartbeat (its
+state and whether it is forged).
 
 Flags:
 `)
@@ -112,10 +113,11 @@ Flags:
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
 	}
 	if rf.on {
+		var c *whoCheck
 		if flags.Changed("check") {
-			return usageErrorf("who: --check does not work with --remote yet")
+			c = &whoCheck{agent: *check, maxBacklogAge: *maxBacklogAge}
 		}
-		return whoRemote(ctx, rf, nf, *ragent, names, *asJSON, getenv, stdout, stderr)
+		return whoRemote(ctx, rf, nf, *ragent, names, c, *asJSON, getenv, stdout, stderr)
 	}
 	root := tree.Resolve(*rootf, getenv)
 	host := hostname() // no name: no PID is checked

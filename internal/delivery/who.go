@@ -141,14 +141,17 @@ func (r AgentRow) Where() (host, channels string) {
 
 // WhoEntry is one element of `collab who --json`'s array.
 type WhoEntry struct {
-	Agent      string           `json:"agent"`
-	State      string           `json:"state"`
-	AgeSeconds *int64           `json:"age_seconds"` // null: no heartbeat time
-	Host       string           `json:"host,omitempty"`
-	Channels   string           `json:"channels,omitempty"` // comma-separated
-	Role       string           `json:"role,omitempty"`
-	Verdict    string           `json:"verdict,omitempty"` // of status; absent without one
-	Status     *presence.Status `json:"status"`            // null: no readable heartbeat
+	Agent      string `json:"agent"`
+	State      string `json:"state"`
+	AgeSeconds *int64 `json:"age_seconds"` // null: no heartbeat time
+	Host       string `json:"host,omitempty"`
+	Channels   string `json:"channels,omitempty"` // comma-separated
+	Role       string `json:"role,omitempty"`
+	Verdict    string `json:"verdict,omitempty"` // of status; absent without one
+	// Forged: the heartbeat does not verify and should (a failed
+	// signature, or unsigned for an agent with keys); not to be trusted.
+	Forged bool             `json:"forged,omitempty"`
+	Status *presence.Status `json:"status"` // null: no readable heartbeat
 	WhoBacklog
 }
 
@@ -208,6 +211,7 @@ func WhoEntries(rows []AgentRow, now time.Time) []WhoEntry {
 		}
 		if r.Status != nil {
 			out[i].Verdict = r.Verdict.String()
+			out[i].Forged = r.Marked
 		}
 	}
 	return out

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -75,13 +74,9 @@ func (b bridged) awaiter(_ context.Context, ch string, opt delegate.Options) (fu
 }
 
 func (b bridged) who(ctx context.Context) ([]Agent, error) {
-	raw, err := b.c.Who(ctx)
+	all, err := b.c.Who(ctx)
 	if err != nil {
 		return nil, err
-	}
-	var all []delivery.WhoEntry
-	if err := json.Unmarshal(raw, &all); err != nil {
-		return nil, fmt.Errorf("who: the bridge's answer: %w", err)
 	}
 	out := make([]Agent, 0, len(all))
 	for _, e := range all {

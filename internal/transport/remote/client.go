@@ -437,12 +437,16 @@ func (c *Client) read(ctx context.Context, req bridge.ReadRequest) (Page, error)
 }
 
 // Who returns the agents as `collab who --json` lists them on the mount.
-func (c *Client) Who(ctx context.Context) (json.RawMessage, error) {
+func (c *Client) Who(ctx context.Context) ([]delivery.WhoEntry, error) {
 	var r bridge.WhoReply
 	if err := c.request(ctx, bridge.OpWho, []byte("{}"), &r); err != nil {
 		return nil, fmt.Errorf("who: %w", err)
 	}
-	return r.Agents, nil
+	var all []delivery.WhoEntry
+	if err := json.Unmarshal(r.Agents, &all); err != nil {
+		return nil, fmt.Errorf("who: the bridge's answer: %w", err)
+	}
+	return all, nil
 }
 
 // Status returns message id's delivery status, as `collab status` shows
