@@ -14,7 +14,15 @@ import (
 // BenchmarkTools measures one tool call through the SDK's client and
 // server in memory (JSON-RPC, schema validation, the work): what a tool
 // costs a model CLI beyond its stdio pipe. The channel holds 200 messages.
+// Under bridge, every tool goes through a bridge on loopback NATS (collab
+// mcp --remote), the tree on the local disk.
 func BenchmarkTools(b *testing.B) {
+	for _, via := range []string{"files", "bridge"} {
+		b.Run(via, func(b *testing.B) { benchTools(b, via == "bridge") })
+	}
+}
+
+func benchTools(b *testing.B, bridged bool) {
 	root := tree.Root(b.TempDir())
 	w := &channel.Writer{Root: root}
 	for i := range 200 {
@@ -22,7 +30,11 @@ func BenchmarkTools(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	s, err := New(Config{Root: root, Agent: "claude", Channel: "dev", Hops: -1})
+	cfg := Config{Root: root, Agent: "claude", Channel: "dev", Hops: -1}
+	if bridged {
+		cfg = bridgeConfig(b, cfg)
+	}
+	s, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,7 +30,7 @@ var viaBridge bool
 // host without the tree: an embedded NATS server with JetStream, a bridge
 // and its publisher serving cfg.Root, and a client for cfg.Agent whose key
 // the mount trusts. The server's own Root is an empty local folder.
-func bridgeConfig(t *testing.T, cfg Config) Config {
+func bridgeConfig(t testing.TB, cfg Config) Config {
 	cfg, _, _ = bridgeSetup(t, cfg)
 	return cfg
 }
@@ -38,7 +38,7 @@ func bridgeConfig(t *testing.T, cfg Config) Config {
 // bridgeSetup is bridgeConfig; it also returns the function that stops
 // the bridge and its publisher, and the one that starts them again
 // (returning its own stop; all stop with the test).
-func bridgeSetup(t *testing.T, cfg Config) (Config, func(), func() (stop func())) {
+func bridgeSetup(t testing.TB, cfg Config) (Config, func(), func() (stop func())) {
 	t.Helper()
 	mount := cfg.Root
 	url := natstest.Start(t, true, nil).URL()
