@@ -532,26 +532,27 @@ func decide(id string, t Task, e Event) (Event, error) {
 // Checkpoint records progress on a task agent has claimed. It also counts
 // as the owner's sign of life.
 func (b *Board) Checkpoint(id, agent, summary string) (Task, error) {
-	if strings.TrimSpace(summary) == "" {
-		return Task{}, errors.New("checkpoint: the summary is empty")
-	}
-	return b.byOwner(id, agent, Event{Event: EvCheckpoint, Status: Claimed, Summary: summary})
+	return b.own(id, agent, EvCheckpoint, summary, Checkpoint{})
 }
 
 // Finish marks a task agent has claimed done, with an outcome.
 func (b *Board) Finish(id, agent, outcome string) (Task, error) {
-	if strings.TrimSpace(outcome) == "" {
-		return Task{}, errors.New("done: the outcome is empty")
-	}
-	return b.byOwner(id, agent, Event{Event: EvDone, Status: Done, Outcome: outcome})
+	return b.own(id, agent, EvDone, outcome, Checkpoint{})
 }
 
 // Fail marks a task agent has claimed failed, with an error.
 func (b *Board) Fail(id, agent, errText string) (Task, error) {
-	if strings.TrimSpace(errText) == "" {
-		return Task{}, errors.New("fail: the error is empty")
+	return b.own(id, agent, EvFailed, errText, Checkpoint{})
+}
+
+// own writes agent's own event kind (OwnEvent's, the one a remote agent
+// signs) on task id, as the board's rules decide.
+func (b *Board) own(id, agent, kind, text string, c Checkpoint) (Task, error) {
+	e, err := OwnEvent(kind, agent, text, c)
+	if err != nil {
+		return Task{}, err
 	}
-	return b.byOwner(id, agent, Event{Event: EvFailed, Status: Failed, Error: errText})
+	return b.byOwner(id, agent, e)
 }
 
 // Next claims for agent the first ready task, in id order, and returns it;

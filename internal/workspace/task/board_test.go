@@ -349,3 +349,43 @@ func TestIgnoresForeignFiles(t *testing.T) {
 		t.Errorf("the task after a bad t2 = %+v, %v; want t3", tk, err)
 	}
 }
+
+// TestOwnEventsAsSigned: the owner's events the board writes are the
+// ones OwnEvent makes (what a remote agent signs): an empty text is
+// invalid for each, nothing is written, and a plain checkpoint is a
+// progress checkpoint.
+func TestOwnEventsAsSigned(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	b := newBoard(t, root, &clock{})
+	add(t, b, "one")
+	if _, err := b.Claim("t1", "a"); err != nil {
+		t.Fatal(err)
+	}
+	for what, f := range map[string]func() (task.Task, error){
+		"checkpoint: the text is empty": func() (task.Task, error) { return b.Checkpoint("t1", "a", " ") },
+		"done: the outcome is empty":    func() (task.Task, error) { return b.Finish("t1", "a", "") },
+		"fail: the error is empty":      func() (task.Task, error) { return b.Fail("t1", "a", "\n") },
+	} {
+		if _, err := f(); !errors.Is(err, task.ErrInvalid) || err.Error() != what {
+			t.Errorf("%s: got %v; want it, invalid", what, err)
+		}
+	}
+	if _, err := b.Checkpoint("t1", "a", "half"); err != nil {
+		t.Fatal(err)
+	}
+	_, evs, err := b.Events("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 {
+		t.Fatalf("events %+v; want claimed, one checkpoint", evs)
+	}
+	want, err := task.OwnEvent(task.EvCheckpoint, "a", "half", task.Checkpoint{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := evs[1]
+	if got.Event != want.Event || got.Type != task.CkProgress || got.Summary != want.Summary || got.Owner != "a" || got.Agent != "a" {
+		t.Errorf("checkpoint %+v; want OwnEvent's %+v", got, want)
+	}
+}

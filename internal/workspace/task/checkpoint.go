@@ -45,20 +45,7 @@ type Checkpoint struct {
 // Record records checkpoint c on a task agent has claimed. Like
 // Checkpoint it counts as the owner's sign of life.
 func (b *Board) Record(id, agent string, c Checkpoint) (Task, error) {
-	if strings.TrimSpace(c.Text) == "" {
-		return Task{}, errors.New("checkpoint: the text is empty")
-	}
-	if c.Type == "" {
-		c.Type = CkProgress
-	}
-	e := Event{Event: EvCheckpoint, Status: Claimed, Summary: c.Text, Type: c.Type, Files: c.Files}
-	if len(e.Files) == 0 {
-		e.Files = nil
-	}
-	if err := checkCheckpoint(e); err != nil {
-		return Task{}, fmt.Errorf("checkpoint: %w", invalidError{err})
-	}
-	return b.byOwner(id, agent, e)
+	return b.own(id, agent, EvCheckpoint, c.Text, c)
 }
 
 // checkCheckpoint checks an event's type and files: only a checkpoint has

@@ -35,6 +35,9 @@ var ErrForged = errors.New("task: the event's signature does not verify")
 // and Fail make it: text is the checkpoint's text, the outcome or the
 // error; c's Type and Files are a checkpoint's. Seq, Time and Host are the
 // caller's to set.
+// emptyText names, by event, the text an agent's own event must have.
+var emptyText = map[string]string{EvCheckpoint: "checkpoint: the text", EvDone: "done: the outcome", EvFailed: "fail: the error"}
+
 func OwnEvent(kind, agent, text string, c Checkpoint) (Event, error) {
 	if err := tree.CheckName("agent", agent); err != nil {
 		return Event{}, err
@@ -61,8 +64,8 @@ func OwnEvent(kind, agent, text string, c Checkpoint) (Event, error) {
 	default:
 		return Event{}, fmt.Errorf("%w: event %q is not one an agent signs for itself", ErrInvalid, kind)
 	}
-	if kind != EvClaimed && strings.TrimSpace(text) == "" {
-		return Event{}, fmt.Errorf("%w: %s: the text is empty", ErrInvalid, kind)
+	if what := emptyText[kind]; what != "" && strings.TrimSpace(text) == "" {
+		return Event{}, invalidError{errors.New(what + " is empty")}
 	}
 	e.Agent = agent
 	return e, nil
