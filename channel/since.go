@@ -16,8 +16,8 @@ import (
 const SinceMargin = time.Minute
 
 // NewestSince returns the newest n messages of a channel that come after
-// since, in channel order, oldest first, and how many more there may be
-// after since (older ones left out by n). since is one of:
+// since, in channel order, oldest first, and whether older ones after
+// since were left out by n. since is one of:
 //
 //   - "": no bound, the channel's newest n;
 //   - a message id of the channel: the messages after it in channel order
@@ -31,15 +31,21 @@ const SinceMargin = time.Minute
 // Names more than [SinceMargin] before the point are never read, so the
 // cost follows what is returned, as [Newest]'s. A since that is none of
 // these is a *[SinceError], and nothing is read.
-func NewestSince(root tree.Root, channel, since string, n int) (msgs []Message, more int, skips []Skip, err error) {
-	if since == "" {
-		return Newest(root, channel, n, nil, nil)
+func NewestSince(root tree.Root, channel, since string, n int) (msgs []Message, more bool, skips []Skip, err error) {
+	var keep func(string, Name) bool
+	var accept func(*Message) bool
+	if since != "" {
+		if keep, accept, err = sinceFilter(root, channel, since); err != nil {
+			return nil, false, nil, err
+		}
 	}
-	keep, accept, err := sinceFilter(root, channel, since)
-	if err != nil {
-		return nil, 0, nil, err
+	// One more than asked: whether it exists is "more" (Newest's own
+	// count includes names its filters would refuse).
+	msgs, _, skips, err = Newest(root, channel, n+1, keep, accept)
+	if len(msgs) > n {
+		msgs, more = msgs[len(msgs)-n:], true
 	}
-	return Newest(root, channel, n, keep, accept)
+	return msgs, more, skips, err
 }
 
 // sinceFilter returns the filters, for [Newest], of the messages after

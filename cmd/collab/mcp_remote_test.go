@@ -279,7 +279,7 @@ func TestRemoteSendWait(t *testing.T) {
 		t.Fatalf("send --remote --wait: exit %d, %q, %q; want 42", r.code, r.stdout, r.stderr)
 	}
 	r = runCollab(t, env, "", "send", "--agent", "rem", "--channel", "dev", "--to", "mnt", "--wait", "--poll", "100ms", "--timeout", "1s", "anyone?")
-	if r.code != exitNothing || !strings.Contains(r.stderr, "no reply to") || !strings.Contains(r.stderr, "mnt: ") {
+	if r.code != exitNothing || !strings.Contains(r.stderr, "no reply to") || !strings.Contains(r.stderr, "collab read --remote") || !strings.Contains(r.stderr, "mnt: ") {
 		t.Errorf("send --remote --wait with no answer: exit %d, %q; want 3, the no-reply message and mnt's state", r.code, r.stderr)
 	}
 }
@@ -308,6 +308,16 @@ func TestRemoteWhoCheck(t *testing.T) {
 	for agent, want := range map[string]int{"mnt": 0, "nobody": exitFailure, "keyed": exitFailure} {
 		if r := runCollab(t, env, "", "who", "--agent", "rem", "--check", agent); r.code != want || r.stdout != "" {
 			t.Errorf("who --check %s --remote: exit %d, %q; want %d and nothing printed", agent, r.code, r.stdout, want)
+		}
+	}
+	// --stale-after is this command's, not the bridge's default.
+	if err := presence.Write(s.mount, presence.Status{AgentID: "mnt", State: presence.StateAwake, Substate: "IDLE",
+		Channel: "dev", Host: "mounted", Timestamp: presence.FormatTime(time.Now().Add(-10 * time.Second))}); err != nil {
+		t.Fatal(err)
+	}
+	for stale, want := range map[string]int{"5s": exitFailure, "60s": 0} {
+		if r := runCollab(t, env, "", "who", "--agent", "rem", "--check", "mnt", "--stale-after", stale); r.code != want {
+			t.Errorf("who --check mnt --remote --stale-after %s (heartbeat 10 s old): exit %d; want %d", stale, r.code, want)
 		}
 	}
 }

@@ -239,7 +239,9 @@ func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string
 	}
 	if check != nil {
 		for _, e := range entries {
-			if e.Agent == check.agent && e.Status != nil && presence.IsAwake(e.State) && !e.Forged {
+			fresh := e.AgeSeconds != nil && time.Duration(*e.AgeSeconds)*time.Second <= check.staleAfter
+			bad := e.Forged || e.Verdict != "" && e.Verdict != signing.Verified.String() && e.Verdict != signing.Unsigned.String()
+			if e.Agent == check.agent && e.Status != nil && presence.IsAwake(e.State) && fresh && !bad {
 				return checkBacklog(*e.Status, e.Agent, time.Now(), check.maxBacklogAge)
 			}
 		}
@@ -279,6 +281,7 @@ func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string
 // whoCheck is who --check's agent and --max-backlog-age.
 type whoCheck struct {
 	agent         string
+	staleAfter    time.Duration // --stale-after: the bridge judges by the default
 	maxBacklogAge time.Duration
 }
 
@@ -461,6 +464,11 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 	if state == "" {
 		return usageErrorf("watch --remote: no state directory: use --state-dir or set HOME")
 	}
+	// The model's CLI and its collab commands run in --workdir.
+	state, err = absPath(state)
+	if err != nil {
+		return fmt.Errorf("watch: --state-dir: %w", err)
+	}
 	o.KeepTrying = true // started before the server: wait for it
 	c, err := remote.Dial(ctx, o, remote.Config{Agent: s.Agent, Signer: signer, StateDir: state, Logger: logger})
 	if err != nil {
@@ -477,7 +485,22 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 	}
 	// The model's MCP tools (--mcp) go through the bridge with this
 	// host's state, as collab mcp --remote; their --root is the mirror.
+	// They sign with the watcher's key: a --key flag is passed on (the
+	// variable reaches them by itself).
+	key, err := absPath(s.Key)
+	if err != nil {
+		return fmt.Errorf("watch: --key: %w", err)
+	}
+	keyring, err := absPath(s.Keyring)
+	if err != nil {
+		return fmt.Errorf("watch: --keyring: %w", err)
+	}
 	s.MCPArgs = append([]string{"--remote", "--state-dir", state}, s.NATS.args()...)
+	for _, f := range []struct{ flag, v string }{{"--key", key}, {"--keyring", keyring}} {
+		if f.v != "" {
+			s.MCPArgs = append(s.MCPArgs, f.flag, f.v)
+		}
+	}
 	// The watcher writes no files on the mount and publishes nothing: the
 	// mirror carries its writes, and wakes it through the local disk.
 	s.NATS = nil
@@ -495,6 +518,9 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 	// through the bridge too, with this state's outbox; the key and the
 	// NATS settings come from the variables the watcher has.
 	w.Config.Env = append(w.Config.Env, envRemote+"=1", "COLLAB_STATE_DIR="+state)
+	if key != "" {
+		w.Config.Env = append(w.Config.Env, envKey+"="+key)
+	}
 	// A mirror that fails stops the watcher: it would answer blind.
 	wctx, stopWatcher := context.WithCancel(ctx)
 	defer stopWatcher()
@@ -514,6 +540,15 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 	default:
 	}
 	return err
+}
+
+// absPath is p made absolute ("" stays ""): a path handed to a process
+// that runs in another directory.
+func absPath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	return filepath.Abs(p)
 }
 
 // runningMirror is the mirror of watch --remote while it runs: its tree;

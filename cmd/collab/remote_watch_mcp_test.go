@@ -13,7 +13,8 @@ import (
 )
 
 // TestRemoteWatchMCP: `collab watch --remote --mcp` with the real claude
-// CLI on a host whose --root does not exist: the model calls channel_send
+// CLI on a host whose --root does not exist, its key given as --key: the
+// model calls channel_send
 // mid-task, and its message lands on the mount through the bridge, from
 // the agent, signed and verified there, one hop deeper; then the model's
 // final words, quoting the tool's result, are the reply.
@@ -22,8 +23,10 @@ func TestRemoteWatchMCP(t *testing.T) {
 	c := srv.CLI(t, fakemodel.ClaudeCode)
 	s := newRemoteWatchSetup(t, "claude")
 	state := filepath.Join(t.TempDir(), "state")
-	s.startRemote(t, "claude", state, c.Env,
-		"--cli", "claude", "--cmd", c.Path, "--model", c.Model, "--workdir", c.Dir, "--timeout", "60s", "--mcp")
+	// The key as a flag, not a variable: the MCP server gets it from the
+	// watcher all the same.
+	s.startRemote(t, "claude", state, append(c.Env, "COLLAB_KEY="),
+		"--key", s.keys["claude"], "--cli", "claude", "--cmd", c.Path, "--model", c.Model, "--workdir", c.Dir, "--timeout", "60s", "--mcp")
 
 	srv.Next(fakemodel.MCPTool("collab", "channel_send", map[string]any{"message": "posted mid-task from afar", "to": "human"}))
 	id := strings.TrimSpace(runCollab(t, map[string]string{"COLLAB_ROOT": string(s.mount)}, "",

@@ -171,6 +171,9 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 		}
 	}
 	switch {
+	case errors.Is(err, context.DeadlineExceeded) && w.await != nil:
+		return &exitError{code: exitNothing, msg: fmt.Sprintf("no reply to %s within %s; see what comes with: collab read --remote --channel %s --since %s --follow",
+			w.id, w.timeout, w.channel, w.id)}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &exitError{code: exitNothing, msg: fmt.Sprintf("no reply to %s within %s; keep waiting with: collab wait --channel %s --reply-to %s",
 			w.id, w.timeout, w.channel, w.id)}

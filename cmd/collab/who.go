@@ -115,7 +115,7 @@ Flags:
 	if rf.on {
 		var c *whoCheck
 		if flags.Changed("check") {
-			c = &whoCheck{agent: *check, maxBacklogAge: *maxBacklogAge}
+			c = &whoCheck{agent: *check, staleAfter: time.Duration(staleAfter), maxBacklogAge: *maxBacklogAge}
 		}
 		return whoRemote(ctx, rf, nf, *ragent, names, c, *asJSON, getenv, stdout, stderr)
 	}

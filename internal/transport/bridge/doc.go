@@ -61,10 +61,10 @@
 // keys and kills serve a remote host's mirror (see keys.go): the files of
 // ROOT/keys, and the kill files of AGENT's own jobs.
 //
-// read returns the messages after ID (or the newest when "after" is empty;
-// with "since", the newest N after that message id or ISO-8601 time, as
-// MCP's channel_read takes it, "more" then meaning older ones after it
-// were left out), each with the id of its file (over a foreign writer's own "id"), in the
+// read returns the messages after ID ("more": later ones follow), or,
+// when "after" is empty, the newest N (after "since" when given: a message
+// id or ISO-8601 time, as MCP's channel_read takes it; "more": older ones
+// were left out, a reply cut for size keeping the newest), each with the id of its file (over a foreign writer's own "id"), in the
 // channel's order, at most N (default 50, at most 500), at bounded
 // cost. A reply never exceeds the bridge's maximum reply size: it stops
 // early with "more": true, and a single message too big for any reply is

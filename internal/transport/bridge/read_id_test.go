@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,7 +81,9 @@ func TestReadSince(t *testing.T) {
 		{ids[2], 10, ids[3:], false},
 		{ids[2], 2, ids[4:], true},
 		{base.Add(3*time.Minute + time.Second).Format(time.RFC3339), 10, ids[4:], false},
-		{"", 2, ids[4:], false}, // the tail: nothing after it is "more"
+		{ids[2], 3, ids[3:], false}, // exactly what is there: no more
+		{"", 2, ids[4:], true},
+		{"", 6, ids, false},
 	} {
 		b, _ := json.Marshal(ReadRequest{Channel: "dev", Since: c.since, Limit: c.limit})
 		var rep ReadReply
@@ -104,5 +107,51 @@ func TestReadSince(t *testing.T) {
 		if r := handle(t, s, OpRead, "alice", b, nil); r.OK || r.Code != CodeInvalid {
 			t.Errorf("%+v: %+v; want invalid", req, r)
 		}
+	}
+}
+
+// TestReadNewestCutKeepsNewest: a read of the newest that does not fit in
+// one reply keeps the newest messages, says more, and pages after an id
+// keep the oldest.
+func TestReadNewestCutKeepsNewest(t *testing.T) {
+	e := newEnv(t)
+	s := e.server(Config{MaxReply: 8 << 10})
+	w := channel.Writer{Root: e.root}
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	var ids []string
+	for i := range 6 {
+		at := base.Add(time.Duration(i) * time.Minute)
+		w.Now = func() time.Time { return at }
+		m := &channel.Message{SessionID: "dev", From: "m", Content: channel.Content{Text: strings.Repeat("x", 3000)}}
+		if err := w.Post(m); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	read := func(req ReadRequest) ([]string, bool) {
+		b, _ := json.Marshal(req)
+		var rep ReadReply
+		if r := handle(t, s, OpRead, "alice", b, &rep); !r.OK {
+			t.Fatalf("%+v: %+v", req, r)
+		}
+		var got []string
+		for _, raw := range rep.Messages {
+			m, err := channel.Decode(raw, "", "dev")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, m.ID)
+		}
+		return got, rep.More
+	}
+	for _, req := range []ReadRequest{{Channel: "dev"}, {Channel: "dev", Since: ids[0]}} {
+		got, more := read(req)
+		if len(got) == 0 || got[len(got)-1] != ids[5] || !more || !slices.IsSorted(got) {
+			t.Errorf("%+v: %q more %v; want the newest, in order, and more", req, got, more)
+		}
+	}
+	got, more := read(ReadRequest{Channel: "dev", After: ids[0]})
+	if len(got) == 0 || got[0] != ids[1] || !more {
+		t.Errorf("after %s: %q more %v; want the oldest after it, and more", ids[0], got, more)
 	}
 }

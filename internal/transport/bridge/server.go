@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -311,52 +313,66 @@ func (s *Server) read(data []byte) (any, error) {
 	case limit > MaxReadLimit:
 		limit = MaxReadLimit
 	}
-	var msgs []channel.Message
-	var more int
-	var err error
-	switch {
-	case req.After != "" && req.Since != "":
+	if req.After != "" && req.Since != "" {
 		return nil, Errorf(CodeInvalid, "read: after and since together")
-	case req.After == "":
-		// The newest after since (none: the tail, after which nothing
-		// comes: more stays 0).
-		msgs, more, _, err = channel.NewestSince(s.cfg.Root, req.Channel, req.Since, limit)
+	}
+	if req.After == "" {
+		// The newest after since (none: of the channel).
+		msgs, more, _, err := channel.NewestSince(s.cfg.Root, req.Channel, req.Since, limit)
 		if se := (*channel.SinceError)(nil); errors.As(err, &se) {
 			return nil, Errorf(CodeInvalid, "read: %v", err)
 		}
-		if req.Since == "" {
-			more = 0
+		if err != nil {
+			return nil, classify("read", err)
 		}
-	default:
-		if _, perr := channel.ParseID(req.After); perr != nil {
-			return nil, Errorf(CodeInvalid, "read: after: %v", perr)
+		// A reply too small for them all keeps the newest.
+		out, cut, err := s.readReply(slices.Backward(msgs))
+		if err != nil {
+			return nil, err
 		}
-		msgs, more, _, err = channel.Following(s.cfg.Root, req.Channel, req.After, limit)
+		slices.Reverse(out.Messages)
+		out.More = more || cut
+		return out, nil
 	}
+	if _, perr := channel.ParseID(req.After); perr != nil {
+		return nil, Errorf(CodeInvalid, "read: after: %v", perr)
+	}
+	msgs, more, _, err := channel.Following(s.cfg.Root, req.Channel, req.After, limit)
 	if err != nil {
 		return nil, classify("read", err)
 	}
-	out := ReadReply{Reply: Reply{OK: true}, Messages: []json.RawMessage{}, More: more > 0}
+	out, cut, err := s.readReply(slices.All(msgs))
+	if err != nil {
+		return nil, err
+	}
+	out.More = more > 0 || cut
+	return out, nil
+}
+
+// readReply encodes messages in the order given until the reply is full
+// (cut then reports that some were left out), each a stand-in when too
+// big for any reply.
+func (s *Server) readReply(msgs iter.Seq2[int, channel.Message]) (out ReadReply, cut bool, err error) {
+	out = ReadReply{Reply: Reply{OK: true}, Messages: []json.RawMessage{}}
 	size := replyRoom
-	for i := range msgs {
+	for _, m := range msgs {
 		// The file's id, even over a foreign writer's own "id": what a
 		// reader pages with and files the message under.
-		msgs[i].ID = msgs[i].Key()
-		b, err := msgs[i].Encode()
+		m.ID = m.Key()
+		b, err := m.Encode()
 		if err != nil {
-			return nil, classify("read: encode "+msgs[i].ID, err)
+			return out, false, classify("read: encode "+m.ID, err)
 		}
 		if len(b)+replyRoom > s.cfg.MaxReply {
-			b, _ = json.Marshal(Omitted{ID: msgs[i].Key(), Omitted: fmt.Sprintf("%d bytes: larger than a bridge reply", len(b))})
+			b, _ = json.Marshal(Omitted{ID: m.Key(), Omitted: fmt.Sprintf("%d bytes: larger than a bridge reply", len(b))})
 		}
 		if size+len(b)+1 > s.cfg.MaxReply {
-			out.More = true
-			break
+			return out, true, nil
 		}
 		size += len(b) + 1
 		out.Messages = append(out.Messages, b)
 	}
-	return out, nil
+	return out, false, nil
 }
 
 func (s *Server) who(data []byte) (any, error) {

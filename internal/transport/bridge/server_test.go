@@ -150,8 +150,8 @@ func TestRead(t *testing.T) {
 		_ = json.Unmarshal(raw, &v)
 		return v.ID
 	}
-	rep := read("", 2)
-	if len(rep.Messages) != 2 || idOf(rep.Messages[0]) != ids[5] || idOf(rep.Messages[1]) != ids[6] || rep.More {
+	rep := read("", 2) // the newest: more says older ones were left out
+	if len(rep.Messages) != 2 || idOf(rep.Messages[0]) != ids[5] || idOf(rep.Messages[1]) != ids[6] || !rep.More {
 		t.Fatalf("newest 2: %s more %v", rep.Messages, rep.More)
 	}
 	rep = read(ids[0], 3)

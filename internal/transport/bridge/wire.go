@@ -105,13 +105,14 @@ type PresenceReply struct {
 
 // ReadRequest reads a channel's messages after the message After in
 // channel order, at most Limit (0: [DefaultReadLimit]; more than
-// [MaxReadLimit] is MaxReadLimit). An empty After reads the newest Limit
-// messages (as `collab read --limit`), after which nothing is "more".
-//
-// Since, instead of After, reads the newest Limit messages after a point:
-// a message id or an ISO-8601 time, as [channel.NewestSince] takes it
-// (what MCP's channel_read takes); More then says that older messages
-// after the point were left out. After and Since together are invalid.
+// [MaxReadLimit] is MaxReadLimit); More says that messages after the last
+// one returned were left out (page on with its id). An empty After reads
+// the newest Limit messages instead (as `collab read --limit`), after
+// Since when given: a message id or an ISO-8601 time, as
+// [channel.NewestSince] takes it (what MCP's channel_read takes); More
+// then says that older ones (after Since) were left out, by Limit or by
+// the reply's size, which keeps the newest. After and Since together are
+// invalid.
 type ReadRequest struct {
 	Channel string `json:"channel"`
 	After   string `json:"after,omitempty"`

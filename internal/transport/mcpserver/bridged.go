@@ -40,13 +40,7 @@ func (b bridged) post(ctx context.Context, m *channel.Message) (bool, error) {
 }
 
 func (b bridged) newest(ctx context.Context, ch, since string, n int) ([]channel.Message, bool, error) {
-	ask := n
-	if since == "" {
-		// The tail's reply says nothing of older messages: one more
-		// tells.
-		ask = min(n+1, bridge.MaxReadLimit)
-	}
-	p, err := b.c.ReadSince(ctx, ch, since, ask)
+	p, err := b.c.ReadSince(ctx, ch, since, n)
 	if err != nil {
 		var be *bridge.Error
 		if errors.As(err, &be) && be.Code == bridge.CodeInvalid {
@@ -56,9 +50,6 @@ func (b bridged) newest(ctx context.Context, ch, since string, n int) ([]channel
 	}
 	for _, o := range p.Omitted {
 		b.cfg.Logger.Warn("a message too big for a bridge reply is left out", keyMsg, o.ID)
-	}
-	if since == "" && len(p.Messages) > n {
-		return p.Messages[len(p.Messages)-n:], true, nil
 	}
 	return p.Messages, p.More, nil
 }
@@ -119,11 +110,13 @@ func (i bridgedInbox) unread(ctx context.Context, ack bool) ([]inbox.Item, error
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range omitted {
-		i.b.cfg.Logger.Warn("a message too big for a bridge reply is left out", keyMsg, o.ID)
-	}
 	items := []inbox.Item{}
-	ids := make([]string, 0, len(msgs))
+	ids := make([]string, 0, len(msgs)+len(omitted))
+	for _, o := range omitted {
+		// Acknowledged with the rest, as inbox --remote does: said once.
+		i.b.cfg.Logger.Warn("a message too big for a bridge reply is left out; read it on the mount", keyMsg, o.ID)
+		ids = append(ids, o.ID)
+	}
 	for k := range msgs {
 		ids = append(ids, msgs[k].ID)
 		if msgs[k].IsFor(i.b.cfg.Agent) {

@@ -154,6 +154,7 @@ func TestToolsViaBridge(t *testing.T) {
 		{"task_context", TestTaskContextTool},
 		{"peek_empty", TestPeekEmptyChannel},
 		{"signs", TestSignsAndVerifies},
+		{"more", TestReadMoreExact},
 	} {
 		t.Run(tc.name, tc.test)
 	}

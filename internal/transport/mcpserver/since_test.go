@@ -90,3 +90,40 @@ func TestReadSinceLeavesOlderUnread(t *testing.T) {
 		})
 	}
 }
+
+// TestReadMoreExact: more is true only when messages after since (or, with
+// no since, older ones) were left out by the limit: a limit that takes
+// exactly what is there says no more, a minute of margin or not.
+func TestReadMoreExact(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	w := &channel.Writer{Root: root}
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	var ids []string
+	for i := range 4 {
+		at := base.Add(time.Duration(i) * time.Minute)
+		w.Now = func() time.Time { return at }
+		m := &channel.Message{SessionID: "dev", From: "human", Content: channel.Content{Text: "x"}}
+		if err := w.Post(m); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	_, cs := connect(t, root)
+	for _, c := range []struct {
+		since string
+		limit int
+		n     int
+		more  bool
+	}{
+		{ids[0], 3, 3, false},
+		{ids[0], 2, 2, true},
+		{base.Add(30 * time.Second).Format(time.RFC3339), 3, 3, false},
+		{"", 4, 4, false},
+		{"", 3, 3, true},
+	} {
+		var r ReadResult
+		if e := call(t, cs, "channel_peek", map[string]any{"since": c.since, "limit": c.limit}, &r); e != "" || len(r.Messages) != c.n || r.More != c.more {
+			t.Errorf("since %q limit %d: %d messages, more %v, %s; want %d, %v", c.since, c.limit, len(r.Messages), r.More, e, c.n, c.more)
+		}
+	}
+}

@@ -93,7 +93,7 @@ func (f files) post(ctx context.Context, m *channel.Message) (bool, error) {
 
 func (f files) newest(_ context.Context, ch, since string, n int) ([]channel.Message, bool, error) {
 	msgs, more, _, err := channel.NewestSince(f.cfg.Root, ch, since, n)
-	return msgs, more > 0, err
+	return msgs, more, err
 }
 
 func (f files) awaiter(ctx context.Context, ch string, opt delegate.Options) (func(context.Context, string) (channel.Message, error), func(), error) {
