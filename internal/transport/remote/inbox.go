@@ -2,16 +2,12 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"collab/channel"
-	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/bridge"
 	"collab/internal/workspace/inbox"
@@ -22,6 +18,7 @@ import (
 // mounted inbox keeps (package inbox): the set of message names the agent
 // acknowledged plus a floor below which everything is, the floor trailing
 // the newest acknowledged name by [channel.DefaultSkewWindow]. The file is
+// package inbox's cursor file ([inbox.ReadCursor], [inbox.WriteCursor]),
 //
 //	{"version": 1, "saved": TIME, "cursor": {"floor": TIME, "seen": [NAME...]}}
 //
@@ -33,20 +30,6 @@ const InboxDir = "inbox"
 
 // maxInboxPages bounds one Unread: pages of bridge.MaxReadLimit messages.
 const maxInboxPages = 200
-
-// The cursor files.
-const (
-	inboxVersion  = 1
-	maxInboxState = 16 << 20
-)
-
-type inboxState struct {
-	Version int             `json:"version"`
-	Saved   time.Time       `json:"saved"`
-	Cursor  *channel.Cursor `json:"cursor,omitempty"`
-	// After is the first format's one position (no version).
-	After string `json:"after,omitempty"`
-}
 
 // Unread returns the messages of ch this host has not acknowledged for
 // the agent, in channel order (oldest first), and the stand-ins of those
@@ -130,19 +113,7 @@ func (c *Client) Acknowledge(ch string, ids []string) error {
 	if old.Floor.Equal(cur.Floor) && slices.Equal(old.Seen, cur.Seen) {
 		return nil
 	}
-	data, err := json.MarshalIndent(inboxState{Version: inboxVersion, Saved: c.cfg.Now().UTC(), Cursor: &cur}, "", "  ")
-	if err != nil {
-		return err
-	}
-	d, err := safedir.Create(filepath.Join(c.cfg.StateDir, InboxDir))
-	if err != nil {
-		return fmt.Errorf("inbox: %w", err)
-	}
-	defer d.Close()
-	if err := d.Replace(ch+".json", append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("inbox: %w", err)
-	}
-	return nil
+	return inbox.WriteCursor(filepath.Join(c.cfg.StateDir, InboxDir), ch, cur, c.cfg.Now(), 0o600)
 }
 
 // AckUntil acknowledges every message of ch now on the mount up to and
@@ -229,53 +200,9 @@ func earlier(a, b time.Time) time.Time {
 }
 
 func (c *Client) inboxCursor(ch string) (channel.Cursor, error) {
-	d, err := safedir.Open(filepath.Join(c.cfg.StateDir, InboxDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return channel.Cursor{}, nil
-	}
+	cur, err := inbox.ReadCursor(filepath.Join(c.cfg.StateDir, InboxDir), ch)
 	if err != nil {
 		return channel.Cursor{}, fmt.Errorf("inbox: %w", err)
-	}
-	defer d.Close()
-	data, _, err := d.ReadFile(ch+".json", maxInboxState)
-	if errors.Is(err, fs.ErrNotExist) {
-		return channel.Cursor{}, nil
-	}
-	if err != nil {
-		return channel.Cursor{}, fmt.Errorf("inbox: %w", err)
-	}
-	cur, err := decodeInboxCursor(data)
-	if err != nil {
-		return channel.Cursor{}, fmt.Errorf("inbox: cursor %s/%s.json: %w", d.Path(), ch, err)
 	}
 	return cur, nil
-}
-
-// decodeInboxCursor reads a cursor file of either format (see InboxDir).
-// Every name it returns is a message name.
-func decodeInboxCursor(data []byte) (channel.Cursor, error) {
-	var s inboxState
-	if err := json.Unmarshal(data, &s); err != nil {
-		return channel.Cursor{}, err
-	}
-	switch s.Version {
-	case 0:
-		// The first format: everything up to After was read.
-		n, err := channel.ParseID(s.After)
-		if err != nil {
-			return channel.Cursor{}, fmt.Errorf("after: %w", err)
-		}
-		return channel.Cursor{Floor: n.Time, Seen: []string{s.After + ".json"}}, nil
-	case inboxVersion:
-		if s.Cursor == nil {
-			return channel.Cursor{}, errors.New("no cursor")
-		}
-		for _, name := range s.Cursor.Seen {
-			if _, err := channel.ParseName(name); err != nil {
-				return channel.Cursor{}, err
-			}
-		}
-		return *s.Cursor, nil
-	}
-	return channel.Cursor{}, fmt.Errorf("unknown version %d", s.Version)
 }

@@ -13,7 +13,9 @@
 //
 // What an agent acknowledged is kept per channel in
 // ROOT/state/AGENT/inbox/CHANNEL.json, rewritten atomically (package
-// safedir), as a [channel.Cursor]: the set of message names already
+// safedir), {"version": 1, "saved": TIME, "cursor": CURSOR} ([ReadCursor],
+// [WriteCursor]; a remote host keeps the same files, package remote), as
+// a [channel.Cursor]: the set of message names already
 // acknowledged, plus a floor below which everything is. It is not "the last
 // id or timestamp read": a message whose name sorts earlier than one already
 // acknowledged (its writer's clock is behind) and that arrives later is not
@@ -405,15 +407,36 @@ const (
 	maxState     = 16 << 20
 )
 
+// stateFile is a cursor file: {"version": 1, "saved": TIME, "cursor":
+// {"floor": TIME, "seen": [NAME...]}}. Version 0 is a remote host's first
+// format (package remote), {"after": ID}: everything up to the message ID
+// acknowledged, read as the floor at ID's time with ID seen.
 type stateFile struct {
-	Version int            `json:"version"`
-	Saved   time.Time      `json:"saved"`
-	Cursor  channel.Cursor `json:"cursor"`
+	Version int             `json:"version"`
+	Saved   time.Time       `json:"saved"`
+	Cursor  *channel.Cursor `json:"cursor,omitempty"`
+	After   string          `json:"after,omitempty"`
 }
 
 // load reads channel c's cursor; none yet is the zero cursor.
 func (b *Inbox) load(c string) (channel.Cursor, error) {
-	d, err := safedir.Open(b.root.Inbox(b.agent))
+	return ReadCursor(b.root.Inbox(b.agent), c)
+}
+
+// save writes channel c's cursor if it moved from old.
+func (b *Inbox) save(c string, old, cur channel.Cursor) error {
+	if old.Floor.Equal(cur.Floor) && slices.Equal(old.Seen, cur.Seen) {
+		return nil
+	}
+	return WriteCursor(b.root.Inbox(b.agent), c, cur, b.opt.Now(), 0o666)
+}
+
+// ReadCursor reads channel c's cursor file, dir/c.json: an agent's inbox
+// state on the mount (ROOT/state/AGENT/inbox) or on a remote host
+// (package remote). None yet is the zero cursor. Every name in it must be
+// a message name.
+func ReadCursor(dir, c string) (channel.Cursor, error) {
+	d, err := safedir.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return channel.Cursor{}, nil
 	}
@@ -428,31 +451,53 @@ func (b *Inbox) load(c string) (channel.Cursor, error) {
 	if err != nil {
 		return channel.Cursor{}, fmt.Errorf("read inbox state: %w", err)
 	}
-	var s stateFile
-	if err := json.Unmarshal(data, &s); err != nil {
-		return channel.Cursor{}, fmt.Errorf("corrupt inbox state %s/%s.json: %w", d.Path(), c, err)
+	cur, err := DecodeCursor(data)
+	if err != nil {
+		return channel.Cursor{}, fmt.Errorf("inbox state %s/%s.json: %w", d.Path(), c, err)
 	}
-	if s.Version != stateVersion {
-		return channel.Cursor{}, fmt.Errorf("inbox state %s/%s.json: unknown version %d", d.Path(), c, s.Version)
-	}
-	return s.Cursor, nil
+	return cur, nil
 }
 
-// save writes channel c's cursor if it moved from old.
-func (b *Inbox) save(c string, old, cur channel.Cursor) error {
-	if old.Floor.Equal(cur.Floor) && slices.Equal(old.Seen, cur.Seen) {
-		return nil
+// DecodeCursor decodes a cursor file (see stateFile's formats).
+func DecodeCursor(data []byte) (channel.Cursor, error) {
+	var s stateFile
+	if err := json.Unmarshal(data, &s); err != nil {
+		return channel.Cursor{}, fmt.Errorf("corrupt: %w", err)
 	}
-	data, err := json.MarshalIndent(stateFile{Version: stateVersion, Saved: b.opt.Now().UTC(), Cursor: cur}, "", "  ")
+	switch s.Version {
+	case 0:
+		n, err := channel.ParseID(s.After)
+		if err != nil {
+			return channel.Cursor{}, fmt.Errorf("after: %w", err)
+		}
+		return channel.Cursor{Floor: n.Time, Seen: []string{s.After + ".json"}}, nil
+	case stateVersion:
+		if s.Cursor == nil {
+			return channel.Cursor{}, errors.New("no cursor")
+		}
+		for _, name := range s.Cursor.Seen {
+			if _, err := channel.ParseName(name); err != nil {
+				return channel.Cursor{}, err
+			}
+		}
+		return *s.Cursor, nil
+	}
+	return channel.Cursor{}, fmt.Errorf("unknown version %d", s.Version)
+}
+
+// WriteCursor writes channel c's cursor file in dir atomically (made if
+// missing), with the time it was saved.
+func WriteCursor(dir, c string, cur channel.Cursor, saved time.Time, perm fs.FileMode) error {
+	data, err := json.MarshalIndent(stateFile{Version: stateVersion, Saved: saved.UTC(), Cursor: &cur}, "", "  ")
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(b.root.Inbox(b.agent))
+	d, err := safedir.Create(dir)
 	if err != nil {
 		return fmt.Errorf("save inbox state: %w", err)
 	}
 	defer d.Close()
-	if err := d.Replace(c+".json", data, 0o666); err != nil {
+	if err := d.Replace(c+".json", append(data, '\n'), perm); err != nil {
 		return fmt.Errorf("save inbox state: %w", err)
 	}
 	return nil
