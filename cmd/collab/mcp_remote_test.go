@@ -321,3 +321,20 @@ func TestRemoteWhoCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteSendWaitRefused: send --remote --wait to a mounted watcher
+// whose hop limit refuses the message ends with exit 4, the refusal on
+// stderr (from the bridge's status op) and the guard's notice on stdout
+// (from the stream), as on the mount.
+func TestRemoteSendWaitRefused(t *testing.T) {
+	s := newRemoteWatchSetup(t, "rem")
+	startWatcher(t, string(s.mount), "a3", "dev", nil, "--max-hops", "1", "--allow-writable-keyring")
+	env := map[string]string{"NATS_URL": s.url, "COLLAB_KEY": s.keys["rem"], "COLLAB_STATE_DIR": filepath.Join(t.TempDir(), "state"),
+		"COLLAB_REMOTE": "1", "COLLAB_ROOT": filepath.Join(t.TempDir(), "no-such-mount"), "COLLAB_HOPS": "1"}
+	s.awaitBridge(t, env)
+	r := runCollab(t, env, "", "send", "--wait", "--agent", "rem", "--channel", "dev", "--to", "a3", "--poll", "100ms", "--timeout", "2m", "go deeper")
+	if r.code != exitRefused || !strings.Contains(r.stderr, "a3: refused by max-hops") ||
+		!strings.Contains(r.stdout, "[collab] a3 stopped answering this thread") {
+		t.Errorf("send --remote --wait refused: exit %d, stdout %q, stderr %q; want %d", r.code, r.stdout, r.stderr, exitRefused)
+	}
+}

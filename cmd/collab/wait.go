@@ -68,6 +68,10 @@ Flags:
 	return w.run(ctx, nf, getenv, stdout, stderr)
 }
 
+// noticeWait is how long send --remote --wait looks on the stream for a
+// guard's notice once every addressee is refused.
+const noticeWait = time.Second
+
 // replyWait is one wait for a reply, as send --wait and wait do it.
 type replyWait struct {
 	root    tree.Root
@@ -161,8 +165,15 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 			// watcher posts a guard's notice before it records the
 			// refusal: one more look (ctx is done) finds it, and its
 			// text is printed as a reply's would be.
-			if w.reader != nil {
+			switch {
+			case w.reader != nil:
 				delegate.WaitWith(ctx, w.reader, w.id, w.opt)
+			case w.await != nil:
+				// From the stream: what has landed comes again at once;
+				// a second for one still on its way.
+				lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noticeWait)
+				w.await(lctx, w.opt)
+				cancel()
 			}
 			for _, text := range notices {
 				fmt.Fprintln(stdout, text)
