@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/mcptest"
 	"collab/internal/workspace/task"
 	"collab/presence"
 )
@@ -51,33 +51,8 @@ func mcpClient(t *testing.T, env map[string]string, args ...string) (*mcp.Client
 	return cs, stderr
 }
 
-// callTool calls a tool and decodes its structured result into out (if
-// not nil); it returns the tool error's text, "" on success.
-func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: protocol error %v", name, err)
-	}
-	if res.IsError {
-		var text []string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text = append(text, tc.Text)
-			}
-		}
-		return "error: " + strings.Join(text, " ")
-	}
-	if out != nil {
-		data, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s: %s: %v", name, data, err)
-		}
-	}
-	return ""
-}
+// callTool calls a tool as the SDK's client does (mcptest.Call).
+var callTool = mcptest.Call
 
 // TestMCPRemote: `collab mcp --remote` on a host whose --root does not
 // exist serves the same tools as on the mount, through a real `collab

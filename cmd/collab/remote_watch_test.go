@@ -78,29 +78,9 @@ func (s *remoteWatchSetup) startRemote(t *testing.T, agent, state string, env []
 			t.Errorf("the remote watcher made its --root %s", absent)
 		}
 	})
-	w := &watcherProc{done: make(chan error, 1)}
-	w.cmd = exec.Command(os.Args[0], append([]string{"watch", "--remote", "--root", absent, "--agent", agent,
-		"--channel", "dev", "--cli", "command", "--cmd", os.Args[0], "--state-dir", state,
-		"--poll", "100ms", "--heartbeat", "1s", "--grace", "2s", "--rate", "1000"}, flags...)...)
-	w.cmd.Env = append(os.Environ(), append([]string{"COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0",
-		"NATS_URL=" + s.url, "COLLAB_KEY=" + s.keys[agent]}, env...)...)
-	w.cmd.Stderr = &w.stderr
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { w.done <- w.cmd.Wait() }()
-	t.Cleanup(func() {
-		w.cmd.Process.Kill()
-		<-w.done
-		if t.Failed() {
-			t.Logf("remote watcher %s log:\n%s", agent, w.stderr.String())
-		}
-	})
-	waitFor(t, func() bool {
-		p, err := presence.Read(s.mount, agent)
-		return err == nil && p.State == presence.StateAwake && p.WatcherPID == w.cmd.Process.Pid
-	})
-	return w
+	return launchWatch(t, os.Args[0], s.mount, agent, append([]string{"NATS_URL=" + s.url, "COLLAB_KEY=" + s.keys[agent]}, env...),
+		append([]string{"--remote", "--root", absent, "--agent", agent, "--channel", "dev", "--cli", "command", "--cmd", os.Args[0],
+			"--state-dir", state, "--rate", "1000"}, flags...)...)
 }
 
 // foreignPost writes a message into dev on the mount as a foreign script

@@ -99,9 +99,16 @@ func startWatcher(t *testing.T, root, agent, c string, env []string, flags ...st
 // env adds variables (a later one wins).
 func startWatch(t *testing.T, bin, root, agent string, env []string, args ...string) *watcherProc {
 	t.Helper()
+	return launchWatch(t, bin, tree.Root(root), agent, env, append([]string{"--root", root, "--agent", agent}, args...)...)
+}
+
+// launchWatch runs bin as `collab watch` with args (after fast poll,
+// heartbeat and grace settings) and env, and waits until agent's presence
+// in presenceIn says this process is awake.
+func launchWatch(t *testing.T, bin string, presenceIn tree.Root, agent string, env []string, args ...string) *watcherProc {
+	t.Helper()
 	w := &watcherProc{done: make(chan error, 1)}
-	w.cmd = exec.Command(bin, "watch", "--root", root, "--agent", agent, "--poll", "100ms", "--heartbeat", "1s", "--grace", "2s")
-	w.cmd.Args = append(w.cmd.Args, args...)
+	w.cmd = exec.Command(bin, append([]string{"watch", "--poll", "100ms", "--heartbeat", "1s", "--grace", "2s"}, args...)...)
 	w.cmd.Env = append(os.Environ(), append([]string{"COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0"}, env...)...)
 	w.cmd.Stderr = &w.stderr
 	if err := w.cmd.Start(); err != nil {
@@ -116,7 +123,7 @@ func startWatch(t *testing.T, bin, root, agent string, env []string, args ...str
 		}
 	})
 	waitFor(t, func() bool {
-		s, err := presence.Read(tree.Root(root), agent)
+		s, err := presence.Read(presenceIn, agent)
 		return err == nil && s.State == presence.StateAwake && s.WatcherPID == w.cmd.Process.Pid
 	})
 	return w

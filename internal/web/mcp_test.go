@@ -20,6 +20,7 @@ import (
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/mcptest"
 	"collab/internal/transport/mcpserver"
 )
 
@@ -43,30 +44,8 @@ func mcpConnect(t *testing.T, url, token string) (*mcp.ClientSession, error) {
 	return cs, err
 }
 
-// mcpCall calls tool and returns its structured result, or the tool error.
-func mcpCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, out any) string {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	if res.IsError {
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		return "tool error: " + b.String()
-	}
-	if out != nil {
-		data, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s: %v", tool, err)
-		}
-	}
-	return ""
-}
+// mcpCall calls tool as the SDK's client does (mcptest.Call).
+var mcpCall = mcptest.Call
 
 // mcpTestServer serves a tree with a token file; claude has a trusted key.
 type mcpTestServer struct {

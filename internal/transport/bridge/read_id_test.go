@@ -60,18 +60,7 @@ func TestReadForeignIDs(t *testing.T) {
 func TestReadSince(t *testing.T) {
 	e := newEnv(t)
 	s := e.server(Config{})
-	w := channel.Writer{Root: e.root}
-	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
-	var ids []string
-	for i := range 6 {
-		at := base.Add(time.Duration(i) * time.Minute)
-		w.Now = func() time.Time { return at }
-		m := &channel.Message{SessionID: "dev", From: "m", Content: channel.Content{Text: "x"}}
-		if err := w.Post(m); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, m.ID)
-	}
+	base, ids := postMinutes(t, e, "x")
 	for _, c := range []struct {
 		since string
 		limit int
@@ -85,21 +74,9 @@ func TestReadSince(t *testing.T) {
 		{"", 2, ids[4:], true},
 		{"", 6, ids, false},
 	} {
-		b, _ := json.Marshal(ReadRequest{Channel: "dev", Since: c.since, Limit: c.limit})
-		var rep ReadReply
-		if r := handle(t, s, OpRead, "alice", b, &rep); !r.OK {
-			t.Fatalf("since %q: %+v", c.since, r)
-		}
-		var got []string
-		for _, raw := range rep.Messages {
-			m, err := channel.Decode(raw, "", "dev")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, m.ID)
-		}
-		if !slices.Equal(got, c.want) || rep.More != c.more {
-			t.Errorf("since %q limit %d: %q more %v; want %q more %v", c.since, c.limit, got, rep.More, c.want, c.more)
+		got, more := readIDs(t, s, ReadRequest{Channel: "dev", Since: c.since, Limit: c.limit})
+		if !slices.Equal(got, c.want) || more != c.more {
+			t.Errorf("since %q limit %d: %q more %v; want %q more %v", c.since, c.limit, got, more, c.want, c.more)
 		}
 	}
 	for _, req := range []ReadRequest{{Channel: "dev", Since: "yesterday"}, {Channel: "dev", Since: ids[0], After: ids[0]}} {
@@ -116,42 +93,54 @@ func TestReadSince(t *testing.T) {
 func TestReadNewestCutKeepsNewest(t *testing.T) {
 	e := newEnv(t)
 	s := e.server(Config{MaxReply: 8 << 10})
+	_, ids := postMinutes(t, e, strings.Repeat("x", 3000))
+	for _, req := range []ReadRequest{{Channel: "dev"}, {Channel: "dev", Since: ids[0]}} {
+		got, more := readIDs(t, s, req)
+		if len(got) == 0 || got[len(got)-1] != ids[5] || !more || !slices.IsSorted(got) {
+			t.Errorf("%+v: %q more %v; want the newest, in order, and more", req, got, more)
+		}
+	}
+	got, more := readIDs(t, s, ReadRequest{Channel: "dev", After: ids[0]})
+	if len(got) == 0 || got[0] != ids[1] || !more {
+		t.Errorf("after %s: %q more %v; want the oldest after it, and more", ids[0], got, more)
+	}
+}
+
+// postMinutes posts six messages of text in dev, a minute apart from an
+// hour ago, and returns the first's time and their ids.
+func postMinutes(t *testing.T, e *env, text string) (time.Time, []string) {
+	t.Helper()
 	w := channel.Writer{Root: e.root}
 	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	var ids []string
 	for i := range 6 {
 		at := base.Add(time.Duration(i) * time.Minute)
 		w.Now = func() time.Time { return at }
-		m := &channel.Message{SessionID: "dev", From: "m", Content: channel.Content{Text: strings.Repeat("x", 3000)}}
+		m := &channel.Message{SessionID: "dev", From: "m", Content: channel.Content{Text: text}}
 		if err := w.Post(m); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, m.ID)
 	}
-	read := func(req ReadRequest) ([]string, bool) {
-		b, _ := json.Marshal(req)
-		var rep ReadReply
-		if r := handle(t, s, OpRead, "alice", b, &rep); !r.OK {
-			t.Fatalf("%+v: %+v", req, r)
-		}
-		var got []string
-		for _, raw := range rep.Messages {
-			m, err := channel.Decode(raw, "", "dev")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, m.ID)
-		}
-		return got, rep.More
+	return base, ids
+}
+
+// readIDs performs req as alice and returns the ids of the messages read
+// and the reply's more.
+func readIDs(t *testing.T, s *Server, req ReadRequest) ([]string, bool) {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	var rep ReadReply
+	if r := handle(t, s, OpRead, "alice", b, &rep); !r.OK {
+		t.Fatalf("%+v: %+v", req, r)
 	}
-	for _, req := range []ReadRequest{{Channel: "dev"}, {Channel: "dev", Since: ids[0]}} {
-		got, more := read(req)
-		if len(got) == 0 || got[len(got)-1] != ids[5] || !more || !slices.IsSorted(got) {
-			t.Errorf("%+v: %q more %v; want the newest, in order, and more", req, got, more)
+	var got []string
+	for _, raw := range rep.Messages {
+		m, err := channel.Decode(raw, "", "dev")
+		if err != nil {
+			t.Fatal(err)
 		}
+		got = append(got, m.ID)
 	}
-	got, more := read(ReadRequest{Channel: "dev", After: ids[0]})
-	if len(got) == 0 || got[0] != ids[1] || !more {
-		t.Errorf("after %s: %q more %v; want the oldest after it, and more", ids[0], got, more)
-	}
+	return got, rep.More
 }

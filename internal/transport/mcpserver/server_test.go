@@ -18,6 +18,7 @@ import (
 
 	"collab/channel"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/mcptest"
 	"collab/internal/workspace/inbox"
 	"collab/internal/workspace/task"
 	"collab/presence"
@@ -68,36 +69,9 @@ func connectWith(t *testing.T, cfg Config) (*Server, *mcp.ClientSession) {
 	return s, cs
 }
 
-// call calls a tool and decodes its structured result into out (if not
-// nil). It returns the tool error's text, "" on success.
-func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s(%v): protocol error %v", name, args, err)
-	}
-	if res.IsError {
-		var text []string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text = append(text, tc.Text)
-			}
-		}
-		return "error: " + strings.Join(text, " ")
-	}
-	if out != nil {
-		data, err := json.Marshal(res.StructuredContent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s: result %s: %v", name, data, err)
-		}
-	}
-	return ""
-}
+// call calls a tool as the SDK's client does (mcptest.Call): the tool
+// error's text, "" on success.
+var call = mcptest.Call
 
 func messages(t *testing.T, root tree.Root) []channel.Message {
 	t.Helper()

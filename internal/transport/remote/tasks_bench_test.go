@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"collab/internal/transport/bridge"
-	"collab/internal/transport/natsbus"
 	"collab/internal/workspace/task"
 )
 
@@ -14,11 +13,7 @@ import (
 // into a tree on the local disk.
 func BenchmarkRemoteTaskCheckpoint(b *testing.B) {
 	_, url, signer := bridgeOnLoopback(b)
-	c, err := Dial(context.Background(), natsbus.Options{URL: url}, Config{Agent: "a", Signer: signer, StateDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := dialAs(b, url, "a", signer)
 	ctx := context.Background()
 	if _, err := c.Task(ctx, bridge.TaskRequest{Action: "add", Channel: "dev", Title: "bench"}); err != nil {
 		b.Fatal(err)
@@ -36,11 +31,7 @@ func BenchmarkRemoteTaskCheckpoint(b *testing.B) {
 // BenchmarkRemoteDocAppend: one document append from a remote host.
 func BenchmarkRemoteDocAppend(b *testing.B) {
 	_, url, signer := bridgeOnLoopback(b)
-	c, err := Dial(context.Background(), natsbus.Options{URL: url}, Config{Agent: "a", Signer: signer, StateDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := dialAs(b, url, "a", signer)
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := c.Doc(ctx, bridge.DocRequest{Action: "append", Channel: "dev", File: "log.md", Content: "a line\n"}); err != nil {

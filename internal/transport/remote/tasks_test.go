@@ -17,7 +17,7 @@ import (
 	"collab/internal/workspace/task"
 )
 
-func dialAs(t *testing.T, url, agent string, signer *signing.Signer) *Client {
+func dialAs(t testing.TB, url, agent string, signer *signing.Signer) *Client {
 	t.Helper()
 	c, err := Dial(context.Background(), natsbus.Options{URL: url}, Config{Agent: agent, Signer: signer, StateDir: t.TempDir()})
 	if err != nil {

@@ -51,23 +51,7 @@ func TestApplySignedMatchesLocal(t *testing.T) {
 			t.Fatalf("%s: %v", step.kind, err)
 		}
 	}
-	_, local, err := codex.Events("t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, remote, err := codex.Events("t2")
-	if err != nil || len(remote) != 3 {
-		t.Fatalf("t2: %d events, %v", len(remote), err)
-	}
-	for i := range local {
-		if remote[i].Verdict != signing.Verified {
-			t.Errorf("event %d: %s", remote[i].Seq, remote[i].Verdict)
-		}
-		local[i].Signature, remote[i].Signature = nil, nil
-		if !reflect.DeepEqual(local[i], remote[i]) {
-			t.Errorf("event %d:\nlocal  %+v\nremote %+v", i+1, local[i], remote[i])
-		}
-	}
+	sameEvents(t, codex, 3)
 }
 
 // TestApplySignedWorktree: a worktree event made elsewhere with
@@ -141,12 +125,20 @@ func TestApplySignedWorktree(t *testing.T) {
 	if err != nil || got.Worktree != "/w/proj/t-x" || got.Branch != "t-x" || got.WorktreeHost != "test-host" || got.Owner != "codex" {
 		t.Fatalf("ApplySigned worktree: %+v %v", got, err)
 	}
-	_, local, err := codex.Events("t1")
+	sameEvents(t, codex, 2)
+}
+
+// sameEvents checks that t2's events, made by signing and ApplySigned,
+// are t1's, made by the board for the same agent, event for event but
+// the signature, each verified; t2 has n.
+func sameEvents(t *testing.T, b *task.Board, n int) {
+	t.Helper()
+	_, local, err := b.Events("t1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, remote, err := codex.Events("t2")
-	if err != nil || len(remote) != 2 {
+	_, remote, err := b.Events("t2")
+	if err != nil || len(remote) != n {
 		t.Fatalf("t2: %d events, %v", len(remote), err)
 	}
 	for i := range local {
