@@ -238,22 +238,15 @@ func inboxRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent stri
 	var items []inbox.Item
 	read := map[string][]string{}
 	for _, ch := range chans {
-		msgs, omitted, err := c.Unread(ctx, ch)
+		its, omitted, looked, err := c.Inbox(ctx, ch)
 		if err != nil {
 			return fmt.Errorf("inbox: %w", err)
 		}
 		for _, o := range omitted {
 			fmt.Fprintf(stderr, "collab: message %s not shown: %s; read it on the mount\n", tree.Printable(o.ID), tree.Printable(o.Omitted))
-			if _, err := channel.ParseID(o.ID); err == nil {
-				read[ch] = append(read[ch], o.ID)
-			}
 		}
-		for i := range msgs {
-			read[ch] = append(read[ch], msgs[i].ID)
-			if msgs[i].IsFor(agent) {
-				items = append(items, inbox.Item{Channel: ch, Priority: inbox.PriorityOf(&msgs[i]), Message: msgs[i]})
-			}
-		}
+		items = append(items, its...)
+		read[ch] = looked
 	}
 	slices.SortStableFunc(items, func(a, b inbox.Item) int {
 		return cmp.Or(a.Message.Time().Compare(b.Message.Time()), strings.Compare(a.Message.ID, b.Message.ID))

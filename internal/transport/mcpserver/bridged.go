@@ -106,25 +106,16 @@ type bridgedInbox struct {
 }
 
 func (i bridgedInbox) unread(ctx context.Context, ack bool) ([]inbox.Item, error) {
-	msgs, omitted, err := i.b.c.Unread(ctx, i.ch)
+	items, omitted, looked, err := i.b.c.Inbox(ctx, i.ch)
 	if err != nil {
 		return nil, err
 	}
-	items := []inbox.Item{}
-	ids := make([]string, 0, len(msgs)+len(omitted))
 	for _, o := range omitted {
 		// Acknowledged with the rest, as inbox --remote does: said once.
 		i.b.cfg.Logger.Warn("a message too big for a bridge reply is left out; read it on the mount", keyMsg, o.ID)
-		ids = append(ids, o.ID)
 	}
-	for k := range msgs {
-		ids = append(ids, msgs[k].ID)
-		if msgs[k].IsFor(i.b.cfg.Agent) {
-			items = append(items, inbox.Item{Channel: i.ch, Priority: inbox.PriorityOf(&msgs[k]), Message: msgs[k]})
-		}
-	}
-	if ack && len(ids) > 0 {
-		if err := i.b.c.Acknowledge(i.ch, ids); err != nil {
+	if ack && len(looked) > 0 {
+		if err := i.b.c.Acknowledge(i.ch, looked); err != nil {
 			return nil, err
 		}
 	}

@@ -63,6 +63,30 @@ func (c *Client) Unread(ctx context.Context, ch string) (msgs []channel.Message,
 	return msgs, omitted, nil
 }
 
+// Inbox returns what of Unread is for the client's agent
+// (channel.Message.IsFor) as inbox items, in channel order, the stand-ins
+// of messages too big for a reply, and the ids of every message looked at,
+// for [Client.Acknowledge] (as inbox.Check acknowledges what it looked
+// at, stand-ins included).
+func (c *Client) Inbox(ctx context.Context, ch string) (items []inbox.Item, omitted []bridge.Omitted, looked []string, err error) {
+	msgs, omitted, err := c.Unread(ctx, ch)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, o := range omitted {
+		if _, err := channel.ParseID(o.ID); err == nil {
+			looked = append(looked, o.ID)
+		}
+	}
+	for i := range msgs {
+		looked = append(looked, msgs[i].ID)
+		if msgs[i].IsFor(c.cfg.Agent) {
+			items = append(items, inbox.Item{Channel: ch, Priority: inbox.PriorityOf(&msgs[i]), Message: msgs[i]})
+		}
+	}
+	return items, omitted, looked, nil
+}
+
 // isUnread applies a cursor's test to a message id; an id that is not one
 // (a stand-in's, from the bridge) counts as unread.
 func isUnread(unread func(string, channel.Name) bool, id string) bool {
