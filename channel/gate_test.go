@@ -268,6 +268,44 @@ func TestScanRereadsFileWrittenInPlace(t *testing.T) {
 	}
 }
 
+// TestScanHintedRereadsFileWrittenInPlace: a file found malformed while it
+// was being written in place, hinted again when the write wakes the reader
+// (fsnotify's Write), is read by that hinted scan, not the next listing.
+func TestScanHintedRereadsFileWrittenInPlace(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	clk := &clock{t: time.Now()}
+	postAt(t, root, "c", "one", clk.Now())
+	r, err := channel.NewReader(root, "c", channel.Cursor{}, channel.ReaderOptions{Now: clk.Now, Settle: 2 * time.Second, FullRescan: time.Hour, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := scanN(t, r); n != 1 {
+		t.Fatalf("first scan: %d messages", n)
+	}
+	whole := postAt(t, root, "c", "two", clk.Now())
+	path := filepath.Join(root.Channel("c"), whole.ID+".json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil { // created, not written yet
+		t.Fatal(err)
+	}
+	r.Hint(whole.ID + ".json")
+	if msgs, skips, err := r.ScanHinted(); err != nil || len(msgs) != 0 || len(skips) != 1 {
+		t.Fatalf("hinted scan of the empty file: %d messages, skips %v, err %v; want one skip", len(msgs), skips, err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil { // the writer finishes, in place
+		t.Fatal(err)
+	}
+	os.Chtimes(path, clk.Now(), clk.Now().Add(time.Second))
+	r.Hint(whole.ID + ".json")
+	msgs, _, err := r.ScanHinted()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("hinted scan after the write: %d messages, err %v; want 1", len(msgs), err)
+	}
+}
+
 // A message that appears named further back than the reader's floor (its
 // writer's clock far behind) is reported once with SkipBehind; the ones
 // there before the reader started are not.

@@ -474,10 +474,11 @@ func (r *Reader) hinted(d *safedir.Dir) []*candidate {
 	// A file that failed to decode and was written to lately may be being
 	// written in place (a foreign writer without a temp file), which leaves
 	// the folder's attributes unchanged: look at it again when it changes,
-	// without waiting for the next full listing.
+	// without waiting for the next full listing; hinted or not (a write in
+	// place hints it again).
 	now := r.opt.Now()
 	for name, fp := range r.bad {
-		if _, hinted := r.hints[name]; hinted || now.Sub(fp.mtime) > r.opt.FullRescan {
+		if now.Sub(fp.mtime) > r.opt.FullRescan {
 			continue
 		}
 		fi, err := d.Lstat(name)

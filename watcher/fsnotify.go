@@ -13,7 +13,8 @@ import (
 )
 
 // FSNotify wakes the watcher when a file appears in one of its channel
-// folders on this host. It never sees other NFS hosts' writes (no
+// folders on this host, or is written to in place (a foreign writer
+// without a temp file: the look at its creation may have found it empty). It never sees other NFS hosts' writes (no
 // notification crosses NFS clients); polling finds those.
 type FSNotify struct {
 	Root tree.Root
@@ -43,7 +44,9 @@ func (f FSNotify) Watch(ctx context.Context, channels []string, wake func(channe
 				return nil
 			}
 			dir, name := filepath.Split(ev.Name)
-			if ev.Has(fsnotify.Create) && !strings.HasPrefix(name, ".") {
+			// Create for a published file; Write for one written in place
+			// by a foreign writer, whose first look may have found it empty.
+			if ev.Has(fsnotify.Create|fsnotify.Write) && !strings.HasPrefix(name, ".") {
 				wake(byDir[filepath.Clean(dir)], name)
 			}
 		case err, ok := <-fw.Errors:

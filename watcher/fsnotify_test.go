@@ -13,7 +13,8 @@ import (
 
 // TestFSNotifyWakes: Watch wakes once its watches are in place (a file
 // created before then is found by that poll, not the next one), then on
-// each new file, and never for a dot-file (a writer's temp file).
+// each new file and each write to a file written in place, and never for a
+// dot-file (a writer's temp file).
 func TestFSNotifyWakes(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
@@ -58,6 +59,32 @@ func TestFSNotifyWakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("by a new message file", wake{"room", "msg-20261124-000000-bob-a001.json"})
+	drain := func() { // the write that followed the creation
+		for {
+			select {
+			case <-woke:
+			case <-time.After(200 * time.Millisecond):
+				return
+			}
+		}
+	}
+	drain()
+
+	// Written in place: created empty, then filled. The look at the
+	// creation finds nothing to read; the write must wake again.
+	name := "msg-20261124-000001-bob-a002.json"
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	wait("by a file created empty", wake{"room", name})
+	quiet("before it is written")
+	if _, err := f.Write([]byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	wait("by a write in place", wake{"room", name})
+	drain()
 
 	cancel()
 	if err := <-done; err != nil {

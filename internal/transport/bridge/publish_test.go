@@ -165,7 +165,8 @@ func TestPublisher(t *testing.T) {
 }
 
 // TestPublisherHints: with a poll that never comes, a file made on this
-// host is published on fsnotify's word.
+// host is published on fsnotify's word, also one written in place whose
+// creation showed an empty file.
 func TestPublisherHints(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	srv := natstest.Start(t, true, nil)
@@ -175,5 +176,20 @@ func TestPublisherHints(t *testing.T) {
 	defer stop()
 	parity(t, b, root, "dev")
 	foreign(t, root, "dev", "after", time.Now())
+	parity(t, b, root, "dev")
+
+	id := channel.NewID("script", time.Now(), "beef")
+	path := root.Channel("dev") + "/" + id + ".json"
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	time.Sleep(200 * time.Millisecond) // the creation is looked at, empty
+	data := fmt.Sprintf(`{"id":%q,"timestamp":%q,"session_id":"dev","from":"script","to":"all","type":"chat","content":{"text":"in place"}}`,
+		id, time.Now().UTC().Format(channel.TimeFormat))
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
 	parity(t, b, root, "dev")
 }
