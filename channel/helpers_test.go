@@ -12,6 +12,7 @@ import (
 
 	"collab/channel"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/tmpfs"
 )
 
 // t0 is the fixed "now" of most tests.
@@ -37,16 +38,11 @@ func newRoot(t testing.TB, ch string) tree.Root {
 // costs are not what they test (link and O_EXCL behave alike on both).
 func tmpfsRoot(t testing.TB) tree.Root {
 	t.Helper()
-	path := t.TempDir()
-	if err := unix.Mount("tmpfs", path, "tmpfs", 0, "size=512m"); err != nil {
+	path, err := tmpfs.Mount(t, "512m")
+	if err != nil {
 		t.Logf("no tmpfs (%v); using the temp folder's own filesystem", err)
-		return tree.Root(path)
+		return tree.Root(t.TempDir())
 	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", path, err)
-		}
-	})
 	return tree.Root(path)
 }
 

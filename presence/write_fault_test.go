@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/tmpfs"
 )
 
 // A failed heartbeat write leaves the previous heartbeat whole and no temp
@@ -59,15 +60,10 @@ func checkUnchanged(t *testing.T, root tree.Root, want Status) {
 }
 
 func TestWriteFullDiskKeepsHeartbeat(t *testing.T) {
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+	dir, err := tmpfs.Mount(t, "64k")
+	if err != nil {
 		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
 	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
 	root := tree.Root(dir)
 	old := heartbeat(0)
 	if err := Write(root, old); err != nil {

@@ -14,8 +14,9 @@ import (
 
 // FSNotify wakes the watcher when a file appears in one of its channel
 // folders on this host, or is written to in place (a foreign writer
-// without a temp file: the look at its creation may have found it empty). It never sees other NFS hosts' writes (no
-// notification crosses NFS clients); polling finds those.
+// without a temp file: the look at its creation may have found it
+// empty). It never sees other NFS hosts' writes (no notification crosses
+// NFS clients); polling finds those.
 type FSNotify struct {
 	Root tree.Root
 }

@@ -12,12 +12,11 @@ import (
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"collab/channel"
 	"collab/internal/agent/claim"
 	"collab/internal/agent/modelcli"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/tmpfs"
 	"collab/presence"
 	"collab/watcher"
 )
@@ -303,15 +302,10 @@ func TestOutboxInMemory(t *testing.T) {
 // space returns, without running the CLI again. Needs root for the mount.
 func TestOutboxRealFullDisk(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+	dir, err := tmpfs.Mount(t, "4m")
+	if err != nil {
 		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
 	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
 	root := tree.Root(dir)
 	release := make(chan struct{})
 	r := &fakeRunner{reply: blockUntil(release), started: make(chan runCall, 1)}
@@ -491,15 +485,10 @@ func TestReplyIDClash(t *testing.T) {
 // and heartbeats) and says so with a warning. Needs root for the mount.
 func TestOutboxReserveLeavesRoom(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+	dir, err := tmpfs.Mount(t, "4m")
+	if err != nil {
 		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
 	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
 	// Leave about 2.1 MiB free: room for the 2 MiB reserve, not for the
 	// margin after it.
 	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 4<<20-2<<20-100<<10), 0o600); err != nil {

@@ -86,8 +86,11 @@
 //     on the mount by collab watch with the stand-in, until its reply
 //     arrives through the stream by Follow), p50 and p99; signed posts per
 //     second from 8 remote clients at once through one bridge process and
-//     through two; and the time for Follow (read --remote --follow) to
-//     catch up on 10,000 messages from the stream.
+//     through two; the time for Follow (read --remote --follow) to
+//     catch up on 10,000 messages from the stream; and the time for a
+//     remote watcher's mirror (watch --remote), stopped while 10,000
+//     messages landed, to have them all again, from the stream and, with
+//     the stream purged, from the files through the bridge.
 //
 // # Caveats
 //

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"collab/channel"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
@@ -38,6 +40,13 @@ import (
 //   - Catch-up: 10,000 messages in a channel on the mount, each published to
 //     the stream as the mount's writers do; the time for Follow (read
 //     --remote --follow) from the start to have all of them.
+//   - A remote watcher back after a day away: the mirror of `collab watch
+//     --remote` (remote.Mirror) ran once, stopped, and 10,000 messages
+//     landed on the mount meanwhile (the bridge publishing them); the time
+//     from its restart until it has caught up (Mirror.CaughtUp: every
+//     message a file in its tree). Once with the stream holding them, once
+//     with the stream purged meanwhile (its retention passed), so that the
+//     mirror pages them from the files through the bridge's read op.
 
 // remoteSenders is how many remote clients post at once in the throughput
 // runs.
@@ -144,6 +153,10 @@ func (b *bench) remote(ctx context.Context) []Figure {
 		note: "as above, two collab bridge processes in the queue group"}
 	catch := spec{name: fmt.Sprintf("remote catch-up of %s messages (read --remote --follow)", thousands(b.size.remoteCatchup)), unit: "s",
 		note: "Client.Follow from the stream's start until every message of the channel has arrived"}
+	fromStream := spec{name: fmt.Sprintf("remote watcher's catch-up of %s messages from the stream (watch --remote)", thousands(b.size.remoteCatchup)), unit: "s",
+		note: "remote.Mirror restarted after the messages landed on the mount, until CaughtUp: every one a file in the mirror tree"}
+	fromFiles := spec{name: fmt.Sprintf("remote watcher's catch-up of %s messages the stream no longer holds (watch --remote)", thousands(b.size.remoteCatchup)), unit: "s",
+		note: "as above with the stream purged meanwhile: paged from the files through the bridge's read op"}
 
 	lv, lerr := b.repeat(ctx, "remote send→reply p50/p99 ms", 2, func(run int) ([]float64, error) {
 		return b.remoteReply(ctx, run)
@@ -162,7 +175,19 @@ func (b *bench) remote(ctx context.Context) []Figure {
 	cv, cerr := b.repeat(ctx, "remote catch-up s", 1, func(run int) ([]float64, error) {
 		return b.remoteCatchup(ctx, run)
 	})
-	return []Figure{p50.figure(lv[0], lerr), p99.figure(lv[1], lerr), one.figure(tv[0], terr), two.figure(tv[1], terr), catch.figure(cv[0], cerr)}
+	mv, merr := b.repeat(ctx, "remote watcher catch-up s stream/files", 2, func(run int) ([]float64, error) {
+		vs, err := b.remoteMirror(ctx, run, false)
+		if err != nil {
+			return nil, err
+		}
+		vf, err := b.remoteMirror(ctx, run, true)
+		if err != nil {
+			return nil, err
+		}
+		return []float64{vs, vf}, nil
+	})
+	return []Figure{p50.figure(lv[0], lerr), p99.figure(lv[1], lerr), one.figure(tv[0], terr), two.figure(tv[1], terr), catch.figure(cv[0], cerr),
+		fromStream.figure(mv[0], merr), fromFiles.figure(mv[1], merr)}
 }
 
 // remoteReply measures one run of send → reply seen remotely.
@@ -333,4 +358,119 @@ func (b *bench) remoteCatchup(ctx context.Context, run int) ([]float64, error) {
 		return nil, fmt.Errorf("catch-up: %d of %d messages within %v", len(got), n, 5*waitLong)
 	}
 	return []float64{took.Seconds()}, nil
+}
+
+// remoteMirror times a remote watcher's mirror catching up on
+// b.size.remoteCatchup messages that landed on the mount while it was
+// stopped (the bridge publishing them); with purge, the stream is purged
+// before the restart, so they come from the files through the bridge.
+func (b *bench) remoteMirror(ctx context.Context, run int, purge bool) (float64, error) {
+	r, err := b.newRemoteRig(ctx, fmt.Sprintf("remote-mirror-%t-%d", purge, run), 1)
+	defer r.close()
+	if err != nil {
+		return 0, err
+	}
+	const agent, ch = "sender-0", "away"
+	c, err := r.client(ctx, agent)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	dir := filepath.Join(r.dir, "state-"+agent, "tree")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(r.root.Channel(ch), 0o755); err != nil {
+		return 0, err
+	}
+	bus, err := natsbus.Connect(ctx, natsbus.Options{URL: r.url, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return 0, err
+	}
+	defer bus.Close()
+	js, err := jetstream.New(bus.Conn())
+	if err != nil {
+		return 0, err
+	}
+	stream, err := js.Stream(ctx, natsbus.StreamName)
+	if err != nil {
+		return 0, err
+	}
+	published := func(want uint64) error {
+		return waitFor(ctx, fmt.Sprintf("%d messages in the stream", want), func() bool {
+			info, err := stream.Info(ctx)
+			return err == nil && info.State.Msgs >= want
+		})
+	}
+	// run starts a mirror and returns once it has caught up.
+	runMirror := func() (stop func() error, err error) {
+		m, err := remote.NewMirror(remote.MirrorConfig{Client: c, Channels: []string{ch}, Dir: dir, Poll: 100 * time.Millisecond})
+		if err != nil {
+			return nil, err
+		}
+		mctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- m.Run(mctx) }()
+		stop = func() error { cancel(); return <-done }
+		select {
+		case <-m.CaughtUp():
+			return stop, nil
+		case err := <-done:
+			cancel()
+			return nil, fmt.Errorf("the mirror stopped: %v", err)
+		case <-time.After(5 * waitLong):
+			stop()
+			return nil, fmt.Errorf("the mirror did not catch up within %v", 5*waitLong)
+		}
+	}
+	w := &channel.Writer{Root: r.root, Signer: r.signers[senderAgent]}
+	post := func(i int) error {
+		m := channel.Message{SessionID: ch, From: senderAgent, To: channel.Broadcast, Content: channel.Content{Text: "message " + strconv.Itoa(i) + " while the remote host was away"}}
+		return w.Post(&m)
+	}
+	// The first start: the mirror has the channel's first message and a
+	// position in the stream.
+	if err := post(0); err != nil {
+		return 0, err
+	}
+	if err := published(1); err != nil {
+		return 0, err
+	}
+	stop, err := runMirror()
+	if err != nil {
+		return 0, err
+	}
+	if err := stop(); err != nil {
+		return 0, err
+	}
+	if err := countFiles(filepath.Join(dir, "channels", ch), 1); err != nil {
+		return 0, err
+	}
+	n := b.size.remoteCatchup
+	for i := range n {
+		if err := post(i + 1); err != nil {
+			return 0, err
+		}
+	}
+	if err := published(uint64(n + 1)); err != nil {
+		return 0, err
+	}
+	if purge {
+		if err := stream.Purge(ctx); err != nil {
+			return 0, err
+		}
+	}
+	t0 := time.Now()
+	stop, err = runMirror()
+	took := time.Since(t0)
+	if err != nil {
+		return 0, err
+	}
+	if err := stop(); err != nil {
+		return 0, err
+	}
+	if err := countFiles(filepath.Join(dir, "channels", ch), n+1); err != nil {
+		return 0, err
+	}
+	return took.Seconds(), nil
 }

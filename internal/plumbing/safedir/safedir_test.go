@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"collab/internal/plumbing/safedir"
+	"collab/internal/testsupport/tmpfs"
 )
 
 // open returns a Dir on a new temp directory, closed at the end of the test.
@@ -575,15 +576,10 @@ func TestReadDir(t *testing.T) {
 // 65,536-byte partial temp file left by a naive writer). Replace keeps the
 // old content.
 func TestFullDisk(t *testing.T) {
-	path := t.TempDir()
-	if err := unix.Mount("tmpfs", path, "tmpfs", 0, "size=64k"); err != nil {
+	path, err := tmpfs.Mount(t, "64k")
+	if err != nil {
 		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
 	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(path, 0); err != nil {
-			t.Errorf("unmount %s: %v", path, err)
-		}
-	})
 	d, err := safedir.Open(path)
 	if err != nil {
 		t.Fatal(err)
