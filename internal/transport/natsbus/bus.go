@@ -337,12 +337,18 @@ func connectError(url string, o Options, err error) error {
 // unreachable reports whether a connect error means no server answered,
 // as opposed to one that answered and refused: a failed dial, but also a
 // handshake that timed out or broke (a stopped or dying server accepts the
-// TCP connection in its kernel and never sends INFO).
+// TCP connection in its kernel and never sends INFO). A connection closed
+// right after a TLS handshake is a server that refused the client's
+// certificate (nats.go wraps that in ErrTLS), however the close shows.
 func unreachable(err error) bool {
+	if errors.Is(err, nats.ErrTLS) {
+		return false
+	}
 	var op *net.OpError
 	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) ||
 		errors.As(err, &op) && (op.Op == "dial" || op.Timeout()) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
 // redact hides the user information of each URL in a comma-separated list.
