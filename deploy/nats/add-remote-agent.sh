@@ -8,7 +8,7 @@ set -eu
 here=$(dirname "$0")
 agent=${1:-}
 case $agent in
-'' | *[!A-Za-z0-9_-]*) echo "usage: $0 AGENT (letters, digits, '_' and '-')" >&2; exit 2 ;;
+'' | -* | *[!A-Za-z0-9_-]*) echo "usage: $0 AGENT (letters, digits, '_' and '-')" >&2; exit 2 ;;
 esac
 var=$(printf '%s' "$agent" | tr 'a-z-' 'A-Z_')
 sed -n '/# BEGIN remote agent template/,/# END remote agent template/p' "$here/accounts.conf" |

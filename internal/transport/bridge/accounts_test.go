@@ -45,34 +45,46 @@ func TestAccountsTemplate(t *testing.T) {
 	anc := connect(t, srv.URL(), nats.UserInfo("remote-a", "pw-remote-a"), nats.CustomInboxPrefix(InboxPrefix("a")),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
 
-	// b's subject: the server refuses the publish (an async permission
-	// error), no bridge sees it, no file.
+	// violation waits for the server's (async) permissions violation.
+	violation := func(what string) {
+		t.Helper()
+		select {
+		case err := <-errs:
+			if !errors.Is(err, nats.ErrPermissionViolation) && !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+				t.Fatalf("%s: error %v, want a permissions violation", what, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: allowed", what)
+		}
+	}
+
+	// b's subject: the server refuses the publish, no bridge sees it, no
+	// file.
 	body := postBody(t, msg("b", "dev", "a posing as b", kb))
 	if _, err := anc.Request(RequestSubject(OpPost, "b"), body, 500*time.Millisecond); err == nil {
 		t.Fatal("a's request on b's subject was answered")
 	}
-	select {
-	case err := <-errs:
-		if !errors.Is(err, nats.ErrPermissionViolation) && !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
-			t.Fatalf("error %v, want a permissions violation", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no permissions violation reported")
-	}
+	violation("a's request on b's subject")
 	if _, err := os.Stat(e.root.Channel("dev")); err == nil {
 		t.Fatal("a file was written")
 	}
 	// b's reply inbox is not a's to read.
 	if _, err := anc.SubscribeSync("_INBOX.collab.b.>"); err == nil {
 		anc.Flush()
-		select {
-		case err := <-errs:
-			if !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
-				t.Fatalf("subscribe to b's inbox: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("subscribing to b's inbox was allowed")
+		violation("subscribing to b's inbox")
+	}
+	// No state on the server that a could touch for b: no durable
+	// consumer can be made (one named as b's mirror's once was), and
+	// nothing acknowledged.
+	for _, subj := range []string{
+		"$JS.API.CONSUMER.DURABLE.CREATE.CHAT.remote-b",
+		"$JS.ACK.CHAT.remote-b.1.7.7.1700000000000000000.0",
+	} {
+		if err := anc.Publish(subj, []byte("{}")); err != nil {
+			t.Fatal(err)
 		}
+		anc.Flush()
+		violation("publish " + subj)
 	}
 
 	// a's own subject with b's message: the bridge refuses it.

@@ -41,10 +41,6 @@ const MirrorStateFile = "mirror-state.json"
 
 // Mirror tuning.
 const (
-	// mirrorAckWait is how long the stream waits for the mirror's ack
-	// before it delivers a message again (after a crash, a restarted
-	// mirror gets what was not acked after this long).
-	mirrorAckWait = 10 * time.Second
 	// mirrorBatch is the most messages one fetch asks for.
 	mirrorBatch = 256
 	// outMargin is how far before the newest of its agent's messages the
@@ -53,9 +49,6 @@ const (
 	// keysEvery is how many polls pass between two reads of the keyring.
 	keysEvery = 5
 )
-
-// ConsumerName returns the durable consumer name of agent's mirror.
-func ConsumerName(agent string) string { return "remote-" + agent }
 
 // MirrorConfig makes a Mirror.
 type MirrorConfig struct {
@@ -79,19 +72,25 @@ type MirrorConfig struct {
 // so that the ordinary watcher runs on a host without the mount (`collab
 // watch --remote`: the watcher's Root is [Mirror.Root]). Run it once.
 //
-// Mirror in. A JetStream durable consumer, [ConsumerName] (remote-AGENT),
-// filtered to collab.chat.C for each of the agent's channels, delivers
-// each message; its exact bytes are published as
-// Dir/channels/C/ID.json (ID the stream's Nats-Msg-Id, the file's id on
-// the mount) with a no-replace write, an existing file being a copy
-// already there; the message is acked only after that. A message that
-// does not decode as a message of C under a valid id is never written
-// (and not asked for again). The bytes are those the bridge published: a
-// collab-written file's own bytes; a foreign writer's file as package
-// channel decodes and encodes it.
+// Mirror in. A JetStream ordered consumer, filtered to collab.chat.C for
+// each of the agent's channels, delivers each message; its exact bytes are
+// published as Dir/channels/C/ID.json (ID the stream's Nats-Msg-Id, the
+// file's id on the mount) with a no-replace write, an existing file being
+// a copy already there. The position is the mirror's own: the stream
+// sequence through which every message is written (StreamSeq in
+// STATE/mirror-state.json, saved after each batch is on disk); a
+// consumer is made again from the message after it at each start and
+// after any trouble with NATS, so a crash at any point delivers again at
+// worst, and the server holds nothing of the agent's that another
+// agent's credentials could delete or acknowledge (no durable consumer,
+// no acks: the permissions of deploy/nats/accounts.conf give remote
+// agents neither). A message that does not decode as a message of C under
+// a valid id is never written (and logged). The bytes are those the
+// bridge published: a collab-written file's own bytes; a foreign
+// writer's file as package channel decodes and encodes it.
 //
-// Catch-up. A new consumer (first start, or a channel added) and a
-// consumer that missed messages the stream no longer holds (the stream's
+// Catch-up. A first start (no position), a channel added since the last
+// run, and a mirror that missed messages the stream no longer holds (the stream's
 // retention is a configured limit: the files have none; detected when the
 // stream's first sequence is past the last one the mirror had, kept in
 // STATE/mirror-state.json) page the channel from the files on the mount
@@ -150,9 +149,11 @@ type Mirror struct {
 type mirrorState struct {
 	// StreamSeq is the stream sequence up to which the mirror has every
 	// message of its channels the stream held; StreamTime the stream's
-	// time of the last one it got.
+	// time of the last one it got; Channels the channels it had then (a
+	// channel not among them has its history in the files).
 	StreamSeq  uint64    `json:"stream_seq"`
 	StreamTime time.Time `json:"stream_time"`
+	Channels   []string  `json:"channels,omitempty"`
 	// Out is, per channel, what the mirror out has queued: Sent holds the
 	// ids queued whose time is at or after Floor.
 	Out map[string]*outCursor `json:"out"`
@@ -352,45 +353,29 @@ func (m *Mirror) put(ch, id string, data []byte) (bool, error) {
 	return true, nil
 }
 
-// consumer opens the agent's durable consumer, creating it (from now) or
-// updating its channels; fresh reports that it misses history the files
-// must give.
+// consumer makes the mirror's ordered consumer of its channels, from the
+// message after StreamSeq, or from now on a first start; fresh reports
+// that history must come from the files (a first start, or a channel the
+// mirror did not have).
 func (m *Mirror) consumer(ctx context.Context) (c jetstream.Consumer, fresh bool, err error) {
-	name := ConsumerName(m.cfg.Agent)
 	subjects := make([]string, len(m.cfg.Channels))
 	for i, ch := range m.cfg.Channels {
 		subjects[i] = natsbus.ChatSubject(ch)
 	}
-	c, err = m.cfg.Stream.Consumer(ctx, natsbus.StreamName, name)
-	if err == nil {
-		cfg := c.CachedInfo().Config
-		have := slices.Clone(cfg.FilterSubjects)
-		if cfg.FilterSubject != "" {
-			have = append(have, cfg.FilterSubject)
-		}
-		slices.Sort(have)
-		if slices.Equal(have, subjects) {
-			return c, false, nil
-		}
-		cfg.FilterSubject, cfg.FilterSubjects = "", subjects
-		c, err = m.cfg.Stream.UpdateConsumer(ctx, natsbus.StreamName, cfg)
-		return c, true, err // a channel added: its history is in the files
-	}
-	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, false, err
-	}
-	start := m.cfg.Now().Add(-followMargin)
-	c, err = m.cfg.Stream.CreateConsumer(ctx, natsbus.StreamName, jetstream.ConsumerConfig{
-		Durable:        name,
-		Description:    "collab watch --remote of " + m.cfg.Agent,
+	m.mu.Lock()
+	seq, had := m.st.StreamSeq, m.st.Channels
+	m.mu.Unlock()
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: subjects,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        mirrorAckWait,
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &start,
-		MaxAckPending:  4 * mirrorBatch,
-	})
-	return c, true, err
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    seq + 1,
+	}
+	if seq == 0 {
+		start := m.cfg.Now().Add(-followMargin)
+		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, 0, &start
+	}
+	c, err = m.cfg.Stream.OrderedConsumer(ctx, natsbus.StreamName, cfg)
+	return c, seq == 0 || !slices.Equal(had, m.cfg.Channels), err
 }
 
 // runIn mirrors the stream into the tree until ctx ends. Trouble with
@@ -476,7 +461,7 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 	if *cons == nil {
 		c, fresh, err := m.consumer(ctx)
 		if err != nil {
-			return fmt.Errorf("consumer %s: %w", ConsumerName(m.cfg.Agent), err)
+			return fmt.Errorf("consumer: %w", err)
 		}
 		// The gap check comes before the first fetch: a consumer whose
 		// messages were removed skips them when it next fetches.
@@ -502,26 +487,21 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 	for msg := range batch.Messages() {
 		meta, err := msg.Metadata()
 		if err != nil {
-			_ = msg.Term()
-			continue
+			continue // not a stream message
 		}
 		dm, err := natsbus.Decode(msg.Subject(), msg.Headers(), msg.Data())
 		if err == nil {
 			_, err = m.put(dm.SessionID, dm.Key(), msg.Data())
 			if err != nil && !errors.Is(err, channel.ErrMalformed) && !errors.Is(err, tree.ErrBadName) && !errors.Is(err, channel.ErrNotMessageName) {
-				_ = msg.Nak()
+				// The position stays before it: delivered again after
+				// the restart.
 				return &localError{fmt.Errorf("write %s: %w", dm.Key(), err)}
 			}
 		}
 		if err != nil {
-			// Never written, never asked for again: the files on the mount
-			// stay what the watchers there read.
+			// Never written: the files on the mount stay what the
+			// watchers there read.
 			m.log.Warn("mirror: refused a stream message", "subject", msg.Subject(), "seq", meta.Sequence.Stream, "err", err)
-			_ = msg.Term()
-			continue
-		}
-		if err := msg.Ack(); err != nil {
-			m.log.Debug("mirror: ack lost (the message comes again, a duplicate)", "err", err)
 		}
 		last, lastTime = max(last, meta.Sequence.Stream), meta.Timestamp
 	}
@@ -565,7 +545,7 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 		m.log.Warn(fmt.Sprintf("mirror: the stream no longer holds messages since %s (its retention is a limit; the files have none); caught up from the files through the bridge",
 			since.Format(time.RFC3339)), "stream_first", info.State.FirstSeq, "mirror_had", seq)
 	case fresh:
-		m.log.Info("mirror: a new stream consumer; caught up from the files through the bridge", "consumer", ConsumerName(m.cfg.Agent))
+		m.log.Info("mirror: new channels or a first start; caught up from the files through the bridge", "channels", m.cfg.Channels)
 	}
 	if gap || fresh {
 		for _, ch := range m.cfg.Channels {
@@ -574,9 +554,12 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 			}
 		}
 		m.mu.Lock()
-		if info.State.FirstSeq > 0 && info.State.FirstSeq-1 > m.st.StreamSeq {
+		// Past what the stream lost (a first start keeps no position: it
+		// starts from now again, until its first batch).
+		if gap && info.State.FirstSeq-1 > m.st.StreamSeq {
 			m.st.StreamSeq = info.State.FirstSeq - 1
 		}
+		m.st.Channels = m.cfg.Channels
 		err := m.save()
 		m.mu.Unlock()
 		if err != nil {
@@ -584,10 +567,13 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 		}
 	}
 	ci, err := c.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("consumer %s: %w", ConsumerName(m.cfg.Agent), err)
+	if errors.Is(err, jetstream.ErrOrderedConsumerNotCreated) {
+		return nil // made by the first fetch; asked again at the next turn
 	}
-	if ci.NumPending == 0 && ci.NumAckPending == 0 {
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	if ci.NumPending == 0 {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if m.keysOK {

@@ -182,7 +182,13 @@ func (h *remoteHost) root() tree.Root { return tree.Root(h.dir()) }
 // start runs a mirror of dev; stop cancels it and returns Run's error.
 func (h *remoteHost) start(t testing.TB) (stop func() error) {
 	t.Helper()
-	mr, err := NewMirror(MirrorConfig{Client: h.client, Channels: []string{"dev"}, Dir: h.dir(), Poll: 50 * time.Millisecond})
+	return h.startOn(t, "dev")
+}
+
+// startOn runs a mirror of channels.
+func (h *remoteHost) startOn(t testing.TB, channels ...string) (stop func() error) {
+	t.Helper()
+	mr, err := NewMirror(MirrorConfig{Client: h.client, Channels: channels, Dir: h.dir(), Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,6 +369,50 @@ func TestMirrorGap(t *testing.T) {
 	}
 }
 
+// TestMirrorChannelAdded: a mirror restarted with a channel it did not
+// have takes that channel's recent history from the files, and what came
+// in its old channel meanwhile from the stream; the position is the
+// mirror's own (no durable consumer on the server).
+func TestMirrorChannelAdded(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	js, err := jetstream.New(m.bus.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(context.Background(), natsbus.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In the stream before the mirror's position: only the files have it
+	// for a mirror that did not follow ops.
+	ops := channel.Message{SessionID: "ops", From: "bob", To: "alice", Content: channel.Content{Text: "in ops"}}
+	if err := (&channel.Writer{Root: m.root, Signer: m.keys["bob"]}).Post(&ops); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "published", func() bool {
+		info, err := s.Info(context.Background())
+		return err == nil && info.State.Msgs == 1
+	})
+	stop := h.start(t)
+	first := m.post(t, "bob", "in dev")
+	eventually(t, "mirrored", func() bool { return readFile(filepath.Join(h.root().Channel("dev"), first.ID+".json")) != nil })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	dev := m.post(t, "bob", "in dev while away")
+	h.startOn(t, "dev", "ops")
+	eventually(t, "both mirrored", func() bool {
+		return readFile(filepath.Join(h.root().Channel("ops"), ops.ID+".json")) != nil &&
+			readFile(filepath.Join(h.root().Channel("dev"), dev.ID+".json")) != nil
+	})
+	for info := range s.ListConsumers(context.Background()).Info() {
+		if info.Config.Durable != "" {
+			t.Errorf("a durable consumer on the stream: %s", info.Config.Durable)
+		}
+	}
+}
+
 // TestMirrorOut: a reply the agent's watcher writes in the mirror reaches
 // the mount once, signed, also after a restart; its presence reaches the
 // mount. (Seen files go through the watcher's claims opener, not here.)
@@ -497,7 +547,8 @@ func TestMirrorAccounts(t *testing.T) {
 }
 
 // BenchmarkMirrorIn: a mirror that was away while 1,000 messages arrived
-// mirrors them from the stream (durable consumer, a file each, acked).
+// mirrors them from the stream (an ordered consumer from its position, a
+// file each).
 func BenchmarkMirrorIn(b *testing.B) {
 	const n = 1000
 	m := newMount(b)
