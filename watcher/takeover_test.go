@@ -97,14 +97,17 @@ func crashMidRun(t *testing.T, root tree.Root) (channel.Message, claim.Owner) {
 	pid := child.cmd.Process.Pid
 	m := send(t, root, agent, "the child will die answering this")
 	var c claim.Claim
-	waitFor(t, "the child to claim the message and save its state", func() bool {
+	// Presence says WORKING as the CLI starts, written beside the run
+	// (not before the claim and the state): wait for all three.
+	waitFor(t, "the child to claim the message, save its state and say WORKING", func() bool {
 		var err error
 		c, err = readClaim(root, agent, m.ID)
 		if err != nil || c.Status != claim.Working {
 			return false
 		}
 		st, err := os.ReadFile(filepath.Join(root.State(agent), "watch.json"))
-		return err == nil && strings.Contains(string(st), m.ID)
+		return err == nil && strings.Contains(string(st), m.ID) &&
+			readPresence(t, root, agent).Substate == presence.SubWorking
 	})
 	if c.Owner.PID != pid || c.Owner.Host != testHost {
 		t.Fatalf("claim owner = %+v, want pid %d on %s", c.Owner, pid, testHost)
