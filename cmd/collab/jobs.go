@@ -190,7 +190,7 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 		return fmt.Errorf("jobs kill: %w", err)
 	}
 	var bus *natsbus.Bus
-	if o, ok := nf.options(getenv, natsbus.ConnName(who, hostname()), nil); ok {
+	if o, ok := nf.options(getenv, natsbus.ConnName(who, hostname()), commandLogger(stderr)); ok {
 		// Before the file: bad credentials fail before anything is asked.
 		var err error
 		if bus, err = connectOptional(ctx, o, stderr); err != nil {

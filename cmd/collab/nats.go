@@ -42,6 +42,13 @@ func addNATSFlags(fs *pflag.FlagSet) *natsFlags {
 	return f
 }
 
+// commandLogger is the NATS connection's logger of a command (not a
+// daemon): its user wants to hear of trouble on stderr, not of each
+// connect.
+func commandLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
 // options are the connection's options: the flags (which parse filled from
 // their variables) and the secrets only the environment gives (password,
 // token). ok is false when no URL is configured: NATS is optional.
@@ -99,7 +106,7 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return err
 		}
 	}
-	o, ok := nf.options(getenv, natsbus.ConnName("cli", hostname()), nil)
+	o, ok := nf.options(getenv, natsbus.ConnName("cli", hostname()), commandLogger(stderr))
 	if !ok {
 		return usageErrorf("nats %s: no server: use --nats URL or set NATS_URL", sub)
 	}

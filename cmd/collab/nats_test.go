@@ -26,8 +26,8 @@ func TestNATSInitSendParity(t *testing.T) {
 	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root, "NATS_URL": url}
 	r := runCollab(t, env, "", "nats", "init")
-	if r.code != 0 || !strings.Contains(r.stdout, "created stream CHAT") {
-		t.Fatalf("nats init: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stdout, "created stream CHAT") || r.stderr != "" {
+		t.Fatalf("nats init: exit %d, %q %q (a command says nothing on stderr when all is well)", r.code, r.stdout, r.stderr)
 	}
 	if r = runCollab(t, env, "", "nats", "init"); !strings.Contains(r.stdout, "updated") {
 		t.Errorf("second init: %q", r.stdout)

@@ -144,7 +144,7 @@ Flags:
 		return nil
 	}
 	announced := make(chan string, 256)
-	if o, ok := nf.options(getenv, natsbus.ConnName("reader", hostname()), nil); ok {
+	if o, ok := nf.options(getenv, natsbus.ConnName("reader", hostname()), commandLogger(stderr)); ok {
 		bus, err := connectOptional(ctx, o, stderr)
 		if err != nil {
 			return fmt.Errorf("read: %w", err)

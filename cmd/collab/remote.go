@@ -77,8 +77,7 @@ func remoteClient(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlag
 	if signer == nil && needKey {
 		return nil, fmt.Errorf("%s: %w", cmd, remote.ErrNoKey)
 	}
-	// A command's user wants to hear of trouble, not of each connect.
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := commandLogger(stderr)
 	o, ok := nf.options(getenv, natsbus.ConnName(agent, hostname()), logger)
 	if !ok {
 		return nil, usageErrorf("%s --remote: no NATS server: use --nats URL or set NATS_URL", cmd)

@@ -144,7 +144,7 @@ Flags:
 	}
 
 	var bus *natsbus.Bus
-	if o, ok := nf.options(getenv, natsbus.ConnName(from, hostname()), nil); ok {
+	if o, ok := nf.options(getenv, natsbus.ConnName(from, hostname()), commandLogger(stderr)); ok {
 		// Before the file: bad credentials fail before anything is sent.
 		var err error
 		if bus, err = connectOptional(ctx, o, stderr); err != nil {

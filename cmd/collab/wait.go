@@ -101,7 +101,7 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 		ctx, cancel = context.WithTimeout(ctx, w.timeout)
 		defer cancel()
 	}
-	if o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), nil); ok && w.bus == nil && w.await == nil {
+	if o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), commandLogger(stderr)); ok && w.bus == nil && w.await == nil {
 		bus, err := connectOptional(ctx, o, stderr)
 		if err != nil {
 			return fmt.Errorf("wait: %w", err)
