@@ -368,6 +368,20 @@ func (d *Dir) OpenRead(name string, limit int64) (*os.File, error) {
 // existing file. If name exists, the error wraps fs.ErrExist and nothing is
 // changed.
 func (d *Dir) Publish(name string, data []byte, perm fs.FileMode) error {
+	return d.publish(name, data, perm, true)
+}
+
+// PublishUnsynced is Publish without the folder's fsync: the file's data
+// is durable and the name in place when it returns, but the name may not
+// survive a crash until [Dir.Sync] returns. It is for a writer that
+// publishes many files at once and writes again, after a crash, whatever
+// it had not seen synced (the remote mirror: its position is saved only
+// after Sync), at the cost of one folder fsync instead of one per file.
+func (d *Dir) PublishUnsynced(name string, data []byte, perm fs.FileMode) error {
+	return d.publish(name, data, perm, false)
+}
+
+func (d *Dir) publish(name string, data []byte, perm fs.FileMode, sync bool) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
@@ -379,10 +393,17 @@ func (d *Dir) Publish(name string, data []byte, perm fs.FileMode) error {
 	if err := d.linkNoReplace(tmp, name); err != nil {
 		return err
 	}
+	if !sync {
+		return nil
+	}
 	// Make the new name durable before the temp name goes (mpop#8: a crash
 	// must not persist the unlink without the link).
 	return d.sync()
 }
+
+// Sync makes the folder's entries durable (fsync of the folder; a
+// filesystem that cannot sync a folder is taken as having done it).
+func (d *Dir) Sync() error { return d.sync() }
 
 func (d *Dir) linkNoReplace(tmp, name string) error {
 	err := unix.Linkat(d.fd(), tmp, d.fd(), name, 0)

@@ -65,23 +65,43 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
+// TestPublish: Publish, and PublishUnsynced followed by Sync, leave the
+// one name with its content, never replace it, and leave no temp name.
 func TestPublish(t *testing.T) {
-	d, path := open(t)
-	if err := d.Publish("a.json", []byte("first"), 0o644); err != nil {
-		t.Fatalf("Publish: %v", err)
-	}
-	if got, want := readFile(t, filepath.Join(path, "a.json")), "first"; got != want {
-		t.Errorf("content = %q, want %q", got, want)
-	}
-	if got, want := names(t, path), []string{"a.json"}; !slices.Equal(got, want) {
-		t.Errorf("directory = %q, want %q", got, want)
-	}
-	fi, err := os.Stat(filepath.Join(path, "a.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Sys().(*syscall.Stat_t).Nlink != 1 {
-		t.Errorf("nlink = %d, want 1 (the temp name must be gone)", fi.Sys().(*syscall.Stat_t).Nlink)
+	for _, tt := range []struct {
+		name    string
+		publish func(d *safedir.Dir, name string, data []byte) error
+	}{
+		{"synced", func(d *safedir.Dir, name string, data []byte) error { return d.Publish(name, data, 0o644) }},
+		{"unsynced", func(d *safedir.Dir, name string, data []byte) error {
+			if err := d.PublishUnsynced(name, data, 0o644); err != nil {
+				return err
+			}
+			return d.Sync()
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, path := open(t)
+			if err := tt.publish(d, "a.json", []byte("first")); err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+			if err := tt.publish(d, "a.json", []byte("second")); !errors.Is(err, fs.ErrExist) {
+				t.Errorf("publish again: %v, want ErrExist", err)
+			}
+			if got, want := readFile(t, filepath.Join(path, "a.json")), "first"; got != want {
+				t.Errorf("content = %q, want %q", got, want)
+			}
+			if got, want := names(t, path), []string{"a.json"}; !slices.Equal(got, want) {
+				t.Errorf("directory = %q, want %q", got, want)
+			}
+			fi, err := os.Stat(filepath.Join(path, "a.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Sys().(*syscall.Stat_t).Nlink != 1 {
+				t.Errorf("nlink = %d, want 1 (the temp name must be gone)", fi.Sys().(*syscall.Stat_t).Nlink)
+			}
+		})
 	}
 }
 

@@ -78,7 +78,8 @@ type MirrorConfig struct {
 // file's id on the mount) with a no-replace write, an existing file being
 // a copy already there. The position is the mirror's own: the stream
 // sequence through which every message is written (StreamSeq in
-// STATE/mirror-state.json, saved after each batch is on disk); a
+// STATE/mirror-state.json, saved after each batch is on disk: each file
+// fsynced as it is written, each folder once per batch); a
 // consumer is made again from the message after it at each start and
 // after any trouble with NATS, so a crash at any point delivers again at
 // worst, and the server holds nothing of the agent's that another
@@ -317,9 +318,55 @@ func (m *Mirror) save() error {
 
 // ---- Mirror in ----
 
-// put validates a message and publishes data as Dir/channels/ch/id.json.
-// It reports whether it wrote the file (false: it was there).
-func (m *Mirror) put(ch, id string, data []byte) (bool, error) {
+// dirBatch holds the mirror's channel folders open for one batch of
+// writes, whose names one folder fsync each makes durable (sync) before
+// the position past them is saved: a crash before it loses names the
+// stream or the files give again.
+type dirBatch struct {
+	root tree.Root
+	dirs map[string]*safedir.Dir
+}
+
+func (b *dirBatch) dir(ch string) (*safedir.Dir, error) {
+	if d, ok := b.dirs[ch]; ok {
+		return d, nil
+	}
+	d, err := safedir.Create(b.root.Channel(ch))
+	if err != nil {
+		return nil, err
+	}
+	if b.dirs == nil {
+		b.dirs = map[string]*safedir.Dir{}
+	}
+	b.dirs[ch] = d
+	return d, nil
+}
+
+// sync makes every name written durable and closes the folders.
+func (b *dirBatch) sync() error {
+	var errs []error
+	for ch, d := range b.dirs {
+		if err := d.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("sync %s: %w", ch, err))
+		}
+		d.Close()
+	}
+	b.dirs = nil
+	return errors.Join(errs...)
+}
+
+// close closes the folders without a sync (nothing past them is saved).
+func (b *dirBatch) close() {
+	for _, d := range b.dirs {
+		d.Close()
+	}
+	b.dirs = nil
+}
+
+// put validates a message and publishes data as Dir/channels/ch/id.json
+// in b (durable once b is synced). It reports whether it wrote the file
+// (false: it was there).
+func (m *Mirror) put(b *dirBatch, ch, id string, data []byte) (bool, error) {
 	if err := tree.CheckName("channel", ch); err != nil {
 		return false, err
 	}
@@ -333,12 +380,11 @@ func (m *Mirror) put(ch, id string, data []byte) (bool, error) {
 	if msg.SessionID != ch {
 		return false, fmt.Errorf("%w: session_id %q in channel %q", channel.ErrMalformed, msg.SessionID, ch)
 	}
-	d, err := safedir.Create(m.root.Channel(ch))
+	d, err := b.dir(ch)
 	if err != nil {
 		return false, err
 	}
-	defer d.Close()
-	err = d.Publish(id+".json", data, 0o644)
+	err = d.PublishUnsynced(id+".json", data, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
@@ -484,6 +530,8 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 	}
 	var last uint64
 	var lastTime time.Time
+	dirs := dirBatch{root: m.root}
+	defer dirs.close()
 	for msg := range batch.Messages() {
 		meta, err := msg.Metadata()
 		if err != nil {
@@ -491,7 +539,7 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 		}
 		dm, err := natsbus.Decode(msg.Subject(), msg.Headers(), msg.Data())
 		if err == nil {
-			_, err = m.put(dm.SessionID, dm.Key(), msg.Data())
+			_, err = m.put(&dirs, dm.SessionID, dm.Key(), msg.Data())
 			if err != nil && !errors.Is(err, channel.ErrMalformed) && !errors.Is(err, tree.ErrBadName) && !errors.Is(err, channel.ErrNotMessageName) {
 				// The position stays before it: delivered again after
 				// the restart.
@@ -510,6 +558,9 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 	}
 	if last == 0 {
 		return nil
+	}
+	if err := dirs.sync(); err != nil {
+		return &localError{err}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -608,6 +659,8 @@ func (m *Mirror) catchUp(ctx context.Context, ch string, since time.Time) error 
 		}
 	}
 	n := 0
+	dirs := dirBatch{root: m.root}
+	defer dirs.close()
 	for ctx.Err() == nil {
 		p, err := m.cfg.Client.Read(ctx, ch, after, limit)
 		if err != nil {
@@ -618,7 +671,7 @@ func (m *Mirror) catchUp(ctx context.Context, ch string, since time.Time) error 
 			if err != nil {
 				continue
 			}
-			wrote, err := m.put(ch, msg.Key(), data)
+			wrote, err := m.put(&dirs, ch, msg.Key(), data)
 			if err != nil && !errors.Is(err, channel.ErrMalformed) && !errors.Is(err, tree.ErrBadName) {
 				return &localError{fmt.Errorf("catch up %s: %w", ch, err)}
 			}
@@ -633,6 +686,12 @@ func (m *Mirror) catchUp(ctx context.Context, ch string, since time.Time) error 
 			break
 		}
 		after, limit = p.Last, bridge.MaxReadLimit
+	}
+	if err := ctx.Err(); err != nil {
+		return err // cut short: the position must not move past it
+	}
+	if err := dirs.sync(); err != nil {
+		return &localError{fmt.Errorf("catch up %s: %w", ch, err)}
 	}
 	if n > 0 {
 		m.log.Info("mirror: caught up from the files", "channel", ch, "messages", n)

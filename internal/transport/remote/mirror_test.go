@@ -504,7 +504,11 @@ func FuzzMirrorPut(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, ch, id string, data []byte) {
-		wrote, err := mr.put(ch, id, data)
+		b := dirBatch{root: mr.Root()}
+		wrote, err := mr.put(&b, ch, id, data)
+		if serr := b.sync(); serr != nil {
+			t.Fatalf("sync: %v", serr)
+		}
 		if err != nil || !wrote {
 			return
 		}
