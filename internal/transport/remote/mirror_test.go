@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -642,4 +643,23 @@ func FuzzMirrorState(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestCatchUpCutShort: a catch-up from the files that its context ended
+// is an error, so the position is not saved past what it did not read.
+func TestCatchUpCutShort(t *testing.T) {
+	dir := t.TempDir()
+	c, err := New(Config{Agent: "a", StateDir: dir, Requester: offline{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := NewMirror(MirrorConfig{Client: c, Channels: []string{"dev"}, Dir: filepath.Join(dir, "tree")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := mr.catchUp(ctx, "dev", time.Now().Add(-time.Hour)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("catchUp with its context ended = %v, want context.Canceled", err)
+	}
 }
