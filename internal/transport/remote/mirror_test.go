@@ -495,15 +495,7 @@ func FuzzMirrorPut(f *testing.F) {
 	f.Add("dev", channel.NewID("a", time.Unix(1e9, 0), "0001"), []byte(`{"from":"a","content":{"text":"x"}}`))
 	f.Add("dev", "../x", []byte(`{"from":"a","content":{"text":"x"}}`))
 	f.Add("..", channel.NewID("a", time.Unix(1e9, 0), "0001"), []byte(`{"from":"a","session_id":"ops","content":{"text":"x"}}`))
-	dir := f.TempDir()
-	c, err := New(Config{Agent: "a", StateDir: dir, Requester: offline{}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	mr, err := NewMirror(MirrorConfig{Client: c, Channels: []string{"dev"}, Dir: filepath.Join(dir, "tree")})
-	if err != nil {
-		f.Fatal(err)
-	}
+	mr := offlineMirror(f, f.TempDir())
 	f.Fuzz(func(t *testing.T, ch, id string, data []byte) {
 		b := dirBatch{root: mr.Root()}
 		wrote, err := mr.put(&b, ch, id, data)
@@ -625,14 +617,7 @@ func FuzzMirrorState(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, MirrorStateFile), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := New(Config{Agent: "a", StateDir: dir, Requester: offline{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mr, err := NewMirror(MirrorConfig{Client: c, Channels: []string{"dev"}, Dir: filepath.Join(dir, "tree")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		mr := offlineMirror(t, dir)
 		if err := os.MkdirAll(mr.Root().Channel("dev"), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -648,18 +633,25 @@ func FuzzMirrorState(f *testing.F) {
 // TestCatchUpCutShort: a catch-up from the files that its context ended
 // is an error, so the position is not saved past what it did not read.
 func TestCatchUpCutShort(t *testing.T) {
-	dir := t.TempDir()
-	c, err := New(Config{Agent: "a", StateDir: dir, Requester: offline{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr, err := NewMirror(MirrorConfig{Client: c, Channels: []string{"dev"}, Dir: filepath.Join(dir, "tree")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mr := offlineMirror(t, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := mr.catchUp(ctx, "dev", time.Now().Add(-time.Hour)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("catchUp with its context ended = %v, want context.Canceled", err)
 	}
+}
+
+// offlineMirror is agent a's mirror of dev with its state in dir and no
+// NATS: for the parts that need neither the stream nor a bridge.
+func offlineMirror(tb testing.TB, dir string) *Mirror {
+	tb.Helper()
+	c, err := New(Config{Agent: "a", StateDir: dir, Requester: offline{}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mr, err := NewMirror(MirrorConfig{Client: c, Channels: []string{"dev"}, Dir: filepath.Join(dir, "tree")})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mr
 }
