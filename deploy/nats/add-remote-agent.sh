@@ -7,9 +7,11 @@
 set -eu
 here=$(dirname "$0")
 agent=${1:-}
+usage="usage: $0 AGENT (1-64 letters, digits, '_' and '-', not starting with '-')"
 case $agent in
-'' | -* | *[!A-Za-z0-9_-]*) echo "usage: $0 AGENT (letters, digits, '_' and '-')" >&2; exit 2 ;;
+'' | -* | *[!A-Za-z0-9_-]*) echo "$usage" >&2; exit 2 ;;
 esac
+[ ${#agent} -le 64 ] || { echo "$usage" >&2; exit 2; }
 var=$(printf '%s' "$agent" | tr 'a-z-' 'A-Z_')
 sed -n '/# BEGIN remote agent template/,/# END remote agent template/p' "$here/accounts.conf" |
 	sed -e '1,4d' -e '$d' -e 's/^      # //' -e "s/COLLAB_REMOTE_AGENT_PASSWORD/COLLAB_REMOTE_${var}_PASSWORD/" -e "s/AGENT/$agent/g"

@@ -415,6 +415,11 @@ func (m *Mirror) consumer(ctx context.Context) (c jetstream.Consumer, fresh bool
 		FilterSubjects: subjects,
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    seq + 1,
+		// Each Fetch makes the server's consumer again; by default it
+		// retries that for ever, out of reach of Run's context (a mirror
+		// could not stop while NATS was down). One try: runIn retries,
+		// each poll, until its context ends.
+		MaxResetAttempts: 1,
 	}
 	if seq == 0 {
 		start := m.cfg.Now().Add(-followMargin)

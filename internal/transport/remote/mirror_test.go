@@ -655,3 +655,21 @@ func offlineMirror(tb testing.TB, dir string) *Mirror {
 	}
 	return mr
 }
+
+// TestMirrorStopsWhileNATSDown: a mirror told to stop while the server is
+// down returns within its drain budget (the consumer is not made again
+// and again behind its back).
+func TestMirrorStopsWhileNATSDown(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	stop := h.start(t)
+	m.srv.Stop()
+	time.Sleep(3 * time.Second) // fetches fail and consumers are asked for again
+	done := make(chan error, 1)
+	go func() { done <- stop() }()
+	select {
+	case <-done:
+	case <-time.After(DrainBudget + 5*time.Second):
+		t.Fatal("the mirror did not stop while the server was down")
+	}
+}
