@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 )
@@ -21,8 +22,9 @@ const (
 	DefaultRetries = 3
 	// DefaultSkewWindow is how far a message's name may lag behind the
 	// newest name seen (a writer with a slow clock) and still be returned
-	// by a reader restarted from a Cursor.
-	DefaultSkewWindow = time.Hour
+	// by a reader restarted from a Cursor: the clock-skew allowance,
+	// whose owner is package signing.
+	DefaultSkewWindow = signing.MaxSkew
 )
 
 // SkipReason says why a file in a channel was not returned as a message.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"collab/internal/identity/signing"
 )
@@ -70,7 +71,12 @@ func (m *Message) Sign(s *signing.Signer) error {
 // Verify returns the verdict on m's signature, m having been read from
 // channel. A message verifies only where it was written: its id must be
 // its file's name and its session_id the channel it was read from, or a
-// signed message copied elsewhere would pass.
+// signed message copied elsewhere would pass. It is judged at the later
+// of its timestamp and the time in its id, and a timestamp more than
+// signing.MaxSkew before its id's time is a bad signature
+// ([signing.Verifier.VerifyNamed]): a holder of a revoked key cannot
+// backdate the timestamp, which the signer chooses, past the id, which
+// readers find the message by.
 func (m *Message) Verify(v *signing.Verifier, channel string) signing.Verdict {
 	if m.Signature == nil {
 		return signing.Unsigned
@@ -86,12 +92,27 @@ func (m *Message) Verify(v *signing.Verifier, channel string) signing.Verdict {
 		buf = new([]byte)
 	}
 	payload := m.appendPayload((*buf)[:0])
-	verdict := v.Verify(m.From, m.Time(), payload, m.Signature)
+	named, claimed := m.signedTimes()
+	verdict := v.VerifyNamed(m.From, named, claimed, payload, m.Signature)
 	if cap(payload) <= maxPooledPayload {
 		*buf = payload[:0]
 		payloadBufs.Put(buf)
 	}
 	return verdict
+}
+
+// signedTimes returns the time m's id carries and the time its timestamp
+// claims, each zero when it does not parse (an id not of the form
+// msg-YYYYMMDD-HHMMSS-AGENT-HEX4 is judged by the timestamp alone, as
+// before ids were compared).
+func (m *Message) signedTimes() (named, claimed time.Time) {
+	if n, err := ParseID(m.ID); err == nil {
+		named = n.Time
+	}
+	if t, err := time.Parse(time.RFC3339Nano, m.Timestamp); err == nil {
+		claimed = t.UTC()
+	}
+	return named, claimed
 }
 
 // payloadBufs holds buffers for the payloads Verify builds and drops once

@@ -1,11 +1,13 @@
 package channel_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"collab/channel"
 	"collab/internal/identity/keyring"
@@ -161,4 +163,72 @@ func BenchmarkVerify1MB(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestVerifyBackdated: a key revoked at T does not verify a message whose
+// id says it was written after T, however early its timestamp (the
+// signer's word) says; a timestamp more than the clock-skew allowance
+// before the id's time does not verify at all; within it, it does.
+func TestVerifyBackdated(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	alice, err := signing.NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	before, after := revoked.Add(-time.Minute), revoked.Add(30*time.Second)
+	stamp := func(t time.Time) string { return t.Format(channel.TimeFormat) }
+	for i, c := range []struct {
+		name      string
+		id        time.Time // zero: an id with no time in it
+		timestamp string
+		revoke    bool
+		want      signing.Verdict
+	}{
+		{"revoked, written after, dated before", after, stamp(before), true, signing.RevokedKey},
+		{"revoked, written and dated after", after, stamp(after), true, signing.RevokedKey},
+		{"revoked, written and dated before", before, stamp(before), true, signing.Verified},
+		{"dated beyond the allowance before its id", after, stamp(after.Add(-signing.MaxSkew - time.Second)), false, signing.BadSignature},
+		{"dated within the allowance before its id", after, stamp(after.Add(-signing.MaxSkew)), false, signing.Verified},
+		{"dated a day after its id (posted later)", after, stamp(after.Add(24 * time.Hour)), false, signing.Verified},
+		{"no time in the id, dated before", time.Time{}, stamp(before), true, signing.Verified},
+		{"no time in the id, dated after", time.Time{}, stamp(after), true, signing.RevokedKey},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			keys := keyring.Open(t.TempDir())
+			if err := keys.Trust("alice", alice.PublicKey()); err != nil {
+				t.Fatal(err)
+			}
+			if c.revoke {
+				if err := keys.Revoke("alice", alice.PublicKey(), revoked); err != nil {
+					t.Fatal(err)
+				}
+			}
+			v := signing.NewVerifier(keys)
+			m := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "ok"}}
+			if c.id.IsZero() {
+				// A foreign writer's id, not read from a file of that name.
+				m.ID, m.Timestamp, m.Type = fmt.Sprintf("note-%d", i), c.timestamp, "chat"
+				if err := m.Sign(alice); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				m.ID, m.Timestamp = channel.NewID("alice", c.id, fmt.Sprintf("%04x", i)), c.timestamp
+				w := channel.Writer{Root: root, Signer: alice, Now: func() time.Time { return c.id }}
+				if err := w.Post(&m); err != nil {
+					t.Fatal(err)
+				}
+				data, err := os.ReadFile(filepath.Join(root.Channel("dev"), m.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m, err = channel.Decode(data, m.File, "dev"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := m.Verify(v, "dev"); got != c.want {
+				t.Errorf("Verify = %v, want %v (id %s, timestamp %s)", got, c.want, m.ID, m.Timestamp)
+			}
+		})
+	}
 }

@@ -40,6 +40,20 @@
 // time signed). Checks of one payload and signature are remembered, so a
 // reader that sees a file again does no cryptography.
 //
+// # The time signed
+//
+// The time a file claims (a message's timestamp) is the signer's word: a
+// holder of a revoked key could date what it signs before the revocation.
+// A file whose name carries a time too (a message id,
+// msg-YYYYMMDD-HHMMSS-…, which readers order and look for it by) is judged
+// by [Verifier.VerifyNamed]: at the later of the two times ([SignedAt]),
+// and as a bad signature when the claimed time lies more than [MaxSkew]
+// before the named one (a signed claim that does not hold). A claimed
+// time after the named one is allowed: a reply reserved under an id and
+// posted later is dated when it is posted, and judging it then only makes
+// a revocation count sooner. A file with no time in its name is judged at
+// the time it claims.
+//
 // # Private keys
 //
 // A private key is a PEM file ("PRIVATE KEY", PKCS #8, as openssl
@@ -313,6 +327,22 @@ func NewVerifier(keys Keys) *Verifier {
 
 // Verify checks sig, made by agent at time signed over payload.
 func (v *Verifier) Verify(agent string, signed time.Time, payload []byte, sig *Signature) Verdict {
+	return v.verify(agent, signed, true, payload, sig)
+}
+
+// VerifyNamed checks sig, made by agent over payload, for a file whose
+// name carries the time named and which claims to have been made at
+// claimed (either zero when there is none): it is judged at [SignedAt],
+// and is a bad signature when the claimed time lies more than [MaxSkew]
+// before the named one (see the package doc).
+func (v *Verifier) VerifyNamed(agent string, named, claimed time.Time, payload []byte, sig *Signature) Verdict {
+	at, ok := SignedAt(named, claimed)
+	return v.verify(agent, at, ok, payload, sig)
+}
+
+// verify checks sig as made at signed; inTime false makes a signature
+// that checks a bad one (its claimed time does not hold).
+func (v *Verifier) verify(agent string, signed time.Time, inTime bool, payload []byte, sig *Signature) Verdict {
 	if sig == nil {
 		return Unsigned
 	}
@@ -323,13 +353,38 @@ func (v *Verifier) Verify(agent string, signed time.Time, payload []byte, sig *S
 	if err != nil {
 		return UnknownKey
 	}
-	if !v.check(k.Public, sig.Sig, payload) {
+	if !v.check(k.Public, sig.Sig, payload) || !inTime {
 		return BadSignature
 	}
 	if !k.GoodAt(signed) {
 		return RevokedKey
 	}
 	return Verified
+}
+
+// MaxSkew is the clock-skew allowance: how far the time a signed file
+// claims may lie before the time its name carries ([SignedAt]), and how
+// far a reader lets a message's name lag behind the newest name it has
+// seen (channel.DefaultSkewWindow), since both come from writers' clocks.
+const MaxSkew = time.Hour
+
+// SignedAt returns the time a signature on a file is judged at: the later
+// of named, the time its name carries, and claimed, the time it claims
+// (either alone when the other is zero), so that dating a file before a
+// key's revocation does not make it verify. ok is false when claimed lies
+// more than [MaxSkew] before named.
+func SignedAt(named, claimed time.Time) (at time.Time, ok bool) {
+	switch {
+	case named.IsZero():
+		return claimed, true
+	case claimed.IsZero():
+		return named, true
+	case claimed.Before(named.Add(-MaxSkew)):
+		return named, false
+	case claimed.After(named):
+		return claimed, true
+	}
+	return named, true
 }
 
 // check reports whether sig is pub's signature of payload.

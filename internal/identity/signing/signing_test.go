@@ -231,3 +231,80 @@ func TestMark(t *testing.T) {
 		t.Error("ParseVerdict(fine): ok")
 	}
 }
+
+func TestSignedAt(t *testing.T) {
+	named := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name           string
+		named, claimed time.Time
+		at             time.Time
+		ok             bool
+	}{
+		{"same time", named, named.Add(250 * time.Millisecond), named.Add(250 * time.Millisecond), true},
+		{"claimed before, within the allowance", named, named.Add(-MaxSkew), named, true},
+		{"claimed before, beyond the allowance", named, named.Add(-MaxSkew - time.Second), named, false},
+		{"claimed long after (posted later)", named, named.Add(48 * time.Hour), named.Add(48 * time.Hour), true},
+		{"no time in the name", time.Time{}, named, named, true},
+		{"no claimed time", named, time.Time{}, named, true},
+		{"neither", time.Time{}, time.Time{}, time.Time{}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			at, ok := SignedAt(c.named, c.claimed)
+			if !at.Equal(c.at) || ok != c.ok {
+				t.Errorf("SignedAt = %v, %v; want %v, %v", at, ok, c.at, c.ok)
+			}
+		})
+	}
+}
+
+// TestVerifyNamed: a key revoked at T verifies nothing named after T,
+// whatever time the signer claims; a claimed time far before the name's
+// does not verify even with a good key.
+func TestVerifyNamed(t *testing.T) {
+	r, old := ring(t, "alice")
+	newer, err := NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Trust("alice", newer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	revokedAt := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	if err := r.Revoke("alice", old.PublicKey(), revokedAt); err != nil {
+		t.Fatal(err)
+	}
+	v := NewVerifier(keyring.Open(r.Dir()))
+	p := Payload("message", "x")
+	before, after := revokedAt.Add(-time.Minute), revokedAt.Add(time.Minute)
+	for _, c := range []struct {
+		name           string
+		s              *Signer
+		named, claimed time.Time
+		want           Verdict
+	}{
+		{"revoked key, both before", old, before, before, Verified},
+		{"revoked key, named after, claimed before", old, after, before, RevokedKey},
+		{"revoked key, named before, claimed after", old, before, after, RevokedKey},
+		{"revoked key, no name time, claimed before", old, time.Time{}, before, Verified},
+		{"revoked key, no name time, claimed after", old, time.Time{}, after, RevokedKey},
+		{"good key, claimed within the allowance before", newer, after, after.Add(-MaxSkew), Verified},
+		{"good key, claimed beyond the allowance before", newer, after, after.Add(-MaxSkew - time.Second), BadSignature},
+		{"good key, claimed a day after", newer, after, after.Add(24 * time.Hour), Verified},
+		{"revoked key, claimed beyond the allowance before", old, after, before.Add(-MaxSkew), BadSignature},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := v.VerifyNamed("alice", c.named, c.claimed, p, c.s.Sign(p)); got != c.want {
+				t.Errorf("VerifyNamed = %v, want %v", got, c.want)
+			}
+		})
+	}
+	// What cannot be checked stays what it was: no signature, or not a
+	// key of alice's.
+	if got := v.VerifyNamed("alice", after, before.Add(-MaxSkew), p, nil); got != Unsigned {
+		t.Errorf("unsigned, claimed far before: %v, want unsigned", got)
+	}
+	_, priv, _ := ed25519.GenerateKey(nil)
+	if got := v.VerifyNamed("alice", after, before.Add(-MaxSkew), p, NewSigner("alice", priv).Sign(p)); got != UnknownKey {
+		t.Errorf("a stranger's key, claimed far before: %v, want unknown-key", got)
+	}
+}
