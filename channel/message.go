@@ -36,6 +36,11 @@ type Message struct {
 
 	// Signature is the sender's signature (see Sign), nil when unsigned.
 	Signature *signing.Signature
+	// ExtrasSignature is the sender's signature of the fields Signature
+	// does not cover (see ExtrasPayload), nil when there is none. A reader
+	// acts on those fields of a signed message only when it checks (see
+	// StripUnsigned).
+	ExtrasSignature *signing.Signature
 
 	// Extra holds unknown top-level fields, kept verbatim.
 	Extra map[string]json.RawMessage
@@ -157,7 +162,10 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	if m.Signature != nil {
 		w.Field(signing.Field, m.Signature)
 	}
-	w.Extra(m.Extra, signing.Field)
+	if m.ExtrasSignature != nil {
+		w.Field(ExtrasField, m.ExtrasSignature)
+	}
+	w.Extra(m.Extra, signing.Field, ExtrasField)
 	return w.Bytes()
 }
 
@@ -218,6 +226,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	f.Lenient("type", &m.Type)
 	f.Lenient("metadata", &m.Metadata)
 	f.Lenient(signing.Field, &m.Signature)
+	f.Lenient(ExtrasField, &m.ExtrasSignature)
 	m.Extra = f.Rest()
 	return err
 }

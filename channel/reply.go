@@ -56,9 +56,11 @@ func (m *Message) Reply(agent, host string) Message {
 // SetAwaitReply marks m as awaited ([ExtAwaitReply]).
 func (m *Message) SetAwaitReply() { m.SetExtension(ExtAwaitReply, json.RawMessage("true")) }
 
-// AwaitsReply reports whether m is marked as awaited ([ExtAwaitReply]).
+// AwaitsReply reports whether m is marked as awaited ([ExtAwaitReply]),
+// by its sender when it is signed ([Message.Extension]).
 func (m *Message) AwaitsReply() bool {
-	return string(m.Metadata.Extra[ExtAwaitReply]) == "true"
+	v, ok := m.Extension(ExtAwaitReply)
+	return ok && string(v) == "true"
 }
 
 // SetExtension sets metadata extension key to the JSON value v.

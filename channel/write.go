@@ -133,6 +133,7 @@ func (w *Writer) seal(m *Message, fixed bool) ([]byte, error) {
 		if err := m.Sign(w.Signer); err != nil {
 			return nil, err
 		}
+		m.signExtras(w.Signer)
 	}
 	data, err := m.Encode()
 	if err != nil {

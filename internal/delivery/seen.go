@@ -128,10 +128,15 @@ const (
 	ExtGuard   = "guard"
 )
 
-// IsNotice reports whether m is a guard notice.
+// IsNotice reports whether m is a guard notice: its type says so, or its
+// guard extension does, as its sender signed it (channel.Message.Extension:
+// a guard added to a signed message by someone else does not silence it).
 func IsNotice(m *channel.Message) bool {
-	_, guard := m.Metadata.Extra[ExtGuard]
-	return m.Type == NoticeType || guard
+	if m.Type == NoticeType {
+		return true
+	}
+	_, guard := m.Extension(ExtGuard)
+	return guard
 }
 
 // RefusalNote is the note of a claim finished as skipped because guard
