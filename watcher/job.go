@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"collab/internal/agent/modelcli"
 	"collab/internal/agent/prompt"
 	"collab/internal/plumbing/proc"
+	"collab/internal/plumbing/tree"
 	"collab/presence"
 )
 
@@ -404,24 +406,36 @@ func (w *watcher) finishReplied(j *job, r *jobResult, now time.Time) {
 	}
 }
 
-// checkKill stops the running job if someone asked for it (collab jobs kill).
+// checkKill stops the running job if someone who may asked for it
+// (collab jobs kill; the rule is jobs.MayKill, judged with the job this
+// watcher runs, not with its record on disk). A request it may not honour
+// is logged, reported when forged, and removed, so that one it may honour
+// can be made.
 func (w *watcher) checkKill() {
 	if w.busy == nil || w.busy.killed {
 		return
 	}
 	id := w.busy.id
-	if k, err := jobs.ReadKill(w.cfg.Root, w.cfg.Agent, id); err == nil {
-		verdict := k.Verify(w.cfg.Verifier, w.cfg.Agent, id)
-		if !w.cfg.Verifier.Accepts(w.cfg.Trust, k.By, verdict) {
-			w.logOnce("forged-kill "+id, "kill request refused: it does not verify as its requester",
-				keyJob, id, keyFrom, k.By, keyVerdict, verdict)
-			w.forgedFile(w.busy.it.msg.SessionID, id, "kill request", k.By, verdict)
-			return
-		}
-		w.log.Warn("kill requested; stopping the CLI", keyMsg, w.busy.it.msg.ID, keyJob, id)
-		w.busy.killed = true
-		w.busy.stop()
+	k, err := jobs.ReadKill(w.cfg.Root, w.cfg.Agent, id)
+	if err != nil {
+		return
 	}
+	msg := &w.busy.it.msg
+	r := k.Requester(w.cfg.Root, w.cfg.Verifier, w.cfg.Trust, w.cfg.Agent, id, os.Geteuid())
+	if err := jobs.MayKill(jobs.Job{ID: id, Agent: w.cfg.Agent, From: msg.From}, r); err != nil {
+		w.logOnce("refused-kill "+id+" "+k.By, "kill request refused",
+			keyJob, id, keyFrom, tree.Printable(k.By), keyVerdict, r.Verdict, keyReason, err.Error())
+		if !r.Authentic && !r.Admin {
+			w.forgedFile(msg.SessionID, id, "kill request", k.By, r.Verdict)
+		}
+		if err := jobs.DismissKill(w.cfg.Root, w.cfg.Agent, id); err != nil {
+			w.logOnce("dismiss-kill "+id, "cannot remove a refused kill request", keyJob, id, keyErr, err)
+		}
+		return
+	}
+	w.log.Warn("kill requested; stopping the CLI", keyMsg, msg.ID, keyJob, id, keyFrom, tree.Printable(k.By))
+	w.busy.killed = true
+	w.busy.stop()
 }
 
 // needsInput is the extension of the reply that asks q for job.

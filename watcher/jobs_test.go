@@ -345,7 +345,7 @@ func TestKillJob(t *testing.T) {
 		}
 		waitJob(t, root, m.ID, "running", func(j jobs.Job) bool { return j.Status == jobs.Running })
 		asked := time.Now()
-		if err := jobs.RequestKill(root, agent, jobFor(root, agent, m.ID), "bob", nil); err != nil {
+		if err := jobs.RequestKill(root, agent, jobFor(root, agent, m.ID), "alice", nil); err != nil {
 			t.Fatalf("RequestKill: %v", err)
 		}
 		select {

@@ -38,7 +38,7 @@ func TestKillJobFromAnotherHost(t *testing.T) {
 		t.Fatal("the CLI was not run")
 	}
 	waitJob(t, hostB, m.ID, "running, seen from host B", func(j jobs.Job) bool { return j.Status == jobs.Running })
-	if err := jobs.RequestKill(hostB, agent, jobFor(hostB, agent, m.ID), "bob", nil); err != nil {
+	if err := jobs.RequestKill(hostB, agent, jobFor(hostB, agent, m.ID), "alice", nil); err != nil {
 		t.Fatalf("RequestKill on host B: %v", err)
 	}
 	select {

@@ -205,7 +205,7 @@ func TestKillOverNATS(t *testing.T) {
 	}
 	holds(t, 300*time.Millisecond, "the CLI runs on without a kill file", func() bool { return c.Ctx.Err() == nil })
 
-	if err := jobs.RequestKill(root, agent, jobFor(root, agent, m.ID), "bob", nil); err != nil {
+	if err := jobs.RequestKill(root, agent, jobFor(root, agent, m.ID), "alice", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := pub.PublishKill(ctx, agent, natsbus.KillRequest{Job: jobFor(root, agent, m.ID), By: "bob"}); err != nil {

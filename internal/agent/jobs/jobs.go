@@ -16,9 +16,10 @@
 // running job and the last [Keep] finished ones are kept, older records are
 // removed when a new job's record is first written. A watcher may
 // [Prepare] a record in memory and [Recorder.Persist] it once the CLI is
-// started, so that no write delays the start. Anyone may create the kill file; the
-// watcher notices it within a poll and stops the run, which then ends with
-// an error event and no reply.
+// started, so that no write delays the start. A kill file asks the
+// watcher to stop the run; it notices the file within a poll and, when the
+// requester may kill the job (see Who may kill a job), stops the run, which
+// then ends with an error event and no reply.
 //
 // # Signed kill requests
 //
@@ -29,12 +30,43 @@
 //	agent (whose job it is: the folder), job id (the file's name without
 //	".kill"), by, host, time (as written)
 //
-// so a request copied to another job or agent does not verify. The watcher
-// stops a job only for a request its trust policy accepts from by
-// ([signing.Verifier.Accepts]); under "known" an unsigned or forged request
-// in the name of an agent with keys is ignored and logged, and a file that
-// does not decode names no one and is refused (under "any" it stops the job
-// as before).
+// so a request copied to another job or agent does not verify.
+//
+// # Who may kill a job
+//
+// [MayKill] is the rule, and every door applies it to the job's record:
+// the watcher to each kill file it finds (with the job it runs, in
+// memory), collab jobs kill and the dashboard before they write one (they
+// refuse up front, with [ErrNotAllowed], what the watcher would refuse),
+// and the bridge to a remote agent's request. A job may be killed by
+//
+//   - its agent (by is the job's Agent);
+//   - the sender of the message it answers (by is the job's From: the
+//     watcher runs only messages its trust policy accepts, so From is
+//     that policy's verdict on who asked);
+//   - the tree's admin: a kill file owned by root or by the owner of the
+//     tree's root folder ([Admin]), unless that is the account that runs
+//     the job (on a single-account tree, and in a remote host's mirror,
+//     where the mirror writes every kill file, only names count).
+//
+// A requester other than the admin must be authentic as by under the
+// watcher's trust policy ([signing.Verifier.Accepts] on the request's
+// verdict): under the default "known" a by with keys must verify and a by
+// without keys is taken at its word; under "signed" every request must
+// verify; under "any" none need (only the names count). So under "known" anyone who
+// can write the jobs folder can kill a job in the name of its keyless
+// asker, as they could already post a message in that name; give the
+// asker a key to close that. A file that does not decode names no one, and only the admin's counts.
+// The dashboard judges a person by the name they signed in as, never as
+// the admin; the bridge judges a remote agent by the name its NATS user
+// and signature prove, never as the admin.
+//
+// The watcher ignores a request it may not honour: it logs it ("kill
+// request refused", with the job, the requester and the reason), reports a
+// forged one in the job's channel, and removes the file ([DismissKill]),
+// so that one it may honour can be made: a kill file is published without
+// replacing, and while another requester's is there a request fails with
+// [ErrKillPending].
 package jobs
 
 import (
@@ -435,7 +467,13 @@ type Kill struct {
 	Host      string             `json:"host"`
 	Time      string             `json:"time"` // RFC 3339, as written
 	Signature *signing.Signature `json:"signature,omitempty"`
+
+	owner int // 1 + the uid that owns the kill file [ReadKill] read; 0: not known
 }
+
+// Owner returns the uid that owns the kill file k was read from by
+// [ReadKill], or -1 (k was not read from a file, or the owner is not known).
+func (k Kill) Owner() int { return k.owner - 1 }
 
 // KindKill is the payload kind of a signed kill request.
 const KindKill = "kill"
@@ -497,10 +535,37 @@ func WriteKill(root tree.Root, agent, id string, k Kill) error {
 func writeKill(d *safedir.Dir, id string, k Kill) error {
 	data, _ := json.Marshal(k)
 	err := d.Publish(id+".kill", data, 0o666)
-	if errors.Is(err, fs.ErrExist) {
-		return nil // asked already
+	if !errors.Is(err, fs.ErrExist) {
+		return err
 	}
-	return err
+	// Asked already, by the same requester: done. Another's request, which
+	// the watcher may refuse (it then removes it), must not pass for this
+	// one.
+	var there Kill
+	if data, _, rerr := d.ReadFile(id+".kill", maxKill); rerr == nil && json.Unmarshal(data, &there) == nil && there.By == k.By {
+		return nil
+	}
+	return fmt.Errorf("kill %s: %w (by %q); the watcher removes one it refuses within a poll: ask again then",
+		id, ErrKillPending, there.By)
+}
+
+// DismissKill removes the kill request of job id of agent that the
+// watcher refused, so that a request it may honour can be made. Only the
+// agent's watcher calls it: its account owns the folder, so it may remove
+// another account's file there even where the folder is sticky.
+func DismissKill(root tree.Root, agent, id string) error {
+	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
+		return err
+	}
+	d, err := safedir.Open(root.Jobs(agent))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Remove(id + ".kill"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("dismiss kill %s: %w", id, err)
+	}
+	return nil
 }
 
 // KillRequested reports whether someone asked to stop job id of agent.
@@ -532,7 +597,7 @@ func ReadKill(root tree.Root, agent, id string) (Kill, error) {
 		return Kill{}, err
 	}
 	defer d.Close()
-	data, _, err := d.ReadFile(id+".kill", maxKill)
+	data, fi, err := d.ReadFile(id+".kill", maxKill)
 	if err != nil {
 		return Kill{}, err
 	}
@@ -540,6 +605,7 @@ func ReadKill(root tree.Root, agent, id string) (Kill, error) {
 	if json.Unmarshal(data, &k) != nil {
 		k = Kill{}
 	}
+	k.owner = owner(fi) + 1
 	return k, nil
 }
 

@@ -385,8 +385,11 @@ func TestKillRequest(t *testing.T) {
 	if jobs.KillRequested(root, agent, other.ID) {
 		t.Error("another job is killed too")
 	}
-	if err := jobs.RequestKill(root, agent, j.ID, "carol", nil); err != nil {
+	if err := jobs.RequestKill(root, agent, j.ID, "bob", nil); err != nil {
 		t.Errorf("second RequestKill = %v, want nil (asked already)", err)
+	}
+	if err := jobs.RequestKill(root, agent, j.ID, "carol", nil); !errors.Is(err, jobs.ErrKillPending) {
+		t.Errorf("another requester's RequestKill = %v, want ErrKillPending", err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(root.Jobs(agent), j.ID+".kill")); string(after) != string(data) {
 		t.Errorf("second request replaced the first: %s, was %s", after, data)
