@@ -51,7 +51,10 @@
 // AGENT's (a message's from and a presence's or kill's agent or asker is
 // AGENT; a message's session_id is C) and that its signature is Verified
 // against the keyring; then it publishes the file with that package's
-// no-replace write.
+// no-replace write. Of a message it writes only what AGENT signed: fields
+// outside its signature (a host, needs_input, unknown members) are kept
+// only under its extras signature (channel.Message.StripUnsigned), and
+// the bridge adds nothing but the defaults any writer fills in.
 //
 // post is idempotent: when the message's file exists with the same
 // message, the reply is ok with "existed": true; a different message under

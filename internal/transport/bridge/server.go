@@ -245,6 +245,12 @@ func (s *Server) post(agent string, data []byte) (any, error) {
 	if v := m.Verify(s.cfg.Verifier, req.Channel); v != signing.Verified {
 		return nil, Errorf(CodeForbidden, "post: %s's signature: %s", agent, v)
 	}
+	// Only what the agent signed reaches the tree: extras it did not sign
+	// (a host, needs_input, unknown members) are dropped, not passed on
+	// for readers to weigh.
+	if m.StripUnsigned() {
+		s.log.Debug("bridge: dropped unsigned fields", "channel", req.Channel, "msg", m.ID, "agent", agent)
+	}
 	w := channel.Writer{Root: s.cfg.Root, Now: s.cfg.Now}
 	err = w.Post(&m)
 	if errors.Is(err, fs.ErrExist) {
