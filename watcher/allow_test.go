@@ -49,7 +49,7 @@ func TestAllowGrantsDenied(t *testing.T) {
 
 			m := send(t, root, agent, "push it")
 			ask := repliesTo(waitReplies(t, root, m.ID), m.ID)[0]
-			for _, want := range []string{"Bash(git push), Read(//etc/hostname)", "that run only", "allow, yes or y"} {
+			for _, want := range []string{`"Bash(git push)", "Read(//etc/hostname)"`, "that run only", "allow, yes or y"} {
 				if !strings.Contains(ask.Content.Text, want) {
 					t.Errorf("the question %q does not say %q", ask.Content.Text, want)
 				}

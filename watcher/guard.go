@@ -36,7 +36,7 @@ func (w *watcher) guardStops(it *item, now time.Time) bool {
 	case w.cfg.MaxHops > 0 && m.Metadata.Hops >= w.cfg.MaxHops:
 		w.stopByGuard(it, "max-hops", fmt.Sprintf("the thread reached the hop limit (%d)", w.cfg.MaxHops))
 	case w.cfg.PairRate > 0 && !w.guards.pairAllowed(m.From, m.Metadata.Hops, now):
-		w.stopByGuard(it, "pair-rate", fmt.Sprintf("more than %d replies a minute to %s", w.cfg.PairRate, m.From))
+		w.stopByGuard(it, "pair-rate", fmt.Sprintf("more than %d replies a minute to %s", w.cfg.PairRate, channel.Quote(m.From)))
 	default:
 		return false
 	}

@@ -356,7 +356,9 @@ func (w *watcher) finishFailed(j *job, r *jobResult, now time.Time) {
 	w.failed++
 	w.log.Error("failed", keyMsg, m.ID, keyChannel, m.SessionID, keyDur, now.Sub(j.started), keyErr, r.err, keyStderr, tail(r.resp.Stderr, 2000))
 	j.rec.Finish(jobs.Failed, r.resp, r.err)
-	note := tail(r.err.Error(), 500)
+	// The error's last words, quoted: it carries the CLI's output, and
+	// goes into a claim and a reply the watcher signs.
+	note := channel.Quote(tail(r.err.Error(), channel.MaxQuoted-len("…")))
 	switch {
 	case errors.Is(w.claims.Heartbeat(m.SessionID, m.Key()), claim.ErrLost):
 		// Another watcher owns the message now and will answer it: an
@@ -460,8 +462,12 @@ func questionText(said string, q *modelcli.Question) string {
 		fmt.Fprintf(&b, "\n\nReply with one of: %s.", strings.Join(q.Options, ", "))
 	}
 	if len(q.Allow) > 0 {
+		rules := make([]string, len(q.Allow))
+		for i, r := range q.Allow {
+			rules[i] = channel.Quote(r) // the CLI's words for what the model tried
+		}
 		fmt.Fprintf(&b, " A reply whose first word is %s, yes or y lets the run that resumes the session use %s (that run only); any other reply is passed on as it is.",
-			modelcli.AllowOption, strings.Join(q.Allow, ", "))
+			modelcli.AllowOption, strings.Join(rules, ", "))
 	}
 	return b.String()
 }

@@ -50,6 +50,8 @@ func (w *watcher) reportForged() {
 			continue
 		}
 		n := m.Reply(w.cfg.Agent, w.cfg.Host)
+		// m.ID is its file's name (the scan sets it), a checked name;
+		// the sender is its word, quoted by forgedWhy.
 		setNotice(&n, guardTrust, fmt.Sprintf("[collab] %s ignored %s: %s.", w.cfg.Agent, m.ID, w.forgedWhy(m.From, it.verdict)))
 		if err := w.postFile(&n); err != nil {
 			w.log.Error("cannot report a forged message", keyMsg, m.ID, keyErr, err)
@@ -96,6 +98,9 @@ func (w *watcher) reportForgedFiles() {
 		}
 		n := channel.Message{SessionID: f.channel, From: w.cfg.Agent}
 		n.Metadata.Mode, n.Metadata.Host = channel.ModeWatcher, w.cfg.Host
+		// f.id is a message's file name or the running job's id, both
+		// checked names; the sender is the file's word, quoted by
+		// forgedWhy.
 		setNotice(&n, guardTrust, fmt.Sprintf("[collab] %s ignored a %s for %s: %s.", w.cfg.Agent, f.what, f.id, w.forgedWhy(f.from, f.verdict)))
 		if err := w.postFile(&n); err != nil {
 			w.log.Error("cannot report a forged "+f.what, keyMsg, f.id, keyErr, err)
@@ -109,20 +114,23 @@ func (w *watcher) reportForgedFiles() {
 }
 
 // forgedWhy says why a message that names from as its sender, with
-// verdict, was refused.
+// verdict, was refused. from is the sender's word, quoted (channel.Quote):
+// the reason goes into a notice, a seen file and a claim that the watcher
+// signs, and must not add lines to them or @mention anyone.
 func (w *watcher) forgedWhy(from string, v signing.Verdict) string {
+	q := channel.Quote(from)
 	switch v {
 	case signing.Unsigned:
 		if w.cfg.Trust == signing.Signed {
-			return fmt.Sprintf("it names %s as its sender but is not signed, and this watcher acts only on verified senders (%s; --trust %s)", from, v, signing.Signed)
+			return fmt.Sprintf("it names %s as its sender but is not signed, and this watcher acts only on verified senders (%s; --trust %s)", q, v, signing.Signed)
 		}
-		return fmt.Sprintf("it names %s as its sender but is not signed, and %s has a trusted key (%s)", from, from, v)
+		return fmt.Sprintf("it names %s as its sender but is not signed, and %s has a trusted key (%s)", q, q, v)
 	case signing.UnknownKey:
-		return fmt.Sprintf("it names %s as its sender but is signed with a key that is not one of %s's trusted keys (%s)", from, from, v)
+		return fmt.Sprintf("it names %s as its sender but is signed with a key that is not one of %s's trusted keys (%s)", q, q, v)
 	case signing.RevokedKey:
-		return fmt.Sprintf("it names %s as its sender but is signed with a key of %s's revoked before it was sent (%s)", from, from, v)
+		return fmt.Sprintf("it names %s as its sender but is signed with a key of %s's revoked before it was sent (%s)", q, q, v)
 	default:
-		return fmt.Sprintf("it names %s as its sender but its signature does not verify (%s)", from, v)
+		return fmt.Sprintf("it names %s as its sender but its signature does not verify (%s)", q, v)
 	}
 }
 
