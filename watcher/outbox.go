@@ -138,16 +138,16 @@ func (w *watcher) persist(e *outboxEntry) error {
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(w.outboxPath())
+	d, err := safedir.CreatePrivate(w.outboxPath())
 	if err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
 	defer d.Close()
-	err = d.Replace(e.file(), data, 0o666)
+	err = d.Replace(e.file(), data, 0o644)
 	if isNoSpace(err) && d.Remove(reserveName) == nil {
 		w.outbox.reserved = false
 		w.log.Warn("disk full: the outbox's reserve makes room for a reply", keyMsg, e.Message)
-		err = d.Replace(e.file(), data, 0o666)
+		err = d.Replace(e.file(), data, 0o644)
 	}
 	if err != nil {
 		return fmt.Errorf("outbox: %w", err)
@@ -169,7 +169,7 @@ func (w *watcher) reserve() {
 	if w.outbox.reserved || len(w.outbox.entries) > 0 || now.Before(w.outbox.remake) {
 		return
 	}
-	d, err := safedir.Create(w.outboxPath())
+	d, err := safedir.CreatePrivate(w.outboxPath())
 	if err == nil {
 		err = roomForReserve(w.outboxPath())
 		if err == nil {
@@ -233,7 +233,7 @@ func (w *watcher) drop(e *outboxEntry) {
 // not decode is set aside and its message returned, to be answered anew
 // (its claim and reply token still keep the answer unique).
 func (w *watcher) loadOutbox() (requeue []ref) {
-	d, err := safedir.Open(w.outboxPath())
+	d, err := safedir.OpenPrivate(w.outboxPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -253,7 +253,13 @@ func (w *watcher) loadOutbox() (requeue []ref) {
 		if !ok || !de.Type().IsRegular() {
 			continue // temp files, corrupt copies, strangers
 		}
-		e, err := readOutboxEntry(d, name)
+		e, err := readOutboxEntry(d, name, w.now())
+		if errors.Is(err, safedir.ErrNotPrivate) {
+			// Not written by this account: never posted (it would go out
+			// signed as the agent), nor its message answered for it.
+			w.log.Error("outbox entry not written by this account; set aside, not posted", keyChannel, r.Channel, keyMsg, r.ID, keyErr, err)
+			continue
+		}
 		if err == nil && e.ref() != r {
 			err = fmt.Errorf("%w: entry for %s/%s", errCorrupt, e.Channel, e.Message)
 		}
@@ -276,8 +282,8 @@ func (w *watcher) loadOutbox() (requeue []ref) {
 	return requeue
 }
 
-func readOutboxEntry(d *safedir.Dir, name string) (*outboxEntry, error) {
-	data, _, err := d.ReadFile(name, 64<<20)
+func readOutboxEntry(d *safedir.Dir, name string, now time.Time) (*outboxEntry, error) {
+	data, err := readOwn(d, name, 64<<20, now)
 	if err != nil {
 		return nil, err
 	}

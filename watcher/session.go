@@ -50,7 +50,7 @@ func loadSessions(root tree.Root, agent, cli, scope string, ttl time.Duration, n
 		return s, err
 	}
 	defer d.Close()
-	data, _, err := d.ReadFile(sessionsFile, 4<<20)
+	data, err := readOwn(d, sessionsFile, 4<<20, now)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}
@@ -134,10 +134,10 @@ func (s *sessions) save() error {
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(s.root.State(s.agent))
+	d, err := privateState(s.root, s.agent)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return d.Replace(sessionsFile, data, 0o666)
+	return d.Replace(sessionsFile, data, 0o644)
 }

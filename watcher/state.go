@@ -157,8 +157,13 @@ func (e *corruptError) Unwrap() error { return e.err }
 // replacing an earlier one) so that it can be examined, and returns a
 // corruptError describing it.
 func setAside(d *safedir.Dir, name string, now time.Time, bad error) error {
+	return setAsideAs(d, name, "corrupt", now, bad)
+}
+
+// setAsideAs is setAside with another word than corrupt in the name.
+func setAsideAs(d *safedir.Dir, name, why string, now time.Time, bad error) error {
 	ce := &corruptError{path: d.Path() + "/" + name, err: bad}
-	base := name + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+	base := name + "." + why + "-" + now.UTC().Format("20060102T150405Z")
 	for i := 0; i < 100; i++ {
 		aside := base
 		if i > 0 {
@@ -176,11 +181,61 @@ func setAside(d *safedir.Dir, name string, now time.Time, bad error) error {
 	return ce
 }
 
+// privateState opens the agent's state folder, ROOT/state/AGENT, making it
+// when missing, as a folder only this account can write
+// (safedir.CreatePrivate): nothing an agent signs may come from a file
+// another account could have put there (an outbox entry is posted signed
+// as the agent). One owned by another account is an error wrapping
+// safedir.ErrNotPrivate, and the watcher does not start.
+func privateState(root tree.Root, agent string) (*safedir.Dir, error) {
+	return safedir.CreatePrivate(root.State(agent))
+}
+
+// checkPrivate makes sure the agent's state folder and its outbox are
+// this account's alone before anything is read from them: one owned by
+// another account stops the watcher (an error wrapping
+// safedir.ErrNotPrivate that says what to do). Other errors (a folder
+// that cannot be made now) are left to the reads and writes that follow,
+// which log them and carry on.
+func (w *watcher) checkPrivate() error {
+	d, err := privateState(w.cfg.Root, w.cfg.Agent)
+	if err == nil {
+		d.Close()
+		d, err = safedir.OpenPrivate(w.outboxPath())
+	}
+	if err == nil {
+		d.Close()
+	}
+	if errors.Is(err, safedir.ErrNotPrivate) {
+		return fmt.Errorf("refusing the agent's state: %w", err)
+	}
+	return nil
+}
+
+// readOwn reads the file name of the private folder d, at most limit
+// bytes. One that another account could have written (safedir.CheckOwn)
+// is set aside as NAME.untrusted-TIMESTAMP, never read, and reported with
+// an error wrapping safedir.ErrNotPrivate.
+func readOwn(d *safedir.Dir, name string, limit int64, now time.Time) ([]byte, error) {
+	data, fi, err := d.ReadFile(name, limit)
+	if fi != nil {
+		if oerr := safedir.CheckOwn(d.Path()+"/"+name, fi); oerr != nil {
+			return nil, setAsideAs(d, name, "untrusted", now, oerr)
+		}
+	}
+	return data, err
+}
+
 // loadState reads the agent's state. A missing file is (nil, nil). A file
 // that is not what a watcher wrote (truncated, bit-flipped, unknown
 // version) is renamed watch.json.corrupt-TIMESTAMP and reported with an
 // error wrapping errCorrupt; an unreadable one (permissions, I/O) is an
 // error left in place.
+//
+// The state is the agent's alone (see privateState): a file in it that
+// another account could have written is set aside as
+// watch.json.untrusted-TIMESTAMP, unread, and reported with an error
+// wrapping safedir.ErrNotPrivate.
 func loadState(root tree.Root, agent string, now time.Time) (*state, error) {
 	d, err := safedir.Open(root.State(agent))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -190,7 +245,7 @@ func loadState(root tree.Root, agent string, now time.Time) (*state, error) {
 		return nil, fmt.Errorf("open state: %w", err)
 	}
 	defer d.Close()
-	data, _, err := d.ReadFile(stateFile, 64<<20)
+	data, err := readOwn(d, stateFile, 64<<20, now)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -226,12 +281,12 @@ func saveState(root tree.Root, agent string, s *state) error {
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(root.State(agent))
+	d, err := privateState(root, agent)
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
 	defer d.Close()
-	if err := d.Replace(stateFile, data, 0o666); err != nil {
+	if err := d.Replace(stateFile, data, 0o644); err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
 	return nil

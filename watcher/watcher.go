@@ -197,6 +197,9 @@ func (w *watcher) startup() error {
 		w.log.Warn("budget cannot trip: the CLI reports no cost, so every run counts as free", keyCLI, w.cfg.CLI, keyBudget, w.cfg.BudgetUSD, keyMaxTok, w.cfg.BudgetTokens)
 	}
 	w.warnTrust()
+	if err := w.checkPrivate(); err != nil {
+		return err
+	}
 	w.started = w.now()
 	w.recent = newRecent(w.cfg.Context, w.started)
 	w.findReplayAfter()

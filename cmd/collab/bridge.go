@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/bridge"
 	"collab/internal/transport/natsbus"
@@ -60,6 +61,13 @@ Flags:
 	if err := root.Check(); err != nil {
 		return fmt.Errorf("bridge: %w", err)
 	}
+	// The bridge hands the keyring to every remote host (the keys op) and
+	// checks every remote write against it: one others could rewrite is
+	// refused, as a watcher refuses it.
+	ring, err := checkedKeyring("bridge", root, *ringf, signing.Known, true, stderr)
+	if err != nil {
+		return err
+	}
 	o.KeepTrying = true // a bridge started before the server waits for it
 	b, err := natsbus.Connect(ctx, o)
 	if err != nil {
@@ -68,7 +76,7 @@ Flags:
 	defer b.Close()
 
 	srv := bridge.New(bridge.Config{
-		Root: root, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr),
+		Root: root, Keyring: ring, Verifier: signing.NewVerifier(ring),
 		Workers: *workers, Host: host, Logger: logger,
 		Presence: b.PublishPresence,
 	})

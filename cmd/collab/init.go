@@ -21,7 +21,7 @@ import (
 func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags := newFlags("init", stderr)
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: collab init [--root ROOT] [--group GROUP]\n\nCreate the shared tree's folders (SPEC §1). With --group, the folders\nbelong to GROUP, are group-writable and set-group-ID, so agents running\nas different users in GROUP share the tree; nothing is world-writable.\nROOT/keys, the keyring of trusted signing keys, is made writable by this\naccount only: run init as the admin account.\nRun it again to repair modes; files are never touched.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: collab init [--root ROOT] [--group GROUP]\n\nCreate the shared tree's folders (SPEC §1). With --group, the folders\nbelong to GROUP, are group-writable, set-group-ID and sticky (but docs/,\nwhose documents everyone edits), so agents running as different users in\nGROUP share the tree and none can move or remove another's files;\nnothing is world-writable.\nROOT/keys, the keyring of trusted signing keys, is made writable by this\naccount only: run init as the admin account.\nRun it again to repair modes; files are never touched.\n\nFlags:\n")
 		flags.PrintDefaults()
 	}
 	group := flags.String("group", "", "shared group (name or numeric id) that owns the tree's folders")
@@ -42,7 +42,7 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 	}
 	for _, dir := range root.Folders() {
-		if err := setMode(dir, gid); err != nil {
+		if err := setMode(dir, gid, root.Shared(dir)); err != nil {
 			if errors.Is(err, safedir.ErrSymlink) {
 				return fmt.Errorf("init: %w; the tree's folders must be real folders", err)
 			}
@@ -87,10 +87,15 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 }
 
 // setMode makes the tree folder dir if missing, never world-writable, and
-// with gid ≥ 0 owned by that group, group-writable and set-group-ID. The
-// folder is reached with no symbolic link followed below the root (which
-// tree.Resolve has made link-free): a link gives safedir.ErrSymlink.
-func setMode(dir string, gid int) error {
+// with gid ≥ 0 owned by that group, group-writable and set-group-ID, and
+// sticky unless shared (its files are everyone's to replace: the shared
+// documents), so that no member of the group can rename or remove another
+// member's files or folders (the keyring from the root, a message from
+// its channel). The folders made later inside take the sticky bit from
+// their parent (safedir.MkdirAll). The folder is reached with no symbolic
+// link followed below the root (which tree.Resolve has made link-free): a
+// link gives safedir.ErrSymlink.
+func setMode(dir string, gid int, shared bool) error {
 	d, err := safedir.Create(dir)
 	if err != nil {
 		return err
@@ -107,6 +112,9 @@ func setMode(dir string, gid int) error {
 			return fmt.Errorf("chown %s: %w", dir, err)
 		}
 		want |= 0o070 | fs.ModeSetgid
+		if !shared {
+			want |= fs.ModeSticky
+		}
 	}
 	if want != have {
 		if err := d.Chmod(want); err != nil {

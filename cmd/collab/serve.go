@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/web"
@@ -90,9 +89,11 @@ Flags:
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	ring := openKeyring(root, *ringf)
-	if err := ring.Check(keyring.Owner(string(root)), true); err != nil {
-		fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+	// The page verifies and signs for people: a keyring others could
+	// rewrite is refused, as a watcher refuses it.
+	ring, err := checkedKeyring("serve", root, *ringf, signing.Known, true, stderr)
+	if err != nil {
+		return err
 	}
 	srv, err := web.New(web.Config{
 		Root: root, Person: who, Signer: signer, Verifier: signing.NewVerifier(ring),

@@ -205,6 +205,10 @@ func prepareWatch(ctx context.Context, root tree.Root, s watchSettings, getenv e
 			return nil, fmt.Errorf("watch: %w (or pass --allow-world-writable)", err)
 		}
 	}
+	if dirs := root.Unsticky(); len(dirs) > 0 {
+		fmt.Fprintf(stderr, "collab: warning: %s writable by the tree's group without the sticky bit, so any member can rename or remove another's files there: run 'collab init --group GROUP' again as the tree's owner\n",
+			strings.Join(dirs, ", ")+map[bool]string{true: " is", false: " are"}[len(dirs) == 1])
+	}
 	if err := namedAgent("watch", s.Agent); err != nil {
 		return nil, err
 	}
@@ -244,7 +248,7 @@ func prepareWatch(ctx context.Context, root tree.Root, s watchSettings, getenv e
 	if err != nil {
 		return nil, usageErrorf("watch: --trust: %v", err)
 	}
-	ring, err := watchKeyring(root, s.Keyring, policy, s.AllowWritableKeyring, stderr)
+	ring, err := checkedKeyring("watch", root, s.Keyring, policy, s.AllowWritableKeyring, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -400,12 +404,13 @@ const envTrust = "COLLAB_TRUST"
 // envPrices is the variable of --prices.
 const envPrices = "COLLAB_PRICES"
 
-// watchKeyring opens the keyring the watcher verifies with and checks it
-// (keyring.Ring.Check): under trust known or signed, one that others than
-// its admin could rewrite is refused (exit 2) unless it is empty, which
-// gets a warning (it trusts nobody, so it grants nothing); under any, only
-// a warning.
-func watchKeyring(root tree.Root, dir string, policy signing.Policy, allowWritable bool, stderr io.Writer) (*keyring.Ring, error) {
+// checkedKeyring opens the keyring that dir names (else the tree's) for a
+// long-running command (watch, serve, bridge) and checks it
+// (keyring.Ring.Check), after which the ring holds the folder it checked:
+// under trust known or signed, one that others than its admin could
+// rewrite is refused (exit 2) unless it is empty, which gets a warning
+// (it trusts nobody, so it grants nothing); under any, only a warning.
+func checkedKeyring(cmd string, root tree.Root, dir string, policy signing.Policy, allowWritable bool, stderr io.Writer) (*keyring.Ring, error) {
 	ring := openKeyring(root, dir)
 	err := ring.Check(keyring.Owner(string(root)), allowWritable)
 	if err == nil {
@@ -415,10 +420,15 @@ func watchKeyring(root tree.Root, dir string, policy signing.Policy, allowWritab
 		fmt.Fprintf(stderr, "collab: warning: %v\n", err)
 		return ring, nil
 	}
-	return nil, usageErrorf("watch: refusing the keyring %s (%s; --trust %s): %v\n"+
-		"The keyring says whose signatures are trusted, so only root or the tree's owner may write it: "+
-		"as that admin, chown it and chmod go-w its folder and files; on a single-account setup pass --allow-writable-keyring.",
-		ring.Dir(), describeOwner(ring.Dir()), policy, err)
+	hint := "; on a single-account setup pass --allow-writable-keyring"
+	if cmd != "watch" {
+		hint = ""
+	}
+	return nil, usageErrorf("%s: refusing the keyring %s (%s; --trust %s): %v\n"+
+		"The keyring says whose signatures are trusted, so only root or the tree's owner may write it, "+
+		"and only they may move it: as that admin, chown it, chmod go-w its folder and files, and run 'collab init --group GROUP' again "+
+		"(it makes the tree's root sticky)%s.",
+		cmd, ring.Dir(), describeOwner(ring.Dir()), policy, err, hint)
 }
 
 // describeOwner says who owns path and its mode.

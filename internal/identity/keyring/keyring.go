@@ -25,9 +25,27 @@
 // symbolic links, and are not writable by the account running the check.
 // Agents that share the tree through a group can create folders in ROOT
 // but cannot make one owned by another account, so a keyring they plant
-// (after moving the real one aside) is refused; an agent running as the
-// admin's own account could rewrite the keyring and is refused as well,
-// unless told that this is a single-account setup.
+// is refused; an agent running as the admin's own account could rewrite
+// the keyring and is refused as well, unless told that this is a
+// single-account setup.
+//
+// The folder that holds the keyring (ROOT for ROOT/keys) must not let
+// anyone but its owner move the keyring aside: owned by root or the admin,
+// and, when its group or others may write it, sticky (which 'collab init
+// --group' makes it). Otherwise a member of the group could rename the
+// real keyring away and put its own in its place.
+//
+// # A checked ring stays checked
+//
+// A check is not a moment: a watcher, a dashboard or a bridge runs for
+// weeks. Once [Ring.Check] has passed, the ring holds the folder it
+// checked, open, and reads every file through that handle, so a folder
+// put in its place later is never read; and it checks again, at each
+// read, the folder's and the file's owner and mode by the same rule. A
+// read that fails the check is an error wrapping [ErrUnsafe]: its agent's
+// keys are unknown and nothing it would have signed verifies (a checked
+// ring fails closed). A ring whose Check was never called, or failed,
+// reads by name as before, for readers that only show verdicts.
 package keyring
 
 import (
@@ -107,6 +125,15 @@ type Ring struct {
 
 	mu    sync.Mutex
 	cache map[string]cached
+	rule  *rule        // set by a Check that passed: every later read is checked
+	held  *safedir.Dir // the folder as checked (nil until it exists)
+}
+
+// rule is what a checked ring holds every read to.
+type rule struct {
+	admin    int // owner besides root; -1 for root only
+	allowOwn bool
+	euid     int
 }
 
 type cached struct {
@@ -172,21 +199,29 @@ func (r *Ring) read(agent string) (file, error) {
 	if err := tree.CheckName("agent", agent); err != nil {
 		return file{}, err
 	}
-	d, err := safedir.Open(r.dir)
+	d, done, err := r.folder()
 	if errors.Is(err, fs.ErrNotExist) {
 		return file{}, nil
 	}
 	if err != nil {
-		return file{}, fmt.Errorf("open keyring: %w", err)
+		return file{}, err
 	}
-	defer d.Close()
-	data, _, err := d.ReadFile(agent+suffix, maxFile)
+	defer done()
+	data, fi, err := d.ReadFile(agent+suffix, maxFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return file{}, nil
+	}
+	if err == nil {
+		err = r.checkRead(filepath.Join(r.dir, agent+suffix), fi)
 	}
 	if err != nil {
 		return file{}, fmt.Errorf("read keyring: %w", err)
 	}
+	return decode(agent, data)
+}
+
+// decode decodes agent's keyring file.
+func decode(agent string, data []byte) (file, error) {
 	var f file
 	if err := json.Unmarshal(data, &f); err != nil {
 		return file{}, fmt.Errorf("keyring %s: %w", agent+suffix, err)
@@ -292,24 +327,26 @@ func sameKey(a, b Key) bool {
 
 // List returns every agent's keys, by agent.
 func (r *Ring) List() (map[string][]Key, error) {
-	entries, err := os.ReadDir(r.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string][]Key{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list keyring: %w", err)
-	}
 	out := make(map[string][]Key)
-	for _, e := range entries {
-		agent, ok := strings.CutSuffix(e.Name(), suffix)
-		if !ok || !tree.ValidName(agent) {
-			continue
-		}
-		f, err := r.read(agent)
+	var first error
+	err := r.Files(maxFile, func(name string, data []byte) error {
+		agent := strings.TrimSuffix(name, suffix)
+		f, err := decode(agent, data)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out[agent] = f.Keys
+		return nil
+	}, func(name string, err error) {
+		if first == nil {
+			first = fmt.Errorf("list keyring: %w", err)
+		}
+	})
+	if err == nil {
+		err = first
+	}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -324,57 +361,222 @@ func (r *Ring) Empty() bool {
 // it wraps [ErrUnsafe] and names the folder or file, its owner and mode
 // when it cannot. admin is the account that may own it besides root (the
 // owner of the tree's root folder; -1 for root only). A missing keyring
-// folder is safe (and empty). With allowOwn, a keyring writable by the
-// checking account itself is accepted (a single-account setup, where that
-// account is the admin).
+// folder is safe (and empty) as long as the folder that would hold it is.
+// With allowOwn, a keyring writable by the checking account itself is
+// accepted (a single-account setup, where that account is the admin).
+//
+// Once Check has passed, the ring holds the folder it checked and holds
+// every later read to the same rule (package doc): a keyring folder that
+// appears later must pass it too.
 func (r *Ring) Check(admin int, allowOwn bool) error {
-	euid := os.Geteuid()
-	check := func(path string, fi fs.FileInfo) error {
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		uid, mode := int(st.Uid), fi.Mode()
-		switch {
-		case mode&fs.ModeSymlink != 0:
-			return fmt.Errorf("%s is a symbolic link: %w", path, ErrUnsafe)
-		case uid != 0 && uid != admin:
-			return fmt.Errorf("%s is owned by uid %d, neither root nor the tree's owner (uid %d): %w", path, uid, admin, ErrUnsafe)
-		case mode.Perm()&0o022 != 0:
-			return fmt.Errorf("%s (mode %v) is writable by its group or others: %w; run chmod go-w", path, mode, ErrUnsafe)
-		case uid == euid && !allowOwn:
-			return fmt.Errorf("%s is owned by this account (uid %d), so an agent running here could replace a key: %w; keep the keyring owned by an admin account, or pass --allow-writable-keyring on a single-account setup", path, uid, ErrUnsafe)
-		}
+	ru := &rule{admin: admin, allowOwn: allowOwn, euid: os.Geteuid()}
+	if err := ru.checkParent(filepath.Dir(r.dir)); err != nil {
+		return err
+	}
+	d, err := safedir.Open(r.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		r.setRule(ru, nil)
 		return nil
 	}
-	fi, err := os.Lstat(r.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if errors.Is(err, safedir.ErrSymlink) {
+		return fmt.Errorf("%s is a symbolic link: %w", r.dir, ErrUnsafe)
 	}
 	if err != nil {
 		return fmt.Errorf("keyring: %w", err)
 	}
-	if err := check(r.dir, fi); err != nil {
+	if err := ru.checkFolder(r.dir, d); err != nil {
+		d.Close()
 		return err
 	}
-	entries, err := os.ReadDir(r.dir)
+	entries, err := d.ReadDir()
 	if err != nil {
+		d.Close()
 		return fmt.Errorf("keyring: %w", err)
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		path := filepath.Join(r.dir, e.Name())
-		fi, err := os.Lstat(path)
+		fi, err := d.Lstat(e.Name())
 		if err != nil {
 			continue // gone
 		}
-		if err := check(path, fi); err != nil {
+		if err := ru.check(filepath.Join(r.dir, e.Name()), fi); err != nil {
+			d.Close()
 			return err
 		}
 	}
+	r.setRule(ru, d)
 	return nil
+}
+
+func (r *Ring) setRule(ru *rule, d *safedir.Dir) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held != nil {
+		r.held.Close()
+	}
+	r.rule, r.held = ru, d
+	clear(r.cache)
+}
+
+// folder returns the keyring folder to read and a function to call when
+// done with it. A checked ring gives the folder it holds (opening and
+// checking it the first time when it did not exist at the check) after
+// checking its owner and mode again; any other ring opens the folder by
+// name. A missing folder is fs.ErrNotExist.
+func (r *Ring) folder() (*safedir.Dir, func(), error) {
+	r.mu.Lock()
+	ru, held := r.rule, r.held
+	r.mu.Unlock()
+	if ru == nil {
+		d, err := safedir.Open(r.dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, err
+			}
+			return nil, nil, fmt.Errorf("open keyring: %w", err)
+		}
+		return d, func() { d.Close() }, nil
+	}
+	if held == nil {
+		if err := ru.checkParent(filepath.Dir(r.dir)); err != nil {
+			return nil, nil, err
+		}
+		d, err := safedir.Open(r.dir)
+		if errors.Is(err, safedir.ErrSymlink) {
+			return nil, nil, fmt.Errorf("%s is a symbolic link: %w", r.dir, ErrUnsafe)
+		}
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, err
+			}
+			return nil, nil, fmt.Errorf("open keyring: %w", err)
+		}
+		if err := ru.checkFolder(r.dir, d); err != nil {
+			d.Close()
+			return nil, nil, err
+		}
+		r.mu.Lock()
+		if r.held == nil && r.rule == ru {
+			r.held = d
+		} else {
+			d.Close()
+		}
+		held = r.held
+		r.mu.Unlock()
+		if held == nil {
+			return r.folder()
+		}
+	}
+	if err := ru.checkFolder(r.dir, held); err != nil {
+		return nil, nil, err
+	}
+	return held, func() {}, nil
+}
+
+// checkRead checks a file just read (fi from the open file) when the ring
+// is checked.
+func (r *Ring) checkRead(path string, fi fs.FileInfo) error {
+	r.mu.Lock()
+	ru := r.rule
+	r.mu.Unlock()
+	if ru == nil {
+		return nil
+	}
+	return ru.check(path, fi)
+}
+
+// check applies the rule to one folder or file of the keyring.
+func (ru *rule) check(path string, fi fs.FileInfo) error {
+	uid, nlink, ok := safedir.Ownership(fi)
+	if !ok {
+		return nil
+	}
+	mode := fi.Mode()
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link: %w", path, ErrUnsafe)
+	case uid != 0 && uid != ru.admin:
+		return fmt.Errorf("%s is owned by uid %d, neither root nor the tree's owner (uid %d): %w", path, uid, ru.admin, ErrUnsafe)
+	case mode.Perm()&0o022 != 0:
+		return fmt.Errorf("%s (mode %v) is writable by its group or others: %w; run chmod go-w", path, mode, ErrUnsafe)
+	case uid == ru.euid && !ru.allowOwn:
+		return fmt.Errorf("%s is owned by this account (uid %d), so an agent running here could replace a key: %w; keep the keyring owned by an admin account, or pass --allow-writable-keyring on a single-account setup", path, uid, ErrUnsafe)
+	case mode.IsRegular() && nlink > 1:
+		return fmt.Errorf("%s has %d links, so it is also a file elsewhere: %w; copy it to a file of its own", path, nlink, ErrUnsafe)
+	}
+	return nil
+}
+
+// checkFolder checks the open keyring folder d (at path).
+func (ru *rule) checkFolder(path string, d *safedir.Dir) error {
+	fi, err := d.Stat()
+	if err != nil {
+		return fmt.Errorf("keyring: %w", err)
+	}
+	return ru.check(path, fi)
+}
+
+// checkParent checks the folder that holds the keyring: only its owner
+// (root or the admin) may move the keyring out of it, so it is owned by
+// one of them and, when others may write it, sticky.
+func (ru *rule) checkParent(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("keyring: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	uid, mode := int(st.Uid), fi.Mode()
+	switch {
+	case uid != 0 && uid != ru.admin:
+		return fmt.Errorf("%s, which holds the keyring, is owned by uid %d, neither root nor the tree's owner (uid %d), who could move the keyring aside: %w", path, uid, ru.admin, ErrUnsafe)
+	case mode.Perm()&0o022 != 0 && mode&fs.ModeSticky == 0:
+		return fmt.Errorf("%s (mode %v), which holds the keyring, lets its group or others rename it and put another in its place: %w; as its owner run 'collab init --group GROUP' again, or chmod +t %s", path, mode, ErrUnsafe, path)
+	}
+	return nil
+}
+
+// Files calls fn with the name and content of each agent's file in the
+// keyring (AGENT.json; temp and other files are skipped), read as [Ring.Keys]
+// reads them: through the checked folder, each file checked, when the ring
+// has passed [Ring.Check]. A file that fails the check, or cannot be read,
+// is passed to bad instead (nil: skipped). A missing folder has no files.
+func (r *Ring) Files(maxLen int64, fn func(name string, data []byte) error, bad func(name string, err error)) error {
+	d, done, err := r.folder()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer done()
+	return d.ReadDirBatches(256, func(entries []fs.DirEntry) error {
+		for _, e := range entries {
+			name := e.Name()
+			agent, ok := strings.CutSuffix(name, suffix)
+			if !ok || !tree.ValidName(agent) {
+				continue
+			}
+			data, fi, err := d.ReadFile(name, maxLen)
+			if err == nil {
+				err = r.checkRead(filepath.Join(r.dir, name), fi)
+			}
+			if err != nil {
+				if bad != nil && !errors.Is(err, fs.ErrNotExist) {
+					bad(name, err)
+				}
+				continue
+			}
+			if err := fn(name, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Owner returns the uid that owns path, or -1.

@@ -107,3 +107,91 @@ func TestCheck(t *testing.T) {
 		t.Errorf("keyring owned by the admin, checked by root: %v", err)
 	}
 }
+
+// TestCheckedRingHoldsItsFolder: once checked, a ring reads the folder it
+// checked, not whatever is later put at its path, and checks each file
+// again as it reads it.
+func TestCheckedRingHoldsItsFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	r := Open(dir)
+	good, planted := pub(t), pub(t)
+	if err := r.Trust("a", good); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Check(os.Geteuid(), true); err != nil {
+		t.Fatal(err)
+	}
+	// The folder moved aside and another, which passes the check on its
+	// own, put in its place.
+	if err := os.Rename(dir, dir+".real"); err != nil {
+		t.Fatal(err)
+	}
+	other := Open(dir)
+	if err := other.Trust("a", planted); err != nil {
+		t.Fatal(err)
+	}
+	r.SetClock(func() time.Time { return time.Now().Add(time.Hour) }) // past the cache
+	if _, err := r.Find("a", planted); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Find(planted key) = %v: the ring read the folder put in its place", err)
+	}
+	if _, err := r.Find("a", good); err != nil {
+		t.Errorf("Find(checked key) = %v", err)
+	}
+	all, err := r.List()
+	if err != nil || len(all["a"]) != 1 || all["a"][0].Public != good {
+		t.Errorf("List = %v, %v; want the checked folder's one key", all, err)
+	}
+
+	// A file made writable by others since is refused at the next read:
+	// the ring fails closed.
+	if err := os.Chmod(filepath.Join(dir+".real", "a.json"), 0o664); err != nil {
+		t.Fatal(err)
+	}
+	r.SetClock(func() time.Time { return time.Now().Add(2 * time.Hour) })
+	if _, err := r.Keys("a"); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("Keys after chmod g+w = %v, want ErrUnsafe", err)
+	}
+	if !r.HasKeys("a") {
+		t.Error("HasKeys of an agent whose file fails the check = false; an unsigned message in its name would pass as keyless")
+	}
+}
+
+// TestCheckParent: the folder that holds the keyring must not let its
+// group or others rename the keyring away unless it is sticky.
+func TestCheckParent(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "keys")
+	r := Open(dir)
+	if err := r.Trust("a", pub(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{
+		{0o755, true},
+		{0o775, false},
+		{0o775 | os.ModeSticky, true},
+		{0o777 | os.ModeSticky, true},
+	} {
+		if err := os.Chmod(parent, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		err := Open(dir).Check(os.Geteuid(), true)
+		if ok := err == nil; ok != c.ok || (!ok && !errors.Is(err, ErrUnsafe)) {
+			t.Errorf("parent mode %v: Check = %v, want ok %v", c.mode, err, c.ok)
+		}
+	}
+	// A keyring folder that appears after the check must pass it too.
+	missing := Open(filepath.Join(t.TempDir(), "keys"))
+	if err := missing.Check(os.Geteuid(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(missing.Dir(), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(missing.Dir(), 0o777)
+	if _, err := missing.Keys("a"); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("Keys from a world-writable folder made after the check = %v, want ErrUnsafe", err)
+	}
+}

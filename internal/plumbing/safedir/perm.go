@@ -9,26 +9,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Permissions. A shared tree is shared through a group: files are created
-// with at most FilePerm and folders with at most DirPerm, and the process
-// umask still applies (umask 002 gives the group write access, 022 keeps
-// it read-only). Nothing is ever created world-writable, whatever the
-// caller asks.
+// Permissions. A shared tree is shared through a group, and its files are
+// changed only by being replaced or removed, which the folder's
+// permissions govern, never in place: so a file is created writable by
+// its owner alone (at most FilePerm, whatever the caller asks and
+// whatever the umask), and no other account of the group can edit what
+// one account wrote. Folders are made with at most DirPerm before the
+// umask; nothing is ever world-writable.
 const (
-	FilePerm fs.FileMode = 0o664
+	FilePerm fs.FileMode = 0o644
 	DirPerm  fs.FileMode = 0o775
 )
 
-// sharedPerm drops the world-write bit from perm.
-func sharedPerm(perm fs.FileMode) fs.FileMode { return perm.Perm() &^ 0o002 }
+// sharedPerm drops the group- and world-write bits from perm.
+func sharedPerm(perm fs.FileMode) fs.FileMode { return perm.Perm() &^ 0o022 }
 
 // MkdirAll creates path and any missing parents with DirPerm (before
 // umask). No symbolic link is followed in any component of path: a link
 // gives an error that wraps [ErrSymlink], and nothing is created through it.
 // A folder created inside a set-group-ID folder (the shared-group layout
 // that `collab init --group` makes) keeps the bit, as Linux does by itself,
-// and is also made group-writable whatever the umask, so every member of
-// the group can add files to it.
+// is also made group-writable whatever the umask, so every member of the
+// group can add files to it, and takes the sticky bit from its parent
+// (Linux does not), so that in a tree whose folders are sticky no member
+// can rename or remove another's files in a folder made later (a new
+// channel, a new agent's claims).
 func MkdirAll(path string) error {
 	fd, err := openDir(path, pathFlags)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -85,7 +90,9 @@ func (d *Dir) RemoveOrphans(age time.Duration, now time.Time) ([]string, error) 
 			continue
 		}
 		if err := d.Remove(name); err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
+			// Another account's temp file in a sticky folder is its
+			// writer's to remove (its own janitor does).
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
 				errs = append(errs, err)
 			}
 			continue

@@ -122,8 +122,8 @@ func openat(dirfd int, name string, flags int) (int, error) {
 }
 
 // mkdirat makes the folder name (at, for errors) in dirfd with DirPerm. In
-// a set-group-ID folder it is also made group-writable and set-group-ID
-// (see MkdirAll). A folder that another process made meanwhile is fine.
+// a set-group-ID folder it is also made group-writable and set-group-ID,
+// and sticky when its parent is (see MkdirAll). A folder that another process made meanwhile is fine.
 func mkdirat(dirfd int, name, at string) error {
 	err := unix.Mkdirat(dirfd, name, uint32(DirPerm))
 	if err == unix.EEXIST {
@@ -148,8 +148,12 @@ func mkdirat(dirfd int, name, at string) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return pathErr("mkdir", at, err)
 	}
-	have := st.Mode & (0o777 | unix.S_ISGID)
-	if want := have | 0o070 | unix.S_ISGID; want != have {
+	have := st.Mode & (0o777 | unix.S_ISGID | unix.S_ISVTX)
+	want := have | 0o070 | unix.S_ISGID
+	if pst.Mode&unix.S_ISVTX != 0 {
+		want |= unix.S_ISVTX
+	}
+	if want != have {
 		if err := unix.Fchmod(fd, want); err != nil {
 			return fmt.Errorf("make %s group-writable: %w", at, err)
 		}

@@ -23,8 +23,11 @@
 //   - [Dir.Replace] atomically replaces a file (temp, fsync, rename, directory
 //     fsync), for files that are rewritten such as presence heartbeats.
 //   - [Dir.ReadFile] reads only regular files no larger than a limit.
-//   - Nothing is created world-writable (see [FilePerm], [MkdirAll]); the
-//     umask applies on top.
+//   - No file is created writable by its group or others, whatever the
+//     umask ([FilePerm]): files are replaced, never edited by another
+//     account. Folders in a shared tree are group-writable and sticky
+//     ([MkdirAll]); an account's private folder is writable by it alone
+//     ([CreatePrivate]), and what is read from it is checked ([CheckOwn]).
 //   - [Dir.RemoveOrphans] removes temp files left by crashed writers, only
 //     once they are older than an age (36 h by default).
 //

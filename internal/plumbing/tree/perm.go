@@ -27,6 +27,13 @@ func (r Root) Folders() []string {
 	}
 }
 
+// Shared reports whether dir, one of the tree's folders, holds files that
+// every member of the tree's group may replace or remove: the shared
+// documents (ROOT/docs), and so not sticky. In every other folder each
+// file is its writer's, and a shared-group tree makes the folder sticky
+// ('collab init --group') so that no other member can rename or remove it.
+func (r Root) Shared(dir string) bool { return dir == r.join("docs") }
+
 // ErrSymlinkedFolder is wrapped by [Root.CheckShared] when one of the
 // tree's fixed folders (other than the root itself) is a symbolic link.
 var ErrSymlinkedFolder = errors.New("tree: a symbolic link, not a folder")
@@ -60,6 +67,25 @@ func (r Root) CheckShared() error {
 		}
 	}
 	return nil
+}
+
+// Unsticky returns those of the tree's fixed folders that exist, are
+// writable by their group and are not sticky, other than the shared ones
+// ([Root.Shared]): folders in which any member of the group can rename or
+// remove another member's files (a tree made before 'collab init --group'
+// set the sticky bit; running it again repairs them).
+func (r Root) Unsticky() []string {
+	var out []string
+	for _, dir := range r.Folders() {
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() || r.Shared(dir) {
+			continue
+		}
+		if m := fi.Mode(); m.Perm()&0o020 != 0 && m&fs.ModeSticky == 0 {
+			out = append(out, dir)
+		}
+	}
+	return out
 }
 
 // ErrNotTree is wrapped by [Root.Check] when the root is not a collab tree:

@@ -16,7 +16,6 @@ package accounts
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,20 +106,14 @@ func (s *Set) Folder(t testing.TB, a Account, name string) string {
 // and returns the copy's path.
 func (s *Set) Executable(t testing.TB, path string) string {
 	t.Helper()
-	src, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	// cp, not a copy by this process: a child forked meanwhile by a
+	// parallel test would hold the copy's open file, and running it would
+	// fail with "text file busy".
 	dst := filepath.Join(s.Dir, "bin-"+filepath.Base(path))
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
+	if out, err := exec.Command("cp", path, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s: %v: %s", path, err, out)
 	}
-	if _, err := io.Copy(f, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := os.Chmod(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dst

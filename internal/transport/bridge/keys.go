@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"collab/internal/agent/jobs"
-	"collab/internal/plumbing/safedir"
+	"collab/internal/identity/keyring"
 	"collab/internal/plumbing/tree"
 )
 
@@ -90,46 +90,37 @@ func (s *Server) keys(data []byte) (any, error) {
 		return nil, err
 	}
 	out := KeysReply{Reply: Reply{OK: true}, Keys: map[string]json.RawMessage{}}
-	d, err := safedir.Open(s.cfg.Root.Keys())
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, classify("keys", err)
-	}
-	defer d.Close()
 	size := replyRoom
-	err = d.ReadDirBatches(256, func(entries []fs.DirEntry) error {
-		for _, e := range entries {
-			if _, ok := strings.CutSuffix(e.Name(), ".json"); !ok || safedir.IsTemp(e.Name()) {
-				continue
-			}
-			if len(out.Keys) >= MaxKeyFiles {
-				out.More = true
-				return nil
-			}
-			b, _, err := d.ReadFile(e.Name(), MaxKeyFileLen)
-			if err != nil {
-				continue // gone, or too big: not a key file
-			}
-			if _, err := KeyFileAgent(e.Name(), b); err != nil {
-				s.log.Warn("bridge: keys: left out", "err", err)
-				continue
-			}
-			var buf json.RawMessage
-			if buf, err = compact(b); err != nil {
-				continue
-			}
-			if size+len(buf)+len(e.Name())+8 > s.cfg.MaxReply {
-				out.More = true
-				return nil
-			}
-			size += len(buf) + len(e.Name()) + 8
-			out.Keys[e.Name()] = buf
+	// Through the ring, so that a checked keyring is read from the folder
+	// it checked, each file checked again (keyring.Ring.Files); a file
+	// that fails is left out, and said so in the log.
+	errFull := errors.New("full")
+	err := s.cfg.Keyring.Files(MaxKeyFileLen, func(name string, b []byte) error {
+		if len(out.Keys) >= MaxKeyFiles {
+			out.More = true
+			return errFull
 		}
+		if _, err := KeyFileAgent(name, b); err != nil {
+			s.log.Warn("bridge: keys: left out", "err", err)
+			return nil
+		}
+		buf, err := compact(b)
+		if err != nil {
+			return nil
+		}
+		if size+len(buf)+len(name)+8 > s.cfg.MaxReply {
+			out.More = true
+			return errFull
+		}
+		size += len(buf) + len(name) + 8
+		out.Keys[name] = buf
 		return nil
+	}, func(name string, err error) {
+		if errors.Is(err, keyring.ErrUnsafe) {
+			s.log.Error("bridge: keys: left out a key file that fails the keyring's check", "file", name, "err", err)
+		}
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errFull) {
 		return nil, classify("keys", err)
 	}
 	return out, nil

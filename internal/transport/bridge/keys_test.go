@@ -115,3 +115,50 @@ func FuzzKeyFileAgent(f *testing.F) {
 		}
 	})
 }
+
+// TestKeysFromTheCheckedFolder: with a checked keyring, the keys op hands
+// remote hosts the folder that was checked, never one put in its place
+// later, and leaves out a file that no longer passes the check.
+func TestKeysFromTheCheckedFolder(t *testing.T) {
+	e := newEnv(t)
+	ring := keyring.Open(e.root.Keys())
+	if err := ring.Trust("alice", e.keys["alice"].PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.Trust("bob", e.keys["bob"].PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.Check(os.Geteuid(), true); err != nil {
+		t.Fatal(err)
+	}
+	s := e.server(Config{Keyring: ring})
+	if err := os.Rename(e.root.Keys(), e.root.Keys()+".real"); err != nil {
+		t.Fatal(err)
+	}
+	planted := keyring.Open(e.root.Keys())
+	evil, err := signing.NewKey(filepath.Join(t.TempDir(), "evil.key"), "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := planted.Trust("alice", evil.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(e.root.Keys()+".real", "bob.json"), 0o664); err != nil {
+		t.Fatal(err)
+	}
+	var rep KeysReply
+	if r := handle(t, s, OpKeys, "alice", []byte(`{}`), &rep); !r.OK {
+		t.Fatalf("keys: %+v", r)
+	}
+	if len(rep.Keys) != 1 || !json.Valid(rep.Keys["alice.json"]) {
+		t.Fatalf("keys: %v; want alice.json alone (bob.json is group-writable now)", keysOf(rep.Keys))
+	}
+	var f struct {
+		Keys []struct {
+			Key string `json:"key"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(rep.Keys["alice.json"], &f); err != nil || len(f.Keys) != 1 || f.Keys[0].Key != e.keys["alice"].PublicKey() {
+		t.Fatalf("alice.json = %s, %v: want the checked folder's key", rep.Keys["alice.json"], err)
+	}
+}

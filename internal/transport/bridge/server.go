@@ -20,6 +20,7 @@ import (
 	"collab/channel"
 	"collab/internal/agent/jobs"
 	"collab/internal/delivery"
+	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/presence"
@@ -35,6 +36,10 @@ const (
 type Config struct {
 	Root     tree.Root
 	Verifier *signing.Verifier // checks every signed file a request writes
+	// Keyring is the ring the keys op hands to remote hosts, read through
+	// the folder it checked (keyring.Ring.Check); default ROOT/keys,
+	// unchecked.
+	Keyring *keyring.Ring
 	// Workers bounds the requests performed at once; default
 	// DefaultWorkers. Requests beyond it wait in the subscription's
 	// pending buffer (nats.go's limits; past them the client times out
@@ -71,6 +76,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Keyring == nil {
+		cfg.Keyring = keyring.Open(cfg.Root.Keys())
 	}
 	if cfg.Verifier == nil {
 		cfg.Verifier = signing.NewVerifier(nil)
@@ -445,7 +453,25 @@ func (s *Server) kill(agent string, data []byte) (any, error) {
 	if v := k.Verify(s.cfg.Verifier, req.Of, req.Job); v != signing.Verified {
 		return nil, Errorf(CodeForbidden, "kill: %s's signature: %s", agent, v)
 	}
-	if err := jobs.WriteKill(s.cfg.Root, req.Of, req.Job, k); err != nil {
+	// A remote agent may kill only what its name may (jobs.MayKill, with
+	// the job's record), never as the admin: the bridge's account may be
+	// the admin's, and a watcher honours the admin's kill files whoever
+	// asked.
+	j, err := jobs.Read(s.cfg.Root, req.Of, req.Job)
+	if errors.Is(err, fs.ErrNotExist) && req.Of == agent {
+		j, err = jobs.Job{ID: req.Job, Agent: agent}, nil // its own job, recorded on its own host
+	}
+	if err != nil {
+		return nil, classify("kill", err)
+	}
+	if err := jobs.MayKill(j, jobs.Requester{Name: agent, Verdict: signing.Verified, Authentic: true}); err != nil {
+		return nil, Errorf(CodeForbidden, "kill: %v", err)
+	}
+	err = jobs.WriteKill(s.cfg.Root, req.Of, req.Job, k)
+	if errors.Is(err, jobs.ErrKillPending) {
+		return nil, Errorf(CodeConflict, "kill: %v", err)
+	}
+	if err != nil {
 		return nil, classify("kill", err)
 	}
 	return KillReply{Reply: Reply{OK: true}}, nil
