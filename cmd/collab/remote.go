@@ -146,7 +146,7 @@ func sendRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, keyPath str
 	// bridge's status op.
 	fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
 	rw := replyWait{channel: m.SessionID, id: m.ID, timeout: w.timeout, json: asJSON, track: true,
-		opt: delegate.Options{NotFrom: m.From, Poll: w.poll},
+		opt: delegate.Options{NotFrom: m.From, Poll: w.poll, Trust: w.trust, Verifier: w.verifier},
 		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
 			return c.AwaitReply(ctx, m.SessionID, start, func(r *channel.Message) bool { return opt.IsReply(r, m.ID) })
 		},
@@ -158,6 +158,8 @@ func sendRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, keyPath str
 // remoteWait is send --wait's settings for send --remote.
 type remoteWait struct {
 	timeout, poll time.Duration
+	trust         signing.Policy    // send --trust
+	verifier      *signing.Verifier // of send --keyring
 }
 
 // readRemote is read --remote: a page of the newest messages, or every

@@ -32,7 +32,12 @@ instead (--json: the reply). Exit 3 when no reply came within --timeout.
 While it waits, each change of the message's delivery state for each
 addressee (see 'collab status') is printed on standard error, and it ends
 at once with exit 4 when every addressee is refused, failed or
-undeliverable. A guard notice is not taken for the reply.
+undeliverable. A guard notice is not taken for the reply. A reply the
+trust policy refuses (--trust known, the default: one in the name of an
+agent with a trusted key in --keyring that does not verify) is reported
+on standard error and passed over while the real one is awaited; the
+reply's sender and verdict are printed on standard error, and --json
+adds "verdict" as read --json does.
 
 With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
 message is signed with the sender's key (required), kept in the outbox
@@ -40,7 +45,9 @@ message is signed with the sender's key (required), kept in the outbox
 not used. Exit 5 when the bridge cannot be reached: the message stays in
 the outbox and is sent by the next remote command or 'collab outbox
 flush --remote'. --wait then follows the channel on the NATS stream for
-the reply, and asks the bridge for the delivery states.
+the reply, and asks the bridge for the delivery states; it judges the
+reply against --keyring (a copy of the tree's keys), else takes it at
+its word.
 
 Flags:
 `)
@@ -57,6 +64,7 @@ Flags:
 	wait := fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)")
 	timeout := fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply")
+	tf := addTrustFlags(fs)
 	keyf := keyFlag(fs)
 	nf := addNATSFlags(fs)
 	rf := addRemoteFlags(fs)
@@ -100,6 +108,13 @@ Flags:
 	if *timeout < 0 || *poll <= 0 {
 		return usageErrorf("send: --timeout must not be negative and --poll must be positive")
 	}
+	// Before the message is sent: how --wait will judge the reply.
+	judged := replyWait{root: root}
+	if *wait {
+		if err := judged.judgeBy("send", tf, stderr); err != nil {
+			return err
+		}
+	}
 	body, err := messageText(fs.Changed("text"), *text, fs.Args(), stdin)
 	if err != nil {
 		return err
@@ -126,7 +141,7 @@ Flags:
 	if rf.on {
 		var w *remoteWait
 		if *wait {
-			w = &remoteWait{timeout: *timeout, poll: *poll}
+			w = &remoteWait{timeout: *timeout, poll: *poll, trust: judged.opt.Trust, verifier: judged.opt.Verifier}
 		}
 		return sendRemote(ctx, rf, nf, *keyf, m, *replyTo, w, *asJSON, getenv, stdout, stderr)
 	}
@@ -177,7 +192,8 @@ Flags:
 	if *wait {
 		fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
 		rw := replyWait{root: root, channel: *ch, id: m.ID, timeout: *timeout,
-			opt: delegate.Options{NotFrom: from, Poll: *poll}, json: *asJSON, bus: bus, reader: waitFrom, track: true}
+			opt:  delegate.Options{NotFrom: from, Poll: *poll, Trust: judged.opt.Trust, Verifier: judged.opt.Verifier},
+			json: *asJSON, bus: bus, reader: waitFrom, track: true}
 		return rw.run(ctx, nf, getenv, stdout, stderr)
 	}
 	return printSent(stdout, m, *asJSON)

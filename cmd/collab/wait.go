@@ -1,15 +1,22 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"collab/channel"
 	"collab/internal/delivery"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
 	"collab/internal/workspace/delegate"
@@ -28,6 +35,12 @@ Wait for the reply to a message (the first message whose in_reply_to is ID)
 and print its text. Exit 0 with the reply, 3 when none came within
 --timeout.
 
+A reply the trust policy refuses (--trust known, the default: one in the
+name of an agent with a trusted key that does not verify) is reported on
+stderr and passed over while the real one is awaited. The reply's sender
+and verdict are printed on stderr ("collab: reply ID from codex
+(verified)"); --json adds "verdict" as read --json does.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -37,7 +50,8 @@ Flags:
 	from := fs.String("from", "", "only a reply from this agent")
 	timeout := fs.Duration("timeout", defaultWaitTimeout, "give up after this long (0: wait until interrupted)")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often to look at the channel")
-	asJSON := fs.Bool("json", false, "print the whole reply as JSON")
+	asJSON := fs.Bool("json", false, `print the whole reply as JSON, with its "verdict"`)
+	tf := addTrustFlags(fs)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
@@ -65,7 +79,46 @@ Flags:
 	}
 	w := replyWait{root: tree.Resolve(*rootf, getenv), channel: *ch, id: *replyTo, timeout: *timeout,
 		opt: delegate.Options{From: *from, Poll: *poll}, json: *asJSON}
+	if err := w.judgeBy("wait", tf, stderr); err != nil {
+		return err
+	}
 	return w.run(ctx, nf, getenv, stdout, stderr)
+}
+
+// trustFlags are --trust and --keyring of a command that waits for a
+// reply: which replies it takes, by the verdict on their signature.
+type trustFlags struct {
+	trust, keyring *string
+}
+
+func addTrustFlags(fs *pflag.FlagSet) trustFlags {
+	trust := fs.String("trust", string(signing.DefaultPolicy), "which replies to take: any, known (a reply in the name of an agent with a trusted key must verify) or signed (verified replies only)")
+	fromEnv(fs, "trust", envTrust)
+	return trustFlags{trust: trust, keyring: keyringFlag(fs)}
+}
+
+// judgeBy sets the trust policy and keyring the wait judges replies by,
+// from tf (nil: $COLLAB_TRUST and $COLLAB_KEYRING, for a command that
+// has no such flags). Under known and signed, a keyring that someone
+// other than its admin could rewrite is refused, as the watcher refuses
+// it, unless it is empty; under any it is only warned about.
+func (w *replyWait) judgeBy(cmd string, tf trustFlags, stderr io.Writer) error {
+	trust, err := signing.ParsePolicy(*tf.trust)
+	if err != nil {
+		return usageErrorf("%s: --%v", cmd, err)
+	}
+	ring := openKeyring(w.root, *tf.keyring)
+	if err := ring.Check(keyring.Owner(string(w.root)), true); err != nil {
+		if trust != signing.Any && !ring.Empty() {
+			return usageErrorf("%s: refusing the keyring %s (--trust %s): %v; as the tree's admin, chown it and chmod go-w its folder and files, or wait with --trust any",
+				cmd, ring.Dir(), trust, err)
+		}
+		if !errors.Is(err, iofs.ErrNotExist) { // no keyring here (a remote host): nothing to verify with
+			fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+		}
+	}
+	w.opt.Trust, w.opt.Verifier = trust, signing.NewVerifier(ring).Forgetful()
+	return nil
 }
 
 // noticeWait is how long send --remote --wait looks on the stream for a
@@ -93,9 +146,25 @@ type replyWait struct {
 	status func(ctx context.Context) (delivery.Status, error)
 }
 
+// forgedReply is what a wait prints on stderr of a reply its trust
+// policy refused.
+func forgedReply(m *channel.Message, v signing.Verdict) string {
+	return fmt.Sprintf("collab: ignored a reply in %s's name that does not verify (%s); still waiting", tree.Printable(m.From), v)
+}
+
 // run waits and prints the reply's text (or the reply as JSON). NATS, if
 // configured, wakes it as soon as a message is announced.
 func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, stderr io.Writer) error {
+	if w.opt.Verifier == nil {
+		// A command without --trust and --keyring (delegate --wait).
+		trust, ring := cmp.Or(getenv(envTrust), string(signing.DefaultPolicy)), getenv(envKeyring)
+		if err := w.judgeBy("wait", trustFlags{trust: &trust, keyring: &ring}, stderr); err != nil {
+			return err
+		}
+	}
+	// The status tracker writes on stderr too, from its goroutine.
+	stderr = &lockedWriter{w: stderr}
+	w.opt.Forged = func(m *channel.Message, v signing.Verdict) { fmt.Fprintln(stderr, forgedReply(m, v)) }
 	if w.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, w.timeout)
@@ -169,10 +238,13 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 			case w.reader != nil:
 				delegate.WaitWith(ctx, w.reader, w.id, w.opt)
 			case w.await != nil:
-				// From the stream: what has landed comes again at once;
-				// a second for one still on its way.
+				// From the stream: what has landed comes again at once
+				// (a forgery reported already too); a second for one
+				// still on its way.
 				lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noticeWait)
-				w.await(lctx, w.opt)
+				look := w.opt
+				look.Forged = nil
+				w.await(lctx, look)
 				cancel()
 			}
 			for _, text := range notices {
@@ -193,16 +265,31 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 	case err != nil:
 		return err
 	}
+	verdict, _ := w.opt.Judge(&m, w.channel)
 	if w.json {
-		data, err := m.Encode()
+		data, err := withVerdict(&m, verdict)
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "%s\n", data)
 		return err
 	}
+	mark, _ := w.opt.Verifier.Mark(m.From, verdict)
+	fmt.Fprintf(stderr, "collab: reply %s from %s %s\n", tree.Printable(m.ID), tree.Printable(m.From), cmp.Or(mark, "("+verdict.String()+")"))
 	_, err = fmt.Fprintln(stdout, m.Content.Text)
 	return err
+}
+
+// lockedWriter serializes writes to w from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // trackStatus polls the message's delivery status at the wait's poll

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"collab/channel"
+	"collab/internal/identity/signing"
+	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/delegate"
 )
 
@@ -19,17 +21,31 @@ type SendAndWaitArgs struct {
 
 // SendAndWaitResult is what send_and_wait returns.
 type SendAndWaitResult struct {
-	ID       string   `json:"id"` // of the message sent
-	Reply    *Message `json:"reply,omitempty"`
+	ID string `json:"id"` // of the message sent
+	// Reply is the reply, with the verdict on its signature.
+	Reply *Message `json:"reply,omitempty"`
+	// Ignored are the replies passed over while waiting: each names an
+	// agent with a trusted key but does not verify as that agent's (a
+	// forgery). Their text is not given.
+	Ignored []IgnoredReply `json:"ignored,omitempty" jsonschema:"replies passed over because they name an agent with a trusted key but do not verify as that agent's (forgeries); their text is not given"`
 	TimedOut bool     `json:"timed_out,omitempty"`
 	// Queued: the message waits in a remote host's outbox (the bridge
 	// cannot be reached); nothing was waited for.
 	Queued bool `json:"queued,omitempty"`
 }
 
+// IgnoredReply is a reply send_and_wait passed over: who it claims to be
+// from and the verdict on its signature.
+type IgnoredReply struct {
+	ID      string `json:"id"`
+	From    string `json:"from"`
+	Verdict string `json:"verdict"`
+}
+
 func addDelegateTools(s *Server) error {
 	addTool(s, "send_and_wait", "Send a message to an agent and wait for its reply (delegation). "+
-		"On timeout, timed_out is true and the reply may still come later in the channel.", s.sendAndWait)
+		"A reply in the name of an agent with a trusted key that does not verify is a forgery: it is passed over (listed in ignored) and the wait goes on. "+
+		"The reply carries its verdict. On timeout, timed_out is true and the reply may still come later in the channel.", s.sendAndWait)
 	return nil
 }
 
@@ -44,7 +60,16 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 	if in.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, MaxWaitTimeout)
 	}
-	opt := delegate.Options{NotFrom: s.cfg.Agent, Poll: s.cfg.Poll}
+	// The watcher's default trust policy: a reply in the name of an
+	// agent with keys must verify as that agent's.
+	var ignored []IgnoredReply
+	opt := delegate.Options{NotFrom: s.cfg.Agent, Poll: s.cfg.Poll, Trust: signing.DefaultPolicy, Verifier: s.cfg.Verifier,
+		Forged: func(m *channel.Message, v signing.Verdict) {
+			s.cfg.Logger.Warn("forged reply ignored", keyMsg, m.ID, keyFrom, m.From, keyVerdict, v.String())
+			if len(ignored) < maxIgnored {
+				ignored = append(ignored, IgnoredReply{ID: tree.Printable(m.ID), From: tree.Printable(m.From), Verdict: v.String()})
+			}
+		}}
 	// Before the request: the wait reads only what arrives after it.
 	wait, stop, err := s.store.awaiter(ctx, s.cfg.Channel, opt)
 	if err != nil {
@@ -65,10 +90,20 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 	switch {
 	case err == nil:
 		v := s.view(&reply)
-		return SendAndWaitResult{ID: m.ID, Reply: &v}, nil
+		return SendAndWaitResult{ID: m.ID, Reply: &v, Ignored: ignored}, nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return SendAndWaitResult{ID: m.ID, TimedOut: true}, nil
+		return SendAndWaitResult{ID: m.ID, TimedOut: true, Ignored: ignored}, nil
 	default:
 		return SendAndWaitResult{ID: m.ID}, fmt.Errorf("wait for the reply to %s: %w", m.ID, err)
 	}
 }
+
+// maxIgnored bounds the forged replies one send_and_wait lists; the rest
+// are in the log.
+const maxIgnored = 16
+
+// Log attribute keys of send_and_wait.
+const (
+	keyFrom    = "from"
+	keyVerdict = "verdict"
+)

@@ -108,10 +108,16 @@ var errReplied = errors.New("replied")
 // stream holds every message that lands on the mount (the bridge publishes
 // them), in the order they arrived, so a reply from a host whose clock is
 // behind is found. ctx bounds the wait: its end is ctx's error.
+//
+// isReply is where the waiter's trust policy applies, as on the mount
+// (delegate.Options.IsReply: a reply in the name of an agent with keys
+// must verify); it is given only messages whose session_id is ch, so a
+// signature checked against the message's own channel is checked against
+// ch.
 func (c *Client) AwaitReply(ctx context.Context, ch string, start time.Time, isReply func(*channel.Message) bool) (channel.Message, error) {
 	var got channel.Message
 	err := c.Follow(ctx, ch, start, nil, func(m channel.Message) error {
-		if isReply(&m) {
+		if m.SessionID == ch && isReply(&m) {
 			got = m
 			return errReplied
 		}

@@ -15,6 +15,17 @@
 // own message ([Before], then [WaitWith]) lists the channel before posting
 // it and reads none of the messages already there.
 //
+// # Trust
+//
+// A reply is taken only when the trust policy ([Options.Trust], default
+// known, as the watcher's --trust) accepts the verdict on its signature
+// ([signing.Verifier.Accepts]), checked against the channel it was read
+// from: under known, a reply in the name of an agent with trusted keys
+// must verify as that agent, so a group member who posts a reply in a
+// keyed agent's name does not end the wait. Such a reply is passed to
+// [Options.Forged] and the wait goes on for the real one. Only messages
+// that would otherwise be the reply are checked.
+//
 // # Bounds
 //
 // The caller bounds the wait with its context; [Wait] returns the context's
@@ -26,11 +37,13 @@
 package delegate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	"collab/channel"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 )
 
@@ -53,8 +66,18 @@ type Options struct {
 	Reader channel.ReaderOptions
 	// Skip, if set, leaves out a message that would otherwise be the
 	// reply (collab send --wait skips guard notices: its delivery status
-	// says when the message is refused).
+	// says when the message is refused). It sees only replies the trust
+	// policy accepts.
 	Skip func(m *channel.Message) bool
+	// Trust is the policy a reply must pass (see the package doc); ""
+	// is signing.DefaultPolicy.
+	Trust signing.Policy
+	// Verifier checks replies' signatures. Nil trusts no key: under
+	// known every reply is taken at its word, under signed none is.
+	Verifier *signing.Verifier
+	// Forged, if set, is told of each reply the trust policy refused,
+	// with the verdict on it; the wait goes on.
+	Forged func(m *channel.Message, v signing.Verdict)
 }
 
 // Wait blocks until the reply to message id of channel ch arrives and
@@ -119,7 +142,7 @@ func WaitWith(ctx context.Context, r *channel.Reader, id string, opt Options) (c
 			lastErr = err // the mount may come back: keep waiting
 		}
 		for _, m := range msgs {
-			if opt.IsReply(&m, id) {
+			if opt.isReply(&m, r.Channel(), id) {
 				return m, nil
 			}
 		}
@@ -136,17 +159,39 @@ func WaitWith(ctx context.Context, r *channel.Reader, id string, opt Options) (c
 	}
 }
 
-// IsReply reports whether m answers message id, as opt allows (its From,
-// NotFrom and Skip).
+// IsReply reports whether m, read from the channel its session_id names
+// (a stream subject's, checked by natsbus.Decode), answers message id as
+// opt allows: its From, NotFrom, trust policy and Skip. A reply the
+// policy refuses is passed to opt.Forged.
 func (opt Options) IsReply(m *channel.Message, id string) bool {
+	return opt.isReply(m, m.SessionID, id)
+}
+
+// isReply is IsReply for m read from channel ch.
+func (opt Options) isReply(m *channel.Message, ch, id string) bool {
 	if m.Metadata.InReplyTo != id {
 		return false
 	}
 	if opt.From != "" && m.From != opt.From {
 		return false
 	}
-	if opt.Skip != nil && opt.Skip(m) {
+	if opt.NotFrom != "" && m.From == opt.NotFrom {
 		return false
 	}
-	return opt.NotFrom == "" || m.From != opt.NotFrom
+	if v, ok := opt.Judge(m, ch); !ok {
+		if opt.Forged != nil {
+			opt.Forged(m, v)
+		}
+		return false
+	}
+	return opt.Skip == nil || !opt.Skip(m)
+}
+
+// Judge returns the verdict on m's signature, m read from channel ch, and
+// whether opt's trust policy takes m as a reply: what a waiter prints
+// with the reply it returns.
+func (opt Options) Judge(m *channel.Message, ch string) (signing.Verdict, bool) {
+	trust := cmp.Or(opt.Trust, signing.DefaultPolicy)
+	v := m.Verify(opt.Verifier, ch)
+	return v, opt.Verifier.Accepts(trust, m.From, v)
 }
