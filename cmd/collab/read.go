@@ -258,7 +258,10 @@ func (p printer) messages(msgs []channel.Message) error {
 }
 
 // verdicts checks the messages' signatures side by side, one goroutine
-// per core: a check of a 1 MB message is mostly hashing it.
+// per core: a check of a 1 MB message is mostly hashing it. For --json it
+// also drops from each signed message the fields its signatures do not
+// cover (channel.Message.StripUnsigned), which the output would show as
+// the sender's.
 func (p printer) verdicts(msgs []channel.Message) []signing.Verdict {
 	out := make([]signing.Verdict, len(msgs))
 	workers := min(runtime.GOMAXPROCS(0), len(msgs))
@@ -267,6 +270,9 @@ func (p printer) verdicts(msgs []channel.Message) []signing.Verdict {
 		wg.Go(func() {
 			for i := w; i < len(msgs); i += workers {
 				out[i] = msgs[i].Verify(p.verifier, p.channel)
+				if p.json {
+					msgs[i].StripUnsigned()
+				}
 			}
 		})
 	}

@@ -159,14 +159,16 @@ func needsInput(m *channel.Message) *NeedsInput {
 	return &q
 }
 
-// view makes m's view, with its verdict.
+// view makes m's view, with its verdict. Its host and question are
+// shown only as its sender signed them (channel.Message.Trusted).
 func (s *Server) view(ch string, m *channel.Message) MessageView {
+	t := m.Trusted()
 	return MessageView{
 		ID: m.Key(), Channel: ch, Time: m.Time(), From: m.From, To: m.To, Type: m.Type,
 		Text: m.Content.Text, Code: m.Content.Code, InReplyTo: m.Metadata.InReplyTo,
-		Thread: m.ThreadID(), Host: m.Metadata.Host,
+		Thread: m.ThreadID(), Host: t.Metadata.Host,
 		Verdict:    m.Verify(s.cfg.Verifier, ch).String(),
-		NeedsInput: needsInput(m),
+		NeedsInput: needsInput(&t),
 	}
 }
 
