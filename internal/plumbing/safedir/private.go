@@ -107,3 +107,28 @@ func Ownership(fi fs.FileInfo) (uid int, nlink uint64, ok bool) {
 	}
 	return 0, 0, false
 }
+
+// CreateDropbox opens the folder at path, made as [MkdirAll] makes it,
+// inside an account's private folder: a folder where the other accounts of
+// the tree's group may add files (a request to the folder's owner, such
+// as a job's kill request) but, being sticky, may not rename, replace or
+// remove any file they do not own. The sticky bit is set when the folder
+// is writable by its group and this account owns it.
+func CreateDropbox(path string) (*Dir, error) {
+	d, err := Create(path)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd(), &st); err != nil {
+		d.Close()
+		return nil, pathErr("stat", path, err)
+	}
+	if st.Mode&0o020 != 0 && st.Mode&unix.S_ISVTX == 0 && int(st.Uid) == os.Geteuid() {
+		if err := unix.Fchmod(d.fd(), (st.Mode&0o7777)|unix.S_ISVTX); err != nil {
+			d.Close()
+			return nil, pathErr("chmod", path, err)
+		}
+	}
+	return d, nil
+}

@@ -444,12 +444,18 @@ func ReadCursor(dir, c string) (channel.Cursor, error) {
 		return channel.Cursor{}, fmt.Errorf("open inbox state: %w", err)
 	}
 	defer d.Close()
-	data, _, err := d.ReadFile(c+".json", maxState)
+	data, fi, err := d.ReadFile(c+".json", maxState)
 	if errors.Is(err, fs.ErrNotExist) {
 		return channel.Cursor{}, nil
 	}
 	if err != nil {
 		return channel.Cursor{}, fmt.Errorf("read inbox state: %w", err)
+	}
+	if safedir.CheckOwn(d.Path()+"/"+c+".json", fi) != nil {
+		// Another account could have written it (to mark unread items
+		// read): not used, so everything shows as unread once more, and
+		// the next write replaces it. Nothing is lost.
+		return channel.Cursor{}, nil
 	}
 	cur, err := DecodeCursor(data)
 	if err != nil {
@@ -486,13 +492,15 @@ func DecodeCursor(data []byte) (channel.Cursor, error) {
 }
 
 // WriteCursor writes channel c's cursor file in dir atomically (made if
-// missing), with the time it was saved.
+// missing), with the time it was saved. The folder is this account's
+// alone (safedir.CreatePrivate), and ReadCursor ignores a cursor file that
+// another account could have written.
 func WriteCursor(dir, c string, cur channel.Cursor, saved time.Time, perm fs.FileMode) error {
 	data, err := json.MarshalIndent(stateFile{Version: stateVersion, Saved: saved.UTC(), Cursor: &cur}, "", "  ")
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(dir)
+	d, err := safedir.CreatePrivate(dir)
 	if err != nil {
 		return fmt.Errorf("save inbox state: %w", err)
 	}
