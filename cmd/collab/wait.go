@@ -267,6 +267,7 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 	}
 	verdict, _ := w.opt.Judge(&m, w.channel)
 	if w.json {
+		m.StripUnsigned() // as read --json: only what the sender signed
 		data, err := withVerdict(&m, verdict)
 		if err != nil {
 			return err
