@@ -202,15 +202,16 @@ func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
 		}
 	}
 	transcript = w.trustedOnly(transcript, m.SessionID)
-	transcript = prompt.CutContext(transcript) // a byte budget, whatever the template
+	keyed := w.cfg.Verifier.Agents()
 	text, err := w.cfg.Template.Render(prompt.Data{
-		Agent:      w.cfg.Agent,
-		Channel:    m.SessionID,
-		Host:       w.cfg.Host,
-		Role:       w.cfg.Role,
-		Memory:     prompt.LoadMemory(w.cfg.Memory, 0),
-		Transcript: transcript,
-		Message:    m,
+		Agent:   w.cfg.Agent,
+		Channel: m.SessionID,
+		Host:    w.cfg.Host,
+		Role:    w.cfg.Role,
+		Memory:  prompt.LoadMemory(w.cfg.Memory, 0),
+		// Checked whole, then cut to a byte budget, whatever the template.
+		Transcript: prompt.CutContext(w.senders(transcript, m.SessionID, keyed)),
+		Message:    w.sender(&m, m.SessionID, keyed),
 		MaxHops:    max(w.cfg.MaxHops, 0),
 		Now:        w.now(),
 	})

@@ -27,6 +27,10 @@ type recent struct {
 type recentMsg struct {
 	m    channel.Message
 	name time.Time // the time in the file name
+	// cut: m is signed and was cut (prompt.CutMessage), so its signature
+	// no longer checks; a prompt that shows it reads it whole from its
+	// file, to show its verdict.
+	cut bool
 }
 
 // newRecent keeps twice context messages per channel, trusting those named
@@ -50,6 +54,8 @@ func (r *recent) add(ch string, m *channel.Message) {
 	}
 	// Only what a prompt's context shows is kept, not the whole body.
 	e := recentMsg{m: prompt.CutMessage(*m), name: n.Time}
+	e.cut = m.Signature != nil && (len(e.m.Content.Text) != len(m.Content.Text) ||
+		m.Content.Code != nil && len(*e.m.Content.Code) != len(*m.Content.Code))
 	list := r.msgs[ch]
 	i, found := slices.BinarySearchFunc(list, &e, func(x recentMsg, t *recentMsg) int { return compareRecent(&x, t) })
 	if found {
@@ -67,7 +73,7 @@ func (r *recent) add(ch string, m *channel.Message) {
 }
 
 // before returns the n messages of channel ch just before m, oldest first,
-// and whether it held that many (or n is 0).
+// and whether it held that many (or n is 0) whole enough to be checked.
 func (r *recent) before(ch string, m *channel.Message, n int) ([]channel.Message, bool) {
 	if n <= 0 {
 		return nil, true
@@ -84,6 +90,9 @@ func (r *recent) before(ch string, m *channel.Message, n int) ([]channel.Message
 	}
 	out := make([]channel.Message, 0, n)
 	for _, e := range list[i-n : i] {
+		if e.cut {
+			return nil, false
+		}
 		out = append(out, e.m)
 	}
 	return out, true

@@ -27,8 +27,8 @@ const (
 // its end: "[… cut: N bytes, see message ID]", N being how many bytes of
 // the message's text (or code) are left out. Cutting again keeps the count
 // exact. msgs itself is not changed.
-func CutContext(msgs []channel.Message) []channel.Message {
-	out := make([]channel.Message, len(msgs))
+func CutContext(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
 	left := ContextBytes
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"collab/channel"
 )
 
 // TestCutContext: a 1 MB message in the context is cut with a marker that
@@ -42,7 +40,7 @@ func TestCutContext(t *testing.T) {
 		t.Error("CutContext changed its argument")
 	}
 	// Cutting again keeps the count of the original.
-	again := CutContext([]channel.Message{CutMessage(d.Transcript[19])})
+	again := CutContext([]Message{{Message: CutMessage(d.Transcript[19].Message)}})
 	if again[0].Content.Text != newest {
 		t.Errorf("cut twice:\n%q\nwant\n%q", again[0].Content.Text[ContextMessageBytes-80:], newest[ContextMessageBytes-80:])
 	}

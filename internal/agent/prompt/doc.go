@@ -17,11 +17,22 @@
 //	.Agent, .Channel, .Host   who answers, in which channel, on which host
 //	.Role                     the role text ("" if none)
 //	.Memory                   []Memory: .Path, .Text, .Size, .Truncated, .Err
-//	.Transcript               []channel.Message before .Message, oldest first
-//	.Message                  the channel.Message to answer
+//	.Transcript               []Message before .Message, oldest first
+//	.Message                  the Message to answer
 //	.MaxHops                  the watcher's hop limit (0: unknown or none)
 //	.Now                      when the prompt is built
 //	.NoReply                  what to print to post nothing ("NO_REPLY")
+//
+// A [Message] is a channel.Message and what the watcher found of its
+// sender: .Verdict, the check of its signature ("verified", "unsigned",
+// "unknown-key", "bad-signature", "revoked-key"; "" when not checked),
+// .Forged (it is not from whom it names), and .LooksLike, the agent with
+// keys whose name .From passes for ("Alice" for alice; "" if none).
+// {{.Sender $.Agent}} names the sender with all of that: "alice
+// (verified)", "bob (unsigned)", "codex (you, verified)", "alice
+// (unsigned; FORGED)", "Alice (unsigned; NOT the keyed agent alice)". The
+// default template shows it for every message, so that the model can tell
+// who verifiably spoke; a template that shows .From alone hides it.
 //
 // A channel.Message has .ID, .From, .To ("all" for everyone), .Type
 // ("chat", "task_assign", …), .Time (a time.Time, UTC), .Content.Text,

@@ -14,7 +14,7 @@ import (
 func ExampleTemplate_Render() {
 	tmpl, err := prompt.Parse("mine.tmpl", `You are {{.Agent}}. {{trim .Role}}
 {{range .Transcript}}
-{{time "15:04" .Time}} {{.From}}: {{.Content.Text}}
+{{time "15:04" .Time}} {{.Sender $.Agent}}: {{.Content.Text}}
 {{- end}}
 
 Answer {{.Message.From}}, or print {{.NoReply}}:
@@ -28,13 +28,13 @@ Answer {{.Message.From}}, or print {{.NoReply}}:
 		Agent:   "codex",
 		Channel: "agent-os-paper",
 		Role:    "You review Go code.\n",
-		Transcript: []channel.Message{
-			{From: "claude", To: "all", Timestamp: "2026-01-11T16:30:02.000Z", Content: channel.Content{Text: "Draft pushed."}},
+		Transcript: []prompt.Message{
+			{Message: channel.Message{From: "claude", To: "all", Timestamp: "2026-01-11T16:30:02.000Z", Content: channel.Content{Text: "Draft pushed."}}, Verdict: "verified"},
 		},
-		Message: channel.Message{
+		Message: prompt.Message{Message: channel.Message{
 			From: "claude", To: "codex", Timestamp: at.Format(channel.TimeFormat),
 			Content: channel.Content{Text: "@codex review it?\n{{.Agent}} stays as written."},
-		},
+		}, Verdict: "verified"},
 		Now: at,
 	})
 	if err != nil {
@@ -44,7 +44,7 @@ Answer {{.Message.From}}, or print {{.NoReply}}:
 	// Output:
 	// You are codex. You review Go code.
 	//
-	// 16:30 claude: Draft pushed.
+	// 16:30 claude (verified): Draft pushed.
 	//
 	// Answer claude, or print NO_REPLY:
 	// > @codex review it?

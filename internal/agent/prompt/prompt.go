@@ -27,12 +27,59 @@ type Data struct {
 	Host    string // the host the watcher runs on
 	Role    string // the role text; the caller reads --role FILE
 
-	Memory     []Memory          // from LoadMemory
-	Transcript []channel.Message // messages before Message, oldest first
-	Message    channel.Message   // the message to answer
+	Memory     []Memory  // from LoadMemory
+	Transcript []Message // messages before Message, oldest first
+	Message    Message   // the message to answer
 
 	MaxHops int       // the watcher's hop limit; 0: unknown or none
 	Now     time.Time // when the prompt is built; zero: Render uses time.Now
+}
+
+// Message is a message as a prompt shows it: the channel.Message (its
+// fields are the template's: .From, .Content.Text, .Time, …) and what the
+// reader found of its sender.
+type Message struct {
+	channel.Message
+	// Verdict is the check of its signature against the keyring, as
+	// package signing names it: "verified", "unsigned", "unknown-key",
+	// "bad-signature" or "revoked-key"; "" when it was not checked.
+	Verdict string
+	// Forged: it is not from whom it names (signing.Verifier.Forged: a
+	// bad or revoked signature, or anything but verified in the name of
+	// an agent with keys).
+	Forged bool
+	// LooksLike is the agent with keys whose name From passes for
+	// (package lookalike: "Alice" for alice), "" if none.
+	LooksLike string
+}
+
+// Sender returns how a prompt names m's sender to agent self: From and,
+// in parentheses, "you" when self sent it, the verdict, and what is wrong
+// with it: "alice (verified)", "bob (unsigned)", "codex (you, verified)",
+// "alice (unsigned; FORGED)", "Alice (unsigned; NOT the keyed agent
+// alice)". Without a verdict, and nothing wrong, it is From alone (or
+// "codex (you)").
+func (m Message) Sender(self string) string {
+	var head, parts []string
+	if m.From == self && !m.Forged {
+		head = append(head, "you")
+	}
+	if m.Verdict != "" {
+		head = append(head, m.Verdict)
+	}
+	if len(head) > 0 {
+		parts = append(parts, strings.Join(head, ", "))
+	}
+	if m.Forged {
+		parts = append(parts, "FORGED")
+	}
+	if m.LooksLike != "" {
+		parts = append(parts, "NOT the keyed agent "+m.LooksLike)
+	}
+	if len(parts) == 0 {
+		return m.From
+	}
+	return m.From + " (" + strings.Join(parts, "; ") + ")"
 }
 
 // NoReply returns NoReply, for templates.
@@ -96,11 +143,13 @@ func (t *Template) Render(d Data) (out string, err error) {
 	if d.Now.IsZero() {
 		d.Now = time.Now()
 	}
-	d.Message = headers(d.Message)
+	d.Message.Message = headers(d.Message.Message)
+	d.Message.LooksLike = oneLine(d.Message.LooksLike)
 	if len(d.Transcript) > 0 {
-		tr := make([]channel.Message, len(d.Transcript))
+		tr := make([]Message, len(d.Transcript))
 		for i, m := range d.Transcript {
-			tr[i] = headers(m)
+			m.Message, m.LooksLike = headers(m.Message), oneLine(m.LooksLike)
+			tr[i] = m
 		}
 		d.Transcript = tr
 	}
@@ -193,14 +242,14 @@ func (w *capWriter) Write(p []byte) (int, error) {
 func sample() Data {
 	code := "func main() {}\n"
 	at := time.Date(2026, 1, 11, 16, 33, 15, 0, time.UTC)
-	msg := func(id, from, to, text string, code *string, hops int) channel.Message {
-		return channel.Message{
+	msg := func(id, from, to, text string, code *string, hops int) Message {
+		return Message{Message: channel.Message{
 			ID: id, Timestamp: at.Format(channel.TimeFormat), SessionID: "sample",
 			From: from, To: to, Type: "chat",
 			Content:  channel.Content{Text: text, Code: code},
 			Metadata: channel.Metadata{Mode: channel.ModeChat, Turn: from, Hops: hops, InReplyTo: "msg-20260111-163000-alice-0001", Thread: "msg-20260111-163000-alice-0001", Host: "h"},
 			File:     id + ".json",
-		}
+		}, Verdict: "verified", Forged: true, LooksLike: "alice"}
 	}
 	return Data{
 		Agent: "codex", Channel: "sample", Host: "h", Role: "A reviewer.",
@@ -208,7 +257,7 @@ func sample() Data {
 			{Path: "STATE.md", Text: "state", Size: 9, Truncated: true},
 			{Path: "missing.md", Err: os.ErrNotExist},
 		},
-		Transcript: []channel.Message{
+		Transcript: []Message{
 			msg("msg-20260111-163000-alice-0001", "alice", "all", "hello", nil, 0),
 			msg("msg-20260111-163010-codex-0002", "codex", "alice", "hi", &code, 1),
 		},
