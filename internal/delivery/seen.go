@@ -61,7 +61,9 @@ func (s SeenFile) Verify(v *signing.Verifier, channel, agent, id string) signing
 	if s.Signature == nil {
 		return signing.Unsigned
 	}
-	return v.Verify(agent, s.Time, s.Payload(channel, agent, id), s.Signature)
+	// No seen file of a message is made before it: judged at the later of
+	// the two times, as claims are (signing.SignedAt).
+	return v.VerifyNamed(agent, claim.MessageTime(id), s.Time, s.Payload(channel, agent, id), s.Signature)
 }
 
 func seenName(id string) string { return id + ".seen" }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"collab/channel"
 	"collab/internal/identity/signing"
 )
 
@@ -31,7 +32,7 @@ func (c Claim) Verify(v *signing.Verifier, channel, agent, id string, gen int) s
 	if c.Signature == nil {
 		return signing.Unsigned
 	}
-	return v.Verify(agent, c.Heartbeat, c.Payload(channel, agent, id, gen), c.Signature)
+	return v.VerifyNamed(agent, MessageTime(id), c.Heartbeat, c.Payload(channel, agent, id, gen), c.Signature)
 }
 
 // Payload returns the bytes the signature of t covers, t being token gen
@@ -46,7 +47,21 @@ func (t Token) Verify(v *signing.Verifier, channel, agent, id string, gen int) s
 	if t.Signature == nil {
 		return signing.Unsigned
 	}
-	return v.Verify(agent, t.Time, t.Payload(channel, agent, id, gen), t.Signature)
+	return v.VerifyNamed(agent, MessageTime(id), t.Time, t.Payload(channel, agent, id, gen), t.Signature)
+}
+
+// MessageTime is the time in the name of message id (zero when it has
+// none). No claim or reply token of a message is made before the message,
+// so one dated more than the clock skew before it is a bad signature, and
+// a revoked key is judged at the later of the two (signing.SignedAt): a
+// key that leaked cannot date a claim before its revocation. The seen
+// files of package delivery are judged the same way.
+func MessageTime(id string) time.Time {
+	n, err := channel.ParseID(id)
+	if err != nil {
+		return time.Time{}
+	}
+	return n.Time
 }
 
 // sign signs c as generation gen in agent's folder.

@@ -202,3 +202,49 @@ func TestTornClaimNotForged(t *testing.T) {
 		t.Errorf("torn claim: %v %v, want held", out, err)
 	}
 }
+
+// TestClaimJudgedAtItsMessage: a claim or reply token is judged at the
+// later of its own time and its message's (the time in the id), so a key
+// revoked before the message cannot sign a claim of it by dating the
+// claim earlier, and one dated more than the clock skew before its
+// message is a bad signature.
+func TestClaimJudgedAtItsMessage(t *testing.T) {
+	key, err := signing.NewKey(filepath.Join(t.TempDir(), agent+".key"), agent, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
+	if err := ring.Trust(agent, key.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	msgTime := claim.MessageTime(msgID)
+	if msgTime.IsZero() {
+		t.Fatalf("no time in %s", msgID)
+	}
+	// Revoked a minute after the message was named.
+	if err := ring.Revoke(agent, key.PublicKey(), msgTime.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	v := signing.NewVerifier(ring)
+	for _, c := range []struct {
+		name string
+		at   time.Time
+		want signing.Verdict
+	}{
+		{"at the message, before the revocation", msgTime, signing.Verified},
+		{"after the revocation", msgTime.Add(2 * time.Minute), signing.RevokedKey},
+		{"backdated within the skew", msgTime.Add(-30 * time.Minute), signing.Verified},
+		{"backdated beyond the skew", msgTime.Add(-2 * time.Hour), signing.BadSignature},
+	} {
+		cl := claim.Claim{Channel: chan1, Message: msgID, Status: "running", Claimed: c.at, Heartbeat: c.at}
+		cl.Signature = key.Sign(cl.Payload(chan1, agent, msgID, 0))
+		if got := cl.Verify(v, chan1, agent, msgID, 0); got != c.want {
+			t.Errorf("claim %s: %v, want %v", c.name, got, c.want)
+		}
+		tok := claim.Token{Reply: "msg-x", Time: c.at}
+		tok.Signature = key.Sign(tok.Payload(chan1, agent, msgID, 0))
+		if got := tok.Verify(v, chan1, agent, msgID, 0); got != c.want {
+			t.Errorf("token %s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
