@@ -78,7 +78,7 @@ func TestRealCLIs(t *testing.T) {
 				j, err := jobs.Read(tree.Root(root), agent, jobOf(root, agent, fourth))
 				return err == nil && j.Status == jobs.Running
 			})
-			if r := runCollab(t, env, "", "jobs", "kill", jobOf(root, agent, fourth)); r.code != 0 {
+			if r := runCollab(t, env, "", "jobs", "kill", "--agent", "human", jobOf(root, agent, fourth)); r.code != 0 {
 				t.Fatalf("jobs kill: exit %d %q", r.code, r.stderr)
 			}
 			waitFor(t, func() bool {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"collab/internal/agent/jobs"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/task"
 )
@@ -294,6 +295,13 @@ func TestJobsKillBy(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newJobsFixture(t)
+			// A running job that tt.want asked for: the one name that may kill it.
+			rec, err := jobs.Start(f.root, jobs.Job{ID: jobs.NewID(), Agent: "claude", Host: "host-2", Channel: "general",
+				Message: "msg-20260310-115800-ann-0004", From: tt.want, CLI: "fake"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.running = rec.Job()
 			args := []string{"jobs", "kill", f.running.ID, "--json"}
 			if tt.flag != "" {
 				args = append(args, "--agent", tt.flag)

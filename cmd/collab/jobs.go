@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,8 @@ import (
 
 	"collab/internal/agent/jobs"
 	"collab/internal/agent/modelcli"
+	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
 )
@@ -44,8 +47,12 @@ shown as interrupted. With NATS configured (--nats or NATS_URL), kill also tells
 watcher over NATS so that it acts at once rather than at its next poll.
 The request names who asked: --agent, then COLLAB_AGENT, then the login
 name, else "someone"; it is signed with that agent's key when it has one
-(--key). A watcher refuses an unsigned or forged request in the name of an
-agent that has keys (under its default --trust known).
+(--key). A job may be killed by its agent, by the sender of the message it
+answers, or by the tree's admin (root, or the account that owns the tree's
+root folder, when that is not the job's own account); a requester with keys
+must sign. The watcher ignores any other request, so this refuses it up
+front (exit 4), as it refuses a request while another requester's is
+pending.
 
 Flags:
 `)
@@ -168,6 +175,7 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	asJSON := fs.Bool("json", false, `print {"job", "agent", "host", "by"}`)
 	rootf := rootFlag(fs)
 	keyf := keyFlag(fs)
+	ringf := keyringFlag(fs)
 	nf := addNATSFlags(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -189,6 +197,9 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	if err != nil {
 		return fmt.Errorf("jobs kill: %w", err)
 	}
+	if err := mayKill(root, j, who, signer, openKeyring(root, *ringf), stderr); err != nil {
+		return &exitError{code: exitRefused, msg: "jobs kill: " + err.Error()}
+	}
 	var bus *natsbus.Bus
 	if o, ok := nf.options(getenv, natsbus.ConnName(who, hostname()), commandLogger(stderr)); ok {
 		// Before the file: bad credentials fail before anything is asked.
@@ -201,7 +212,11 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 		}
 	}
 	// The file is the request; NATS only makes the watcher look now.
-	if err := jobs.RequestKill(root, j.Agent, j.ID, who, signer); err != nil {
+	err = jobs.RequestKill(root, j.Agent, j.ID, who, signer)
+	if errors.Is(err, jobs.ErrKillPending) {
+		return &exitError{code: exitRefused, msg: "jobs kill: " + err.Error()}
+	}
+	if err != nil {
 		return fmt.Errorf("jobs kill: %w", err)
 	}
 	if bus != nil {
@@ -214,6 +229,16 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	}
 	fmt.Fprintf(stdout, "asked %s's watcher on %s to stop %s\n", j.Agent, j.Host, j.ID)
 	return nil
+}
+
+// mayKill applies jobs.MayKill to a request by who, signed with signer,
+// as a watcher under the default trust policy will judge it (it cannot
+// know a watcher run with another --trust): the admin is this account
+// when it is root or owns the tree's root folder, and does not run the job.
+func mayKill(root tree.Root, j jobs.Job, who string, signer *signing.Signer, ring *keyring.Ring, stderr io.Writer) error {
+	r := jobs.Asking(verifierFor(root, ring, stderr), j.Agent, j.ID, who, signer)
+	r.Admin = jobs.Admin(root, os.Geteuid(), jobs.Runner(root, j.Agent, j.ID))
+	return jobs.MayKill(j, r)
 }
 
 type jobEvent = modelcli.Event

@@ -31,7 +31,7 @@ func TestJobsAmbiguousID(t *testing.T) {
 	root := tree.Root(newTree(t))
 	msg := "msg-20260310-120000-alice-0001"
 	codex, claude := twoAgentsOneMessage(t, root, msg)
-	env := map[string]string{"COLLAB_ROOT": string(root), "COLLAB_AGENT": "bob"}
+	env := map[string]string{"COLLAB_ROOT": string(root), "COLLAB_AGENT": "alice"} // who asked for both jobs
 	for _, args := range [][]string{{"jobs", "show", msg}, {"jobs", "kill", msg}} {
 		r := runCollab(t, env, "", args...)
 		if r.code != 2 || !strings.Contains(r.stderr, codex.ID) || !strings.Contains(r.stderr, claude.ID) {

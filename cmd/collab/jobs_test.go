@@ -278,7 +278,7 @@ func TestJobsShowSince(t *testing.T) {
 
 func TestJobsKill(t *testing.T) {
 	f := newJobsFixture(t)
-	env := map[string]string{"COLLAB_ROOT": string(f.root), "COLLAB_AGENT": "bob"}
+	env := map[string]string{"COLLAB_ROOT": string(f.root), "COLLAB_AGENT": "alice"} // who asked for the job
 	killFile := filepath.Join(f.root.State("claude"), "jobs", f.running.ID+".kill")
 
 	r := runCollab(t, env, "", "jobs", "kill", f.running.ID)
@@ -295,8 +295,8 @@ func TestJobsKill(t *testing.T) {
 	var req struct {
 		By string `json:"by"`
 	}
-	if err := json.Unmarshal(data, &req); err != nil || req.By != "bob" {
-		t.Errorf("kill file %s: by %q (%v), want bob ($COLLAB_AGENT)", data, req.By, err)
+	if err := json.Unmarshal(data, &req); err != nil || req.By != "alice" {
+		t.Errorf("kill file %s: by %q (%v), want alice ($COLLAB_AGENT)", data, req.By, err)
 	}
 	if !jobs.KillRequested(f.root, "claude", f.running.ID) {
 		t.Error("KillRequested = false after collab jobs kill")
@@ -390,7 +390,7 @@ func TestJobsKillNATS(t *testing.T) {
 	}
 	defer sub.Stop()
 
-	env := map[string]string{"COLLAB_ROOT": string(f.root), "COLLAB_AGENT": "bob", "NATS_URL": url}
+	env := map[string]string{"COLLAB_ROOT": string(f.root), "COLLAB_AGENT": "alice", "NATS_URL": url}
 	r := runCollab(t, env, "", "jobs", "kill", f.running.ID)
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
@@ -409,7 +409,7 @@ func TestJobsKillNATS(t *testing.T) {
 
 	// Nobody listening on the port: a warning, and the file.
 	g := newJobsFixture(t)
-	env = map[string]string{"COLLAB_ROOT": string(g.root), "NATS_URL": "nats://127.0.0.1:1"}
+	env = map[string]string{"COLLAB_ROOT": string(g.root), "COLLAB_AGENT": "alice", "NATS_URL": "nats://127.0.0.1:1"}
 	r = runCollab(t, env, "", "jobs", "kill", g.running.ID)
 	if r.code != 0 || !strings.Contains(r.stderr, "warning") {
 		t.Errorf("unreachable NATS: exit %d, stderr %q; want 0 and a warning", r.code, r.stderr)

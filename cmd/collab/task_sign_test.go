@@ -70,11 +70,11 @@ func TestTaskSigned(t *testing.T) {
 }
 
 // TestJobsKillSigned: jobs kill signs the request with the requester's
-// key (--key), so it verifies as bob's.
+// key (--key), so it verifies as alice's (who asked for the job).
 func TestJobsKillSigned(t *testing.T) {
 	f := newJobsFixture(t)
-	_, key := trustKeyFile(t, f.root, "bob")
-	env := map[string]string{"COLLAB_ROOT": string(f.root), "COLLAB_AGENT": "bob", "COLLAB_KEY": key}
+	_, key := trustKeyFile(t, f.root, "alice")
+	env := map[string]string{"COLLAB_ROOT": string(f.root), "COLLAB_AGENT": "alice", "COLLAB_KEY": key}
 	if r := runCollab(t, env, "", "jobs", "kill", f.running.ID); r.code != 0 {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -83,7 +83,7 @@ func TestJobsKillSigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := signing.NewVerifier(openKeyring(f.root, ""))
-	if got := k.Verify(v, "claude", f.running.ID); got != signing.Verified || k.By != "bob" {
-		t.Errorf("kill request by %q: %v, want bob's, verified", k.By, got)
+	if got := k.Verify(v, "claude", f.running.ID); got != signing.Verified || k.By != "alice" {
+		t.Errorf("kill request by %q: %v, want alice's, verified", k.By, got)
 	}
 }

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -156,8 +158,10 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // pageKill asks the watcher running a job to stop it, as the signed-in
-// person (signed with the server's key when it is its person's), the way
-// 'collab jobs kill' does by file, and answers the job's row.
+// person (signed with the server's key when it is its person's, or the
+// key SignerFor gives), the way 'collab jobs kill' does by file, and
+// answers the job's row. A person who may not kill the job (jobs.MayKill
+// for the name they signed in as) is refused: 403.
 func (s *Server) pageKill(w http.ResponseWriter, r *http.Request) {
 	agent, id := r.PathValue("agent"), r.PathValue("job")
 	if err := tree.CheckName("agent", agent); err != nil {
@@ -176,9 +180,27 @@ func (s *Server) pageKill(w http.ResponseWriter, r *http.Request) {
 	person := personOf(r)
 	signer := s.cfg.Signer
 	if person != s.cfg.Person {
-		signer = nil // the server holds the key of its person only
+		signer = nil // the server holds the key of its person, and those SignerFor gives
+		if s.cfg.SignerFor != nil {
+			if signer, err = s.cfg.SignerFor(person); err != nil {
+				s.fail(w, r, fmt.Errorf("the key of %s: %w", person, err))
+				return
+			}
+		}
 	}
-	if err := jobs.RequestKill(s.cfg.Root, agent, j.ID, person, signer); err != nil {
+	// The person may kill only what their name may (jobs.MayKill), never
+	// as the admin: the server's account may be the admin's, and the
+	// watcher honours the admin's kill files whoever asked.
+	if err := jobs.MayKill(j, jobs.Asking(s.cfg.Verifier, agent, j.ID, person, signer)); err != nil {
+		refuse(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	err = jobs.RequestKill(s.cfg.Root, agent, j.ID, person, signer)
+	if errors.Is(err, jobs.ErrKillPending) {
+		refuse(w, r, http.StatusConflict, err.Error())
+		return
+	}
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}

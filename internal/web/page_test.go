@@ -415,11 +415,17 @@ func TestPageAgents(t *testing.T) {
 	}
 }
 
-// TestPageKill checks the kill button's request: a running job gets a
-// kill file by the signed-in person; a finished or unknown job does not.
+// TestPageKill checks the kill button's request: a running job that the
+// signed-in person asked for gets a kill file by them; one that another
+// asked for is refused (jobs.MayKill: 403), and a finished or unknown job
+// gets none.
 func TestPageKill(t *testing.T) {
 	root := tree.Root(t.TempDir())
-	run, err := jobs.Start(root, jobs.Job{ID: jobs.NewID(), Agent: "coder", Channel: "dev", Message: "m", From: "bob"}, nil)
+	run, err := jobs.Start(root, jobs.Job{ID: jobs.NewID(), Agent: "coder", Channel: "dev", Message: "m", From: "ann"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobs, err := jobs.Start(root, jobs.Job{ID: jobs.NewID(), Agent: "coder", Channel: "dev", Message: "m2", From: "bob"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,8 +441,8 @@ func TestPageKill(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if strings.Count(string(b), `class="kill"`) != 1 {
-		t.Errorf("want one kill button (the running job):\n%s", b)
+	if strings.Count(string(b), `class="kill"`) != 2 {
+		t.Errorf("want two kill buttons (the running jobs):\n%s", b)
 	}
 	for _, tc := range []struct {
 		id   string
@@ -444,6 +450,7 @@ func TestPageKill(t *testing.T) {
 		asks bool
 	}{
 		{run.Job().ID, 200, true},
+		{bobs.Job().ID, http.StatusForbidden, false},
 		{done.Job().ID, http.StatusConflict, false},
 		{"job-nope", http.StatusNotFound, false},
 	} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -77,6 +78,18 @@ func (k Kill) Requester(root tree.Root, v *signing.Verifier, p signing.Policy, a
 	verdict := k.Verify(v, agent, id)
 	return Requester{Name: k.By, Verdict: verdict, Authentic: v.Accepts(p, k.By, verdict),
 		Admin: Admin(root, k.Owner(), runner)}
+}
+
+// Asking returns the requester that a kill request of job id of agent by
+// by, signed with s (nil: unsigned), will be to a watcher with verifier v
+// under the default trust policy, the admin left out: what a door checks
+// with [MayKill] before it writes the request, so that it refuses up front
+// what the watcher would ignore.
+func Asking(v *signing.Verifier, agent, id, by string, s *signing.Signer) Requester {
+	k := Kill{By: by, Time: time.Now().UTC().Format(time.RFC3339Nano)}
+	k.Signature = s.Sign(k.Payload(agent, id))
+	verdict := k.Verify(v, agent, id)
+	return Requester{Name: by, Verdict: verdict, Authentic: v.Accepts(signing.DefaultPolicy, by, verdict)}
 }
 
 // Admin reports whether uid is the tree's admin for a job run by the

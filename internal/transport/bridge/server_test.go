@@ -231,7 +231,8 @@ func TestPresenceKillWhoStatus(t *testing.T) {
 		t.Fatalf("status of nothing: %+v", r)
 	}
 
-	if err := os.MkdirAll(e.root.Jobs("bob"), 0o755); err != nil {
+	// bob's job that answers alice's message: alice may kill it (jobs.MayKill).
+	if _, err := jobs.Start(e.root, jobs.Job{ID: "job-1", Agent: "bob", Channel: "dev", Message: m.ID, From: "alice"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	k := jobs.Kill{By: "alice", Host: "laptop", Time: time.Now().UTC().Format(time.RFC3339Nano)}
