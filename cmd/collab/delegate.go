@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,7 +22,7 @@ import (
 
 	"collab/channel"
 	"collab/internal/agent/jobs"
-	"collab/internal/identity/keyring"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workflow"
@@ -47,7 +49,15 @@ const (
 var inherited = []string{"COLLAB_AGENT", "COLLAB_CHANNEL", "COLLAB_MESSAGE_ID", "COLLAB_FROM", watcher.EnvHops,
 	"COLLAB_CLI", "COLLAB_CMD", "COLLAB_MODEL", "COLLAB_WORKDIR", sessions.EnvWorktree, sessions.EnvBranch,
 	sessions.EnvDelegatedBy, sessions.EnvSession, sessions.EnvDepth,
-	envKey} // the delegator's own key: the new agent has none of its own
+	envKey} // the delegator's own key: the new agent's is its own (sessionEnv)
+
+// sessionEnv are the variables a session's record may set for its
+// watcher: those runDelegate records. startSession refuses a record that
+// sets any other (a loader variable such as LD_PRELOAD would run code in
+// the watcher): the record is this account's and no one else's to write
+// (sessions.Check), and it never needs more.
+var sessionEnv = []string{sessions.EnvDepth, sessions.EnvWorktree, sessions.EnvBranch,
+	sessions.EnvDelegatedBy, sessions.EnvSession, envKey}
 
 func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
@@ -78,7 +88,9 @@ branch (named from --title or the prompt unless --branch is given; never an
 existing branch), start a watcher for the agent NAME-ID (NAME the
 delegator) working in it on its own channel delegate-ID, detached on this
 host, post the prompt to it, and print the session. With --wait, wait for
-its first answer as send --wait does.
+its first answer as send --wait does. The agent signs with a key made for
+it ($XDG_CONFIG_HOME/collab/keys/NAME-ID.key), never the delegator's;
+what it signs verifies once the admin runs the 'collab key trust' printed.
 
 Worktrees go in REPO/../.collab-worktrees/REPO-NAME/BRANCH, or under
 $COLLAB_WORKTREES. Limits: a delegator at depth --max-depth (delegated
@@ -86,8 +98,10 @@ agents have COLLAB_DELEGATION_DEPTH) or with --max-concurrent active
 sessions is refused (exit 4). A failed delegate leaves nothing behind.
 
 ID is the session id (or the agent id). stop ends the agent's watcher
-(the worktree stays); rm stops it and removes the worktree, refusing one
-with uncommitted changes (exit 4) unless --force; the branch is kept.
+(the worktree stays); rm stops it and removes the worktree and the agent's
+key, refusing a worktree with uncommitted changes (exit 4) unless --force;
+the branch is kept. stop, rm and resume act only on a record of this
+account's that no other account can write (exit 4 otherwise).
 
 Flags:
 `)
@@ -186,7 +200,7 @@ Flags:
 		return fmt.Errorf("delegate: %w", err)
 	}
 
-	d := &delegation{root: root, s: &sessions.Session{
+	d := &delegation{root: root, getenv: getenv, s: &sessions.Session{
 		DelegatedBy: from, Depth: depth + 1, Repo: repoDir, Base: *base, CLI: *cli, Cmd: *cmdline,
 		Model: *model, Title: *title, Host: hostname(), Status: sessions.Starting,
 	}}
@@ -213,6 +227,9 @@ Flags:
 			le := &sessions.LimitError{Err: sessions.ErrConcurrency, Delegator: from, Have: n - 1, Max: *maxConc}
 			return &exitError{code: exitRefused, msg: "delegate: " + le.Error()}
 		}
+	}
+	if err := d.makeKey(); err != nil {
+		return fmt.Errorf("delegate: %w", err)
 	}
 	s := d.s
 	if *branch != "" {
@@ -275,6 +292,7 @@ Flags:
 		sessions.EnvBranch + "=" + s.Branch,
 		sessions.EnvDelegatedBy + "=" + s.DelegatedBy,
 		sessions.EnvSession + "=" + s.ID,
+		envKey + "=" + s.Key, // its own key; never the delegator's
 	}
 	s.Log = "delegate-" + s.ID + ".log"
 	if err := sessions.Update(root, s); err != nil {
@@ -302,6 +320,10 @@ Flags:
 		return fmt.Errorf("delegate: post the prompt: %w", err)
 	}
 	ok = true
+	if !*asJSON {
+		fmt.Fprintf(stderr, "collab: %s signs with a key of its own (%s); until the admin who ran 'collab init' trusts it, nothing it signs verifies:\n  %s\n",
+			s.Agent, s.Key, trustCommand(s))
+	}
 	if *asJSON && !*wait {
 		return writeJSON(stdout, sessionView(s))
 	}
@@ -323,9 +345,11 @@ var onDelegateCreated func(root tree.Root)
 // delegation is a session being set up, and what undo must take back.
 type delegation struct {
 	root    tree.Root
+	getenv  env
 	s       *sessions.Session
-	created bool // its record
-	added   bool // its worktree and branch
+	created bool   // its record
+	key     string // its agent's key file, made
+	added   bool   // its worktree and branch
 	proc    *detached
 }
 
@@ -336,6 +360,9 @@ func (d *delegation) create() error {
 		d.s.ID, d.s.Agent, d.s.Channel = id, sessions.AgentID(d.s.DelegatedBy, id), sessions.Channel(id)
 		if _, err := presence.Read(d.root, d.s.Agent); err == nil {
 			continue // an agent of that name exists
+		}
+		if _, err := os.Lstat(signing.DefaultKeyPath(d.s.Agent, d.getenv)); err == nil {
+			continue // a key of that name exists (another tree's agent)
 		}
 		d.s.Created = time.Now().UTC()
 		err := sessions.Create(d.root, d.s)
@@ -351,12 +378,30 @@ func (d *delegation) create() error {
 	return errors.New("no free session id")
 }
 
+// makeKey makes the agent's own key pair, in the delegator's key folder
+// as collab key new would (mode 0600), and records it in the session: the agent signs with it, never with the
+// delegator's key.
+func (d *delegation) makeKey() error {
+	path := signing.DefaultKeyPath(d.s.Agent, d.getenv)
+	sg, err := signing.NewKey(path, d.s.Agent, false)
+	if err != nil {
+		return fmt.Errorf("the delegated agent's key: %w", err)
+	}
+	d.key, d.s.Key, d.s.PublicKey = path, path, sg.PublicKey()
+	return nil
+}
+
 // undo takes back what the failed delegation did: its process, worktree,
-// branch and record.
+// branch, key and record.
 func (d *delegation) undo(stderr io.Writer) {
 	ctx := context.Background()
 	if d.proc != nil {
 		d.proc.kill()
+	}
+	if d.key != "" {
+		if err := os.Remove(d.key); err != nil {
+			fmt.Fprintf(stderr, "collab: warning: %v\n", err)
+		}
 	}
 	if d.added {
 		if err := worktree.Remove(ctx, d.s.Repo, d.s.Worktree, true); err != nil {
@@ -387,6 +432,9 @@ func (d *delegation) start(ctx context.Context, timeout time.Duration) error {
 // waits until its presence is AWAKE from that process; then it records s
 // running with the process's pid. On failure the process is ended.
 func startSession(ctx context.Context, root tree.Root, s *sessions.Session, timeout time.Duration) (*detached, error) {
+	if err := checkSessionEnv(s); err != nil {
+		return nil, err
+	}
 	env := clearEnv(s.Env)
 	p, err := spawnDetached(root, s.Log, "", s.Args, env)
 	if err != nil {
@@ -407,6 +455,42 @@ func startSession(ctx context.Context, root tree.Root, s *sessions.Session, time
 	return p, nil
 }
 
+// checkSessionEnv refuses a session whose record sets a variable for its
+// watcher that runDelegate never sets (sessionEnv), or that names as its
+// key another file than its own agent's.
+func checkSessionEnv(s *sessions.Session) error {
+	for _, kv := range s.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if !slices.Contains(sessionEnv, k) {
+			return fmt.Errorf("the record of session %s sets %s for its watcher, which collab delegate never does; remove the record", s.ID, tree.Printable(k))
+		}
+		if k == envKey && v != "" && (v != s.Key || filepath.Base(v) != s.Agent+".key") {
+			return fmt.Errorf("the record of session %s gives its watcher the key %s, not %s's own; remove the record", s.ID, tree.Printable(v), s.Agent)
+		}
+	}
+	return nil
+}
+
+// removeKey removes the key made for s's agent (rm): the file the record
+// names, when it is that agent's key file.
+func removeKey(s *sessions.Session) error {
+	if s.Key == "" || filepath.Base(s.Key) != s.Agent+".key" {
+		return nil
+	}
+	if err := os.Remove(s.Key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// trustCommand is the command the admin runs to trust s's agent's key.
+func trustCommand(s *sessions.Session) string {
+	if s.PublicKey == "" {
+		return ""
+	}
+	return "collab key trust " + s.Agent + " " + s.PublicKey
+}
+
 // clearEnv is env preceded by an empty setting of each inherited variable
 // that env does not set, so the detached watcher does not take them from
 // the delegator's run (a later setting wins in os/exec).
@@ -424,10 +508,11 @@ type sessionJSON struct {
 	SessionID    string `json:"sessionId"`
 	WorkerID     string `json:"workerId"`
 	WorktreePath string `json:"worktreePath"`
+	Trust        string `json:"trust,omitempty"` // the admin's command to trust its key
 }
 
 func sessionView(s *sessions.Session) sessionJSON {
-	return sessionJSON{Session: s, SessionID: s.ID, WorkerID: s.Agent, WorktreePath: s.Worktree}
+	return sessionJSON{Session: s, SessionID: s.ID, WorkerID: s.Agent, WorktreePath: s.Worktree, Trust: trustCommand(s)}
 }
 
 func runDelegateLs(args []string, getenv env, stdout, stderr io.Writer) error {
@@ -620,8 +705,8 @@ func runDelegateStop(args []string, getenv env, stdout, stderr io.Writer, remove
 	if s.Host != hostname() {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%s: session %s runs on host %s; run this there", cmd, s.ID, s.Host)}
 	}
-	if !ownRecord(root, s) {
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("%s: the record of session %s is not this account's (%s); run this as its owner", cmd, s.ID, describeOwner(recordPath(root, s.ID)))}
+	if err := checkRecord(root, s); err != nil {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("%s: session %s: %v", cmd, s.ID, err)}
 	}
 	ctx := context.Background()
 	if remove && !*force {
@@ -649,7 +734,10 @@ func runDelegateStop(args []string, getenv env, stdout, stderr io.Writer, remove
 	if err := sessions.Update(root, s); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	fmt.Fprintf(stdout, "session %s: %s stopped, worktree %s removed; branch %s kept\n", s.ID, s.Agent, s.Worktree, s.Branch)
+	if err := removeKey(s); err != nil {
+		fmt.Fprintf(stderr, "collab: warning: %s's key: %v\n", s.Agent, err)
+	}
+	fmt.Fprintf(stdout, "session %s: %s stopped, worktree %s and its key removed; branch %s kept\n", s.ID, s.Agent, s.Worktree, s.Branch)
 	return nil
 }
 
@@ -666,10 +754,10 @@ func stopSession(root tree.Root, s *sessions.Session, grace time.Duration) error
 // recordPath is the file of session id's record.
 func recordPath(root tree.Root, id string) string { return sessions.Path(root, id) }
 
-// ownRecord reports whether s's record file belongs to this account
-// (sessions.Owned).
-func ownRecord(root tree.Root, s *sessions.Session) bool {
-	return sessions.Owned(root, s, getuid())
+// checkRecord refuses s's record unless this account may act on it
+// (sessions.Check): its own, and writable by no one else.
+func checkRecord(root tree.Root, s *sessions.Session) error {
+	return sessions.Check(root, s, getuid())
 }
 
 // getuid is os.Getuid; tests that cannot chown make it another account's.
@@ -689,8 +777,10 @@ running on this host whose watcher is gone (the host restarted, or its
 watchers were killed), with the arguments it was started with; and every
 workflow instance started with collab start --background whose process is
 gone (without its setup and kickoff, which ran the first time). Only the
-records this account owns are acted on. Run at boot by
-deploy/collab-resume.service.
+records this account owns are acted on; one of them that another account
+could have written (group- or world-writable, or with another name) is
+refused, and resume exits 1: check it, then chmod go-w it, or remove it.
+Run at boot by deploy/collab-resume.service.
 
 Flags:
 `)
@@ -716,8 +806,12 @@ Flags:
 		if s.Status != sessions.Running || s.Host != hostname() || sessionAlive(s) || len(s.Args) == 0 || s.Args[0] != "watch" {
 			continue
 		}
-		if !ownRecord(root, s) {
+		if err := checkRecord(root, s); errors.Is(err, sessions.ErrForeign) {
 			fmt.Fprintf(stderr, "collab: resume: skipping session %s: its record is not this account's\n", s.ID)
+			continue
+		} else if err != nil {
+			fmt.Fprintf(stderr, "collab: resume: session %s: %v\n", s.ID, err)
+			failed = append(failed, s.ID)
 			continue
 		}
 		if *dry {
@@ -754,8 +848,12 @@ func resumeWorkflows(ctx context.Context, root tree.Root, dry bool, timeout time
 			r.PID > 0 && proc.PIDAlive(r.PID) && proc.GroupHasEnv(r.PID, envBackgroundChild+"=1") {
 			continue
 		}
-		if keyring.Owner(filepath.Join(root.Workflows(), workflow.RecordName(r.Name, r.Instance))) != os.Getuid() {
+		if err := workflow.CheckRecord(root, &r, getuid()); errors.Is(err, sessions.ErrForeign) {
 			fmt.Fprintf(stderr, "collab: resume: skipping %s: its record is not this account's\n", name)
+			continue
+		} else if err != nil {
+			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", name, err)
+			failed = append(failed, name)
 			continue
 		}
 		if dry {

@@ -181,7 +181,9 @@ func (t *team) claim(cmd string) error {
 	if err := refuseRunning(t.root, cmd, t.file.Name, t.instance); err != nil {
 		return err
 	}
-	if prior, err := workflow.ReadRecord(t.root, t.file.Name, t.instance); err == nil {
+	// The prior record is put back as this account's own (unclaim): only
+	// one no other account could have written.
+	if prior, err := workflow.ReadRecord(t.root, t.file.Name, t.instance); err == nil && workflow.CheckRecord(t.root, &prior, getuid()) == nil {
 		t.prior = &prior
 	}
 	return workflow.WriteRecord(t.root, &t.record)
@@ -189,8 +191,9 @@ func (t *team) claim(cmd string) error {
 
 // unclaim undoes claim when the run fails before it starts (a setup step
 // failed, the kickoff did not render, an agent could not be prepared):
-// the instance's previous record is put back, or none is left, so a run
-// that never started leaves no trace in ls.
+// the instance's previous record is put back (when it was this
+// account's, writable by no one else), or none is left, so a run that
+// never started leaves no trace in ls.
 func (t *team) unclaim() {
 	if t.prior != nil {
 		workflow.WriteRecord(t.root, t.prior)

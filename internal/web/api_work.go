@@ -441,7 +441,7 @@ const stopGrace = watcher.DefaultGrace + 10*time.Second
 
 // StopDelegation stops delegated session id as collab delegate stop does,
 // with its refusals: a removed session, one on another host, and one whose
-// record is not this server's account's.
+// record sessions.Check refuses (another account's, or writable by one).
 func (s *Server) StopDelegation(id, person string) (*sessions.Session, int, error) {
 	if err := sessions.CheckID(id); err != nil {
 		return nil, http.StatusBadRequest, err
@@ -459,8 +459,11 @@ func (s *Server) StopDelegation(id, person string) (*sessions.Session, int, erro
 		return ss, http.StatusConflict, fmt.Errorf("session %s was removed", ss.ID)
 	case ss.Host != host:
 		return ss, http.StatusConflict, fmt.Errorf("session %s runs on host %s; stop it there", ss.ID, ss.Host)
-	case !sessions.Owned(s.cfg.Root, ss, os.Getuid()):
-		return ss, http.StatusForbidden, fmt.Errorf("the record of session %s is not this server's account's", ss.ID)
+	}
+	if err := sessions.Check(s.cfg.Root, ss, os.Getuid()); err != nil {
+		// Another account's record, or one another account could have
+		// written: what it names is not this server's to signal.
+		return ss, http.StatusForbidden, fmt.Errorf("session %s: %w", ss.ID, err)
 	}
 	if err := sessions.Stop(s.cfg.Root, ss, host, stopGrace); err != nil {
 		return ss, http.StatusInternalServerError, err

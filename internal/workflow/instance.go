@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"time"
 
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/sessions"
 )
 
 // Statuses of an instance record, as written.
@@ -37,6 +39,8 @@ type Record struct {
 	// and Dir its working folder: what collab resume runs again.
 	Args []string `json:"args,omitempty"`
 	Dir  string   `json:"dir,omitempty"`
+
+	file sessions.FileStat // what readRecord saw of its file
 }
 
 // maxRecord bounds a record read.
@@ -49,6 +53,8 @@ func RecordName(name, instance string) string { return name + Sep + instance + "
 func StopName(name, instance string) string { return name + Sep + instance + ".stop" }
 
 // WriteRecord writes r atomically (replacing the previous version).
+// Records and stop files are written with mode sessions.RecordPerm
+// (0644 at most, whatever the umask): only their owner can change them.
 func WriteRecord(root tree.Root, r *Record) error {
 	return writeRecord(root, r, (*safedir.Dir).Replace)
 }
@@ -70,7 +76,7 @@ func writeRecord(root tree.Root, r *Record, write func(*safedir.Dir, string, []b
 	if err != nil {
 		return err
 	}
-	if err := write(d, RecordName(r.Name, r.Instance), append(data, '\n'), 0o666); err != nil {
+	if err := write(d, RecordName(r.Name, r.Instance), append(data, '\n'), sessions.RecordPerm); err != nil {
 		return fmt.Errorf("instance record: %w", err)
 	}
 	return nil
@@ -97,7 +103,7 @@ func ReadRecord(root tree.Root, name, instance string) (Record, error) {
 }
 
 func readRecord(d *safedir.Dir, file string) (Record, error) {
-	data, _, err := d.ReadFile(file, maxRecord)
+	data, fi, err := d.ReadFile(file, maxRecord)
 	if err != nil {
 		return Record{}, err
 	}
@@ -108,7 +114,21 @@ func readRecord(d *safedir.Dir, file string) (Record, error) {
 	if r.Name == "" || r.Instance == "" {
 		return Record{}, fmt.Errorf("instance record %s: no name or instance", file)
 	}
+	if RecordName(r.Name, r.Instance) != file {
+		return Record{}, fmt.Errorf("instance record %s: it is of %s%s%s", file, r.Name, Sep, r.Instance)
+	}
+	r.file = sessions.StatOf(fi)
 	return r, nil
+}
+
+// CheckRecord refuses r unless the account uid may act on it: run what
+// it records (collab resume) or put it back (a run that failed to start).
+// As a delegation's record (sessions.Check): the file r was read from
+// ([ReadRecord], [Records]) must be uid's, a regular file, writable by
+// no one else, with one name; the refusal is a *sessions.RecordError
+// wrapping sessions.ErrForeign or sessions.ErrUnsafe.
+func CheckRecord(root tree.Root, r *Record, uid int) error {
+	return r.file.Check(filepath.Join(root.Workflows(), RecordName(r.Name, r.Instance)), uid)
 }
 
 // Records reads every instance record; one that cannot be read is
@@ -131,7 +151,7 @@ func RequestStop(root tree.Root, name, instance string, data []byte) error {
 		return err
 	}
 	defer d.Close()
-	return d.Replace(StopName(name, instance), data, 0o666)
+	return d.Replace(StopName(name, instance), data, sessions.RecordPerm)
 }
 
 // StopRequested reports whether the stop file of instance of workflow

@@ -1,14 +1,18 @@
 package workflow
 
 import (
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"collab/internal/plumbing/tree"
+	"collab/internal/workspace/sessions"
 )
 
 // TestRecords: a record written is read back, by name and in the list; a
@@ -100,5 +104,72 @@ func TestDisplay(t *testing.T) {
 		if got := Display(id); got != want {
 			t.Errorf("Display(%q) = %q, want %q", id, got, want)
 		}
+	}
+}
+
+// TestRecordFilesNeverWritableByOthers: records and stop files are
+// written 0644 whatever the umask (0 here; under the README's umask 002
+// they used to be 0664, rewritable in place by the tree's group, args and
+// all: what collab resume runs). A record is acted on only when
+// CheckRecord passes the file it was read from; one made writable by
+// others, or named for another instance, is refused.
+func TestRecordFilesNeverWritableByOthers(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	root := tree.Root(t.TempDir())
+	r := Record{Name: "review", Instance: "pr-1", Status: Running, Args: []string{"review.yaml"}}
+	if err := CreateRecord(root, &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := RequestStop(root, "review", "pr-1", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root.Workflows(), RecordName("review", "pr-1"))
+	for _, p := range []string{file, filepath.Join(root.Workflows(), StopName("review", "pr-1"))} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: %v, %v; want mode 0644", p, fi.Mode(), err)
+		}
+	}
+	uid := os.Getuid()
+	tests := []struct {
+		name string
+		mode os.FileMode
+		uid  int
+		want error
+	}{
+		{"own", 0o644, uid, nil},
+		{"group-writable", 0o664, uid, sessions.ErrUnsafe},
+		{"world-writable", 0o646, uid, sessions.ErrUnsafe},
+		{"another account's", 0o644, uid + 1, sessions.ErrForeign},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.Chmod(file, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadRecord(root, "review", "pr-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = CheckRecord(root, &got, tt.uid)
+			if !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
+				t.Fatalf("CheckRecord = %v, want %v", err, tt.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), file) {
+				t.Errorf("refusal %q does not name %s", err, file)
+			}
+			recs, _ := Records(root)
+			if len(recs) != 1 || (CheckRecord(root, &recs[0], tt.uid) == nil) != (tt.want == nil) {
+				t.Errorf("Records: %+v: not judged as ReadRecord", recs)
+			}
+		})
+	}
+	// A record of pr-1 under pr-2's name is not pr-2's.
+	data, _ := os.ReadFile(file)
+	if err := os.WriteFile(filepath.Join(root.Workflows(), RecordName("review", "pr-2")), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadRecord(root, "review", "pr-2"); err == nil {
+		t.Errorf("ReadRecord of a record under another name = %+v", got)
 	}
 }

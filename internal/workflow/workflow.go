@@ -108,9 +108,14 @@
 // free-form JSON for people, only its existence matters), from any host;
 // the running process polls StopRequested, which removes it, and stops.
 // Records are written by the running process for people and for collab
-// ls, stop and the readers' aliases: they are not signed, as they grant
-// nothing (a forged record can only give an alias in a channel to an agent
-// id that the channel's messages could name anyway).
+// ls, stop and the readers' aliases: they are not signed, as for those
+// they grant nothing (a forged record can only give an alias in a channel
+// to an agent id that the channel's messages could name anyway). A record
+// of start --background also holds what collab resume runs again (args,
+// dir): records and stop files are written with mode 0644 at most,
+// whatever the umask, and what runs a record or writes one back first
+// checks it (CheckRecord: this account's, a regular file writable by no
+// one else, one name).
 //
 // # API notes
 //

@@ -22,6 +22,16 @@
 // workflow agent NAME--INSTANCE) cut so the whole fits [tree.MaxNameLen];
 // its channel is delegate-ID ([Channel]).
 //
+// # Keys
+//
+// A delegated agent signs with a key of its own, never its delegator's:
+// the delegation makes it (Key, PublicKey), and it verifies only once the
+// tree's admin trusts it (collab key trust); until then the agent is, to
+// readers, an agent without keys. It runs under the delegator's account,
+// so that account's files, the delegator's key among them, stay readable
+// to it: what is kept from it is the key itself being handed over (in its
+// environment, as its COLLAB_KEY).
+//
 // # Limits
 //
 // A delegated agent's environment carries its depth ([EnvDepth]: 1 for an
@@ -34,12 +44,18 @@
 //
 // A record is not signed: it is written by the delegating command, not by
 // a watcher on behalf of its agent, and what others see of the agent
-// (presence, replies) is signed as any watcher's. What acts on a record's
-// paths and processes (collab delegate stop, rm and resume) acts only on
-// a record file owned by the account it runs as, so another account of
-// the tree's group that rewrites one (every replace makes a new file) is
-// refused; and a recorded pid is signalled only while its process group
-// carries the session's [EnvSession].
+// (presence, replies) is signed as any watcher's. Records are written
+// with mode [RecordPerm] (0644 at most, whatever the umask): only their
+// owner can change them. What acts on a record's paths and processes
+// (collab delegate stop and rm, collab resume, the dashboard's stop) acts
+// only on a record that [Check] passes, judged on the file it was read
+// from: owned by the account acting (another account's is
+// [ErrForeign]), and a regular file, writable by no one else, with no
+// other name ([ErrUnsafe]: another account could have set its contents,
+// its env and args, what resume runs). A record from before this rule,
+// written group-writable, is refused until its owner has checked it and
+// run chmod go-w on it. A recorded pid is signalled only while its
+// process group carries the session's [EnvSession].
 //
 // # Cost
 //
@@ -143,6 +159,13 @@ type Session struct {
 	Args []string `json:"args,omitempty"`
 	Env  []string `json:"env,omitempty"`
 	Log  string   `json:"log,omitempty"` // its watcher's output, a file in ROOT/logs
+	// Key is the private key file the agent signs with, made for it by
+	// the delegation (in the delegator's key folder, mode 0600), and
+	// PublicKey its public key, which only the tree's admin can trust.
+	Key       string `json:"key,omitempty"`
+	PublicKey string `json:"public_key,omitempty"`
+
+	file FileStat // what read saw of the record's file
 }
 
 // Active reports whether the session is starting or running.
@@ -190,7 +213,7 @@ func Create(root tree.Root, s *Session) error {
 	if err != nil {
 		return err
 	}
-	if err := d.Publish(fileName(s.ID), append(data, '\n'), 0o666); err != nil {
+	if err := d.Publish(fileName(s.ID), append(data, '\n'), RecordPerm); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w: %s", ErrExists, s.ID)
 		}
@@ -214,7 +237,7 @@ func Update(root tree.Root, s *Session) error {
 	if err != nil {
 		return err
 	}
-	if err := d.Replace(fileName(s.ID), append(data, '\n'), 0o666); err != nil {
+	if err := d.Replace(fileName(s.ID), append(data, '\n'), RecordPerm); err != nil {
 		return fmt.Errorf("session record: %w", err)
 	}
 	return nil
@@ -251,7 +274,7 @@ func Read(root tree.Root, id string) (*Session, error) {
 }
 
 func read(d *safedir.Dir, name string) (*Session, error) {
-	data, _, err := d.ReadFile(name, MaxRecord)
+	data, fi, err := d.ReadFile(name, MaxRecord)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, strings.TrimSuffix(name, ".json"))
 	}
@@ -265,6 +288,7 @@ func read(d *safedir.Dir, name string) (*Session, error) {
 	if s.ID+".json" != name {
 		return nil, fmt.Errorf("session record %s: its id is %q", name, s.ID)
 	}
+	s.file = StatOf(fi)
 	return &s, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"collab/internal/agent/jobs"
-	"collab/internal/identity/keyring"
 	"collab/internal/plumbing/proc"
 	"collab/internal/plumbing/tree"
 )
@@ -15,11 +14,13 @@ func Path(root tree.Root, id string) string {
 	return filepath.Join(root.Delegations(), fileName(id))
 }
 
-// Owned reports whether s's record file belongs to the account uid. What
-// acts on a record's paths and processes (stop, rm, resume) acts only on
-// its own (see Trust in the package doc).
-func Owned(root tree.Root, s *Session, uid int) bool {
-	return keyring.Owner(Path(root, s.ID)) == uid
+// Check refuses s's record unless the account uid may act on it (see
+// Trust in the package doc): the file s was read from ([Read], [Find],
+// [List]) is uid's, a regular file, writable by no one else, with one
+// name. The refusal is a [*RecordError] wrapping [ErrForeign] or
+// [ErrUnsafe]. A session not read from its file is refused.
+func Check(root tree.Root, s *Session, uid int) error {
+	return s.file.Check(Path(root, s.ID), uid)
 }
 
 // Alive reports whether s's recorded process still runs it on this host
@@ -32,7 +33,7 @@ func Alive(s *Session) bool {
 // group (it stops as on a signal, its running CLI given the watcher's
 // grace; SIGKILL after grace), then any CLI run of the agent left
 // running, and records s stopped. A watcher already gone is fine. The
-// caller checks that s runs on this host and that its record is Owned.
+// caller checks that s runs on this host and that [Check] passes its record.
 func Stop(root tree.Root, s *Session, host string, grace time.Duration) error {
 	if s.PID > 0 && Alive(s) {
 		if _, err := proc.EndGroup(s.PID, grace); err != nil {
