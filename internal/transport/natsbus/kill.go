@@ -15,7 +15,9 @@ import (
 // KillPrefix is the subject prefix of job kill requests: collab jobs kill
 // publishes to collab.jobs.kill.AGENT after it has written the kill file,
 // so that the agent's watcher looks at the file at once instead of at its
-// next poll. The file stays the truth.
+// next poll. The file stays the truth: a request here is only a hint to
+// look (its by and host are not believed), and whether the file's
+// requester may kill the job is the watcher's to judge (jobs.MayKill).
 const KillPrefix = "collab.jobs.kill."
 
 // KillSubject returns the kill subject of an agent.
