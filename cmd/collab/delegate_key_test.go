@@ -165,3 +165,63 @@ func keys(m map[string]channel.Message) []string {
 	}
 	return out
 }
+
+// TestModelRunKeyIsItsAgentsOwn: a watcher's model run gets as COLLAB_KEY
+// the key its own agent signs with, or none; never a key the watcher's
+// process inherited: a person's under collab run (whose agents sign with
+// their own default keys), or one --key overrides.
+func TestModelRunKeyIsItsAgentsOwn(t *testing.T) {
+	cli := filepath.Join(t.TempDir(), "cli")
+	if err := os.WriteFile(cli, []byte("#!/bin/sh\ncat >/dev/null\necho \"key=$COLLAB_KEY\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := t.TempDir()
+	newKey := func(agent string) string {
+		t.Helper()
+		file := filepath.Join(cfg, agent+".key")
+		if _, err := signing.NewKey(file, agent, false); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	person := newKey("human")
+	t.Setenv(envKey, person) // the environment the watchers start in
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	answer := func(t *testing.T, root, ch, from string) string {
+		t.Helper()
+		var text string
+		waitFor(t, func() bool {
+			msgs, _, _ := channel.ReadAll(tree.Root(root), ch, channel.ReaderOptions{})
+			for _, m := range msgs {
+				if m.From == from && strings.HasPrefix(m.Content.Text, "key=") {
+					text = strings.TrimSpace(m.Content.Text)
+					return true
+				}
+			}
+			return false
+		})
+		return text
+	}
+
+	t.Run("watch --key", func(t *testing.T) {
+		root := newTree(t)
+		own := newKey("codex")
+		startWatch(t, os.Args[0], root, "codex", nil, "--channel", "dev", "--cli", "command", "--cmd", cli, "--key", own)
+		send(t, root, "dev", "human", "codex", "which key?")
+		if got, want := answer(t, root, "dev", "codex"), "key="+own; got != want {
+			t.Errorf("the run's %s: %q, want %q", envKey, got, want)
+		}
+	})
+	t.Run("collab run", func(t *testing.T) {
+		root, env := newWorkflowRoot(t)
+		p := writeWorkflow(t, "name: keys\nagents:\n  a:\n    cli: command\n    cmd: "+strconv.Quote(cli)+"\nkickoff: \"@a which key?\"\n")
+		r := runCollabAs(t, "human", env, "", runArgs("--instance", "k1", "--timeout", "60s", p)...)
+		if r.code != 0 {
+			t.Fatalf("run: %+v", r)
+		}
+		// a--k1 has no key: its run has none either, not the person's.
+		if got := answer(t, root, "keys--k1", "a--k1"); got != "key=" {
+			t.Errorf("the run's %s: %q, want none", envKey, got)
+		}
+	})
+}

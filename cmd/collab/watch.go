@@ -342,6 +342,14 @@ func prepareWatch(ctx context.Context, root tree.Root, s watchSettings, getenv e
 	if s.BudgetTokens > 0 {
 		cfg.Env = append(cfg.Env, envBudgetTokens+"="+strconv.FormatInt(s.BudgetTokens, 10))
 	}
+	// The run's COLLAB_KEY is its own agent's key, the one this watcher
+	// signs with, or none: never one inherited from whoever started the
+	// watcher (a person's, or a team's first agent's, under collab run).
+	runKey := ""
+	if signer != nil {
+		runKey = cmp.Or(s.Key, signing.DefaultKeyPath(s.Agent, getenv))
+	}
+	cfg.Env = append(cfg.Env, envKey+"="+runKey)
 	// collab on the CLI's PATH, so the agent can `collab send`, `collab who`.
 	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "collab" {
 		path := filepath.Dir(exe)
