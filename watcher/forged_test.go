@@ -87,6 +87,14 @@ func TestForgedKill(t *testing.T) {
 				waitForgedNotice(t, root, "kill request", id)
 			}
 			waitFor(t, "the refused request to be removed", func() bool { return !jobs.KillRequested(root, agent, id) })
+			if c.forged {
+				// Another forgery, in another name: refused and removed,
+				// but the job's forged kills are reported once.
+				if err := jobs.RequestKill(root, agent, id, "bob", nil); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, "the second refused request to be removed", func() bool { return !jobs.KillRequested(root, agent, id) })
+			}
 			if j, err := jobs.Read(root, agent, id); err != nil || j.Status != jobs.Running {
 				t.Fatalf("job after a refused kill: %s %v, want running", j.Status, err)
 			}

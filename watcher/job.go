@@ -426,20 +426,30 @@ func (w *watcher) checkKill() {
 	msg := &w.busy.it.msg
 	r := k.Requester(w.cfg.Root, w.cfg.Verifier, w.cfg.Trust, w.cfg.Agent, id, os.Geteuid())
 	if err := jobs.MayKill(jobs.Job{ID: id, Agent: w.cfg.Agent, From: msg.From}, r); err != nil {
-		w.logOnce("refused-kill "+id+" "+k.By, "kill request refused",
-			keyJob, id, keyFrom, tree.Printable(k.By), keyVerdict, r.Verdict, keyReason, err.Error())
-		if !r.Authentic && !r.Admin {
-			w.forgedFile(msg.SessionID, id, "kill request", k.By, r.Verdict)
+		// Each refused file is logged once: it is removed (or, when it
+		// cannot be, logged once a minute). A forgery is reported in the
+		// channel once per job, since its writer may write another each
+		// poll.
+		attrs := []any{keyJob, id, keyFrom, tree.Printable(modelcli.Clip(k.By, maxLoggedName)), keyVerdict, r.Verdict, keyReason, err.Error()}
+		if derr := jobs.DismissKill(w.cfg.Root, w.cfg.Agent, id); derr != nil {
+			w.logOnce("refused-kill "+id, "kill request refused", append(attrs, keyErr, derr)...)
+		} else {
+			w.log.Warn("kill request refused", attrs...)
 		}
-		if err := jobs.DismissKill(w.cfg.Root, w.cfg.Agent, id); err != nil {
-			w.logOnce("dismiss-kill "+id, "cannot remove a refused kill request", keyJob, id, keyErr, err)
+		if reported := "reported-kill " + id; !r.Authentic && !r.Admin && w.errLogged[reported].IsZero() {
+			w.errLogged[reported] = w.now()
+			w.forgedFile(msg.SessionID, id, "kill request", k.By, r.Verdict)
 		}
 		return
 	}
-	w.log.Warn("kill requested; stopping the CLI", keyMsg, msg.ID, keyJob, id, keyFrom, tree.Printable(k.By))
+	w.log.Warn("kill requested; stopping the CLI", keyMsg, msg.ID, keyJob, id, keyFrom, tree.Printable(modelcli.Clip(k.By, maxLoggedName)))
 	w.busy.killed = true
 	w.busy.stop()
 }
+
+// maxLoggedName bounds a requester's name in the log: a kill file's by is
+// anyone's text, up to the file's size.
+const maxLoggedName = 200
 
 // needsInput is the extension of the reply that asks q for job.
 func needsInput(job string, q *modelcli.Question) map[string]json.RawMessage {

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"collab/internal/agent/modelcli"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/safedir"
@@ -52,17 +53,21 @@ func MayKill(j Job, r Requester) error {
 	if r.Name == "" || r.Name != j.Agent && r.Name != j.From {
 		who := "a request that names no one"
 		if r.Name != "" {
-			who = fmt.Sprintf("%q", r.Name)
+			who = fmt.Sprintf("%q", modelcli.Clip(r.Name, maxName))
 		}
 		return fmt.Errorf("%w: %s may not kill %s's job %s: only %s (its agent), %s (who asked for it) or the tree's admin may",
 			ErrNotAllowed, who, tree.Printable(j.Agent), j.ID, tree.Printable(j.Agent), askerOf(j))
 	}
 	if !r.Authentic {
 		return fmt.Errorf("%w: the request in %q's name does not verify as theirs (%s), and the trust policy requires it",
-			ErrNotAllowed, r.Name, r.Verdict)
+			ErrNotAllowed, modelcli.Clip(r.Name, maxName), r.Verdict)
 	}
 	return nil
 }
+
+// maxName bounds a requester's name in an error: a kill file's by is
+// anyone's text.
+const maxName = 100
 
 func askerOf(j Job) string {
 	if j.From == "" {
