@@ -62,8 +62,8 @@
 // and signature prove, never as the admin.
 //
 // The watcher ignores a request it may not honour: it logs it ("kill
-// request refused", with the job, the requester and the reason), reports a
-// forged one in the job's channel, and removes the file ([DismissKill]),
+// request refused", with the job, the requester and the reason), reports
+// the job's first forged one in its channel, and removes the file ([DismissKill]),
 // so that one it may honour can be made: a kill file is published without
 // replacing, and while another requester's is there a request fails with
 // [ErrKillPending].
