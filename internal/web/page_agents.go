@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"collab/internal/agent/jobs"
+	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 )
 
@@ -107,6 +108,7 @@ type jobRow struct {
 	Begun, Finished string
 	Events          int
 	KillAsked       bool // a kill file exists
+	MayKill         bool // running, and the signed-in person may kill it: a kill button
 	// Shown are the newest events (at most pageEvents), Earlier the
 	// count before them, and Stream, for a running job, the URL of its
 	// live events past those.
@@ -115,7 +117,7 @@ type jobRow struct {
 	Stream  string
 }
 
-func (s *Server) jobRow(j jobs.Job) jobRow {
+func (s *Server) jobRow(j jobs.Job, person string) jobRow {
 	r := jobRow{Job: j, Begun: j.Started.UTC().Format("2006-01-02 15:04:05"), Events: len(j.Events)}
 	r.Earlier = max(len(j.Events)-pageEvents, 0)
 	for i := r.Earlier; i < len(j.Events); i++ {
@@ -128,7 +130,35 @@ func (s *Server) jobRow(j jobs.Job) jobRow {
 		r.Finished = j.Ended.UTC().Format("2006-01-02 15:04:05")
 	}
 	r.KillAsked = j.Status == jobs.Running && jobs.KillRequested(s.cfg.Root, j.Agent, j.ID)
+	if j.Status == jobs.Running {
+		signer, err := s.killSigner(person)
+		r.MayKill = err == nil && s.mayKill(j, person, signer) == nil
+	}
 	return r
+}
+
+// killSigner returns the signer of person's kill requests: the server's
+// key for its person, SignerFor's for another; nil signs nothing.
+func (s *Server) killSigner(person string) (*signing.Signer, error) {
+	if person == s.cfg.Person {
+		return s.cfg.Signer, nil
+	}
+	if s.cfg.SignerFor == nil {
+		return nil, nil
+	}
+	signer, err := s.cfg.SignerFor(person)
+	if err != nil {
+		return nil, fmt.Errorf("the key of %s: %w", person, err)
+	}
+	return signer, nil
+}
+
+// mayKill applies jobs.MayKill to person's request to kill j, signed with
+// signer, for the name they signed in as and never as the admin: the
+// server's account may be the admin's, and the watcher honours the
+// admin's kill files whoever asked.
+func (s *Server) mayKill(j jobs.Job, person string, signer *signing.Signer) error {
+	return jobs.MayKill(j, jobs.Asking(s.cfg.Verifier, j.Agent, j.ID, person, signer))
 }
 
 // agentPage shows an agent's jobs (its job records, which the watcher
@@ -152,7 +182,7 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d := agentData{Person: personOf(r), Channels: chans, Agent: agent, More: max(len(js)-pageJobs, 0)}
 	for _, j := range js[:min(len(js), pageJobs)] {
-		d.Jobs = append(d.Jobs, s.jobRow(j))
+		d.Jobs = append(d.Jobs, s.jobRow(j, d.Person))
 	}
 	s.render(w, http.StatusOK, "agent", d)
 }
@@ -174,24 +204,16 @@ func (s *Server) pageKill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if j.Done() {
-		s.render(w, http.StatusConflict, "job", s.jobRow(j))
+		s.render(w, http.StatusConflict, "job", s.jobRow(j, personOf(r)))
 		return
 	}
 	person := personOf(r)
-	signer := s.cfg.Signer
-	if person != s.cfg.Person {
-		signer = nil // the server holds the key of its person, and those SignerFor gives
-		if s.cfg.SignerFor != nil {
-			if signer, err = s.cfg.SignerFor(person); err != nil {
-				s.fail(w, r, fmt.Errorf("the key of %s: %w", person, err))
-				return
-			}
-		}
+	signer, err := s.killSigner(person)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	// The person may kill only what their name may (jobs.MayKill), never
-	// as the admin: the server's account may be the admin's, and the
-	// watcher honours the admin's kill files whoever asked.
-	if err := jobs.MayKill(j, jobs.Asking(s.cfg.Verifier, agent, j.ID, person, signer)); err != nil {
+	if err := s.mayKill(j, person, signer); err != nil {
 		refuse(w, r, http.StatusForbidden, err.Error())
 		return
 	}
@@ -204,5 +226,5 @@ func (s *Server) pageKill(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, http.StatusOK, "job", s.jobRow(j))
+	s.render(w, http.StatusOK, "job", s.jobRow(j, person))
 }

@@ -415,10 +415,10 @@ func TestPageAgents(t *testing.T) {
 	}
 }
 
-// TestPageKill checks the kill button's request: a running job that the
-// signed-in person asked for gets a kill file by them; one that another
-// asked for is refused (jobs.MayKill: 403), and a finished or unknown job
-// gets none.
+// TestPageKill checks the kill button and its request: a running job that
+// the signed-in person asked for has one and gets a kill file by them; one
+// that another asked for has none and is refused (jobs.MayKill: 403), and
+// a finished or unknown job gets none.
 func TestPageKill(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	run, err := jobs.Start(root, jobs.Job{ID: jobs.NewID(), Agent: "coder", Channel: "dev", Message: "m", From: "ann"}, nil)
@@ -441,8 +441,8 @@ func TestPageKill(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if strings.Count(string(b), `class="kill"`) != 2 {
-		t.Errorf("want two kill buttons (the running jobs):\n%s", b)
+	if strings.Count(string(b), `class="kill"`) != 1 || !strings.Contains(string(b), run.Job().ID+"/kill") {
+		t.Errorf("want one kill button, for the running job ann asked for:\n%s", b)
 	}
 	for _, tc := range []struct {
 		id   string
