@@ -856,6 +856,11 @@ func resumeWorkflows(ctx context.Context, root tree.Root, dry bool, timeout time
 			failed = append(failed, name)
 			continue
 		}
+		if err := workflow.CheckFile(r.Dir, r.File, getuid()); err != nil {
+			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", name, err)
+			failed = append(failed, name)
+			continue
+		}
 		if dry {
 			fmt.Fprintf(stdout, "would restart %s\n", name)
 			continue

@@ -256,3 +256,73 @@ func TestResumeRefusesForeignVariables(t *testing.T) {
 		})
 	}
 }
+
+// quickWorkflow writes a one-agent workflow file in Agent's home, owned by
+// Agent with mode perm.
+func (g *recordsTree) quickWorkflow(t *testing.T, perm os.FileMode) string {
+	t.Helper()
+	file := filepath.Join(g.s.Agent.Home, "quick.yaml")
+	if err := os.WriteFile(file, []byte("name: quick\nagents:\n  a:\n    cli: command\n    cmd: "+strconv.Quote(g.cli)+"\nkickoff: \"@a hello\"\n"), perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(file, g.s.Agent.UID, g.s.Agent.UID); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestResumeRefusesAWorkflowFileOthersCanWrite: resume runs a workflow
+// file unattended, as the account that started it; one that another
+// account could have changed since (writable by the group, as umask 002
+// makes it) is refused, named, with the fix, and not run.
+func TestResumeRefusesAWorkflowFileOthersCanWrite(t *testing.T) {
+	g := newRecordsTree(t)
+	file := g.quickWorkflow(t, 0o664)
+	if _, errOut, code := g.collab(g.s.Agent, append(startArgs("--background", "--agent", "agent", "--instance", "w1"), file)...); code != 0 {
+		t.Fatalf("start --background as agent: exit %d\n%s", code, errOut)
+	}
+	root := tree.Root(g.root)
+	r, err := workflow.ReadRecord(root, "quick", "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endGroup(t, r.PID)
+	_, errOut, code := g.collab(g.s.Agent, "resume")
+	if code != 1 || !strings.Contains(errOut, file) || !strings.Contains(errOut, "chmod go-w") {
+		t.Fatalf("resume of a group-writable workflow file: exit %d, stderr:\n%s", code, errOut)
+	}
+	if got, err := workflow.ReadRecord(root, "quick", "w1"); err != nil || got.PID != r.PID {
+		t.Fatalf("a refused resume restarted the instance: %+v, %v", got, err)
+	}
+	g.s.Agent.Run(t, nil, "chmod", "go-w", file)
+	out, errOut, code := g.collab(g.s.Agent, "resume")
+	if code != 0 || !strings.Contains(out, "quick@w1 restarted") {
+		t.Fatalf("resume after chmod go-w: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := g.collab(g.s.Agent, "stop", "--timeout", "30s", "quick@w1"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestStaleStopFileOfAnotherAccount: ROOT/workflows is sticky, so a run
+// cannot remove another account's stop file; one left for an instance
+// name makes a new run of that instance refuse to start, saying whose it
+// is, instead of starting and stopping at once.
+func TestStaleStopFileOfAnotherAccount(t *testing.T) {
+	g := newRecordsTree(t)
+	file := g.quickWorkflow(t, 0o644)
+	root := tree.Root(g.root)
+	fi, err := os.Stat(root.Workflows())
+	if err != nil || fi.Mode()&os.ModeSticky == 0 {
+		t.Fatalf("workflows folder after init --group: %v, %v; want sticky", fi.Mode(), err)
+	}
+	stop := filepath.Join(root.Workflows(), workflow.StopName("quick", "s1"))
+	g.s.Mallory.Run(t, nil, "/bin/sh", "-c", `printf '{}' > "$0"`, stop)
+	_, errOut, code := g.collab(g.s.Agent, append(startArgs("--background", "--agent", "agent", "--instance", "s1"), file)...)
+	if code == 0 || !strings.Contains(errOut, stop) || !strings.Contains(errOut, "uid "+strconv.Itoa(g.s.Mallory.UID)) {
+		t.Fatalf("start with another account's stop file: exit %d, stderr:\n%s", code, errOut)
+	}
+}

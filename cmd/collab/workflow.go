@@ -126,6 +126,12 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 			t.unclaim()
 		}
 	}()
+	// A stop file left from an earlier run of this instance would stop
+	// this one at once: removed now, or the run refused when another
+	// account's stands in the sticky folder.
+	if err := workflow.ClearStop(t.root, t.file.Name, t.instance); err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
 	// Resumed (collab resume): the kickoff was posted, so neither it nor
 	// the setup that renders it runs again.
 	if getenv(envWorkflowResume) != "1" {

@@ -2,8 +2,10 @@ package workflow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -131,6 +133,40 @@ func CheckRecord(root tree.Root, r *Record, uid int) error {
 	return r.file.Check(filepath.Join(root.Workflows(), RecordName(r.Name, r.Instance)), uid)
 }
 
+// CheckFile reports whether the workflow file at path (relative to dir
+// when not absolute), which collab resume is about to run unattended as
+// uid, could have been changed by another account since it was started:
+// it must be a regular file owned by uid or root and writable by no one
+// else, in a folder that is owned by uid or root and, when others may
+// write it, sticky (else the file could be replaced). The error wraps
+// sessions.ErrUnsafe and says what to fix. (An interactive run is not
+// checked: the person runs the file they chose, now.)
+func CheckFile(dir, path string, uid int) error {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	for _, p := range []string{path, filepath.Dir(path)} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("workflow file: %w", err)
+		}
+		owner, _, ok := safedir.Ownership(fi)
+		m := fi.Mode()
+		switch {
+		case !ok:
+		case p == path && !m.IsRegular():
+			return fmt.Errorf("workflow file %s is not a regular file: %w", p, sessions.ErrUnsafe)
+		case owner != uid && owner != 0:
+			return fmt.Errorf("%s is owned by uid %d, not this account (uid %d) or root, who could change the workflow resume runs: %w", p, owner, uid, sessions.ErrUnsafe)
+		case p == path && m.Perm()&0o022 != 0:
+			return fmt.Errorf("workflow file %s (mode %v) is writable by others, who could change what resume runs: %w; chmod go-w it after checking its contents", p, m, sessions.ErrUnsafe)
+		case p != path && m.Perm()&0o022 != 0 && m&fs.ModeSticky == 0:
+			return fmt.Errorf("the folder %s (mode %v) of the workflow file lets others replace it: %w; chmod go-w it, or keep the file elsewhere", p, m, sessions.ErrUnsafe)
+		}
+	}
+	return nil
+}
+
 // Records reads every instance record; one that cannot be read is
 // skipped. No folder is no records.
 func Records(root tree.Root) ([]Record, error) {
@@ -144,14 +180,49 @@ func Records(root tree.Root) ([]Record, error) {
 }
 
 // RequestStop writes the stop file of instance of workflow name; data
-// says who asked (free-form JSON, for people).
+// says who asked (free-form JSON, for people). A stop file already there
+// (another account's, which the sticky folder does not let this one
+// replace) is a stop already asked for.
 func RequestStop(root tree.Root, name, instance string, data []byte) error {
 	d, err := safedir.Create(root.Workflows())
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return d.Replace(StopName(name, instance), data, sessions.RecordPerm)
+	err = d.Replace(StopName(name, instance), data, sessions.RecordPerm)
+	if errors.Is(err, fs.ErrPermission) {
+		if _, serr := d.Lstat(StopName(name, instance)); serr == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// ClearStop removes a stop file of instance of workflow name left from
+// an earlier run of the same instance (a new run calls it once it owns
+// the instance's record). One it cannot remove (another account's, in
+// the sticky folder) is an error that names it and its owner.
+func ClearStop(root tree.Root, name, instance string) error {
+	d, err := safedir.Open(root.Workflows())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	file := StopName(name, instance)
+	err = d.Remove(file)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	owner := "another account"
+	if fi, serr := d.Lstat(file); serr == nil {
+		if uid, _, ok := safedir.Ownership(fi); ok {
+			owner = fmt.Sprintf("uid %d", uid)
+		}
+	}
+	return fmt.Errorf("a stop file of an earlier run of this instance, %s/%s, is %s's and cannot be removed: %w; its owner (or root) removes it, or run another --instance", d.Path(), file, owner, err)
 }
 
 // StopRequested reports whether the stop file of instance of workflow

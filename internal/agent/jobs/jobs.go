@@ -331,7 +331,7 @@ func save(root tree.Root, j *Job) error {
 	if err != nil {
 		return err
 	}
-	d, err := safedir.Create(root.Jobs(j.Agent))
+	d, err := safedir.CreateDropbox(root.Jobs(j.Agent))
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.ID, err)
 	}

@@ -11,7 +11,11 @@ import (
 // tree can be written by every user of a host and lacks the sticky bit.
 var ErrWorldWritable = errors.New("tree: world-writable without the sticky bit")
 
-// Folders returns the tree's fixed folders (SPEC §1), parents first.
+// Folders returns the tree's fixed folders (SPEC §1), parents first, and
+// the folders of records that the first collab run, delegate or bridge
+// would make: 'collab init' makes them all, so that each belongs to the
+// tree's owner with the tree's modes (sticky), not to whichever member of
+// the group happened to make it first.
 func (r Root) Folders() []string {
 	return []string{
 		string(r),
@@ -24,6 +28,7 @@ func (r Root) Folders() []string {
 		r.join("docs"),
 		r.join("tasks"),
 		r.Scripts(),
+		r.Workflows(), r.Delegations(), r.Bridges(),
 	}
 }
 
