@@ -307,11 +307,13 @@ func TestResumeRefusesAWorkflowFileOthersCanWrite(t *testing.T) {
 	}
 }
 
-// TestStaleStopFileOfAnotherAccount: ROOT/workflows is sticky, so a run
-// cannot remove another account's stop file; one left for an instance
-// name makes a new run of that instance refuse to start, saying whose it
-// is, instead of starting and stopping at once.
-func TestStaleStopFileOfAnotherAccount(t *testing.T) {
+// TestWorkflowStopAcrossAccounts: only the account that runs an
+// instance, root or the tree's owner may stop it. Another member of the
+// group is refused by collab stop (exit 4, nothing written), and a stop
+// file it writes itself, under the shared name or its own, neither stops
+// the instance nor keeps a later run of the instance name from starting;
+// the instance's own account stops it.
+func TestWorkflowStopAcrossAccounts(t *testing.T) {
 	g := newRecordsTree(t)
 	file := g.quickWorkflow(t, 0o644)
 	root := tree.Root(g.root)
@@ -319,10 +321,31 @@ func TestStaleStopFileOfAnotherAccount(t *testing.T) {
 	if err != nil || fi.Mode()&os.ModeSticky == 0 {
 		t.Fatalf("workflows folder after init --group: %v, %v; want sticky", fi.Mode(), err)
 	}
-	stop := filepath.Join(root.Workflows(), workflow.StopName("quick", "s1"))
-	g.s.Mallory.Run(t, nil, "/bin/sh", "-c", `printf '{}' > "$0"`, stop)
-	_, errOut, code := g.collab(g.s.Agent, append(startArgs("--background", "--agent", "agent", "--instance", "s1"), file)...)
-	if code == 0 || !strings.Contains(errOut, stop) || !strings.Contains(errOut, "uid "+strconv.Itoa(g.s.Mallory.UID)) {
-		t.Fatalf("start with another account's stop file: exit %d, stderr:\n%s", code, errOut)
+	// Left before the run by Mallory: the shared name and her own.
+	for _, name := range []string{workflow.StopName("quick", "s1"), workflow.StopNameBy("quick", "s1", g.s.Mallory.UID)} {
+		g.s.Mallory.Run(t, nil, "/bin/sh", "-c", `printf '{}' > "$0"`, filepath.Join(root.Workflows(), name))
+	}
+	if _, errOut, code := g.collab(g.s.Agent, append(startArgs("--background", "--agent", "agent", "--instance", "s1"), file)...); code != 0 {
+		t.Fatalf("start with another account's stop files about: exit %d\n%s", code, errOut)
+	}
+	r, err := workflow.ReadRecord(root, "quick", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.EndGroup(r.PID, 0) })
+	// The run reports the one under the shared name, and runs on.
+	log := filepath.Join(root.Logs(), "quick"+workflow.Sep+"s1.log")
+	waitFor(t, func() bool {
+		b, _ := os.ReadFile(log)
+		return strings.Contains(string(b), "ignoring a stop request")
+	})
+	if _, errOut, code := g.collab(g.s.Mallory, "stop", "--timeout", "5s", "quick@s1"); code != 4 || !strings.Contains(errOut, "may stop it") {
+		t.Fatalf("stop as another member: exit %d, stderr:\n%s", code, errOut)
+	}
+	if got, err := workflow.ReadRecord(root, "quick", "s1"); err != nil || got.Status != workflow.Running || !proc.PIDAlive(r.PID) {
+		t.Fatalf("another member stopped the instance: %+v, %v", got, err)
+	}
+	if _, errOut, code := g.collab(g.s.Agent, "stop", "--timeout", "30s", "quick@s1"); code != 0 {
+		t.Fatalf("stop as the instance's account: exit %d\n%s", code, errOut)
 	}
 }

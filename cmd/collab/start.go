@@ -314,6 +314,11 @@ Flags:
 		return &exitError{code: exitNothing, msg: "stop: no running instance matches"}
 	}
 	for _, r := range targets {
+		if err := workflow.MayStop(root, workflow.RunnerOf(r), os.Geteuid()); err != nil {
+			return &exitError{code: exitRefused, msg: fmt.Sprintf("stop: %s@%s: %v", r.Name, r.Instance, err)}
+		}
+	}
+	for _, r := range targets {
 		data, _ := json.Marshal(map[string]any{"by": loginName(ctx), "host": hostname(), "time": now.UTC()})
 		if err := workflow.RequestStop(root, r.Name, r.Instance, data); err != nil {
 			return fmt.Errorf("stop: %w", err)

@@ -84,6 +84,9 @@ type team struct {
 	prior  *workflow.Record // the record claim replaced, if any
 	mu     sync.Mutex
 	errs   []error // watchers that returned an error
+
+	stderr      io.Writer
+	stopRefused bool // a refused stop file was reported
 }
 
 // newTeam loads the workflow, runs its setup and renders its kickoff:
@@ -106,7 +109,7 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 	if err != nil {
 		return nil, err
 	}
-	t := &team{file: f, root: root, instance: instance, channel: f.Channel(instance), from: from}
+	t := &team{file: f, root: root, instance: instance, channel: f.Channel(instance), from: from, stderr: stderr}
 	if err := tree.CheckName("channel", t.channel); err != nil {
 		return nil, usageErrorf("%s: %v", cmd, err)
 	}
@@ -127,9 +130,9 @@ func newTeam(ctx context.Context, cmd, path string, tf *teamFlags, getenv env, s
 		}
 	}()
 	// A stop file left from an earlier run of this instance would stop
-	// this one at once: removed now, or the run refused when another
-	// account's stands in the sticky folder.
-	if err := workflow.ClearStop(t.root, t.file.Name, t.instance); err != nil {
+	// this one at once: removed now, or the run refused when it cannot be
+	// (the admin's, in the sticky folder).
+	if err := workflow.ClearStop(t.root, t.file.Name, t.instance, os.Geteuid()); err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
 	// Resumed (collab resume): the kickoff was posted, so neither it nor
@@ -373,8 +376,14 @@ func (t *team) postKickoff(getenv env) (*channel.Message, error) {
 	return m, nil
 }
 
-// stopRequested reports whether the instance's stop file exists, and
-// removes it.
+// stopRequested reports whether the instance's stop file exists, written
+// by an account that may stop it (workflow.MayStop), and removes it. One
+// written by another account is reported once on stderr and ignored.
 func (t *team) stopRequested() bool {
-	return workflow.StopRequested(t.root, t.file.Name, t.instance)
+	stop, refused := workflow.StopRequested(t.root, t.file.Name, t.instance, os.Geteuid())
+	if refused != nil && !t.stopRefused {
+		t.stopRefused = true
+		fmt.Fprintf(t.stderr, "collab: ignoring a stop request: %v\n", refused)
+	}
+	return stop
 }

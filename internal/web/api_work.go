@@ -367,6 +367,11 @@ func (s *Server) StopWorkflow(id, person string) (workflow.Record, int, error) {
 	if r.Status != workflow.Running && r.Status != workflow.Starting {
 		return r, http.StatusConflict, fmt.Errorf("%s is not running (%s)", id, r.Status)
 	}
+	// The stop file is this server's account's: the instance honours it
+	// only when that account may stop it (workflow.MayStop).
+	if err := workflow.MayStop(s.cfg.Root, workflow.RunnerOf(r), os.Geteuid()); err != nil {
+		return r, http.StatusForbidden, err
+	}
 	data, _ := json.Marshal(map[string]any{"by": person, "host": host, "time": now.UTC()})
 	if err := workflow.RequestStop(s.cfg.Root, r.Name, r.Instance, data); err != nil {
 		return r, http.StatusInternalServerError, err

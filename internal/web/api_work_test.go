@@ -242,7 +242,7 @@ func TestAPIWorkflows(t *testing.T) {
 	if code != http.StatusAccepted || !strings.Contains(body, `"stop":"asked"`) {
 		t.Fatalf("stop: %d %s", code, body)
 	}
-	data, err := os.ReadFile(ts.root.Workflows() + "/" + workflow.StopName("review", "i1"))
+	data, err := os.ReadFile(ts.root.Workflows() + "/" + workflow.StopNameBy("review", "i1", os.Geteuid()))
 	if err != nil || !strings.Contains(string(data), `"by":"alice"`) {
 		t.Fatalf("stop file: %s %v", data, err)
 	}
@@ -346,10 +346,16 @@ func TestAPIWorkCrossSite(t *testing.T) {
 	if d, _ := f.Read("notes.md"); d.Content != "mine\n" {
 		t.Errorf("document changed: %q", d.Content)
 	}
-	if workflow.StopRequested(ts.root, "review", "i1") {
+	if stopAsked(ts.root, "review", "i1") {
 		t.Error("a cross-site stop wrote the stop file")
 	}
 	if s, _ := sessions.Read(ts.root, "ab12"); s.Status != sessions.Running {
 		t.Errorf("session %s", s.Status)
 	}
+}
+
+// stopAsked is workflow.StopRequested for the test's own account.
+func stopAsked(root tree.Root, name, instance string) bool {
+	stop, _ := workflow.StopRequested(root, name, instance, os.Geteuid())
+	return stop
 }

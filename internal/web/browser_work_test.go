@@ -134,7 +134,7 @@ func TestBrowserWork(t *testing.T) {
 		chromedp.WaitVisible(`#notice`)); err != nil {
 		t.Fatal(err)
 	}
-	if !workflow.StopRequested(d.root, "lease", "w1") {
+	if stop, _ := workflow.StopRequested(d.root, "lease", "w1", os.Geteuid()); !stop {
 		t.Error("no stop file after the stop button")
 	}
 	if err := chromedp.Do(ctx,

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/workflow"
 	"collab/internal/workspace/documents"
 	"collab/internal/workspace/sessions"
 )
@@ -121,7 +120,7 @@ func TestPageWorkflows(t *testing.T) {
 		t.Fatalf("%d %s", code, body)
 	}
 	code, body = ts.do(t, "POST", "/workflows/review@i1/stop", "", ts.form()...)
-	if code != http.StatusAccepted || !strings.Contains(body, "review@i1: stop asked") || !workflow.StopRequested(ts.root, "review", "i1") {
+	if code != http.StatusAccepted || !strings.Contains(body, "review@i1: stop asked") || !stopAsked(ts.root, "review", "i1") {
 		t.Errorf("stop: %d %s", code, body)
 	}
 	code, body = ts.do(t, "POST", "/delegations/ab12/stop", "", ts.form()...)

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"time"
 
 	"collab/internal/plumbing/safedir"
@@ -179,30 +181,103 @@ func Records(root tree.Root) ([]Record, error) {
 	return out, err
 }
 
-// RequestStop writes the stop file of instance of workflow name; data
-// says who asked (free-form JSON, for people). A stop file already there
-// (another account's, which the sticky folder does not let this one
-// replace) is a stop already asked for.
+// ErrStopNotAllowed is wrapped when an account may not stop an instance
+// ([MayStop]).
+var ErrStopNotAllowed = errors.New("workflow: not allowed to stop this instance")
+
+// MayStop reports whether the account uid may stop an instance run by the
+// account runner (its record's owner): that account, root, or the tree's
+// owner (the admin who ran 'collab init'). Any other member of the tree's
+// group may not, as it may not kill another's job (package jobs): the
+// error wraps [ErrStopNotAllowed]. This is the one rule; collab stop, the
+// dashboard and the running instance (by the stop file's owner) all ask
+// it.
+func MayStop(root tree.Root, runner, uid int) error {
+	if uid == runner || uid == 0 || uid == owner(string(root)) {
+		return nil
+	}
+	return fmt.Errorf("%w: it runs as uid %d; only that account, root or the tree's owner may stop it", ErrStopNotAllowed, runner)
+}
+
+// RunnerOf is the account that runs the instance of r: its record file's
+// owner (-1 when unknown).
+func RunnerOf(r Record) int {
+	if !r.file.Set() {
+		return -1
+	}
+	return r.file.UID
+}
+
+func owner(path string) int {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	uid, _, ok := safedir.Ownership(fi)
+	if !ok {
+		return -1
+	}
+	return uid
+}
+
+// StopNameBy is the name in ROOT/workflows of the stop file that the
+// account uid writes for an instance: one per account, so that no
+// account's stop file (which the sticky folder keeps from every other
+// account) stands in another's way.
+func StopNameBy(name, instance string, uid int) string {
+	return name + Sep + instance + "." + strconv.Itoa(uid) + ".stop"
+}
+
+// RequestStop writes this account's stop file of instance of workflow
+// name ([StopNameBy]); data says who asked (free-form JSON, for people).
+// The instance honours it only when this account may stop it ([MayStop]).
 func RequestStop(root tree.Root, name, instance string, data []byte) error {
 	d, err := safedir.Create(root.Workflows())
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	err = d.Replace(StopName(name, instance), data, sessions.RecordPerm)
-	if errors.Is(err, fs.ErrPermission) {
-		if _, serr := d.Lstat(StopName(name, instance)); serr == nil {
-			return nil
-		}
-	}
-	return err
+	return d.Replace(StopNameBy(name, instance, os.Geteuid()), data, sessions.RecordPerm)
 }
 
-// ClearStop removes a stop file of instance of workflow name left from
-// an earlier run of the same instance (a new run calls it once it owns
-// the instance's record). One it cannot remove (another account's, in
-// the sticky folder) is an error that names it and its owner.
-func ClearStop(root tree.Root, name, instance string) error {
+// stopFiles are the stop files an instance run by runner honours: those
+// of the accounts that may stop it ([MayStop]: runner, root, the tree's
+// owner), each by its name, and the shared name [StopName] that older
+// collabs write, by whoever owns it.
+func stopFiles(root tree.Root, name, instance string, runner int) []string {
+	files := []string{StopName(name, instance)}
+	for _, uid := range []int{runner, 0, owner(string(root))} {
+		if f := StopNameBy(name, instance, uid); uid >= 0 && !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// stopFileOK reports whether the stop file fi, named file, is one the
+// instance honours: written by an account that may stop it, and, when
+// named for an account, by that account.
+func stopFileOK(root tree.Root, name, instance, file string, fi fs.FileInfo, runner int) error {
+	uid, _, ok := safedir.Ownership(fi)
+	if !ok || !fi.Mode().IsRegular() {
+		return fmt.Errorf("stop file %s is not a regular file", file)
+	}
+	if file != StopName(name, instance) && file != StopNameBy(name, instance, uid) {
+		return fmt.Errorf("stop file %s is owned by uid %d, not the account it names", file, uid)
+	}
+	if err := MayStop(root, runner, uid); err != nil {
+		return fmt.Errorf("stop file %s of uid %d: %w", file, uid, err)
+	}
+	return nil
+}
+
+// ClearStop removes the stop files of instance of workflow name that a
+// run by runner would honour, left from an earlier run of the same
+// instance (a new run calls it once it owns the instance's record). One
+// it would honour but cannot remove (the admin's, in the sticky folder)
+// is an error that names it and its owner; one it would not honour is
+// left alone.
+func ClearStop(root tree.Root, name, instance string, runner int) error {
 	d, err := safedir.Open(root.Workflows())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -211,34 +286,43 @@ func ClearStop(root tree.Root, name, instance string) error {
 		return err
 	}
 	defer d.Close()
-	file := StopName(name, instance)
-	err = d.Remove(file)
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	owner := "another account"
-	if fi, serr := d.Lstat(file); serr == nil {
-		if uid, _, ok := safedir.Ownership(fi); ok {
-			owner = fmt.Sprintf("uid %d", uid)
+	for _, file := range stopFiles(root, name, instance, runner) {
+		fi, err := d.Lstat(file)
+		if err != nil || stopFileOK(root, name, instance, file, fi, runner) != nil {
+			continue
+		}
+		if err := d.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			uid, _, _ := safedir.Ownership(fi)
+			return fmt.Errorf("a stop file of an earlier run of this instance, %s/%s, is uid %d's and cannot be removed: %w; its owner (or root) removes it, or run another --instance", d.Path(), file, uid, err)
 		}
 	}
-	return fmt.Errorf("a stop file of an earlier run of this instance, %s/%s, is %s's and cannot be removed: %w; its owner (or root) removes it, or run another --instance", d.Path(), file, owner, err)
+	return nil
 }
 
-// StopRequested reports whether the stop file of instance of workflow
-// name exists, and removes it.
-func StopRequested(root tree.Root, name, instance string) bool {
+// StopRequested reports whether instance of workflow name, run by the
+// account runner, has a stop file it honours (written by an account that
+// may stop it, [MayStop]), and removes it. A stop file under the shared
+// name by an account that may not is no request: refused is then its
+// error (for the log).
+func StopRequested(root tree.Root, name, instance string, runner int) (stop bool, refused error) {
 	d, err := safedir.Open(root.Workflows())
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer d.Close()
-	file := StopName(name, instance)
-	if _, err := d.Lstat(file); err != nil {
-		return false
+	for _, file := range stopFiles(root, name, instance, runner) {
+		fi, err := d.Lstat(file)
+		if err != nil {
+			continue
+		}
+		if err := stopFileOK(root, name, instance, file, fi, runner); err != nil {
+			refused = err
+			continue
+		}
+		d.Remove(file)
+		return true, nil
 	}
-	d.Remove(file)
-	return true
+	return false, refused
 }
 
 // Aliases returns the names by which agents of workflow instances are

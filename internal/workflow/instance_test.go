@@ -42,13 +42,13 @@ func TestRecords(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Instance != "pr-1" {
 		t.Fatalf("Records: %+v, %v", recs, err)
 	}
-	if StopRequested(root, "review", "pr-1") {
+	if stopAsked(root, "review", "pr-1") {
 		t.Error("stop requested before RequestStop")
 	}
 	if err := RequestStop(root, "review", "pr-1", []byte(`{"by":"me"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if !StopRequested(root, "review", "pr-1") || StopRequested(root, "review", "pr-1") {
+	if !stopAsked(root, "review", "pr-1") || stopAsked(root, "review", "pr-1") {
 		t.Error("StopRequested: want true once, then false")
 	}
 }
@@ -125,7 +125,7 @@ func TestRecordFilesNeverWritableByOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(root.Workflows(), RecordName("review", "pr-1"))
-	for _, p := range []string{file, filepath.Join(root.Workflows(), StopName("review", "pr-1"))} {
+	for _, p := range []string{file, filepath.Join(root.Workflows(), StopNameBy("review", "pr-1", os.Geteuid()))} {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o644 {
 			t.Errorf("%s: %v, %v; want mode 0644", p, fi.Mode(), err)
 		}
@@ -172,4 +172,10 @@ func TestRecordFilesNeverWritableByOthers(t *testing.T) {
 	if got, err := ReadRecord(root, "review", "pr-2"); err == nil {
 		t.Errorf("ReadRecord of a record under another name = %+v", got)
 	}
+}
+
+// stopAsked is StopRequested for the test's own account.
+func stopAsked(root tree.Root, name, instance string) bool {
+	stop, _ := StopRequested(root, name, instance, os.Geteuid())
+	return stop
 }

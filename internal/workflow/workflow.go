@@ -104,9 +104,13 @@
 // run's first record (status Starting, before any setup step) is made with
 // CreateRecord, which never replaces: of two runs of one instance started
 // at once, exactly one creates it.
-// RequestStop writes ROOT/workflows/WORKFLOW--INSTANCE.stop (StopName;
-// free-form JSON for people, only its existence matters), from any host;
-// the running process polls StopRequested, which removes it, and stops.
+// RequestStop writes ROOT/workflows/WORKFLOW--INSTANCE.UID.stop
+// (StopNameBy, UID the writer's account; free-form JSON for people, only
+// its existence and owner matter), from any host; the running process
+// polls StopRequested, which honours the stop files of the accounts that
+// may stop it (MayStop: the account running it, root, the tree's owner)
+// and the shared WORKFLOW--INSTANCE.stop (StopName) of older collabs when
+// such an account owns it, removes it, and stops.
 // Records are written by the running process for people and for collab
 // ls, stop and the readers' aliases: they are not signed, as for those
 // they grant nothing (a forged record can only give an alias in a channel

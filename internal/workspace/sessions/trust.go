@@ -50,6 +50,9 @@ type FileStat struct {
 	set   bool
 }
 
+// Set reports whether st was taken from a file (a record read from one).
+func (st FileStat) Set() bool { return st.set }
+
 // StatOf is fi's owner, mode and links; fi is from a file's descriptor
 // (safedir's ReadFile gives it).
 func StatOf(fi fs.FileInfo) FileStat {
