@@ -10,6 +10,7 @@ import (
 	"collab/channel"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
+	"collab/internal/testsupport/keytest"
 )
 
 // TestStripUnsigned: a reader acts on the fields a signed message's
@@ -153,10 +154,7 @@ func TestStripUnsigned(t *testing.T) {
 // stays awaited when read back; one marked by someone else is not.
 func TestAwaitReplySigned(t *testing.T) {
 	root := newRoot(t, "dev")
-	alice, err := signing.NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice := keytest.New(t, "alice")
 	w := channel.Writer{Root: root, Signer: alice}
 	awaited := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "ping"}}
 	awaited.SetAwaitReply()

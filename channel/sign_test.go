@@ -13,18 +13,13 @@ import (
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/keytest"
 )
 
 func TestSignedMessages(t *testing.T) {
 	root := tree.Root(t.TempDir())
-	alice, err := signing.NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
-	if err := ring.Trust("alice", alice.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
+	ring := keytest.Ring(t)
+	alice := keytest.Trusted(t, ring, "alice")
 	v := signing.NewVerifier(ring)
 	w := channel.Writer{Root: root, Signer: alice}
 	m := channel.Message{SessionID: "dev", From: "alice", To: "bob", Content: channel.Content{Text: "allow"}}
@@ -87,14 +82,8 @@ func TestSignedMessages(t *testing.T) {
 // forged, checked over and over from several goroutines, each keep their
 // verdict.
 func TestVerifyBuffers(t *testing.T) {
-	alice, err := signing.NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
-	if err := ring.Trust("alice", alice.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
+	ring := keytest.Ring(t)
+	alice := keytest.Trusted(t, ring, "alice")
 	msg := func(text string) channel.Message {
 		m := channel.Message{ID: "msg-20260101-000000-alice-0001", Timestamp: "2026-01-01T00:00:00.000Z",
 			SessionID: "dev", From: "alice", To: "bob", Type: "chat", Content: channel.Content{Text: text}}
@@ -135,14 +124,8 @@ func TestVerifyBuffers(t *testing.T) {
 // BenchmarkVerify1MB: Message.Verify of a 1 MB message, a first check (a
 // new Verifier each time) and a remembered one, payload built included.
 func BenchmarkVerify1MB(b *testing.B) {
-	alice, err := signing.NewKey(filepath.Join(b.TempDir(), "alice.key"), "alice", false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ring := keyring.Open(filepath.Join(b.TempDir(), "keys"))
-	if err := ring.Trust("alice", alice.PublicKey()); err != nil {
-		b.Fatal(err)
-	}
+	ring := keytest.Ring(b)
+	alice := keytest.Trusted(b, ring, "alice")
 	m := channel.Message{ID: "msg-20260101-000000-alice-0001", Timestamp: "2026-01-01T00:00:00.000Z",
 		SessionID: "dev", From: "alice", To: "bob", Type: "chat", Content: channel.Content{Text: strings.Repeat("x", channel.MaxMessageSize-4<<10)}}
 	if err := m.Sign(alice); err != nil {
@@ -171,10 +154,7 @@ func BenchmarkVerify1MB(b *testing.B) {
 // before the id's time does not verify at all; within it, it does.
 func TestVerifyBackdated(t *testing.T) {
 	root := tree.Root(t.TempDir())
-	alice, err := signing.NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice := keytest.New(t, "alice")
 	revoked := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	before, after := revoked.Add(-time.Minute), revoked.Add(30*time.Second)
 	stamp := func(t time.Time) string { return t.Format(channel.TimeFormat) }

@@ -182,27 +182,8 @@ func TestDelegationRecordOfAnotherAccount(t *testing.T) {
 // folder collab resume runs again.
 func TestWorkflowRecordOfAnotherAccount(t *testing.T) {
 	g := newRecordsTree(t)
-	file := filepath.Join(g.s.Agent.Home, "quick.yaml")
-	if err := os.WriteFile(file, []byte("name: quick\nagents:\n  a:\n    cli: command\n    cmd: "+strconv.Quote(g.cli)+"\nkickoff: \"@a hello\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(file, g.s.Agent.UID, g.s.Agent.UID); err != nil {
-		t.Fatal(err)
-	}
-	args := append(startArgs("--background", "--agent", "agent", "--instance", "r1"), file)
-	if _, errOut, code := g.collab(g.s.Agent, args...); code != 0 {
-		t.Fatalf("start --background as agent: exit %d\n%s", code, errOut)
-	}
+	r := g.startQuick(t, g.quickWorkflow(t, 0o644), "r1")
 	root := tree.Root(g.root)
-	r, err := workflow.ReadRecord(root, "quick", "r1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if r, err := workflow.ReadRecord(root, "quick", "r1"); err == nil && r.PID > 0 {
-			proc.EndGroup(r.PID, 0)
-		}
-	})
 	rec := filepath.Join(root.Workflows(), workflow.RecordName("quick", "r1"))
 
 	g.assertUnwritable(t, rec, `{"name":"quick","instance":"r1","status":"running","args":["/tmp/evil.yaml"],"dir":"/tmp"}`)
@@ -274,6 +255,26 @@ func (g *recordsTree) quickWorkflow(t *testing.T, perm os.FileMode) string {
 	return file
 }
 
+// startQuick starts the workflow file as Agent in the background as
+// instance, and returns its record; the instance is ended when t ends.
+func (g *recordsTree) startQuick(t *testing.T, file, instance string) workflow.Record {
+	t.Helper()
+	if _, errOut, code := g.collab(g.s.Agent, append(startArgs("--background", "--agent", "agent", "--instance", instance), file)...); code != 0 {
+		t.Fatalf("start --background as agent: exit %d\n%s", code, errOut)
+	}
+	root := tree.Root(g.root)
+	r, err := workflow.ReadRecord(root, "quick", instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if r, err := workflow.ReadRecord(root, "quick", instance); err == nil && r.PID > 0 {
+			proc.EndGroup(r.PID, 0)
+		}
+	})
+	return r
+}
+
 // TestResumeRefusesAWorkflowFileOthersCanWrite: resume runs a workflow
 // file unattended, as the account that started it; one that another
 // account could have changed since (writable by the group, as umask 002
@@ -281,14 +282,8 @@ func (g *recordsTree) quickWorkflow(t *testing.T, perm os.FileMode) string {
 func TestResumeRefusesAWorkflowFileOthersCanWrite(t *testing.T) {
 	g := newRecordsTree(t)
 	file := g.quickWorkflow(t, 0o664)
-	if _, errOut, code := g.collab(g.s.Agent, append(startArgs("--background", "--agent", "agent", "--instance", "w1"), file)...); code != 0 {
-		t.Fatalf("start --background as agent: exit %d\n%s", code, errOut)
-	}
+	r := g.startQuick(t, file, "w1")
 	root := tree.Root(g.root)
-	r, err := workflow.ReadRecord(root, "quick", "w1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	endGroup(t, r.PID)
 	_, errOut, code := g.collab(g.s.Agent, "resume")
 	if code != 1 || !strings.Contains(errOut, file) || !strings.Contains(errOut, "chmod go-w") {
@@ -325,14 +320,7 @@ func TestWorkflowStopAcrossAccounts(t *testing.T) {
 	for _, name := range []string{workflow.StopName("quick", "s1"), workflow.StopNameBy("quick", "s1", g.s.Mallory.UID)} {
 		g.s.Mallory.Run(t, nil, "/bin/sh", "-c", `printf '{}' > "$0"`, filepath.Join(root.Workflows(), name))
 	}
-	if _, errOut, code := g.collab(g.s.Agent, append(startArgs("--background", "--agent", "agent", "--instance", "s1"), file)...); code != 0 {
-		t.Fatalf("start with another account's stop files about: exit %d\n%s", code, errOut)
-	}
-	r, err := workflow.ReadRecord(root, "quick", "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proc.EndGroup(r.PID, 0) })
+	r := g.startQuick(t, file, "s1")
 	// The run reports the one under the shared name, and runs on.
 	log := filepath.Join(root.Logs(), "quick"+workflow.Sep+"s1.log")
 	waitFor(t, func() bool {

@@ -21,7 +21,6 @@ import (
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/testsupport/accounts"
-	"collab/presence"
 )
 
 // groupTree is a tree made by s.Admin with init --group, and the collab
@@ -61,30 +60,11 @@ func (g *groupTree) key(t *testing.T, a accounts.Account, agent, file string) st
 }
 
 // watch starts collab watch for agent on channel dev as a, with the fake
-// CLI, and waits until its presence says it is awake.
+// CLI, and waits until its presence says this process is awake.
 func (g *groupTree) watch(t *testing.T, a accounts.Account, agent string, flags ...string) *watcherProc {
 	t.Helper()
-	w := &watcherProc{done: make(chan error, 1)}
-	args := append([]string{"watch", "--root", g.root, "--agent", agent, "--channel", "dev", "--cli", "command", "--cmd", g.exe,
-		"--poll", "100ms", "--heartbeat", "1s", "--grace", "2s"}, flags...)
-	w.cmd = a.Command(context.Background(), g.env, g.exe, args...)
-	w.cmd.Stderr = &w.stderr
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { w.done <- w.cmd.Wait() }()
-	t.Cleanup(func() {
-		w.cmd.Process.Kill()
-		<-w.done
-		if t.Failed() {
-			t.Logf("watcher %s log:\n%s", agent, w.stderr.String())
-		}
-	})
-	waitFor(t, func() bool {
-		s, err := presence.Read(tree.Root(g.root), agent)
-		return err == nil && s.State == presence.StateAwake
-	})
-	return w
+	args := append(append(watchFast(), "--root", g.root, "--agent", agent, "--channel", "dev", "--cli", "command", "--cmd", g.exe), flags...)
+	return startWatchCmd(t, a.Command(context.Background(), g.env, g.exe, args...), tree.Root(g.root), agent)
 }
 
 // TestGroupMemberCannotMoveTheKeyring: in a tree made by init --group,

@@ -107,9 +107,22 @@ func startWatch(t *testing.T, bin, root, agent string, env []string, args ...str
 // in presenceIn says this process is awake.
 func launchWatch(t *testing.T, bin string, presenceIn tree.Root, agent string, env []string, args ...string) *watcherProc {
 	t.Helper()
-	w := &watcherProc{done: make(chan error, 1)}
-	w.cmd = exec.Command(bin, append([]string{"watch", "--poll", "100ms", "--heartbeat", "1s", "--grace", "2s"}, args...)...)
-	w.cmd.Env = append(os.Environ(), append([]string{"COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0"}, env...)...)
+	cmd := exec.Command(bin, append(watchFast(), args...)...)
+	cmd.Env = append(os.Environ(), append([]string{"COLLAB_TEST_AS=collab", "GORACE=atexit_sleep_ms=0"}, env...)...)
+	return startWatchCmd(t, cmd, presenceIn, agent)
+}
+
+// watchFast is `watch` with the fast poll, heartbeat and grace settings
+// of these tests.
+func watchFast() []string {
+	return []string{"watch", "--poll", "100ms", "--heartbeat", "1s", "--grace", "2s"}
+}
+
+// startWatchCmd starts cmd, a collab watch for agent, and waits until agent's
+// presence in presenceIn says this process is awake.
+func startWatchCmd(t *testing.T, cmd *exec.Cmd, presenceIn tree.Root, agent string) *watcherProc {
+	t.Helper()
+	w := &watcherProc{cmd: cmd, done: make(chan error, 1)}
 	w.cmd.Stderr = &w.stderr
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)

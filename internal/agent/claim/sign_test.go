@@ -11,21 +11,22 @@ import (
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/keytest"
 )
+
+// trustedKey makes a key for agent and a keyring that trusts it.
+func trustedKey(t *testing.T) (*signing.Signer, *keyring.Ring) {
+	t.Helper()
+	ring := keytest.Ring(t)
+	return keytest.Trusted(t, ring, agent), ring
+}
 
 // signedStores returns two signing stores of agent (on hosts a and b)
 // whose verifier trusts agent's key, with the given policy, and a forger:
 // a store of agent on host x with no key.
 func signedStores(t *testing.T, root tree.Root, clk *clock, trust signing.Policy) (a, b, forger *claim.Store) {
 	t.Helper()
-	key, err := signing.NewKey(filepath.Join(t.TempDir(), agent+".key"), agent, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
-	if err := ring.Trust(agent, key.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
+	key, ring := trustedKey(t)
 	v := signing.NewVerifier(ring)
 	a, b, forger = store(root, owner("a", "ia"), clk), store(root, owner("b", "ib"), clk), store(root, owner("x", "ix"), clk)
 	for _, s := range []*claim.Store{a, b} {
@@ -209,14 +210,7 @@ func TestTornClaimNotForged(t *testing.T) {
 // claim earlier, and one dated more than the clock skew before its
 // message is a bad signature.
 func TestClaimJudgedAtItsMessage(t *testing.T) {
-	key, err := signing.NewKey(filepath.Join(t.TempDir(), agent+".key"), agent, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
-	if err := ring.Trust(agent, key.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
+	key, ring := trustedKey(t)
 	msgTime := claim.MessageTime(msgID)
 	if msgTime.IsZero() {
 		t.Fatalf("no time in %s", msgID)

@@ -3,13 +3,13 @@ package jobs_test
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"collab/internal/agent/jobs"
 	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/keytest"
 )
 
 // TestMayKill: the job's agent, its asker and the tree's admin may kill
@@ -57,14 +57,8 @@ func TestKillRequester(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	j := newJob("msg-20260310-120000-alice-0011")
 	mustStart(t, root, j, nil)
-	alice, err := signing.NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
-	if err := ring.Trust("alice", alice.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
+	ring := keytest.Ring(t)
+	keytest.Trusted(t, ring, "alice")
 	v := signing.NewVerifier(ring)
 	me, rootOwner := os.Geteuid(), keyring.Owner(string(root))
 	if got := jobs.Runner(root, agent, j.ID); got != me {

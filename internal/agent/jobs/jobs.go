@@ -371,6 +371,15 @@ func prune(root tree.Root, agent string, keep int) error {
 	return nil
 }
 
+// openJobs checks agent and job id and opens agent's jobs folder: every
+// look at one job's files starts so.
+func openJobs(root tree.Root, agent, id string) (*safedir.Dir, error) {
+	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
+		return nil, err
+	}
+	return safedir.Open(root.Jobs(agent))
+}
+
 // checkID refuses ids that are not job ids (and so could name other files).
 func checkID(id string) error {
 	rest, ok := strings.CutPrefix(id, "job-")
@@ -387,10 +396,7 @@ func checkID(id string) error {
 
 // Read reads one job of agent.
 func Read(root tree.Root, agent, id string) (Job, error) {
-	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
-		return Job{}, err
-	}
-	d, err := safedir.Open(root.Jobs(agent))
+	d, err := openJobs(root, agent, id)
 	if err != nil {
 		return Job{}, err
 	}
@@ -500,10 +506,7 @@ func (k Kill) Verify(v *signing.Verifier, agent, id string) signing.Verdict {
 // RequestKill asks the watcher running job id of agent to stop it, as by,
 // signed with s (nil: unsigned; else s must be by's key).
 func RequestKill(root tree.Root, agent, id, by string, s *signing.Signer) error {
-	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
-		return err
-	}
-	d, err := safedir.Open(root.Jobs(agent))
+	d, err := openJobs(root, agent, id)
 	if err != nil {
 		return err
 	}
@@ -521,10 +524,7 @@ func RequestKill(root tree.Root, agent, id, by string, s *signing.Signer) error 
 // is) elsewhere, as the kill file of job id of agent: as RequestKill
 // writes its own. A kill file already there is kept: asked already.
 func WriteKill(root tree.Root, agent, id string, k Kill) error {
-	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
-		return err
-	}
-	d, err := safedir.Open(root.Jobs(agent))
+	d, err := openJobs(root, agent, id)
 	if err != nil {
 		return err
 	}
@@ -554,10 +554,7 @@ func writeKill(d *safedir.Dir, id string, k Kill) error {
 // agent's watcher calls it: its account owns the folder, so it may remove
 // another account's file there even where the folder is sticky.
 func DismissKill(root tree.Root, agent, id string) error {
-	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
-		return err
-	}
-	d, err := safedir.Open(root.Jobs(agent))
+	d, err := openJobs(root, agent, id)
 	if err != nil {
 		return err
 	}
@@ -589,10 +586,7 @@ func KillRequested(root tree.Root, agent, id string) bool {
 // wraps fs.ErrNotExist. A kill file that does not decode (a foreign
 // writer's) is a request by nobody: Kill{}, which names no sender.
 func ReadKill(root tree.Root, agent, id string) (Kill, error) {
-	if err := errors.Join(tree.CheckName("agent", agent), checkID(id)); err != nil {
-		return Kill{}, err
-	}
-	d, err := safedir.Open(root.Jobs(agent)) // revalidates on NFS, as in KillRequested
+	d, err := openJobs(root, agent, id) // revalidates on NFS, as in KillRequested
 	if err != nil {
 		return Kill{}, err
 	}

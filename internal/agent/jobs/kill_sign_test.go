@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"collab/internal/agent/jobs"
-	"collab/internal/identity/keyring"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/keytest"
 )
 
 // TestSignedKill: a signed request verifies as its requester where it was
@@ -23,14 +23,8 @@ func TestSignedKill(t *testing.T) {
 	other := newJob("msg-20260310-120000-alice-0008")
 	mustStart(t, root, j, nil)
 	mustStart(t, root, other, nil)
-	bob, err := signing.NewKey(filepath.Join(t.TempDir(), "bob.key"), "bob", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
-	if err := ring.Trust("bob", bob.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
+	ring := keytest.Ring(t)
+	bob := keytest.Trusted(t, ring, "bob")
 	v := signing.NewVerifier(ring)
 
 	if _, err := jobs.ReadKill(root, agent, j.ID); !errors.Is(err, fs.ErrNotExist) {

@@ -38,6 +38,25 @@ func ring(t *testing.T, agent string) (*keyring.Ring, *Signer) {
 	return r, s
 }
 
+// rotated is alice's keyring after a rotation: old, revoked at
+// revokedAt, and newer, good.
+func rotated(t *testing.T) (r *keyring.Ring, old, newer *Signer, revokedAt time.Time) {
+	t.Helper()
+	r, old = ring(t, "alice")
+	newer, err := NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Trust("alice", newer.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	revokedAt = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	if err := r.Revoke("alice", old.PublicKey(), revokedAt); err != nil {
+		t.Fatal(err)
+	}
+	return r, old, newer, revokedAt
+}
+
 func TestVerdicts(t *testing.T) {
 	r, alice := ring(t, "alice")
 	_, priv, _ := ed25519.GenerateKey(nil)
@@ -77,18 +96,7 @@ func TestVerdicts(t *testing.T) {
 }
 
 func TestRevokedAndRotated(t *testing.T) {
-	r, old := ring(t, "alice")
-	newer, err := NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Trust("alice", newer.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
-	revokedAt := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	if err := r.Revoke("alice", old.PublicKey(), revokedAt); err != nil {
-		t.Fatal(err)
-	}
+	r, old, newer, revokedAt := rotated(t)
 	r2 := keyring.Open(r.Dir()) // no cached lookups
 	v := NewVerifier(r2)
 	p := Payload("message", "x")
@@ -261,18 +269,7 @@ func TestSignedAt(t *testing.T) {
 // whatever time the signer claims; a claimed time far before the name's
 // does not verify even with a good key.
 func TestVerifyNamed(t *testing.T) {
-	r, old := ring(t, "alice")
-	newer, err := NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Trust("alice", newer.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
-	revokedAt := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	if err := r.Revoke("alice", old.PublicKey(), revokedAt); err != nil {
-		t.Fatal(err)
-	}
+	r, old, newer, revokedAt := rotated(t)
 	v := NewVerifier(keyring.Open(r.Dir()))
 	p := Payload("message", "x")
 	before, after := revokedAt.Add(-time.Minute), revokedAt.Add(time.Minute)

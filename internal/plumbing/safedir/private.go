@@ -30,15 +30,7 @@ func CreatePrivate(path string) (*Dir, error) {
 	if err := MkdirAll(path); err != nil {
 		return nil, err
 	}
-	d, err := Open(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.makePrivate(); err != nil {
-		d.Close()
-		return nil, err
-	}
-	return d, nil
+	return OpenPrivate(path)
 }
 
 // OpenPrivate opens the existing private folder at path (see

@@ -27,8 +27,8 @@ type SendAndWaitResult struct {
 	// Ignored are the replies passed over while waiting: each names an
 	// agent with a trusted key but does not verify as that agent's (a
 	// forgery). Their text is not given.
-	Ignored []IgnoredReply `json:"ignored,omitempty" jsonschema:"replies passed over because they name an agent with a trusted key but do not verify as that agent's (forgeries); their text is not given"`
-	TimedOut bool     `json:"timed_out,omitempty"`
+	Ignored  []IgnoredReply `json:"ignored,omitempty" jsonschema:"replies passed over because they name an agent with a trusted key but do not verify as that agent's (forgeries); their text is not given"`
+	TimedOut bool           `json:"timed_out,omitempty"`
 	// Queued: the message waits in a remote host's outbox (the bridge
 	// cannot be reached); nothing was waited for.
 	Queued bool `json:"queued,omitempty"`

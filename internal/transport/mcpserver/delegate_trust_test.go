@@ -93,8 +93,8 @@ type onLog struct {
 }
 
 func (h *onLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *onLog) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *onLog) WithGroup(string) slog.Handler           { return h }
+func (h *onLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *onLog) WithGroup(string) slog.Handler            { return h }
 func (h *onLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == h.msg {
 		h.once.Do(func() { close(h.done) })
