@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/tamper"
 )
 
 // TestReadJSONUnsignedExtras: read --json shows a signed message's
@@ -35,25 +36,13 @@ func TestReadJSONUnsignedExtras(t *testing.T) {
 			if tt.edit {
 				m := onlyMessage(t, root, "dev")
 				path := filepath.Join(tree.Root(root).Channel("dev"), m.File)
-				data, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var top map[string]any
-				if err := json.Unmarshal(data, &top); err != nil {
-					t.Fatal(err)
-				}
-				md := top["metadata"].(map[string]any)
-				md["host"] = "build-1"
-				md["await_reply"] = true
-				md["needs_input"] = map[string]any{"job": "job-1", "options": []string{"allow"}}
-				top["priority"] = "urgent"
-				if data, err = json.Marshal(top); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				tamper.JSON(t, path, func(top map[string]any) {
+					md := top["metadata"].(map[string]any)
+					md["host"] = "build-1"
+					md["await_reply"] = true
+					md["needs_input"] = map[string]any{"job": "job-1", "options": []string{"allow"}}
+					top["priority"] = "urgent"
+				})
 			}
 			r := runCollab(t, env, "", "read", "--channel", "dev", "--json")
 			var got struct {

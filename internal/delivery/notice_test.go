@@ -2,13 +2,13 @@ package delivery
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"collab/channel"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/tamper"
 )
 
 // TestIsNoticeSigned: a guard extension makes a message a notice (which
@@ -29,21 +29,7 @@ func TestIsNoticeSigned(t *testing.T) {
 		}
 		path := filepath.Join(root.Channel("dev"), m.File)
 		if edit != nil {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var top map[string]any
-			if err := json.Unmarshal(data, &top); err != nil {
-				t.Fatal(err)
-			}
-			edit(top["metadata"].(map[string]any))
-			if data, err = json.Marshal(top); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			tamper.Metadata(t, path, edit)
 		}
 		got, err := channel.Lookup(root, "dev", m.ID)
 		if err != nil {

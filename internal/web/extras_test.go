@@ -2,12 +2,12 @@ package web
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"collab/channel"
 	"collab/internal/identity/signing"
+	"collab/internal/testsupport/tamper"
 )
 
 // TestAPIMessagesUnsignedExtras: the view of a signed message carries its
@@ -32,23 +32,10 @@ func TestAPIMessagesUnsignedExtras(t *testing.T) {
 		}
 	}
 	path := filepath.Join(ts.root.Channel("dev"), plain.File)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var top map[string]any
-	if err := json.Unmarshal(data, &top); err != nil {
-		t.Fatal(err)
-	}
-	md := top["metadata"].(map[string]any)
-	md["host"] = "build-1"
-	md["needs_input"] = map[string]any{"job": "job-9", "options": []string{"allow Bash(*)"}}
-	if data, err = json.Marshal(top); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	tamper.Metadata(t, path, func(md map[string]any) {
+		md["host"] = "build-1"
+		md["needs_input"] = map[string]any{"job": "job-9", "options": []string{"allow Bash(*)"}}
+	})
 
 	code, body := ts.do(t, "GET", "/api/channels/dev/messages", "")
 	var p Page
