@@ -436,7 +436,8 @@ func TestWatchKillOverNATS(t *testing.T) {
 		ents, _ := os.ReadDir(started)
 		return err == nil && j.Status == jobs.Running && len(ents) == 1
 	})
-	r := runCollab(t, map[string]string{"COLLAB_ROOT": root, "NATS_URL": url}, "", "jobs", "kill", job)
+	// Killed by its asker (jobs.MayKill).
+	r := runCollab(t, map[string]string{"COLLAB_ROOT": root, "NATS_URL": url, "COLLAB_AGENT": "alice"}, "", "jobs", "kill", job)
 	if r.code != 0 {
 		t.Fatalf("jobs kill: exit %d, stderr %q", r.code, r.stderr)
 	}

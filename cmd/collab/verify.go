@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"collab/channel"
+	"collab/internal/delivery"
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 )
@@ -28,7 +29,10 @@ Check the signature of every message of a channel against the keyring and
 print how many messages got each verdict (verified, unsigned, bad-signature,
 unknown-key, revoked-key), then each forgery: a bad signature, a revoked
 key, or a message that names a sender who has keys but is unsigned or
-signed with a key not theirs. Exit 1 when there is a forgery, 0 otherwise.
+signed with a key not theirs. Then each claim, reply token and seen file
+of the channel (ROOT/claims/C/AGENT) forged in the same way in an agent's
+name: what someone writes to keep that agent from answering. Exit 1 when
+there is a forgery, 0 otherwise.
 
 Flags:
 `)
@@ -36,7 +40,7 @@ Flags:
 	}
 	ch := channelFlag(fs, "channel")
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
-	asJSON := fs.Bool("json", false, `print {"channel", "messages", "verdicts": {VERDICT: N}, "forgeries": [{"id", "file", "from", "verdict"}]}`)
+	asJSON := fs.Bool("json", false, `print {"channel", "messages", "verdicts": {VERDICT: N}, "forgeries": [{"id", "file", "from", "verdict"}], "forged_claims": [{"agent", "file", "kind", "verdict"}]}`)
 	ringf := keyringFlag(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
@@ -74,13 +78,23 @@ Flags:
 			bad = append(bad, forgery{m.ID, m.File, m.From, verdict})
 		}
 	}
+	// The claims, reply tokens and seen files in a keyed agent's name that
+	// it did not write: how someone would keep it from answering.
+	claims, cerr := delivery.Audit(root, *ch, v)
+	if cerr != nil {
+		fmt.Fprintf(stderr, "collab: verify: claims: %v\n", cerr)
+	}
+	if claims == nil {
+		claims = []delivery.Forged{}
+	}
 	if *asJSON {
 		err = writeJSON(stdout, struct {
-			Channel   string         `json:"channel"`
-			Messages  int            `json:"messages"`
-			Verdicts  map[string]int `json:"verdicts"`
-			Forgeries []forgery      `json:"forgeries"`
-		}{*ch, len(msgs), counts, bad})
+			Channel   string            `json:"channel"`
+			Messages  int               `json:"messages"`
+			Verdicts  map[string]int    `json:"verdicts"`
+			Forgeries []forgery         `json:"forgeries"`
+			Claims    []delivery.Forged `json:"forged_claims"`
+		}{*ch, len(msgs), counts, bad, claims})
 	} else {
 		fmt.Fprintf(stdout, "%s: %d messages", tree.Printable(*ch), len(msgs))
 		for _, verdict := range []signing.Verdict{signing.Verified, signing.Unsigned, signing.BadSignature, signing.UnknownKey, signing.RevokedKey} {
@@ -96,12 +110,19 @@ Flags:
 			}
 			fmt.Fprintf(stdout, "FORGED %s from %s: %s\n", tree.Printable(f.File), tree.Printable(f.From), what)
 		}
+		for _, f := range claims {
+			what := f.Verdict.String()
+			if f.Verdict == signing.Unsigned || f.Verdict == signing.UnknownKey {
+				what += ", but " + f.Agent + " has keys"
+			}
+			fmt.Fprintf(stdout, "FORGED claims/%s/%s (%s in %s's name): %s\n", *ch, tree.Printable(f.File), f.Kind, f.Agent, what)
+		}
 	}
 	if err != nil {
 		return err
 	}
-	if len(bad) > 0 {
-		return &exitError{code: exitFailure, msg: fmt.Sprintf("verify: %d forged message(s) in channel %s", len(bad), tree.Printable(*ch))}
+	if len(bad) > 0 || len(claims) > 0 {
+		return &exitError{code: exitFailure, msg: fmt.Sprintf("verify: %d forged message(s) and %d forged claim file(s) in channel %s", len(bad), len(claims), tree.Printable(*ch))}
 	}
 	return nil
 }
