@@ -205,8 +205,8 @@ func prepareWatch(ctx context.Context, root tree.Root, s watchSettings, getenv e
 			return nil, fmt.Errorf("watch: %w (or pass --allow-world-writable)", err)
 		}
 	}
-	if dirs := root.Unsticky(); len(dirs) > 0 {
-		fmt.Fprintf(stderr, "collab: warning: %s writable by the tree's group without the sticky bit, so any member can rename or remove another's files there: run 'collab init --group GROUP' again as the tree's owner\n",
+	if dirs := root.Unsticky(s.Channels...); len(dirs) > 0 {
+		fmt.Fprintf(stderr, "collab: warning: %s writable by the tree's group without the sticky bit, so any member can rename or remove another's files there: run 'collab init --group GROUP' again as the tree's owner (chmod +t for a channel's folder)\n",
 			strings.Join(dirs, ", ")+map[bool]string{true: " is", false: " are"}[len(dirs) == 1])
 	}
 	if err := namedAgent("watch", s.Agent); err != nil {

@@ -74,14 +74,22 @@ func (r Root) CheckShared() error {
 	return nil
 }
 
-// Unsticky returns those of the tree's fixed folders that exist, are
+// Unsticky returns those of the tree's fixed folders, and of the folders
+// of the channels named (the channel and its claims), that exist, are
 // writable by their group and are not sticky, other than the shared ones
 // ([Root.Shared]): folders in which any member of the group can rename or
 // remove another member's files (a tree made before 'collab init --group'
-// set the sticky bit; running it again repairs them).
-func (r Root) Unsticky() []string {
+// set the sticky bit, which running it again repairs; a channel folder
+// made by hand, which its owner repairs with chmod +t).
+func (r Root) Unsticky(channels ...string) []string {
 	var out []string
-	for _, dir := range r.Folders() {
+	dirs := r.Folders()
+	for _, ch := range channels {
+		if ValidName(ch) {
+			dirs = append(dirs, r.Channel(ch), r.Claims(ch))
+		}
+	}
+	for _, dir := range dirs {
 		fi, err := os.Stat(dir)
 		if err != nil || !fi.IsDir() || r.Shared(dir) {
 			continue

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -83,5 +84,40 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Check = %v, want ErrNotTree saying %q and asking whether it is mounted", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestUnsticky: a group-writable folder without the sticky bit is named,
+// a channel's folders among them when asked; a sticky one, a private one
+// and the shared documents are not.
+func TestUnsticky(t *testing.T) {
+	root := Root(t.TempDir())
+	for _, dir := range append(root.Folders(), root.Channel("dev"), root.Claims("dev")) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o775|os.ModeSticky); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := root.Unsticky("dev"); len(got) != 0 {
+		t.Fatalf("all sticky: %v", got)
+	}
+	for dir, mode := range map[string]os.FileMode{
+		root.Channels():     0o775,
+		root.Channel("dev"): 0o775 | os.ModeSetgid,
+		root.join("docs"):   0o775,
+		root.Presence():     0o755,
+	} {
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := root.Unsticky("dev")
+	if want := []string{root.Channels(), root.Channel("dev")}; !slices.Equal(got, want) {
+		t.Errorf("Unsticky = %v, want %v", got, want)
+	}
+	if got := root.Unsticky(); !slices.Equal(got, []string{root.Channels()}) {
+		t.Errorf("Unsticky() = %v, want channels/ alone", got)
 	}
 }
