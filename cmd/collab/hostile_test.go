@@ -278,3 +278,30 @@ func TestVerifyFindsAForgedClaim(t *testing.T) {
 		t.Fatalf("verify with a forged claim: exit %d\n%s%s", accounts.ExitCode(err), out, errOut)
 	}
 }
+
+// TestInitRepairsAnOlderTree: init --group run again gives the sticky bit
+// to the folders made inside since (a channel, an agent's claims), as
+// root; as the tree's owner it cannot change another account's folder and
+// says so.
+func TestInitRepairsAnOlderTree(t *testing.T) {
+	t.Parallel()
+	g := newGroupTree(t)
+	s := g.s
+	root := tree.Root(g.root)
+	old := []string{root.Channel("old"), filepath.Join(root.Claims("old"), "codex")}
+	for _, dir := range old {
+		s.Agent.Run(t, nil, "mkdir", "-p", dir)
+	}
+	_, errOut, err := s.Admin.Try(g.env, g.exe, "init", "--group", strconv.Itoa(accounts.Group))
+	if err != nil || !strings.Contains(errOut, root.Channel("old")+" stays without the sticky bit") {
+		t.Fatalf("init as the tree's owner: %v\n%s", err, errOut)
+	}
+	if r := runCollab(t, map[string]string{"COLLAB_ROOT": g.root}, "", "init", "--group", strconv.Itoa(accounts.Group)); r.code != 0 || r.stderr != "" {
+		t.Fatalf("init as root: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, dir := range append(old, root.Claims("old")) {
+		if fi, err := os.Stat(dir); err != nil || fi.Mode()&os.ModeSticky == 0 {
+			t.Errorf("%s after init as root: %v, %v; want sticky", dir, fi.Mode(), err)
+		}
+	}
+}

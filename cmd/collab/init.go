@@ -7,7 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os/user"
+	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"collab/internal/identity/keyring"
@@ -47,6 +50,13 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 				return fmt.Errorf("init: %w; the tree's folders must be real folders", err)
 			}
 			return fmt.Errorf("init: %w", err)
+		}
+	}
+	if gid >= 0 {
+		// A tree from before the sticky bit: the folders made inside since
+		// (channels, their archives, claims, task boards) get it too.
+		for _, msg := range stickBelow(root) {
+			fmt.Fprintf(stderr, "collab: init: warning: %s\n", msg)
 		}
 	}
 	if err := root.CheckShared(); err != nil {
@@ -122,6 +132,62 @@ func setMode(dir string, gid int, shared bool) error {
 		}
 	}
 	return nil
+}
+
+// stickyDepth is how deep below each of these tree folders other
+// accounts' files live in folders of their own (channels/C/archive/M,
+// claims/C/A, tasks/C/T).
+var stickyDepth = map[string]int{"channels": 3, "claims": 2, "tasks": 2}
+
+// stickBelow gives the sticky bit to every group-writable folder below
+// the tree's channels, claims and tasks (to stickyDepth levels) that
+// lacks it: folders made before 'collab init --group' set the bit, in
+// which any member of the group could rename or remove another's files.
+// No link is followed. It returns what it could not change (a folder of
+// another account, when not run as root), for warnings.
+func stickBelow(root tree.Root) []string {
+	var problems []string
+	for top, depth := range stickyDepth {
+		base := filepath.Join(string(root), top)
+		filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil // a file, a link, or gone
+			}
+			rel, _ := filepath.Rel(base, path)
+			if rel == "." {
+				return nil
+			}
+			if n := strings.Count(rel, string(filepath.Separator)) + 1; n > depth {
+				return filepath.SkipDir
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			if m := fi.Mode(); m.Perm()&0o020 != 0 && m&fs.ModeSticky == 0 {
+				if err := stick(path); err != nil {
+					problems = append(problems, fmt.Sprintf("%s stays without the sticky bit: %v (run init as root, or its owner runs chmod +t)", path, err))
+				}
+			}
+			return nil
+		})
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// stick adds the sticky bit to the folder at path, reached with no link.
+func stick(path string) error {
+	d, err := safedir.Open(path)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return err
+	}
+	return d.Chmod(fi.Mode()&(fs.ModePerm|fs.ModeSetgid) | fs.ModeSticky)
 }
 
 // statFolder returns the file info of the tree folder dir, reached with no
