@@ -21,11 +21,15 @@ const MaxLineLength = mcp.DefaultMaxLineLength
 // process's standard input and output) until r ends or ctx ends. It
 // closes neither.
 //
-// A line that is not a JSON-RPC message is answered with a JSON-RPC error
-// whose id is null, parse error (-32700) for a line that is not JSON,
-// invalid request (-32600) for JSON that is not a message, and the session
-// goes on. The SDK's own stdio transport would end the session on it
-// (go-sdk issue #1209): such lines never reach it.
+// A line that is not one JSON-RPC message is answered with a JSON-RPC
+// error whose id is null, parse error (-32700) for a line that is not
+// JSON, invalid request (-32600) for JSON that is not a message or is a
+// batch (an array of messages), and the session goes on. The SDK's own
+// stdio transport would end the session on any of them (go-sdk issue
+// #1209; a batch at protocol 2025-06-18 and later, or one reusing an id,
+// at any version): such lines never reach it. A message reaches it alone
+// on its line, without the blanks around it (the SDK ends the session on
+// anything but a newline after a message).
 func (s *Server) RunIO(ctx context.Context, r io.Reader, w io.Writer) error {
 	out := &lineWriter{w: w}
 	pr, pw := io.Pipe()
@@ -34,9 +38,9 @@ func (s *Server) RunIO(ctx context.Context, r io.Reader, w io.Writer) error {
 	return s.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: out})
 }
 
-// filterLines copies each line of r that is a JSON-RPC message (or a batch
-// of them) to pw, answers every other line on out, and returns r's error
-// (nil at its end).
+// filterLines copies each line of r that is one JSON-RPC message to pw,
+// trimmed, answers every other line on out, and returns r's error (nil at
+// its end).
 func (s *Server) filterLines(r io.Reader, pw io.Writer, out *lineWriter) error {
 	br := bufio.NewReaderSize(r, 64*1024)
 	var line []byte
@@ -53,18 +57,18 @@ func (s *Server) filterLines(r io.Reader, pw io.Writer, out *lineWriter) error {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if len(bytes.TrimSpace(line)) > 0 || tooLong {
-			code, msg := checkLine(line)
+		if len(trimJSONSpace(line)) > 0 || tooLong {
+			msg, code, text := checkLine(line)
 			if tooLong {
-				code, msg = jsonrpc.CodeParseError, "Parse error: line too long"
+				code, text = jsonrpc.CodeParseError, "Parse error: line too long"
 			}
 			if code == 0 {
-				if _, werr := pw.Write(line); werr != nil {
+				if _, werr := pw.Write(append(msg, '\n')); werr != nil {
 					return werr
 				}
 			} else {
-				s.cfg.Logger.Warn("malformed input answered", keyErr, msg)
-				if werr := out.reply(code, msg); werr != nil {
+				s.cfg.Logger.Warn("malformed input answered", keyErr, text)
+				if werr := out.reply(code, text); werr != nil {
 					return werr
 				}
 			}
@@ -79,31 +83,33 @@ func (s *Server) filterLines(r io.Reader, pw io.Writer, out *lineWriter) error {
 	}
 }
 
-// checkLine returns 0 for a line that is a JSON-RPC message or a non-empty
-// batch of them, else the JSON-RPC error code and message to answer with.
-func checkLine(line []byte) (int64, string) {
+// checkLine returns line without its leading and trailing blanks when it
+// is one JSON-RPC message (a JSON object the SDK decodes as a request,
+// notification or response), else code and text, the JSON-RPC error to
+// answer with: parse error for a line that is not one JSON value, invalid
+// request for any other value, a batch included.
+func checkLine(line []byte) (msg []byte, code int64, text string) {
 	if !json.Valid(line) {
-		return jsonrpc.CodeParseError, "Parse error"
+		return nil, jsonrpc.CodeParseError, "Parse error"
 	}
 	const invalid = "Invalid Request"
-	trimmed := bytes.TrimSpace(line)
-	if trimmed[0] == '[' {
-		var batch []json.RawMessage
-		if err := json.Unmarshal(trimmed, &batch); err != nil || len(batch) == 0 {
-			return jsonrpc.CodeInvalidRequest, invalid
-		}
-		for _, raw := range batch {
-			if _, err := jsonrpc.DecodeMessage(raw); err != nil {
-				return jsonrpc.CodeInvalidRequest, invalid + ": " + err.Error()
-			}
-		}
-		return 0, ""
+	msg = trimJSONSpace(line)
+	switch msg[0] {
+	case '{':
+	case '[':
+		return nil, jsonrpc.CodeInvalidRequest, invalid + ": batches are not supported; send one message a line"
+	default:
+		return nil, jsonrpc.CodeInvalidRequest, invalid + ": not a JSON object"
 	}
-	if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
-		return jsonrpc.CodeInvalidRequest, invalid + ": " + err.Error()
+	if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+		return nil, jsonrpc.CodeInvalidRequest, invalid + ": " + err.Error()
 	}
-	return 0, ""
+	return msg, 0, ""
 }
+
+// trimJSONSpace returns b without the blanks JSON allows around a value
+// (space, tab, CR, LF) at either end.
+func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
 // lineWriter writes whole lines to w, one at a time: the SDK writes each
 // message as one line in one Write, and reply writes its own. Close does
