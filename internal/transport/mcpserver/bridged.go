@@ -83,12 +83,13 @@ func (b bridged) who(ctx context.Context) ([]Agent, error) {
 	return out, nil
 }
 
-// status asks the bridge, which finds the message's channel itself.
-func (b bridged) status(ctx context.Context, _, id string) (delivery.Status, error) {
+// status asks the bridge, which finds the message's channel itself, and
+// keeps its answer only for a message of ch.
+func (b bridged) status(ctx context.Context, ch, id string) (delivery.Status, error) {
 	st, err := b.c.Status(ctx, id)
 	var be *bridge.Error
-	if errors.As(err, &be) && be.Code == bridge.CodeNotFound {
-		return delivery.Status{}, fmt.Errorf("no message %s in any channel", id)
+	if errors.As(err, &be) && be.Code == bridge.CodeNotFound || err == nil && st.Channel != ch {
+		return delivery.Status{}, errNoMessage
 	}
 	return st, err
 }

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"collab/channel"
@@ -19,11 +20,20 @@ func addStatusTool(s *Server) error {
 	return nil
 }
 
-// messageStatus looks for the message in the session's channel, then in
-// every channel.
+// errNoMessage is message_status's answer for a message its channel does
+// not hold: the same whether another channel holds it or none does, so a
+// session learns nothing of the channels it cannot reach.
+var errNoMessage = errors.New("no such message in this channel")
+
+// messageStatus looks for the message in the session's channel only, as
+// every tool acts on that channel alone.
 func (s *Server) messageStatus(ctx context.Context, in StatusArgs) (delivery.Status, error) {
 	if _, err := channel.ParseID(in.ID); err != nil {
 		return delivery.Status{}, fmt.Errorf("%q is not a message id", in.ID)
 	}
-	return s.store.status(ctx, s.cfg.Channel, in.ID)
+	st, err := s.store.status(ctx, s.cfg.Channel, in.ID)
+	if errors.Is(err, errNoMessage) {
+		return delivery.Status{}, fmt.Errorf("message %s: %w", in.ID, err)
+	}
+	return st, err
 }

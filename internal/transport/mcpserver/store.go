@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"collab/channel"
@@ -35,8 +36,9 @@ type store interface {
 	awaiter(ctx context.Context, ch string, opt delegate.Options) (wait func(ctx context.Context, id string) (channel.Message, error), stop func(), err error)
 	// who returns every agent's presence as the tool shows it.
 	who(ctx context.Context) ([]Agent, error)
-	// status returns message id's delivery status; ch is where to look
-	// first.
+	// status returns the delivery status of message id of channel ch; a
+	// message ch does not hold, whatever another channel holds, is
+	// errNoMessage.
 	status(ctx context.Context, ch, id string) (delivery.Status, error)
 
 	// The stores of one channel's inbox, documents and task board.
@@ -137,18 +139,13 @@ func (f files) who(context.Context) ([]Agent, error) {
 	return out, nil
 }
 
-// status looks in ch, then in every channel (one stat each).
+// status reads id in ch, and nowhere else.
 func (f files) status(_ context.Context, ch, id string) (delivery.Status, error) {
-	opt := delivery.Options{Now: f.cfg.Now, Host: f.cfg.Host, Verifier: f.cfg.Verifier}
-	st, err := delivery.Of(f.cfg.Root, ch, id, opt)
-	if err == nil {
-		return st, nil
+	st, err := delivery.Of(f.cfg.Root, ch, id, delivery.Options{Now: f.cfg.Now, Host: f.cfg.Host, Verifier: f.cfg.Verifier})
+	if errors.Is(err, fs.ErrNotExist) {
+		return delivery.Status{}, errNoMessage
 	}
-	found, ferr := delivery.FindChannel(f.cfg.Root, id)
-	if ferr != nil {
-		return delivery.Status{}, ferr
-	}
-	return delivery.Of(f.cfg.Root, found, id, opt)
+	return st, err
 }
 
 func (f files) inbox(ch string) (inboxStore, error) {
