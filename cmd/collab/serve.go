@@ -28,8 +28,10 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 
 Serve the tree to people: a dashboard page and a JSON API under /api/;
 and to agents: MCP over HTTP at /mcp, the tools of 'collab mcp'.
-At start it prints a sign-in URL carrying a one-time token; opening it
-sets a session cookie (kept in memory: a restart signs everyone out).
+At start it prints a sign-in URL carrying a one-time token, good for
+--signin-ttl; opening it sets a session cookie for this server only
+(kept in memory: a restart signs everyone out; it ends after
+--session-idle unused, or --session-max, or at the page's Sign out).
 Every request needs that session or a long-lived token (Authorization:
 Bearer TOKEN, from 'collab serve token new'), loopback included. What the
 page posts is sent as --person (a token's: its person), signed with that
@@ -43,7 +45,9 @@ URL names (/mcp?channel=CH). What they post is signed with the agent's
 default key file when there is one, loaded by this server.
 
 Loopback only by default. A listener on any other address needs TLS
-(--tls-cert and --tls-key) or, knowingly, --insecure-http.
+(--tls-cert and --tls-key) or, knowingly, --insecure-http. A request
+must name the server in its Host: the address it listens on (localhost
+too on loopback) or a --host name; anything else gets 421.
 
 Flags:
 `)
@@ -57,6 +61,10 @@ Flags:
 	maxStreams := fs.Int("max-streams", web.DefaultMaxStreams, "open live event streams at most")
 	poll := fs.Duration("poll", web.DefaultPoll, "how often live streams look for new messages")
 	maxMCP := fs.Int("max-mcp", web.DefaultMaxMCP, "/mcp requests in progress at most")
+	hosts := fs.StringArray("host", nil, "a name the server answers to (repeatable): NAME at the listen port, or NAME:PORT behind a proxy or tunnel")
+	signInTTL := fs.Duration("signin-ttl", web.DefaultSignInTTL, "how long the printed sign-in URL works")
+	sessionIdle := fs.Duration("session-idle", web.DefaultSessionIdle, "a session unused this long ends")
+	sessionMax := fs.Duration("session-max", web.DefaultSessionMax, "a session ends this long after sign-in, however used")
 	tokensf := tokensFlag(fs, getenv)
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
@@ -85,6 +93,9 @@ Flags:
 	if *maxStreams <= 0 || *poll <= 0 || *maxMCP <= 0 {
 		return usageErrorf("serve: --max-streams, --max-mcp and --poll must be positive")
 	}
+	if *signInTTL <= 0 || *sessionIdle <= 0 || *sessionMax <= 0 {
+		return usageErrorf("serve: --signin-ttl, --session-idle and --session-max must be positive")
+	}
 	signer, err := loadSigner(*keyf, who, getenv)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -103,6 +114,7 @@ Flags:
 		AgentSigner: func(a string) (*signing.Signer, error) { return loadSigner("", a, getenv) },
 		MaxMCP:      *maxMCP,
 		TLS:         useTLS, MaxStreams: *maxStreams, Poll: *poll,
+		Hosts: *hosts, SignInTTL: *signInTTL, SessionIdle: *sessionIdle, SessionMax: *sessionMax,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
 	})
 	if err != nil {
@@ -116,7 +128,8 @@ Flags:
 	if useTLS {
 		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "collab: serving %s as %s; sign in (once) at:\n%s://%s%s\n", root, who, scheme, ln.Addr(), srv.SignInPath())
+	fmt.Fprintf(stdout, "collab: serving %s as %s; sign in (once, by %s) at:\n%s://%s%s\n",
+		root, who, srv.SignInExpires().Format("15:04:05"), scheme, ln.Addr(), srv.SignInPath())
 	if err := srv.Serve(ctx, ln, *certFile, *keyFile, 5*time.Second); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

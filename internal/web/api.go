@@ -437,8 +437,9 @@ func (s *Server) channelArg(w http.ResponseWriter, r *http.Request) (string, boo
 	return ch, true
 }
 
-// fail answers 500 and logs the error.
+// fail answers 500 and logs the error: the client is told nothing of it
+// (it often names a path on the server's host).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.Error("request failed", "path", r.URL.Path, "err", err)
-	refuse(w, r, http.StatusInternalServerError, "internal error: "+err.Error())
+	refuse(w, r, http.StatusInternalServerError, internalError)
 }

@@ -3,18 +3,25 @@
 //
 // # Safety
 //
-// Every request needs a session or a bearer token: a person's, or at
-// /mcp, which takes nothing else, an agent's (see mcp.go). A session comes
-// from a one-time sign-in token (printed by `collab serve` in a URL,
-// single use) exchanged at /signin for a
-// session cookie (HttpOnly, SameSite=Strict, Secure under TLS). Sessions
-// live in memory only; a restart signs everyone out. A request without a
-// session gets 401: JSON {"error"} under /api/, a plain sign-in page
-// elsewhere. Every response carries a strict Content-Security-Policy (no
-// inline script), nosniff and no-referrer; a POST whose Sec-Fetch-Site or
-// Origin names another site is refused with 403; request bodies are
-// limited (MaxBody); server-sent event streams are bounded (MaxStreams,
-// 503 beyond it).
+// Every request must name this server in its Host (its address and port,
+// localhost on loopback, or one of Config.Hosts: host.go), else 421, and
+// needs a session or a bearer token: a person's, or at /mcp, which takes
+// nothing else, an agent's (see mcp.go). A session comes from a one-time
+// sign-in token (printed by `collab serve` in a URL, single use, for
+// Config.SignInTTL) exchanged at /signin for a session cookie (HttpOnly,
+// SameSite=Strict; under TLS Secure with the __Host- prefix). The
+// cookie's name carries the server's random id, since cookies do not
+// isolate ports: a cookie of another server on the host is never read,
+// and a cookie's value is only ever looked up as a session id, never as
+// a token. Sessions live in memory only, end after SessionIdle unused or
+// SessionMax, or at POST /signout (the page's Sign out); a restart signs
+// everyone out. A request without a session gets 401: JSON {"error"}
+// under /api/, a plain sign-in page elsewhere. A 500 says only "internal
+// error": the detail goes to the log. Every response carries a strict
+// Content-Security-Policy (no inline script), nosniff and no-referrer; a
+// POST whose Sec-Fetch-Site or Origin names another site is refused with
+// 403; request bodies are limited (MaxBody); server-sent event streams
+// are bounded (MaxStreams, 503 beyond it).
 //
 // # Unread counts
 //

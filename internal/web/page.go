@@ -526,7 +526,7 @@ func (s *Server) pagePost(w http.ResponseWriter, r *http.Request) {
 		if code == http.StatusInternalServerError {
 			s.log.Warn("page post", "channel", ch, "err", err)
 		}
-		s.render(w, code, "post", postForm{Channel: ch, Text: text, ReplyTo: replyTo, To: to, Agents: s.pageAgents(), Error: err.Error()})
+		s.render(w, code, "post", postForm{Channel: ch, Text: text, ReplyTo: replyTo, To: to, Agents: s.pageAgents(), Error: shown(code, err)})
 		return
 	}
 	s.render(w, http.StatusOK, "post", postForm{Channel: ch, Agents: s.pageAgents()})

@@ -245,7 +245,7 @@ func (s *Server) docPageFail(w http.ResponseWriter, r *http.Request, d workData,
 	default:
 		s.log.Error("document page", "channel", d.In, "file", d.Doc.File, "err", err)
 	}
-	d.Notice, d.Bad = err.Error(), true
+	d.Notice, d.Bad = shown(code, err), true
 	s.render(w, code, "doc", d)
 }
 
@@ -309,7 +309,7 @@ func (s *Server) afterStop(w http.ResponseWriter, r *http.Request, code int, err
 	}
 	d.Notice = done
 	if err != nil {
-		d.Notice, d.Bad = err.Error(), true
+		d.Notice, d.Bad = shown(code, err), true
 	}
 	s.render(w, code, "workflows", d)
 }

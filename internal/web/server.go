@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +43,14 @@ type Config struct {
 	MaxStreams int           // open event streams at most; 0: DefaultMaxStreams
 	Poll       time.Duration // event streams look for new messages this often; 0: DefaultPoll
 	Logger     *slog.Logger
+
+	// Hosts are the names the server answers to besides its address (and,
+	// on loopback, localhost): "NAME" at the port it listens on, or
+	// "NAME:PORT" (behind a proxy or a tunnel). Any other Host gets 421.
+	Hosts []string
+	// SessionIdle ends a session unused this long; SessionMax, any session
+	// this old; SignInTTL, the printed sign-in URL. 0: the defaults.
+	SessionIdle, SessionMax, SignInTTL time.Duration
 
 	// AgentSigner returns the signer of an agent that reaches /mcp with
 	// its token (mcp.go); nil, or a nil signer, posts unsigned.
@@ -79,7 +89,10 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a, err := newAuth(cfg.TLS, cfg.Tokens)
+	if err := cfg.sessionDefaults(); err != nil {
+		return nil, err
+	}
+	a, err := newAuth(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -88,23 +101,47 @@ func New(cfg Config) (*Server, error) {
 }
 
 // SignInPath is the path and query of the one-time sign-in URL; prefix it
-// with the server's base URL.
+// with the server's base URL. It works once, until SignInExpires.
 func (s *Server) SignInPath() string { return "/signin?token=" + s.auth.signIn }
+
+// SignInExpires is when the sign-in URL stops working.
+func (s *Server) SignInExpires() time.Time { return s.auth.signInUntil }
+
+// sessionDefaults fills the zero lifetimes of the sessions and the
+// sign-in URL, and checks the names in Hosts.
+func (cfg *Config) sessionDefaults() error {
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.SessionMax <= 0 {
+		cfg.SessionMax = DefaultSessionMax
+	}
+	if cfg.SignInTTL <= 0 {
+		cfg.SignInTTL = DefaultSignInTTL
+	}
+	for _, h := range cfg.Hosts {
+		if h == "" || strings.ContainsAny(h, "/ \t@") {
+			return fmt.Errorf("web: bad host name %q", h)
+		}
+	}
+	return nil
+}
 
 // Close ends the open event streams; Serve calls it on shutdown.
 func (s *Server) Close() { s.once.Do(func() { close(s.done) }) }
 
 // Handler returns the whole app: every route behind the headers, the
-// cross-site check and the sign-in.
+// Host check, the cross-site check and the sign-in.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.routeAPI(mux)
 	s.routePages(mux)
 	open := http.NewServeMux()
 	open.HandleFunc("GET /signin", s.signin)
+	open.HandleFunc("POST /signout", s.signout)
 	open.Handle("/mcp", s.mcpHandler()) // an agent's token, not a person's session (mcp.go)
 	open.Handle("/", s.auth.require(mux))
-	return headers(sameOrigin(limitBody(open)))
+	return headers(s.checkHost(sameOrigin(limitBody(open))))
 }
 
 // HTTPServer returns an http.Server for Handler with timeouts a slow

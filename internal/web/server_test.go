@@ -139,17 +139,22 @@ func TestSessionCookie(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := httptest.NewRecorder()
-		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", s.SignInPath(), nil))
+		s.Handler().ServeHTTP(rec, localRequest("GET", s.SignInPath()))
 		cs := rec.Result().Cookies()
 		if len(cs) != 1 {
 			t.Fatalf("cookies %v", cs)
 		}
 		c := cs[0]
-		if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != tls || len(c.Value) < 32 {
+		prefix := "collab_session_"
+		if tls {
+			prefix = "__Host-collab_session_"
+		}
+		if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != tls || len(c.Value) < 32 ||
+			!strings.HasPrefix(c.Name, prefix) || len(c.Name) <= len(prefix) || c.Path != "/" || c.Domain != "" || c.MaxAge <= 0 {
 			t.Errorf("tls=%v: cookie %+v", tls, c)
 		}
 		// The cookie's value also works as a bearer token.
-		req := httptest.NewRequest("GET", "/api/session", nil)
+		req := localRequest("GET", "/api/session")
 		req.Header.Set("Authorization", "Bearer "+c.Value)
 		rec = httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, req)
@@ -172,12 +177,12 @@ func TestUnauthorized(t *testing.T) {
 		{"POST", "/api/channels/dev/messages", "", ""},
 		{"GET", "/api/nothing", "", ""},
 	} {
-		req := httptest.NewRequest(c.method, c.path, nil)
+		req := localRequest(c.method, c.path)
 		if c.auth != "" {
 			req.Header.Set("Authorization", c.auth)
 		}
 		if c.cookie != "" {
-			req.AddCookie(&http.Cookie{Name: cookieName, Value: c.cookie})
+			req.AddCookie(&http.Cookie{Name: s.auth.cookie, Value: c.cookie})
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -187,7 +192,7 @@ func TestUnauthorized(t *testing.T) {
 		jsonError(t, rec.Body.String())
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	h.ServeHTTP(rec, localRequest("GET", "/"))
 	if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "Sign in") || strings.Contains(rec.Body.String(), "placeholder") {
 		t.Errorf("page without a session: %d %q", rec.Code, rec.Body.String())
 	}
