@@ -21,11 +21,16 @@ const followMargin = 5 * time.Second
 // maxSeen bounds the ids Follow remembers to drop repeats.
 const maxSeen = 10000
 
+// followWait is how long one fetch of Follow waits for messages; a
+// message is handed on as soon as it arrives.
+const followWait = time.Second
+
 // Follow calls fn with each new message of ch in the CHAT stream from
 // start on, in the stream's order, until ctx ends (nil) or fn fails (its
 // error). Messages whose ids are in seen, or that were delivered already,
-// are dropped. The consumer is an ordered one: it is recreated after a
-// reconnect and resumes where it stopped.
+// are dropped. The consumer is one of the agent's (streamReader): it is
+// made again after a reconnect or a lost message and resumes after the
+// last message handed on.
 func (c *Client) Follow(ctx context.Context, ch string, start time.Time, seen []string, fn func(channel.Message) error) error {
 	if err := tree.CheckName("channel", ch); err != nil {
 		return fmt.Errorf("follow: %w", err)
@@ -34,45 +39,59 @@ func (c *Client) Follow(ctx context.Context, ch string, start time.Time, seen []
 		return errors.New("follow: no stream connection")
 	}
 	from := start.Add(-followMargin)
-	cons, err := c.cfg.Stream.OrderedConsumer(ctx, natsbus.StreamName, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{natsbus.ChatSubject(ch)},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &from,
-	})
-	if err != nil {
-		return fmt.Errorf("follow %s: stream %s: %w", ch, natsbus.StreamName, err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return fmt.Errorf("follow %s: %w", ch, err)
-	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
+	r := newStreamReader(c.cfg.Stream, c.Agent(), "follow")
+	defer r.close()
 	d := newDedup(maxSeen)
 	for _, id := range seen {
 		d.add(id)
 	}
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
+	var next uint64 // the stream sequence after the last message handed on
+	var fnErr error
+	for first := true; ctx.Err() == nil; first = false {
+		if !r.ready() {
+			cfg := jetstream.ConsumerConfig{
+				FilterSubject: natsbus.ChatSubject(ch),
+				DeliverPolicy: jetstream.DeliverByStartTimePolicy,
+				OptStartTime:  &from,
+			}
+			if next > 0 {
+				cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, nil, next
+			}
+			if err := r.open(ctx, cfg); err != nil {
+				if first {
+					return fmt.Errorf("follow %s: stream %s: %w", ch, natsbus.StreamName, err)
+				}
+				c.cfg.Logger.Debug("follow: consumer", "channel", ch, "err", err)
+				sleep(ctx, followWait)
+				continue
+			}
+		}
+		err := r.fetch(ctx, mirrorBatch, followWait, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) error {
+			next = meta.Sequence.Stream + 1
+			m, err := natsbus.Decode(msg.Subject(), msg.Headers(), msg.Data())
+			if err != nil {
+				c.cfg.Logger.Warn("skipped a stream message", "channel", ch, "err", err)
 				return nil
 			}
-			return fmt.Errorf("follow %s: %w", ch, err)
+			if !d.add(m.ID) {
+				return nil
+			}
+			if err := fn(m); err != nil {
+				fnErr = err
+				return err
+			}
+			return nil
+		})
+		if fnErr != nil {
+			return fnErr
 		}
-		m, err := natsbus.Decode(msg.Subject(), msg.Headers(), msg.Data())
-		if err != nil {
-			c.cfg.Logger.Warn("skipped a stream message", "channel", ch, "err", err)
-			continue
-		}
-		if !d.add(m.ID) {
-			continue
-		}
-		if err := fn(m); err != nil {
-			return err
+		if err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Debug("follow: fetch", "channel", ch, "err", err)
+			r.drop()
+			sleep(ctx, followWait)
 		}
 	}
+	return nil
 }
 
 // dedup remembers the last n ids added.

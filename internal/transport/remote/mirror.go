@@ -72,8 +72,9 @@ type MirrorConfig struct {
 // so that the ordinary watcher runs on a host without the mount (`collab
 // watch --remote`: the watcher's Root is [Mirror.Root]). Run it once.
 //
-// Mirror in. A JetStream ordered consumer, filtered to collab.chat.C for
-// each of the agent's channels, delivers each message; its exact bytes are
+// Mirror in. A JetStream consumer of the agent's own (streamReader: one
+// of its names ConsumerName, read in order), filtered to collab.chat.C
+// for each of the agent's channels, delivers each message; its exact bytes are
 // published as Dir/channels/C/ID.json (ID the stream's Nats-Msg-Id, the
 // file's id on the mount) with a no-replace write, an existing file being
 // a copy already there. The position is the mirror's own: the stream
@@ -83,9 +84,10 @@ type MirrorConfig struct {
 // consumer is made again from the message after it at each start and
 // after any trouble with NATS, so a crash at any point delivers again at
 // worst, and the server holds nothing of the agent's that another
-// agent's credentials could delete or acknowledge (no durable consumer,
-// no acks: the permissions of deploy/nats/accounts.conf give remote
-// agents neither). A message that does not decode as a message of C under
+// agent's credentials could delete or acknowledge (an ephemeral consumer
+// under the agent's own name, no acks: the permissions of
+// deploy/nats/accounts.conf let remote agents touch their own names
+// only, and give them no acks). A message that does not decode as a message of C under
 // a valid id is never written (and logged). The bytes are those the
 // bridge published: a collab-written file's own bytes; a foreign
 // writer's file as package channel decodes and encodes it.
@@ -399,11 +401,11 @@ func (m *Mirror) put(b *dirBatch, ch, id string, data []byte) (bool, error) {
 	return true, nil
 }
 
-// consumer makes the mirror's ordered consumer of its channels, from the
-// message after StreamSeq, or from now on a first start; fresh reports
-// that history must come from the files (a first start, or a channel the
-// mirror did not have).
-func (m *Mirror) consumer(ctx context.Context) (c jetstream.Consumer, fresh bool, err error) {
+// consumer makes the mirror's consumer of its channels (r's, under one
+// of the agent's consumer names), from the message after StreamSeq, or
+// from now on a first start; fresh reports that history must come from
+// the files (a first start, or a channel the mirror did not have).
+func (m *Mirror) consumer(ctx context.Context, r *streamReader) (fresh bool, err error) {
 	subjects := make([]string, len(m.cfg.Channels))
 	for i, ch := range m.cfg.Channels {
 		subjects[i] = natsbus.ChatSubject(ch)
@@ -411,33 +413,28 @@ func (m *Mirror) consumer(ctx context.Context) (c jetstream.Consumer, fresh bool
 	m.mu.Lock()
 	seq, had := m.st.StreamSeq, m.st.Channels
 	m.mu.Unlock()
-	cfg := jetstream.OrderedConsumerConfig{
+	cfg := jetstream.ConsumerConfig{
 		FilterSubjects: subjects,
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    seq + 1,
-		// Each Fetch makes the server's consumer again; by default it
-		// retries that for ever, out of reach of Run's context (a mirror
-		// could not stop while NATS was down). One try: runIn retries,
-		// each poll, until its context ends.
-		MaxResetAttempts: 1,
 	}
 	if seq == 0 {
 		start := m.cfg.Now().Add(-followMargin)
 		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, 0, &start
 	}
-	c, err = m.cfg.Stream.OrderedConsumer(ctx, natsbus.StreamName, cfg)
-	return c, seq == 0 || !slices.Equal(had, m.cfg.Channels), err
+	return seq == 0 || !slices.Equal(had, m.cfg.Channels), r.open(ctx, cfg)
 }
 
 // runIn mirrors the stream into the tree until ctx ends. Trouble with
 // NATS is logged and retried each poll; a tree that cannot be written is
 // returned.
 func (m *Mirror) runIn(ctx context.Context) error {
-	var cons jetstream.Consumer
+	r := newStreamReader(m.cfg.Stream, m.cfg.Agent, "mirror")
+	defer r.close()
 	tick := 0
 	down := ""
 	for ctx.Err() == nil {
-		err := m.inOnce(ctx, &cons, tick)
+		err := m.inOnce(ctx, r, tick)
 		tick++
 		var local *localError
 		switch {
@@ -448,7 +445,7 @@ func (m *Mirror) runIn(ctx context.Context) error {
 				m.log.Warn("mirror: the stream or the bridge failed; retrying", "err", err)
 				down = s
 			}
-			cons = nil
+			r.drop()
 			sleep(ctx, m.cfg.Poll)
 		case err == nil && down != "":
 			m.log.Info("mirror: the stream and the bridge answer again")
@@ -503,45 +500,36 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // inOnce is one turn of the mirror in: the keyring and kills (by poll),
 // the stream's gaps, one fetch.
-func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int) error {
+func (m *Mirror) inOnce(ctx context.Context, r *streamReader, tick int) error {
 	if !m.cfg.LocalKeys && tick%keysEvery == 0 {
 		if err := m.aside("keys", m.syncKeys(ctx)); err != nil {
 			return err
 		}
 	}
-	if *cons == nil {
-		c, fresh, err := m.consumer(ctx)
+	if !r.ready() {
+		fresh, err := m.consumer(ctx, r)
 		if err != nil {
 			return fmt.Errorf("consumer: %w", err)
 		}
 		// The gap check comes before the first fetch: a consumer whose
 		// messages were removed skips them when it next fetches.
-		if err := m.checkGap(ctx, c, fresh); err != nil {
+		if err := m.checkGap(ctx, r, fresh); err != nil {
 			return err
 		}
-		*cons = c
 	}
 	if err := m.aside("kills", m.syncKills(ctx)); err != nil {
 		return err
 	}
 	if tick > 0 {
-		if err := m.checkGap(ctx, *cons, false); err != nil {
+		if err := m.checkGap(ctx, r, false); err != nil {
 			return err
 		}
-	}
-	batch, err := (*cons).Fetch(mirrorBatch, jetstream.FetchMaxWait(m.cfg.Poll))
-	if err != nil {
-		return fmt.Errorf("fetch: %w", err)
 	}
 	var last uint64
 	var lastTime time.Time
 	dirs := dirBatch{root: m.root}
 	defer dirs.close()
-	for msg := range batch.Messages() {
-		meta, err := msg.Metadata()
-		if err != nil {
-			continue // not a stream message
-		}
+	err := r.fetch(ctx, mirrorBatch, m.cfg.Poll, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) error {
 		dm, err := natsbus.Decode(msg.Subject(), msg.Headers(), msg.Data())
 		if err == nil {
 			_, err = m.put(&dirs, dm.SessionID, dm.Key(), msg.Data())
@@ -557,12 +545,19 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 			m.log.Warn("mirror: refused a stream message", "subject", msg.Subject(), "seq", meta.Sequence.Stream, "err", err)
 		}
 		last, lastTime = max(last, meta.Sequence.Stream), meta.Timestamp
+		return nil
+	})
+	var local *localError
+	if errors.As(err, &local) {
+		return err
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("fetch: %w", err)
+	if err != nil {
+		// What was written before it is kept (the position moves past
+		// it below); the consumer is made again from there.
+		err = fmt.Errorf("fetch: %w", err)
 	}
 	if last == 0 {
-		return nil
+		return err
 	}
 	if err := dirs.sync(); err != nil {
 		return &localError{err}
@@ -575,7 +570,7 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 			return &localError{err}
 		}
 	}
-	return nil
+	return err
 }
 
 // checkGap compares the stream with what the mirror has: a fresh
@@ -583,7 +578,7 @@ func (m *Mirror) inOnce(ctx context.Context, cons *jetstream.Consumer, tick int)
 // caught up from the files through the bridge (said once in the log).
 // When the consumer has nothing pending, the mirror holds the stream
 // through its last message.
-func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool) error {
+func (m *Mirror) checkGap(ctx context.Context, r *streamReader, fresh bool) error {
 	s, err := m.cfg.Stream.Stream(ctx, natsbus.StreamName)
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", natsbus.StreamName, err)
@@ -622,10 +617,7 @@ func (m *Mirror) checkGap(ctx context.Context, c jetstream.Consumer, fresh bool)
 			return &localError{err}
 		}
 	}
-	ci, err := c.Info(ctx)
-	if errors.Is(err, jetstream.ErrOrderedConsumerNotCreated) {
-		return nil // made by the first fetch; asked again at the next turn
-	}
+	ci, err := r.info(ctx)
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)
 	}
