@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"collab/channel"
 	"collab/internal/identity/keyring"
@@ -35,8 +36,17 @@ func TestAPIChannels(t *testing.T) {
 	if err := os.Mkdir(ts.root.Channel("quiet"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	post(t, ts.root, "dev", "bob", "all", "one")
-	m := post(t, ts.root, "dev", "bob", "all", "two")
+	// A second apart: ids within one second sort by their random suffix,
+	// so two posted at once would leave either one the newest.
+	start := time.Now().Add(-time.Hour)
+	var m *channel.Message
+	for i, text := range []string{"one", "two"} {
+		m = &channel.Message{SessionID: "dev", From: "bob", Type: "chat", Content: channel.Content{Text: text}}
+		w := channel.Writer{Root: ts.root, Now: func() time.Time { return start.Add(time.Duration(i) * time.Second) }}
+		if err := w.Post(m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	code, body = ts.do(t, "GET", "/api/channels", "")
 	var got struct{ Channels []ChannelView }
 	if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil {
