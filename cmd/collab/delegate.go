@@ -162,7 +162,7 @@ Flags:
 		return usageErrorf("delegate: --timeout needs --wait")
 	}
 	if *branch != "" {
-		if err := worktree.CheckBranch(ctx, *branch); err != nil {
+		if err := worktree.CheckBranch(*branch); err != nil {
 			return usageErrorf("delegate: --branch: %v", err)
 		}
 	}

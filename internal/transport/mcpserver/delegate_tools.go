@@ -166,6 +166,11 @@ func (s *Server) delegateToWorktree(ctx context.Context, in DelegateArgs) (Deleg
 	default:
 		return DelegateResult{}, fmt.Errorf("agentId %q is not one of claude, codex, gemini, command", in.AgentID)
 	}
+	if in.Branch != "" {
+		if err := worktree.CheckBranch(in.Branch); err != nil {
+			return DelegateResult{}, fmt.Errorf("branch: %w", err)
+		}
+	}
 	repo, err := s.repo(ctx)
 	if err != nil {
 		return DelegateResult{}, fmt.Errorf("the working directory of this server is not in a git repository: %w", err)

@@ -78,6 +78,9 @@ func TestDelegateTools(t *testing.T) {
 		{"no prompt", map[string]any{"prompt": " "}, "prompt is empty"},
 		{"bad cli", map[string]any{"prompt": "x", "agentId": "vim"}, "not one of"},
 		{"a repository argument", map[string]any{"prompt": "x", "repo": "/etc"}, "unexpected additional properties"},
+		{"a full ref as branch", map[string]any{"prompt": "x", "branch": "refs/heads/x"}, "give the short name (x)"},
+		{"@ as branch", map[string]any{"prompt": "x", "branch": "@"}, "not a valid branch name"},
+		{"an option as branch", map[string]any{"prompt": "x", "branch": "--force"}, "not a valid branch name"},
 	} {
 		if got := call(t, cs, "delegate_to_worktree", c.args, nil); !strings.Contains(got, c.want) {
 			t.Errorf("%s: %q, want an error with %q", c.name, got, c.want)

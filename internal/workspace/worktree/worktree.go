@@ -5,8 +5,8 @@
 //
 // Git is run as a program (exec, never a shell), bounded by the caller's
 // context and [Timeout]; every path or ref that comes from outside follows
-// "--" where git accepts it, and every branch name is checked with
-// `git check-ref-format --branch` ([CheckBranch]) before git sees it.
+// "--" where git accepts it, and every branch name is checked by git's
+// ref-name rules ([CheckBranch], in Go) before git sees it.
 //
 // # Where worktrees go
 //
@@ -47,9 +47,6 @@ const MaxBranchLen = 48
 // ErrNotRepo is wrapped by [Repo] when the folder is not in a git
 // repository.
 var ErrNotRepo = errors.New("worktree: not in a git repository")
-
-// ErrBadBranch is wrapped by [CheckBranch]'s errors.
-var ErrBadBranch = errors.New("worktree: not a valid branch name")
 
 // DirtyError is [Remove]'s refusal of a worktree with uncommitted changes.
 type DirtyError struct {
@@ -157,20 +154,9 @@ func Commit(ctx context.Context, repo, rev string) (string, error) {
 	return out, nil
 }
 
-// CheckBranch checks name with git check-ref-format --branch.
-func CheckBranch(ctx context.Context, name string) error {
-	if name == "" || strings.HasPrefix(name, "-") {
-		return fmt.Errorf("%w: %q", ErrBadBranch, name)
-	}
-	if _, err := git(ctx, "", "check-ref-format", "--branch", name); err != nil {
-		return fmt.Errorf("%w: %q", ErrBadBranch, name)
-	}
-	return nil
-}
-
 // BranchExists reports whether repo has a local branch name.
 func BranchExists(ctx context.Context, repo, name string) (bool, error) {
-	if err := CheckBranch(ctx, name); err != nil {
+	if err := CheckBranch(name); err != nil {
 		return false, err
 	}
 	res, err := proc.Run(ctx, proc.Spec{
@@ -250,7 +236,7 @@ func DefaultPath(dir, repo, branch string) string {
 // worktree add -b BRANCH PATH BASE). The branch must not exist and path
 // must not exist or be an empty folder; on failure nothing is left.
 func Add(ctx context.Context, repo, base, branch, path string) error {
-	if err := CheckBranch(ctx, branch); err != nil {
+	if err := CheckBranch(branch); err != nil {
 		return err
 	}
 	if base == "" {
@@ -339,7 +325,7 @@ func Remove(ctx context.Context, repo, path string, force bool) error {
 // DeleteBranch deletes branch from repo even if unmerged (git branch -D);
 // for undoing an [Add] whose work never started.
 func DeleteBranch(ctx context.Context, repo, branch string) error {
-	if err := CheckBranch(ctx, branch); err != nil {
+	if err := CheckBranch(branch); err != nil {
 		return err
 	}
 	_, err := git(ctx, repo, "branch", "--quiet", "-D", "--", branch)

@@ -85,17 +85,29 @@ func TestAddStatusRemove(t *testing.T) {
 func TestAddRefuses(t *testing.T) {
 	ctx := context.Background()
 	repo := gittest.Repo(t)
-	for _, tc := range []struct{ name, base, branch string }{
-		{"bad branch", "main", "a..b"},
-		{"option branch", "main", "-f"},
-		{"missing base", "nope", "x"},
-		{"option base", "--help", "x"},
-		{"existing branch", "main", "main"},
+	for _, tc := range []struct {
+		name, base, branch string
+		bad                bool // refused by CheckBranch, before git sees it
+	}{
+		{"bad branch", "main", "a..b", true},
+		{"option branch", "main", "-f", true},
+		{"a full ref", "main", "refs/heads/x", true}, // git would make refs/heads/refs/heads/x
+		{"at", "main", "@", true},                    // git check-ref-format --branch takes it; worktree add does not
+		{"missing base", "nope", "x", false},
+		{"option base", "--help", "x", false},
+		{"existing branch", "main", "main", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "wt")
-			if err := worktree.Add(ctx, repo, tc.base, tc.branch, path); err == nil {
+			err := worktree.Add(ctx, repo, tc.base, tc.branch, path)
+			if err == nil {
 				t.Fatal("Add succeeded")
+			}
+			if got := errors.Is(err, worktree.ErrBadBranch); got != tc.bad {
+				t.Errorf("Add: %v; ErrBadBranch %v, want %v", err, got, tc.bad)
+			}
+			if refs := gittest.Git(t, repo, "for-each-ref", "--format=%(refname)", "refs/heads/"); refs != "refs/heads/main" {
+				t.Errorf("branches after a refused Add:\n%s", refs)
 			}
 			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("a failed Add left %s: %v", path, err)
@@ -117,7 +129,7 @@ func TestBranchName(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("BranchName(%q) = %q, want %q", tc.text, got, tc.want)
 		}
-		if err := worktree.CheckBranch(context.Background(), got); err != nil {
+		if err := worktree.CheckBranch(got); err != nil {
 			t.Errorf("BranchName(%q) = %q: %v", tc.text, got, err)
 		}
 	}
