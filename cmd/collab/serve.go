@@ -65,6 +65,8 @@ Flags:
 	signInTTL := fs.Duration("signin-ttl", web.DefaultSignInTTL, "how long the printed sign-in URL works")
 	sessionIdle := fs.Duration("session-idle", web.DefaultSessionIdle, "a session unused this long ends")
 	sessionMax := fs.Duration("session-max", web.DefaultSessionMax, "a session ends this long after sign-in, however used")
+	maxStreamsPer := fs.Int("max-streams-per-person", 0, "one person's open live event streams at most (default a quarter of --max-streams, at least 1)")
+	maxMCPPer := fs.Int("max-mcp-per-token", 0, "one token's /mcp requests in progress at most (default a quarter of --max-mcp, at least 1)")
 	tokensf := tokensFlag(fs, getenv)
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
@@ -96,6 +98,9 @@ Flags:
 	if *signInTTL <= 0 || *sessionIdle <= 0 || *sessionMax <= 0 {
 		return usageErrorf("serve: --signin-ttl, --session-idle and --session-max must be positive")
 	}
+	if *maxStreamsPer < 0 || *maxMCPPer < 0 {
+		return usageErrorf("serve: --max-streams-per-person and --max-mcp-per-token must not be negative")
+	}
 	signer, err := loadSigner(*keyf, who, getenv)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -115,6 +120,7 @@ Flags:
 		MaxMCP:      *maxMCP,
 		TLS:         useTLS, MaxStreams: *maxStreams, Poll: *poll,
 		Hosts: *hosts, SignInTTL: *signInTTL, SessionIdle: *sessionIdle, SessionMax: *sessionMax,
+		MaxStreamsPerPerson: *maxStreamsPer, MaxMCPPerToken: *maxMCPPer,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
 	})
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 )
 
 // TestServeListenRules: a non-loopback listener needs TLS or
-// --insecure-http; half a TLS pair is a usage error.
+// --insecure-http; half a TLS pair is a usage error, and so is a
+// negative per-person or per-token cap.
 func TestServeListenRules(t *testing.T) {
 	root := newTree(t)
 	env := map[string]string{"COLLAB_ROOT": root}
@@ -23,6 +24,8 @@ func TestServeListenRules(t *testing.T) {
 		{"serve", "--person", "alice", "--listen", "192.0.2.1:8765"},
 		{"serve", "--person", "alice", "--tls-cert", "c.pem"},
 		{"serve", "--person", "alice", "--listen", "nonsense"},
+		{"serve", "--person", "alice", "--max-streams-per-person", "-1"},
+		{"serve", "--person", "alice", "--max-mcp-per-token", "-1"},
 	} {
 		r := runCollab(t, env, "", args...)
 		if r.code != exitUsage {

@@ -21,7 +21,10 @@
 // Content-Security-Policy (no inline script), nosniff and no-referrer; a
 // POST whose Sec-Fetch-Site or Origin names another site is refused with
 // 403; request bodies are limited (MaxBody); server-sent event streams
-// are bounded (MaxStreams, 503 beyond it).
+// are bounded in all and per person (MaxStreams, MaxStreamsPerPerson; 503
+// naming the cap beyond), every event is framed by one writer that no
+// text can add a field through, and a Last-Event-ID counts only when it
+// is a position the server gave (sse.go, events.go).
 //
 // # Unread counts
 //

@@ -21,11 +21,12 @@ const keepAlive = 30 * time.Second
 // apiEvents streams a channel's new messages as server-sent events: one
 // event "message" per message, its id the message id and its data the
 // MessageView JSON (with the verdict, without the delivery status); a
-// client that reconnects with Last-Event-ID first gets what it missed. A
-// channel.Reader started at the channel's end reads them, woken by
-// inotify on this host and by the poll interval for other hosts' writes.
-// At most MaxStreams streams are open at once; beyond that the answer is
-// 503. Streams end when the server shuts down.
+// client that reconnects with Last-Event-ID (a message of the channel,
+// see resumeAt) first gets what it missed. A channel.Reader started at
+// the channel's end reads them, woken by inotify on this host and by the
+// poll interval for other hosts' writes. At most MaxStreams streams are
+// open at once, MaxStreamsPerPerson of one person's; beyond that the
+// answer is 503. Streams end when the server shuts down.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	ch, ok := s.channelArg(w, r)
 	if !ok {
@@ -60,25 +61,28 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// openStream takes one of the MaxStreams slots for an event stream and
-// lifts the request's deadlines (a stream outlives the server's read and
-// write timeouts); release gives the slot back. With every slot taken it
-// answers 503 with Retry-After and ok is false: the one refusal of every
-// stream, the API's and the page's, in the format refuse picks from the
-// request.
+// openStream takes one of the slots for an event stream, the signed-in
+// person's (MaxStreamsPerPerson) and the server's (MaxStreams), and lifts
+// the request's deadlines (a stream outlives the server's read and write
+// timeouts); release gives the slot back. Refused, it answers 503 with
+// Retry-After, naming the cap it hit, and ok is false: the one refusal of
+// every stream, the API's and the page's, in the format refuse picks
+// from the request.
 func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (rc *http.ResponseController, release func(), ok bool) {
-	select {
-	case s.streams <- struct{}{}:
-	default:
+	release, hit := s.streams.take(personOf(r))
+	if hit != capNone {
+		msg := fmt.Sprintf("too many live streams: the server limit (%d, --max-streams) is reached; try again later", s.cfg.MaxStreams)
+		if hit == capEach {
+			msg = fmt.Sprintf("too many live streams: the per-person limit (%d, --max-streams-per-person) is reached; close another tab or try again later", s.cfg.MaxStreamsPerPerson)
+		}
 		w.Header().Set("Retry-After", "30")
-		refuse(w, r, http.StatusServiceUnavailable,
-			fmt.Sprintf("too many live streams open (at most %d, see --max-streams); try again later", cap(s.streams)))
+		refuse(w, r, http.StatusServiceUnavailable, msg)
 		return nil, nil, false
 	}
 	rc = http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
-	return rc, func() { <-s.streams }, true
+	return rc, release, true
 }
 
 // feed is what an event stream sends: a channel's new messages, or a
@@ -107,7 +111,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rc *http.Res
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprint(w, ": connected\n\n"); err != nil || rc.Flush() != nil {
+	if writeComment(w, "connected") != nil || rc.Flush() != nil {
 		return
 	}
 	if first != nil && !first() {
@@ -151,7 +155,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rc *http.Res
 		case <-s.done:
 			return
 		case <-idle.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if writeComment(w, "keep-alive") != nil || rc.Flush() != nil {
 				return
 			}
 			list = true // the listing gate: no listing if nothing changed
@@ -224,23 +228,35 @@ func (s *Server) sendEvent(w http.ResponseWriter, ch string, m *channel.Message)
 	if err != nil {
 		return true
 	}
-	_, err = fmt.Fprintf(w, "event: message\nid: %s\ndata: %s\n\n", m.Key(), data)
+	err = writeEvent(w, "message", m.Key(), data)
+	if errors.Is(err, errEventField) {
+		return true // not a name the reader returns: nothing to send
+	}
 	return err == nil
+}
+
+// resumeAt returns the message of ch that a Last-Event-ID names, when it
+// is a position this server gives: the id of a message in the channel,
+// named no later than the skew window from now. Anything else (garbage,
+// a message not there, one named in the future, which would hold a
+// stream's start past every message to come) is ignored: ok is false,
+// and the stream starts as a new one does.
+func (s *Server) resumeAt(ch, last string) (m channel.Message, ok bool) {
+	n, err := channel.ParseID(last)
+	if err != nil || n.Time.After(time.Now().Add(channel.DefaultSkewWindow)) {
+		return channel.Message{}, false
+	}
+	m, err = channel.Lookup(s.cfg.Root, ch, last)
+	return m, err == nil
 }
 
 // missed returns the messages of ch after message last (a Last-Event-ID),
 // at most MaxPage of them, read with channel.Newest from the names of the
 // seconds since last: a cost that follows the gap, not the channel.
-// Nothing for an empty or unknown id.
+// Nothing for an id resumeAt ignores.
 func (s *Server) missed(ch, last string) []channel.Message {
-	if last == "" {
-		return nil
-	}
-	if _, err := channel.ParseID(last); err != nil {
-		return nil
-	}
-	lm, err := channel.Lookup(s.cfg.Root, ch, last)
-	if err != nil {
+	lm, ok := s.resumeAt(ch, last)
+	if !ok {
 		return nil
 	}
 	at := lm.Time()

@@ -215,7 +215,7 @@ func TestEventsResume(t *testing.T) {
 // page's, is refused by one path: 503, Retry-After and the same message,
 // in JSON under /api/ and in plain text for the page.
 func TestStreamRefusal(t *testing.T) {
-	ts := newTestServer(t, Config{MaxStreams: 1})
+	ts := newTestServer(t, Config{MaxStreams: 1, MaxStreamsPerPerson: 2})
 	rec := startJob(t, ts.root, "coder", "x")
 	ts.openStream(t, "dev")
 	for _, tc := range []struct {
@@ -238,7 +238,7 @@ func TestStreamRefusal(t *testing.T) {
 		}
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Content-Type") != tc.ctype ||
 			resp.Header.Get("Retry-After") != "30" ||
-			msg != "too many live streams open (at most 1, see --max-streams); try again later" {
+			msg != "too many live streams: the server limit (1, --max-streams) is reached; try again later" {
 			t.Errorf("%s: %s %q Retry-After %q: %q", tc.path, resp.Status, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), msg)
 		}
 	}

@@ -113,12 +113,12 @@ func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
 // with {"status"} once the job has ended. Last-Event-ID (or ?from=N, the
 // count the client has) starts it past the events the client has.
 func (s *Server) apiJobEvents(w http.ResponseWriter, r *http.Request) {
-	s.jobEvents(w, r, func(i int, e modelcli.Event) []byte {
+	s.jobEvents(w, r, func(_ int, e modelcli.Event) []byte {
 		data, _ := json.Marshal(e)
-		return sseEvent("event", strconv.Itoa(i), data)
+		return data
 	}, func(j jobs.Job) []byte {
 		data, _ := json.Marshal(map[string]string{"status": j.Status})
-		return []byte("event: end\ndata: " + string(data) + "\n\n")
+		return data
 	})
 }
 
@@ -131,36 +131,46 @@ func (s *Server) pageJobEvents(w http.ResponseWriter, r *http.Request) {
 			s.log.Warn("job events: render", "err", err)
 			return nil
 		}
-		return sseEvent("event", strconv.Itoa(i), b.Bytes())
+		return b.Bytes()
 	}, func(j jobs.Job) []byte {
-		return []byte("event: end\ndata: " + j.Status + "\n\n")
+		return []byte(j.Status)
 	})
 }
 
-// jobEvents is the stream of a job's events, each formatted by event, the
-// end by end (both nil: the client is told nothing more).
+// jobEvents is the stream of a job's events: the data of event i made by
+// event, of the end by end (nil: nothing sent); writeEvent frames them.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, event func(int, modelcli.Event) []byte, end func(jobs.Job) []byte) {
 	agent, id, ok := jobArgs(w, r)
 	if !ok {
 		return
 	}
-	if _, err := jobs.Read(s.cfg.Root, agent, id); err != nil {
+	j, err := jobs.Read(s.cfg.Root, agent, id)
+	if err != nil {
 		refuse(w, r, http.StatusNotFound, "no such job")
 		return
 	}
-	from := 0
-	if n, err := strconv.Atoi(r.URL.Query().Get("from")); err == nil && n > 0 {
-		from = n
-	}
-	if n, err := strconv.Atoi(r.Header.Get("Last-Event-ID")); err == nil && n >= 0 {
-		from = n + 1
-	}
+	from := resumeJob(r, len(j.Events))
 	rc, release, ok := s.openStream(w, r)
 	if !ok {
 		return
 	}
 	defer release()
 	s.stream(r.Context(), w, rc, &jobFeed{s: s, w: w, agent: agent, id: id, from: from, event: event, end: end}, nil)
+}
+
+// resumeJob returns the first event to send of a job whose record holds
+// n: the one after Last-Event-ID, else ?from=N (the count the client
+// has), else 0. Each is honoured only when it is a position in the
+// record (an index below n; a count up to n): one past it would hold the
+// stream silent until the job caught up, or for good.
+func resumeJob(r *http.Request, n int) int {
+	if i, err := strconv.Atoi(r.Header.Get("Last-Event-ID")); err == nil && i >= 0 && i < n {
+		return i + 1
+	}
+	if c, err := strconv.Atoi(r.URL.Query().Get("from")); err == nil && c > 0 && c <= n {
+		return c
+	}
+	return 0
 }
 
 // jobFeed is one job's new events.
@@ -227,7 +237,7 @@ func (f *jobFeed) next(list bool, hints []string) (int, bool) {
 	sent := 0
 	for ; f.from < len(j.Events); f.from++ {
 		if b := f.event(f.from, j.Events[f.from]); b != nil {
-			if _, err := f.w.Write(b); err != nil {
+			if err := writeEvent(f.w, "event", strconv.Itoa(f.from), b); err != nil {
 				return sent, false
 			}
 			sent++
@@ -235,7 +245,7 @@ func (f *jobFeed) next(list bool, hints []string) (int, bool) {
 	}
 	if j.Done() {
 		if b := f.end(j); b != nil {
-			_, _ = f.w.Write(b)
+			_ = writeEvent(f.w, "end", "", b)
 		}
 		return sent, false
 	}

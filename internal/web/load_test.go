@@ -98,7 +98,7 @@ func openTabs(tb testing.TB, ctx context.Context, c *http.Client, base, ch strin
 // posted message reaches every one, and a 51st stream is refused (503).
 func TestFiftyTabs(t *testing.T) {
 	root := tree.Root(t.TempDir())
-	c, base := loadServer(t, root, web.Config{MaxStreams: tabs, Poll: 50 * time.Millisecond})
+	c, base := loadServer(t, root, web.Config{MaxStreams: tabs, MaxStreamsPerPerson: tabs + 1, Poll: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan arrival, tabs)
@@ -109,7 +109,7 @@ func TestFiftyTabs(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "at most 50") {
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "server limit (50, --max-streams)") {
 		t.Errorf("stream 51: %s %s", resp.Status, body)
 	}
 	m := postMessage(t, root, "load", "bob", "to every tab")
@@ -145,7 +145,7 @@ func BenchmarkLoad(b *testing.B) {
 	if err := (&channel.Writer{Root: root}).Post(&channel.Message{SessionID: "live", From: "bob", Content: channel.Content{Text: "the channel the tabs show"}}); err != nil {
 		b.Fatal(err)
 	}
-	c, base := loadServer(b, root, web.Config{MaxStreams: tabs + 1})
+	c, base := loadServer(b, root, web.Config{MaxStreams: tabs + 1, MaxStreamsPerPerson: tabs + 1})
 	get := func() {
 		resp, err := c.Get(base + "/c/big")
 		if err != nil {

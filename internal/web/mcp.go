@@ -31,7 +31,9 @@ import (
 // The SDK's streamable HTTP handler runs stateless: it keeps no session
 // between requests (each POST is answered on its own; GET and DELETE get
 // 405), so there is nothing to bound but the POSTs in progress:
-// Config.MaxMCP at most, 503 beyond. A request's body (MaxBody at most) is
+// Config.MaxMCP at most, and Config.MaxMCPPerToken of one token's, so that
+// one agent's long send_and_wait calls cannot take every slot; 503
+// beyond, naming the cap. A request's body (MaxBody at most) is
 // read under the server's read timeout; its answer may then take as long
 // as send_and_wait may wait (mcpserver.MaxWaitTimeout, plus a minute).
 // The server starts no worktrees: delegate_to_worktree and
@@ -54,7 +56,7 @@ type mcpServerKey struct{}
 type mcpFace struct {
 	s     *Server
 	h     *mcp.StreamableHTTPHandler
-	slots chan struct{}
+	slots *slots // per token ID
 
 	mu      sync.Mutex
 	servers map[[2]string]*mcp.Server // agent, channel → its server
@@ -65,7 +67,7 @@ func (s *Server) mcpHandler() http.Handler {
 	if n <= 0 {
 		n = DefaultMaxMCP
 	}
-	f := &mcpFace{s: s, slots: make(chan struct{}, n), servers: map[[2]string]*mcp.Server{}}
+	f := &mcpFace{s: s, slots: newSlots(n, perHolder(s.cfg.MaxMCPPerToken, n)), servers: map[[2]string]*mcp.Server{}}
 	f.h = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		srv, _ := r.Context().Value(mcpServerKey{}).(*mcp.Server)
 		return srv
@@ -110,13 +112,18 @@ func (f *mcpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost { // GET and DELETE: 405 at once
-		select {
-		case f.slots <- struct{}{}:
-			defer func() { <-f.slots }()
-		default:
-			refuse(w, r, http.StatusServiceUnavailable, "too many MCP requests in progress; try again")
+		release, hit := f.slots.take(rec.ID)
+		switch hit {
+		case capEach:
+			w.Header().Set("Retry-After", "30")
+			refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("too many MCP requests: the per-token limit (%d, --max-mcp-per-token) is reached; try again when one of this token's calls ends", f.slots.each))
+			return
+		case capTotal:
+			w.Header().Set("Retry-After", "30")
+			refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("too many MCP requests: the server limit (%d, --max-mcp) is reached; try again later", f.slots.total))
 			return
 		}
+		defer release()
 		// The body under the read timeout; then the answer may take
 		// as long as send_and_wait.
 		body, err := io.ReadAll(r.Body)

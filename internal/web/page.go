@@ -409,10 +409,10 @@ func eventsURL(ch string, msgs []messageView) string {
 // pageEvents streams the channel's new messages as server-sent events of
 // type "message", each a rendered list item for the transcript, its id the
 // message id. Its start is the ids in "seen" (the page's newest second) or
-// Last-Event-ID (a reconnect); with neither, now. Like the API's stream
-// it is bounded by MaxStreams (503 beyond), woken by inotify on this host
-// and by the poll for other hosts' writes, kept alive, and ended on
-// shutdown.
+// Last-Event-ID (a reconnect, when resumeAt honours it); with neither,
+// now. Like the API's stream it is bounded by MaxStreams and
+// MaxStreamsPerPerson (503 beyond), woken by inotify on this host and by
+// the poll for other hosts' writes, kept alive, and ended on shutdown.
 func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 	ch := r.PathValue("channel")
 	if err := tree.CheckName("channel", ch); err != nil {
@@ -426,7 +426,9 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	seen := r.URL.Query()["seen"]
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
-		seen = append(seen, s.sentThrough(ch, id)...)
+		if _, ok := s.resumeAt(ch, id); ok {
+			seen = append(seen, s.sentThrough(ch, id)...)
+		}
 	}
 	cur, ok := cursorOf(seen)
 	rd, err := channel.NewReader(s.cfg.Root, ch, cur, channel.ReaderOptions{})
@@ -447,7 +449,10 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 			s.log.Warn("page events: render", "channel", ch, "err", err)
 			return false
 		}
-		_, err := w.Write(sseEvent("message", m.Key(), b.Bytes()))
+		err := writeEvent(w, "message", m.Key(), b.Bytes())
+		if errors.Is(err, errEventField) {
+			return true // not a name the reader returns: nothing to send
+		}
 		if err == nil {
 			s.seen(personOf(r), ch, m.Key()) // shown live: seen
 		}
@@ -480,35 +485,28 @@ func (s *Server) sentThrough(ch, id string) []string {
 }
 
 // cursorOf returns a reader's position after the messages of the given
-// ids: every name before the newest one's second, and theirs. ok is false
-// when no id parses.
+// ids: every name before the newest one's second (or before now, when
+// that is later: a name from the future, which anyone who can write the
+// channel can plant, must not hold back every message to come), and
+// theirs. ok is false when no id parses.
 func cursorOf(ids []string) (channel.Cursor, bool) {
 	var cur channel.Cursor
+	now := time.Now().Truncate(time.Second) // names are to the second
 	for _, id := range ids[:min(len(ids), 2*maxSeen)] {
 		n, err := channel.ParseID(id)
 		if err != nil {
 			continue
 		}
-		if n.Time.After(cur.Floor) {
-			cur.Floor = n.Time
+		t := n.Time
+		if t.After(now) {
+			t = now
+		}
+		if t.After(cur.Floor) {
+			cur.Floor = t
 		}
 		cur.Seen = append(cur.Seen, id+".json")
 	}
 	return cur, len(cur.Seen) > 0
-}
-
-// sseEvent formats one server-sent event; data's lines each get their
-// own "data:" field (the browser joins them with newlines).
-func sseEvent(event, id string, data []byte) []byte {
-	var b bytes.Buffer
-	b.WriteString("event: " + event + "\nid: " + id + "\n")
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(bytes.TrimSuffix(line, []byte("\r")))
-		b.WriteByte('\n')
-	}
-	b.WriteByte('\n')
-	return b.Bytes()
 }
 
 // pagePost posts the form's text into the channel as the signed-in person

@@ -52,10 +52,17 @@ type Config struct {
 	// this old; SignInTTL, the printed sign-in URL. 0: the defaults.
 	SessionIdle, SessionMax, SignInTTL time.Duration
 
+	// MaxStreamsPerPerson bounds one person's open event streams (all
+	// their sessions and tokens); 0: a quarter of MaxStreams, at least 1.
+	MaxStreamsPerPerson int
+
 	// AgentSigner returns the signer of an agent that reaches /mcp with
 	// its token (mcp.go); nil, or a nil signer, posts unsigned.
 	AgentSigner func(agent string) (*signing.Signer, error)
 	MaxMCP      int // /mcp requests in progress at most; 0: DefaultMaxMCP
+	// MaxMCPPerToken bounds one token's /mcp requests in progress; 0: a
+	// quarter of MaxMCP, at least 1.
+	MaxMCPPerToken int
 }
 
 // Server is the web face of one tree.
@@ -63,7 +70,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	auth    *auth
-	streams chan struct{} // a slot per open event stream
+	streams *slots        // a slot per open event stream, per person
 	done    chan struct{} // closed by Close: streams end
 	once    sync.Once
 }
@@ -79,6 +86,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
+	cfg.MaxStreamsPerPerson = perHolder(cfg.MaxStreamsPerPerson, cfg.MaxStreams)
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
 	}
@@ -97,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return &Server{cfg: cfg, log: log, auth: a,
-		streams: make(chan struct{}, cfg.MaxStreams), done: make(chan struct{})}, nil
+		streams: newSlots(cfg.MaxStreams, cfg.MaxStreamsPerPerson), done: make(chan struct{})}, nil
 }
 
 // SignInPath is the path and query of the one-time sign-in URL; prefix it
