@@ -8,6 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -32,6 +35,10 @@ At start it prints a sign-in URL carrying a one-time token, good for
 --signin-ttl; opening it sets a session cookie for this server only
 (kept in memory: a restart signs everyone out; it ends after
 --session-idle unused, or --session-max, or at the page's Sign out).
+SIGHUP (kill -HUP PID, systemctl reload) prints a fresh one-time URL and
+the last one stops working; when it cannot be printed (the terminal hung
+up), the server stops. The sign-in page also signs in with a person's
+token ('collab serve token new --person NAME'), typed into its form.
 Every request needs that session or a long-lived token (Authorization:
 Bearer TOKEN, from 'collab serve token new'), loopback included. What the
 page posts is sent as --person (a token's: its person), signed with that
@@ -134,12 +141,56 @@ Flags:
 	if useTLS {
 		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "collab: serving %s as %s; sign in (once, by %s) at:\n%s://%s%s\n",
-		root, who, srv.SignInExpires().Format("15:04:05"), scheme, ln.Addr(), srv.SignInPath())
-	if err := srv.Serve(ctx, ln, *certFile, *keyFile, 5*time.Second); err != nil {
+	base := scheme + "://" + ln.Addr().String()
+	// Registered before the URL is printed: a SIGHUP sent on seeing it
+	// does not end the server.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	fmt.Fprintf(stdout, "collab: serving %s as %s; sign in (once, by %s) at:\n%s%s\n",
+		root, who, srv.SignInExpires().Format("15:04:05"), base, srv.SignInPath())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hupDone := make(chan struct{})
+	go func() {
+		defer close(hupDone)
+		if err := signInOnHangup(ctx, hup, srv, base, stdout); err != nil {
+			fmt.Fprintf(stderr, "collab: serve: %v: stopping\n", err)
+			cancel()
+		}
+	}()
+	err = srv.Serve(ctx, ln, *certFile, *keyFile, 5*time.Second)
+	cancel()
+	<-hupDone
+	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// signInOnHangup prints a fresh one-time sign-in URL (base, then its
+// path) for each signal on hup, until ctx ends; the URL before it stops
+// working. A person at the server's host signs in again this way without
+// a restart, which would sign everyone out. It returns the error of a
+// URL it could not make or print: printing fails when the terminal hung
+// up (the signal was the hangup, which ended the server before SIGHUP
+// meant this), and then the server stops.
+func signInOnHangup(ctx context.Context, hup <-chan os.Signal, srv *web.Server, base string, stdout io.Writer) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+			path, until, err := srv.NewSignIn()
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(stdout, "collab: a new sign-in URL (once, by %s; the last one no longer works):\n%s%s\n",
+				until.Format("15:04:05"), base, path); err != nil {
+				return fmt.Errorf("print the new sign-in URL: %w", err)
+			}
+		}
+	}
 }
 
 // tokensFlag adds --tokens: the file of long-lived tokens.

@@ -1,12 +1,15 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +41,9 @@ type auth struct {
 	tokens    Tokens // long-lived bearer tokens
 	cookie    string // this server's session cookie name (cookieName)
 	idle, max time.Duration
+	signInTTL time.Duration
 	now       func() time.Time
+	failures  *limiter // failed token sign-ins per client address
 
 	mu          sync.Mutex
 	signIn      string // the one-time token; used once, then spent
@@ -57,9 +62,10 @@ func newAuth(cfg Config) (*auth, error) {
 		return nil, err
 	}
 	a := &auth{secure: cfg.TLS, tokens: cfg.Tokens, cookie: cookieName(cfg.TLS, hex.EncodeToString(id[:])),
-		idle: cfg.SessionIdle, max: cfg.SessionMax, now: time.Now,
+		idle: cfg.SessionIdle, max: cfg.SessionMax, signInTTL: cfg.SignInTTL, now: time.Now,
 		signIn: t, sessions: map[string]*session{}}
 	a.signInUntil = a.now().Add(cfg.SignInTTL)
+	a.failures = newLimiter(signInBurst, signInRefill, func() time.Time { return a.now() })
 	return a, nil
 }
 
@@ -82,6 +88,26 @@ func token() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
+// current returns the one-time sign-in token and when it stops working.
+func (a *auth) current() (string, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.signIn, a.signInUntil
+}
+
+// renew replaces the one-time sign-in token, spent or not, with a fresh
+// one good for the sign-in TTL from now, and returns it and its end.
+func (a *auth) renew() (string, time.Time, error) {
+	t, err := token()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.signIn, a.signInUntil, a.spent = t, a.now().Add(a.signInTTL), false
+	return a.signIn, a.signInUntil, nil
+}
+
 // redeem spends the sign-in token t, while it lasts, and returns a new
 // session for person.
 func (a *auth) redeem(t, person string) (string, bool) {
@@ -91,11 +117,18 @@ func (a *auth) redeem(t, person string) (string, bool) {
 	if a.spent || !now.Before(a.signInUntil) || subtle.ConstantTimeCompare([]byte(t), []byte(a.signIn)) != 1 {
 		return "", false
 	}
+	id, ok := a.start(person, now)
+	a.spent = ok
+	return id, ok
+}
+
+// start makes a session for person and returns its id; a.mu is held.
+// The ended sessions go.
+func (a *auth) start(person string, now time.Time) (string, bool) {
 	id, err := token()
 	if err != nil {
 		return "", false
 	}
-	a.spent = true
 	for k, s := range a.sessions {
 		if a.expired(s, now) {
 			delete(a.sessions, k)
@@ -103,6 +136,13 @@ func (a *auth) redeem(t, person string) (string, bool) {
 	}
 	a.sessions[id] = &session{person: person, created: now, used: now}
 	return id, true
+}
+
+// startFor makes a session for person (signed in with a token).
+func (a *auth) startFor(person string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.start(person, a.now())
 }
 
 // expired reports whether s has ended at now: unused for idle, or older
@@ -195,12 +235,25 @@ func (a *auth) require(next http.Handler) http.Handler {
 				refuse(w, r, http.StatusUnauthorized, "not signed in: open the sign-in URL 'collab serve' printed")
 				return
 			}
-			signInPage(w, http.StatusUnauthorized, "Not signed in.")
+			signInPage(w, http.StatusUnauthorized, "")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), personKey{}, p)))
 	})
 }
+
+// NewSignIn replaces the one-time sign-in URL with a fresh one (the old
+// one stops working) and returns its path and query, as SignInPath, and
+// when it stops working. collab serve calls it on SIGHUP.
+func (s *Server) NewSignIn() (string, time.Time, error) {
+	t, until, err := s.auth.renew()
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("web: new sign-in URL: %w", err)
+	}
+	return signInPath(t), until, nil
+}
+
+func signInPath(token string) string { return "/signin?token=" + token }
 
 // signin exchanges the one-time token for a session cookie and sends the
 // browser to the page.
@@ -210,7 +263,48 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 		signInPage(w, http.StatusUnauthorized, "This sign-in link is not valid, has expired or was used already.")
 		return
 	}
-	s.auth.setCookie(w, id, int(s.auth.max/time.Second))
+	s.auth.signedIn(w, r, id)
+}
+
+// signinToken signs in with a person's long-lived token, typed into the
+// sign-in page's form (POST /signin, behind the cross-site check), and
+// sends the browser to the page. The token is checked as a Bearer one is
+// (its SHA-256, compared in constant time: Tokens.Find). An agent's token
+// is refused (403): agents use /mcp. A wrong one gets the sign-in page
+// again, 401, saying no more than that. Each address has signInBurst
+// tries, one more every signInRefill; a sign-in gives its try back, and
+// past them it is 429 with Retry-After, the token not looked at.
+func (s *Server) signinToken(w http.ResponseWriter, r *http.Request) {
+	client := clientKey(r)
+	if ok, wait := s.auth.failures.take(client); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		signInPage(w, http.StatusTooManyRequests, "Too many failed sign-ins from this address: wait a minute, then try again.")
+		return
+	}
+	rec, ok := s.auth.tokens.Find(strings.TrimSpace(r.PostFormValue("token")))
+	switch {
+	case !ok:
+		s.log.Warn("token sign-in refused", "client", client)
+		signInPage(w, http.StatusUnauthorized, "That token did not sign you in.")
+	case rec.IsAgent():
+		s.log.Warn("token sign-in refused: an agent's token", "client", client, "token", rec.ID)
+		signInPage(w, http.StatusForbidden, "That is an agent's token: agents reach /mcp only. Sign in with a person's token.")
+	default:
+		id, ok := s.auth.startFor(rec.Person)
+		if !ok {
+			s.log.Error("token sign-in: no session id", "person", rec.Person)
+			refuse(w, r, http.StatusInternalServerError, "")
+			return
+		}
+		s.auth.failures.refund(client)
+		s.log.Info("signed in with a token", "person", rec.Person, "token", rec.ID, "client", client)
+		s.auth.signedIn(w, r, id)
+	}
+}
+
+// signedIn sets session id's cookie and sends the browser to the page.
+func (a *auth) signedIn(w http.ResponseWriter, r *http.Request, id string) {
+	a.setCookie(w, id, int(a.max/time.Second))
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
@@ -225,14 +319,18 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// signInPage is the plain page a browser without a session gets.
+// signInPage is the plain page a browser without a session gets
+// (templates/signin.html): why, when not "", says what went wrong.
 func signInPage(w http.ResponseWriter, code int, why string) {
+	var b bytes.Buffer
+	if err := pageTemplates.ExecuteTemplate(&b, "signin", struct{ Error string }{why}); err != nil {
+		http.Error(w, internalError, http.StatusInternalServerError) // a template that cannot run: a test catches it
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_, _ = w.Write([]byte("<!doctype html>\n<title>collab: sign in</title>\n<h1>Sign in</h1>\n<p>" + why +
-		" Open the sign-in URL that <code>collab serve</code> printed when it started" +
-		" (it works once, for a short while: a restart prints a new one).</p>\n"))
+	_, _ = w.Write(b.Bytes())
 }
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }

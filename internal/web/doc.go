@@ -8,16 +8,20 @@
 // needs a session or a bearer token: a person's, or at /mcp, which takes
 // nothing else, an agent's (see mcp.go). A session comes from a one-time
 // sign-in token (printed by `collab serve` in a URL, single use, for
-// Config.SignInTTL) exchanged at /signin for a session cookie (HttpOnly,
-// SameSite=Strict; under TLS Secure with the __Host- prefix). The
-// cookie's name carries the server's random id, since cookies do not
-// isolate ports: a cookie of another server on the host is never read,
-// and a cookie's value is only ever looked up as a session id, never as
-// a token. Sessions live in memory only, end after SessionIdle unused or
-// SessionMax, or at POST /signout (the page's Sign out); a restart signs
-// everyone out. A request without a session gets 401: JSON {"error"}
-// under /api/, a plain sign-in page elsewhere. A 500 says only "internal
-// error": the detail goes to the log. Every response carries a strict
+// Config.SignInTTL; Server.NewSignIn replaces it, as collab serve does on
+// SIGHUP) exchanged at GET /signin, or from a person's token typed into
+// the sign-in page's form (POST /signin; an agent's is refused, and each
+// client address has a few failed tries, then 429: ratelimit.go), for a
+// session cookie (HttpOnly, SameSite=Strict; under TLS Secure with the
+// __Host- prefix). The cookie's name carries the server's random id,
+// since cookies do not isolate ports: a cookie of another server on the
+// host is never read, and a cookie's value is only ever looked up as a
+// session id, never as a token. Sessions live in memory only, end after
+// SessionIdle unused or SessionMax, or at POST /signout (the page's Sign
+// out); a restart signs everyone out. A request without a session gets
+// 401: JSON {"error"} under /api/, a plain sign-in page with the token
+// form elsewhere. A 500 says only "internal error": the detail goes to
+// the log. Every response carries a strict
 // Content-Security-Policy (no inline script), nosniff and no-referrer; a
 // POST whose Sec-Fetch-Site or Origin names another site is refused with
 // 403; request bodies are limited (MaxBody); server-sent event streams

@@ -109,11 +109,18 @@ func New(cfg Config) (*Server, error) {
 }
 
 // SignInPath is the path and query of the one-time sign-in URL; prefix it
-// with the server's base URL. It works once, until SignInExpires.
-func (s *Server) SignInPath() string { return "/signin?token=" + s.auth.signIn }
+// with the server's base URL. It works once, until SignInExpires or
+// NewSignIn.
+func (s *Server) SignInPath() string {
+	t, _ := s.auth.current()
+	return signInPath(t)
+}
 
 // SignInExpires is when the sign-in URL stops working.
-func (s *Server) SignInExpires() time.Time { return s.auth.signInUntil }
+func (s *Server) SignInExpires() time.Time {
+	_, until := s.auth.current()
+	return until
+}
 
 // sessionDefaults fills the zero lifetimes of the sessions and the
 // sign-in URL, and checks the names in Hosts.
@@ -146,6 +153,7 @@ func (s *Server) Handler() http.Handler {
 	s.routePages(mux)
 	open := http.NewServeMux()
 	open.HandleFunc("GET /signin", s.signin)
+	open.HandleFunc("POST /signin", s.signinToken) // the sign-in page's token form
 	open.HandleFunc("POST /signout", s.signout)
 	open.Handle("/mcp", s.mcpHandler()) // an agent's token, not a person's session (mcp.go)
 	open.Handle("/", s.auth.require(mux))
