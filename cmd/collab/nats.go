@@ -127,7 +127,7 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		if created {
 			verb = "created"
 		}
-		fmt.Fprintf(stdout, "%s stream %s on collab.chat.>\n", verb, natsbus.StreamName)
+		fmt.Fprintf(stdout, "%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName)
 		return nil
 	}
 	set, err := b.StreamIDs(ctx, *ch, time.Now().Add(-*since))

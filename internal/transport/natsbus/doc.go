@@ -45,6 +45,17 @@
 // so its watcher looks at the kill file at once; the file stays the
 // request, and one that is not there is not acted on.
 //
+// # Reading the stream without a consumer
+//
+// [Bus.InitStream] makes the stream allow direct gets (allow_direct).
+// [DirectBatch] reads it by sequence or start time, one subject, in
+// batches (nats-server 2.11+), with a request on [DirectGetSubject] and
+// nothing made on the server; [DirectInfo] is the stream's info, failing
+// with [ErrNoDirect] when direct gets are off. Remote hosts read the
+// stream this way, so their users need no consumer API (package remote,
+// deploy/nats/accounts.conf). On a replicated stream a direct get may be
+// answered by a follower a moment behind the leader.
+//
 // # Parity
 //
 // [Bus.StreamIDs] lists the ids the stream holds for a channel, [FileIDs]

@@ -32,7 +32,9 @@ type StreamConfig struct {
 }
 
 // InitStream creates the stream CHAT over collab.chat.> in file storage, or
-// updates an existing one to the config, keeping its other settings. It
+// updates an existing one to the config, keeping its other settings. Either
+// way the stream allows direct gets (allow_direct), which is how remote
+// hosts read it ([DirectBatch]) without a consumer of their own. It
 // reports whether it created the stream. From then on this Bus publishes to
 // it.
 func (b *Bus) InitStream(ctx context.Context, c StreamConfig) (created bool, err error) {
@@ -72,6 +74,7 @@ func (b *Bus) InitStream(ctx context.Context, c StreamConfig) (created bool, err
 	cfg.MaxAge = c.MaxAge
 	cfg.MaxBytes = c.MaxBytes
 	cfg.Duplicates = c.Duplicates
+	cfg.AllowDirect = true
 	if err == nil {
 		_, err = b.js.UpdateStream(ctx, cfg)
 	} else {
