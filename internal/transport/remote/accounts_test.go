@@ -1,10 +1,12 @@
 package remote
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,26 +88,25 @@ func consumerNames(t *testing.T, team jetstream.JetStream) map[string]jetstream.
 }
 
 // TestAccountsConsumers: with deploy/nats/accounts.conf, a remote agent
-// (alice) can make, read and delete its own consumers of the stream, at
-// most ConsumerSlots at once, under its own names only: no durable by the
-// legacy API, no consumer named as bob's or named by the server (so no
-// push consumer under such a name either), no deleting bob's. Each
-// refusal is the server's permissions violation, and the stream's
-// consumers are checked after it.
+// (alice) can make no consumer of the stream at all (durable, ephemeral,
+// push to bob's kill subject, by any API, under any name, her old
+// AGENT-cN ones too), nor look at, read or delete one the team made, nor
+// change the stream. Each refusal is the server's permissions violation,
+// and the stream's consumers are checked after it. What she may do of
+// JetStream, the stream's info and direct gets, works.
 func TestAccountsConsumers(t *testing.T) {
 	url, team := accountsServer(t)
-	// Bob's mirror holds its first consumer.
-	bnc, _ := remoteConn(t, url, "bob")
-	bjs, err := jetstream.New(bnc)
+	// A consumer of the team's, which alice must not touch.
+	s, err := team.Stream(t.Context(), natsbus.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bob := newStreamReader(bjs, "bob", "test")
-	if err := bob.open(t.Context(), jetstream.ConsumerConfig{FilterSubject: natsbus.ChatSubject("dev")}); err != nil {
-		t.Fatalf("bob's own consumer: %v", err)
+	const teams = "team-reader"
+	if _, err := s.CreateOrUpdateConsumer(t.Context(), jetstream.ConsumerConfig{Durable: teams, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
 	}
-	if bob.name != ConsumerName("bob", 1) {
-		t.Fatalf("bob holds %q", bob.name)
+	if _, err := team.Publish(t.Context(), natsbus.ChatSubject("dev"), []byte(`{}`)); err != nil {
+		t.Fatal(err)
 	}
 
 	anc, errs := remoteConn(t, url, "alice")
@@ -119,21 +120,32 @@ func TestAccountsConsumers(t *testing.T) {
 		}
 		return data
 	}
-	bobs := ConsumerName("bob", 2)
+	// Names of hers under the template before: each case its own, so
+	// that under that template each would be made.
+	own := func(i int) string { return "alice-c" + strconv.Itoa(i) }
+	kill := natsbus.KillSubject("bob")
 	for _, tc := range []struct {
 		name, subject string
 		body          []byte
 	}{
 		{"durable by the legacy API", "$JS.API.CONSUMER.DURABLE.CREATE.CHAT.sticky", config("sticky", "sticky", "")},
 		{"durable named by the request", "$JS.API.CONSUMER.CREATE.CHAT", config("", "sticky", "")},
-		{"durable under bob's name", "$JS.API.CONSUMER.CREATE.CHAT." + bobs + ".collab.chat.dev", config(bobs, bobs, "")},
-		{"push to bob's kill subject, name from the request", "$JS.API.CONSUMER.CREATE.CHAT", config("pusher", "", natsbus.KillSubject("bob"))},
-		{"push to bob's kill subject under bob's name", "$JS.API.CONSUMER.CREATE.CHAT." + bobs, config(bobs, "", natsbus.KillSubject("bob"))},
-		{"a consumer under bob's name", "$JS.API.CONSUMER.CREATE.CHAT." + bobs + ".collab.chat.dev", config(bobs, "", "")},
-		{"updating bob's consumer", "$JS.API.CONSUMER.CREATE.CHAT." + bob.name + ".collab.chat.dev", config(bob.name, "", "")},
-		{"deleting bob's consumer", "$JS.API.CONSUMER.DELETE.CHAT." + bob.name, nil},
-		{"reading bob's consumer", "$JS.API.CONSUMER.MSG.NEXT.CHAT." + bob.name, []byte(`{"batch":1,"expires":1000000000}`)},
-		{"a fifth consumer", "$JS.API.CONSUMER.CREATE.CHAT." + ConsumerName("alice", ConsumerSlots+1), config(ConsumerName("alice", ConsumerSlots+1), "", "")},
+		{"durable under her own name", "$JS.API.CONSUMER.CREATE.CHAT." + own(1) + ".collab.chat.dev", config(own(1), own(1), "")},
+		{"push to bob's kill subject, name from the request", "$JS.API.CONSUMER.CREATE.CHAT", config("pusher", "", kill)},
+		{"push to bob's kill subject under her own name", "$JS.API.CONSUMER.CREATE.CHAT." + own(2), config(own(2), "", kill)},
+		{"durable push to bob's kill subject under her own name", "$JS.API.CONSUMER.CREATE.CHAT." + own(3) + ".collab.chat.dev", config(own(3), own(3), kill)},
+		{"ephemeral named by the server", "$JS.API.CONSUMER.CREATE.CHAT", config("", "", "")},
+		{"ephemeral under her own name", "$JS.API.CONSUMER.CREATE.CHAT." + own(4), config(own(4), "", "")},
+		{"ephemeral under her own name and filter", "$JS.API.CONSUMER.CREATE.CHAT." + own(5) + ".collab.chat.dev", config(own(5), "", "")},
+		{"updating the team's consumer", "$JS.API.CONSUMER.CREATE.CHAT." + teams, config(teams, teams, kill)},
+		{"looking at the team's consumer", "$JS.API.CONSUMER.INFO.CHAT." + teams, nil},
+		{"reading the team's consumer", "$JS.API.CONSUMER.MSG.NEXT.CHAT." + teams, []byte(`{"batch":1,"expires":1000000000}`)},
+		{"deleting the team's consumer", "$JS.API.CONSUMER.DELETE.CHAT." + teams, nil},
+		{"listing consumers", "$JS.API.CONSUMER.LIST.CHAT", []byte(`{}`)},
+		{"acknowledging", "$JS.ACK.CHAT." + teams + ".1.1.1.1700000000000000000.0", nil},
+		{"updating the stream", "$JS.API.STREAM.UPDATE.CHAT", []byte(`{"name":"CHAT","subjects":["collab.chat.>"],"allow_direct":false}`)},
+		{"purging the stream", "$JS.API.STREAM.PURGE.CHAT", []byte(`{}`)},
+		{"deleting a message", "$JS.API.STREAM.MSG.DELETE.CHAT", []byte(`{"seq":1}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := consumerNames(t, team)
@@ -160,44 +172,30 @@ func TestAccountsConsumers(t *testing.T) {
 			if len(after) != len(before) {
 				t.Fatalf("consumers %v, were %v", keys(after), keys(before))
 			}
-			if c, ok := after[bob.name]; !ok || c.Description != bob.desc {
-				t.Fatalf("bob's consumer: %v %+v", ok, c)
+			if c, ok := after[teams]; !ok || c.DeliverSubject != "" {
+				t.Fatalf("the team's consumer: %v %+v", ok, c)
 			}
 		})
 	}
 
-	// Alice's own: the mirror's kind of consumer, up to ConsumerSlots,
-	// each read and deleted by her; one more is refused until one closes.
+	// What she may: the stream's info and a direct get of it.
 	ajs, err := jetstream.New(anc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var held []*streamReader
-	for range ConsumerSlots {
-		r := newStreamReader(ajs, "alice", "test")
-		if err := r.open(t.Context(), jetstream.ConsumerConfig{FilterSubject: natsbus.ChatSubject("dev")}); err != nil {
-			t.Fatalf("alice's consumer %d: %v", len(held)+1, err)
-		}
-		if err := r.fetch(t.Context(), 1, 100*time.Millisecond, func(jetstream.Msg, *jetstream.MsgMetadata) error { return nil }); err != nil {
-			t.Fatalf("fetch from %s: %v", r.name, err)
-		}
-		held = append(held, r)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := natsbus.DirectInfo(ctx, ajs); err != nil {
+		t.Fatalf("the stream's info: %v", err)
 	}
-	extra := newStreamReader(ajs, "alice", "test")
-	err = extra.open(t.Context(), jetstream.ConsumerConfig{FilterSubject: natsbus.ChatSubject("dev")})
-	if err == nil || !strings.Contains(err.Error(), "in use") {
-		t.Fatalf("a fifth consumer of alice's: %v", err)
-	}
-	held[2].close()
-	if err := extra.open(t.Context(), jetstream.ConsumerConfig{FilterSubject: natsbus.ChatSubject("dev")}); err != nil || extra.name != ConsumerName("alice", 3) {
-		t.Fatalf("after one closed: %q %v", extra.name, err)
-	}
-	if _, ok := consumerNames(t, team)[bob.name]; !ok {
-		t.Fatal("bob's consumer is gone")
+	n := 0
+	if _, err := natsbus.DirectBatch(ctx, anc, natsbus.DirectRequest{Seq: 1, Subject: natsbus.ChatSubject("dev"), Batch: 10},
+		func(*natsbus.StoredMsg) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("a direct get: %d messages, %v", n, err)
 	}
 	select {
 	case err := <-errs:
-		t.Fatalf("alice's own consumers: %v", err)
+		t.Fatalf("what alice may do: %v", err)
 	default:
 	}
 }
@@ -208,22 +206,4 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-// TestConsumerName: each agent's names are its own (no two agents share
-// one) and whole subject tokens.
-func TestConsumerName(t *testing.T) {
-	seen := map[string]string{}
-	for _, a := range []string{"a", "a-c", "a-c1", "a_c1", "b", "a-c1-c"} {
-		for i := 1; i <= ConsumerSlots; i++ {
-			n := ConsumerName(a, i)
-			if strings.ContainsAny(n, ".*> \t") {
-				t.Fatalf("%q is not one token", n)
-			}
-			if other, ok := seen[n]; ok {
-				t.Fatalf("%q is both %s's and %s's", n, a, other)
-			}
-			seen[n] = a
-		}
-	}
 }

@@ -77,8 +77,9 @@
 //
 // [Client.Read] pages through a channel with the bridge's read op.
 // [Client.Follow] reads new messages of a channel from the CHAT stream
-// through a consumer under one of the agent's own names (ConsumerName,
-// read in order) from a start time, and drops ids it has
+// with direct gets (by sequence, in batches: no consumer, nothing of the
+// agent's on the server) from a start time, woken by a core NATS
+// subscription to the channel's subject, and drops ids it has
 // delivered (the stream and the bridge's publisher may both repeat a
 // message). What the stream no longer holds (its retention is a limit;
 // the files have none) is read with [Client.Read].

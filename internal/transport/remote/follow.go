@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"collab/channel"
 	"collab/internal/plumbing/tree"
 	"collab/internal/transport/natsbus"
@@ -21,16 +19,16 @@ const followMargin = 5 * time.Second
 // maxSeen bounds the ids Follow remembers to drop repeats.
 const maxSeen = 10000
 
-// followWait is how long one fetch of Follow waits for messages; a
-// message is handed on as soon as it arrives.
+// followWait is how often Follow reads the stream without a hint.
 const followWait = time.Second
 
 // Follow calls fn with each new message of ch in the CHAT stream from
 // start on, in the stream's order, until ctx ends (nil) or fn fails (its
 // error). Messages whose ids are in seen, or that were delivered already,
-// are dropped. The consumer is one of the agent's (streamReader): it is
-// made again after a reconnect or a lost message and resumes after the
-// last message handed on.
+// are dropped. The stream is read with direct gets (streamReader: nothing
+// of the agent's on the server), from start, then after the last message
+// handed on, each followWait and at once when a message of ch is
+// published; a failure after the first read is retried.
 func (c *Client) Follow(ctx context.Context, ch string, start time.Time, seen []string, fn func(channel.Message) error) error {
 	if err := tree.CheckName("channel", ch); err != nil {
 		return fmt.Errorf("follow: %w", err)
@@ -39,36 +37,25 @@ func (c *Client) Follow(ctx context.Context, ch string, start time.Time, seen []
 		return errors.New("follow: no stream connection")
 	}
 	from := start.Add(-followMargin)
-	r := newStreamReader(c.cfg.Stream, c.Agent(), "follow")
+	r, err := newStreamReader(c.cfg.Stream, []string{ch}, c.cfg.Timeout)
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", ch, err)
+	}
 	defer r.close()
+	if _, err := r.info(ctx); err != nil {
+		return fmt.Errorf("follow %s: %w", ch, err)
+	}
 	d := newDedup(maxSeen)
 	for _, id := range seen {
 		d.add(id)
 	}
 	var next uint64 // the stream sequence after the last message handed on
-	var fnErr error
-	for first := true; ctx.Err() == nil; first = false {
-		if !r.ready() {
-			cfg := jetstream.ConsumerConfig{
-				FilterSubject: natsbus.ChatSubject(ch),
-				DeliverPolicy: jetstream.DeliverByStartTimePolicy,
-				OptStartTime:  &from,
-			}
-			if next > 0 {
-				cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, nil, next
-			}
-			if err := r.open(ctx, cfg); err != nil {
-				if first {
-					return fmt.Errorf("follow %s: stream %s: %w", ch, natsbus.StreamName, err)
-				}
-				c.cfg.Logger.Debug("follow: consumer", "channel", ch, "err", err)
-				sleep(ctx, followWait)
-				continue
-			}
-		}
-		err := r.fetch(ctx, mirrorBatch, followWait, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) error {
-			next = meta.Sequence.Stream + 1
-			m, err := natsbus.Decode(msg.Subject(), msg.Headers(), msg.Data())
+	for ctx.Err() == nil {
+		var fnErr error
+		found := false
+		last, err := r.read(ctx, ch, next, from, 0, func(sm *natsbus.StoredMsg) error {
+			found = true
+			m, err := natsbus.Decode(sm.Subject, sm.Header, sm.Data)
 			if err != nil {
 				c.cfg.Logger.Warn("skipped a stream message", "channel", ch, "err", err)
 				return nil
@@ -82,14 +69,18 @@ func (c *Client) Follow(ctx context.Context, ch string, start time.Time, seen []
 			}
 			return nil
 		})
+		if last > 0 {
+			next = last + 1
+		}
 		if fnErr != nil {
 			return fnErr
 		}
 		if err != nil && ctx.Err() == nil {
-			c.cfg.Logger.Debug("follow: fetch", "channel", ch, "err", err)
-			r.drop()
+			c.cfg.Logger.Debug("follow: read", "channel", ch, "err", err)
 			sleep(ctx, followWait)
+			continue
 		}
+		r.wait(ctx, followWait, found)
 	}
 	return nil
 }

@@ -41,11 +41,16 @@ const MirrorStateFile = "mirror-state.json"
 
 // Mirror tuning.
 const (
-	// mirrorBatch is the most messages one fetch asks for.
-	mirrorBatch = 256
+	// mirrorWindow is the most stream sequences one read of the mirror
+	// covers: the position is saved after each.
+	mirrorWindow = 16 * streamBatch
 	// outMargin is how far before the newest of its agent's messages the
 	// mirror out looks again for a file the watcher published late.
 	outMargin = time.Minute
+	// followerLag is how far before the last message it had the mirror
+	// reads a replicated stream again (a follower answering a direct get
+	// may be that far behind the leader).
+	followerLag = 5 * time.Second
 	// keysEvery is how many polls pass between two reads of the keyring.
 	keysEvery = 5
 )
@@ -72,31 +77,38 @@ type MirrorConfig struct {
 // so that the ordinary watcher runs on a host without the mount (`collab
 // watch --remote`: the watcher's Root is [Mirror.Root]). Run it once.
 //
-// Mirror in. A JetStream consumer of the agent's own (streamReader: one
-// of its names ConsumerName, read in order), filtered to collab.chat.C
-// for each of the agent's channels, delivers each message; its exact bytes are
+// Mirror in. The stream is read with direct gets (streamReader: by
+// sequence, in batches, one channel collab.chat.C at a time, for each of
+// the agent's channels), without a consumer: the server holds nothing of
+// the agent's, and the permissions of deploy/nats/accounts.conf give a
+// remote agent no consumer API at all. Each message's exact bytes are
 // published as Dir/channels/C/ID.json (ID the stream's Nats-Msg-Id, the
 // file's id on the mount) with a no-replace write, an existing file being
 // a copy already there. The position is the mirror's own: the stream
-// sequence through which every message is written (StreamSeq in
-// STATE/mirror-state.json, saved after each batch is on disk: each file
-// fsynced as it is written, each folder once per batch); a
-// consumer is made again from the message after it at each start and
-// after any trouble with NATS, so a crash at any point delivers again at
-// worst, and the server holds nothing of the agent's that another
-// agent's credentials could delete or acknowledge (an ephemeral consumer
-// under the agent's own name, no acks: the permissions of
-// deploy/nats/accounts.conf let remote agents touch their own names
-// only, and give them no acks). A message that does not decode as a message of C under
-// a valid id is never written (and logged). The bytes are those the
-// bridge published: a collab-written file's own bytes; a foreign
-// writer's file as package channel decodes and encodes it.
+// sequence through which every message of its channels is written
+// (StreamSeq in STATE/mirror-state.json). Each turn reads the stream's
+// info (its first and last sequence), then every channel from the
+// message after the position through the last one (at most mirrorWindow
+// sequences a turn), and saves the position after the read is on disk
+// (each file fsynced as it is written, each folder once per turn), so a
+// crash at any point reads again at worst. The reads are polls, every
+// Poll and at once when a core NATS subscription to the channels'
+// subjects sees a message published (a hint: polling is the truth). On
+// a replicated stream, whose followers may answer a direct get a moment
+// behind the leader, each read starts followerLag before the stream time
+// of the last message had (untested: the tests run one server). A
+// stream that does not allow direct gets stops the mirror with an error
+// that names the fix (collab nats init). A message that does not decode
+// as a message of C under a valid id is never written (and logged). The
+// bytes are those the bridge published: a collab-written file's own
+// bytes; a foreign writer's file as package channel decodes and encodes
+// it.
 //
 // Catch-up. A first start (no position), a channel added since the last
 // run, and a mirror that missed messages the stream no longer holds (the stream's
 // retention is a configured limit: the files have none; detected when the
 // stream's first sequence is past the last one the mirror had, kept in
-// STATE/mirror-state.json) page the channel from the files on the mount
+// STATE/mirror-state.json, before a read and again after it) page the channel from the files on the mount
 // with the bridge's read op, from a minute before the stream time of the
 // last message the mirror had (unknown: after the newest message in the
 // mirror; none: the newest page only). The second case is logged once as a warning:
@@ -125,9 +137,9 @@ type MirrorConfig struct {
 // claims opener (Client.ClaimDirs) makes them on the mount. The channel and presence folders
 // are watched with fsnotify, and everything is polled every Poll.
 //
-// [Mirror.CaughtUp] is closed once the consumer first has nothing pending
-// (after any catch-up from the files) and the keyring copy is in place:
-// the watcher may start then.
+// [Mirror.CaughtUp] is closed once a read first reaches the stream's last
+// message (after any catch-up from the files) and the keyring copy is in
+// place: the watcher may start then.
 //
 // When Run's context ends, the outbox is drained within [DrainBudget].
 type Mirror struct {
@@ -146,6 +158,7 @@ type Mirror struct {
 	asideErr map[string]string   // the last failure of each side task
 	keysOK   bool                // the keyring was copied once
 	once     sync.Once
+	start    time.Time // without a position, the stream is read from here (runIn's)
 }
 
 // mirrorState is the file MirrorStateFile.
@@ -296,9 +309,9 @@ func (m *Mirror) load() error {
 	return nil
 }
 
-// CaughtUp is closed once the mirror has caught up the first time: the
-// consumer has nothing pending, the files were read where the stream
-// could not answer, and the keyring copy is in Dir/keys.
+// CaughtUp is closed once the mirror has caught up the first time: it
+// read through the stream's last message, the files were read where the
+// stream could not answer, and the keyring copy is in Dir/keys.
 func (m *Mirror) CaughtUp() <-chan struct{} { return m.caught }
 
 // save writes the state atomically; the caller holds m.mu or is alone.
@@ -401,55 +414,40 @@ func (m *Mirror) put(b *dirBatch, ch, id string, data []byte) (bool, error) {
 	return true, nil
 }
 
-// consumer makes the mirror's consumer of its channels (r's, under one
-// of the agent's consumer names), from the message after StreamSeq, or
-// from now on a first start; fresh reports that history must come from
-// the files (a first start, or a channel the mirror did not have).
-func (m *Mirror) consumer(ctx context.Context, r *streamReader) (fresh bool, err error) {
-	subjects := make([]string, len(m.cfg.Channels))
-	for i, ch := range m.cfg.Channels {
-		subjects[i] = natsbus.ChatSubject(ch)
-	}
-	m.mu.Lock()
-	seq, had := m.st.StreamSeq, m.st.Channels
-	m.mu.Unlock()
-	cfg := jetstream.ConsumerConfig{
-		FilterSubjects: subjects,
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    seq + 1,
-	}
-	if seq == 0 {
-		start := m.cfg.Now().Add(-followMargin)
-		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, 0, &start
-	}
-	return seq == 0 || !slices.Equal(had, m.cfg.Channels), r.open(ctx, cfg)
-}
-
 // runIn mirrors the stream into the tree until ctx ends. Trouble with
-// NATS is logged and retried each poll; a tree that cannot be written is
-// returned.
+// NATS is logged and retried each poll; a tree that cannot be written,
+// and a stream that does not allow direct gets, are returned.
 func (m *Mirror) runIn(ctx context.Context) error {
-	r := newStreamReader(m.cfg.Stream, m.cfg.Agent, "mirror")
+	r, err := newStreamReader(m.cfg.Stream, m.cfg.Channels, m.cfg.Client.cfg.Timeout)
+	if err != nil {
+		return fmt.Errorf("mirror: %w", err)
+	}
 	defer r.close()
-	tick := 0
 	down := ""
-	for ctx.Err() == nil {
-		err := m.inOnce(ctx, r, tick)
-		tick++
+	restart := true
+	for tick := 0; ctx.Err() == nil; tick++ {
+		more, found, err := m.inOnce(ctx, r, tick, restart)
 		var local *localError
 		switch {
 		case errors.As(err, &local):
 			return err
+		case errors.Is(err, natsbus.ErrNoDirect):
+			return fmt.Errorf("mirror: %w", err)
 		case err != nil && ctx.Err() == nil:
 			if s := err.Error(); s != down {
 				m.log.Warn("mirror: the stream or the bridge failed; retrying", "err", err)
 				down = s
 			}
-			r.drop()
+			restart = true
 			sleep(ctx, m.cfg.Poll)
+			continue
 		case err == nil && down != "":
 			m.log.Info("mirror: the stream and the bridge answer again")
 			down = ""
+		}
+		restart = false
+		if !more {
+			r.wait(ctx, m.cfg.Poll, found)
 		}
 	}
 	return nil
@@ -499,140 +497,163 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // inOnce is one turn of the mirror in: the keyring and kills (by poll),
-// the stream's gaps, one fetch.
-func (m *Mirror) inOnce(ctx context.Context, r *streamReader, tick int) error {
+// the stream's gaps, and a read of the agent's channels from the
+// position through the stream's last message (at most mirrorWindow
+// sequences: more then reports that there is more to read at once).
+// found reports that the read had messages. After a restart (the first
+// turn, or one after a failure), a mirror without a position or with
+// channels it did not have catches up from the files first.
+func (m *Mirror) inOnce(ctx context.Context, r *streamReader, tick int, restart bool) (more, found bool, err error) {
 	if !m.cfg.LocalKeys && tick%keysEvery == 0 {
 		if err := m.aside("keys", m.syncKeys(ctx)); err != nil {
-			return err
+			return false, false, err
 		}
 	}
-	if !r.ready() {
-		fresh, err := m.consumer(ctx, r)
-		if err != nil {
-			return fmt.Errorf("consumer: %w", err)
-		}
-		// The gap check comes before the first fetch: a consumer whose
-		// messages were removed skips them when it next fetches.
-		if err := m.checkGap(ctx, r, fresh); err != nil {
-			return err
-		}
+	info, err := r.info(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	m.mu.Lock()
+	seq, since, had := m.st.StreamSeq, m.st.StreamTime, m.st.Channels
+	m.mu.Unlock()
+	fresh := restart && (seq == 0 || !slices.Equal(had, m.cfg.Channels))
+	if restart && seq == 0 {
+		// A first start reads the stream from a little before now, and
+		// what came before from the files.
+		m.start = m.cfg.Now().Add(-followMargin)
+	}
+	if err := m.checkGap(ctx, info.State.FirstSeq, seq, since, fresh); err != nil {
+		return false, false, err
 	}
 	if err := m.aside("kills", m.syncKills(ctx)); err != nil {
-		return err
+		return false, false, err
 	}
-	if tick > 0 {
-		if err := m.checkGap(ctx, r, false); err != nil {
-			return err
-		}
+	m.mu.Lock()
+	from, since := m.st.StreamSeq, m.st.StreamTime
+	m.mu.Unlock()
+	upTo := info.State.LastSeq
+	if from > 0 && upTo > from+mirrorWindow {
+		upTo, more = from+mirrorWindow, true
+	}
+	if upTo <= from {
+		m.caughtUp()
+		return false, false, nil
+	}
+	readFrom, start := from+1, m.start
+	if from > 0 && info.Config.Replicas > 1 && !since.IsZero() {
+		// A follower may answer a moment behind the leader, whose last
+		// sequence upTo is: read again from a little before the last
+		// message had, so what it lacked comes at the next read.
+		readFrom, start = 0, since.Add(-followerLag)
 	}
 	var last uint64
 	var lastTime time.Time
 	dirs := dirBatch{root: m.root}
 	defer dirs.close()
-	err := r.fetch(ctx, mirrorBatch, m.cfg.Poll, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) error {
-		dm, err := natsbus.Decode(msg.Subject(), msg.Headers(), msg.Data())
-		if err == nil {
-			_, err = m.put(&dirs, dm.SessionID, dm.Key(), msg.Data())
-			if err != nil && !errors.Is(err, channel.ErrMalformed) && !errors.Is(err, tree.ErrBadName) && !errors.Is(err, channel.ErrNotMessageName) {
-				// The position stays before it: delivered again after
-				// the restart.
-				return &localError{fmt.Errorf("write %s: %w", dm.Key(), err)}
+	for _, ch := range m.cfg.Channels {
+		_, err := r.read(ctx, ch, readFrom, start, upTo, func(sm *natsbus.StoredMsg) error {
+			found = true
+			dm, err := natsbus.Decode(sm.Subject, sm.Header, sm.Data)
+			if err == nil {
+				_, err = m.put(&dirs, dm.SessionID, dm.Key(), sm.Data)
+				if err != nil && !errors.Is(err, channel.ErrMalformed) && !errors.Is(err, tree.ErrBadName) && !errors.Is(err, channel.ErrNotMessageName) {
+					// The position stays before it: read again after
+					// the restart.
+					return &localError{fmt.Errorf("write %s: %w", dm.Key(), err)}
+				}
 			}
-		}
+			if err != nil {
+				// Never written: the files on the mount stay what the
+				// watchers there read.
+				m.log.Warn("mirror: refused a stream message", "subject", sm.Subject, "seq", sm.Seq, "err", err)
+			}
+			if sm.Seq > last {
+				last, lastTime = sm.Seq, sm.Time
+			}
+			return nil
+		})
 		if err != nil {
-			// Never written: the files on the mount stay what the
-			// watchers there read.
-			m.log.Warn("mirror: refused a stream message", "subject", msg.Subject(), "seq", meta.Sequence.Stream, "err", err)
+			// What was written is kept, the position stays: the next
+			// read gives it again, and the file there is that copy.
+			return false, found, fmt.Errorf("read %s: %w", ch, err)
 		}
-		last, lastTime = max(last, meta.Sequence.Stream), meta.Timestamp
-		return nil
-	})
-	var local *localError
-	if errors.As(err, &local) {
-		return err
-	}
-	if err != nil {
-		// What was written before it is kept (the position moves past
-		// it below); the consumer is made again from there.
-		err = fmt.Errorf("fetch: %w", err)
-	}
-	if last == 0 {
-		return err
 	}
 	if err := dirs.sync(); err != nil {
-		return &localError{err}
+		return false, found, &localError{err}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if last > m.st.StreamSeq {
-		m.st.StreamSeq, m.st.StreamTime = last, lastTime.UTC()
-		if err := m.save(); err != nil {
-			return &localError{err}
+	if from > 0 {
+		// The stream still holds where the read started: nothing was
+		// removed between the check above and the read.
+		after, err := r.info(ctx)
+		if err != nil {
+			return false, found, err
+		}
+		if err := m.checkGap(ctx, after.State.FirstSeq, from, since, false); err != nil {
+			return false, found, err
 		}
 	}
-	return err
+	m.mu.Lock()
+	if upTo > m.st.StreamSeq {
+		m.st.StreamSeq = upTo
+		switch {
+		case last > 0:
+			m.st.StreamTime = lastTime.UTC()
+		case upTo == info.State.LastSeq:
+			m.st.StreamTime = info.State.LastTime.UTC()
+		}
+		if err := m.save(); err != nil {
+			m.mu.Unlock()
+			return false, found, &localError{err}
+		}
+	}
+	m.mu.Unlock()
+	if !more {
+		m.caughtUp()
+	}
+	return more, found, nil
 }
 
-// checkGap compares the stream with what the mirror has: a fresh
-// consumer, or one that missed messages the stream no longer holds, is
-// caught up from the files through the bridge (said once in the log).
-// When the consumer has nothing pending, the mirror holds the stream
-// through its last message.
-func (m *Mirror) checkGap(ctx context.Context, r *streamReader, fresh bool) error {
-	s, err := m.cfg.Stream.Stream(ctx, natsbus.StreamName)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", natsbus.StreamName, err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", natsbus.StreamName, err)
-	}
+// caughtUp closes CaughtUp once the keyring is copied too.
+func (m *Mirror) caughtUp() {
 	m.mu.Lock()
-	seq, since := m.st.StreamSeq, m.st.StreamTime
-	m.mu.Unlock()
-	gap := seq > 0 && seq+1 < info.State.FirstSeq
+	defer m.mu.Unlock()
+	if m.keysOK {
+		m.once.Do(func() { close(m.caught) })
+	}
+}
+
+// checkGap catches up from the files through the bridge when the stream
+// no longer holds the messages after seq (its first message, first, is
+// past seq+1; said once in the log, with since, the stream time of the
+// mirror's last message), or when fresh (a first start, or a channel the
+// mirror did not have). The position then moves past what the stream
+// lost.
+func (m *Mirror) checkGap(ctx context.Context, first, seq uint64, since time.Time, fresh bool) error {
+	gap := seq > 0 && seq+1 < first
 	switch {
 	case gap:
 		m.log.Warn(fmt.Sprintf("mirror: the stream no longer holds messages since %s (its retention is a limit; the files have none); caught up from the files through the bridge",
-			since.Format(time.RFC3339)), "stream_first", info.State.FirstSeq, "mirror_had", seq)
+			since.Format(time.RFC3339)), "stream_first", first, "mirror_had", seq)
 	case fresh:
 		m.log.Info("mirror: new channels or a first start; caught up from the files through the bridge", "channels", m.cfg.Channels)
+	default:
+		return nil
 	}
-	if gap || fresh {
-		for _, ch := range m.cfg.Channels {
-			if err := m.catchUp(ctx, ch, since); err != nil {
-				return err
-			}
-		}
-		m.mu.Lock()
-		// Past what the stream lost (a first start keeps no position: it
-		// starts from now again, until its first batch).
-		if gap && info.State.FirstSeq-1 > m.st.StreamSeq {
-			m.st.StreamSeq = info.State.FirstSeq - 1
-		}
-		m.st.Channels = m.cfg.Channels
-		err := m.save()
-		m.mu.Unlock()
-		if err != nil {
-			return &localError{err}
+	for _, ch := range m.cfg.Channels {
+		if err := m.catchUp(ctx, ch, since); err != nil {
+			return err
 		}
 	}
-	ci, err := r.info(ctx)
-	if err != nil {
-		return fmt.Errorf("consumer: %w", err)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Past what the stream lost (a first start keeps no position: it
+	// reads the stream from its start time, until its first read).
+	if gap && first-1 > m.st.StreamSeq {
+		m.st.StreamSeq = first - 1
 	}
-	if ci.NumPending == 0 {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if m.keysOK {
-			m.once.Do(func() { close(m.caught) })
-		}
-		if info.State.LastSeq > m.st.StreamSeq {
-			m.st.StreamSeq, m.st.StreamTime = info.State.LastSeq, info.State.LastTime.UTC()
-			if err := m.save(); err != nil {
-				return &localError{err}
-			}
-		}
+	m.st.Channels = m.cfg.Channels
+	if err := m.save(); err != nil {
+		return &localError{err}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -538,14 +539,135 @@ func TestMirrorAccounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "kill mirrored", func() bool { return jobs.KillRequested(h.root(), "alice", job) })
+	// read --follow and send --wait: a message from before the follow
+	// started (by its start time) and one after (a hint, then a read).
+	start := time.Now()
+	before := m.post(t, "bob", "before the follow")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := make(chan string, 16)
+	followed := make(chan error, 1)
+	go func() {
+		followed <- h.client.Follow(ctx, "dev", start, nil, func(m channel.Message) error { got <- m.ID; return nil })
+	}()
+	waitFor := func(id string) {
+		t.Helper()
+		for {
+			select {
+			case g := <-got:
+				if g == id {
+					return
+				}
+			case err := <-followed:
+				t.Fatalf("follow ended: %v", err)
+			case <-ctx.Done():
+				t.Fatalf("follow never had %s", id)
+			}
+		}
+	}
+	waitFor(before.ID)
+	waitFor(m.post(t, "bob", "during the follow").ID)
+	cancel()
+	if err := <-followed; err != nil {
+		t.Fatalf("follow: %v", err)
+	}
 	if strings.Contains(h.log.String(), "ermission") {
 		t.Fatalf("permission errors:\n%s", h.log)
 	}
 }
 
+// TestMirrorWindows: a mirror away while more messages came than one
+// read covers (mirrorWindow sequences, other channels' among them) reads
+// them in turns, has each once, and its position ends at the stream's
+// last message.
+func TestMirrorWindows(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	stop := h.start(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := 0
+	for i := range mirrorWindow + streamBatch + 7 {
+		ch := "dev"
+		if i%5 == 0 {
+			ch = "ops" // not mirrored: gaps in dev's sequences
+		} else {
+			n++
+		}
+		msg := channel.Message{ID: channel.NewID("bob", time.Now(), fmt.Sprintf("%04x", i%0x10000)), SessionID: ch, From: "bob", To: "alice", Content: channel.Content{Text: "m"}}
+		if err := m.bus.PublishMessage(ctx, &msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.start(t)
+	if got := fileCount(t, h.root().Channel("dev"), "msg-"); got != n {
+		t.Fatalf("%d files after catching up, want %d", got, n)
+	}
+	js, err := jetstream.New(m.bus.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, natsbus.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st mirrorState
+	data := readFile(filepath.Join(h.state, MirrorStateFile))
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if last := s.CachedInfo().State.LastSeq; st.StreamSeq != last {
+		t.Fatalf("position %d, the stream's last %d", st.StreamSeq, last)
+	}
+}
+
+// TestMirrorNoDirect: on a stream that does not allow direct gets (made
+// by collab nats init before it set allow_direct), the mirror and Follow
+// stop at once with an error that names the fix.
+func TestMirrorNoDirect(t *testing.T) {
+	m := newMount(t)
+	h := newRemote(t, m)
+	js, err := jetstream.New(m.bus.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, natsbus.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	mr, err := NewMirror(MirrorConfig{Client: h.client, Channels: []string{"dev"}, Dir: h.dir(), Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(h.dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"mirror": mr.Run(ctx),
+		"follow": h.client.Follow(ctx, "dev", time.Now(), nil, func(channel.Message) error { return nil }),
+	} {
+		if !errors.Is(err, natsbus.ErrNoDirect) || !strings.Contains(err.Error(), "collab nats init") {
+			t.Errorf("%s: %v, want natsbus.ErrNoDirect naming collab nats init", name, err)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the mirror or Follow waited for the end of its context")
+	}
+}
+
 // BenchmarkMirrorIn: a mirror that was away while 1,000 messages arrived
-// mirrors them from the stream (an ordered consumer from its position, a
-// file each).
+// mirrors them from the stream (direct gets from its position, a file
+// each).
 func BenchmarkMirrorIn(b *testing.B) {
 	const n = 1000
 	m := newMount(b)
