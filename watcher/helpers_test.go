@@ -23,6 +23,7 @@ import (
 	"collab/internal/agent/jobs"
 	"collab/internal/agent/modelcli"
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/syncbuf"
 	"collab/presence"
 	"collab/watcher"
 )
@@ -37,22 +38,7 @@ const (
 )
 
 // syncBuffer is a log sink shared by the watcher's goroutines and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer struct{ syncbuf.Buffer }
 
 // records returns the JSON log records written so far.
 func (s *syncBuffer) records() []map[string]any {

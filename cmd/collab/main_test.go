@@ -7,8 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"collab/internal/testsupport/syncbuf"
 )
 
 // result is what one run of the command printed and its exit code.
@@ -39,22 +40,7 @@ func runCollabCtx(t testing.TB, ctx context.Context, env map[string]string, stdi
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // filesUnder lists every file and folder under dir, relative to it.
 // filesUnder lists what is under dir but the empty channels/ folder a

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"collab/internal/plumbing/tree"
+	"collab/internal/testsupport/syncbuf"
 )
 
 // localRequest is a request as http.Server hands it to the handler when
@@ -438,19 +438,4 @@ func TestInternalErrorSaysNothing(t *testing.T) {
 }
 
 // syncBuf is a log a server writes from its handlers' goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuf = syncbuf.Buffer

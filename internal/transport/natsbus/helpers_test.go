@@ -1,11 +1,9 @@
 package natsbus_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"collab/channel"
 	"collab/internal/plumbing/tree"
 	"collab/internal/testsupport/natstest"
+	"collab/internal/testsupport/syncbuf"
 	"collab/internal/transport/natsbus"
 )
 
@@ -26,22 +25,7 @@ func startServer(t *testing.T, jetStream bool, mutate func(*server.Options)) *te
 }
 
 // logBuffer collects a logger's output; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer = syncbuf.Buffer
 
 func newLogger() (*slog.Logger, *logBuffer) {
 	lb := &logBuffer{}

@@ -24,28 +24,14 @@ import (
 	"collab/internal/identity/signing"
 	"collab/internal/plumbing/tree"
 	"collab/internal/testsupport/natstest"
+	"collab/internal/testsupport/syncbuf"
 	"collab/internal/transport/bridge"
 	"collab/internal/transport/natsbus"
 	"collab/presence"
 )
 
 // logBuf is a slog handler's output a test reads.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuf = syncbuf.Buffer
 
 // mount is a tree on the local disk standing for the mount, with a bridge
 // and its stream publisher on an embedded JetStream server; alice (the
