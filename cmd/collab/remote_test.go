@@ -355,8 +355,9 @@ func TestRemoteCannotPostAsAnother(t *testing.T) {
 }
 
 // TestRemoteScopedUser: with deploy/nats/accounts.conf, the remote agent's
-// own user (its subjects, its inbox prefix, the stream's consumer API)
-// is enough for send, read --follow, who and status --remote.
+// own user in its own account (its subjects, its inbox prefix, the
+// stream's info and direct gets imported from the team's account) is
+// enough for send, read --follow, who and status --remote.
 func TestRemoteScopedUser(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nats.conf")
 	if err := os.WriteFile(path, []byte(natstest.AccountsConf(t, "rem")), 0o600); err != nil {

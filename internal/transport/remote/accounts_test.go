@@ -20,12 +20,12 @@ import (
 )
 
 // accountsServer runs a JetStream server with deploy/nats/accounts.conf's
-// users (remote agents alice and bob) and the stream CHAT, made by the
-// team's user, whose JetStream it returns.
+// accounts (remote agents alice, bob and r2-d2, each in its own) and the
+// stream CHAT, made by the team's user, whose JetStream it returns.
 func accountsServer(t *testing.T) (url string, team jetstream.JetStream) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "nats.conf")
-	if err := os.WriteFile(path, []byte(natstest.AccountsConf(t, "alice", "bob")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(natstest.AccountsConf(t, "alice", "bob", "r2-d2")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	parsed, err := server.ProcessConfigFile(path)
@@ -88,12 +88,16 @@ func consumerNames(t *testing.T, team jetstream.JetStream) map[string]jetstream.
 }
 
 // TestAccountsConsumers: with deploy/nats/accounts.conf, a remote agent
-// (alice) can make no consumer of the stream at all (durable, ephemeral,
-// push to bob's kill subject, by any API, under any name, her old
-// AGENT-cN ones too), nor look at, read or delete one the team made, nor
-// change the stream. Each refusal is the server's permissions violation,
-// and the stream's consumers are checked after it. What she may do of
-// JetStream, the stream's info and direct gets, works.
+// (alice, in her own account REMOTE-alice, which imports from the team's
+// account COLLAB) can make no consumer of the stream at all (durable,
+// ephemeral, push to bob's kill subject, by any API, under any name, her
+// old AGENT-cN ones too), nor look at, read or delete one the team made,
+// nor change the stream, nor ask for the JetStream account info her
+// account imports only to keep the server from answering for it, nor send
+// bob's bridge requests. Each refusal is the server's permissions
+// violation, and the stream's consumers are checked after it. What she
+// may do of JetStream, the stream's info and direct gets through her
+// account's imports, works.
 func TestAccountsConsumers(t *testing.T) {
 	url, team := accountsServer(t)
 	// A consumer of the team's, which alice must not touch.
@@ -146,6 +150,9 @@ func TestAccountsConsumers(t *testing.T) {
 		{"updating the stream", "$JS.API.STREAM.UPDATE.CHAT", []byte(`{"name":"CHAT","subjects":["collab.chat.>"],"allow_direct":false}`)},
 		{"purging the stream", "$JS.API.STREAM.PURGE.CHAT", []byte(`{}`)},
 		{"deleting a message", "$JS.API.STREAM.MSG.DELETE.CHAT", []byte(`{"seq":1}`)},
+		{"the account's JetStream info", "$JS.API.INFO", nil},
+		{"a direct get of the last message by subject", "$JS.API.DIRECT.GET.CHAT." + natsbus.ChatSubject("dev"), nil},
+		{"bob's bridge requests", "collab.bridge.v1.post.bob", []byte(`{}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := consumerNames(t, team)
@@ -197,6 +204,69 @@ func TestAccountsConsumers(t *testing.T) {
 	case err := <-errs:
 		t.Fatalf("what alice may do: %v", err)
 	default:
+	}
+}
+
+// TestAccountsConnectionCap: each remote agent's account caps its
+// connections (limits { max_connections } of the template): alice's
+// connection after the cap is refused with the server's error, while bob
+// and r2-d2, whose accounts are their own, and the team still connect.
+func TestAccountsConnectionCap(t *testing.T) {
+	url, _ := accountsServer(t)
+	max := natstest.RemoteMaxConnections(t)
+	if max < 1 || max > 64 {
+		t.Fatalf("max_connections %d in the template", max)
+	}
+	for range max {
+		remoteConn(t, url, "alice")
+	}
+	nc, err := nats.Connect(url, nats.UserInfo("remote-alice", "pw-remote-alice"), nats.NoReconnect())
+	if err == nil {
+		nc.Close()
+		t.Fatalf("alice's connection %d was accepted", max+1)
+	}
+	if !errors.Is(err, nats.ErrMaxAccountConnectionsExceeded) {
+		t.Fatalf("alice's connection %d: %v, want %v", max+1, err, nats.ErrMaxAccountConnectionsExceeded)
+	}
+	for _, user := range []string{"remote-bob", "remote-r2-d2", "collab"} {
+		nc, err := nats.Connect(url, nats.UserInfo(user, "pw-"+user))
+		if err != nil {
+			t.Fatalf("%s with alice at her cap: %v", user, err)
+		}
+		nc.Close()
+	}
+}
+
+// TestAccountsExportsForOneAccount: COLLAB's exports name the one account
+// each is for, so a server whose configuration has another account import
+// them does not start: bob's account importing alice's bridge subject, or
+// an account no agent's importing the channels.
+func TestAccountsExportsForOneAccount(t *testing.T) {
+	for _, tc := range []struct{ name, account, imports string }{
+		{"bob imports alice's bridge subject", "REMOTE-bob", `{ service: { account: COLLAB, subject: "collab.bridge.v1.*.alice" } }`},
+		{"bob imports alice's bridge subject for post", "REMOTE-bob", `{ service: { account: COLLAB, subject: "collab.bridge.v1.post.alice" } }`},
+		{"another account imports the channels", "OTHER", `{ stream: { account: COLLAB, subject: "collab.chat.>" } }`},
+		{"another account imports direct gets", "OTHER", `{ service: { account: COLLAB, subject: "$JS.API.DIRECT.GET.CHAT" } }`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf := natstest.AccountsConf(t, "alice", "bob")
+			if tc.account == "OTHER" {
+				at := strings.Index(conf, "REMOTE-bob {")
+				conf = conf[:at] + "OTHER { imports: [ " + tc.imports + " ] }\n" + conf[at:]
+			} else {
+				at := strings.Index(conf, tc.account+" {")
+				at += strings.Index(conf[at:], "imports: [") + len("imports: [")
+				conf = conf[:at] + "\n" + tc.imports + "\n" + conf[at:]
+			}
+			path := filepath.Join(t.TempDir(), "nats.conf")
+			if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := server.ProcessConfigFile(path)
+			if err == nil || !strings.Contains(err.Error(), "not authorized") {
+				t.Fatalf("accounts.conf with %s: %v, want not authorized", tc.imports, err)
+			}
+		})
 	}
 }
 

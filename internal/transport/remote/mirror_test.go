@@ -49,8 +49,8 @@ type mount struct {
 func newMount(t testing.TB) *mount { return newMountAs(t, false) }
 
 // newMountAs: with accounts, the server has deploy/nats/accounts.conf's
-// users (alice a remote agent), the bridge connects as "bridge", and
-// newRemote as "remote-alice".
+// accounts (alice a remote agent, in her account REMOTE-alice), the bridge
+// connects as "bridge", and newRemote as "remote-alice".
 func newMountAs(t testing.TB, accounts bool) *mount {
 	t.Helper()
 	m := &mount{root: tree.Root(t.TempDir()), keys: map[string]*signing.Signer{}}
@@ -500,9 +500,10 @@ func FuzzMirrorPut(f *testing.F) {
 	})
 }
 
-// TestMirrorAccounts: with the remote agent's permissions of
-// deploy/nats/accounts.conf, the mirror creates and reads its consumer,
-// copies the keyring, and carries a reply and its kill requests.
+// TestMirrorAccounts: as the remote agent's user of
+// deploy/nats/accounts.conf (in its own account, with what it imports from
+// COLLAB), the mirror reads the stream with direct gets, copies the
+// keyring, and carries a reply and its kill requests.
 func TestMirrorAccounts(t *testing.T) {
 	m := newMountAs(t, true)
 	h := newRemote(t, m)
