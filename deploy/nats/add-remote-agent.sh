@@ -3,7 +3,7 @@
 #   deploy/nats/add-remote-agent.sh AGENT [MAX_CONNECTIONS]
 # Two parts: COLLAB's exports to the agent's account (paste them into
 # COLLAB's exports list) and the agent's account REMOTE-AGENT (paste it
-# into the accounts block, next to COLLAB). MAX_CONNECTIONS (default 4) is
+# into the accounts block, next to COLLAB). MAX_CONNECTIONS (default 16) is
 # the agent's connection cap: every collab process on its host (a watcher,
 # an MCP server, read --follow, each command while it runs) holds one, and
 # the server refuses the next. Then set COLLAB_REMOTE_<AGENT>_PASSWORD in
@@ -12,7 +12,7 @@
 set -eu
 here=$(dirname "$0")
 agent=${1:-}
-max=${2:-4}
+max=${2:-16}
 usage="usage: $0 AGENT [MAX_CONNECTIONS] (AGENT: 1-64 letters, digits, '_' and '-', not starting with '-'; MAX_CONNECTIONS: 1-9999)"
 case $agent in
 '' | -* | *[!A-Za-z0-9_-]*) echo "$usage" >&2; exit 2 ;;

@@ -23,7 +23,7 @@ func TestAddRemoteAgent(t *testing.T) {
 		return string(out), err
 	}
 	for _, tc := range []struct{ agent, max, want string }{
-		{"r2-d2", "", "max_connections: 4"},
+		{"r2-d2", "", "max_connections: 16"},
 		{"agent_7", "9", "max_connections: 9"},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
@@ -46,7 +46,7 @@ func TestAddRemoteAgent(t *testing.T) {
 			}
 			account = strings.ReplaceAll(account, variable, `"pw-remote-`+tc.agent+`"`)
 			conf := AccountsConf(t, tc.agent)
-			if !strings.Contains(conf, exports) || !strings.Contains(conf, strings.Replace(account, tc.want, "max_connections: 4", 1)) {
+			if !strings.Contains(conf, exports) || !strings.Contains(conf, strings.Replace(account, tc.want, "max_connections: 16", 1)) {
 				t.Fatalf("the script's parts are not AccountsConf's:\n%s", out)
 			}
 			// Pasted in by hand: after the markers' lines.
