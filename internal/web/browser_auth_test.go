@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,18 @@ import (
 // who is signed in) or the sign-in page, and says which: "signed in as
 // NAME" or "sign-in page".
 func pageState(ctx context.Context) (string, error) {
+	for try := 0; ; try++ {
+		got, err := pollState(ctx)
+		// The page's execution context was replaced under the poll (a
+		// navigation that was still settling): ask the new one.
+		if err != nil && strings.Contains(err.Error(), "Cannot find context with specified id") && try < 5 {
+			continue
+		}
+		return got, err
+	}
+}
+
+func pollState(ctx context.Context) (string, error) {
 	return chromedp.Run(ctx, chromedp.Poll[string](
 		`(() => { const who = document.querySelector("form.who strong");
 		  if (who) return "signed in as " + who.textContent;
