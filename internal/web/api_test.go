@@ -27,6 +27,18 @@ func post(t *testing.T, root tree.Root, ch, from, to, text string) *channel.Mess
 	return m
 }
 
+// postAt is post with the message named and dated at: tests that need
+// two messages in a known order post them a second apart (ids within one
+// second sort by their random suffix).
+func postAt(t *testing.T, root tree.Root, ch, from, to, text string, at time.Time) *channel.Message {
+	t.Helper()
+	m := &channel.Message{SessionID: ch, From: from, To: to, Type: "chat", Content: channel.Content{Text: text}}
+	if err := (&channel.Writer{Root: root, Now: func() time.Time { return at }}).Post(m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestAPIChannels(t *testing.T) {
 	ts := newTestServer(t, Config{})
 	code, body := ts.do(t, "GET", "/api/channels", "")

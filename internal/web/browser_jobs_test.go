@@ -45,7 +45,8 @@ func TestBrowserJobEvents(t *testing.T) {
 		chromedp.WaitVisible(list),
 		htmxReady(list),
 		count(1)); err != nil {
-		t.Fatal(err)
+		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#events-` + id + `") ? document.querySelector("#events-` + id + `").outerHTML : document.body.innerHTML.slice(0, 3000)`))
+		t.Fatalf("%v\n%s", err, html)
 	}
 	rec.Event(modelcli.Event{Kind: modelcli.EventToolCall, Tool: "Read", Text: "internal/lease/renew.go"})
 	rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: "The renewal races the expiry check; <b>two</b> nits."})

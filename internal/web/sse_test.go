@@ -201,10 +201,16 @@ func TestStreamsFrameUntrustedText(t *testing.T) {
 		json bool
 	}
 	var n int
-	chanPost := func(t *testing.T) [2]string {
-		a := post(t, ts.root, "dev", "mallory", "all", poison)
-		b := post(t, ts.root, "dev", "bob", "all", "marker")
-		return [2]string{a.Key(), b.Key()}
+	// The marker a second after the poison, in a channel of its own per
+	// stream: ids within one second sort by sender and suffix, which
+	// would put bob's marker first.
+	chanPost := func(ch string) func(t *testing.T) [2]string {
+		return func(t *testing.T) [2]string {
+			at := time.Now()
+			a := postAt(t, ts.root, ch, "mallory", "all", poison, at)
+			b := postAt(t, ts.root, ch, "bob", "all", "marker", at.Add(time.Second))
+			return [2]string{a.Key(), b.Key()}
+		}
 	}
 	jobPost := func(t *testing.T) [2]string {
 		rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: poison})
@@ -213,8 +219,8 @@ func TestStreamsFrameUntrustedText(t *testing.T) {
 		return [2]string{fmt.Sprint(n - 2), fmt.Sprint(n - 1)}
 	}
 	for _, tc := range []stream{
-		{"api channel", "/api/channels/dev/events", chanPost, true},
-		{"page channel", "/c/dev/events", chanPost, false},
+		{"api channel", "/api/channels/dev/events", chanPost("dev"), true},
+		{"page channel", "/c/ops/events", chanPost("ops"), false},
 		{"api job", "/api/agents/coder/jobs/" + job + "/events?from=", jobPost, true},
 		{"page job", "/agents/coder/jobs/" + job + "/events?from=", jobPost, false},
 	} {
@@ -304,8 +310,9 @@ func TestStreamsResumeAtARealPosition(t *testing.T) {
 	if got := c.until(t, func(dispatched) bool { return true }); got[0].id != "2" {
 		t.Errorf("job resumed at %q, want event 2", got)
 	}
-	seen := post(t, ts.root, "dev", "bob", "all", "seen")
-	missed := post(t, ts.root, "dev", "bob", "all", "missed")
+	at := time.Now().Add(-time.Minute)
+	seen := postAt(t, ts.root, "dev", "bob", "all", "seen", at)
+	missed := postAt(t, ts.root, "dev", "bob", "all", "missed", at.Add(time.Second))
 	c = ts.openSSE(t, "/c/dev/events", http.Header{"Last-Event-Id": {seen.Key()}})
 	if got := c.until(t, func(dispatched) bool { return true }); got[0].id != missed.Key() {
 		t.Errorf("channel resumed at %q, want %s", got, missed.Key())
