@@ -45,7 +45,7 @@ func TestBrowserJobEvents(t *testing.T) {
 		chromedp.WaitVisible(list),
 		htmxReady(list),
 		count(1)); err != nil {
-		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#events-` + id + `") ? document.querySelector("#events-` + id + `").outerHTML : document.body.innerHTML.slice(0, 3000)`))
+		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#events-`+id+`") ? document.querySelector("#events-`+id+`").outerHTML : document.body.innerHTML.slice(0, 3000)`))
 		t.Fatalf("%v\n%s", err, html)
 	}
 	rec.Event(modelcli.Event{Kind: modelcli.EventToolCall, Tool: "Read", Text: "internal/lease/renew.go"})
