@@ -59,6 +59,13 @@ func (g *groupTree) key(t *testing.T, a accounts.Account, agent, file string) st
 	return strings.TrimSpace(strings.SplitN(g.run(t, a, args...), "\n", 2)[0])
 }
 
+// trustedKey makes agent's key as a (at the default path) and has the
+// admin trust it.
+func (g *groupTree) trustedKey(t *testing.T, a accounts.Account, agent string) {
+	t.Helper()
+	g.run(t, g.s.Admin, "key", "trust", agent, g.key(t, a, agent, ""))
+}
+
 // watch starts collab watch for agent on channel dev as a, with the fake
 // CLI, and waits until its presence says this process is awake.
 func (g *groupTree) watch(t *testing.T, a accounts.Account, agent string, flags ...string) *watcherProc {
@@ -89,8 +96,7 @@ func TestGroupMemberCannotMoveTheKeyring(t *testing.T) {
 		t.Errorf("mv keys: %v: %s", err, errOut)
 	}
 
-	alice := g.key(t, s.Admin, "alice", "")
-	g.run(t, s.Admin, "key", "trust", "alice", alice)
+	g.trustedKey(t, s.Admin, "alice")
 	evilKey := filepath.Join(s.Mallory.Home, "evil.key")
 	evil := g.key(t, s.Mallory, "alice", evilKey)
 	g.watch(t, s.Agent, "codex")
@@ -149,8 +155,7 @@ func TestGroupMemberCannotPlantAnOutboxEntry(t *testing.T) {
 	g := newGroupTree(t)
 	s := g.s
 	root := tree.Root(g.root)
-	codexPub := g.key(t, s.Agent, "codex", "")
-	g.run(t, s.Admin, "key", "trust", "codex", codexPub)
+	g.trustedKey(t, s.Agent, "codex")
 	w := g.watch(t, s.Agent, "codex")
 	first := strings.TrimSpace(g.run(t, s.Admin, "send", "--root", g.root, "--agent", "ann", "--channel", "dev", "--to", "codex", "hello"))
 	waitFor(t, func() bool { return len(replies(t, g.root, "dev", "codex")[first]) == 1 })
@@ -263,8 +268,7 @@ func TestVerifyFindsAForgedClaim(t *testing.T) {
 	g := newGroupTree(t)
 	s := g.s
 	root := tree.Root(g.root)
-	codexPub := g.key(t, s.Agent, "codex", "")
-	g.run(t, s.Admin, "key", "trust", "codex", codexPub)
+	g.trustedKey(t, s.Agent, "codex")
 	id := strings.TrimSpace(g.run(t, s.Admin, "send", "--root", g.root, "--agent", "ann", "--channel", "dev", "--to", "codex", "please"))
 	if out := g.run(t, s.Admin, "verify", "--channel", "dev"); !strings.Contains(out, "1 unsigned") {
 		t.Fatalf("verify before: %s", out)

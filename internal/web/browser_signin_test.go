@@ -106,15 +106,7 @@ func TestBrowserSignInWithToken(t *testing.T) {
 		t.Fatalf("a sent message did not appear live: %v", err)
 	}
 	text := "Thanks, merging."
-	if err := chromedp.Do(ctx,
-		htmxReady("#post"),
-		chromedp.SendKeys("#post-text", text, chromedp.NodeVisible),
-		chromedp.Click(`#post button[type="submit"]`, chromedp.NodeVisible)); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitText(ctx, text); err != nil {
-		t.Fatalf("the posted message did not appear: %v", err)
-	}
+	postFromPage(t, ctx, text)
 	msgs, _, _, err := channel.Newest(root, "review", 10, nil, func(m *channel.Message) bool { return m.Content.Text == text })
 	if err != nil || len(msgs) != 1 || msgs[0].From != "bob" {
 		t.Errorf("posted from the page: %s (%v), want one message from bob", fmt.Sprint(msgs), err)

@@ -63,6 +63,21 @@ func browser(t *testing.T) (context.Context, *console) {
 	return ctx, c
 }
 
+// postFromPage types text into the page's post box, sends it, and waits
+// until it comes back through the event stream.
+func postFromPage(t *testing.T, ctx context.Context, text string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		htmxReady("#post"),
+		chromedp.SendKeys("#post-text", text, chromedp.NodeVisible),
+		chromedp.Click(`#post button[type="submit"]`, chromedp.NodeVisible)); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitText(ctx, text); err != nil {
+		t.Fatalf("the posted message did not appear: %v", err)
+	}
+}
+
 // console is what the pages wrote to the browser's console.
 type console struct {
 	mu   sync.Mutex
@@ -239,15 +254,7 @@ func TestBrowserChannel(t *testing.T) {
 	// Posting from the page writes a message signed by ann; it comes back
 	// through the event stream.
 	text := "Thanks both: docs are in, go ahead."
-	if err := chromedp.Do(ctx,
-		htmxReady("#post"),
-		chromedp.SendKeys("#post-text", text, chromedp.NodeVisible),
-		chromedp.Click(`#post button[type="submit"]`, chromedp.NodeVisible)); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitText(ctx, text); err != nil {
-		t.Fatalf("the posted message did not appear: %v", err)
-	}
+	postFromPage(t, ctx, text)
 	msgs, _, _, err := channel.Newest(d.root, "review", 10, nil, func(m *channel.Message) bool { return m.Content.Text == text })
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("posted message in the channel: %d found (%v), want 1", len(msgs), err)
