@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"collab/internal/identity/keyring"
 	"collab/internal/plumbing/safedir"
 	"collab/internal/plumbing/tree"
 	"collab/internal/workspace/sessions"
@@ -193,7 +194,7 @@ var ErrStopNotAllowed = errors.New("workflow: not allowed to stop this instance"
 // dashboard and the running instance (by the stop file's owner) all ask
 // it.
 func MayStop(root tree.Root, runner, uid int) error {
-	if uid == runner || uid == 0 || uid == owner(string(root)) {
+	if uid == runner || uid == 0 || uid == keyring.Owner(string(root)) {
 		return nil
 	}
 	return fmt.Errorf("%w: it runs as uid %d; only that account, root or the tree's owner may stop it", ErrStopNotAllowed, runner)
@@ -208,17 +209,6 @@ func RunnerOf(r Record) int {
 	return r.file.UID
 }
 
-func owner(path string) int {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return -1
-	}
-	uid, _, ok := safedir.Ownership(fi)
-	if !ok {
-		return -1
-	}
-	return uid
-}
 
 // StopNameBy is the name in ROOT/workflows of the stop file that the
 // account uid writes for an instance: one per account, so that no
@@ -246,7 +236,7 @@ func RequestStop(root tree.Root, name, instance string, data []byte) error {
 // collabs write, by whoever owns it.
 func stopFiles(root tree.Root, name, instance string, runner int) []string {
 	files := []string{StopName(name, instance)}
-	for _, uid := range []int{runner, 0, owner(string(root))} {
+	for _, uid := range []int{runner, 0, keyring.Owner(string(root))} {
 		if f := StopNameBy(name, instance, uid); uid >= 0 && !slices.Contains(files, f) {
 			files = append(files, f)
 		}

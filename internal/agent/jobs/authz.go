@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
 
 	"collab/internal/agent/modelcli"
 	"collab/internal/identity/keyring"
@@ -130,11 +128,8 @@ func Runner(root tree.Root, agent, id string) int {
 
 // owner returns the uid that owns the file of fi, or -1.
 func owner(fi fs.FileInfo) int {
-	switch st := fi.Sys().(type) {
-	case *syscall.Stat_t:
-		return int(st.Uid)
-	case *unix.Stat_t:
-		return int(st.Uid)
+	if uid, _, ok := safedir.Ownership(fi); ok {
+		return uid
 	}
 	return -1
 }

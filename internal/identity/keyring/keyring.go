@@ -585,8 +585,8 @@ func Owner(path string) int {
 	if err != nil {
 		return -1
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid)
+	if uid, _, ok := safedir.Ownership(fi); ok {
+		return uid
 	}
 	return -1
 }

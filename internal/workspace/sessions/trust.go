@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"syscall"
+
+	"collab/internal/plumbing/safedir"
 )
 
 // RecordPerm is the mode records are written with: the umask can take
@@ -57,8 +58,8 @@ func (st FileStat) Set() bool { return st.set }
 // (safedir's ReadFile gives it).
 func StatOf(fi fs.FileInfo) FileStat {
 	st := FileStat{UID: -1, Mode: fi.Mode(), set: true}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.UID, st.Links = int(sys.Uid), uint64(sys.Nlink)
+	if uid, links, ok := safedir.Ownership(fi); ok {
+		st.UID, st.Links = uid, links
 	}
 	return st
 }
