@@ -91,7 +91,7 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		fmt.Fprintf(stdout, "%s %-8s %s\n", f.Mode, f.Group, f.Path)
 	}
 	if gid >= 0 {
-		fmt.Fprintln(stdout, "Run agents with umask 002 so the files they write are group-writable too.")
+		fmt.Fprintln(stdout, "Each agent's files are writable by its own account alone; the folders are the group's, sticky (docs/ is everyone's).")
 	}
 	return nil
 }

@@ -39,8 +39,8 @@ func TestInitGroup(t *testing.T) {
 	if fi, err := os.Stat(tree.Root(root).Keys()); err != nil || fi.Mode().Perm()&0o022 != 0 {
 		t.Errorf("keyring folder after init --group: %v, %v; want it writable by its owner only", fi, err)
 	}
-	if !strings.Contains(r.stdout, "umask 002") {
-		t.Errorf("no umask hint in:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "writable by its own account alone") {
+		t.Errorf("no word on who may write what in:\n%s", r.stdout)
 	}
 	// A channel the watcher or send makes later belongs to the group too.
 	r = runCollab(t, nil, "", "send", "--root", root, "--agent", "ann", "--channel", "dev", "hello")
