@@ -1,4 +1,4 @@
-module collab
+module github.com/collabdev/collab
 
 go 1.26.8
 

@@ -3,7 +3,7 @@ package channel
 import (
 	"strings"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // IsFor reports whether m is addressed to agent (SPEC §3). A message from

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // onNewestRead, when set (by tests), is called with each file Newest reads.

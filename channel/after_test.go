@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // oldAndNew writes old messages, one a second from t0, then the new ones

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Archive moves the messages of a channel named before the given time into

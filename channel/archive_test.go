@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestArchive: messages named before the cut-off move, unchanged, to

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // BenchmarkPost measures Writer.Post into a channel on the temp folder's

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // TestCursorAdd: Add moves the floor as a Reader does (the newest name, or

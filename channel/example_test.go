@@ -5,8 +5,8 @@ import (
 	"log"
 	"os"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Post a message into a channel, then read the channel with a Reader: the

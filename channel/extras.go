@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 // A message's extras are the fields its signature does not cover: the

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/testsupport/keytest"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/testsupport/keytest"
 )
 
 // TestStripUnsigned: a reader acts on the fields a signed message's

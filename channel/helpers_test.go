@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/tmpfs"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/tmpfs"
 )
 
 // t0 is the fixed "now" of most tests.

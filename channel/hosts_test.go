@@ -10,9 +10,9 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
 )
 
 // TestTwoHosts models two hosts sharing one folder with two bindfs mounts

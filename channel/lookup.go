@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Lookup reads the message with the given id from a channel.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/jsonobj"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/jsonobj"
 )
 
 // MaxMessageSize is the default size limit of a message file.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // ErrNotMessageName is returned by ParseName for a name that is not a

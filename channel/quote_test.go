@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 func TestQuote(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 func TestScanReturnsEachMessageOnceInOrder(t *testing.T) {

@@ -3,7 +3,7 @@ package channel
 import (
 	"encoding/json"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // The metadata extensions collab writes (SPEC §2 lets metadata carry more

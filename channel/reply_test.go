@@ -3,7 +3,7 @@ package channel_test
 import (
 	"testing"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 func TestReply(t *testing.T) {

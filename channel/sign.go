@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 // KindMessage is the payload kind of a signed message.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // SinceMargin is how far before a since point a message may be named and

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // FuzzNewestSince: any since is read as a message id or a time, or

@@ -6,10 +6,10 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/randhex"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // ErrTooLarge is returned when a message is larger than the size limit.

@@ -3,7 +3,7 @@ package presence
 import (
 	"testing"
 
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 // TestBacklogSigned: backlog and oldest_unanswered round-trip and are

@@ -83,11 +83,11 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/agentfiles"
-	"collab/internal/plumbing/jsonobj"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/agentfiles"
+	"github.com/collabdev/collab/internal/plumbing/jsonobj"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // The values of the state field.

@@ -14,7 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 var now = time.Date(2026, 1, 11, 16, 30, 0, 0, time.UTC)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 // Kind is the payload kind of a signed heartbeat.

@@ -4,9 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // signedSetup returns a tree, alice's signer and a verifier trusting her key.

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/tmpfs"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/tmpfs"
 )
 
 // A failed heartbeat write leaves the previous heartbeat whole and no temp

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestAllowGrantsDenied: a question with permission rules (Claude Code's

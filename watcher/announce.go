@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // announcer hands the messages the watcher posted to the Publisher from a

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // hungPublisher blocks every message publish until released, ignoring its

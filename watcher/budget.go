@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/modelcli"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/presence"
 )
 
 // maxUnpriced bounds the models warned about for having no price.

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/agent/modelcli/codex"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
-	"collab/watcher"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli/codex"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
+	"github.com/collabdev/collab/watcher"
 )
 
 // codexTranscript is a recorded `codex exec --json` run: it reports

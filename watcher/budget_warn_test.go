@@ -3,12 +3,12 @@ package watcher_test
 import (
 	"testing"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/agent/modelcli/claude"
-	"collab/internal/agent/modelcli/codex"
-	"collab/internal/agent/modelcli/gemini"
-	"collab/internal/plumbing/tree"
-	"collab/watcher"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli/claude"
+	"github.com/collabdev/collab/internal/agent/modelcli/codex"
+	"github.com/collabdev/collab/internal/agent/modelcli/gemini"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/watcher"
 )
 
 // TestBudgetNoCostWarning: a budget with a CLI that reports neither cost

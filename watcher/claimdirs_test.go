@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"collab/internal/agent/claim"
-	"collab/internal/delivery"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // countingDirs is claim.Files under another root that counts its opens.

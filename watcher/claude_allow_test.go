@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/agent/modelcli/claude"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli/claude"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // TestRealClaudeAllow runs the real Claude Code against the fake model: a

@@ -9,11 +9,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // TestCLIFailures runs a real CLI process that fails in the ways a model

@@ -7,13 +7,13 @@ import (
 	"os"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/agent/pricing"
-	"collab/internal/agent/prompt"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/pricing"
+	"github.com/collabdev/collab/internal/agent/prompt"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Config is a watcher's configuration. Zero durations and counts take the

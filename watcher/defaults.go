@@ -3,7 +3,7 @@ package watcher
 import (
 	"time"
 
-	"collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/claim"
 )
 
 // The defaults of [Config]: a zero field takes these. cmd/collab's flags

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/agent/modelcli"
-	"collab/internal/delivery"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/bindfstest"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/presence"
 )
 
 // statusOf is the delivery status of message m for agent.

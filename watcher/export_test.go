@@ -3,7 +3,7 @@ package watcher
 import (
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // The package's tests beat fast: 50 ms heartbeats keep them short.

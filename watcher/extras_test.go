@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestAwaitReplyAddedAfterSigning: the watcher passes over a reply to a

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
-	"collab/watcher"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/watcher"
 )
 
 // TestFSNotifyWakes: Watch wakes once its watches are in place (a file

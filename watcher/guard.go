@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/delivery"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/delivery"
 )
 
 // A guard notice is a message of type noticeType, to "all" (it wakes no

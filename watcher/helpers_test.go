@@ -18,14 +18,14 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/syncbuf"
-	"collab/presence"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/syncbuf"
+	"github.com/collabdev/collab/presence"
+	"github.com/collabdev/collab/watcher"
 )
 
 const (

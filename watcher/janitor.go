@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
 // janitorEvery is how often the janitor sweeps after its first sweep.

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/claim"
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
 )
 
 // TestKillJobFromAnotherHost: `collab jobs kill` on another host (a second

@@ -10,13 +10,13 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/natstest"
-	"collab/internal/transport/natsbus"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/watcher"
 )
 
 // startNATS starts a nats-server with JetStream embedded in the test, on a

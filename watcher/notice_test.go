@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/randhex"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/accounts"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/accounts"
 )
 
 // noticer is the agent whose watcher writes the notices in these tests;

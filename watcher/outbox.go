@@ -15,11 +15,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/plumbing/randhex"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // The outbox (ROOT/state/AGENT/outbox, tree.Root.Outbox) keeps replies the

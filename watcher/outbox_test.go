@@ -12,13 +12,13 @@ import (
 	"syscall"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/tmpfs"
-	"collab/presence"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/tmpfs"
+	"github.com/collabdev/collab/presence"
+	"github.com/collabdev/collab/watcher"
 )
 
 // flakyDisk writes messages like a channel.Writer, except that while full

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/plumbing/proc"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/presence"
 )
 
 // setPresence writes the agent's heartbeat. what is presence.SubIdle or

@@ -7,10 +7,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/watcher"
 )
 
 // TestRunawayLoops: agents whose CLIs always @mention the next one (a

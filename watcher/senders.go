@@ -1,9 +1,9 @@
 package watcher
 
 import (
-	"collab/channel"
-	"collab/internal/agent/prompt"
-	"collab/internal/identity/lookalike"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/prompt"
+	"github.com/collabdev/collab/internal/identity/lookalike"
 )
 
 // A prompt names each message's sender with what the watcher found of it

@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Session scopes: which messages share one CLI session.

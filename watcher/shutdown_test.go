@@ -9,11 +9,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"collab/internal/agent/claim"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // TestShutdownWithinGrace: cancelled while the CLI works, the watcher lets

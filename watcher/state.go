@@ -10,9 +10,9 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 const stateFile = "watch.json"

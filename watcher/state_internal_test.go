@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 var t0 = time.Date(2026, 1, 11, 16, 30, 0, 0, time.UTC)

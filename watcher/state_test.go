@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestStateRecovery: watch.json damaged between runs (scenario 11) is

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/prompt"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/prompt"
 )
 
 // recent keeps the last messages the watcher read in each channel, in

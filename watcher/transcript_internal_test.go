@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // TestRecent: the transcript memory keeps channel order (name time, JSON

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 // A message addressed to the agent is checked against the trust policy

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 )
 
 // errMaxTurns is wrapped by the error of a run the watcher stopped at

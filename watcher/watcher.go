@@ -11,16 +11,16 @@ import (
 	"sync"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/agent/prompt"
-	"collab/internal/delivery"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/safedir"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/prompt"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/presence"
 )
 
 // Runner runs the model CLI once.

@@ -18,10 +18,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/channel"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // bigReadLimit is read --limit's N in the big channel's figures.
@@ -247,7 +247,7 @@ func (b *bench) standinBinary(ctx context.Context) (string, error) {
 		return b.standin, nil
 	}
 	bin := filepath.Join(b.dir, "bin", "standin")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "collab/demo/standin")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/collabdev/collab/demo/standin")
 	cmd.WaitDelay = 5 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build collab/demo/standin (run from the collab module): %v: %s", err, tail(string(out), 1000))

@@ -16,13 +16,13 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
-	"collab/presence"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/presence"
+	"github.com/collabdev/collab/watcher"
 )
 
 const (

@@ -128,7 +128,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 func main() {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"collab/internal/testsupport/fusemount"
+	"github.com/collabdev/collab/internal/testsupport/fusemount"
 )
 
 // mounts makes bindfs views of a folder, each standing for one host of a

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // collabBinary returns the collab binary to run: the one given, or one
@@ -25,7 +25,7 @@ func (b *bench) collabBinary(ctx context.Context) (string, error) {
 	}
 	bin := filepath.Join(b.dir, "bin", "collab")
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "collab/cmd/collab")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/collabdev/collab/cmd/collab")
 	cmd.WaitDelay = 5 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build collab/cmd/collab (run from the collab module, or use -collab): %v: %s", err, tail(string(out), 1000))

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // ack is a message whose send returned: the ground truth of a run.

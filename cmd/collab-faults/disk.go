@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // diskFull (scenario 4): the tree is a small tmpfs. Messages arrive, then

@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/fusemount"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/fusemount"
 )
 
 // The names every scenario uses.

@@ -156,8 +156,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/fusemount"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/fusemount"
 )
 
 func main() {
@@ -304,7 +304,7 @@ func newHarness(ctx context.Context, o options, dir string, progress io.Writer) 
 	h := &harness{collab: o.collab, self: self, dir: dir, quick: o.quick, seed: o.seed, progress: progress}
 	if h.collab == "" {
 		h.collab = filepath.Join(dir, "collab")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", h.collab, "collab/cmd/collab")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", h.collab, "github.com/collabdev/collab/cmd/collab")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go build collab/cmd/collab (run from the collab module, or use --collab): %v: %s", err, out)
 		}

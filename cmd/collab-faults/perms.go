@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // permissionDenied (scenario 5): the watcher meets EACCES on a message, on

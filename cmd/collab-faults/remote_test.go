@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // TestRemoteCheck proves the remote check can fail: of hand-made sends and

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // watcherPartition (scenario 17).

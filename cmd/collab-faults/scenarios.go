@@ -19,9 +19,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // scenario is one fault and its run.

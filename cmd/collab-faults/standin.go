@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // standinArg, as the first argument, makes this binary the stand-in model

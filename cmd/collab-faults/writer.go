@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // killedWriters (scenario 1): `collab send` processes posting large

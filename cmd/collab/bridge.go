@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"sync"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -10,11 +10,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"collab/channel"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/bridge"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/bridge"
 )
 
 // TestBridgeCommand: collab bridge serves a signed post from a raw NATS

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // The real model CLIs, each run by a collab watcher process against the

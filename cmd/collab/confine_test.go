@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/claim"
-	"collab/internal/agent/jobs"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // TestConfinedTree replaces each folder of the tree by a symbolic link to

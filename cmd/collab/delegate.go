@@ -20,17 +20,17 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
-	"collab/internal/workspace/delegate"
-	"collab/internal/workspace/sessions"
-	"collab/internal/workspace/worktree"
-	"collab/presence"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/workspace/worktree"
+	"github.com/collabdev/collab/presence"
+	"github.com/collabdev/collab/watcher"
 )
 
 // Variables a watcher sets for its CLI so that a delegation made from

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/testsupport/gittest"
+	"github.com/collabdev/collab/internal/testsupport/gittest"
 )
 
 // TestDelegateRefusesARefAsBranch: --branch takes a branch's short name by

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 // TestDelegatedAgentHasItsOwnKey: a delegated agent signs with a key made

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/accounts"
-	"collab/internal/workflow"
-	"collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/accounts"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 // The two-account tests of delegation and workflow records: what collab

@@ -2,10 +2,10 @@ package main
 
 import (
 	"bytes"
-	"collab/internal/workflow"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/collabdev/collab/internal/workflow"
 	"io"
 	"os"
 	"os/exec"
@@ -15,13 +15,13 @@ import (
 	"syscall"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/fakemodel"
-	"collab/internal/testsupport/gittest"
-	"collab/internal/workspace/sessions"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/testsupport/gittest"
+	"github.com/collabdev/collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/presence"
 )
 
 // committingCLI ($FAKE_CLI_COMMIT) commits a file in its working folder

@@ -12,9 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/bridge"
-	"collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
 var docActions = []string{"read", "write", "append", "create", "delete", "list"}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/tamper"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/tamper"
 )
 
 // TestReadJSONUnsignedExtras: read --json shows a signed message's

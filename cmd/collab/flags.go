@@ -26,7 +26,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // The environment variables that more than one command reads.

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/accounts"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/accounts"
 )
 
 // groupTree is a tree made by s.Admin with init --group, and the collab

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
-	"collab/internal/workspace/inbox"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
 func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

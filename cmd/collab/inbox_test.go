@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 func inboxIDs(t *testing.T, out string) (ids []string, prio []string) {

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"syscall"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // runInit creates the tree's folders and, with --group, hands them to a

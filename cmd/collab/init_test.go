@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 func TestInitGroup(t *testing.T) {

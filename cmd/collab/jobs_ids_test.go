@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // twoAgentsOneMessage records a running job of codex and of claude for

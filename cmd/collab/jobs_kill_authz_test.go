@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/accounts"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/accounts"
 )
 
 // TestJobsKillAcrossAccounts: who may kill whose job (jobs.MayKill), as

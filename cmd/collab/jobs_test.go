@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // jobsFixture is a tree with three job records:

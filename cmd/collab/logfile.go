@@ -7,7 +7,7 @@ import (
 	"os"
 	"sync"
 
-	"collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
 // A watcher's log, ROOT/logs/AGENT.log, is rotated by size: when a write

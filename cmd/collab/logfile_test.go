@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestWatchLogRotates: logs/AGENT.log never grows past logMaxBytes; the

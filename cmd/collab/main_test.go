@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/testsupport/syncbuf"
+	"github.com/collabdev/collab/internal/testsupport/syncbuf"
 )
 
 // result is what one run of the command printed and its exit code.

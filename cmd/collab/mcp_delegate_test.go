@@ -12,9 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/gittest"
-	"collab/internal/transport/mcpserver"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/gittest"
+	"github.com/collabdev/collab/internal/transport/mcpserver"
 )
 
 // TestMCPDelegate: `collab mcp`, run in a subfolder of a git repository,

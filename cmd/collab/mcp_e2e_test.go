@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // TestWatchMCPRealCLIs: `collab watch --mcp` with the real claude and codex

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // natsFlags are the connection flags shared by the commands that talk NATS.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"collab/internal/testsupport/bindfstest"
-	"collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
 )
 
 // natsServer starts an embedded nats-server with JetStream and returns its

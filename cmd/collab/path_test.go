@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestWatchPutsCollabOnPath: a watcher whose binary is named collab puts

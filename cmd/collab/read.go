@@ -14,12 +14,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
-	"collab/internal/workflow"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/watcher"
 )
 
 func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -15,13 +15,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/remote"
-	"collab/internal/workspace/inbox"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/remote"
+	"github.com/collabdev/collab/internal/workspace/inbox"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // docRemote is doc --remote: req performed by the bridge.

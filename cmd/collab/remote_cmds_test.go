@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
 // TestRemoteDoc: doc --remote with no mount changes the documents on the

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // TestRemoteWatchMCP: `collab watch --remote --mcp` with the real claude

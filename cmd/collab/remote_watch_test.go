@@ -14,17 +14,17 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/delivery"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/randhex"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/bindfstest"
-	"collab/internal/testsupport/natstest"
-	"collab/internal/transport/remote"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/transport/remote"
+	"github.com/collabdev/collab/presence"
 )
 
 // remoteWatchSetup is a "mounted host" (two bindfs mounts of one tree: the

@@ -10,12 +10,12 @@ import (
 	"slices"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/delivery"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/presence"
 )
 
 // defaultQuiet is how long nothing new may happen in the channel, with

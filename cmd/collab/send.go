@@ -8,13 +8,13 @@ import (
 	"io/fs"
 	"strings"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
-	"collab/internal/workflow"
-	"collab/internal/workspace/delegate"
-	"collab/internal/workspace/registry"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/internal/workspace/registry"
+	"github.com/collabdev/collab/watcher"
 )
 
 func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

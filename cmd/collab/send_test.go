@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // onlyMessage returns the one message in a channel.

@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/web"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/web"
 )
 
 func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/web"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/web"
 )
 
 // serveProcess starts collab serve as a process of its own (the test

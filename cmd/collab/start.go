@@ -12,12 +12,12 @@ import (
 	"syscall"
 	"time"
 
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
-	"collab/internal/workspace/sessions"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/presence"
 )
 
 // envBackgroundChild marks the detached child of collab start --background.

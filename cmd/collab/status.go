@@ -10,11 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"collab/channel"
-	"collab/internal/delivery"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/presence"
 )
 
 func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

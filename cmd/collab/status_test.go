@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/delivery"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // TestStatusCommand: collab status shows a message answered by a real

@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 const taskUsage = `Usage: collab task COMMAND [flags]

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // TestTaskCheckpointTypes: checkpoint takes --type (default progress; an

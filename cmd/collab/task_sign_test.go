@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestTaskSigned: codex, who has a key, signs its task events with --key

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 func TestTaskCommands(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"collab/internal/workspace/task"
-	"collab/internal/workspace/worktree"
+	"github.com/collabdev/collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/workspace/worktree"
 )
 
 // worktreeFlags are the task commands' worktree flags: claim's --worktree,

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/remote"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/remote"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // remoteBoard is a channel's task board through a bridge (task --remote)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // TestRemoteTaskWorktree: with --remote and no mount, claim --worktree

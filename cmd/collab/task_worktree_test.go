@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // taskGitRepo makes a git repository with one commit in a temporary

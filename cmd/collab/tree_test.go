@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // newTree returns a fresh collab tree, as 'collab init' would make it:

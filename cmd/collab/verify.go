@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	"collab/channel"
-	"collab/internal/delivery"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // forgery is one forged message, as verify reports it.

@@ -13,13 +13,13 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/channel"
-	"collab/internal/delivery"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
-	"collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/workspace/delegate"
 )
 
 // defaultWaitTimeout bounds send --wait and wait unless --timeout says

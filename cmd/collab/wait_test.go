@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // requestIn waits until a message from agent appears in channel c and

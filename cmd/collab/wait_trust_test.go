@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/testsupport/accounts"
+	"github.com/collabdev/collab/internal/testsupport/accounts"
 )
 
 // TestWaitPassesOverAForgedReply runs as three accounts of a tree made the

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // trustKey makes a key for agent, trusts it in the tree's keyring, and

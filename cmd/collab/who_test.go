@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // deadPID returns the PID of a process that has exited and been reaped.

@@ -18,11 +18,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
-	"collab/presence"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/presence"
+	"github.com/collabdev/collab/watcher"
 )
 
 // wfDead is the status ls judges a running record whose process or

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"testing"
 
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/fakemodel"
-	"collab/internal/workflow"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/presence"
 )
 
 var (

@@ -20,7 +20,7 @@ import (
 	"regexp"
 	"strings"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 func main() {

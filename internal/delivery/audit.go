@@ -5,10 +5,10 @@ import (
 	"io/fs"
 	"strings"
 
-	"collab/internal/agent/claim"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Forged is a signed file of a channel's claims folder in an agent's name

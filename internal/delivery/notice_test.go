@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/tamper"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/tamper"
 )
 
 // TestIsNoticeSigned: a guard extension makes a message a notice (which

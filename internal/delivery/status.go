@@ -8,16 +8,16 @@ import (
 	"strings"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/claim"
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
-	"collab/internal/workspace/registry"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/registry"
+	"github.com/collabdev/collab/presence"
 )
 
 // States of a message for one addressee (see the package doc).

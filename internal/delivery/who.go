@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/registry"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/registry"
+	"github.com/collabdev/collab/presence"
 )
 
 // Unknown is the state of a named agent that has neither a heartbeat nor a

@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"collab/channel"
-	"collab/internal/delivery"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
-	"collab/internal/workspace/registry"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/registry"
+	"github.com/collabdev/collab/presence"
 )
 
 // Bounds of the API's reads.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // TestAPIMessagesNeedsInput checks the message view carries a question's

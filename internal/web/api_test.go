@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // post writes a message from agent to ch, as another process would.

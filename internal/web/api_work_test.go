@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workflow"
-	"collab/internal/workspace/documents"
-	"collab/internal/workspace/sessions"
-	"collab/internal/workspace/task"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/workspace/task"
+	"github.com/collabdev/collab/presence"
 )
 
 // sameSite are the headers a browser sends with a same-origin POST.

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/syncbuf"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/syncbuf"
 )
 
 // localRequest is a request as http.Server hands it to the handler when

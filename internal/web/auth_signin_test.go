@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // tokenServer is a server whose tokens file holds a person's token, for

@@ -9,8 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 )
 
 // TestBrowserJobEvents opens an agent's page while its job runs: the

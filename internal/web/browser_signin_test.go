@@ -12,9 +12,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/web"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/web"
 )
 
 // signInWithToken types token into the sign-in page's form, sends it and

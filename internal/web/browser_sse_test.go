@@ -9,8 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/web"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/web"
 )
 
 // TestBrowserLiveAfterPoison: a message whose text holds bare CRs that

@@ -10,11 +10,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"collab/internal/workflow"
-	"collab/internal/workspace/documents"
-	"collab/internal/workspace/sessions"
-	"collab/internal/workspace/task"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/workspace/task"
+	"github.com/collabdev/collab/presence"
 )
 
 // TestBrowserWork opens the task board and sees each task in its state's

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"collab/channel"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/watcher"
 )
 
 // keepAlive is how often an idle event stream gets a comment, so a client

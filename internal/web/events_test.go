@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // openStream opens channel ch's event stream and returns its response

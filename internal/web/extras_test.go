@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/testsupport/tamper"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/testsupport/tamper"
 )
 
 // TestAPIMessagesUnsignedExtras: the view of a signed message carries its

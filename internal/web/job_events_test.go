@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // ticking is a clock that moves a second each reading, so that a

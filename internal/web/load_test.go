@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/web"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/web"
 )
 
 // tabs is the number of browser tabs the load test and benchmark open.
@@ -247,7 +247,7 @@ func serverGoroutines() int {
 	_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
 	n := 0
 	for g := range strings.SplitSeq(buf.String(), "\n\n") {
-		if strings.Contains(g, "net/http.(*conn).serve") || strings.Contains(g, "collab/internal/web.") ||
+		if strings.Contains(g, "net/http.(*conn).serve") || strings.Contains(g, "github.com/collabdev/collab/internal/web.") ||
 			strings.Contains(g, "fsnotify") {
 			n++
 		}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/mcpserver"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/mcpserver"
 )
 
 // MCP over HTTP (/mcp).

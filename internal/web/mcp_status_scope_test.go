@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/delivery"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
 )
 
 // TestMCPMessageStatusScopedToTheTokensChannel: over HTTP, message_status

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"collab/channel"
-	"collab/internal/delivery"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // The page app: html/template pages with htmx and its SSE extension,

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // The agents pages: the who board, and each agent's jobs with a kill

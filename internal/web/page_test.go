@@ -18,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/internal/web"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/web"
+	"github.com/collabdev/collab/presence"
 )
 
 // signedIn serves root and returns a client with a session and the URL.

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
 // The work pages: the task board, the documents (read, and edited with

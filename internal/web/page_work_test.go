@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/workspace/documents"
-	"collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 // form is the headers of a same-origin form post.

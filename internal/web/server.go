@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Defaults of Config's zero fields.

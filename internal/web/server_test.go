@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // testServer is a Server on httptest with a signed-in client.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // TestSlots: a holder at its cap is refused by that cap, whatever the

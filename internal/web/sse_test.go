@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 )
 
 // dispatched is one event as a client dispatches it.

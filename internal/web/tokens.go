@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // ErrNoToken is returned by Tokens.Remove for an unknown id.

@@ -3,7 +3,7 @@ package workflow_test
 import (
 	"fmt"
 
-	"collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workflow"
 )
 
 func ExampleRender() {

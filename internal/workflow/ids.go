@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/randhex"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
 // Sep separates an agent's name from its instance in the on-disk agent id

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 func TestAgentIDRoundTrip(t *testing.T) {

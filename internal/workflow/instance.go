@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"time"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 // Statuses of an instance record, as written.
@@ -208,7 +208,6 @@ func RunnerOf(r Record) int {
 	}
 	return r.file.UID
 }
-
 
 // StopNameBy is the name in ROOT/workflows of the stop file that the
 // account uid writes for an instance: one per account, so that no

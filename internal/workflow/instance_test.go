@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 // TestRecords: a record written is read back, by name and in the list; a

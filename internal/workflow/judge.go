@@ -3,9 +3,9 @@ package workflow
 import (
 	"time"
 
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // Dead is the status Judge gives a running record whose process or

@@ -15,9 +15,9 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
 // Limits of what Load reads.

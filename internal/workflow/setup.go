@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // MaxOutput bounds a setup step's standard output; more is an error.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // setupFile is a File in a fresh folder with steps.

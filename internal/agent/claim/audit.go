@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Signed is one signed file of an agent's claims folder as an audit sees

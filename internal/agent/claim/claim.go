@@ -77,11 +77,11 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/randhex"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Status of a claim.

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/claim"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
 )
 
 const (

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"time"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 // Payload kinds of signed claims and reply tokens.

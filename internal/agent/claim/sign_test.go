@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/claim"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/keytest"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/keytest"
 )
 
 // trustedKey makes a key for agent and a keyring that trusts it.

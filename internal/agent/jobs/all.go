@@ -5,8 +5,8 @@ import (
 	"io/fs"
 	"slices"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // ListAll returns the jobs of every agent with a folder under ROOT/state,

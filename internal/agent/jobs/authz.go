@@ -6,12 +6,11 @@ import (
 	"io/fs"
 	"time"
 
-
-	"collab/internal/agent/modelcli"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // ErrNotAllowed is the error of a kill request its requester may not make

@@ -5,11 +5,11 @@ import (
 	"os"
 	"testing"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/keytest"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/keytest"
 )
 
 // TestMayKill: the job's agent, its asker and the tree's admin may kill

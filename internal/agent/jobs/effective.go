@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // Watch is what a reader knows of an agent's watcher, to tell whether a

@@ -82,10 +82,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Keep is how many finished jobs stay on disk per agent.

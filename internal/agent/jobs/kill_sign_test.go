@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/keytest"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/keytest"
 )
 
 // TestSignedKill: a signed request verifies as its requester where it was

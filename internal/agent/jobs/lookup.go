@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"strings"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // ErrAmbiguous is wrapped when an id names jobs of more than one agent.

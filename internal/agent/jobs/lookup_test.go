@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // TestNewIDs: job ids are "job-" and a UUIDv7, distinct and time-ordered,

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // What the CLI adapters (claude, codex, gemini) share: running a CLI whose

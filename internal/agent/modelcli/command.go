@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // MaxCommandLines is how many lines of a command's standard error become

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 )
 
 // envFake makes the test binary a fake command CLI: it writes

@@ -32,7 +32,7 @@ import (
 
 	"mvdan.cc/sh/v3/shell"
 
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // Placeholder in an argument is replaced by the prompt.

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/agent/modelcli/claude"
-	"collab/internal/agent/modelcli/codex"
-	"collab/internal/agent/modelcli/gemini"
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli/claude"
+	"github.com/collabdev/collab/internal/agent/modelcli/codex"
+	"github.com/collabdev/collab/internal/agent/modelcli/gemini"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // BenchmarkOverhead measures what each CLI adapter costs the watcher

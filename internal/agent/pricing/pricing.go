@@ -33,7 +33,7 @@ import (
 	"regexp"
 	"strings"
 
-	"collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 )
 
 // Price is a model's price in USD per million tokens.

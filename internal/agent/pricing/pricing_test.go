@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 )
 
 func TestLookup(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // The transcript's budget: what a prompt's context holds of the messages

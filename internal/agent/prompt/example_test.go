@@ -5,8 +5,8 @@ import (
 	"log"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/prompt"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/prompt"
 )
 
 // A user's template (--prompt-template FILE): the role, the transcript and

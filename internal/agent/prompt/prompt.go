@@ -10,7 +10,7 @@ import (
 	"text/template"
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // MaxSize is the largest prompt Render returns.

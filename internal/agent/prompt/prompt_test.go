@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/identity/lookalike"
+	"github.com/collabdev/collab/internal/identity/lookalike"
 )
 
 func TestOf(t *testing.T) {

@@ -3,7 +3,7 @@ package signing
 import (
 	"slices"
 
-	"collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/keyring"
 )
 
 // lister is a keyring that can list its agents (keyring.Ring).

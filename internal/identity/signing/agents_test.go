@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 func TestAgents(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/keyring"
 )
 
 // memKeys is a keyring in memory, so the benchmark measures signing and

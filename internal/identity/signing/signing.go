@@ -80,8 +80,8 @@ import (
 	"sync"
 	"time"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Alg is the only signature algorithm.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/keyring"
 )
 
 func TestPayloadBytes(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 	"io/fs"
 	"strings"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Suffix ends every agent's file name.

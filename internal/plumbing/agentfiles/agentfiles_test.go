@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 func TestEach(t *testing.T) {

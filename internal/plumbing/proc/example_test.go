@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // No shell sees the input: it reaches the program byte for byte.

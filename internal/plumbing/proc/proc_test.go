@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // The test binary is its own fake child: with envMode set, TestMain runs

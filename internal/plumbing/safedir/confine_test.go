@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // listAll returns every path below dir, relative to it.

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
 )
 
 // Reserve makes name a regular file holding size bytes of allocated disk

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
 // TestReserve: Reserve makes a file of the size with its blocks allocated,

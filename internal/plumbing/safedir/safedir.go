@@ -54,7 +54,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
 )
 
 var (

@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/testsupport/tmpfs"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/testsupport/tmpfs"
 )
 
 // open returns a Dir on a new temp directory, closed at the end of the test.

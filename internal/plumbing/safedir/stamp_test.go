@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/internal/plumbing/safedir"
-	"collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
 )
 
 // TestStampChanges: adding or removing an entry changes the stamp; the

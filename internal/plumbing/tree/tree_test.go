@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // nameRE is SPEC §1's rule for a channel or agent name, written

@@ -14,7 +14,7 @@ import (
 	"os"
 	"testing"
 
-	"collab/internal/testsupport/fusemount"
+	"github.com/collabdev/collab/internal/testsupport/fusemount"
 )
 
 // RequireEnv, when "1", turns a missing bindfs or a failed mount into a test

@@ -22,8 +22,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // Dir is the folder of the recorded fixtures, modelcli/testdata: the

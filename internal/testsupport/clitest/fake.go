@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // The fake CLI is the test binary itself, re-executed (the way os/exec

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // RealCLI sets up the named real CLI (fakemodel.ClaudeCode, CodexCLI or

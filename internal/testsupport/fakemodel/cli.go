@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // Names of the model CLIs, as their binaries are called.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/proc"
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 var record = flag.Bool("record", false, "rewrite the fixtures in modelcli/testdata from the real CLIs (TestRecord)")

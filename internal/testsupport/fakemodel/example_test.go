@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // A test queues the model's answers, lets the CLI (here a plain HTTP

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // TestOnlyLoopback runs each CLI through a tool-call round under strace

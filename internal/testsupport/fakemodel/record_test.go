@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // fixtureRoot replaces the test's temporary folder in recorded output,

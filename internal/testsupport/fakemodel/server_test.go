@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // Request bodies shaped like each CLI's, offering each CLI's shell tool.

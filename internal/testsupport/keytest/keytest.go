@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 // Ring returns an empty keyring in a temporary folder of t.

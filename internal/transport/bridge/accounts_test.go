@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
 )
 
 // TestAccountsTemplate: with deploy/nats/accounts.conf, agent a's user

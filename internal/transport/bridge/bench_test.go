@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
 )
 
 // BenchmarkPost: signed posts as NATS requests through one or two bridges

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/claim"
-	"collab/internal/delivery"
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 const fsID = "msg-20261125-010000-carol-00aa"

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
 // The doc op: a channel's shared documents (package documents), as

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
 func docBody(t *testing.T, r DocRequest) []byte {

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
 )
 
 // TestPostUnsignedExtras: of a remote agent's signed post, the bridge

@@ -7,9 +7,9 @@ import (
 	"io/fs"
 	"strings"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/keyring"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // The ops of a remote host's mirror (package remote, Mirror): the keyring

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 // TestKeys: the keyring's files, each checked to name its agent; other

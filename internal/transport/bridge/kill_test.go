@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/jobs"
 )
 
 // TestKillWho: a remote agent may kill through the bridge only a job its

@@ -14,11 +14,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"collab/channel"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
-	"collab/watcher"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/watcher"
 )
 
 // Stream is what the publisher needs of natsbus's Bus.

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/natstest"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 func bus(t *testing.T, url string) *natsbus.Bus {

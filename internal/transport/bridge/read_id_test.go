@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // TestReadForeignIDs: a foreign writer's file without an "id", or with an

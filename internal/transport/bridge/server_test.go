@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/signing"
-	"collab/internal/testsupport/natstest"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/presence"
 )
 
 // TestPostOverNATS: a signed post sent as a raw NATS request lands as the

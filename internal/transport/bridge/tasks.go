@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // The task op: a channel's task board (package task), as `collab task`

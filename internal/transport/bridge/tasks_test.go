@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/identity/signing"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 func taskBody(t *testing.T, r TaskRequest) []byte {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Subject prefix, queue group and version of the protocol.

@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 
-	"collab/channel"
-	"collab/internal/delivery"
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/remote"
-	"collab/internal/workspace/delegate"
-	"collab/internal/workspace/documents"
-	"collab/internal/workspace/inbox"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/remote"
+	"github.com/collabdev/collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/inbox"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // bridged is the store of a host without the tree (`collab mcp --remote`):

@@ -11,14 +11,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"collab/channel"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/natstest"
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/natsbus"
-	"collab/internal/transport/remote"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/transport/remote"
 )
 
 // viaBridge, when true, makes connectWith serve the tools through a

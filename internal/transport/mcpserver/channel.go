@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // DefaultReadLimit is how many messages channel_read and channel_peek

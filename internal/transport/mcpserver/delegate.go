@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/delegate"
 )
 
 // SendAndWaitArgs are send_and_wait's arguments.

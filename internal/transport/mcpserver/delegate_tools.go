@@ -7,12 +7,12 @@ import (
 	"os"
 	"strings"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/plumbing/proc"
-	"collab/internal/workspace/sessions"
-	"collab/internal/workspace/worktree"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/workspace/worktree"
+	"github.com/collabdev/collab/presence"
 )
 
 // Delegator starts and follows delegated sessions (package sessions): an

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/sessions"
-	"collab/internal/workspace/worktree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/workspace/worktree"
 )
 
 // fakeDelegator records the requests and makes a session record for each,

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
 // DocArgs are document_read's arguments.

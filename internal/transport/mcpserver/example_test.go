@@ -7,8 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/mcpserver"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/mcpserver"
 )
 
 // A server for agent claude on channel dev, and the SDK's own client

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"collab/channel"
-	"collab/internal/workspace/inbox"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
 // InboxArgs are inbox_check's and inbox_peek's arguments: none.

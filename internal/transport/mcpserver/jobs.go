@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 )
 
 // Bounds of job_list and job_show.

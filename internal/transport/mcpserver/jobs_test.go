@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/tree"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // TestJobTools: job_list shows claude's own jobs on its channel and those

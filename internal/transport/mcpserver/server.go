@@ -89,10 +89,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/remote"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/remote"
 )
 
 // Log attribute keys (the same keys as the watcher's and natsbus's).

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"collab/channel"
-	"collab/internal/delivery"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
 )
 
 // StatusArgs are message_status's arguments.

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/delivery"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestMessageStatus: message_status shows each addressee's state for a

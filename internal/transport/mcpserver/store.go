@@ -7,15 +7,15 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/channel"
-	"collab/internal/delivery"
-	"collab/internal/plumbing/proc"
-	"collab/internal/workflow"
-	"collab/internal/workspace/delegate"
-	"collab/internal/workspace/documents"
-	"collab/internal/workspace/inbox"
-	"collab/internal/workspace/task"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/inbox"
+	"github.com/collabdev/collab/internal/workspace/task"
+	"github.com/collabdev/collab/presence"
 )
 
 // store is where the tools read and write: the files of a mounted tree

@@ -3,7 +3,7 @@ package mcpserver
 import (
 	"context"
 
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // TaskContextArgs are task_context's arguments.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // TestTaskContextTool: task_context returns the task, its newest

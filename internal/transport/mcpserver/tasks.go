@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // TaskListArgs are task_list's arguments.

@@ -17,10 +17,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/presence"
 )
 
 func TestOptionsFromEnv(t *testing.T) {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 func TestDecode(t *testing.T) {

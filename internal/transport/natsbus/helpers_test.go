@@ -9,11 +9,11 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/natstest"
-	"collab/internal/testsupport/syncbuf"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/testsupport/syncbuf"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // testServer is an embedded nats-server (internal/testsupport/natstest).

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // TestOutageMidStream stops the server in the middle of a 1,000-message

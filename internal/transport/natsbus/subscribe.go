@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // ErrRejected is wrapped by Decode's errors.

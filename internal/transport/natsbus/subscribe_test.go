@@ -1,8 +1,8 @@
 package natsbus_test
 
 import (
-	"collab/internal/transport/natsbus"
-	"collab/watcher"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/watcher"
 )
 
 // A Waker is a watcher's wake source.

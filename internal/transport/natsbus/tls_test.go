@@ -19,7 +19,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // pki writes a CA, a server certificate for 127.0.0.1 and a client

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"collab/internal/testsupport/natstest"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // accountsServer runs a JetStream server with deploy/nats/accounts.conf's

@@ -8,8 +8,8 @@ import (
 	"io/fs"
 	"time"
 
-	"collab/internal/agent/claim"
-	"collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/transport/bridge"
 )
 
 // ClaimDirs returns the claim.Dirs of the client's agent on the mount, for

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/claim"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // TestClaimsRaceMountAndRemote: a Store over a bridge on loopback NATS (a

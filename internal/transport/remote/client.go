@@ -13,13 +13,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"collab/channel"
-	"collab/internal/delivery"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/natsbus"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/presence"
 )
 
 // Defaults.

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/bridge"
 )
 
 // Doc performs req (the bridge's doc op: a channel's shared documents) as

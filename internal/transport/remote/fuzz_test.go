@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/bridge"
 )
 
 // FuzzOutboxEntry: any file in the outbox lists without a panic, and one

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/bridge"
-	"collab/internal/workspace/inbox"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
 // InboxDir holds a remote host's inbox cursors, under the state dir:

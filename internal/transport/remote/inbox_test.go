@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/natsbus"
-	"collab/internal/workspace/inbox"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
 // TestUnreadPagesAndAck: Unread pages the whole channel through the

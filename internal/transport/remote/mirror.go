@@ -17,15 +17,15 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/agentfiles"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/agentfiles"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // DefaultMirrorPoll is the mirror's poll interval when MirrorConfig.Poll

@@ -18,16 +18,16 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"collab/channel"
-	"collab/internal/agent/jobs"
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/natstest"
-	"collab/internal/testsupport/syncbuf"
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/natsbus"
-	"collab/presence"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/testsupport/syncbuf"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/presence"
 )
 
 // logBuf is a slog handler's output a test reads.

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/randhex"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/transport/bridge"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/transport/bridge"
 )
 
 // Outbox folder names under the state directory.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/transport/bridge"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/transport/bridge"
 )
 
 // fakeBridge is a Requester whose answers a test chooses.

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // Stream reading tuning.

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"os"
 
-	"collab/internal/transport/bridge"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // maxEventTries bounds how often an event is signed again after its

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"collab/internal/transport/bridge"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // BenchmarkRemoteTaskCheckpoint: one signed checkpoint from a remote

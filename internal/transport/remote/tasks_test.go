@@ -9,12 +9,12 @@ import (
 	"sync"
 	"testing"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/transport/bridge"
-	"collab/internal/transport/natsbus"
-	"collab/internal/workspace/documents"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 func dialAs(t testing.TB, url, agent string, signer *signing.Signer) *Client {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/delegate"
 )
 
 // TestWaitWithReadsOnlyWhatArrives: a wait set up with Before, on a

@@ -42,9 +42,9 @@ import (
 	"fmt"
 	"time"
 
-	"collab/channel"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // DefaultPoll is how often the channel is looked at.

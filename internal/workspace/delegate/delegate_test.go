@@ -7,9 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/delegate"
 )
 
 // hangGuard bounds a test that must not hang; it is not a latency check.

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
 )
 
 // BenchmarkAppend measures one append of a line (lock, read, write,

@@ -17,9 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"collab/internal/plumbing/randhex"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Defaults of [Options].

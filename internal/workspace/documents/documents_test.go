@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
 )
 
 func newFolder(t testing.TB, root string, opt Options) *Folder {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
 func Example() {

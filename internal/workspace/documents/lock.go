@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
 )
 
 // lockInfo is the content of a lock file.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
 // sweep removes what crashed writers left next to the documents of dir

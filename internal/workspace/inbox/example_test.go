@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 
-	"collab/channel"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/inbox"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
 func Example() {

@@ -55,9 +55,9 @@ import (
 	"strings"
 	"time"
 
-	"collab/channel"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Priority of an inbox item.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"collab/channel"
+	"github.com/collabdev/collab/channel"
 )
 
 // TestPeekNewestReadsOnlyTheNewest: with 40 unread messages of 512 KB for

@@ -1,9 +1,9 @@
 package registry
 
 import (
-	"collab/internal/plumbing/agentfiles"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/agentfiles"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Known reports whether agent id is known in the tree: it has a registry

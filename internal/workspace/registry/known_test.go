@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 func TestKnown(t *testing.T) {

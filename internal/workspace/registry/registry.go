@@ -21,10 +21,10 @@ import (
 	"slices"
 	"strings"
 
-	"collab/internal/plumbing/agentfiles"
-	"collab/internal/plumbing/jsonobj"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/agentfiles"
+	"github.com/collabdev/collab/internal/plumbing/jsonobj"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // MaxSize is the largest registry file read.

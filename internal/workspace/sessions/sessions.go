@@ -75,9 +75,9 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/randhex"
-	"collab/internal/plumbing/safedir"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/randhex"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Statuses of a session.

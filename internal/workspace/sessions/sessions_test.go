@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 func TestRecords(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"collab/internal/agent/jobs"
-	"collab/internal/plumbing/proc"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Path is the file of session id's record.

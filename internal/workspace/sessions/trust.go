@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
 // RecordPerm is the mode records are written with: the umask can take

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 // TestRecordNeverWritableByOthers: a record is written 0644 whatever the

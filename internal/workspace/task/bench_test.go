@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/testsupport/bindfstest"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/bindfstest"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // BenchmarkClaimDone: one task added, claimed and finished per iteration,

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/task"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/task"
+	"github.com/collabdev/collab/presence"
 )
 
 // clock is a settable clock.

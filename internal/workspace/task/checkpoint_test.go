@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // TestRecordTypes: a checkpoint takes one of seed 003's types (default

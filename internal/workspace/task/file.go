@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // The statuses of a task.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 func FuzzDecodeTask(f *testing.F) {

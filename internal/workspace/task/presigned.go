@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // Events signed elsewhere. An agent on a host without the mount (package

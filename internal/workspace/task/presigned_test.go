@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"collab/internal/identity/signing"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // TestApplySignedMatchesLocal: events made elsewhere with OwnEvent, signed

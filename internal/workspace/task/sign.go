@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/identity/signing"
 )
 
 // KindEvent is the payload kind of a signed task event.

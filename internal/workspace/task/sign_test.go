@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/identity/keyring"
-	"collab/internal/identity/signing"
-	"collab/internal/plumbing/tree"
-	"collab/internal/workspace/task"
-	"collab/presence"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/task"
+	"github.com/collabdev/collab/presence"
 )
 
 // signedBoards returns boards of one channel for codex (signing with its

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // EvWorktree records the git worktree and branch the owner of a claimed

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"collab/internal/identity/signing"
-	"collab/internal/workspace/task"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // TestRecordWorktree: the owner records its worktree and branch, signed;

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"collab/internal/workspace/worktree"
+	"github.com/collabdev/collab/internal/workspace/worktree"
 )
 
 func TestCheckBranch(t *testing.T) {

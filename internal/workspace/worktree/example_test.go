@@ -3,7 +3,7 @@ package worktree_test
 import (
 	"fmt"
 
-	"collab/internal/workspace/worktree"
+	"github.com/collabdev/collab/internal/workspace/worktree"
 )
 
 func ExampleBranchName() {

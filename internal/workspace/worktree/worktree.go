@@ -35,7 +35,7 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // Timeout bounds one git command.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/testsupport/gittest"
-	"collab/internal/workspace/worktree"
+	"github.com/collabdev/collab/internal/testsupport/gittest"
+	"github.com/collabdev/collab/internal/workspace/worktree"
 )
 
 func TestAddStatusRemove(t *testing.T) {

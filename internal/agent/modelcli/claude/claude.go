@@ -120,8 +120,8 @@ import (
 	"strconv"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // DefaultPermissionMode is the --permission-mode of a zero Adapter.

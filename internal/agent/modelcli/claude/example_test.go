@@ -6,8 +6,8 @@ import (
 	"log"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/agent/modelcli/claude"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli/claude"
 )
 
 // Parse turns a recorded stream into the reply and its events.

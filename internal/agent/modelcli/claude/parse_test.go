@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
-	"collab/internal/testsupport/clitest"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/testsupport/clitest"
 )
 
 // Fixtures: ../testdata (clitest.Dir) holds the output of the real CLIs

@@ -100,8 +100,8 @@ import (
 	"sync"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // DefaultSandbox is the --sandbox of a zero Adapter.

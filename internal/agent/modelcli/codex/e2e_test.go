@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/testsupport/clitest"
-	"collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/testsupport/clitest"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 )
 
 // The tests below run the real Codex CLI against internal/testsupport/fakemodel

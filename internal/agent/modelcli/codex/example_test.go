@@ -3,7 +3,7 @@ package codex_test
 import (
 	"fmt"
 
-	"collab/internal/agent/modelcli/codex"
+	"github.com/collabdev/collab/internal/agent/modelcli/codex"
 )
 
 // Parse turns a recorded stream into the reply and its events.

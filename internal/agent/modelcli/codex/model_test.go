@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 )
 
 func TestModel(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // errNoResult is returned when Codex exited 0 without ending its turn.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
-	"collab/internal/testsupport/clitest"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/testsupport/clitest"
 )
 
 // Fixtures: ../testdata (clitest.Dir) holds the output of the real CLIs

@@ -3,7 +3,7 @@ package gemini_test
 import (
 	"fmt"
 
-	"collab/internal/agent/modelcli/gemini"
+	"github.com/collabdev/collab/internal/agent/modelcli/gemini"
 )
 
 // Parse turns a recorded stream into the reply and its events: the text

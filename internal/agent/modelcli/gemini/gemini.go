@@ -90,8 +90,8 @@ import (
 	"context"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // Defaults for the zero values of Adapter fields.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
 // maxReply bounds the text gathered from chunks, when MaxText is 0.

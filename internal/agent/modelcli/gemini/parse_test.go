@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/plumbing/proc"
-	"collab/internal/testsupport/clitest"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/testsupport/clitest"
 )
 
 // The fixtures are in ../testdata (clitest.Dir): the output of the real

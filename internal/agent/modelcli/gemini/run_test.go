@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"collab/internal/agent/modelcli"
-	"collab/internal/testsupport/clitest"
+	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/testsupport/clitest"
 )
 
 func TestMain(m *testing.M) { clitest.Main(m) }
