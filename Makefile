@@ -20,7 +20,7 @@ test:
 # The measurements quoted in the README.
 bench:
 	mkdir -p bin
-	$(GO) run ./cmd/collab-bench -json bin/bench.json
+	$(GO) run ./internal/dev/bench -json bin/bench.json
 
 # A short run of every fuzz target (FUZZTIME=30s for longer).
 FUZZTIME ?= 10s
@@ -39,10 +39,10 @@ demo:
 demo-watch:
 	./demo/run.sh
 
-# Fault scenarios (cmd/collab-faults): real watchers and senders through
+# Fault scenarios (internal/dev/faults): real watchers and senders through
 # SIGKILL, SIGSTOP, FUSE caches, readdir races, clock skew and garbage; exit
 # 1 on any lost, duplicated or corrupt reply. FAULTS_FLAGS=--quick for fewer messages.
 .PHONY: faults
 faults:
-	$(GO) build -o bin/collab-faults ./cmd/collab-faults
+	$(GO) build -o bin/collab-faults ./internal/dev/faults
 	bin/collab-faults --json bin/faults.json $(FAULTS_FLAGS)

@@ -62,6 +62,16 @@ func ParseAddress(s string) (id string, err error) {
 	return AgentID(name, instance)
 }
 
+// Address is how an agent id is shown to people and accepted back by
+// ParseAddress: NAME@INSTANCE for an agent of a workflow instance (the id
+// NAME--INSTANCE), the id itself for any other agent.
+func Address(id string) string {
+	if name, instance, ok := SplitAgentID(id); ok {
+		return name + "@" + instance
+	}
+	return id
+}
+
 // CheckName checks a workflow's, agent's or instance's name: a valid tree
 // name that contains no "--" and neither starts nor ends with '-', so that
 // NAME--INSTANCE splits back at its first "--". kind names it in the

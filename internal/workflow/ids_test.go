@@ -106,3 +106,16 @@ func FuzzParseAddress(f *testing.F) {
 		}
 	})
 }
+
+func TestAddress(t *testing.T) {
+	for id, want := range map[string]string{"coder--i1": "coder@i1", "coder": "coder", "x---y": "x---y"} {
+		if got := Address(id); got != want {
+			t.Errorf("Address(%q) = %q, want %q", id, got, want)
+		}
+		if want != id {
+			if back, err := ParseAddress(want); err != nil || back != id {
+				t.Errorf("ParseAddress(%q) = %q, %v", want, back, err)
+			}
+		}
+	}
+}

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	go run ./cmd/collab-faults [--quick] [--only 2,3,12] [--seed N] [--json FILE] [--collab BIN] [--keep]
+//	go run ./internal/dev/faults [--quick] [--only 2,3,12] [--seed N] [--json FILE] [--collab BIN] [--keep]
 //
 // It builds collab with go build into a temporary folder (unless --collab
 // names a binary) and uses itself as the stand-in model CLI: run as

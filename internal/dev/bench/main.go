@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go run ./cmd/collab-bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN]
+//	go run ./internal/dev/bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN]
 //
 // Everything it writes goes to a folder made with os.MkdirTemp, removed at
 // the end; bindfs mounts and child processes are ended on exit and on the

@@ -1,0 +1,22 @@
+// Package bridged is the service.Service of a host without the mount: it
+// works through a `collab bridge` over NATS (package remote's Client),
+// with the same arguments, results and refusals as service.Mount. Writes
+// are signed here with the actor's key and kept in the host's outbox until
+// a bridge acknowledges them; the operations that need the mount
+// (delegation, workflows) answer errkind.Unavailable.
+package bridged
+
+import (
+	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/transport/remote"
+)
+
+// Service is the service.Service through a bridge.
+type Service struct {
+	c *remote.Client
+}
+
+var _ service.Service = (*Service)(nil)
+
+// New returns the Service that works through c; c's agent acts.
+func New(c *remote.Client) *Service { return &Service{c: c} }

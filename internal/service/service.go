@@ -1,0 +1,150 @@
+// Package service owns the operations on a collab tree. Every door onto a
+// tree calls it and nothing else: the CLI (cmd/collab), the MCP server
+// (stdio and HTTP), the dashboard's JSON API (internal/web) and the bridge
+// that serves hosts without the mount (internal/transport/bridge). A door
+// parses its input, makes one call, and renders the result; a rule (what
+// a name may be, who may stop what, how a post is threaded, signed and
+// announced) has its one owner here or below, never in a door.
+//
+// # The operations
+//
+// [Service] is every operation, grouped by what it works on:
+//
+//   - [Messages]: post, read and follow a channel, a message's delivery
+//     status, waiting for a reply, the who board.
+//   - [Workspace]: an agent's inbox, a channel's shared documents and task
+//     board, the watchers' jobs, the keyring.
+//   - [Delegations]: an agent in a git worktree of its own: start, status,
+//     send, stop, remove, resume.
+//   - [Workflows]: a workflow file's team: run, start, stop one agent or
+//     a whole instance, list.
+//
+// It has two implementations. [Mount] works on the files of a tree this
+// host mounts. Package bridged works through a `collab bridge` over NATS,
+// for a host without the mount; the operations that need the mount
+// (delegation, workflows) answer errkind.Unavailable there.
+//
+// # Who acts
+//
+// Every operation that writes acts as an [Actor]: an agent or a person,
+// with the key that signs what it writes, and the depth of the message it
+// is answering (so chains of agents asking agents stay bounded, however
+// they post). A door decides who the actor is (a flag, the MCP server's
+// agent, the signed-in person, the NATS account) and the layer takes its
+// word: authentication is the door's, authorisation (may this actor stop
+// that job?) is the layer's.
+//
+// Agents are named as people type them: NAME or NAME@INSTANCE (an agent
+// of a workflow instance, whose id on disk is NAME--INSTANCE). The layer
+// parses names with one rule (workflow.ParseAddress) and shows instance
+// agents as NAME@INSTANCE (workflow.Address).
+//
+// # Errors
+//
+// Every error the layer returns carries a kind from package errkind
+// (Invalid, NotFound, Conflict, Forbidden, Unavailable, Timeout, Queued;
+// Failed when none applies). The doors map kinds once, at their edge:
+//
+//	kind         collab exit  HTTP  MCP                         bridge wire
+//	Invalid      2            400   JSON-RPC -32602 (params)     invalid
+//	NotFound     3            404   tool error                  not-found
+//	Timeout      3            504   tool error                  internal
+//	Conflict     4            409   tool error                  conflict
+//	Forbidden    4            403   tool error                  forbidden
+//	Queued       5            202   result queued: true         (retry)
+//	Unavailable  1            503   tool error                  internal
+//	Failed       1            500   tool error                  internal
+package service
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+)
+
+// Service is every operation on a tree (see the package doc).
+type Service interface {
+	Messages
+	Workspace
+	Delegations
+	Workflows
+}
+
+// Actor is who an operation acts as.
+type Actor struct {
+	// Name is the agent or person, as the door was told it (NAME or
+	// NAME@INSTANCE); the layer validates it.
+	Name string
+	// Signer signs what the actor writes; nil writes unsigned (refused
+	// where a key is required, as on a bridged host).
+	Signer *signing.Signer
+	// Hops is the depth of the message the actor is answering: a watcher's
+	// model run's $COLLAB_HOPS, -1 for none (a person, a script outside a
+	// run). What the actor posts is one hop deeper, 0 outside a run.
+	Hops int
+	// Mode is written in a posted message's metadata.mode ("" for none;
+	// channel.ModeMCP for the MCP tools).
+	Mode string
+}
+
+// Config is what a Mount needs. Root is required.
+type Config struct {
+	Root tree.Root
+	// Host is written in what the layer writes (metadata.host, claims,
+	// task events); default os.Hostname.
+	Host string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Logger takes what the layer reports without failing (a message
+	// sent as a file only); default discard.
+	Logger *slog.Logger
+	// Verifier judges the signatures of what the layer returns (nil:
+	// every key is unknown).
+	Verifier *signing.Verifier
+	// Publish, if set, announces a message after its file is written (the
+	// NATS fast path). A failure is logged; the file is the truth.
+	Publish func(ctx context.Context, m *channel.Message) error
+	// Wake, if set, returns the names of message files announced on
+	// channel ch and a function to stop; waits read them at once instead
+	// of at their next poll.
+	Wake func(ctx context.Context, ch string) (<-chan string, func(), error)
+	// Program is the collab executable that detached watchers run
+	// (delegated agents, `start --background`); default os.Executable.
+	Program string
+}
+
+// Mount is the Service on the files of a tree this host mounts.
+type Mount struct {
+	cfg Config
+}
+
+var _ Service = (*Mount)(nil)
+
+// NewMount returns the Service on cfg.Root, which must be a tree
+// (tree.Root.Check).
+func NewMount(cfg Config) (*Mount, error) {
+	if err := cfg.Root.Check(); err != nil {
+		return nil, err
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Program == "" {
+		cfg.Program, _ = os.Executable()
+	}
+	return &Mount{cfg: cfg}, nil
+}
+
+// Root is the tree the Mount works on.
+func (m *Mount) Root() tree.Root { return m.cfg.Root }

@@ -1,0 +1,5 @@
+package service
+
+// Workspace is the operations on inbox, documents, tasks, jobs, keys (see the package doc).
+type Workspace interface {
+}
