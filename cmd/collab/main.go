@@ -52,6 +52,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/collabdev/collab/internal/errkind"
 )
 
 // memoryLimit is collab's soft memory limit (runtime/debug; GOMEMLIMIT in
@@ -116,6 +118,7 @@ const (
 	exitUsage   = 2 // bad flags or arguments
 	exitNothing = 3 // nothing there, or nothing came in time
 	exitRefused = 4 // refused: held by another, or changed since read
+	exitQueued  = 5 // kept in a remote host's outbox, sent later
 )
 
 // Log attribute keys: the names the packages use for the same things.
@@ -150,6 +153,19 @@ func exitCode(err error, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "collab:", err)
+	// The service layer's kinds, mapped once (see package service).
+	if k, ok := errkind.Carried(err); ok {
+		switch k {
+		case errkind.Invalid:
+			return exitUsage
+		case errkind.NotFound, errkind.Timeout:
+			return exitNothing
+		case errkind.Conflict, errkind.Forbidden:
+			return exitRefused
+		case errkind.Queued:
+			return exitQueued
+		}
+	}
 	return exitFailure
 }
 

@@ -31,9 +31,6 @@ import (
 	"github.com/collabdev/collab/watcher"
 )
 
-// exitQueued is send --remote's exit code when the message was kept in
-// the outbox, the bridge being unreachable.
-const exitQueued = 5
 
 const envRemote = "COLLAB_REMOTE"
 

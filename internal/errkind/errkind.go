@@ -89,26 +89,8 @@ type Kinder interface{ Kind() Kind }
 // or a Kinder), else the standard library's, else Failed. Of(nil) is
 // Failed; callers test err != nil first.
 func Of(err error) Kind {
-	for e := err; e != nil; {
-		switch v := e.(type) {
-		case *Error:
-			return v.Kind
-		case Kinder:
-			return v.Kind()
-		}
-		switch u := e.(type) {
-		case interface{ Unwrap() error }:
-			e = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, x := range u.Unwrap() {
-				if k := Of(x); k != Failed {
-					return k
-				}
-			}
-			e = nil
-		default:
-			e = nil
-		}
+	if k, ok := Carried(err); ok {
+		return k
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -119,6 +101,34 @@ func Of(err error) Kind {
 		return Timeout
 	}
 	return Failed
+}
+
+// Carried returns the first kind err's chain carries (an *Error or a
+// Kinder), and false when it carries none: an error from below the layer
+// that no one has classified yet.
+func Carried(err error) (Kind, bool) {
+	for e := err; e != nil; {
+		switch v := e.(type) {
+		case *Error:
+			return v.Kind, true
+		case Kinder:
+			return v.Kind(), true
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			e = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				if k, ok := Carried(x); ok {
+					return k, true
+				}
+			}
+			return Failed, false
+		default:
+			return Failed, false
+		}
+	}
+	return Failed, false
 }
 
 // Is reports whether err is of kind k.
