@@ -31,7 +31,6 @@ import (
 	"github.com/collabdev/collab/watcher"
 )
 
-
 const envRemote = "COLLAB_REMOTE"
 
 // remoteFlags are --remote and --state-dir.
