@@ -125,12 +125,9 @@ type Mount struct {
 
 var _ Service = (*Mount)(nil)
 
-// NewMount returns the Service on cfg.Root, which must be a tree
-// (tree.Root.Check).
-func NewMount(cfg Config) (*Mount, error) {
-	if err := cfg.Root.Check(); err != nil {
-		return nil, err
-	}
+// NewMount returns the Service on cfg.Root. The door has checked that
+// it is a tree (tree.Root.Check), as it reports that error its own way.
+func NewMount(cfg Config) *Mount {
 	if cfg.Host == "" {
 		cfg.Host, _ = os.Hostname()
 	}
@@ -143,7 +140,7 @@ func NewMount(cfg Config) (*Mount, error) {
 	if cfg.Program == "" {
 		cfg.Program, _ = os.Executable()
 	}
-	return &Mount{cfg: cfg}, nil
+	return &Mount{cfg: cfg}
 }
 
 // Root is the tree the Mount works on.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // Defaults of Config's zero fields.
@@ -43,6 +44,9 @@ type Config struct {
 	MaxStreams int           // open event streams at most; 0: DefaultMaxStreams
 	Poll       time.Duration // event streams look for new messages this often; 0: DefaultPoll
 	Logger     *slog.Logger
+	// Service is the tree's operations the API and the page call;
+	// default a service.Mount on Root.
+	Service service.Service
 
 	// Hosts are the names the server answers to besides its address (and,
 	// on loopback, localhost): "NAME" at the port it listens on, or
@@ -68,6 +72,7 @@ type Config struct {
 // Server is the web face of one tree.
 type Server struct {
 	cfg     Config
+	svc     service.Service // every operation on the tree
 	log     *slog.Logger
 	auth    *auth
 	streams *slots        // a slot per open event stream, per person
@@ -104,7 +109,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: log, auth: a,
+	svc := cfg.Service
+	if svc == nil {
+		svc = service.NewMount(service.Config{Root: cfg.Root, Logger: log, Verifier: cfg.Verifier})
+	}
+	return &Server{cfg: cfg, svc: svc, log: log, auth: a,
 		streams: newSlots(cfg.MaxStreams, cfg.MaxStreamsPerPerson), done: make(chan struct{})}, nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/presence"
 )
 
@@ -55,11 +56,15 @@ type Config struct {
 	Presence func(presence.Status) error
 	Logger   *slog.Logger     // default slog.Default()
 	Now      func() time.Time // default time.Now
+	// Service is the tree's operations the requests call; default a
+	// service.Mount on Root.
+	Service *service.Mount
 }
 
 // Server performs requests on the tree. Handle is safe for concurrent use.
 type Server struct {
 	cfg Config
+	svc *service.Mount // every operation on the tree
 	log *slog.Logger
 }
 
@@ -83,7 +88,11 @@ func New(cfg Config) *Server {
 	if cfg.Verifier == nil {
 		cfg.Verifier = signing.NewVerifier(nil)
 	}
-	return &Server{cfg: cfg, log: cfg.Logger}
+	svc := cfg.Service
+	if svc == nil {
+		svc = service.NewMount(service.Config{Root: cfg.Root, Host: cfg.Host, Now: cfg.Now, Logger: cfg.Logger, Verifier: cfg.Verifier})
+	}
+	return &Server{cfg: cfg, svc: svc, log: cfg.Logger}
 }
 
 // Serve subscribes [SubscribeSubject] in [QueueGroup] on nc and answers

@@ -92,6 +92,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/transport/remote"
 )
 
@@ -155,11 +156,16 @@ type Config struct {
 	// host's local tree (the mirror of `collab watch --remote`, where its
 	// jobs are), possibly missing. Its agent must be Agent.
 	Remote *remote.Client
+
+	// Service, if set, is the tree's operations the tools call; default
+	// a service.Mount on Root, or through Remote when that is set.
+	Service service.Service
 }
 
 // Server is an MCP server for one agent on one channel.
 type Server struct {
 	cfg   Config
+	svc   service.Service // every operation on the tree
 	mcp   *mcp.Server
 	store store
 	board taskStore // of Channel
@@ -201,7 +207,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, svc: cfg.Service}
+	if s.svc == nil {
+		s.svc = defaultService(cfg)
+	}
 	s.store = files{&s.cfg}
 	if cfg.Remote != nil {
 		s.store = bridged{cfg: &s.cfg, c: cfg.Remote}

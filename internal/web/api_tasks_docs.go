@@ -1,0 +1,249 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"slices"
+
+	"github.com/collabdev/collab/internal/workspace/documents"
+	"github.com/collabdev/collab/internal/workspace/task"
+)
+
+// Column is one state of the task board.
+type Column struct {
+	State string      `json:"state"`
+	Total int         `json:"total"`
+	Tasks []task.Task `json:"tasks"` // at most the limit, newest activity first
+}
+
+// TaskBoard is a channel's task board by state.
+type TaskBoard struct {
+	Channel string   `json:"channel"`
+	Columns []Column `json:"columns"`
+	Skipped []string `json:"skipped,omitempty"` // tasks whose files could not be read
+}
+
+// Tasks returns channel ch's board as collab task list reads it (stale
+// claims released first), each column at most limit long.
+func (s *Server) Tasks(ch string, limit int) (TaskBoard, error) {
+	b, err := task.New(s.cfg.Root, ch)
+	if err != nil {
+		return TaskBoard{}, err
+	}
+	b.Verifier = s.cfg.Verifier
+	tasks, bad, err := b.List()
+	if err != nil {
+		return TaskBoard{}, err
+	}
+	tb := TaskBoard{Channel: ch}
+	for _, e := range bad {
+		tb.Skipped = append(tb.Skipped, e.Error())
+	}
+	slices.SortStableFunc(tasks, func(a, b task.Task) int { return b.Updated.Compare(a.Updated) })
+	for _, st := range taskStates {
+		c := Column{State: st, Tasks: []task.Task{}}
+		for _, t := range tasks {
+			if t.Status != st {
+				continue
+			}
+			c.Total++
+			if len(c.Tasks) < limit {
+				c.Tasks = append(c.Tasks, t)
+			}
+		}
+		tb.Columns = append(tb.Columns, c)
+	}
+	return tb, nil
+}
+
+func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
+	ch, ok := queryChannel(w, r)
+	if !ok {
+		return
+	}
+	limit, _, ok := listArgs(w, r)
+	if !ok {
+		return
+	}
+	tb, err := s.Tasks(ch, limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, tb)
+}
+
+// DocList is a page of a channel's documents.
+type DocList struct {
+	Channel string            `json:"channel"`
+	Docs    []documents.Entry `json:"docs"`
+	Total   int               `json:"total"`
+}
+
+// Docs lists channel ch's documents (collab doc list), the page of limit
+// from offset.
+func (s *Server) Docs(ch string, limit, offset int) (DocList, error) {
+	f, err := documents.New(s.cfg.Root, ch, documents.Options{})
+	if err != nil {
+		return DocList{}, err
+	}
+	list, err := f.List()
+	if err != nil {
+		return DocList{}, err
+	}
+	return DocList{Channel: ch, Docs: page(list, limit, offset), Total: len(list)}, nil
+}
+
+func (s *Server) apiDocs(w http.ResponseWriter, r *http.Request) {
+	ch, ok := queryChannel(w, r)
+	if !ok {
+		return
+	}
+	limit, offset, ok := listArgs(w, r)
+	if !ok {
+		return
+	}
+	l, err := s.Docs(ch, limit, offset)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+func (s *Server) apiDoc(w http.ResponseWriter, r *http.Request) {
+	ch, file, ok := s.docArg(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.ReadDoc(ch, file)
+	if err != nil {
+		s.docFail(w, r, ch, file, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// DocWrite is the body of PUT or POST /api/docs/FILE: the new content
+// and the version it was made from ("" to create a new document).
+type DocWrite struct {
+	Content string `json:"content"`
+	Version string `json:"version"`
+}
+
+// DocConflict is the answer to a write whose version is no longer the
+// document's: its current content and version (Exists false when it was
+// deleted, or when a create found it).
+type DocConflict struct {
+	Error   string `json:"error"`
+	File    string `json:"file"`
+	Exists  bool   `json:"exists"`
+	Version string `json:"version,omitempty"`
+	Content string `json:"content"`
+}
+
+// DocConflictError is the error of a document write that was refused
+// because the document changed since the version the writer read.
+type DocConflictError struct {
+	Current DocConflict
+}
+
+func (e *DocConflictError) Error() string { return e.Current.Error }
+
+// ReadDoc reads a document (collab doc read --json).
+func (s *Server) ReadDoc(ch, file string) (documents.Doc, error) {
+	f, err := documents.New(s.cfg.Root, ch, documents.Options{})
+	if err != nil {
+		return documents.Doc{}, err
+	}
+	return f.Read(file)
+}
+
+// WriteDoc writes a document only when it is still at version (collab doc
+// write --if-version), or creates it when version is "" (collab doc
+// create): it never overwrites another's edit. A refusal is an
+// *DocConflictError carrying the document as it now is.
+func (s *Server) WriteDoc(r *http.Request, ch, file string, req DocWrite) (string, error) {
+	f, err := documents.New(s.cfg.Root, ch, documents.Options{})
+	if err != nil {
+		return "", err
+	}
+	var v string
+	if req.Version == "" {
+		v, err = f.Create(r.Context(), file, req.Content)
+	} else {
+		v, err = f.Write(r.Context(), file, req.Content, req.Version)
+	}
+	if errors.Is(err, documents.ErrConflict) || errors.Is(err, fs.ErrExist) {
+		c := DocConflict{Error: err.Error(), File: file}
+		if errors.Is(err, fs.ErrExist) {
+			c.Error = fmt.Sprintf("%s already exists in channel %s", file, ch)
+		}
+		if d, rerr := f.Read(file); rerr == nil {
+			c.Exists, c.Version, c.Content = true, d.Version, d.Content
+		}
+		return "", &DocConflictError{Current: c}
+	}
+	if err == nil {
+		s.log.Info("document written", "channel", ch, "file", file, "by", personOf(r), "version", v)
+	}
+	return v, err
+}
+
+func (s *Server) apiDocWrite(w http.ResponseWriter, r *http.Request) {
+	ch, file, ok := s.docArg(w, r)
+	if !ok {
+		return
+	}
+	var req DocWrite
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	v, err := s.WriteDoc(r, ch, file, req)
+	if err != nil {
+		s.docFail(w, r, ch, file, err)
+		return
+	}
+	code := http.StatusOK
+	if req.Version == "" {
+		code = http.StatusCreated
+	}
+	writeJSON(w, code, map[string]string{"file": file, "version": v})
+}
+
+// docArg returns the request's channel (?channel=) and document path, or
+// answers 400.
+func (s *Server) docArg(w http.ResponseWriter, r *http.Request) (string, string, bool) {
+	ch, ok := queryChannel(w, r)
+	if !ok {
+		return "", "", false
+	}
+	file := r.PathValue("file")
+	if err := documents.CheckPath(file); err != nil {
+		refuse(w, r, http.StatusBadRequest, err.Error())
+		return "", "", false
+	}
+	return ch, file, true
+}
+
+// docFail answers a documents error with its status, as collab doc's
+// exit codes tell them apart.
+func (s *Server) docFail(w http.ResponseWriter, r *http.Request, ch, file string, err error) {
+	var ce *DocConflictError
+	switch {
+	case errors.As(err, &ce):
+		writeJSON(w, http.StatusConflict, ce.Current)
+	case errors.Is(err, fs.ErrNotExist):
+		refuse(w, r, http.StatusNotFound, fmt.Sprintf("%s does not exist in channel %s", file, ch))
+	case errors.Is(err, documents.ErrBadPath), errors.Is(err, documents.ErrNotRegular), errors.Is(err, documents.ErrSymlink):
+		refuse(w, r, http.StatusBadRequest, err.Error())
+	case errors.Is(err, documents.ErrTooLarge):
+		refuse(w, r, http.StatusRequestEntityTooLarge, err.Error())
+	case errors.Is(err, documents.ErrLockBusy):
+		refuse(w, r, http.StatusServiceUnavailable, err.Error())
+	default:
+		s.fail(w, r, err)
+	}
+}
