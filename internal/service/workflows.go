@@ -15,24 +15,24 @@ import (
 // a workflow file's team of agents, each a watcher that the process that
 // runs the team starts in itself, in the instance's channel.
 type Workflows interface {
-	// Run runs a team until it is done (no job running, nothing
+	// RunWorkflow runs a team until it is done (no job running, nothing
 	// addressed to an agent left unanswered, the channel quiet), the
 	// timeout passes (Timeout), ctx ends or a stop file stops it, and
 	// returns its result: also with the error of a failed run, a refused
 	// last message (Failed) or the timeout.
-	Run(ctx context.Context, req RunRequest) (*RunResult, error)
-	// Start keeps a team running until ctx ends or it is stopped; with
+	RunWorkflow(ctx context.Context, req RunRequest) (*RunResult, error)
+	// StartWorkflow keeps a team running until ctx ends or it is stopped; with
 	// Background, it starts Config.Program detached to do so and returns
 	// once every agent is AWAKE.
-	Start(ctx context.Context, req StartRequest) (*Started, error)
+	StartWorkflow(ctx context.Context, req StartRequest) (*Started, error)
 	// Instances lists what collab ls lists, oldest first: the workflow
 	// instances, their status judged, then the delegated sessions not
 	// removed.
 	Instances(ctx context.Context) ([]Instance, error)
-	// Stop stops one agent of a running instance (NAME@INSTANCE), a whole
+	// StopWorkflow stops one agent of a running instance (NAME@INSTANCE), a whole
 	// instance (WORKFLOW@INSTANCE, @INSTANCE: every one of that name) or
 	// every running instance, as the account of this process.
-	Stop(ctx context.Context, req StopRequest) ([]StoppedTarget, error)
+	StopWorkflow(ctx context.Context, req StopRequest) ([]StoppedTarget, error)
 	// ResumeWorkflows restarts, detached, the instances of this host and
 	// account started with start --background whose process is gone.
 	ResumeWorkflows(ctx context.Context, req ResumeRequest) []Resumed
@@ -44,7 +44,7 @@ type Workflows interface {
 // the door owns (flags, keys, logs, NATS).
 type WatchFunc func(ctx context.Context, a workflow.Agent, id, ch string) (cfg *watcher.Config, done func(), err error)
 
-// TeamRequest is what Run and Start share.
+// TeamRequest is what RunWorkflow and StartWorkflow share.
 type TeamRequest struct {
 	// File is the workflow file.
 	File string
@@ -65,7 +65,7 @@ type TeamRequest struct {
 	Resumed bool
 }
 
-// RunRequest is a Run.
+// RunRequest is a RunWorkflow.
 type RunRequest struct {
 	TeamRequest
 	// Timeout ends the run (Timeout) when the team is not done by then.
@@ -78,7 +78,7 @@ type RunRequest struct {
 	Seen func(msgs []channel.Message, skips []channel.Skip) error
 }
 
-// RunResult is what a Run did.
+// RunResult is what a RunWorkflow did.
 type RunResult struct {
 	Workflow  string           `json:"workflow"`
 	Instance  string           `json:"instance"`
@@ -100,7 +100,7 @@ type AgentResult struct {
 	Tokens  int64   `json:"tokens"`
 }
 
-// StartRequest is a Start.
+// StartRequest is a StartWorkflow.
 type StartRequest struct {
 	TeamRequest
 	// Background starts Config.Program detached, with Args, and returns
@@ -140,7 +140,7 @@ type Instance struct {
 	Delegation *sessions.Session `json:"delegation,omitempty"`
 }
 
-// ID is the instance's name as Stop takes it: WORKFLOW@INSTANCE.
+// ID is the instance's name as StopWorkflow takes it: WORKFLOW@INSTANCE.
 func (i Instance) ID() string { return i.Name + "@" + i.Instance }
 
 // Stoppable reports whether a stop has something to stop.
@@ -148,7 +148,7 @@ func (i Instance) Stoppable() bool {
 	return i.Status == workflow.Running || i.Status == workflow.Starting
 }
 
-// StopRequest is a Stop.
+// StopRequest is a StopWorkflow.
 type StopRequest struct {
 	// Target is NAME@INSTANCE (one agent), WORKFLOW@INSTANCE (the whole
 	// instance; a workflow's name wins over an agent's), @INSTANCE (every

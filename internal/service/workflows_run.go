@@ -17,8 +17,8 @@ import (
 	"github.com/collabdev/collab/presence"
 )
 
-// Run runs a team until it is done (see Workflows).
-func (m *Mount) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
+// RunWorkflow runs a team until it is done (see Workflows).
+func (m *Mount) RunWorkflow(ctx context.Context, req RunRequest) (*RunResult, error) {
 	if req.Timeout <= 0 || req.Quiet <= 0 {
 		return nil, errkind.New(errkind.Invalid, "--timeout and --quiet must be positive")
 	}
@@ -51,7 +51,7 @@ func (m *Mount) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	return res, runErr
 }
 
-// runState is what Run tracks of the conversation.
+// runState is what RunWorkflow tracks of the conversation.
 type runState struct {
 	last    *channel.Message
 	lastAt  time.Time                   // when something last happened

@@ -21,8 +21,8 @@ const (
 	EnvWorkflowResume = "COLLAB_WORKFLOW_RESUME"
 )
 
-// Start keeps a team running (see Workflows).
-func (m *Mount) Start(ctx context.Context, req StartRequest) (*Started, error) {
+// StartWorkflow keeps a team running (see Workflows).
+func (m *Mount) StartWorkflow(ctx context.Context, req StartRequest) (*Started, error) {
 	if req.Background {
 		return m.startBackground(ctx, &req)
 	}

@@ -47,12 +47,12 @@ func (m *Mount) Instances(ctx context.Context) ([]Instance, error) {
 	return out, nil
 }
 
-// Stop stops agents or instances (see Workflows). Every target must be
+// StopWorkflow stops agents or instances (see Workflows). Every target must be
 // one this account may stop (workflow.MayStop: the account that runs
 // it, root or the tree's owner; else Forbidden, and nothing is written);
 // each gets this account's stop file, which the process running it
 // honours on any host.
-func (m *Mount) Stop(ctx context.Context, req StopRequest) ([]StoppedTarget, error) {
+func (m *Mount) StopWorkflow(ctx context.Context, req StopRequest) ([]StoppedTarget, error) {
 	targets, err := m.stopTargets(req)
 	if err != nil {
 		return nil, err

@@ -13,13 +13,13 @@ func errWorkflows(op string) error {
 	return errkind.New(errkind.Unavailable, "%s: workflows need the mounted tree (this host works through a bridge)", op)
 }
 
-// Run is Unavailable: workflows need the mount.
-func (s *Service) Run(ctx context.Context, req service.RunRequest) (*service.RunResult, error) {
+// RunWorkflow is Unavailable: workflows need the mount.
+func (s *Service) RunWorkflow(ctx context.Context, req service.RunRequest) (*service.RunResult, error) {
 	return nil, errWorkflows("run")
 }
 
-// Start is Unavailable: workflows need the mount.
-func (s *Service) Start(ctx context.Context, req service.StartRequest) (*service.Started, error) {
+// StartWorkflow is Unavailable: workflows need the mount.
+func (s *Service) StartWorkflow(ctx context.Context, req service.StartRequest) (*service.Started, error) {
 	return nil, errWorkflows("start")
 }
 
@@ -28,8 +28,8 @@ func (s *Service) Instances(ctx context.Context) ([]service.Instance, error) {
 	return nil, errWorkflows("ls")
 }
 
-// Stop is Unavailable: workflows need the mount.
-func (s *Service) Stop(ctx context.Context, req service.StopRequest) ([]service.StoppedTarget, error) {
+// StopWorkflow is Unavailable: workflows need the mount.
+func (s *Service) StopWorkflow(ctx context.Context, req service.StopRequest) ([]service.StoppedTarget, error) {
 	return nil, errWorkflows("stop")
 }
 
