@@ -73,9 +73,9 @@ type RunRequest struct {
 	// Quiet is how long the channel must be quiet, every agent idle, for
 	// the team to be done.
 	Quiet time.Duration
-	// Seen, if set, is given what the channel shows as it happens, from
-	// before the kickoff on; an error ends the run.
-	Seen func(msgs []channel.Message, skips []channel.Skip) error
+	// Seen, if set, is given what the instance's channel ch shows as it
+	// happens, from before the kickoff on; an error ends the run.
+	Seen func(ch string, msgs []channel.Message, skips []channel.Skip) error
 }
 
 // RunResult is what a RunWorkflow did.

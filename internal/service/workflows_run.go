@@ -103,14 +103,14 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, req *RunRequest) (
 }
 
 // scan reads what is new in the channel into st and hands it to seen.
-func (t *team) scan(r *channel.Reader, st *runState, seen func([]channel.Message, []channel.Skip) error) error {
+func (t *team) scan(r *channel.Reader, st *runState, seen func(string, []channel.Message, []channel.Skip) error) error {
 	msgs, skips, err := r.Scan()
 	if err != nil {
 		fmt.Fprintf(t.log, "collab: %v\n", err)
 		return nil // the next tick tries again
 	}
 	if seen != nil {
-		if err := seen(msgs, skips); err != nil {
+		if err := seen(t.channel, msgs, skips); err != nil {
 			return errkind.Wrap(errkind.Failed, err)
 		}
 	}
