@@ -256,7 +256,7 @@ func (s *Server) workflowsData(w http.ResponseWriter, r *http.Request) (workData
 	if !ok {
 		return d, false
 	}
-	inst, err := s.Instances()
+	inst, err := s.Instances(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return d, false
@@ -284,7 +284,7 @@ func (s *Server) workflowsPage(w http.ResponseWriter, r *http.Request) {
 // pageStopWorkflow asks an instance to stop and shows the page again.
 func (s *Server) pageStopWorkflow(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	_, code, err := s.StopWorkflow(id, personOf(r))
+	_, code, err := s.StopWorkflow(r.Context(), id, personOf(r))
 	s.afterStop(w, r, code, err, id+": stop asked; its agents go OFFLINE shortly")
 }
 

@@ -44,6 +44,9 @@ type Record struct {
 	// and Dir its working folder: what collab resume runs again.
 	Args []string `json:"args,omitempty"`
 	Dir  string   `json:"dir,omitempty"`
+	// Stopped are the agents (ids) stopped on their own while the others
+	// run on (an agent's stop file, see [AgentStopNameBy]).
+	Stopped []string `json:"stopped,omitempty"`
 
 	file sessions.FileStat // what readRecord saw of its file
 }
@@ -213,9 +216,7 @@ func RunnerOf(r Record) int {
 // account uid writes for an instance: one per account, so that no
 // account's stop file (which the sticky folder keeps from every other
 // account) stands in another's way.
-func StopNameBy(name, instance string, uid int) string {
-	return name + Sep + instance + "." + strconv.Itoa(uid) + ".stop"
-}
+func StopNameBy(name, instance string, uid int) string { return stopNameBy(name+Sep+instance, uid) }
 
 // RequestStop writes this account's stop file of instance of workflow
 // name ([StopNameBy]); data says who asked (free-form JSON, for people).
@@ -229,29 +230,35 @@ func RequestStop(root tree.Root, name, instance string, data []byte) error {
 	return d.Replace(StopNameBy(name, instance, os.Geteuid()), data, sessions.RecordPerm)
 }
 
-// stopFiles are the stop files an instance run by runner honours: those
-// of the accounts that may stop it ([MayStop]: runner, root, the tree's
-// owner), each by its name, and the shared name [StopName] that older
-// collabs write, by whoever owns it.
-func stopFiles(root tree.Root, name, instance string, runner int) []string {
-	files := []string{StopName(name, instance)}
+// stopFiles are the stop files an instance (or one agent of it) run by
+// runner honours: those of the accounts that may stop it ([MayStop]:
+// runner, root, the tree's owner), each named base.UID.stop, and the
+// shared name (when not "") that older collabs write, by whoever owns it.
+func stopFiles(root tree.Root, base, shared string, runner int) []string {
+	var files []string
+	if shared != "" {
+		files = append(files, shared)
+	}
 	for _, uid := range []int{runner, 0, keyring.Owner(string(root))} {
-		if f := StopNameBy(name, instance, uid); uid >= 0 && !slices.Contains(files, f) {
+		if f := stopNameBy(base, uid); uid >= 0 && !slices.Contains(files, f) {
 			files = append(files, f)
 		}
 	}
 	return files
 }
 
+// stopNameBy is the stop file of base written by the account uid.
+func stopNameBy(base string, uid int) string { return base + "." + strconv.Itoa(uid) + ".stop" }
+
 // stopFileOK reports whether the stop file fi, named file, is one the
 // instance honours: written by an account that may stop it, and, when
 // named for an account, by that account.
-func stopFileOK(root tree.Root, name, instance, file string, fi fs.FileInfo, runner int) error {
+func stopFileOK(root tree.Root, base, shared, file string, fi fs.FileInfo, runner int) error {
 	uid, _, ok := safedir.Ownership(fi)
 	if !ok || !fi.Mode().IsRegular() {
 		return fmt.Errorf("stop file %s is not a regular file", file)
 	}
-	if file != StopName(name, instance) && file != StopNameBy(name, instance, uid) {
+	if (shared == "" || file != shared) && file != stopNameBy(base, uid) {
 		return fmt.Errorf("stop file %s is owned by uid %d, not the account it names", file, uid)
 	}
 	if err := MayStop(root, runner, uid); err != nil {
@@ -267,6 +274,10 @@ func stopFileOK(root tree.Root, name, instance, file string, fi fs.FileInfo, run
 // is an error that names it and its owner; one it would not honour is
 // left alone.
 func ClearStop(root tree.Root, name, instance string, runner int) error {
+	return clearStop(root, name+Sep+instance, StopName(name, instance), runner)
+}
+
+func clearStop(root tree.Root, base, shared string, runner int) error {
 	d, err := safedir.Open(root.Workflows())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -275,9 +286,9 @@ func ClearStop(root tree.Root, name, instance string, runner int) error {
 		return err
 	}
 	defer d.Close()
-	for _, file := range stopFiles(root, name, instance, runner) {
+	for _, file := range stopFiles(root, base, shared, runner) {
 		fi, err := d.Lstat(file)
-		if err != nil || stopFileOK(root, name, instance, file, fi, runner) != nil {
+		if err != nil || stopFileOK(root, base, shared, file, fi, runner) != nil {
 			continue
 		}
 		if err := d.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -294,17 +305,21 @@ func ClearStop(root tree.Root, name, instance string, runner int) error {
 // name by an account that may not is no request: refused is then its
 // error (for the log).
 func StopRequested(root tree.Root, name, instance string, runner int) (stop bool, refused error) {
+	return stopRequested(root, name+Sep+instance, StopName(name, instance), runner)
+}
+
+func stopRequested(root tree.Root, base, shared string, runner int) (stop bool, refused error) {
 	d, err := safedir.Open(root.Workflows())
 	if err != nil {
 		return false, nil
 	}
 	defer d.Close()
-	for _, file := range stopFiles(root, name, instance, runner) {
+	for _, file := range stopFiles(root, base, shared, runner) {
 		fi, err := d.Lstat(file)
 		if err != nil {
 			continue
 		}
-		if err := stopFileOK(root, name, instance, file, fi, runner); err != nil {
+		if err := stopFileOK(root, base, shared, file, fi, runner); err != nil {
 			refused = err
 			continue
 		}

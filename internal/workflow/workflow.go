@@ -100,7 +100,8 @@
 // (WriteRecord; Records and ReadRecord read them, skipping what does not
 // parse): a JSON object with name, instance, file (absolute), host, pid,
 // started, status (Starting, Running, Done, Failed, Stopped, Timeout),
-// agents (ids, in file order), channel and, once finished, finished. A
+// agents (ids, in file order), channel, stopped (the agents stopped on
+// their own) and, once finished, finished. A
 // run's first record (status Starting, before any setup step) is made with
 // CreateRecord, which never replaces: of two runs of one instance started
 // at once, exactly one creates it.
@@ -110,7 +111,11 @@
 // polls StopRequested, which honours the stop files of the accounts that
 // may stop it (MayStop: the account running it, root, the tree's owner)
 // and the shared WORKFLOW--INSTANCE.stop (StopName) of older collabs when
-// such an account owns it, removes it, and stops.
+// such an account owns it, removes it, and stops. One agent of it is
+// stopped the same way, by ROOT/workflows/WORKFLOW--INSTANCE--NAME.UID.stop
+// (AgentStopNameBy, RequestAgentStop, AgentStopRequested): the process
+// stops that agent's watcher, lists it in the record's stopped, and runs
+// the others on.
 // Records are written by the running process for people and for collab
 // ls, stop and the readers' aliases: they are not signed, as for those
 // they grant nothing (a forged record can only give an alias in a channel

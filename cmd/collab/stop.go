@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
+)
+
+func runStop(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("stop", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab stop NAME@INSTANCE | WORKFLOW@INSTANCE | @INSTANCE | --all
+
+Stop running workflow instances, or one agent of one: write a stop file
+in ROOT/workflows, which the process running the instance polls on any
+host, and wait until the agents stopped are OFFLINE. NAME@INSTANCE
+stops that one agent (its watcher goes OFFLINE, the others run on);
+WORKFLOW@INSTANCE the whole instance; @INSTANCE every instance of that
+name. Only the account that runs an instance, root or the tree's owner
+may stop it (exit 4).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	all := fs.Bool("all", false, "stop every running instance")
+	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the agents to be OFFLINE (then exit 3)")
+	rootf := rootFlag(fs)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if *all == (fs.NArg() == 1) || fs.NArg() > 1 {
+		return usageErrorf("stop: give one target (NAME@INSTANCE or @INSTANCE) or --all")
+	}
+	root := tree.Resolve(*rootf, getenv)
+	stopped, err := wfMount(root).StopWorkflow(ctx, service.StopRequest{Target: fs.Arg(0), All: *all, By: loginName(ctx), Wait: *timeout})
+	if err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	for _, s := range stopped {
+		fmt.Fprintf(stdout, "%s: stopped\n", s.ID())
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/presence"
+)
+
+// RunWorkflow runs a team until it is done (see Workflows).
+func (m *Mount) RunWorkflow(ctx context.Context, req RunRequest) (*RunResult, error) {
+	if req.Timeout <= 0 || req.Quiet <= 0 {
+		return nil, errkind.New(errkind.Invalid, "--timeout and --quiet must be positive")
+	}
+	if req.Watch == nil {
+		return nil, errkind.New(errkind.Invalid, "no watcher settings")
+	}
+	t, err := m.openTeam(ctx, &req.TeamRequest)
+	if err != nil {
+		return nil, err
+	}
+	r, err := channel.NewReader(m.cfg.Root, t.channel, channel.Cursor{}, channel.ReaderOptions{})
+	if err == nil {
+		err = r.SeekEnd()
+	}
+	if err != nil {
+		t.close()
+		return nil, errkind.Wrap(errkind.Failed, err)
+	}
+	if err := t.start(ctx); err != nil {
+		return nil, err
+	}
+	res, status, runErr := t.follow(ctx, r, &req)
+	t.stop()
+	if werr := t.watcherErr(); werr != nil && runErr == nil {
+		status, runErr = workflow.Failed, werr
+	}
+	if err := t.setStatus(status); err != nil && runErr == nil {
+		runErr = err
+	}
+	return res, runErr
+}
+
+// runState is what RunWorkflow tracks of the conversation.
+type runState struct {
+	last    *channel.Message
+	lastAt  time.Time                   // when something last happened
+	pending map[string]*channel.Message // addressed to one of the agents, not final for all
+	failed  bool                        // a job failed
+	refused bool                        // the last message was refused (or is a guard notice)
+}
+
+// follow posts the kickoff and follows the channel until the team is
+// done, the timeout passes, ctx is done or a stop file appears. It
+// returns the result (when the run got that far), the status for the
+// record, and the error.
+func (t *team) follow(ctx context.Context, r *channel.Reader, req *RunRequest) (*RunResult, string, error) {
+	if err := t.setStatus(workflow.Running); err != nil {
+		return nil, workflow.Failed, err
+	}
+	if _, err := t.postKickoff(ctx); err != nil {
+		return nil, workflow.Failed, err
+	}
+	st := &runState{lastAt: time.Now(), pending: map[string]*channel.Message{}}
+	deadline := time.After(req.Timeout)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, workflow.Stopped, errkind.Wrap(errkind.Failed, ctx.Err())
+		case <-deadline:
+			return t.result(st, workflow.Timeout), workflow.Timeout, errkind.New(errkind.Timeout, "not done after %v", req.Timeout)
+		case <-tick.C:
+		}
+		if t.stopRequested() {
+			return nil, workflow.Stopped, errkind.New(errkind.Failed, "stopped by collab stop")
+		}
+		if err := t.watcherErr(); err != nil {
+			return nil, workflow.Failed, err
+		}
+		if err := t.scan(r, st, req.Seen); err != nil {
+			return nil, workflow.Failed, err
+		}
+		busy := t.judge(st)
+		if !busy && time.Since(st.lastAt) >= req.Quiet {
+			return t.done(st)
+		}
+		if busy {
+			st.lastAt = time.Now() // quiet counts from the last work seen
+		}
+	}
+}
+
+// scan reads what is new in the channel into st and hands it to seen.
+func (t *team) scan(r *channel.Reader, st *runState, seen func(string, []channel.Message, []channel.Skip) error) error {
+	msgs, skips, err := r.Scan()
+	if err != nil {
+		fmt.Fprintf(t.log, "collab: %v\n", err)
+		return nil // the next tick tries again
+	}
+	if seen != nil {
+		if err := seen(t.channel, msgs, skips); err != nil {
+			return errkind.Wrap(errkind.Failed, err)
+		}
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		st.last, st.lastAt = m, time.Now()
+		if !delivery.IsNotice(m) && t.addressed(m) {
+			st.pending[m.Key()] = m
+		}
+	}
+	return nil
+}
+
+// done is the end of a run whose team is done: Done, or Failed when a
+// job failed or a guard refused the last message.
+func (t *team) done(st *runState) (*RunResult, string, error) {
+	if st.last != nil && delivery.IsNotice(st.last) {
+		st.refused = true
+	}
+	switch {
+	case st.failed:
+		return t.result(st, workflow.Failed), workflow.Failed, errkind.New(errkind.Failed, "a job failed")
+	case st.refused:
+		return t.result(st, workflow.Failed), workflow.Failed, errkind.New(errkind.Failed, "a guard refused the last message")
+	}
+	return t.result(st, workflow.Done), workflow.Done, nil
+}
+
+// addressed reports whether m is for one of the team's agents.
+func (t *team) addressed(m *channel.Message) bool {
+	for i, id := range t.ids {
+		if m.IsForAny(id, t.names[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// judge updates st from the delivery states of the pending messages and
+// the agents' presence, and reports whether the team is still at work: a
+// message held (seen, claimed, running) by one of its agents, or an agent
+// (not stopped on its own) not AWAKE and idle with an empty backlog.
+func (t *team) judge(st *runState) bool {
+	root, host := t.m.cfg.Root, t.m.cfg.Host
+	busy := false
+	for key, m := range st.pending {
+		final := true
+		for i, id := range t.ids {
+			if !m.IsForAny(id, t.names[i]) || t.isStopped(id) {
+				continue
+			}
+			a := delivery.StateFor(root, t.channel, m, id, delivery.Options{Host: host})
+			switch {
+			case a.State == delivery.Failed:
+				st.failed = true
+			case a.State == delivery.Refused && st.last != nil && st.last.Key() == key:
+				st.refused = true
+			case delivery.Final(a.State):
+			case a.State == delivery.Waiting:
+				// Not (yet) taken: the watcher skipped it (a reply it
+				// awaited) or has not looked; the quiet period decides.
+				final = false
+			default:
+				final, busy = false, true
+			}
+		}
+		if final {
+			delete(st.pending, key)
+		}
+	}
+	now := time.Now()
+	for _, id := range t.ids {
+		if t.isStopped(id) {
+			continue
+		}
+		s, err := presence.Read(root, id)
+		if err != nil || s.Effective(now, 0, host, nil) != presence.AwakeIdle || s.Backlog != 0 {
+			busy = true
+		}
+	}
+	return busy
+}
+
+// result is the run's result: the last message, the documents changed
+// and each agent's jobs since the start.
+func (t *team) result(st *runState, status string) *RunResult {
+	root := t.m.cfg.Root
+	res := &RunResult{Workflow: t.file.Name, Instance: t.instance, Channel: t.channel, Status: status,
+		Last: st.last, Documents: changedDocs(root, t.channel, t.started)}
+	for i, id := range t.ids {
+		a := AgentResult{Name: t.names[i], Agent: id}
+		js, _ := jobs.List(root, id) // at most jobs.Keep finished, and the running
+		for _, j := range js {
+			if j.Started.Before(t.started) {
+				continue
+			}
+			a.Jobs++
+			if j.Status == jobs.Failed {
+				a.Failed++
+			}
+			a.CostUSD += j.CostUSD
+			a.Tokens += j.Usage.Tokens()
+		}
+		res.Agents = append(res.Agents, a)
+	}
+	return res
+}
+
+// maxDocs bounds the documents changedDocs looks at.
+const maxDocs = 1000
+
+// changedDocs lists the files under ROOT/docs/CHANNEL modified since
+// start, relative to it (at most maxDocs files are looked at).
+func changedDocs(root tree.Root, ch string, since time.Time) []string {
+	dir := root.Docs(ch)
+	out := []string{}
+	n := 0
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || n >= maxDocs {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || d.Name()[0] == '.' {
+			return nil
+		}
+		n++
+		if fi, err := d.Info(); err == nil && !fi.ModTime().Before(since) {
+			rel, _ := filepath.Rel(dir, path)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out
+}
