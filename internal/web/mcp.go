@@ -39,9 +39,9 @@ import (
 // The tools call the server's service (Config.Service), delegation
 // included: on a host with the mount, delegate_to_worktree makes the
 // worktree of the repository of the server's working directory and
-// starts the agent's watcher detached on this host, with the same limits
-// and refusals as collab delegate (the depth of a delegated agent is its
-// session's).
+// starts the agent's watcher detached on this host, with the limits and
+// refusals of every door (service.Delegations; the depth of a delegated
+// agent is its session's).
 //
 // What the tools post is signed with the agent's key (Config.AgentSigner),
 // loaded when the agent's server is built and kept while the process runs.

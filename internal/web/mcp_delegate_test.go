@@ -1,11 +1,9 @@
 package web
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,40 +15,22 @@ import (
 	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
-
-// collabAndStandin builds collab and the demo's stand-in model CLI once
-// per test binary and returns their paths.
+// collabAndStandin builds collab and the demo's stand-in model CLI and
+// returns their paths.
 func collabAndStandin(t *testing.T) (collab, standin string) {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go to build collab")
 	}
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "collab-web-test-"); buildErr != nil {
-			return
+	dir := t.TempDir()
+	for _, pkg := range []string{"cmd/collab", "demo/standin"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, filepath.Base(pkg)), "github.com/collabdev/collab/"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}
-		for _, pkg := range []string{"cmd/collab", "demo/standin"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, filepath.Base(pkg)), "github.com/collabdev/collab/"+pkg).CombinedOutput()
-			if err != nil {
-				buildErr = &buildError{pkg, string(out)}
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
 	}
-	return filepath.Join(buildDir, "collab"), filepath.Join(buildDir, "standin")
+	return filepath.Join(dir, "collab"), filepath.Join(dir, "standin")
 }
-
-type buildError struct{ pkg, out string }
-
-func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.out }
 
 // TestMCPDelegateOnAMountedHost: collab serve's /mcp, on a host with the
 // mount, delegates: delegate_to_worktree (the repository of the server's
