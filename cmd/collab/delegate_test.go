@@ -14,13 +14,12 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/collabdev/collab/internal/workflow"
-
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 	"github.com/collabdev/collab/internal/testsupport/gittest"
+	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/sessions"
 	"github.com/collabdev/collab/presence"
 )
