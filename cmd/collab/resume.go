@@ -48,7 +48,7 @@ Flags:
 		return usageErrorf("resume: unexpected argument %q", fs.Arg(0))
 	}
 	root := tree.Resolve(*rootf, getenv)
-	res, err := delegations(root).Resume(ctx, service.ResumeRequest{DryRun: *dry, StartTimeout: *startTimeout})
+	res, err := delegations(root, stderr).Resume(ctx, service.ResumeRequest{DryRun: *dry, StartTimeout: *startTimeout})
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
