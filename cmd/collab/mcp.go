@@ -1,36 +1,148 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/transport/mcpserver"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
 	"github.com/collabdev/collab/internal/workspace/delegate"
 	"github.com/collabdev/collab/internal/workspace/sessions"
-	"github.com/collabdev/collab/internal/workspace/worktree"
 	"github.com/collabdev/collab/watcher"
 )
 
 func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("mcp", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab mcp --agent A --channel C
+	fs.Usage = func() { fmt.Fprint(stderr, mcpUsage); fs.PrintDefaults() }
+	agent := agentFlag(fs, "", "the agent every tool acts as", false)
+	ch := channelFlag(fs, "the channel")
+	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
+	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
+	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+envDelegateCmd+")")
+	fromEnv(fs, "delegate-cmd", envDelegateCmd)
+	keyf := keyFlag(fs)
+	ringf := keyringFlag(fs)
+	nf := addNATSFlags(fs)
+	rootf := rootFlag(fs)
+	rf := addRemoteFlags(fs)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("mcp: unexpected argument %q", fs.Arg(0))
+	}
+	if *agent == "" || *ch == "" {
+		return usageErrorf("mcp: --agent and --channel are required (or COLLAB_AGENT and COLLAB_CHANNEL)")
+	}
+	if err := namedAgent("mcp", *agent); err != nil {
+		return err
+	}
+	if err := checkChannel("mcp", *ch); err != nil {
+		return err
+	}
+	if *poll <= 0 {
+		return usageErrorf("mcp: --poll must be positive")
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	signer, err := loadSigner(*keyf, *agent, getenv)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if rf.on {
+		local := ""
+		if fs.Changed("root") {
+			local = *rootf
+		}
+		return mcpRemote(ctx, rf, nf, local, *ringf, *keyf, mcpserver.Config{Agent: *agent, Channel: *ch, Host: hostname(),
+			Logger: logger, Poll: *poll, Signer: signer, Hops: watcher.RunHops(getenv)}, getenv, stdin, stdout, stderr)
+	}
+	root := tree.Resolve(*rootf, getenv)
+	cfg := mcpserver.Config{
+		Root: root, Agent: *agent, Channel: *ch, Host: hostname(),
+		Logger: logger, Poll: *poll,
+		Signer: signer, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr),
+		// Inside a watcher's model run, what the agent sends is one hop
+		// deeper than the message it answers.
+		Hops: watcher.RunHops(getenv),
+	}
+	closeBus, err := mcpNATS(ctx, nf, getenv, &cfg, stderr)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	defer closeBus()
+	cfg.Service = service.WithDelegateDefaults(mcpMount(cfg), mcpDelegateDefaults(getenv, *delegateCmd))
+	return serveMCP(ctx, cfg, stdin, stdout)
+}
+
+// mcpNATS connects to NATS when configured: cfg's posts are announced
+// there, and announcements on its channel wake send_and_wait. The
+// function returned closes the connection.
+func mcpNATS(ctx context.Context, nf *natsFlags, getenv env, cfg *mcpserver.Config, stderr io.Writer) (func(), error) {
+	o, ok := nf.options(getenv, natsbus.ConnName(cfg.Agent+"-mcp", hostname()), cfg.Logger)
+	if !ok {
+		return func() {}, nil
+	}
+	bus, err := connectOptional(ctx, o, stderr)
+	if err != nil || bus == nil {
+		return func() {}, err
+	}
+	ch := cfg.Channel
+	cfg.Publish = bus.PublishMessage
+	cfg.Wake = func(context.Context) (<-chan string, func(), error) {
+		wake := make(chan string, 64)
+		sub, err := bus.Subscribe([]string{ch}, func(m channel.Message) {
+			select {
+			case wake <- m.File:
+			default: // the next poll finds it
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return wake, sub.Stop, nil
+	}
+	return bus.Close, nil
+}
+
+// mcpMount is the service the tools of cfg call: on the mount at cfg.Root.
+func mcpMount(cfg mcpserver.Config) *service.Mount {
+	sc := service.Config{Root: cfg.Root, Host: cfg.Host, Logger: cfg.Logger, Verifier: cfg.Verifier, Publish: cfg.Publish}
+	if cfg.Wake != nil {
+		sc.Wake = func(ctx context.Context, _ string) (<-chan string, func(), error) { return cfg.Wake(ctx) }
+	}
+	return service.NewMount(sc)
+}
+
+// mcpDelegateDefaults are delegate_to_worktree's defaults: collab
+// delegate's, from the environment a watcher passes on to its CLI's
+// server (mcpEnvVars), and --delegate-cmd.
+func mcpDelegateDefaults(getenv env, cmd string) service.DelegateRequest {
+	d := service.DelegateRequest{CLI: getenv("COLLAB_DELEGATE_CLI"), Cmd: cmd, Worktrees: getenv(envWorktrees),
+		Depth: sessions.Depth(getenv), KeyDir: filepath.Dir(signing.DefaultKeyPath("agent", getenv))}
+	d.MaxHops, _ = strconv.Atoi(getenv(envMaxHops))
+	d.BudgetUSD, _ = strconv.ParseFloat(getenv(envBudgetUSD), 64)
+	d.BudgetTokens, _ = strconv.ParseInt(getenv(envBudgetTokens), 10, 64)
+	return d
+}
+
+const mcpUsage = `Usage: collab mcp --agent A --channel C
 
 Serve the bus to a model CLI over MCP on standard input and output, as
 agent A on channel C. The agent and channel come from these flags (or
@@ -94,90 +206,7 @@ For Codex (~/.codex/config.toml):
   default_tools_approval_mode = "approve"
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
-	agent := agentFlag(fs, "", "the agent every tool acts as", false)
-	ch := channelFlag(fs, "the channel")
-	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
-	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
-	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+envDelegateCmd+")")
-	fromEnv(fs, "delegate-cmd", envDelegateCmd)
-	keyf := keyFlag(fs)
-	ringf := keyringFlag(fs)
-	nf := addNATSFlags(fs)
-	rootf := rootFlag(fs)
-	rf := addRemoteFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("mcp: unexpected argument %q", fs.Arg(0))
-	}
-	if *agent == "" || *ch == "" {
-		return usageErrorf("mcp: --agent and --channel are required (or COLLAB_AGENT and COLLAB_CHANNEL)")
-	}
-	if err := namedAgent("mcp", *agent); err != nil {
-		return err
-	}
-	if err := checkChannel("mcp", *ch); err != nil {
-		return err
-	}
-	if *poll <= 0 {
-		return usageErrorf("mcp: --poll must be positive")
-	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
-	}
-	signer, err := loadSigner(*keyf, *agent, getenv)
-	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if rf.on {
-		local := ""
-		if fs.Changed("root") {
-			local = *rootf
-		}
-		return mcpRemote(ctx, rf, nf, local, *ringf, *keyf, mcpserver.Config{Agent: *agent, Channel: *ch, Host: hostname(),
-			Logger: logger, Poll: *poll, Signer: signer, Hops: watcher.RunHops(getenv)}, getenv, stdin, stdout, stderr)
-	}
-	root := tree.Resolve(*rootf, getenv)
-	cfg := mcpserver.Config{
-		Root: root, Agent: *agent, Channel: *ch, Host: hostname(),
-		Logger: logger, Poll: *poll,
-		Signer: signer, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr),
-		// Inside a watcher's model run, what the agent sends is one hop
-		// deeper than the message it answers.
-		Hops:      watcher.RunHops(getenv),
-		Delegator: mcpDelegator{root: root, key: *keyf, cmd: *delegateCmd, getenv: getenv},
-	}
-	if o, ok := nf.options(getenv, natsbus.ConnName(*agent+"-mcp", hostname()), logger); ok {
-		bus, err := connectOptional(ctx, o, stderr)
-		if err != nil {
-			return fmt.Errorf("mcp: %w", err)
-		}
-		if bus != nil {
-			defer bus.Close()
-			cfg.Publish = bus.PublishMessage
-			cfg.Wake = func(context.Context) (<-chan string, func(), error) {
-				wake := make(chan string, 64)
-				sub, err := bus.Subscribe([]string{*ch}, func(m channel.Message) {
-					select {
-					case wake <- m.File:
-					default: // the next poll finds it
-					}
-				})
-				if err != nil {
-					return nil, nil, err
-				}
-				return wake, sub.Stop, nil
-			}
-		}
-	}
-	return serveMCP(ctx, cfg, stdin, stdout)
-}
+`
 
 // serveMCP serves cfg's tools on stdin and stdout until the client goes.
 func serveMCP(ctx context.Context, cfg mcpserver.Config, stdin io.Reader, stdout io.Writer) error {
@@ -290,61 +319,3 @@ func (nf *natsFlags) args() []string {
 const (
 	envDelegateCmd = "COLLAB_DELEGATE_CMD" // collab mcp --delegate-cmd
 )
-
-// mcpDelegator is the MCP server's Delegator: collab delegate itself,
-// run as the server's agent with its root, key and environment, so the
-// tools and the command share limits, names and the detached watcher.
-type mcpDelegator struct {
-	root   tree.Root
-	key    string // collab mcp --key
-	cmd    string // --delegate-cmd
-	getenv env
-}
-
-func (d mcpDelegator) run(ctx context.Context, f func(context.Context, []string, env, io.Reader, io.Writer, io.Writer) error, args []string) ([]byte, error) {
-	var out, errb bytes.Buffer
-	if err := f(ctx, args, d.getenv, strings.NewReader(""), &out, &errb); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
-}
-
-func (d mcpDelegator) Delegate(ctx context.Context, req mcpserver.DelegateRequest) (*sessions.Session, error) {
-	args := []string{"--root", string(d.root), "--agent", req.By, "--repo", req.Repo, "--json"}
-	for _, f := range []struct{ flag, v string }{
-		{"--key", d.key}, {"--cmd", d.cmd}, {"--base", req.Base}, {"--branch", req.Branch}, {"--cli", req.CLI}, {"--title", req.Title},
-	} {
-		if f.v != "" {
-			args = append(args, f.flag, f.v)
-		}
-	}
-	out, err := d.run(ctx, runDelegate, append(args, "--", req.Prompt))
-	if err != nil {
-		return nil, err
-	}
-	var s sessions.Session
-	if err := json.Unmarshal(out, &s); err != nil {
-		return nil, fmt.Errorf("delegate: its output: %w", err)
-	}
-	return &s, nil
-}
-
-func (d mcpDelegator) Status(ctx context.Context, s *sessions.Session) (mcpserver.SessionStatus, error) {
-	out, err := d.run(ctx, func(ctx context.Context, args []string, getenv env, _ io.Reader, stdout, stderr io.Writer) error {
-		return runDelegateStatus(ctx, args, getenv, stdout, stderr)
-	}, []string{"--root", string(d.root), "--json", s.ID})
-	if err != nil {
-		return mcpserver.SessionStatus{}, err
-	}
-	var st struct {
-		State string           `json:"state"`
-		Jobs  []jobs.Job       `json:"jobs"`
-		Last  *channel.Message `json:"last_message"`
-		Git   *worktree.State  `json:"git"`
-		Error string           `json:"git_error"`
-	}
-	if err := json.Unmarshal(out, &st); err != nil {
-		return mcpserver.SessionStatus{}, fmt.Errorf("delegate status: its output: %w", err)
-	}
-	return mcpserver.SessionStatus{State: st.State, Jobs: st.Jobs, Last: st.Last, Git: st.Git, GitError: st.Error}, nil
-}

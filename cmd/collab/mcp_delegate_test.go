@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/testsupport/gittest"
 	"github.com/collabdev/collab/internal/transport/mcpserver"
 )
@@ -113,8 +114,8 @@ func TestMCPDelegate(t *testing.T) {
 func TestMCPDelegateDepth(t *testing.T) {
 	d := newDelegateEnv(t)
 	env := map[string]string{"COLLAB_ROOT": d.root, "COLLAB_WORKTREES": d.wts, "COLLAB_DELEGATION_DEPTH": "2"}
-	md := mcpDelegator{root: tree.Root(d.root), cmd: os.Args[0], getenv: func(k string) string { return env[k] }}
-	_, err := md.Delegate(context.Background(), mcpserver.DelegateRequest{Repo: d.repo, By: "lead-1234", Prompt: "x", CLI: "command"})
+	svc := service.WithDelegateDefaults(delegations(tree.Root(d.root), io.Discard), mcpDelegateDefaults(func(k string) string { return env[k] }, os.Args[0]))
+	_, err := svc.Delegate(context.Background(), service.Actor{Name: "lead-1234", Hops: -1}, service.DelegateRequest{Repo: d.repo, Prompt: "x", CLI: "command"})
 	if err == nil || !strings.Contains(err.Error(), "delegation refused: lead-1234 is at delegation depth 2") {
 		t.Fatalf("delegate at depth 2: %v, want refused", err)
 	}

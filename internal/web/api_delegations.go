@@ -1,46 +1,32 @@
 package web
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
-	"time"
 
-	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/sessions"
-	"github.com/collabdev/collab/presence"
-	"github.com/collabdev/collab/watcher"
 )
 
-// Delegation is one row of collab delegate ls.
+// Delegation is one delegated session, with its agent's presence.
 type Delegation struct {
-	*sessions.Session
-	State string `json:"state"` // its agent's presence, as who shows it
+	service.SessionInfo
 }
 
-// Delegations lists the delegated sessions as collab delegate ls does,
+// Delegations lists the delegated sessions (service.Delegations),
 // newest first; removed ones only with all.
 func (s *Server) Delegations(all bool) ([]Delegation, error) {
-	list, err := sessions.List(s.cfg.Root)
+	list, err := s.svc.Sessions(context.Background(), service.SessionsQuery{All: all})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(list, func(a, b sessions.Session) int { return b.Created.Compare(a.Created) })
-	host, _ := os.Hostname()
-	now := time.Now()
-	out := []Delegation{}
-	for i := range list {
-		if list[i].Status == sessions.Removed && !all {
-			continue
-		}
-		state := presence.StateOffline
-		if st, err := presence.Read(s.cfg.Root, list[i].Agent); err == nil {
-			state = st.Effective(now, 0, host, proc.PIDAlive)
-		}
-		out = append(out, Delegation{&list[i], state})
+	out := make([]Delegation, 0, len(list))
+	for _, d := range slices.Backward(list) { // the service's are oldest first
+		out = append(out, Delegation{d})
 	}
 	return out, nil
 }
@@ -66,38 +52,13 @@ func (s *Server) apiDelegations(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"delegations": page(list, limit, offset), "total": len(list)})
 }
 
-// stopGrace is how long a delegated watcher may take to stop before it is
-// killed: collab delegate stop's default.
-const stopGrace = watcher.DefaultGrace + 10*time.Second
-
-// StopDelegation stops delegated session id as collab delegate stop does,
-// with its refusals: a removed session, one on another host, and one whose
-// record sessions.Check refuses (another account's, or writable by one).
+// StopDelegation stops delegated session id (service.Delegations'
+// StopSession, with its refusals), for person; the code is the HTTP
+// status of the answer.
 func (s *Server) StopDelegation(id, person string) (*sessions.Session, int, error) {
-	if err := sessions.CheckID(id); err != nil {
-		return nil, http.StatusBadRequest, err
-	}
-	ss, err := sessions.Find(s.cfg.Root, id)
-	if errors.Is(err, sessions.ErrNotFound) {
-		return nil, http.StatusNotFound, fmt.Errorf("no session %s (see collab delegate ls)", id)
-	}
+	ss, err := s.svc.StopSession(context.Background(), service.StopSessionRequest{Session: service.SessionRef{ID: id, IDOnly: true}})
 	if err != nil {
-		return nil, http.StatusInternalServerError, err
-	}
-	host, _ := os.Hostname()
-	switch {
-	case ss.Status == sessions.Removed:
-		return ss, http.StatusConflict, fmt.Errorf("session %s was removed", ss.ID)
-	case ss.Host != host:
-		return ss, http.StatusConflict, fmt.Errorf("session %s runs on host %s; stop it there", ss.ID, ss.Host)
-	}
-	if err := sessions.Check(s.cfg.Root, ss, os.Getuid()); err != nil {
-		// Another account's record, or one another account could have
-		// written: what it names is not this server's to signal.
-		return ss, http.StatusForbidden, fmt.Errorf("session %s: %w", ss.ID, err)
-	}
-	if err := sessions.Stop(s.cfg.Root, ss, host, stopGrace); err != nil {
-		return ss, http.StatusInternalServerError, err
+		return nil, httpStatusOf(err), err
 	}
 	s.log.Info("delegation stopped", "session", ss.ID, "agent", ss.Agent, "by", person)
 	return ss, http.StatusOK, nil
@@ -112,4 +73,28 @@ func (s *Server) apiStopDelegation(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, ss)
 }
 
-// refuseCode answers err with code; a 500 is logged (Server.fail).
+// httpStatusOf is the HTTP status of an error of the service layer
+// (the table in package service's doc).
+// TODO(i24 merge): one mapping for every handler of the web door.
+func httpStatusOf(err error) int {
+	switch errkind.Of(err) {
+	case errkind.Invalid:
+		return http.StatusBadRequest
+	case errkind.NotFound:
+		return http.StatusNotFound
+	case errkind.Timeout:
+		return http.StatusGatewayTimeout
+	case errkind.Conflict:
+		return http.StatusConflict
+	case errkind.Forbidden:
+		return http.StatusForbidden
+	case errkind.Queued:
+		return http.StatusAccepted
+	case errkind.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	if errors.Is(err, context.Canceled) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}

@@ -36,8 +36,12 @@ import (
 // beyond, naming the cap. A request's body (MaxBody at most) is
 // read under the server's read timeout; its answer may then take as long
 // as send_and_wait may wait (mcpserver.MaxWaitTimeout, plus a minute).
-// The server starts no worktrees: delegate_to_worktree and
-// get_session_status answer with an error (no mcpserver.Delegator).
+// The tools call the server's service (Config.Service), delegation
+// included: on a host with the mount, delegate_to_worktree makes the
+// worktree of the repository of the server's working directory and
+// starts the agent's watcher detached on this host, with the limits and
+// refusals of every door (service.Delegations; the depth of a delegated
+// agent is its session's).
 //
 // What the tools post is signed with the agent's key (Config.AgentSigner),
 // loaded when the agent's server is built and kept while the process runs.
@@ -160,7 +164,7 @@ func (f *mcpFace) server(agent, ch string) (*mcp.Server, error) {
 		return srv, nil
 	}
 	cfg := mcpserver.Config{Root: f.s.cfg.Root, Agent: agent, Channel: ch, Hops: -1,
-		Logger: f.s.log.With("agent", agent, "channel", ch), Verifier: f.s.cfg.Verifier}
+		Logger: f.s.log.With("agent", agent, "channel", ch), Verifier: f.s.cfg.Verifier, Service: f.s.svc}
 	cfg.Host, _ = os.Hostname()
 	if f.s.cfg.AgentSigner != nil {
 		signer, err := f.s.cfg.AgentSigner(agent)

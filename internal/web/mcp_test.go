@@ -153,7 +153,10 @@ func TestMCPSendSigned(t *testing.T) {
 	if msg.Signature == nil || msg.Verify(m.cfg.Verifier, "dev") != signing.Verified {
 		t.Errorf("not signed by claude's key: %+v", msg.Signature)
 	}
-	if e := mcpCall(t, cs, "delegate_to_worktree", map[string]any{"prompt": "x"}, nil); !strings.Contains(e, "not available") {
+	// Delegation is available over HTTP (TestMCPDelegateOnAMountedHost);
+	// from a working directory in no repository it is refused.
+	t.Chdir(t.TempDir())
+	if e := mcpCall(t, cs, "delegate_to_worktree", map[string]any{"prompt": "x"}, nil); !strings.Contains(e, "not in a git repository") {
 		t.Errorf("delegate_to_worktree over HTTP: %q", e)
 	}
 	// The reads give the verdict too.

@@ -2,51 +2,20 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/agent/jobs"
-	"github.com/collabdev/collab/internal/plumbing/proc"
-	"github.com/collabdev/collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/worktree"
-	"github.com/collabdev/collab/presence"
 )
 
-// Delegator starts and follows delegated sessions (package sessions): an
-// agent working in a git worktree of its own, on its own branch and
-// channel. cmd/collab gives the server the implementation `collab
-// delegate` uses, so the tools and the command behave alike (limits,
-// naming, the detached watcher).
-type Delegator interface {
-	// Delegate adds the worktree, starts the agent, posts the prompt to
-	// it from req.By and returns the session's record.
-	Delegate(ctx context.Context, req DelegateRequest) (*sessions.Session, error)
-	// Status tells where session s stands.
-	Status(ctx context.Context, s *sessions.Session) (SessionStatus, error)
-}
-
-// DelegateRequest is what delegate_to_worktree asks of the Delegator.
-type DelegateRequest struct {
-	Repo   string // the repository: the server's working directory's, never a tool argument
-	By     string // the delegator: Config.Agent
-	Prompt string
-	Base   string // "": the repository's current branch
-	Branch string // "": made from Title or Prompt
-	CLI    string // claude, codex, gemini or command; "": the Delegator's default
-	Title  string
-}
-
-// SessionStatus is what a Delegator tells of a session.
-type SessionStatus struct {
-	State    string           // the agent's presence, as who shows it
-	Jobs     []jobs.Job       // its newest jobs
-	Last     *channel.Message // the newest message on its channel
-	Git      *worktree.State  // nil when the worktree is gone or unreadable
-	GitError string           // why Git is nil, when it is not gone
-}
+// Delegator is no longer used: the delegation tools call the server's
+// service (Config.Service, service.Delegations), on every server with
+// the mount.
+//
+// Deprecated: remove it with Config.Delegator (i24 merge).
+type Delegator = any
 
 // DelegateArgs are delegate_to_worktree's arguments (seed 001's names).
 type DelegateArgs struct {
@@ -154,70 +123,38 @@ func (s *Server) repo(ctx context.Context) (string, error) {
 	return worktree.Repo(ctx, dir)
 }
 
+// actor is who the delegation tools act as: the server's agent.
+func (s *Server) delegator() service.Actor {
+	return service.Actor{Name: s.cfg.Agent, Signer: s.cfg.Signer, Hops: s.cfg.Hops, Mode: channel.ModeMCP}
+}
+
 func (s *Server) delegateToWorktree(ctx context.Context, in DelegateArgs) (DelegateResult, error) {
-	if s.cfg.Delegator == nil {
-		return DelegateResult{}, s.noDelegation()
-	}
-	if strings.TrimSpace(in.Prompt) == "" {
-		return DelegateResult{}, errors.New("prompt is empty")
-	}
-	switch in.AgentID {
-	case "", "claude", "codex", "gemini", "command":
-	default:
-		return DelegateResult{}, fmt.Errorf("agentId %q is not one of claude, codex, gemini, command", in.AgentID)
-	}
-	if in.Branch != "" {
-		if err := worktree.CheckBranch(in.Branch); err != nil {
-			return DelegateResult{}, fmt.Errorf("branch: %w", err)
-		}
-	}
 	repo, err := s.repo(ctx)
-	if err != nil {
+	if err != nil && s.cfg.Remote == nil {
 		return DelegateResult{}, fmt.Errorf("the working directory of this server is not in a git repository: %w", err)
 	}
-	ss, err := s.cfg.Delegator.Delegate(ctx, DelegateRequest{
-		Repo: repo, By: s.cfg.Agent, Prompt: in.Prompt, Base: in.BaseBranch, Branch: in.Branch, CLI: in.AgentID, Title: in.Title,
+	d, err := s.svc.Delegate(ctx, s.delegator(), service.DelegateRequest{
+		Repo: repo, Prompt: in.Prompt, Base: in.BaseBranch, Branch: in.Branch, CLI: in.AgentID, Title: in.Title,
 	})
 	if err != nil {
 		return DelegateResult{}, err
 	}
+	ss := d.Session
 	return DelegateResult{SessionID: ss.ID, WorkerID: ss.Agent, WorktreePath: ss.Worktree, Branch: ss.Branch,
 		BaseBranch: ss.Base, Channel: ss.Channel}, nil
 }
 
-// noDelegation is the error of the delegation tools without a Delegator.
-func (s *Server) noDelegation() error {
-	if s.cfg.Remote != nil {
-		return errors.New("delegation is not available in this server: it makes worktrees and starts watchers on a host with the shared tree, and this one goes through a bridge")
-	}
-	return errors.New("delegation is not available in this server")
-}
-
-// ownSession reads the session id names, refusing one the server's agent
-// did not delegate.
-func (s *Server) ownSession(id string) (*sessions.Session, error) {
-	if id == "" {
-		return nil, errors.New("sessionId is required")
-	}
-	ss, err := sessions.Find(s.cfg.Root, id)
-	if errors.Is(err, sessions.ErrNotFound) || err == nil && ss.DelegatedBy != s.cfg.Agent {
-		return nil, fmt.Errorf("no session %s delegated by %s (see list_sessions)", id, s.cfg.Agent)
-	}
-	return ss, err
+// session names the session id as the server's agent: only its own.
+func (s *Server) session(id string) service.SessionRef {
+	return service.SessionRef{ID: id, By: s.cfg.Agent}
 }
 
 func (s *Server) sessionStatus(ctx context.Context, in SessionArgs) (SessionStatusResult, error) {
-	ss, err := s.ownSession(in.SessionID)
+	st, err := s.svc.SessionStatus(ctx, s.session(in.SessionID))
 	if err != nil {
 		return SessionStatusResult{}, err
 	}
-	if s.cfg.Delegator == nil {
-		return SessionStatusResult{}, s.noDelegation()
-	}
-	st, err := s.cfg.Delegator.Status(ctx, ss)
-	if err != nil {
-		return SessionStatusResult{}, err
-	}
+	ss := st.Session
 	res := SessionStatusResult{SessionID: ss.ID, WorkerID: ss.Agent, Status: ss.Status, State: st.State, Title: ss.Title,
 		WorktreePath: ss.Worktree, Branch: ss.Branch, BaseBranch: ss.Base, Channel: ss.Channel,
 		Jobs: []SessionJob{}, Dirty: []string{}, GitError: st.GitError}
@@ -239,36 +176,22 @@ func (s *Server) sessionStatus(ctx context.Context, in SessionArgs) (SessionStat
 }
 
 func (s *Server) sendToSession(ctx context.Context, in SendToSessionArgs) (SendToSessionResult, error) {
-	ss, err := s.ownSession(in.SessionID)
-	if err != nil {
-		return SendToSessionResult{}, err
-	}
-	m, _, err := s.postTo(ctx, ss.Channel, in.Message, ss.Agent, nil)
+	m, err := s.svc.SendToSession(ctx, s.delegator(), service.SendToSessionRequest{Session: s.session(in.SessionID), Text: in.Message})
 	if err != nil {
 		return SendToSessionResult{}, err
 	}
 	return SendToSessionResult{Success: true, ID: m.ID}, nil
 }
 
-// listSessions reads every session record (one file each, see package
-// sessions) and one presence file per session of the agent.
 func (s *Server) listSessions(ctx context.Context, _ ListSessionsArgs) (ListSessionsResult, error) {
-	all, err := sessions.List(s.cfg.Root)
+	all, err := s.svc.Sessions(ctx, service.SessionsQuery{By: s.cfg.Agent, All: true})
 	if err != nil {
 		return ListSessionsResult{}, err
 	}
 	res := ListSessionsResult{Sessions: []SessionSummary{}}
-	now := s.cfg.Now()
 	for _, ss := range all {
-		if ss.DelegatedBy != s.cfg.Agent {
-			continue
-		}
-		state := presence.StateOffline
-		if st, err := presence.Read(s.cfg.Root, ss.Agent); err == nil {
-			state = st.Effective(now, 0, s.cfg.Host, proc.PIDAlive)
-		}
 		res.Sessions = append(res.Sessions, SessionSummary{SessionID: ss.ID, WorkerID: ss.Agent, Title: ss.Title,
-			Status: ss.Status, State: state, WorktreePath: ss.Worktree, Branch: ss.Branch, Channel: ss.Channel})
+			Status: ss.Status, State: ss.State, WorktreePath: ss.Worktree, Branch: ss.Branch, Channel: ss.Channel})
 	}
 	return res, nil
 }

@@ -12,29 +12,54 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/sessions"
 	"github.com/collabdev/collab/internal/workspace/worktree"
 )
 
-// fakeDelegator records the requests and makes a session record for each,
-// as the real one does, without git or a watcher.
-type fakeDelegator struct {
+// fakeDelegations is the service of the tests: the mount's, but Delegate
+// records the requests and makes a session record for each, as the real
+// one does, without git or a watcher; SessionStatus finds the session as
+// the mount does (its refusals) and tells st of it.
+type fakeDelegations struct {
+	service.Service
 	root tree.Root
-	reqs []DelegateRequest
-	st   SessionStatus
+	reqs []delegateCall
+	st   service.SessionStatus
 }
 
-func (f *fakeDelegator) Delegate(ctx context.Context, req DelegateRequest) (*sessions.Session, error) {
-	f.reqs = append(f.reqs, req)
+// delegateCall is one Delegate asked of fakeDelegations.
+type delegateCall struct {
+	By                                     string // the actor
+	Repo, Prompt, Base, Branch, CLI, Title string
+}
+
+func newFakeDelegations(root tree.Root) *fakeDelegations {
+	return &fakeDelegations{Service: service.NewMount(service.Config{Root: root, Host: "vm-1"}), root: root}
+}
+
+func (f *fakeDelegations) Delegate(ctx context.Context, a service.Actor, req service.DelegateRequest) (*service.Delegated, error) {
+	check := req
+	check.Cmd = "stand-in" // as a server given its --delegate-cmd
+	if err := check.Check(); err != nil {
+		return nil, err
+	}
+	f.reqs = append(f.reqs, delegateCall{By: a.Name, Repo: req.Repo, Prompt: req.Prompt, Base: req.Base, Branch: req.Branch, CLI: req.CLI, Title: req.Title})
 	id := sessions.NewID()
-	s := &sessions.Session{ID: id, Agent: sessions.AgentID(req.By, id), DelegatedBy: req.By, Depth: 1, Repo: req.Repo,
+	s := &sessions.Session{ID: id, Agent: sessions.AgentID(a.Name, id), DelegatedBy: a.Name, Depth: 1, Repo: req.Repo,
 		Worktree: filepath.Join(req.Repo, "..", "wt", req.Branch), Branch: req.Branch, Base: "main",
 		Channel: sessions.Channel(id), CLI: req.CLI, Title: req.Title, Created: time.Now().UTC(), Status: sessions.Running}
-	return s, sessions.Create(f.root, s)
+	return &service.Delegated{Session: s}, sessions.Create(f.root, s)
 }
 
-func (f *fakeDelegator) Status(ctx context.Context, s *sessions.Session) (SessionStatus, error) {
-	return f.st, nil
+func (f *fakeDelegations) SessionStatus(ctx context.Context, ref service.SessionRef) (*service.SessionStatus, error) {
+	s, err := f.Service.FindSession(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	st := f.st
+	st.Session = s
+	return &st, nil
 }
 
 // delegateRepo makes a git repository with a subfolder and returns both.
@@ -66,9 +91,9 @@ func delegateRepo(t *testing.T) (repo, sub string) {
 func TestDelegateTools(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	repo, sub := delegateRepo(t)
-	fd := &fakeDelegator{root: root}
+	fd := newFakeDelegations(root)
 	_, cs := connectWith(t, Config{Root: root, Agent: "claude--i1", Channel: "dev", Host: "vm-1", Hops: 2,
-		Poll: 10 * time.Millisecond, Delegator: fd, Workdir: sub})
+		Poll: 10 * time.Millisecond, Service: fd, Workdir: sub})
 
 	for _, c := range []struct {
 		name string
@@ -94,7 +119,7 @@ func TestDelegateTools(t *testing.T) {
 	if len(fd.reqs) != 1 {
 		t.Fatalf("requests %+v, want one", fd.reqs)
 	}
-	want := DelegateRequest{Repo: repo, By: "claude--i1", Prompt: "write the lexer", Base: "main", Branch: "lexer", CLI: "command", Title: "Lexer"}
+	want := delegateCall{Repo: repo, By: "claude--i1", Prompt: "write the lexer", Base: "main", Branch: "lexer", CLI: "command", Title: "Lexer"}
 	if fd.reqs[0] != want {
 		t.Errorf("request %+v, want %+v", fd.reqs[0], want)
 	}
@@ -127,7 +152,7 @@ func TestDelegateTools(t *testing.T) {
 		t.Errorf("follow-up %+v", m)
 	}
 
-	fd.st = SessionStatus{State: "AWAKE/WORKING", Jobs: []jobs.Job{{ID: "j1", Status: "running", Message: sent.ID}},
+	fd.st = service.SessionStatus{State: "AWAKE/WORKING", Jobs: []jobs.Job{{ID: "j1", Status: "running", Message: sent.ID}},
 		Last: &msgs[0], Git: &worktree.State{Branch: "lexer", Ahead: 2, Dirty: []string{"?? x.go"}}}
 	var st SessionStatusResult
 	if e := call(t, cs, "get_session_status", map[string]any{"sessionId": res.WorkerID}, &st); e != "" {
@@ -155,15 +180,29 @@ func TestDelegateTools(t *testing.T) {
 }
 
 // TestDelegateOutsideRepo: a server whose working directory is in no git
-// repository, or that has no Delegator, refuses to delegate.
+// repository, or that goes through a bridge, refuses to delegate.
 func TestDelegateOutsideRepo(t *testing.T) {
 	root := tree.Root(t.TempDir())
-	_, cs := connectWith(t, Config{Root: root, Agent: "claude", Channel: "dev", Delegator: &fakeDelegator{root: root}, Workdir: t.TempDir()})
+	_, cs := connectWith(t, Config{Root: root, Agent: "claude", Channel: "dev", Service: newFakeDelegations(root), Workdir: t.TempDir()})
 	if got := call(t, cs, "delegate_to_worktree", map[string]any{"prompt": "x"}, nil); !strings.Contains(got, "not in a git repository") {
 		t.Errorf("outside a repository: %q", got)
 	}
-	_, cs = connect(t, root)
-	if got := call(t, cs, "delegate_to_worktree", map[string]any{"prompt": "x"}, nil); !strings.Contains(got, "not available") {
-		t.Errorf("without a Delegator: %q", got)
+	// Through a bridge: no worktrees, no watchers here.
+	viaBridge = true
+	t.Cleanup(func() { viaBridge = false })
+	_, cs = connectWith(t, Config{Root: root, Agent: "claude", Channel: "dev", Workdir: t.TempDir()})
+	for _, tool := range []string{"delegate_to_worktree", "get_session_status", "send_message_to_session", "list_sessions"} {
+		args := map[string]any{"sessionId": "ab12", "message": "x"}
+		switch tool {
+		case "delegate_to_worktree":
+			args = map[string]any{"prompt": "x"}
+		case "get_session_status":
+			args = map[string]any{"sessionId": "ab12"}
+		case "list_sessions":
+			args = nil
+		}
+		if got := call(t, cs, tool, args, nil); !strings.Contains(got, "not available") {
+			t.Errorf("%s through a bridge: %q", tool, got)
+		}
 	}
 }

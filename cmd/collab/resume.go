@@ -1,0 +1,136 @@
+package main
+
+// collab resume restarts the delegated agents of this host whose watcher
+// is gone (service.Delegations.Resume), and the workflow instances started
+// with start --background whose process is gone (resumeWorkflows).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/sessions"
+)
+
+func runResume(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("resume", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: collab resume [--dry-run]
+
+Restart, detached, every delegated agent (collab delegate) recorded as
+running on this host whose watcher is gone (the host restarted, or its
+watchers were killed), with the arguments it was started with; and every
+workflow instance started with collab start --background whose process is
+gone (without its setup and kickoff, which ran the first time). Only the
+records this account owns are acted on; one of them that another account
+could have written (group- or world-writable, or with another name) is
+refused, and resume exits 1: check it, then chmod go-w it, or remove it.
+Run at boot by deploy/collab-resume.service.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	dry := fs.Bool("dry-run", false, "only list what would be restarted")
+	startTimeout := fs.Duration("start-timeout", time.Minute, "how long to wait for each agent to be AWAKE")
+	rootf := rootFlag(fs)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("resume: unexpected argument %q", fs.Arg(0))
+	}
+	root := tree.Resolve(*rootf, getenv)
+	res, err := delegations(root, stderr).Resume(ctx, service.ResumeRequest{DryRun: *dry, StartTimeout: *startTimeout})
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(stderr, "collab: resume: skipping session %s: its record is not this account's\n", s.ID)
+	}
+	var failed []string
+	for _, f := range res.Failed {
+		fmt.Fprintf(stderr, "collab: resume: session %s: %v\n", f.Session.ID, f.Err)
+		failed = append(failed, f.Session.ID)
+	}
+	for _, s := range res.Restarted {
+		if *dry {
+			fmt.Fprintf(stdout, "would restart session %s (%s)\n", s.ID, s.Agent)
+		} else {
+			fmt.Fprintf(stdout, "session %s: %s restarted (pid %d)\n", s.ID, s.Agent, s.PID)
+		}
+	}
+	failed = append(failed, resumeWorkflows(ctx, root, *dry, *startTimeout, stdout, stderr)...)
+	if len(failed) > 0 {
+		return fmt.Errorf("resume: not restarted: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// resumeWorkflows restarts the workflow instances started with start
+// --background on this host, recorded running, whose process is gone; it
+// returns those it could not restart. A resumed instance runs no setup
+// and posts no kickoff.
+func resumeWorkflows(ctx context.Context, root tree.Root, dry bool, timeout time.Duration, stdout, stderr io.Writer) (failed []string) {
+	recs, err := workflow.Records(root)
+	if err != nil {
+		fmt.Fprintf(stderr, "collab: resume: %v\n", err)
+		return []string{"workflows"}
+	}
+	for _, r := range recs {
+		name := r.Name + "@" + r.Instance
+		if r.Status != workflow.Running || r.Host != hostname() || len(r.Args) == 0 ||
+			r.PID > 0 && proc.PIDAlive(r.PID) && proc.GroupHasEnv(r.PID, envBackgroundChild+"=1") {
+			continue
+		}
+		if err := workflow.CheckRecord(root, &r, getuid()); errors.Is(err, sessions.ErrForeign) {
+			fmt.Fprintf(stderr, "collab: resume: skipping %s: its record is not this account's\n", name)
+			continue
+		} else if err != nil {
+			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", name, err)
+			failed = append(failed, name)
+			continue
+		}
+		if err := workflow.CheckFile(r.Dir, r.File, getuid()); err != nil {
+			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", name, err)
+			failed = append(failed, name)
+			continue
+		}
+		if dry {
+			fmt.Fprintf(stdout, "would restart %s\n", name)
+			continue
+		}
+		logName := r.Name + workflow.Sep + r.Instance + ".log"
+		d, err := spawnDetached(root, logName, r.Dir, append([]string{"start"}, r.Args...),
+			[]string{envBackgroundChild + "=1", envWorkflowResume + "=1"})
+		if err == nil {
+			started := time.Now().Add(-time.Second)
+			err = d.await(ctx, timeout, "resume", name+" is not running", func() bool {
+				recs, _ := workflow.Records(root)
+				for _, n := range recs {
+					if n.Name == r.Name && n.Instance == r.Instance && n.PID == d.pid() && n.Started.After(started) && n.Status == workflow.Running {
+						return true
+					}
+				}
+				return false
+			})
+			if err != nil {
+				d.kill()
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", name, err)
+			failed = append(failed, name)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s restarted (pid %d)\n", name, d.pid())
+	}
+	return failed
+}
