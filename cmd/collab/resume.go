@@ -6,17 +6,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/workflow"
-	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 func runResume(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -67,70 +63,9 @@ Flags:
 			fmt.Fprintf(stdout, "session %s: %s restarted (pid %d)\n", s.ID, s.Agent, s.PID)
 		}
 	}
-	failed = append(failed, resumeWorkflows(ctx, root, *dry, *startTimeout, stdout, stderr)...)
+	failed = append(failed, printResumed(wfMount(root).ResumeWorkflows(ctx, service.WorkflowResumeRequest{Dry: *dry, Timeout: *startTimeout}), stdout, stderr)...)
 	if len(failed) > 0 {
 		return fmt.Errorf("resume: not restarted: %s", strings.Join(failed, ", "))
 	}
 	return nil
-}
-
-// resumeWorkflows restarts the workflow instances started with start
-// --background on this host, recorded running, whose process is gone; it
-// returns those it could not restart. A resumed instance runs no setup
-// and posts no kickoff.
-func resumeWorkflows(ctx context.Context, root tree.Root, dry bool, timeout time.Duration, stdout, stderr io.Writer) (failed []string) {
-	recs, err := workflow.Records(root)
-	if err != nil {
-		fmt.Fprintf(stderr, "collab: resume: %v\n", err)
-		return []string{"workflows"}
-	}
-	for _, r := range recs {
-		name := r.Name + "@" + r.Instance
-		if r.Status != workflow.Running || r.Host != hostname() || len(r.Args) == 0 ||
-			r.PID > 0 && proc.PIDAlive(r.PID) && proc.GroupHasEnv(r.PID, envBackgroundChild+"=1") {
-			continue
-		}
-		if err := workflow.CheckRecord(root, &r, getuid()); errors.Is(err, sessions.ErrForeign) {
-			fmt.Fprintf(stderr, "collab: resume: skipping %s: its record is not this account's\n", name)
-			continue
-		} else if err != nil {
-			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", name, err)
-			failed = append(failed, name)
-			continue
-		}
-		if err := workflow.CheckFile(r.Dir, r.File, getuid()); err != nil {
-			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", name, err)
-			failed = append(failed, name)
-			continue
-		}
-		if dry {
-			fmt.Fprintf(stdout, "would restart %s\n", name)
-			continue
-		}
-		logName := r.Name + workflow.Sep + r.Instance + ".log"
-		d, err := spawnDetached(root, logName, r.Dir, append([]string{"start"}, r.Args...),
-			[]string{envBackgroundChild + "=1", envWorkflowResume + "=1"})
-		if err == nil {
-			started := time.Now().Add(-time.Second)
-			err = d.await(ctx, timeout, "resume", name+" is not running", func() bool {
-				recs, _ := workflow.Records(root)
-				for _, n := range recs {
-					if n.Name == r.Name && n.Instance == r.Instance && n.PID == d.pid() && n.Started.After(started) && n.Status == workflow.Running {
-						return true
-					}
-				}
-				return false
-			})
-			if err != nil {
-				d.kill()
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", name, err)
-			failed = append(failed, name)
-			continue
-		}
-		fmt.Fprintf(stdout, "%s restarted (pid %d)\n", name, d.pid())
-	}
-	return failed
 }

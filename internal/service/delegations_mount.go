@@ -38,7 +38,7 @@ type delegation struct {
 	created bool   // its record
 	key     string // its agent's key file, made
 	added   bool   // its worktree and branch
-	proc    *watcherProc
+	proc    *detached
 }
 
 // Delegate implements [Delegations].

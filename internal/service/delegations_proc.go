@@ -2,18 +2,12 @@ package service
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/collabdev/collab/internal/errkind"
-	"github.com/collabdev/collab/internal/plumbing/proc"
-	"github.com/collabdev/collab/internal/plumbing/safedir"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workspace/sessions"
 	"github.com/collabdev/collab/presence"
@@ -43,11 +37,11 @@ var sessionEnv = []string{sessions.EnvDepth, sessions.EnvWorktree, sessions.EnvB
 // startSession runs s's watcher detached with its recorded arguments and
 // waits until its presence is AWAKE from that process; then it records s
 // running with the process's pid. On failure the process is ended.
-func (m *Mount) startSession(ctx context.Context, s *sessions.Session, timeout time.Duration) (*watcherProc, error) {
+func (m *Mount) startSession(ctx context.Context, s *sessions.Session, timeout time.Duration) (*detached, error) {
 	if err := checkSessionEnv(s); err != nil {
 		return nil, err
 	}
-	p, err := m.spawnWatcher(s.Log, s.Args, clearEnv(s.Env))
+	p, err := m.spawn("the watcher", s.Log, "", s.Args, clearEnv(s.Env))
 	if err != nil {
 		return nil, err
 	}
@@ -92,94 +86,4 @@ func clearEnv(env []string) []string {
 		out = append(out, k+"=")
 	}
 	return append(out, env...)
-}
-
-// watcherProc is a detached collab watcher started by spawnWatcher.
-type watcherProc struct {
-	cmd     *exec.Cmd
-	exited  chan error
-	root    tree.Root
-	logName string
-}
-
-// spawnWatcher runs Config.Program with args in its own session (so it
-// outlives the caller and a terminal's hang-up), with the variables of
-// env added to this process's environment, its output appended to
-// ROOT/logs/logName.
-func (m *Mount) spawnWatcher(logName string, args, env []string) (*watcherProc, error) {
-	root := m.cfg.Root
-	logs, err := safedir.Create(root.Logs())
-	if err != nil {
-		return nil, err
-	}
-	defer logs.Close()
-	log, err := logs.OpenAppend(logName, safedir.FilePerm)
-	if err != nil {
-		return nil, err
-	}
-	defer log.Close()
-	if m.cfg.Program == "" {
-		return nil, errkind.New(errkind.Unavailable, "no collab program to run the watcher")
-	}
-	cmd := exec.Command(m.cfg.Program, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &watcherProc{cmd: cmd, exited: make(chan error, 1), root: root, logName: logName}
-	go func() { p.exited <- cmd.Wait() }()
-	return p, nil
-}
-
-// pid is the process's id, and its process group's and session's.
-func (p *watcherProc) pid() int { return p.cmd.Process.Pid }
-
-// await polls ready until it is true and returns nil, leaving the process
-// running. It returns an error with the end of the process's log when the
-// process ends first, a Timeout after timeout (the process is left
-// running: the caller ends it or not), or ctx's error.
-func (p *watcherProc) await(ctx context.Context, timeout time.Duration, notYet string, ready func() bool) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case err := <-p.exited:
-			p.exited <- err
-			return fmt.Errorf("the watcher ended (%v); its log %s/%s:\n%s", err, p.root.Logs(), p.logName, p.logTail())
-		case <-deadline:
-			return errkind.New(errkind.Timeout, "%s after %v; see %s/%s", notYet, timeout, p.root.Logs(), p.logName)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		if ready() {
-			return nil
-		}
-	}
-}
-
-// kill ends the process's group at once and waits for it.
-func (p *watcherProc) kill() {
-	proc.EndGroup(p.pid(), 0)
-	<-p.exited
-}
-
-// logTail is the end of the process's log.
-func (p *watcherProc) logTail() string {
-	d, err := safedir.Open(p.root.Logs())
-	if err != nil {
-		return ""
-	}
-	defer d.Close()
-	data, _, err := d.ReadFile(p.logName, 16<<20)
-	if err != nil {
-		return ""
-	}
-	if len(data) > 2000 {
-		data = data[len(data)-2000:]
-	}
-	return string(data)
 }

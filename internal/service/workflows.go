@@ -35,7 +35,7 @@ type Workflows interface {
 	StopWorkflow(ctx context.Context, req StopRequest) ([]StoppedTarget, error)
 	// ResumeWorkflows restarts, detached, the instances of this host and
 	// account started with start --background whose process is gone.
-	ResumeWorkflows(ctx context.Context, req ResumeRequest) []Resumed
+	ResumeWorkflows(ctx context.Context, req WorkflowResumeRequest) []WorkflowResumed
 }
 
 // WatchFunc is how a door turns agent a of a workflow (id NAME--INSTANCE,
@@ -181,8 +181,8 @@ func (s StoppedTarget) ID() string {
 	return s.Name + "@" + s.Instance
 }
 
-// ResumeRequest is a ResumeWorkflows.
-type ResumeRequest struct {
+// WorkflowResumeRequest is a ResumeWorkflows.
+type WorkflowResumeRequest struct {
 	// Dry lists what would be restarted.
 	Dry bool
 	// Timeout bounds the wait for each restarted instance to run.
@@ -197,9 +197,9 @@ const (
 	ResumeFailed    = "failed"
 )
 
-// Resumed is what ResumeWorkflows did with one instance (or the records'
+// WorkflowResumed is what ResumeWorkflows did with one instance (or the records'
 // folder, Name "workflows", when it could not be read).
-type Resumed struct {
+type WorkflowResumed struct {
 	Name    string // WORKFLOW@INSTANCE
 	Outcome string // Resume*
 	PID     int    // a restarted instance's process

@@ -18,12 +18,12 @@ import (
 // skipped), and only from a workflow file no other account could have
 // changed (workflow.CheckFile); each restarted instance is waited for
 // until its record says running again, or ended.
-func (m *Mount) ResumeWorkflows(ctx context.Context, req ResumeRequest) []Resumed {
+func (m *Mount) ResumeWorkflows(ctx context.Context, req WorkflowResumeRequest) []WorkflowResumed {
 	recs, err := workflow.Records(m.cfg.Root)
 	if err != nil {
-		return []Resumed{{Name: "workflows", Outcome: ResumeFailed, Err: errkind.Wrap(errkind.Failed, err)}}
+		return []WorkflowResumed{{Name: "workflows", Outcome: ResumeFailed, Err: errkind.Wrap(errkind.Failed, err)}}
 	}
-	var out []Resumed
+	var out []WorkflowResumed
 	for _, r := range recs {
 		if r.Status != workflow.Running || r.Host != m.cfg.Host || len(r.Args) == 0 ||
 			r.PID > 0 && proc.PIDAlive(r.PID) && proc.GroupHasEnv(r.PID, EnvWorkflowChild+"=1") {
@@ -35,8 +35,8 @@ func (m *Mount) ResumeWorkflows(ctx context.Context, req ResumeRequest) []Resume
 }
 
 // resumeWorkflow restarts the instance of r, or says why not.
-func (m *Mount) resumeWorkflow(ctx context.Context, r workflow.Record, req ResumeRequest) Resumed {
-	res := Resumed{Name: r.Name + "@" + r.Instance}
+func (m *Mount) resumeWorkflow(ctx context.Context, r workflow.Record, req WorkflowResumeRequest) WorkflowResumed {
+	res := WorkflowResumed{Name: r.Name + "@" + r.Instance}
 	uid := os.Getuid()
 	if err := workflow.CheckRecord(m.cfg.Root, &r, uid); errors.Is(err, sessions.ErrForeign) {
 		res.Outcome, res.Err = ResumeSkipped, errkind.New(errkind.Forbidden, "its record is not this account's")
@@ -54,7 +54,7 @@ func (m *Mount) resumeWorkflow(ctx context.Context, r workflow.Record, req Resum
 		return res
 	}
 	logName := r.Name + workflow.Sep + r.Instance + ".log"
-	d, err := m.spawnWorkflow(logName, r.Dir, append([]string{"start"}, r.Args...),
+	d, err := m.spawn("the background process", logName, r.Dir, append([]string{"start"}, r.Args...),
 		[]string{EnvWorkflowChild + "=1", EnvWorkflowResume + "=1"})
 	if err != nil {
 		res.Outcome, res.Err = ResumeFailed, errkind.Wrap(errkind.Failed, err)

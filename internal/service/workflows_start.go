@@ -115,7 +115,7 @@ func (m *Mount) startBackground(ctx context.Context, req *StartRequest) (*Starte
 		args = append(args, "--instance", instance)
 	}
 	logName := f.Name + workflow.Sep + instance + ".log"
-	d, err := m.spawnWorkflow(logName, "", args, []string{EnvWorkflowChild + "=1"})
+	d, err := m.spawn("the background process", logName, "", args, []string{EnvWorkflowChild + "=1"})
 	if err != nil {
 		return nil, errkind.Wrap(errkind.Failed, err)
 	}
@@ -128,7 +128,7 @@ func (m *Mount) startBackground(ctx context.Context, req *StartRequest) (*Starte
 
 // awaitRunning waits until the record of instance of workflow name says
 // running, written by the detached process d since now.
-func (m *Mount) awaitRunning(ctx context.Context, d *wfProcess, name, instance string, timeout time.Duration, notYet string) error {
+func (m *Mount) awaitRunning(ctx context.Context, d *detached, name, instance string, timeout time.Duration, notYet string) error {
 	started := time.Now().Add(-time.Second)
 	return d.await(ctx, timeout, notYet, func() bool {
 		recs, _ := workflow.Records(m.cfg.Root)

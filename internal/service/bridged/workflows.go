@@ -34,6 +34,6 @@ func (s *Service) StopWorkflow(ctx context.Context, req service.StopRequest) ([]
 }
 
 // ResumeWorkflows is Unavailable: workflows need the mount.
-func (s *Service) ResumeWorkflows(ctx context.Context, req service.ResumeRequest) []service.Resumed {
-	return []service.Resumed{{Name: "workflows", Outcome: service.ResumeFailed, Err: errWorkflows("resume")}}
+func (s *Service) ResumeWorkflows(ctx context.Context, req service.WorkflowResumeRequest) []service.WorkflowResumed {
+	return []service.WorkflowResumed{{Name: "workflows", Outcome: service.ResumeFailed, Err: errWorkflows("resume")}}
 }

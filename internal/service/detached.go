@@ -12,20 +12,26 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
-// wfProcess is a detached Config.Program started by spawnWorkflow: a
-// background start of a team, or its restart by resume.
-type wfProcess struct {
+// detached is a Config.Program the layer started to outlive it: a
+// delegated agent's watcher, a team started in the background, or either
+// restarted by resume.
+type detached struct {
+	what    string // "the watcher", "the background process": for errors
 	cmd     *exec.Cmd
 	exited  chan error
 	m       *Mount
 	logName string
 }
 
-// spawnWorkflow runs Config.Program with args in its own session (so it
-// outlives the caller and a terminal's hang-up), with the variables of
-// env added to this process's environment, its output appended to
-// ROOT/logs/logName, in the folder dir ("": this one).
-func (m *Mount) spawnWorkflow(logName, dir string, args, env []string) (*wfProcess, error) {
+// spawn runs Config.Program with args in its own session (so it outlives
+// the caller and a terminal's hang-up), with the variables of env added
+// to this process's environment, its output appended to ROOT/logs/logName,
+// in the folder dir ("": this one). A Mount without a Program (one made
+// by a test or a door that starts nothing) answers Unavailable.
+func (m *Mount) spawn(what, logName, dir string, args, env []string) (*detached, error) {
+	if m.cfg.Program == "" {
+		return nil, errkind.New(errkind.Unavailable, "no collab program to run %s", what)
+	}
 	logs, err := safedir.Create(m.cfg.Root.Logs())
 	if err != nil {
 		return nil, err
@@ -44,19 +50,19 @@ func (m *Mount) spawnWorkflow(logName, dir string, args, env []string) (*wfProce
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &wfProcess{cmd: cmd, exited: make(chan error, 1), m: m, logName: logName}
+	d := &detached{what: what, cmd: cmd, exited: make(chan error, 1), m: m, logName: logName}
 	go func() { d.exited <- cmd.Wait() }()
 	return d, nil
 }
 
 // pid is the process's id, and its process group's and session's.
-func (d *wfProcess) pid() int { return d.cmd.Process.Pid }
+func (d *detached) pid() int { return d.cmd.Process.Pid }
 
 // await polls ready until it is true and returns nil, leaving the process
 // running. It returns an error with the end of the process's log when the
 // process ends first (Failed), Timeout after timeout (the process is
 // left running: the caller ends it or not), or ctx's error.
-func (d *wfProcess) await(ctx context.Context, timeout time.Duration, notYet string, ready func() bool) error {
+func (d *detached) await(ctx context.Context, timeout time.Duration, notYet string, ready func() bool) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(timeout)
@@ -65,7 +71,7 @@ func (d *wfProcess) await(ctx context.Context, timeout time.Duration, notYet str
 		select {
 		case err := <-d.exited:
 			d.exited <- err
-			return errkind.New(errkind.Failed, "the background process ended (%v); its log %s/%s:\n%s", err, logs, d.logName, d.logTail())
+			return errkind.New(errkind.Failed, "%s ended (%v); its log %s/%s:\n%s", d.what, err, logs, d.logName, d.logTail())
 		case <-deadline:
 			return errkind.New(errkind.Timeout, "%s after %v; see %s/%s", notYet, timeout, logs, d.logName)
 		case <-ctx.Done():
@@ -79,13 +85,13 @@ func (d *wfProcess) await(ctx context.Context, timeout time.Duration, notYet str
 }
 
 // kill ends the process's group at once and waits for it.
-func (d *wfProcess) kill() {
+func (d *detached) kill() {
 	proc.EndGroup(d.pid(), 0)
 	<-d.exited
 }
 
 // logTail is the end of the process's log.
-func (d *wfProcess) logTail() string {
+func (d *detached) logTail() string {
 	dir, err := safedir.Open(d.m.cfg.Root.Logs())
 	if err != nil {
 		return ""
