@@ -24,6 +24,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/prompt"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
@@ -331,7 +332,7 @@ func prepareWatch(ctx context.Context, root tree.Root, s watchSettings, getenv e
 		}
 	}
 	if !s.NoNotify {
-		cfg.Wakers = append(cfg.Wakers, watcher.FSNotify{Root: root})
+		cfg.Wakers = append(cfg.Wakers, fswake.Channels{Root: root})
 	}
 	// The watcher's limits, for a delegation made from the run (collab
 	// delegate carries them over to the agent it starts).

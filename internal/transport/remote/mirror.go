@@ -14,14 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/agentfiles"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/bridge"
@@ -57,12 +55,12 @@ const (
 
 // MirrorConfig makes a Mirror.
 type MirrorConfig struct {
-	Client   *Client             // the agent's client: its Agent, outbox and reads
-	Agent    string              // "" = Client.Agent()
-	Channels []string            // the channels the agent follows
-	Dir      string              // the mirror tree's root, usually STATE/tree
-	Stream   jetstream.JetStream // nil = the Client's (Dial sets it)
-	Poll     time.Duration       // 0 = DefaultMirrorPoll
+	Client   *Client         // the agent's client: its Agent, outbox and reads
+	Agent    string          // "" = Client.Agent()
+	Channels []string        // the channels the agent follows
+	Dir      string          // the mirror tree's root, usually STATE/tree
+	Stream   *natsbus.Reader // nil = the Client's (Dial sets it)
+	Poll     time.Duration   // 0 = DefaultMirrorPoll
 	// LocalKeys: the watcher verifies with a local keyring (--keyring),
 	// so Dir/keys is not mirrored; Verifier must then be set.
 	LocalKeys bool
@@ -838,36 +836,23 @@ func (m *Mirror) warnKill(job, why string, err error) {
 // runOut sends what the watcher writes as its agent, on fsnotify's word
 // and each poll, until ctx ends.
 func (m *Mirror) runOut(ctx context.Context) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		m.log.Warn("mirror: no fsnotify; polling only", "err", err)
-	} else {
-		defer w.Close()
-		for _, dir := range append([]string{m.root.Channels(), m.root.Presence()}, m.channelDirs()...) {
-			_ = w.Add(dir)
-		}
-		go func() {
-			for {
-				select {
-				case ev, ok := <-w.Events:
-					if !ok {
-						return
-					}
-					if ev.Has(fsnotify.Create) && filepath.Dir(ev.Name) == m.root.Channels() {
-						_ = w.Add(ev.Name) // a new channel folder
-					}
-					if m.interesting(ev.Name) {
-						m.poke()
-					}
-				case _, ok := <-w.Errors:
-					if !ok {
-						return
-					}
-					m.poke()
-				}
-			}
-		}()
+	hints := fswake.Folders{
+		Dirs: append([]string{m.root.Channels(), m.root.Presence()}, m.channelDirs()...),
+		Grow: m.root.Channels(), // a new channel folder
+		Lax:  true,
 	}
+	hctx, stopHints := context.WithCancel(ctx)
+	defer stopHints()
+	go func() {
+		err := hints.Watch(hctx, func(dir, name string) {
+			if dir == "" || m.interesting(filepath.Join(dir, name)) {
+				m.poke()
+			}
+		})
+		if err != nil {
+			m.log.Warn("mirror: no fsnotify; polling only", "err", err)
+		}
+	}()
 	t := time.NewTicker(m.cfg.Poll)
 	defer t.Stop()
 	for {
