@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/plumbing/fswake"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestChannelsWakes: Watch wakes once its watches are in place (a file
