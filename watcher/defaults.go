@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/runenv"
 )
 
 // The defaults of [Config]: a zero field takes these. cmd/collab's flags
@@ -12,7 +13,7 @@ const (
 	DefaultTimeout        = 10 * time.Minute // Config.Timeout: one CLI run
 	DefaultPoll           = time.Second      // Config.Poll
 	DefaultHeartbeat      = 10 * time.Second // Config.Heartbeat
-	DefaultGrace          = 30 * time.Second // Config.Grace: shutdown
+	DefaultGrace          = runenv.Grace     // Config.Grace: shutdown
 	DefaultClaimGrace     = claim.DefaultGrace
 	DefaultSessionTTL     = 8 * time.Hour // Config.SessionTTL
 	DefaultRecoveryWindow = 6 * time.Hour // Config.RecoveryWindow

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/workspace/sessions"
 	"github.com/collabdev/collab/presence"
-	"github.com/collabdev/collab/watcher"
 )
 
 // Delegation is one row of collab delegate ls.
@@ -68,7 +68,7 @@ func (s *Server) apiDelegations(w http.ResponseWriter, r *http.Request) {
 
 // stopGrace is how long a delegated watcher may take to stop before it is
 // killed: collab delegate stop's default.
-const stopGrace = watcher.DefaultGrace + 10*time.Second
+const stopGrace = runenv.Grace + 10*time.Second
 
 // StopDelegation stops delegated session id as collab delegate stop does,
 // with its refusals: a removed session, one on another host, and one whose
