@@ -5,6 +5,7 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/claim"
 	"github.com/collabdev/collab/internal/agent/runenv"
+	"github.com/collabdev/collab/internal/agent/watchconf"
 )
 
 // The defaults of [Config]: a zero field takes these. cmd/collab's flags
@@ -27,8 +28,8 @@ const (
 // The least a [Config] (and collab watch's flags) accepts: a shorter poll
 // burns a core scanning, a shorter heartbeat rewrites presence nonstop.
 const (
-	MinPoll      = 10 * time.Millisecond // Config.Poll
-	MinHeartbeat = time.Second           // Config.Heartbeat
+	MinPoll      = watchconf.MinPoll      // Config.Poll
+	MinHeartbeat = watchconf.MinHeartbeat // Config.Heartbeat
 )
 
 // minHeartbeat is what check enforces: MinHeartbeat, lowered by the

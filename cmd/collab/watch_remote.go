@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,22 +27,10 @@ import (
 // its outbox for at most remote.DrainBudget (what is left is sent by the
 // next start).
 func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv env, stderr io.Writer) error {
-	if err := namedAgent("watch", s.Agent); err != nil {
-		return err
-	}
-	if len(s.Channels) == 0 {
-		return usageErrorf("watch: no channel: use --channel or %s", envChannel)
-	}
-	for _, ch := range s.Channels {
-		if err := tree.CheckName("channel", ch); err != nil {
-			return usageErrorf("watch: %v", err)
-		}
-	}
-	if s.MCP {
-		// Refused before the mirror starts, not once it has caught up.
-		if err := checkMCPCLI(cmp.Or(s.CLI, defaultCLI)); err != nil {
-			return err
-		}
+	// Refused before the mirror starts, not once it has caught up.
+	conf := s.conf()
+	if err := conf.Check(); err != nil {
+		return usageErrorf("watch: %v", err)
 	}
 	signer, err := loadSigner(s.Key, s.Agent, getenv)
 	if err != nil {
@@ -54,10 +41,7 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 		// what the agent's key signed.
 		return usageErrorf("watch --remote: %v", remote.ErrNoKey)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cmp.Or(s.LogLevel, defaultLogLevel))); err != nil {
-		return usageErrorf("watch: --log-level %q: use debug, info, warn or error", s.LogLevel)
-	}
+	level, _ := conf.Level()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With(keyAgent, s.Agent)
 	o, ok := s.NATS.options(getenv, natsbus.ConnName(s.Agent, hostname()), logger)
 	if !ok {
@@ -102,6 +86,7 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 		return fmt.Errorf("watch: --keyring: %w", err)
 	}
 	s.MCPArgs = append([]string{"--remote", "--state-dir", state}, s.NATS.args()...)
+	s.Key = key // the runs' COLLAB_KEY too: they run in --workdir
 	for _, f := range []struct{ flag, v string }{{"--key", key}, {"--keyring", keyring}} {
 		if f.v != "" {
 			s.MCPArgs = append(s.MCPArgs, f.flag, f.v)
@@ -114,19 +99,16 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 		// The mirror wrote the keyring copy as this account.
 		s.AllowWritableKeyring = true
 	}
+	// The model's own collab commands (send, read, who, status) go
+	// through the bridge too, with this state's outbox; the key and the
+	// NATS settings come from the variables the watcher has.
+	s.RemoteState = state
 	w, err := prepareWatch(ctx, m.root, s, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	w.Config.ClaimDirs = c.ClaimDirs()
-	// The model's own collab commands (send, read, who, status) go
-	// through the bridge too, with this state's outbox; the key and the
-	// NATS settings come from the variables the watcher has.
-	w.Config.Env = append(w.Config.Env, envRemote+"=1", "COLLAB_STATE_DIR="+state)
-	if key != "" {
-		w.Config.Env = append(w.Config.Env, envKey+"="+key)
-	}
 	// A mirror that fails stops the watcher: it would answer blind.
 	wctx, stopWatcher := context.WithCancel(ctx)
 	defer stopWatcher()

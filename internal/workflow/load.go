@@ -15,6 +15,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
+	"github.com/collabdev/collab/internal/agent/watchconf"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workspace/documents"
@@ -26,10 +27,11 @@ const (
 	MaxPromptSize = 1 << 20 // a system_prompt file
 )
 
-// The CLI adapters and session scopes `collab watch` knows.
+// The CLI adapters and session scopes `collab watch` knows: watchconf's,
+// the one validator of a watcher's settings.
 var (
-	clis          = []string{"claude", "codex", "gemini", "command"}
-	sessionScopes = []string{"channel", "thread", "none"}
+	clis          = watchconf.CLIs
+	sessionScopes = watchconf.SessionScopes
 )
 
 // Load reads, parses and validates the workflow file at path: everything
@@ -550,7 +552,7 @@ func (l *loader) agent(e kv, a *Agent) {
 			l.unknown(kv, where, agentKeys...)
 		}
 	}
-	if (a.CLI == "" || a.CLI == "command") && strings.TrimSpace(a.Cmd) == "" && !cliBad {
+	if watchconf.NeedsCmd(a.CLI, a.Cmd) && !cliBad {
 		l.errorf(e.at, "%s: cli %s needs cmd: (the command line to run), or choose cli: claude, codex or gemini", where, "command")
 	}
 }
