@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,44 +29,16 @@ import (
 // next start).
 func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv env, stderr io.Writer) error {
 	// Refused before the mirror starts, not once it has caught up.
-	conf := s.conf()
-	if err := conf.Check(); err != nil {
-		return usageErrorf("watch: %v", err)
-	}
-	signer, err := loadSigner(s.Key, s.Agent, getenv)
+	d, err := remoteDialing(rf, s, getenv, stderr)
 	if err != nil {
-		return usageErrorf("watch: %v", err)
+		return err
 	}
-	if signer == nil {
-		// Everything it writes goes through a bridge, which writes only
-		// what the agent's key signed.
-		return usageErrorf("watch --remote: %v", remote.ErrNoKey)
-	}
-	level, _ := conf.Level()
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With(keyAgent, s.Agent)
-	o, ok := s.NATS.options(getenv, natsbus.ConnName(s.Agent, hostname()), logger)
-	if !ok {
-		return usageErrorf("watch --remote: no NATS server: use --nats URL or set NATS_URL")
-	}
-	state := rf.state
-	if state == "" {
-		state = remote.DefaultStateDir(s.Agent, getenv)
-	}
-	if state == "" {
-		return usageErrorf("watch --remote: no state directory: use --state-dir or set HOME")
-	}
-	// The model's CLI and its collab commands run in --workdir.
-	state, err = absPath(state)
-	if err != nil {
-		return fmt.Errorf("watch: --state-dir: %w", err)
-	}
-	o.KeepTrying = true // started before the server: wait for it
-	c, err := remote.Dial(ctx, o, remote.Config{Agent: s.Agent, Signer: signer, StateDir: state, Logger: logger})
+	c, err := remote.Dial(ctx, d.nats, remote.Config{Agent: s.Agent, Signer: d.signer, StateDir: d.state, Logger: d.logger})
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
 	defer c.Close()
-	m, err := startMirror(ctx, c, s, state, logger)
+	m, err := startMirror(ctx, c, s, d.state, d.logger)
 	if err != nil {
 		return err
 	}
@@ -73,36 +46,9 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 	if err := m.awaitCaughtUp(ctx, mirrorCatchUp); err != nil {
 		return err
 	}
-	// The model's MCP tools (--mcp) go through the bridge with this
-	// host's state, as collab mcp --remote; their --root is the mirror.
-	// They sign with the watcher's key: a --key flag is passed on (the
-	// variable reaches them by itself).
-	key, err := absPath(s.Key)
-	if err != nil {
-		return fmt.Errorf("watch: --key: %w", err)
+	if s, err = onMirror(s, d.state); err != nil {
+		return err
 	}
-	keyring, err := absPath(s.Keyring)
-	if err != nil {
-		return fmt.Errorf("watch: --keyring: %w", err)
-	}
-	s.MCPArgs = append([]string{"--remote", "--state-dir", state}, s.NATS.args()...)
-	s.Key = key // the runs' COLLAB_KEY too: they run in --workdir
-	for _, f := range []struct{ flag, v string }{{"--key", key}, {"--keyring", keyring}} {
-		if f.v != "" {
-			s.MCPArgs = append(s.MCPArgs, f.flag, f.v)
-		}
-	}
-	// The watcher writes no files on the mount and publishes nothing: the
-	// mirror carries its writes, and wakes it through the local disk.
-	s.NATS = nil
-	if s.Keyring == "" {
-		// The mirror wrote the keyring copy as this account.
-		s.AllowWritableKeyring = true
-	}
-	// The model's own collab commands (send, read, who, status) go
-	// through the bridge too, with this state's outbox; the key and the
-	// NATS settings come from the variables the watcher has.
-	s.RemoteState = state
 	w, err := prepareWatch(ctx, m.root, s, getenv, stderr)
 	if err != nil {
 		return err
@@ -128,6 +74,86 @@ func watchRemote(ctx context.Context, rf *remoteFlags, s watchSettings, getenv e
 	default:
 	}
 	return err
+}
+
+// remoteDial is what watch --remote dials the bridge with.
+type remoteDial struct {
+	signer *signing.Signer
+	logger *slog.Logger
+	nats   natsbus.Options
+	state  string // absolute
+}
+
+// remoteDialing checks s (every setting, the key it must have, a NATS
+// server, a state directory) and returns what to dial with.
+func remoteDialing(rf *remoteFlags, s watchSettings, getenv env, stderr io.Writer) (*remoteDial, error) {
+	conf := s.conf()
+	if err := conf.Check(); err != nil {
+		return nil, usageErrorf("watch: %v", err)
+	}
+	signer, err := loadSigner(s.Key, s.Agent, getenv)
+	if err != nil {
+		return nil, usageErrorf("watch: %v", err)
+	}
+	if signer == nil {
+		// Everything it writes goes through a bridge, which writes only
+		// what the agent's key signed.
+		return nil, usageErrorf("watch --remote: %v", remote.ErrNoKey)
+	}
+	level, _ := conf.Level()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With(keyAgent, s.Agent)
+	o, ok := s.NATS.options(getenv, natsbus.ConnName(s.Agent, hostname()), logger)
+	if !ok {
+		return nil, usageErrorf("watch --remote: no NATS server: use --nats URL or set NATS_URL")
+	}
+	o.KeepTrying = true // started before the server: wait for it
+	state := cmp.Or(rf.state, remote.DefaultStateDir(s.Agent, getenv))
+	if state == "" {
+		return nil, usageErrorf("watch --remote: no state directory: use --state-dir or set HOME")
+	}
+	// The model's CLI and its collab commands run in --workdir.
+	if state, err = absPath(state); err != nil {
+		return nil, fmt.Errorf("watch: --state-dir: %w", err)
+	}
+	return &remoteDial{signer: signer, logger: logger, nats: o, state: state}, nil
+}
+
+// onMirror is s for the watcher on the mirror of state: no NATS (the
+// mirror carries its writes and wakes it through the local disk), and
+// the model's MCP tools and collab commands through the bridge with
+// this host's state.
+func onMirror(s watchSettings, state string) (watchSettings, error) {
+	// The model's MCP tools (--mcp) go through the bridge with this
+	// host's state, as collab mcp --remote; their --root is the mirror.
+	// They sign with the watcher's key: a --key flag is passed on (the
+	// variable reaches them by itself).
+	key, err := absPath(s.Key)
+	if err != nil {
+		return s, fmt.Errorf("watch: --key: %w", err)
+	}
+	keyring, err := absPath(s.Keyring)
+	if err != nil {
+		return s, fmt.Errorf("watch: --keyring: %w", err)
+	}
+	s.MCPArgs = append([]string{"--remote", "--state-dir", state}, s.NATS.args()...)
+	s.Key = key // the runs' COLLAB_KEY too: they run in --workdir
+	for _, f := range []struct{ flag, v string }{{"--key", key}, {"--keyring", keyring}} {
+		if f.v != "" {
+			s.MCPArgs = append(s.MCPArgs, f.flag, f.v)
+		}
+	}
+	// The watcher writes no files on the mount and publishes nothing: the
+	// mirror carries its writes, and wakes it through the local disk.
+	s.NATS = nil
+	if s.Keyring == "" {
+		// The mirror wrote the keyring copy as this account.
+		s.AllowWritableKeyring = true
+	}
+	// The model's own collab commands (send, read, who, status) go
+	// through the bridge too, with this state's outbox; the key and the
+	// NATS settings come from the variables the watcher has.
+	s.RemoteState = state
+	return s, nil
 }
 
 // absPath is p made absolute ("" stays ""): a path handed to a process
