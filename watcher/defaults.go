@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/runenv"
+	"github.com/collabdev/collab/internal/agent/watchconf"
 )
 
 // The defaults of [Config]: a zero field takes these. cmd/collab's flags
@@ -12,7 +14,7 @@ const (
 	DefaultTimeout        = 10 * time.Minute // Config.Timeout: one CLI run
 	DefaultPoll           = time.Second      // Config.Poll
 	DefaultHeartbeat      = 10 * time.Second // Config.Heartbeat
-	DefaultGrace          = 30 * time.Second // Config.Grace: shutdown
+	DefaultGrace          = runenv.Grace     // Config.Grace: shutdown
 	DefaultClaimGrace     = claim.DefaultGrace
 	DefaultSessionTTL     = 8 * time.Hour // Config.SessionTTL
 	DefaultRecoveryWindow = 6 * time.Hour // Config.RecoveryWindow
@@ -26,8 +28,8 @@ const (
 // The least a [Config] (and collab watch's flags) accepts: a shorter poll
 // burns a core scanning, a shorter heartbeat rewrites presence nonstop.
 const (
-	MinPoll      = 10 * time.Millisecond // Config.Poll
-	MinHeartbeat = time.Second           // Config.Heartbeat
+	MinPoll      = watchconf.MinPoll      // Config.Poll
+	MinHeartbeat = watchconf.MinHeartbeat // Config.Heartbeat
 )
 
 // minHeartbeat is what check enforces: MinHeartbeat, lowered by the

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/agent/prompt"
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/presence"
@@ -256,7 +256,7 @@ func (w *watcher) endPrevious(m *channel.Message, rec *jobs.Recorder) {
 	}
 	// The group id may have been reused since: end it only if a member
 	// still runs for this message (the CLI's environment, SPEC §7).
-	if !proc.GroupHasEnv(old.PID, "COLLAB_MESSAGE_ID="+m.ID) {
+	if !proc.GroupHasEnv(old.PID, runenv.MessageID+"="+m.ID) {
 		return
 	}
 	ended, err := proc.EndGroup(old.PID, previousGrace)
@@ -285,14 +285,8 @@ func (w *watcher) runCLI(ctx context.Context, req *runRequest, cli modelcli.Requ
 
 // env is SPEC §7's environment for the CLI.
 func (w *watcher) env(m *channel.Message) []string {
-	return append(slices.Clip(w.cfg.Env),
-		"COLLAB_ROOT="+string(w.cfg.Root),
-		"COLLAB_AGENT="+w.cfg.Agent,
-		"COLLAB_CHANNEL="+m.SessionID,
-		"COLLAB_MESSAGE_ID="+m.ID,
-		"COLLAB_FROM="+m.From,
-		EnvHops+"="+strconv.Itoa(m.Metadata.Hops),
-	)
+	run := runenv.Message{Root: string(w.cfg.Root), Agent: w.cfg.Agent, Channel: m.SessionID, ID: m.ID, From: m.From, Hops: m.Metadata.Hops}
+	return append(slices.Clip(w.cfg.Env), run.Env()...)
 }
 
 // finish handles the end of a CLI run: post the reply or record the failure.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/testsupport/bindfstest"
 	"github.com/collabdev/collab/watcher"
@@ -48,7 +49,7 @@ func measureLatency(tb testing.TB, n int, twoHosts bool, poll time.Duration) []t
 	cfg.Poll = poll
 	cfg.Heartbeat = time.Second
 	cfg.Context = 3
-	cfg.Wakers = []watcher.Waker{watcher.FSNotify{Root: watchRoot}}
+	cfg.Wakers = []watcher.Waker{fswake.Channels{Root: watchRoot}}
 	start(tb, cfg)
 
 	w := &channel.Writer{Root: sendRoot}

@@ -13,6 +13,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/testsupport/natstest"
 	"github.com/collabdev/collab/internal/transport/natsbus"
@@ -171,7 +172,7 @@ func TestKillOverNATS(t *testing.T) {
 	cfg := config(root, r)
 	cfg.Poll = time.Hour // nothing but NATS may make the watcher look
 	cfg.Heartbeat = time.Hour
-	cfg.Wakers = []watcher.Waker{watcher.FSNotify{Root: root}} // to find the message
+	cfg.Wakers = []watcher.Waker{fswake.Channels{Root: root}} // to find the message
 	bus := connectBus(t, s, natsbus.ConnName(agent, testHost), quiet)
 	kills := make(chan string, 1)
 	sub, err := bus.SubscribeKills(agent, func(job string) {

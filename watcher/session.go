@@ -7,15 +7,16 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/collabdev/collab/internal/agent/watchconf"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
-// Session scopes: which messages share one CLI session.
+// Session scopes: which messages share one CLI session (watchconf's).
 const (
-	ScopeChannel = "channel" // one session per channel
-	ScopeThread  = "thread"  // one session per thread
-	ScopeNone    = "none"    // a fresh session every time
+	ScopeChannel = watchconf.ScopeChannel // one session per channel
+	ScopeThread  = watchconf.ScopeThread  // one session per thread
+	ScopeNone    = watchconf.ScopeNone    // a fresh session every time
 )
 
 const sessionsFile = "sessions.json"

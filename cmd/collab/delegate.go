@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -70,7 +71,7 @@ func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
-	res, err := delegations(o.root, stderr).Delegate(ctx, service.Actor{Name: from, Signer: signer, Hops: watcher.RunHops(getenv)}, o.req)
+	res, err := delegations(o.root, stderr).Delegate(ctx, service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}, o.req)
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -21,7 +22,6 @@ import (
 	"github.com/collabdev/collab/internal/transport/remote"
 	"github.com/collabdev/collab/internal/workspace/delegate"
 	"github.com/collabdev/collab/internal/workspace/sessions"
-	"github.com/collabdev/collab/watcher"
 )
 
 func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -71,7 +71,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 			local = *rootf
 		}
 		return mcpRemote(ctx, rf, nf, local, *ringf, *keyf, mcpserver.Config{Agent: *agent, Channel: *ch, Host: hostname(),
-			Logger: logger, Poll: *poll, Signer: signer, Hops: watcher.RunHops(getenv)}, getenv, stdin, stdout, stderr)
+			Logger: logger, Poll: *poll, Signer: signer, Hops: runenv.RunHops(getenv)}, getenv, stdin, stdout, stderr)
 	}
 	root := tree.Resolve(*rootf, getenv)
 	cfg := mcpserver.Config{
@@ -80,7 +80,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		Signer: signer, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr),
 		// Inside a watcher's model run, what the agent sends is one hop
 		// deeper than the message it answers.
-		Hops: watcher.RunHops(getenv),
+		Hops: runenv.RunHops(getenv),
 	}
 	closeBus, err := mcpNATS(ctx, nf, getenv, &cfg, stderr)
 	if err != nil {
@@ -260,7 +260,7 @@ func mcpRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootFlag, ri
 // message being answered (set by the watcher for each run), the key and
 // keyring, and NATS.
 var mcpEnvVars = []string{
-	envChannel, watcher.EnvHops, envKey, envKeyring, "XDG_CONFIG_HOME",
+	envChannel, runenv.Hops, envKey, envKeyring, "XDG_CONFIG_HOME",
 	// delegate_to_worktree's limits and defaults, as collab delegate's.
 	sessions.EnvDepth, envMaxHops, envBudgetUSD, envBudgetTokens, envWorktrees, "COLLAB_DELEGATE_CLI", envDelegateCmd,
 	"NATS_URL", "NATS_CREDS", "NATS_NKEY", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CA", "NATS_CERT", "NATS_KEY",

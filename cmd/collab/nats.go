@@ -116,33 +116,44 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	}
 	defer b.Close()
 	if sub == "init" {
-		created, err := b.InitStream(ctx, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup})
-		if err != nil {
-			return fmt.Errorf("nats init: %w", err)
-		}
-		if *asJSON {
-			return writeJSON(stdout, map[string]any{"stream": natsbus.StreamName, "created": created})
-		}
-		verb := "updated"
-		if created {
-			verb = "created"
-		}
-		fmt.Fprintf(stdout, "%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName)
-		return nil
+		return natsInit(ctx, b, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup}, *asJSON, stdout)
 	}
-	set, err := b.StreamIDs(ctx, *ch, time.Now().Add(-*since))
+	return natsParity(ctx, b, tree.Resolve(*rootf, getenv), *ch, *since, *asJSON, stdout)
+}
+
+// natsInit is collab nats init: create or update the stream.
+func natsInit(ctx context.Context, b *natsbus.Bus, c natsbus.StreamConfig, asJSON bool, stdout io.Writer) error {
+	created, err := b.InitStream(ctx, c)
+	if err != nil {
+		return fmt.Errorf("nats init: %w", err)
+	}
+	if asJSON {
+		return writeJSON(stdout, map[string]any{"stream": natsbus.StreamName, "created": created})
+	}
+	verb := "updated"
+	if created {
+		verb = "created"
+	}
+	fmt.Fprintf(stdout, "%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName)
+	return nil
+}
+
+// natsParity is collab nats parity: compare channel ch's files with the
+// stream over the last since; a difference exits 1.
+func natsParity(ctx context.Context, b *natsbus.Bus, root tree.Root, ch string, since time.Duration, asJSON bool, stdout io.Writer) error {
+	set, err := b.StreamIDs(ctx, ch, time.Now().Add(-since))
 	if err != nil {
 		return fmt.Errorf("nats parity: %w", err)
 	}
-	files, err := natsbus.FileIDs(tree.Resolve(*rootf, getenv), *ch, set.From)
+	files, err := natsbus.FileIDs(root, ch, set.From)
 	if err != nil {
 		return fmt.Errorf("nats parity: %w", err)
 	}
 	noStream, noFile := natsbus.Parity(files, set.IDs)
 	differ := len(noStream)+len(noFile) > 0
-	if *asJSON {
+	if asJSON {
 		err := writeJSON(stdout, parityResult{
-			Channel: *ch, Since: set.From, Files: len(files), Stream: len(set.IDs),
+			Channel: ch, Since: set.From, Files: len(files), Stream: len(set.IDs),
 			MissingInStream: nonNil(noStream), MissingInFolder: nonNil(noFile), Duplicates: nonNil(set.Duplicates),
 		})
 		if err == nil && differ {
@@ -150,7 +161,7 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 		return err
 	}
-	fmt.Fprintf(stdout, "channel %s since %s: %d files, %d in the stream\n", *ch, set.From.Format(time.RFC3339), len(files), len(set.IDs))
+	fmt.Fprintf(stdout, "channel %s since %s: %d files, %d in the stream\n", ch, set.From.Format(time.RFC3339), len(files), len(set.IDs))
 	for _, l := range []struct {
 		what string
 		ids  []string

@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/delegate"
 	"github.com/collabdev/collab/internal/workspace/registry"
-	"github.com/collabdev/collab/watcher"
 )
 
 func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -134,7 +134,7 @@ Flags:
 	// Inside a watcher's model run the message is one hop deeper than the
 	// one being answered, so the runaway guard sees agent-to-agent chains
 	// however they post; outside a run it is 0.
-	m.Metadata.Hops = watcher.RunHops(getenv) + 1
+	m.Metadata.Hops = runenv.RunHops(getenv) + 1
 	if *wait {
 		m.SetAwaitReply()
 	}

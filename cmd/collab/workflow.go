@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -50,7 +51,7 @@ func addTeamFlags(fs *pflag.FlagSet) *teamFlags {
 		allowWritable: fs.Bool("allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)"),
 		poll:          fs.Duration("poll", watcher.DefaultPoll, "the watchers' poll interval"),
 		heartbeat:     fs.Duration("heartbeat", watcher.DefaultHeartbeat, "the watchers' presence heartbeat interval"),
-		grace:         fs.Duration("grace", watcher.DefaultGrace, "on stop, how long a running CLI may finish"),
+		grace:         fs.Duration("grace", runenv.Grace, "on stop, how long a running CLI may finish"),
 		logLevel:      fs.String("log-level", defaultLogLevel, "the watchers' log level: debug, info, warn or error"),
 		nats:          addNATSFlags(fs),
 		root:          rootFlag(fs),
@@ -92,7 +93,7 @@ func (tf *teamFlags) teamRequest(ctx context.Context, cmd, path string, getenv e
 	}
 	return root, service.TeamRequest{
 		File: path, Instance: *tf.instance, Env: getenv, Watch: watch, Log: stderr,
-		From:    service.Actor{Name: from, Signer: signer, Hops: watcher.RunHops(getenv)},
+		From:    service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)},
 		Resumed: getenv(service.EnvWorkflowResume) == "1",
 	}, nil
 }

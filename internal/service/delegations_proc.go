@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workspace/sessions"
 	"github.com/collabdev/collab/presence"
-	"github.com/collabdev/collab/watcher"
 )
 
 // EnvKey is the variable that names the key file an agent signs with
@@ -21,7 +21,7 @@ const EnvKey = "COLLAB_KEY"
 // inherited are the variables of a delegator's model run that must not
 // reach the delegated watcher: they describe the delegator's run, or are
 // the delegator's.
-var inherited = []string{"COLLAB_AGENT", "COLLAB_CHANNEL", "COLLAB_MESSAGE_ID", "COLLAB_FROM", watcher.EnvHops,
+var inherited = []string{"COLLAB_AGENT", "COLLAB_CHANNEL", "COLLAB_MESSAGE_ID", "COLLAB_FROM", runenv.Hops,
 	"COLLAB_CLI", "COLLAB_CMD", "COLLAB_MODEL", "COLLAB_WORKDIR", sessions.EnvWorktree, sessions.EnvBranch,
 	sessions.EnvDelegatedBy, sessions.EnvSession, sessions.EnvDepth,
 	EnvKey} // the delegator's own key: the new agent's is its own (sessionEnv)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -20,12 +21,11 @@ import (
 	"github.com/collabdev/collab/internal/workspace/sessions"
 	"github.com/collabdev/collab/internal/workspace/worktree"
 	"github.com/collabdev/collab/presence"
-	"github.com/collabdev/collab/watcher"
 )
 
 // DefaultStopGrace is how long a delegated watcher may take to stop
 // before it is killed: its own grace for its running CLI, and some.
-const DefaultStopGrace = watcher.DefaultGrace + 10*time.Second
+const DefaultStopGrace = runenv.Grace + 10*time.Second
 
 // MaxStatusJobs bounds the jobs SessionStatus returns.
 const MaxStatusJobs = 5

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/watcher"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
 )
 
 // keepAlive is how often an idle event stream gets a comment, so a client
@@ -191,7 +191,7 @@ func (f *chanFeed) watch(ctx context.Context, wake func(string)) {
 	tick := time.NewTicker(f.s.cfg.Poll)
 	defer tick.Stop()
 	for {
-		_ = watcher.FSNotify{Root: f.s.cfg.Root}.Watch(ctx, []string{f.ch}, func(_, file string) { wake(file) })
+		_ = fswake.Channels{Root: f.s.cfg.Root}.Watch(ctx, []string{f.ch}, func(_, file string) { wake(file) })
 		select {
 		case <-ctx.Done():
 			return

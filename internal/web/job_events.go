@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"path/filepath"
 	"strconv"
-
-	"github.com/fsnotify/fsnotify"
 
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
@@ -185,33 +183,7 @@ type jobFeed struct {
 
 // watch wakes on the record's replacement in the agent's jobs folder.
 func (f *jobFeed) watch(ctx context.Context, wake func(string)) {
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
-		return
-	}
-	defer fw.Close()
-	if fw.Add(f.s.cfg.Root.Jobs(f.agent)) != nil {
-		return
-	}
-	wake("")
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-fw.Events:
-			if !ok {
-				return
-			}
-			if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write) {
-				wake(filepath.Base(ev.Name))
-			}
-		case _, ok := <-fw.Errors:
-			if !ok {
-				return
-			}
-			wake("")
-		}
-	}
+	_ = fswake.Watch(ctx, []string{f.s.cfg.Root.Jobs(f.agent)}, func(_, name string) { wake(name) })
 }
 
 // next re-reads the record when listing or when a hint names it (or is

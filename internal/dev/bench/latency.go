@@ -19,6 +19,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/claim"
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/presence"
@@ -198,7 +199,7 @@ func (b *bench) latencyRun(ctx context.Context, l layout, run int) (lat []time.D
 		Grace:    5 * time.Second,
 		Rate:     -1, // the runaway guards are not what is measured
 		PairRate: -1,
-		Wakers:   []watcher.Waker{watcher.FSNotify{Root: watchRoot}},
+		Wakers:   []watcher.Waker{fswake.Channels{Root: watchRoot}},
 	}
 	logger, closeLog, err := watchLogger(watchRoot, benchAgent)
 	if err != nil {

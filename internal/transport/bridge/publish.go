@@ -12,13 +12,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
-	"github.com/collabdev/collab/watcher"
 )
 
 // Stream is what the publisher needs of natsbus's Bus.
@@ -178,7 +176,7 @@ func (p *Publisher) watch(ctx context.Context, chans []string, wake chan struct{
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err := watcher.FSNotify{Root: p.Root}.Watch(ctx, chans, func(string, string) {
+		err := fswake.Channels{Root: p.Root}.Watch(ctx, chans, func(string, string) {
 			select {
 			case wake <- struct{}{}:
 			default:
@@ -197,7 +195,7 @@ func (p *Publisher) flush(ctx context.Context, ch string) bool {
 	msgs := p.pending[ch]
 	for len(msgs) > 0 {
 		err := p.Stream.PublishMessage(ctx, &msgs[0])
-		if errors.Is(err, nats.ErrMaxPayload) {
+		if errors.Is(err, natsbus.ErrMaxPayload) {
 			p.Logger.Warn("bridge: message too big for the stream; remote readers find it with the read op", "channel", ch, "msg", msgs[0].ID)
 			err = nil
 		}

@@ -11,11 +11,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"syscall"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/jobs"
@@ -24,6 +21,7 @@ import (
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/presence"
 )
 
@@ -100,36 +98,18 @@ func New(cfg Config) *Server {
 // taking requests, waits for those under way, and returns nil. A request
 // without a reply subject is performed and not answered. Serve is called
 // once per Server.
-func (s *Server) Serve(ctx context.Context, nc *nats.Conn) error {
+func (s *Server) Serve(ctx context.Context, nc *natsbus.Conn) error {
 	// The server's limit decides what a reply may hold (set before any
 	// request is served).
 	if mp := int(nc.MaxPayload()); mp > 0 && mp-64<<10 < s.cfg.MaxReply {
 		s.cfg.MaxReply = max(mp-64<<10, mp/2)
 	}
-	sem := make(chan struct{}, s.cfg.Workers)
-	var wg sync.WaitGroup
-	sub, err := nc.QueueSubscribe(SubscribeSubject, QueueGroup, func(msg *nats.Msg) {
-		sem <- struct{}{} // blocks the subscription: bounded work
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			reply := s.Handle(msg.Subject, msg.Data)
-			if msg.Reply == "" {
-				return
-			}
-			if err := msg.Respond(reply); err != nil {
-				s.log.Warn("bridge: reply not sent", "subject", msg.Subject, "err", err)
-			}
-		}()
+	q := natsbus.Queue{Subject: SubscribeSubject, Group: QueueGroup, Workers: s.cfg.Workers}
+	err := natsbus.ServeQueue(ctx, nc, q, s.Handle, func(subject string, err error) {
+		s.log.Warn("bridge: reply not sent", "subject", subject, "err", err)
 	})
 	if err != nil {
-		return fmt.Errorf("bridge: subscribe %s: %w", SubscribeSubject, err)
-	}
-	<-ctx.Done()
-	err = sub.Drain()
-	wg.Wait()
-	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		return fmt.Errorf("bridge: drain: %w", err)
+		return fmt.Errorf("bridge: %w", err)
 	}
 	return nil
 }

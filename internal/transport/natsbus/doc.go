@@ -1,8 +1,11 @@
 // Package natsbus carries collab's messages and heartbeats over NATS as
 // hints (SPEC §6). The files in the shared tree stay the source of truth:
 // NATS only makes delivery sooner, and NATS down means slower, never lost.
-// nats.go is used in this package and in the bridge and remote packages
-// that build on it ([Bus.Conn]).
+// nats.go is used in this package only: the bridge and the remote client
+// that build on it take a [Conn] ([Bus.Conn]) and use its small API for
+// the rest: [Request] and [ServeQueue] (request/reply in a queue group),
+// [Reader] (the stream's direct gets and their hints), and the errors
+// callers act on ([ErrMaxPayload], [ErrNoResponders]).
 //
 // # Subjects
 //

@@ -10,9 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
@@ -63,14 +60,10 @@ type Requester interface {
 }
 
 // natsRequester is a Requester over a NATS connection.
-type natsRequester struct{ nc *nats.Conn }
+type natsRequester struct{ nc *natsbus.Conn }
 
 func (r natsRequester) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
-	msg, err := r.nc.RequestWithContext(ctx, subject, data)
-	if err != nil {
-		return nil, err
-	}
-	return msg.Data, nil
+	return natsbus.Request(ctx, r.nc, subject, data)
 }
 
 // offline is the Requester of a client that could not connect.
@@ -84,10 +77,10 @@ type Config struct {
 	Signer    *signing.Signer // signs posts and presence; nil: reads only
 	StateDir  string          // the agent's local state (see the package doc)
 	Requester Requester
-	Stream    jetstream.JetStream // for Follow; nil: Follow fails
-	Timeout   time.Duration       // per request; 0: DefaultTimeout
-	Now       func() time.Time    // default time.Now
-	Logger    *slog.Logger        // default slog.Default()
+	Stream    *natsbus.Reader  // for Follow; nil: Follow fails
+	Timeout   time.Duration    // per request; 0: DefaultTimeout
+	Now       func() time.Time // default time.Now
+	Logger    *slog.Logger     // default slog.Default()
 }
 
 // Client acts as one agent through the bridge. It is safe for concurrent
@@ -137,9 +130,9 @@ func Dial(ctx context.Context, o natsbus.Options, c Config) (*Client, error) {
 		return nil, err
 	}
 	c.Requester = natsRequester{bus.Conn()}
-	if c.Stream, err = jetstream.New(bus.Conn()); err != nil {
+	if c.Stream, err = natsbus.NewReader(bus.Conn()); err != nil {
 		bus.Close()
-		return nil, fmt.Errorf("remote: jetstream: %w", err)
+		return nil, fmt.Errorf("remote: %w", err)
 	}
 	cl, err := New(c)
 	if err != nil {
@@ -190,7 +183,7 @@ func (c *Client) request(ctx context.Context, op string, body []byte, out interf
 	defer cancel()
 	data, err := c.cfg.Requester.Request(ctx, bridge.RequestSubject(op, c.cfg.Agent), body)
 	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
+		if errors.Is(err, natsbus.ErrNoResponders) {
 			return fmt.Errorf("%w: no bridge is listening", ErrUnreachable)
 		}
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)

@@ -3,11 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/collabdev/collab/internal/transport/natsbus"
 )
@@ -36,46 +32,38 @@ var errPastEnd = errors.New("past the end of the read")
 // subjects is the hint that makes the next read sooner ([streamReader.wait]).
 // A reader is used by one goroutine.
 type streamReader struct {
-	js      jetstream.JetStream
+	stream  *natsbus.Reader
 	timeout time.Duration // per request
-	subs    []*nats.Subscription
+	unhint  func()        // ends the hints
 	wake    chan struct{}
 	retry   int // quick reads left after a hint
 }
 
 // newStreamReader returns a reader woken by new messages of channels.
-func newStreamReader(js jetstream.JetStream, channels []string, timeout time.Duration) (*streamReader, error) {
-	r := &streamReader{js: js, timeout: timeout, wake: make(chan struct{}, 1)}
-	hint := func(*nats.Msg) {
+func newStreamReader(stream *natsbus.Reader, channels []string, timeout time.Duration) (*streamReader, error) {
+	r := &streamReader{stream: stream, timeout: timeout, wake: make(chan struct{}, 1)}
+	unhint, err := stream.Hint(channels, func() {
 		select {
 		case r.wake <- struct{}{}:
 		default:
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, ch := range channels {
-		sub, err := js.Conn().Subscribe(natsbus.ChatSubject(ch), hint)
-		if err != nil {
-			r.close()
-			return nil, fmt.Errorf("subscribe %s: %w", ch, err)
-		}
-		r.subs = append(r.subs, sub)
-	}
+	r.unhint = unhint
 	return r, nil
 }
 
 // close ends the hints.
-func (r *streamReader) close() {
-	for _, s := range r.subs {
-		_ = s.Unsubscribe()
-	}
-}
+func (r *streamReader) close() { r.unhint() }
 
 // info returns the stream's info: natsbus.ErrNoDirect when it does not
 // allow direct gets.
-func (r *streamReader) info(ctx context.Context) (*jetstream.StreamInfo, error) {
+func (r *streamReader) info(ctx context.Context) (*natsbus.StreamInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	return natsbus.DirectInfo(ctx, r.js)
+	return r.stream.Info(ctx)
 }
 
 // read calls fn with each message of ch in the stream from sequence from
@@ -96,7 +84,7 @@ func (r *streamReader) read(ctx context.Context, ch string, from uint64, start t
 			req.Batch = int(min(upTo-req.Seq+1, streamBatch))
 		}
 		bctx, cancel := context.WithTimeout(ctx, r.timeout)
-		pending, err := natsbus.DirectBatch(bctx, r.js.Conn(), req, func(m *natsbus.StoredMsg) error {
+		pending, err := r.stream.Batch(bctx, req, func(m *natsbus.StoredMsg) error {
 			if upTo > 0 && m.Seq > upTo {
 				return errPastEnd
 			}

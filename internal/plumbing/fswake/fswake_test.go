@@ -1,4 +1,4 @@
-package watcher_test
+package fswake_test
 
 import (
 	"context"
@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/watcher"
 )
 
-// TestFSNotifyWakes: Watch wakes once its watches are in place (a file
+// TestChannelsWakes: Watch wakes once its watches are in place (a file
 // created before then is found by that poll, not the next one), then on
 // each new file and each write to a file written in place, and never for a
 // dot-file (a writer's temp file).
-func TestFSNotifyWakes(t *testing.T) {
+func TestChannelsWakes(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
 	dir := root.Channel("room")
@@ -27,7 +27,7 @@ func TestFSNotifyWakes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- watcher.FSNotify{Root: root}.Watch(ctx, []string{"room"}, func(ch, file string) { woke <- wake{ch, file} })
+		done <- fswake.Channels{Root: root}.Watch(ctx, []string{"room"}, func(ch, file string) { woke <- wake{ch, file} })
 	}()
 	wait := func(what string, want wake) {
 		t.Helper()
@@ -92,13 +92,55 @@ func TestFSNotifyWakes(t *testing.T) {
 	}
 }
 
-// TestFSNotifyMissingChannel: a channel folder that does not exist is an
-// error (the watcher logs it and polls), not a hang.
-func TestFSNotifyMissingChannel(t *testing.T) {
+// TestChannelsMissingChannel: a channel folder that does not exist is an
+// error (the caller logs it and polls), not a hang.
+func TestChannelsMissingChannel(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
-	err := watcher.FSNotify{Root: root}.Watch(context.Background(), []string{"nowhere"}, func(string, string) {})
+	err := fswake.Channels{Root: root}.Watch(context.Background(), []string{"nowhere"}, func(string, string) {})
 	if err == nil {
 		t.Fatal("Watch on a missing folder returned nil")
+	}
+}
+
+// TestFoldersGrowLax: a folder that is not there is skipped when Lax, and
+// a folder created in Grow is watched from then on.
+func TestFoldersGrowLax(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	woke := make(chan string, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	f := fswake.Folders{Dirs: []string{base, filepath.Join(base, "missing")}, Grow: base, Lax: true}
+	go func() { done <- f.Watch(ctx, func(dir, name string) { woke <- filepath.Join(dir, name) }) }()
+	want := func(path string) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case got := <-woke:
+				if got == path {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no wake-up for %s", path)
+			}
+		}
+	}
+	want("") // the watches are in place
+	sub := filepath.Join(base, "room")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want(sub)
+	file := filepath.Join(sub, "msg.json")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want(file)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Watch: %v", err)
 	}
 }
