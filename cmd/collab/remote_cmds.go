@@ -4,23 +4,18 @@ package main
 // a bridge (internal/transport/remote); task events are signed here.
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/remote"
-	"github.com/collabdev/collab/internal/workspace/inbox"
 	"github.com/collabdev/collab/internal/workspace/task"
 )
 
@@ -217,85 +212,4 @@ func taskRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, a taskArgs,
 		return a.wt.afterDone(ctx, rb, t, a.tty, a.stdin, stderr)
 	}
 	return a.p.one(t)
-}
-
-// inboxRemote is inbox --remote: the messages for agent in chans that
-// this host's own cursors (STATE/inbox) leave unread, read through the
-// bridge; without peek exactly the messages read are acknowledged.
-func inboxRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, chans []string, peek bool, limit int, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	agent, err := actingAgent(ctx, "inbox", "agent", agent)
-	if err != nil {
-		return err
-	}
-	if len(chans) == 0 {
-		return usageErrorf("inbox --remote: name the channels (--channel C…): the bridge is not asked for every channel")
-	}
-	c, err := remoteClient(ctx, "inbox", rf, nf, agent, "", false, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	var items []inbox.Item
-	read := map[string][]string{}
-	for _, ch := range chans {
-		its, omitted, looked, err := c.Inbox(ctx, ch)
-		if err != nil {
-			return fmt.Errorf("inbox: %w", err)
-		}
-		for _, o := range omitted {
-			fmt.Fprintf(stderr, "collab: message %s not shown: %s; read it on the mount\n", tree.Printable(o.ID), tree.Printable(o.Omitted))
-		}
-		items = append(items, its...)
-		read[ch] = looked
-	}
-	slices.SortStableFunc(items, func(a, b inbox.Item) int {
-		return cmp.Or(a.Message.Time().Compare(b.Message.Time()), strings.Compare(a.Message.ID, b.Message.ID))
-	})
-	if peek && limit > 0 && len(items) > limit {
-		fmt.Fprintf(stderr, "collab: showing the newest %d unread; %d more unread (--limit 0 shows all)\n", limit, len(items)-limit)
-		items = items[len(items)-limit:]
-	}
-	for _, it := range items {
-		if err := printItem(stdout, it, asJSON); err != nil {
-			return err
-		}
-	}
-	if peek {
-		return nil
-	}
-	for _, ch := range chans {
-		if err := c.Acknowledge(ch, read[ch]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// inboxAckRemote is inbox ack --remote: this host's cursor of the one
-// channel given takes every message up to and including the message id.
-func inboxAckRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, chans []string, until string, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	agent, err := actingAgent(ctx, "inbox ack", "agent", agent)
-	if err != nil {
-		return err
-	}
-	if len(chans) != 1 {
-		return usageErrorf("inbox ack --remote: give one --channel")
-	}
-	if _, err := channel.ParseID(until); err != nil {
-		return usageErrorf("inbox ack --remote: --until takes a message id, not %q", until)
-	}
-	c, err := remoteClient(ctx, "inbox ack", rf, nf, agent, "", false, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	n, err := c.AckUntil(ctx, chans[0], until)
-	if err != nil {
-		return fmt.Errorf("inbox ack: %w", err)
-	}
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"acknowledged": n, "channel": chans[0], "until": until})
-	}
-	_, err = fmt.Fprintf(stdout, "acknowledged %d message(s) in channel %s up to %s\n", n, chans[0], until)
-	return err
 }
