@@ -5,70 +5,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/remote"
 	"github.com/collabdev/collab/internal/workspace/task"
 )
-
-// docRemote is doc --remote: req performed by the bridge.
-func docRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, req bridge.DocRequest, file string, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	cmd := "doc " + req.Action
-	agent, err := actingAgent(ctx, cmd, "agent", agent)
-	if err != nil {
-		return err
-	}
-	c, err := remoteClient(ctx, cmd, rf, nf, agent, "", false, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	r, err := c.Doc(ctx, req)
-	var be *bridge.Error
-	switch {
-	case errors.As(err, &be) && be.Code == bridge.CodeConflict:
-		msg := be.Msg
-		if r.Version != "" {
-			msg += " (its version now: " + r.Version + ")"
-		}
-		return &exitError{code: exitRefused, msg: msg}
-	case errors.As(err, &be) && be.Code == bridge.CodeNotFound:
-		return fmt.Errorf("%s: %s does not exist in channel %s", cmd, file, req.Channel)
-	case errors.Is(err, nats.ErrMaxPayload):
-		return fmt.Errorf("%s: %d bytes: larger than a NATS message may be here (the server's max_payload); write it on the mount; nothing was written", cmd, len(req.Content))
-	case errors.Is(err, remote.ErrUnreachable):
-		return fmt.Errorf("%w; nothing was written", err)
-	case err != nil:
-		return err
-	}
-	switch req.Action {
-	case "read":
-		if r.Doc == nil {
-			return fmt.Errorf("%s: the bridge's answer has no document", cmd)
-		}
-		if asJSON {
-			return json.NewEncoder(stdout).Encode(r.Doc)
-		}
-		_, err = io.WriteString(stdout, r.Doc.Content)
-		return err
-	case "list":
-		if r.More {
-			fmt.Fprintln(stderr, "collab: the listing is cut to what a bridge reply holds; list on the mount for all")
-		}
-		return docList(stdout, r.Entries, asJSON)
-	case "delete":
-		return nil
-	}
-	return docVersion(stdout, file, r.Version, asJSON)
-}
 
 // taskArgs is what task --remote needs of runTask's flags.
 type taskArgs struct {
