@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -144,7 +143,7 @@ func parseUntil(s string) (inbox.Until, error) {
 	}
 	u, err := inbox.ParseUntil(s)
 	if err != nil {
-		return inbox.Until{}, errkind.Wrap(errkind.Invalid, fmt.Errorf("until: %w", err))
+		return inbox.Until{}, errkind.Wrap(errkind.Invalid, err)
 	}
 	return u, nil
 }

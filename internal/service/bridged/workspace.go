@@ -109,11 +109,14 @@ func (s *Service) AckInbox(ctx context.Context, req service.AckRequest) (service
 	}
 	until, err := inbox.ParseUntil(req.Until)
 	if err != nil {
-		return service.Acked{}, errkind.Wrap(errkind.Invalid, fmt.Errorf("until: %w", err))
+		return service.Acked{}, errkind.Wrap(errkind.Invalid, err)
 	}
 	out := service.Acked{Agent: s.c.Agent(), Until: until}
 	if until.ID != "" {
 		out.N, err = s.c.AckUntil(ctx, ch, until.ID)
+		if errors.Is(err, inbox.ErrUnknownMessage) {
+			return service.Acked{}, errkind.Wrap(errkind.NotFound, err)
+		}
 		return out, wsKind(err)
 	}
 	msgs, _, err := s.c.Unread(ctx, ch)
