@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
 
@@ -129,9 +130,9 @@ func docError(req DocRequest, file string, err error) error {
 	case errors.Is(err, documents.ErrConflict):
 		return errkind.Wrap(errkind.Conflict, err)
 	case errors.Is(err, fs.ErrExist) && req.Action == "create":
-		return errkind.New(errkind.Conflict, "%s already exists in channel %s", file, req.Channel)
+		return errkind.Wrap(errkind.Conflict, fmt.Errorf("%s already exists in channel %s: %w", file, req.Channel, fs.ErrExist))
 	case errors.Is(err, fs.ErrNotExist):
-		return errkind.New(errkind.NotFound, "%s does not exist in channel %s", file, req.Channel)
+		return errkind.Wrap(errkind.NotFound, fmt.Errorf("%s does not exist in channel %s: %w", file, req.Channel, fs.ErrNotExist))
 	case errors.Is(err, documents.ErrBadPath), errors.Is(err, documents.ErrTooLarge):
 		return errkind.Wrap(errkind.Invalid, err)
 	case errors.Is(err, documents.ErrSymlink), errors.Is(err, documents.ErrNotRegular):

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -152,7 +153,7 @@ func (s *Service) Doc(ctx context.Context, _ service.Actor, req service.DocReque
 	var be *bridge.Error
 	switch {
 	case errors.As(err, &be) && be.Code == bridge.CodeNotFound:
-		return res, errkind.New(errkind.NotFound, "%s does not exist in channel %s", file, req.Channel)
+		return res, errkind.Wrap(errkind.NotFound, fmt.Errorf("%s does not exist in channel %s: %w", file, req.Channel, fs.ErrNotExist))
 	case errors.As(err, &be) && be.Code == bridge.CodeConflict:
 		msg := be.Msg
 		if r.Version != "" {
