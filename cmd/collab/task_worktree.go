@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/task"
 	"github.com/collabdev/collab/internal/workspace/worktree"
 )
@@ -38,36 +39,39 @@ func (w worktreeFlags) check(sub string, changed func(string) bool) error {
 	return nil
 }
 
-// worktreeBoard is the task board the worktree commands act on: the
-// mount's (mountBoard) or, with --remote, a bridge's (remoteBoard). Host
-// is this host's name as the board writes it in this host's events.
-type worktreeBoard interface {
-	Get(ctx context.Context, id string) (task.Task, error)
-	Claim(ctx context.Context, id, agent string) (task.Task, error)
-	RecordWorktree(ctx context.Context, id, agent, path, branch string) (task.Task, error)
-	Host() string
-	Channel() string
+// taskBoard is the task board a task command acts on, through the
+// service it chose (the mount, or a bridge with --remote), as its agent:
+// the git repository and its worktrees are this host's.
+type taskBoard struct {
+	svc    service.Workspace
+	a      service.Actor
+	q      service.TaskQuery
+	remote bool
 }
 
-// mountBoard is the mount's task board as a worktreeBoard.
-type mountBoard struct{ b *task.Board }
+func (b taskBoard) Get(ctx context.Context, id string) (task.Task, error) {
+	s, err := b.svc.Task(ctx, b.q, id)
+	return s.Task, err
+}
 
-func (m mountBoard) Get(_ context.Context, id string) (task.Task, error) { return m.b.Get(id) }
-func (m mountBoard) Claim(_ context.Context, id, agent string) (task.Task, error) {
-	return m.b.Claim(id, agent)
+func (b taskBoard) Claim(ctx context.Context, id string) (task.Task, error) {
+	return b.svc.ClaimTask(ctx, b.a, b.q, id)
 }
-func (m mountBoard) RecordWorktree(_ context.Context, id, agent, path, branch string) (task.Task, error) {
-	return m.b.RecordWorktree(id, agent, path, branch)
+
+func (b taskBoard) RecordWorktree(ctx context.Context, id, path, branch string) (task.Task, error) {
+	return b.svc.RecordTaskWorktree(ctx, b.a, b.q, id, path, branch)
 }
-func (m mountBoard) Host() string    { return m.b.Host }
-func (m mountBoard) Channel() string { return m.b.Channel }
+
+// Host is this host's name as the board writes it in this host's events.
+func (b taskBoard) Host() string    { return b.svc.TaskHost() }
+func (b taskBoard) Channel() string { return b.q.Channel }
 
 // claimWorktree claims task id for by and gives it a worktree of its own:
 // the one recorded on the task if it is on this host and still there,
 // else a new one on a new branch, recorded on the task. A worktree made
 // here is removed again (and its branch deleted) when it cannot be
 // recorded.
-func claimWorktree(ctx context.Context, b worktreeBoard, id, by string, w worktreeFlags, getenv env, p taskPrinter) error {
+func claimWorktree(ctx context.Context, b taskBoard, id, by string, w worktreeFlags, getenv env, p taskPrinter) error {
 	dir := w.repo
 	if dir == "" {
 		var err error
@@ -86,7 +90,7 @@ func claimWorktree(ctx context.Context, b worktreeBoard, id, by string, w worktr
 	if before.Status == task.Claimed && before.Owner == by && hasWorktree(before, b.Host()) {
 		return p.claimed(before) // ours already, with its worktree
 	}
-	t, err := b.Claim(ctx, id, by)
+	t, err := b.Claim(ctx, id)
 	var ce *task.ClaimedError
 	if errors.As(err, &ce) {
 		return &exitError{code: exitRefused, msg: err.Error()}
@@ -101,7 +105,7 @@ func claimWorktree(ctx context.Context, b worktreeBoard, id, by string, w worktr
 		}
 		made = true
 	}
-	t, err = b.RecordWorktree(ctx, id, by, path, branch)
+	t, err = b.RecordWorktree(ctx, id, path, branch)
 	if err != nil {
 		if made {
 			_ = worktree.Remove(ctx, repo, path, true)
@@ -171,7 +175,7 @@ func (p taskPrinter) claimed(t task.Task) error {
 // that could not be done: the worktree on another host, or with
 // uncommitted changes and no --force. It checks only a task by owns;
 // Finish reports the others.
-func (w worktreeFlags) beforeDone(ctx context.Context, b worktreeBoard, id, by string) error {
+func (w worktreeFlags) beforeDone(ctx context.Context, b taskBoard, id, by string) error {
 	if !w.remove {
 		return nil
 	}
@@ -202,12 +206,12 @@ func (w worktreeFlags) beforeDone(ctx context.Context, b worktreeBoard, id, by s
 // afterDone deals with the worktree of finished task t: removes it with
 // --remove-worktree; else, on a terminal, offers to remove it when it is
 // clean; else keeps it and says how to remove it. Notes go to stderr.
-func (w worktreeFlags) afterDone(ctx context.Context, b worktreeBoard, t task.Task, tty bool, stdin io.Reader, stderr io.Writer) error {
+func (w worktreeFlags) afterDone(ctx context.Context, b taskBoard, t task.Task, tty bool, stdin io.Reader, stderr io.Writer) error {
 	if t.Worktree == "" {
 		return nil
 	}
 	rm := fmt.Sprintf("collab task worktree rm %s --channel %s", t.ID, b.Channel())
-	if _, ok := b.(remoteBoard); ok {
+	if b.remote {
 		rm += " --remote"
 	}
 	switch {
@@ -273,7 +277,7 @@ func removeTaskWorktree(ctx context.Context, t task.Task, force bool, cmd string
 
 // taskWorktree is collab task worktree [rm] ID: the task's worktree and
 // its uncommitted changes, or its removal.
-func taskWorktree(ctx context.Context, b worktreeBoard, id string, w worktreeFlags, p taskPrinter, stderr io.Writer) error {
+func taskWorktree(ctx context.Context, b taskBoard, id string, w worktreeFlags, p taskPrinter, stderr io.Writer) error {
 	t, err := b.Get(ctx, id)
 	if err != nil {
 		return err

@@ -72,3 +72,27 @@ func TestJobsAgentAddress(t *testing.T) {
 		t.Error("jobs kill --of coder@i1 asked nothing of coder--i1's job")
 	}
 }
+
+// TestTaskAgentAddress: task --agent NAME@INSTANCE acts as the instance
+// agent NAME--INSTANCE, shown as NAME@INSTANCE.
+func TestTaskAgentAddress(t *testing.T) {
+	root := newTree(t)
+	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_CHANNEL": "dev"}
+	if r := runCollab(t, env, "", "task", "add", "--agent", "lead", "--title", "parser"); r.code != 0 {
+		t.Fatalf("task add: exit %d %s", r.code, r.stderr)
+	}
+	r := runCollab(t, env, "", "task", "claim", "t1", "--agent", "coder@i1")
+	if r.code != 0 || r.stdout != "t1 claimed by coder@i1\n" {
+		t.Fatalf("task claim --agent coder@i1: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCollab(t, env, "", "task", "checkpoint", "t1", "--agent", "coder--i1", "lexer done"); r.code != 0 {
+		t.Errorf("checkpoint by coder--i1 of coder@i1's task: exit %d %s", r.code, r.stderr)
+	}
+	r = runCollab(t, env, "", "task", "claim", "t1", "--agent", "coder@i2")
+	if r.code != exitRefused || !strings.Contains(r.stderr, "claimed by coder--i1") && !strings.Contains(r.stderr, "claimed by coder@i1") {
+		t.Errorf("claim by coder@i2: exit %d %s", r.code, r.stderr)
+	}
+	if r := runCollab(t, env, "", "task", "show", "t1"); !strings.Contains(r.stdout, "checkpoint coder@i1") || strings.Contains(r.stdout, "coder--i1") {
+		t.Errorf("task show:\n%s", r.stdout)
+	}
+}

@@ -147,3 +147,7 @@ func parseUntil(s string) (inbox.Until, error) {
 	}
 	return u, nil
 }
+
+// AgentID is the id on disk of an agent named NAME or NAME@INSTANCE
+// (workflow.ParseAddress); a bad name is Invalid.
+func AgentID(name string) (string, error) { return parseAgent(name) }
