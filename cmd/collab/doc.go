@@ -15,10 +15,7 @@ import (
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
-func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("doc", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab doc read   --channel C [FILE] [--json]
+const docUsage = `Usage: collab doc read   --channel C [FILE] [--json]
        collab doc write  --channel C [FILE] [--if-version V] [--text T | WORDS… | - | < FILE]
        collab doc append --channel C [FILE] [--text T | WORDS… | - | < FILE]
        collab doc create --channel C FILE [--text T | WORDS… | - | < FILE]
@@ -48,7 +45,12 @@ action is performed on the mount by a bridge over NATS (--nats), as
 command fails and nothing is written.
 
 Flags:
-`)
+`
+
+func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("doc", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, docUsage)
 		fs.PrintDefaults()
 	}
 	ch := channelFlag(fs, "channel")
