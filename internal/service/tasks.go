@@ -144,8 +144,14 @@ func TaskError(err error) error {
 	return errkind.Wrap(errkind.Of(err), err)
 }
 
-// board opens q's board, acting as a (a.Name "": reading only).
+// board opens q's board, acting as a (a.Name "": reading only); the
+// events of an agent with keys must be signed.
 func (m *Mount) board(a Actor, q TaskQuery) (*task.Board, string, error) {
+	return m.boardAs(a, q, true)
+}
+
+// boardAs is board; signs false for what is not signed (a task file).
+func (m *Mount) boardAs(a Actor, q TaskQuery, signs bool) (*task.Board, string, error) {
 	b, err := task.New(m.cfg.Root, q.Channel)
 	if err != nil {
 		return nil, "", errkind.Wrap(errkind.Invalid, err)
@@ -158,7 +164,7 @@ func (m *Mount) board(a Actor, q TaskQuery) (*task.Board, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if a.Signer == nil && m.cfg.Verifier.HasKeys(id) {
+	if signs && a.Signer == nil && m.cfg.Verifier.HasKeys(id) {
 		return nil, "", errkind.New(errkind.Forbidden, "%s has keys in the keyring, so its unsigned events would count for nothing; pass --key (or COLLAB_KEY)", id)
 	}
 	b.Signer = a.Signer
@@ -222,7 +228,7 @@ func (m *Mount) AddTask(_ context.Context, a Actor, q TaskQuery, nt NewTask) (ta
 			return task.Task{}, errkind.Wrap(errkind.Invalid, fmt.Errorf("depends: %w", err))
 		}
 	}
-	b, by, err := m.board(a, q)
+	b, by, err := m.boardAs(a, q, false)
 	if err != nil {
 		return task.Task{}, err
 	}
