@@ -26,22 +26,15 @@ type TaskBoard struct {
 	Skipped []string `json:"skipped,omitempty"` // tasks whose files could not be read
 }
 
-// Tasks returns channel ch's board as collab task list reads it (stale
-// claims released first), each column at most limit long.
+// Tasks returns channel ch's board (stale claims released first), each
+// column at most limit long.
 func (s *Server) Tasks(ch string, limit int) (TaskBoard, error) {
-	b, err := task.New(s.cfg.Root, ch)
+	l, err := s.svc.Tasks(context.Background(), service.TaskQuery{Channel: ch})
 	if err != nil {
 		return TaskBoard{}, err
 	}
-	b.Verifier = s.cfg.Verifier
-	tasks, bad, err := b.List()
-	if err != nil {
-		return TaskBoard{}, err
-	}
-	tb := TaskBoard{Channel: ch}
-	for _, e := range bad {
-		tb.Skipped = append(tb.Skipped, e.Error())
-	}
+	tb := TaskBoard{Channel: ch, Skipped: l.Skipped}
+	tasks := l.Tasks
 	slices.SortStableFunc(tasks, func(a, b task.Task) int { return b.Updated.Compare(a.Updated) })
 	for _, st := range taskStates {
 		c := Column{State: st, Tasks: []task.Task{}}
@@ -69,6 +62,10 @@ func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tb, err := s.Tasks(ch, limit)
+	if errkind.Is(err, errkind.Invalid) {
+		refuse(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
