@@ -7,14 +7,15 @@ import (
 )
 
 // Workspace is the operations on an agent's workspace: its inbox, a
-// channel's shared documents and task board, the watchers' jobs (see
-// the package doc).
+// channel's shared documents and task board, the watchers' jobs, the
+// keyring (see the package doc).
 //
 // Agents are named NAME or NAME@INSTANCE (workflow.ParseAddress); what the
 // operations return names them by their id on disk (NAME--INSTANCE), which
 // a door shows with workflow.Address.
 type Workspace interface {
 	Tasks
+	Keys
 
 	// Inbox returns the unread messages for an agent, oldest first, and
 	// acknowledges them unless the request only peeks.

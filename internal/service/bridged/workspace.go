@@ -196,3 +196,22 @@ func (s *Service) MayKill(context.Context, service.Actor, service.KillRequest, j
 func (s *Service) KillJob(context.Context, service.Actor, service.KillRequest) (service.Killed, error) {
 	return service.Killed{}, errJobs
 }
+
+// errKeys answers the keyring's operations: the keyring is the tree's,
+// changed by its admin on the mount.
+var errKeys = errkind.New(errkind.Unavailable, "the keyring is changed and listed on the mount, by the tree's admin")
+
+// Keys implements service.Workspace: Unavailable.
+func (s *Service) Keys(context.Context, service.KeyRequest, []string) (service.KeyList, error) {
+	return service.KeyList{}, errKeys
+}
+
+// TrustKey implements service.Workspace: Unavailable.
+func (s *Service) TrustKey(context.Context, service.KeyRequest) (service.KeyList, error) {
+	return service.KeyList{}, errKeys
+}
+
+// RevokeKey implements service.Workspace: Unavailable.
+func (s *Service) RevokeKey(context.Context, service.KeyRequest) (service.KeyList, error) {
+	return service.KeyList{}, errKeys
+}
