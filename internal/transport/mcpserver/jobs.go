@@ -8,6 +8,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/workflow"
 )
 
 // Bounds of job_list and job_show.
@@ -80,7 +81,7 @@ func (s *Server) jobQuery() service.JobQuery {
 }
 
 func summary(j jobs.Job) JobSummary {
-	return JobSummary{ID: j.ID, Agent: j.Agent, Host: j.Host, Status: j.Status, Message: j.Message, From: j.From,
+	return JobSummary{ID: j.ID, Agent: workflow.Address(j.Agent), Host: j.Host, Status: j.Status, Message: j.Message, From: workflow.Address(j.From),
 		CLI: j.CLI, Started: j.Started, Ended: j.Ended, CostUSD: j.CostUSD, Reply: j.Reply,
 		Error: modelcli.Clip(j.Error, maxEventText), RerunOf: j.RerunOf}
 }
