@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -96,7 +95,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return err
 	}
 	defer done()
-	return taskFailure(c.cmd(), c.run(ctx, b, getenv, stdin, stdout, stderr))
+	return taskFailure(c.run(ctx, b, getenv, stdin, stdout, stderr))
 }
 
 // taskCmd is a task command as parsed.
@@ -347,7 +346,7 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 		return taskWorktree(ctx, b, c.id, c.wt, p, stderr)
 	case "claim", "next":
 		if c.wt.add {
-			return claimWorktree(ctx, b, c.id, c.by, c.wt, getenv, p)
+			return claimWorktree(ctx, b, c.id, c.wt, getenv, p)
 		}
 		t, err := b.svc.ClaimTask(ctx, b.a, b.q, c.id)
 		return cmp.Or(err, p.one(t))
@@ -375,7 +374,7 @@ func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr i
 
 // done finishes the task, with its worktree as --remove-worktree says.
 func (c *taskCmd) done(ctx context.Context, b taskBoard, p taskPrinter, stdin io.Reader, stderr io.Writer) error {
-	if err := c.wt.beforeDone(ctx, b, c.id, c.by); err != nil {
+	if err := c.wt.beforeDone(ctx, b, c.id); err != nil {
 		return err
 	}
 	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, service.TaskReport{Kind: task.EvDone, Text: c.text})
@@ -389,19 +388,20 @@ func (c *taskCmd) done(ctx context.Context, b taskBoard, p taskPrinter, stdin io
 }
 
 // taskFailure gives the service's errors the exit codes collab task
-// documents: a claim another agent holds 4, no ready task 3, the board's
-// other refusals and a task not there 1.
-func taskFailure(cmd string, err error) error {
+// documents: a claim another agent holds 4; a task not there and the
+// board's other refusals (waiting, finished, not the agent's) 1; the
+// rest by their kind (no ready task 3).
+func taskFailure(err error) error {
 	var ce *task.ClaimedError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce):
 		return &exitError{code: exitRefused, msg: err.Error()}
-	case errors.Is(err, task.ErrNoneReady):
-		return err
+	case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrNotReady), errors.Is(err, task.ErrClosed), errors.Is(err, task.ErrNotOwner):
+		return &exitError{code: exitFailure, msg: err.Error()}
 	}
-	return exitAs(exitFailure, err, errkind.NotFound, errkind.Conflict)
+	return err
 }
 
 // taskPrinter prints tasks as text or JSON.

@@ -34,7 +34,7 @@ func taskKind(err error) error {
 	}
 	var re *remote.RefusedError
 	if errors.As(err, &re) {
-		return errkind.Wrap(errkind.Conflict, err)
+		return errkind.Wrap(errkind.Conflict, refusal{err, refusals[re.Refusal]})
 	}
 	if k, ok := errkind.Carried(err); ok {
 		return errkind.Wrap(k, err)
@@ -151,3 +151,15 @@ func (s *Service) RecordTaskWorktree(ctx context.Context, _ service.Actor, q ser
 
 // TaskHost implements service.Workspace: this host's name.
 func (s *Service) TaskHost() string { return s.c.Host() }
+
+// refusals are the board's rules a bridge names in a refusal, as the
+// errors package task returns on the mount.
+var refusals = map[string]error{"not-ready": task.ErrNotReady, "closed": task.ErrClosed,
+	"not-owner": task.ErrNotOwner, "stale": task.ErrStale}
+
+// refusal is a bridge's refusal that is also the rule's error (is), so
+// that errors.Is tells it as on the mount; it reads as the bridge said.
+type refusal struct{ err, is error }
+
+func (r refusal) Error() string   { return r.err.Error() }
+func (r refusal) Unwrap() []error { return []error{r.err, r.is} }
