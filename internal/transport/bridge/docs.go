@@ -11,9 +11,9 @@ import (
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
-// The doc op: a channel's shared documents (package documents), as
-// `collab doc` reads and changes them, performed on the mount with the
-// same documents.Folder calls.
+// The doc op: a channel's shared documents (package documents), each
+// action one call of the service layer on the mount (service.Mount.Doc),
+// with its rules and its refusals.
 //
 //	doc {"action": A, "channel": C, "file": F, "content": T, "if_version": V}
 //	    -> {"ok": true, "doc": DOC} (read)

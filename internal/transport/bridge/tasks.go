@@ -13,9 +13,9 @@ import (
 	"github.com/collabdev/collab/internal/workspace/task"
 )
 
-// The task op: a channel's task board (package task), as `collab task`
-// reads and changes it, performed on the mount with the same task.Board
-// calls.
+// The task op: a channel's task board (package task), each action one
+// call of the service layer on the mount (service.Mount's task
+// operations), with its rules and its refusals.
 //
 //	task {"action": "list", "channel": C} -> {"ok": true, "tasks": [TASK, ...], "more": bool}
 //	task {"action": "show", "channel": C, "id": ID} -> {"ok": true, "task": TASK, "events": [EVENT, ...]}
@@ -36,8 +36,8 @@ import (
 // refusal by the rules is [CodeConflict] with "refusal" one of "claimed"
 // (another agent holds the claim), "stale" (the number was taken
 // meanwhile: prepare and sign again), "not-ready", "closed", "not-owner".
-// add writes the task file, which is not signed, as `collab task add`
-// does: created_by is the acting agent. An event's "verdict" in show is
+// add writes the task file, which is not signed: created_by is the
+// acting agent. An event's "verdict" in show is
 // the bridge's. Replies too large are cut: "more" says tasks were left
 // out of a list, and show keeps the newest events that fit.
 const OpTask = "task"
