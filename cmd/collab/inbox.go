@@ -41,7 +41,7 @@ With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
 messages of the channels given (--channel is needed) are read through a
 bridge over NATS (--nats), and the cursors are this host's own, in
 STATE/inbox/ (--state-dir); "ack --remote" takes one --channel and a
-message id, and acknowledges that channel's messages up to it.
+message id or a time, and acknowledges that channel's messages up to it.
 
 Flags:
 `)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/task"
 )
 
@@ -129,7 +130,9 @@ func TaskError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &ce), errors.Is(err, task.ErrNotReady), errors.Is(err, task.ErrClosed),
+	case errors.As(err, &ce):
+		return errkind.Wrap(errkind.Conflict, claimedError{ce})
+	case errors.Is(err, task.ErrNotReady), errors.Is(err, task.ErrClosed),
 		errors.Is(err, task.ErrNotOwner), errors.Is(err, task.ErrStale):
 		return errkind.Wrap(errkind.Conflict, err)
 	case errors.Is(err, task.ErrInvalid), errors.Is(err, task.ErrBadID), errors.Is(err, tree.ErrBadName):
@@ -143,6 +146,15 @@ func TaskError(err error) error {
 	}
 	return errkind.Wrap(errkind.Of(err), err)
 }
+
+// claimedError is a claim another agent holds, naming it as people do
+// (NAME@INSTANCE); errors.As finds the *task.ClaimedError.
+type claimedError struct{ e *task.ClaimedError }
+
+func (c claimedError) Error() string {
+	return fmt.Sprintf("task %s is claimed by %s", c.e.Task, workflow.Address(c.e.Owner))
+}
+func (c claimedError) Unwrap() error { return c.e }
 
 // board opens q's board, acting as a (a.Name "": reading only); the
 // events of an agent with keys must be signed.

@@ -120,7 +120,7 @@ func (s *Service) claimed(ctx context.Context, q service.TaskQuery, id string, e
 	var re *remote.RefusedError
 	if errors.As(err, &re) && re.Refusal == "claimed" {
 		if r, serr := s.ask(ctx, q, bridge.TaskRequest{Action: "show", ID: id}); serr == nil && r.Task != nil {
-			return errkind.Wrap(errkind.Conflict, &task.ClaimedError{Task: id, Owner: r.Task.Owner})
+			return service.TaskError(&task.ClaimedError{Task: id, Owner: r.Task.Owner})
 		}
 	}
 	return s.unreachable(err)
