@@ -34,6 +34,9 @@ counting files not read, which may not be for the agent).
 "ack" acknowledges the unread messages up to a message id or
 an RFC 3339 time (2026-01-11T16:33:15Z) without showing them.
 
+An agent is named NAME or NAME@INSTANCE (an agent of a workflow instance,
+whose inbox also holds what says @NAME in its instance's channel).
+
 A message is marked "high" when it addresses several agents or says urgent,
 asap, blocked or critical. The read cursor is kept in ROOT/state/AGENT/inbox/.
 

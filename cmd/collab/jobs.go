@@ -39,7 +39,8 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 List the model runs of the watchers (the running ones and the last 20
 finished per agent), show one with its events, or stop a running one from
 any host. JOB is a job id, or the id of the message a job answers (its
-newest job); --agent (show) or --of (kill) narrows it to one agent's jobs,
+newest job); --agent (show) or --of (kill) narrows it to one agent's jobs
+(NAME or NAME@INSTANCE, as agents are shown),
 and an id that names jobs of two agents is refused. A job whose record
 says running but whose watcher is gone (its heartbeat stale or OFFLINE,
 another watcher instance on its host, or on this host its pid dead) is
