@@ -21,18 +21,7 @@ import (
 	"github.com/collabdev/collab/internal/workflow"
 )
 
-func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "show":
-			return runJobsShow(ctx, args[1:], getenv, stdout, stderr)
-		case "kill":
-			return runJobsKill(ctx, args[1:], getenv, stdout, stderr)
-		}
-	}
-	fs := newFlags("jobs", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab jobs [--agent A] [--json]
+const jobsUsage = `Usage: collab jobs [--agent A] [--json]
        collab jobs show JOB [--agent|--of A] [--since TIME] [--json]
        collab jobs kill JOB [--of A] [--agent BY] [--json] [NATS flags]
 
@@ -56,7 +45,20 @@ front (exit 4), as it refuses a request while another requester's is
 pending.
 
 Flags:
-`)
+`
+
+func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "show":
+			return runJobsShow(ctx, args[1:], getenv, stdout, stderr)
+		case "kill":
+			return runJobsKill(ctx, args[1:], getenv, stdout, stderr)
+		}
+	}
+	fs := newFlags("jobs", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, jobsUsage)
 		fs.PrintDefaults()
 	}
 	agent := fs.String("agent", "", "only this agent's jobs")
