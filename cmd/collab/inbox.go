@@ -16,13 +16,7 @@ import (
 	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
-func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "ack" {
-		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
-	}
-	fs := newFlags("inbox", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab inbox --agent A [--channel C…] [--peek [--limit N]] [--json]
+const inboxUsage = `Usage: collab inbox --agent A [--channel C…] [--peek [--limit N]] [--json]
        collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
 
 Show the messages addressed to an agent (to it, @mentioning it, or starting
@@ -47,7 +41,15 @@ STATE/inbox/ (--state-dir); "ack --remote" takes one --channel and a
 message id or a time, and acknowledges that channel's messages up to it.
 
 Flags:
-`)
+`
+
+func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "ack" {
+		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
+	}
+	fs := newFlags("inbox", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, inboxUsage)
 		fs.PrintDefaults()
 	}
 	agent, chans, asJSON, rootf := inboxFlags(fs)
