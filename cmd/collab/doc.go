@@ -3,26 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
-var docActions = []string{"read", "write", "append", "create", "delete", "list"}
-
-func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("doc", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab doc read   --channel C [FILE] [--json]
+const docUsage = `Usage: collab doc read   --channel C [FILE] [--json]
        collab doc write  --channel C [FILE] [--if-version V] [--text T | WORDS… | - | < FILE]
        collab doc append --channel C [FILE] [--text T | WORDS… | - | < FILE]
        collab doc create --channel C FILE [--text T | WORDS… | - | < FILE]
@@ -52,7 +45,12 @@ action is performed on the mount by a bridge over NATS (--nats), as
 command fails and nothing is written.
 
 Flags:
-`)
+`
+
+func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("doc", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, docUsage)
 		fs.PrintDefaults()
 	}
 	ch := channelFlag(fs, "channel")
@@ -67,11 +65,11 @@ Flags:
 		return err
 	}
 	if fs.NArg() == 0 {
-		return usageErrorf("doc: no action: use one of %s", strings.Join(docActions, ", "))
+		return usageErrorf("doc: no action: use one of %s", strings.Join(service.DocActions, ", "))
 	}
 	action, rest := fs.Arg(0), fs.Args()[1:]
-	if !slices.Contains(docActions, action) {
-		return usageErrorf("doc: unknown action %q: use one of %s", action, strings.Join(docActions, ", "))
+	if !slices.Contains(service.DocActions, action) {
+		return usageErrorf("doc: unknown action %q: use one of %s", action, strings.Join(service.DocActions, ", "))
 	}
 	if err := checkChannel("doc", *ch); err != nil {
 		return err
@@ -88,14 +86,8 @@ Flags:
 	case len(rest) == 1:
 		file, named = rest[0], true
 	}
-	if !named && (action == "create" || action == "delete") {
-		return usageErrorf("doc %s: name the file", action)
-	}
 	if action == "list" && len(rest) > 0 {
 		return usageErrorf("doc list: unexpected argument %q", rest[0])
-	}
-	if err := documents.CheckPath(file); err != nil {
-		return usageErrorf("doc %s: %v", action, err)
 	}
 	if *ifVersion != "" && action != "write" && action != "delete" {
 		return usageErrorf("doc %s: --if-version is for write and delete", action)
@@ -103,66 +95,59 @@ Flags:
 	if fs.Changed("text") && !writes {
 		return usageErrorf("doc %s: --text is for write, append and create", action)
 	}
-	if rf.on {
-		req := bridge.DocRequest{Action: action, Channel: *ch, IfVersion: *ifVersion}
-		if named {
-			req.File = file
-		}
-		if writes {
-			content, err := docContent(action, fs.Changed("text"), *text, words, stdin)
-			if err != nil {
-				return err
-			}
-			req.Content = content
-		}
-		return docRemote(ctx, rf, nf, *ragent, req, file, *asJSON, getenv, stdout, stderr)
+	req := service.DocRequest{Action: action, Channel: *ch, IfVersion: *ifVersion}
+	if named {
+		req.File = file
 	}
-	f, err := documents.New(tree.Resolve(*rootf, getenv), *ch, documents.Options{})
-	if err != nil {
-		return usageErrorf("doc: %v", err)
+	if _, err := req.Check(); err != nil {
+		return fmt.Errorf("doc %s: %w", action, err)
 	}
-
-	switch action {
-	case "read":
-		d, err := f.Read(file)
+	if writes {
+		content, err := docContent(action, fs.Changed("text"), *text, words, stdin)
 		if err != nil {
-			return docError("read", *ch, file, err)
+			return err
 		}
-		if *asJSON {
-			return json.NewEncoder(stdout).Encode(d)
+		req.Content = content
+	}
+	return docDo(ctx, rf, nf, *rootf, *ragent, req, *asJSON, getenv, stdout, stderr)
+}
+
+// docDo makes the one call of collab doc, on the mount or through a
+// bridge, and prints its result.
+func docDo(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootf, agent string, req service.DocRequest, asJSON bool, getenv env, stdout, stderr io.Writer) error {
+	cmd := "doc " + req.Action
+	if rf.on {
+		var err error
+		if agent, err = actingAgent(ctx, cmd, "agent", agent); err != nil {
+			return err
 		}
-		_, err = io.WriteString(stdout, d.Content)
+	}
+	svc, done, err := workspaceOf(ctx, cmd, rf, nf, rootf, agent, "", false, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	r, err := svc.Doc(ctx, service.Actor{Name: agent}, req)
+	if err != nil {
+		// A missing file, or one that is not the folder's: exit 1, as documented.
+		return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden, errkind.Unavailable)
+	}
+	switch req.Action {
+	case "read":
+		if asJSON {
+			return json.NewEncoder(stdout).Encode(r.Doc)
+		}
+		_, err = io.WriteString(stdout, r.Doc.Content)
 		return err
 	case "list":
-		list, err := f.List()
-		if err != nil {
-			return docError("list", *ch, "", err)
+		if r.More {
+			fmt.Fprintln(stderr, "collab: the listing is cut to what a bridge reply holds; list on the mount for all")
 		}
-		return docList(stdout, list, *asJSON)
+		return docList(stdout, r.Entries, asJSON)
 	case "delete":
-		if err := f.Delete(ctx, file, *ifVersion); err != nil {
-			return docError("delete", *ch, file, err)
-		}
 		return nil
 	}
-
-	content, err := docContent(action, fs.Changed("text"), *text, words, stdin)
-	if err != nil {
-		return err
-	}
-	var version string
-	switch action {
-	case "write":
-		version, err = f.Write(ctx, file, content, *ifVersion)
-	case "append":
-		version, err = f.Append(ctx, file, content)
-	case "create":
-		version, err = f.Create(ctx, file, content)
-	}
-	if err != nil {
-		return docError(action, *ch, file, err)
-	}
-	return docVersion(stdout, file, version, *asJSON)
+	return docVersion(stdout, r.File, r.Version, asJSON)
 }
 
 // docVersion prints the version a change made.
@@ -204,19 +189,4 @@ func docContent(action string, textSet bool, text string, words []string, stdin 
 		text += "\n"
 	}
 	return text, nil
-}
-
-// docError turns a docs error into a clear message and exit code.
-func docError(action, ch, file string, err error) error {
-	switch {
-	case errors.Is(err, documents.ErrConflict):
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("doc %s: %v", action, err)}
-	case errors.Is(err, fs.ErrExist) && action == "create":
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("doc create: %s already exists in channel %s", file, ch)}
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("doc %s: %s does not exist in channel %s", action, file, ch)
-	case errors.Is(err, documents.ErrBadPath):
-		return usageErrorf("doc %s: %v", action, err)
-	}
-	return fmt.Errorf("doc %s: %w", action, err)
 }

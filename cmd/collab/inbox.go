@@ -9,18 +9,14 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
-func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "ack" {
-		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
-	}
-	fs := newFlags("inbox", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab inbox --agent A [--channel C…] [--peek [--limit N]] [--json]
+const inboxUsage = `Usage: collab inbox --agent A [--channel C…] [--peek [--limit N]] [--json]
        collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
 
 Show the messages addressed to an agent (to it, @mentioning it, or starting
@@ -32,6 +28,9 @@ counting files not read, which may not be for the agent).
 "ack" acknowledges the unread messages up to a message id or
 an RFC 3339 time (2026-01-11T16:33:15Z) without showing them.
 
+An agent is named NAME or NAME@INSTANCE (an agent of a workflow instance,
+whose inbox also holds what says @NAME in its instance's channel).
+
 A message is marked "high" when it addresses several agents or says urgent,
 asap, blocked or critical. The read cursor is kept in ROOT/state/AGENT/inbox/.
 
@@ -39,10 +38,18 @@ With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
 messages of the channels given (--channel is needed) are read through a
 bridge over NATS (--nats), and the cursors are this host's own, in
 STATE/inbox/ (--state-dir); "ack --remote" takes one --channel and a
-message id, and acknowledges that channel's messages up to it.
+message id or a time, and acknowledges that channel's messages up to it.
 
 Flags:
-`)
+`
+
+func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "ack" {
+		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
+	}
+	fs := newFlags("inbox", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, inboxUsage)
 		fs.PrintDefaults()
 	}
 	agent, chans, asJSON, rootf := inboxFlags(fs)
@@ -62,33 +69,25 @@ Flags:
 	if *limit < 0 {
 		return usageErrorf("inbox: --limit must not be negative")
 	}
-	if rf.on {
-		return inboxRemote(ctx, rf, nf, *agent, *chans, *peek, *limit, *asJSON, getenv, stdout, stderr)
-	}
-	b, err := openInbox(ctx, "inbox", *agent, *chans, *rootf, getenv)
+	who, svc, done, err := openInboxService(ctx, "inbox", rf, nf, *rootf, *agent, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	var items []inbox.Item
-	more := 0
-	switch {
-	case *peek && *limit > 0:
-		items, more, err = b.PeekNewest(*limit)
-	case *peek:
-		items, err = b.Peek()
-	default:
-		items, err = b.Check()
-	}
+	defer done()
+	res, err := svc.Inbox(ctx, service.InboxRequest{Agent: who, Channels: *chans, Peek: *peek, Limit: *limit})
 	if err != nil {
 		return fmt.Errorf("inbox: %w", err)
 	}
-	for _, it := range items {
+	for _, n := range res.Notes {
+		fmt.Fprintf(stderr, "collab: %s\n", n)
+	}
+	for _, it := range res.Items {
 		if err := printItem(stdout, it, *asJSON); err != nil {
 			return err
 		}
 	}
-	if more > 0 {
-		fmt.Fprintf(stderr, "collab: showing the newest %d unread; up to %d more unread (--limit 0 shows all)\n", len(items), more)
+	if res.More > 0 {
+		fmt.Fprintf(stderr, "collab: showing the newest %d unread; up to %d more unread (--limit 0 shows all)\n", len(res.Items), res.More)
 	}
 	return nil
 }
@@ -123,26 +122,50 @@ Flags:
 	if *untilf == "" {
 		return usageErrorf("inbox ack: no --until: give a message id or a time")
 	}
-	until, err := inbox.ParseUntil(*untilf)
-	if err != nil {
-		return usageErrorf("inbox ack: %v", err)
-	}
-	if rf.on {
-		return inboxAckRemote(ctx, rf, nf, *agent, *chans, *untilf, *asJSON, getenv, stdout, stderr)
-	}
-	b, err := openInbox(ctx, "inbox ack", *agent, *chans, *rootf, getenv)
+	who, svc, done, err := openInboxService(ctx, "inbox ack", rf, nf, *rootf, *agent, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	n, err := b.Ack(until)
+	defer done()
+	res, err := svc.AckInbox(ctx, service.AckRequest{Agent: who, Channels: *chans, Until: *untilf})
 	if err != nil {
-		return fmt.Errorf("inbox ack: %w", err)
+		// An id in none of the channels: exit 1, as this command documents.
+		return exitAs(exitFailure, fmt.Errorf("inbox ack: %w", err), errkind.NotFound)
 	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"acknowledged": n, "until": until.String()})
+	return printAcked(stdout, res, *chans, rf.on, *asJSON)
+}
+
+// printAcked prints what inbox ack acknowledged; through a bridge, in
+// its one channel.
+func printAcked(stdout io.Writer, res service.Acked, chans []string, remote, asJSON bool) error {
+	out := map[string]any{"acknowledged": res.N, "until": res.Until.String()}
+	where := ""
+	if remote {
+		out["channel"] = chans[0]
+		where = " in channel " + chans[0]
 	}
-	_, err = fmt.Fprintf(stdout, "acknowledged %d message(s) up to %s\n", n, until)
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(out)
+	}
+	_, err := fmt.Fprintf(stdout, "acknowledged %d message(s)%s up to %s\n", res.N, where, res.Until)
 	return err
+}
+
+// openInboxService is the service of inbox and inbox ack: a bridge acts
+// as one agent, checked here (--agent or the login name), as it names
+// the NATS connection; on the mount the service reads the name.
+func openInboxService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent string, getenv env, stderr io.Writer) (string, service.Workspace, func(), error) {
+	var err error
+	if rf.on {
+		agent, err = actingAgent(ctx, cmd, "agent", agent)
+	} else {
+		agent, err = namedOrLogin(ctx, cmd, agent)
+	}
+	if err != nil {
+		return "", nil, nil, err
+	}
+	svc, done, err := workspaceOf(ctx, cmd, rf, nf, rootf, agent, "", false, getenv, stderr)
+	return agent, svc, done, err
 }
 
 func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool, rootf *string) {
@@ -151,24 +174,6 @@ func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool
 	asJSON = fs.Bool("json", false, `print one JSON object per line: {"channel", "priority", "message"}`)
 	rootf = rootFlag(fs)
 	return
-}
-
-func openInbox(ctx context.Context, cmd, agent string, chans []string, rootf string, getenv env) (*inbox.Inbox, error) {
-	agent, err := actingAgent(ctx, cmd, "agent", agent)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range chans {
-		if err := tree.CheckName("channel", c); err != nil {
-			return nil, usageErrorf("%s: %v", cmd, err)
-		}
-	}
-	root := tree.Resolve(rootf, getenv)
-	b, err := inbox.New(root, agent, inbox.Options{Channels: chans, Aliases: workflow.AgentAliases(root, agent)})
-	if err != nil {
-		return nil, usageErrorf("%s: %v", cmd, err)
-	}
-	return b, nil
 }
 
 // printItem prints one inbox item as a transcript entry or a JSON line.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,31 +14,22 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
-	"github.com/collabdev/collab/internal/identity/keyring"
-	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/workflow"
 )
 
-func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "show":
-			return runJobsShow(args[1:], getenv, stdout, stderr)
-		case "kill":
-			return runJobsKill(ctx, args[1:], getenv, stdout, stderr)
-		}
-	}
-	fs := newFlags("jobs", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab jobs [--agent A] [--json]
+const jobsUsage = `Usage: collab jobs [--agent A] [--json]
        collab jobs show JOB [--agent|--of A] [--since TIME] [--json]
        collab jobs kill JOB [--of A] [--agent BY] [--json] [NATS flags]
 
 List the model runs of the watchers (the running ones and the last 20
 finished per agent), show one with its events, or stop a running one from
 any host. JOB is a job id, or the id of the message a job answers (its
-newest job); --agent (show) or --of (kill) narrows it to one agent's jobs,
+newest job); --agent (show) or --of (kill) narrows it to one agent's jobs
+(NAME or NAME@INSTANCE, as agents are shown),
 and an id that names jobs of two agents is refused. A job whose record
 says running but whose watcher is gone (its heartbeat stale or OFFLINE,
 another watcher instance on its host, or on this host its pid dead) is
@@ -55,7 +45,20 @@ front (exit 4), as it refuses a request while another requester's is
 pending.
 
 Flags:
-`)
+`
+
+func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "show":
+			return runJobsShow(ctx, args[1:], getenv, stdout, stderr)
+		case "kill":
+			return runJobsKill(ctx, args[1:], getenv, stdout, stderr)
+		}
+	}
+	fs := newFlags("jobs", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, jobsUsage)
 		fs.PrintDefaults()
 	}
 	agent := fs.String("agent", "", "only this agent's jobs")
@@ -67,24 +70,13 @@ Flags:
 	if fs.NArg() > 0 {
 		return usageErrorf("jobs: unexpected argument %q (subcommands: show, kill)", fs.Arg(0))
 	}
-	root := tree.Resolve(*rootf, getenv)
-	var all []jobs.Job
-	var err error
-	if *agent != "" {
-		if err := tree.CheckName("agent", *agent); err != nil {
-			return usageErrorf("jobs: %v", err)
-		}
-		all, err = jobs.List(root, *agent)
-	} else {
-		all, err = jobs.ListAll(root)
-	}
+	all, err := mountOf(*rootf, getenv).Jobs(ctx, service.JobQuery{Agent: *agent})
 	if err != nil {
-		return err
+		return fmt.Errorf("jobs: %w", err)
 	}
-	if all == nil {
-		all = []jobs.Job{} // --json: [] when there are none
+	for i := range all {
+		all[i].Agent = workflow.Address(all[i].Agent)
 	}
-	jobs.Judge(all, watchOf(root))
 	if *asJSON {
 		for i := range all {
 			all[i].Events = nil // jobs show has them
@@ -112,7 +104,7 @@ Flags:
 	return tw.Flush()
 }
 
-func runJobsShow(args []string, getenv env, stdout, stderr io.Writer) error {
+func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs show", stderr)
 	since := fs.String("since", "", "only events at or after this time (RFC 3339) or this long ago (10m)")
 	asJSON := fs.Bool("json", false, "print the record as JSON")
@@ -125,11 +117,11 @@ func runJobsShow(args []string, getenv env, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return usageErrorf("jobs show: give one job id")
 	}
-	root := tree.Resolve(*rootf, getenv)
-	j, err := lookupJob("jobs show", root, *of, fs.Arg(0))
+	j, err := mountOf(*rootf, getenv).Job(ctx, service.JobQuery{Agent: *of}, fs.Arg(0))
 	if err != nil {
-		return err
+		return exitAs(exitFailure, fmt.Errorf("jobs show: %w", err), errkind.NotFound)
 	}
+	j.Agent = workflow.Address(j.Agent)
 	if *since != "" {
 		cut, err := parseSince(*since, time.Now())
 		if err != nil {
@@ -184,91 +176,58 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 		return usageErrorf("jobs kill: give one job id")
 	}
 	root := tree.Resolve(*rootf, getenv)
-	j, err := lookupJob("jobs kill", root, *of, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	if j.Done() {
-		return fmt.Errorf("jobs kill: %s is %s, not running", j.ID, j.Status)
-	}
 	// Who asks is only recorded: an unnamed request is still a request.
 	who := cmp.Or(*agent, loginName(ctx), "someone")
 	signer, err := loadSigner(*keyf, who, getenv)
 	if err != nil {
 		return fmt.Errorf("jobs kill: %w", err)
 	}
-	if err := mayKill(root, j, who, signer, openKeyring(root, *ringf), stderr); err != nil {
-		return &exitError{code: exitRefused, msg: "jobs kill: " + err.Error()}
-	}
-	var bus *natsbus.Bus
-	if o, ok := nf.options(getenv, natsbus.ConnName(who, hostname()), commandLogger(stderr)); ok {
-		// Before the file: bad credentials fail before anything is asked.
-		var err error
-		if bus, err = connectOptional(ctx, o, stderr); err != nil {
-			return fmt.Errorf("jobs kill: %w", err)
-		}
-		if bus != nil {
-			defer bus.Close()
-		}
-	}
-	// The file is the request; NATS only makes the watcher look now.
-	err = jobs.RequestKill(root, j.Agent, j.ID, who, signer)
-	if errors.Is(err, jobs.ErrKillPending) {
-		return &exitError{code: exitRefused, msg: "jobs kill: " + err.Error()}
-	}
+	bus, err := killBus(ctx, nf, who, getenv, stderr)
 	if err != nil {
-		return fmt.Errorf("jobs kill: %w", err)
+		return err
 	}
 	if bus != nil {
-		if err := bus.PublishKill(ctx, j.Agent, natsbus.KillRequest{Job: j.ID, By: who, Host: hostname()}); err != nil {
+		defer bus.Close()
+	}
+	svc := service.NewMount(service.Config{Root: root, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr)})
+	k, err := svc.KillJob(ctx, service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
+	if err != nil {
+		// Nothing to stop: exit 1, as this command documents.
+		err = fmt.Errorf("jobs kill: %w", err)
+		if errors.Is(err, service.ErrNotRunning) {
+			return &exitError{code: exitFailure, msg: err.Error()}
+		}
+		return exitAs(exitFailure, err, errkind.NotFound)
+	}
+	j := k.Job
+	if bus != nil {
+		if err := bus.PublishKill(ctx, j.Agent, natsbus.KillRequest{Job: j.ID, By: k.By, Host: hostname()}); err != nil {
 			fmt.Fprintf(stderr, "collab: warning: asked by file only (the watcher sees it at its next poll): %v\n", err)
 		}
 	}
 	if *asJSON {
-		return writeJSON(stdout, map[string]string{"job": j.ID, "agent": j.Agent, "host": j.Host, "by": who})
+		return writeJSON(stdout, map[string]string{"job": j.ID, "agent": workflow.Address(j.Agent), "host": j.Host, "by": k.By})
 	}
-	fmt.Fprintf(stdout, "asked %s's watcher on %s to stop %s\n", j.Agent, j.Host, j.ID)
+	fmt.Fprintf(stdout, "asked %s's watcher on %s to stop %s\n", workflow.Address(j.Agent), j.Host, j.ID)
 	return nil
 }
 
-// mayKill applies jobs.MayKill to a request by who, signed with signer,
-// as a watcher under the default trust policy will judge it (it cannot
-// know a watcher run with another --trust): the admin is this account
-// when it is root or owns the tree's root folder, and does not run the job.
-func mayKill(root tree.Root, j jobs.Job, who string, signer *signing.Signer, ring *keyring.Ring, stderr io.Writer) error {
-	r := jobs.Asking(verifierFor(root, ring, stderr), j.Agent, j.ID, who, signer)
-	r.Admin = jobs.Admin(root, os.Geteuid(), jobs.Runner(root, j.Agent, j.ID))
-	return jobs.MayKill(j, r)
+// killBus is the NATS connection that tells a watcher of a kill at once
+// (nil without NATS). It is made before the kill file: bad credentials
+// fail before anything is asked.
+func killBus(ctx context.Context, nf *natsFlags, who string, getenv env, stderr io.Writer) (*natsbus.Bus, error) {
+	o, ok := nf.options(getenv, natsbus.ConnName(who, hostname()), commandLogger(stderr))
+	if !ok {
+		return nil, nil
+	}
+	bus, err := connectOptional(ctx, o, stderr)
+	if err != nil {
+		return nil, fmt.Errorf("jobs kill: %w", err)
+	}
+	return bus, nil
 }
 
 type jobEvent = modelcli.Event
-
-// lookupJob finds the job id names (a job id, or the id of the message it
-// answers) among agent's jobs ("": every agent's), with its status as it
-// stands (interrupted if its watcher is gone). An ambiguous or malformed
-// id is a usage error of command cmd.
-func lookupJob(cmd string, root tree.Root, agent, id string) (jobs.Job, error) {
-	if agent != "" {
-		if err := tree.CheckName("agent", agent); err != nil {
-			return jobs.Job{}, usageErrorf("%s: %v", cmd, err)
-		}
-	}
-	j, err := jobs.Lookup(root, agent, id)
-	if errors.Is(err, tree.ErrBadName) || errors.Is(err, jobs.ErrAmbiguous) {
-		return jobs.Job{}, usageErrorf("%s: %v", cmd, err)
-	}
-	if err != nil {
-		return jobs.Job{}, err
-	}
-	j.Status = jobs.Observe(root, j.Agent, 0).Status(j)
-	return j, nil
-}
-
-// watchOf returns what this host knows of each agent's watcher, to judge
-// its running jobs.
-func watchOf(root tree.Root) func(agent string) jobs.Watch {
-	return func(agent string) jobs.Watch { return jobs.Observe(root, agent, 0) }
-}
 
 // parseSince reads a time (RFC 3339) or a duration ago.
 func parseSince(s string, now time.Time) (time.Time, error) {

@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/workflow"
 )
 
 const keyUsage = `Usage:
@@ -61,106 +59,65 @@ func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	root := tree.Resolve(*rootf, getenv)
-	ring := openKeyring(root, *ringf)
-	words := fs.Args()
-	for _, a := range words[:min(len(words), 1)] {
-		if err := tree.CheckName("agent", a); err != nil {
-			return usageErrorf("key %s: %v", sub, err)
-		}
-	}
-	var agents []string // the agents to show afterwards; nil: all
-	switch sub {
-	case "trust":
-		if len(words) != 2 {
-			return usageErrorf("key trust: want AGENT PUBKEY (the public key 'collab key new' printed)")
-		}
-		if _, err := keyring.ParsePublic(words[1]); err != nil {
-			return usageErrorf("key trust: %v; give the base64 public key 'collab key new' printed", err)
-		}
-		if err := ring.Trust(words[0], words[1]); err != nil {
-			return fmt.Errorf("key trust: %w", err)
-		}
-		agents = words[:1]
-	case "revoke":
-		if len(words) < 1 || len(words) > 2 {
-			return usageErrorf("key revoke: want AGENT [PUBKEY] (no PUBKEY: every key of AGENT)")
-		}
-		pub := ""
-		if len(words) == 2 {
-			pub = words[1]
-			if _, err := keyring.ParsePublic(pub); err != nil {
-				return usageErrorf("key revoke: %v", err)
-			}
-		}
-		when := time.Now()
-		if *at != "" {
-			t, err := time.Parse(time.RFC3339, *at)
-			if err != nil {
-				return usageErrorf("key revoke: --at %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", *at)
-			}
-			when = t
-		}
-		err := ring.Revoke(words[0], pub, when)
-		if errors.Is(err, keyring.ErrNotFound) {
-			return &exitError{code: exitNothing, msg: fmt.Sprintf("key revoke: %v", err)}
-		}
-		if err != nil {
-			return fmt.Errorf("key revoke: %w", err)
-		}
-		agents = words[:1]
-	case "list":
-		for _, a := range words {
-			if err := tree.CheckName("agent", a); err != nil {
-				return usageErrorf("key list: %v", err)
-			}
-		}
-		if len(words) > 0 {
-			agents = words
-		}
-	}
-	if err := ring.Check(keyring.Owner(string(root)), true); err != nil {
-		fmt.Fprintf(stderr, "collab: warning: %v\n", err)
-		fmt.Fprintf(stderr, "collab: warning: until that is fixed, an agent account could replace a key and the verdicts prove nothing; the keyring (%s) and its files must be owned by root or the tree's owner and writable by no one else\n", ring.Dir())
-	}
-	return printKeys(ring, agents, *asJSON, stdout)
-}
-
-// keyRow is one key as 'key list' prints it.
-type keyRow struct {
-	Agent   string     `json:"agent"`
-	Key     string     `json:"key"`
-	Added   time.Time  `json:"added"`
-	Revoked *time.Time `json:"revoked,omitempty"`
-}
-
-// printKeys prints the keys of agents (nil: every agent), by agent.
-func printKeys(ring *keyring.Ring, agents []string, asJSON bool, w io.Writer) error {
-	all, err := ring.List()
+	l, err := keyOp(ctx, mountOf(*rootf, getenv), sub, service.KeyRequest{Keyring: *ringf}, fs.Args(), at)
 	if err != nil {
 		return err
 	}
-	if agents == nil {
-		for a := range all {
-			agents = append(agents, a)
-		}
-		slices.Sort(agents)
+	if l.Unsafe != nil {
+		fmt.Fprintf(stderr, "collab: warning: %v\n", l.Unsafe)
+		fmt.Fprintf(stderr, "collab: warning: until that is fixed, an agent account could replace a key and the verdicts prove nothing; the keyring (%s) and its files must be owned by root or the tree's owner and writable by no one else\n", l.Dir)
 	}
-	rows := []keyRow{}
-	for _, a := range agents {
-		for _, k := range all[a] {
-			rows = append(rows, keyRow{a, k.Public, k.Added, k.Revoked})
+	return printKeys(l.Keys, *asJSON, stdout)
+}
+
+// keyOp makes the one call of key trust, revoke or list.
+func keyOp(ctx context.Context, svc service.Workspace, sub string, req service.KeyRequest, words []string, at *string) (service.KeyList, error) {
+	var l service.KeyList
+	var err error
+	switch sub {
+	case "trust":
+		if len(words) != 2 {
+			return l, usageErrorf("key trust: want AGENT PUBKEY (the public key 'collab key new' printed)")
 		}
+		req.Agent, req.Public = words[0], words[1]
+		l, err = svc.TrustKey(ctx, req)
+	case "revoke":
+		if len(words) < 1 || len(words) > 2 {
+			return l, usageErrorf("key revoke: want AGENT [PUBKEY] (no PUBKEY: every key of AGENT)")
+		}
+		req.Agent = words[0]
+		if len(words) == 2 {
+			req.Public = words[1]
+		}
+		if *at != "" {
+			if req.At, err = time.Parse(time.RFC3339, *at); err != nil {
+				return l, usageErrorf("key revoke: --at %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", *at)
+			}
+		}
+		l, err = svc.RevokeKey(ctx, req)
+	case "list":
+		l, err = svc.Keys(ctx, req, words)
 	}
+	if err != nil {
+		return l, fmt.Errorf("key %s: %w", sub, err)
+	}
+	return l, nil
+}
+
+// keyRow is one key as 'key list --json' prints it.
+type keyRow = service.KeyEntry
+
+// printKeys prints keys, by agent.
+func printKeys(keys []service.KeyEntry, asJSON bool, w io.Writer) error {
 	if asJSON {
-		return writeJSON(w, rows)
+		return writeJSON(w, keys)
 	}
-	for _, r := range rows {
+	for _, r := range keys {
 		state := "trusted"
 		if r.Revoked != nil {
 			state = "revoked " + r.Revoked.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%-12s %s  added %s  %s\n", r.Agent, r.Key, r.Added.UTC().Format(time.RFC3339), state)
+		fmt.Fprintf(w, "%-12s %s  added %s  %s\n", workflow.Address(r.Agent), r.Key, r.Added.UTC().Format(time.RFC3339), state)
 	}
 	return nil
 }

@@ -6,14 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/task"
+	"github.com/spf13/pflag"
 )
 
 const taskUsage = `Usage: collab task COMMAND [flags]
@@ -84,269 +86,322 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	default:
 		return usageErrorf("task: unknown command %q; run 'collab task --help'", sub)
 	}
-	fs := newFlags("task "+sub, stderr)
+	c, err := parseTask(ctx, sub, args, getenv, stdin, stderr)
+	if err != nil {
+		return err
+	}
+	b, done, err := c.open(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return taskFailure(c.run(ctx, b, getenv, stdin, stdout, stderr))
+}
+
+// taskCmd is a task command as parsed.
+type taskCmd struct {
+	sub, ch, id       string
+	agent             *string // --agent: the acting agent, or with --remote whose connection
+	by                string  // the acting agent's id ("" for list, show, context, worktree)
+	title, body, text string
+	depends, status   []string
+	ck                task.Checkpoint
+	maxTokens         int
+	grace             time.Duration
+	wt                worktreeFlags
+	asJSON, stdinUsed bool
+	rootf, ringf      *string
+	keyf              *string // nil where no agent acts
+	rf                *remoteFlags
+	nf                *natsFlags
+}
+
+func (c *taskCmd) cmd() string { return "task " + c.sub }
+
+// acts reports whether the command makes events as its agent.
+func (c *taskCmd) acts() bool {
+	return c.sub != "list" && c.sub != "show" && c.sub != "context" && c.sub != "worktree"
+}
+
+// flags defines sub's flags on fs into c.
+func (c *taskCmd) flags(fs *pflag.FlagSet) {
+	switch c.sub {
+	case "add":
+		fs.StringVar(&c.title, "title", "", "the task's title (one line)")
+		fs.StringVar(&c.body, "body", "", `what to do ("-" reads standard input)`)
+		fs.StringSliceVar(&c.depends, "depends", nil, "ids of tasks that must be done first (repeat or comma-separate)")
+	case "list":
+		fs.StringSliceVar(&c.status, "status", nil, "only tasks in these states: pending, ready, claimed, done, failed")
+	case "checkpoint":
+		fs.StringVar(&c.text, "text", "", `the detail: what was done, decided or went wrong ("-" reads standard input)`)
+		alias(fs, "summary", "text")
+		fs.StringVar(&c.ck.Type, "type", task.CkProgress, "the checkpoint's type: "+strings.Join(task.CheckpointTypes, ", "))
+		fs.StringSliceVar(&c.ck.Files, "files", nil, "the files changed (repeat or comma-separate)")
+	case "context":
+		fs.IntVar(&c.maxTokens, "max-tokens", task.DefaultMaxTokens, "cut the context to about this many tokens (bytes/4)")
+	case "done":
+		fs.StringVar(&c.text, "outcome", "", `what came of it ("-" reads standard input)`)
+		fs.BoolVar(&c.wt.remove, "remove-worktree", false, "remove the task's worktree (refused if it has uncommitted changes, unless --force)")
+		fs.BoolVar(&c.wt.force, "force", false, "with --remove-worktree: remove it even with uncommitted changes")
+	case "claim":
+		fs.BoolVar(&c.wt.add, "worktree", false, "work on the task in a new git worktree and branch")
+		fs.StringVar(&c.wt.repo, "repo", "", "with --worktree: the git repository (default: the working directory's)")
+		fs.StringVar(&c.wt.base, "base", "", "with --worktree: the branch or commit to start from (default the repository's HEAD)")
+	case "worktree":
+		fs.BoolVar(&c.wt.force, "force", false, "rm: remove the worktree even with uncommitted changes")
+	case "fail":
+		fs.StringVar(&c.text, "error", "", `why it failed ("-" reads standard input)`)
+	}
+}
+
+// parseTask parses task sub's flags and arguments, and reads the texts
+// given as "-" from stdin.
+func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stderr io.Writer) (*taskCmd, error) {
+	c := &taskCmd{sub: sub}
+	fs := newFlags(c.cmd(), stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, taskUsage+"\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	ch := channelFlag(fs, "channel")
-	var agent *string
-	if sub != "list" && sub != "show" && sub != "context" && sub != "worktree" {
-		agent = agentFlag(fs, "", "acting agent ID", true)
+	if c.acts() {
+		c.agent = agentFlag(fs, "", "acting agent ID", true)
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	grace := fs.Duration("grace", task.DefaultGrace, "release a claim whose agent shows no sign of life for this long")
-	var title, body, text string
-	var depends, status, files []string
-	var ckType string
-	var maxTokens int
-	var wt worktreeFlags
-	switch sub {
-	case "add":
-		fs.StringVar(&title, "title", "", "the task's title (one line)")
-		fs.StringVar(&body, "body", "", `what to do ("-" reads standard input)`)
-		fs.StringSliceVar(&depends, "depends", nil, "ids of tasks that must be done first (repeat or comma-separate)")
-	case "list":
-		fs.StringSliceVar(&status, "status", nil, "only tasks in these states: pending, ready, claimed, done, failed")
-	case "checkpoint":
-		fs.StringVar(&text, "text", "", `the detail: what was done, decided or went wrong ("-" reads standard input)`)
-		alias(fs, "summary", "text")
-		fs.StringVar(&ckType, "type", task.CkProgress, "the checkpoint's type: "+strings.Join(task.CheckpointTypes, ", "))
-		fs.StringSliceVar(&files, "files", nil, "the files changed (repeat or comma-separate)")
-	case "context":
-		fs.IntVar(&maxTokens, "max-tokens", task.DefaultMaxTokens, "cut the context to about this many tokens (bytes/4)")
-	case "done":
-		fs.StringVar(&text, "outcome", "", `what came of it ("-" reads standard input)`)
-		fs.BoolVar(&wt.remove, "remove-worktree", false, "remove the task's worktree (refused if it has uncommitted changes, unless --force)")
-		fs.BoolVar(&wt.force, "force", false, "with --remove-worktree: remove it even with uncommitted changes")
-	case "claim":
-		fs.BoolVar(&wt.add, "worktree", false, "work on the task in a new git worktree and branch")
-		fs.StringVar(&wt.repo, "repo", "", "with --worktree: the git repository (default: the working directory's)")
-		fs.StringVar(&wt.base, "base", "", "with --worktree: the branch or commit to start from (default the repository's HEAD)")
-	case "worktree":
-		fs.BoolVar(&wt.force, "force", false, "rm: remove the worktree even with uncommitted changes")
-	case "fail":
-		fs.StringVar(&text, "error", "", `why it failed ("-" reads standard input)`)
+	c.flags(fs)
+	c.rootf, c.ringf = rootFlag(fs), keyringFlag(fs)
+	if c.agent != nil {
+		c.keyf = keyFlag(fs)
 	}
-	rootf := rootFlag(fs)
-	ringf := keyringFlag(fs)
-	var keyf *string
-	if agent != nil {
-		keyf = keyFlag(fs)
-	}
-	rf := addRemoteFlags(fs)
-	nf := addNATSFlags(fs)
-	if agent == nil {
-		agent = remoteAgentFlag(fs)
+	c.rf, c.nf = addRemoteFlags(fs), addNATSFlags(fs)
+	if c.agent == nil {
+		c.agent = remoteAgentFlag(fs)
 	}
 	if err := parse(fs, args, getenv); err != nil {
-		return err
+		return nil, err
 	}
-	cmd := "task " + sub
-	if err := checkChannel(cmd, *ch); err != nil {
-		return err
+	c.ch, c.asJSON, c.grace = *ch, *asJSON, *grace
+	if err := checkChannel(c.cmd(), c.ch); err != nil {
+		return nil, err
 	}
-	var by string
-	if keyf != nil {
-		var err error
-		if by, err = actingAgent(ctx, cmd, "agent", *agent); err != nil {
-			return err
+	if c.keyf != nil {
+		if err := c.actingAgent(ctx); err != nil {
+			return nil, err
 		}
 	}
-	if *grace <= 0 {
-		return usageErrorf("task %s: --grace must be positive", sub)
+	if c.grace <= 0 {
+		return nil, usageErrorf("task %s: --grace must be positive", sub)
 	}
-	// The positional task id, where one is needed.
-	var id string
+	if err := c.words(fs.Args(), fs.Changed); err != nil {
+		return nil, err
+	}
+	return c, c.readTexts(stdin)
+}
+
+// actingAgent sets by: --agent (NAME or NAME@INSTANCE), else the login
+// name; with --remote, the name of the bridge connection as given.
+func (c *taskCmd) actingAgent(ctx context.Context) error {
+	if c.rf.on {
+		by, err := actingAgent(ctx, c.cmd(), "agent", *c.agent)
+		c.by = by
+		return err
+	}
+	name, err := namedOrLogin(ctx, c.cmd(), *c.agent)
+	if err != nil {
+		return err
+	}
+	if c.by, err = service.AgentID(name); err != nil {
+		return usageErrorf("%s: %v", c.cmd(), err)
+	}
+	return nil
+}
+
+// words reads the positional id and the trailing words: add's title, and
+// the summary, outcome or error after the id.
+func (c *taskCmd) words(words []string, changed func(string) bool) error {
+	sub := c.sub
 	wantID := sub == "show" || sub == "claim" || sub == "checkpoint" || sub == "done" || sub == "fail" || sub == "context" || sub == "worktree"
-	// Trailing words are the text, as in send: add's title, and the
-	// summary, outcome or error after the id.
-	words := fs.Args()
 	if sub == "worktree" && len(words) > 0 && words[0] == "rm" {
-		wt.rm, words = true, words[1:]
+		c.wt.rm, words = true, words[1:]
 	}
 	wantText := sub == "checkpoint" || sub == "done" || sub == "fail"
 	switch {
 	case wantID && len(words) == 0:
 		return usageErrorf("task %s: give one task id", sub)
-	case wantID && len(words) > 1 && (!wantText || text != ""):
+	case wantID && len(words) > 1 && (!wantText || c.text != ""):
 		return usageErrorf("task %s: give one task id (unexpected %q)", sub, words[1])
-	case sub == "add" && len(words) > 0 && title != "":
+	case sub == "add" && len(words) > 0 && c.title != "":
 		return usageErrorf("task add: give the title as --title or as words, not both")
 	case sub != "add" && !wantID && len(words) > 0:
 		return usageErrorf("task %s: unexpected argument %q", sub, words[0])
 	}
 	if sub == "checkpoint" {
-		if err := task.CheckType(ckType); err != nil {
+		if err := task.CheckType(c.ck.Type); err != nil {
 			return usageErrorf("task checkpoint: --type: %v", err)
 		}
 	}
-	if err := wt.check(sub, fs.Changed); err != nil {
+	if err := c.wt.check(sub, changed); err != nil {
 		return err
 	}
-	if sub == "context" && maxTokens <= 0 {
+	if sub == "context" && c.maxTokens <= 0 {
 		return usageErrorf("task context: --max-tokens must be positive")
 	}
 	if wantID {
-		id, words = words[0], words[1:]
-		if _, err := task.ParseID(id); err != nil {
+		c.id, words = words[0], words[1:]
+		if _, err := task.ParseID(c.id); err != nil {
 			return usageErrorf("task %s: %v", sub, err)
 		}
 	}
 	switch {
 	case sub == "add" && len(words) > 0:
-		title = strings.Join(words, " ")
+		c.title = strings.Join(words, " ")
 	case wantText && len(words) > 0:
-		text = strings.Join(words, " ")
+		c.text = strings.Join(words, " ")
 	}
-	stdinUsed := false
-	for _, p := range []*string{&body, &text} {
+	for _, d := range c.depends {
+		if _, err := task.ParseID(d); err != nil {
+			return usageErrorf("task add: --depends: %v", err)
+		}
+	}
+	return nil
+}
+
+// readTexts reads --body and the text from stdin where they are "-".
+func (c *taskCmd) readTexts(stdin io.Reader) error {
+	for _, p := range []*string{&c.body, &c.text} {
 		if *p == "-" {
-			stdinUsed = true
-			s, err := readStdin(cmd, stdin, task.MaxText, "task text")
+			c.stdinUsed = true
+			s, err := readStdin(c.cmd(), stdin, task.MaxText, "task text")
 			if err != nil {
 				return err
 			}
 			*p = strings.TrimRight(s, "\n")
 		}
 	}
-	if rf.on {
-		a := taskArgs{sub: sub, ch: *ch, id: id, by: *agent, title: title, body: body, text: text, depends: depends, status: status,
-			ck: task.Checkpoint{Type: ckType, Text: text, Files: files}, maxTokens: maxTokens, p: taskPrinter{w: stdout, json: *asJSON},
-			wt: wt, tty: terminalFor(ctx, stdin, stdinUsed), stdin: stdin}
-		if keyf != nil {
-			a.by, a.keyPath = by, *keyf
-		}
-		return taskRemote(ctx, rf, nf, a, getenv, stderr)
-	}
-	root := tree.Resolve(*rootf, getenv)
-	b, err := task.New(root, *ch)
-	if err != nil {
-		return err
-	}
-	b.Grace = *grace
-	if keyf != nil {
-		if b.Signer, err = loadSigner(*keyf, by, getenv); err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
-	}
-	b.Verifier = verifierFor(root, openKeyring(root, *ringf), stderr)
-	if keyf != nil && b.Signer == nil && b.Verifier.HasKeys(by) {
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("%s: %s has keys in the keyring, so its unsigned events would count for nothing; pass --key (or COLLAB_KEY)", cmd, by)}
-	}
-	p := taskPrinter{w: stdout, json: *asJSON}
+	return nil
+}
 
-	switch sub {
-	case "add":
-		for _, d := range depends {
-			if _, err := task.ParseID(d); err != nil {
-				return usageErrorf("task add: --depends: %v", err)
-			}
-		}
-		t, err := b.Add(task.NewTask{Title: title, Body: body, Depends: depends, By: by})
-		if errors.Is(err, task.ErrInvalid) {
-			return usageErrorf("%v", err)
-		}
+// open chooses the board's service once: through a bridge with --remote
+// (events signed there with the key; the reads need none), else on the
+// mount, judging signatures with the keyring.
+func (c *taskCmd) open(ctx context.Context, getenv env, stderr io.Writer) (taskBoard, func(), error) {
+	b := taskBoard{q: service.TaskQuery{Channel: c.ch, Status: c.status, Grace: c.grace}, remote: c.rf.on}
+	keyPath := ""
+	if c.keyf != nil {
+		keyPath = *c.keyf
+	}
+	if c.rf.on {
+		agent, err := actingAgent(ctx, c.cmd(), "agent", cmp.Or(c.by, *c.agent))
 		if err != nil {
-			return fmt.Errorf("task add: %w", err)
+			return b, nil, err
 		}
-		if p.json {
-			return writeJSON(stdout, t)
+		svc, done, err := workspaceOf(ctx, c.cmd(), c.rf, c.nf, "", agent, keyPath, c.acts() && c.sub != "add", getenv, stderr)
+		b.svc, b.a = svc, service.Actor{Name: agent}
+		return b, done, err
+	}
+	root := tree.Resolve(*c.rootf, getenv)
+	b.svc = service.NewMount(service.Config{Root: root, Verifier: verifierFor(root, openKeyring(root, *c.ringf), stderr)})
+	b.a.Name = c.by
+	if c.keyf != nil {
+		var err error
+		if b.a.Signer, err = loadSigner(keyPath, c.by, getenv); err != nil {
+			return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
+		}
+	}
+	return b, func() {}, nil
+}
+
+// run makes the command's one call (claim --worktree and done with a
+// worktree: around it, this host's git) and prints its result.
+func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	p := taskPrinter{w: stdout, json: c.asJSON}
+	switch c.sub {
+	case "add":
+		t, err := b.svc.AddTask(ctx, b.a, b.q, service.NewTask{Title: c.title, Body: c.body, Depends: c.depends})
+		if err != nil || p.json {
+			return cmp.Or(err, writeJSON(stdout, t))
 		}
 		_, err = fmt.Fprintln(stdout, t.ID)
 		return err
 	case "list":
-		keep, err := statusFilter(status)
-		if err != nil {
-			return err
-		}
-		tasks, bad, err := b.List()
-		if err != nil {
-			return err
-		}
-		for _, e := range bad {
-			fmt.Fprintf(stderr, "collab: skipped %s\n", tree.Printable(e.Error()))
-		}
-		return p.list(slices.DeleteFunc(tasks, func(t task.Task) bool { return !keep(t) }))
+		return c.list(ctx, b, p, stderr)
 	case "show":
-		t, evs, err := b.Events(id)
+		s, err := b.svc.Task(ctx, b.q, c.id)
 		if err != nil {
 			return err
 		}
-		return p.show(t, evs)
+		if s.More {
+			fmt.Fprintln(stderr, "collab: older events left out of what a bridge reply holds; show on the mount for all")
+		}
+		return p.show(s.Task, s.Events)
 	case "context":
-		c, err := b.Context(id, maxTokens)
-		if err != nil {
-			return err
+		tc, err := b.svc.TaskContext(ctx, b.q, c.id, c.maxTokens)
+		if err != nil || p.json {
+			return cmp.Or(err, writeJSON(stdout, tc))
 		}
-		if p.json {
-			return writeJSON(stdout, c)
-		}
-		_, err = io.WriteString(stdout, c.Text())
+		_, err = io.WriteString(stdout, tc.Text())
 		return err
 	case "worktree":
-		return taskWorktree(ctx, mountBoard{b}, id, wt, p, stderr)
-	case "next":
-		t, err := b.Next(by)
-		if errors.Is(err, task.ErrNoneReady) {
-			return &exitError{code: exitNothing, msg: "no ready task in channel " + *ch}
+		return taskWorktree(ctx, b, c.id, c.wt, p, stderr)
+	case "claim", "next":
+		if c.wt.add {
+			return claimWorktree(ctx, b, c.id, c.wt, getenv, p)
 		}
-		if err != nil {
-			return err
-		}
-		return p.one(t)
-	}
-	if sub == "claim" && wt.add {
-		return claimWorktree(ctx, mountBoard{b}, id, by, wt, getenv, p)
-	}
-	var t task.Task
-	switch sub {
-	case "claim":
-		t, err = b.Claim(id, by)
-	case "checkpoint":
-		t, err = b.Record(id, by, task.Checkpoint{Type: ckType, Text: text, Files: files})
-		if errors.Is(err, task.ErrInvalid) {
-			return usageErrorf("task checkpoint: %v", err)
-		}
+		t, err := b.svc.ClaimTask(ctx, b.a, b.q, c.id)
+		return cmp.Or(err, p.one(t))
 	case "done":
-		if err := wt.beforeDone(ctx, mountBoard{b}, id, by); err != nil {
-			return err
-		}
-		t, err = b.Finish(id, by, text)
-		if err == nil {
-			defer func() {
-				rerr = cmp.Or(rerr, wt.afterDone(ctx, mountBoard{b}, t, terminalFor(ctx, stdin, stdinUsed), stdin, stderr))
-			}()
-		}
-	case "fail":
-		t, err = b.Fail(id, by, text)
+		return c.done(ctx, b, p, stdin, stderr)
 	}
-	var ce *task.ClaimedError
-	if errors.As(err, &ce) {
-		return &exitError{code: exitRefused, msg: err.Error()}
-	}
+	kind := map[string]string{"checkpoint": task.EvCheckpoint, "fail": task.EvFailed}[c.sub]
+	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, service.TaskReport{Kind: kind, Text: c.text, Checkpoint: c.ck})
+	return cmp.Or(err, p.one(t))
+}
+
+func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr io.Writer) error {
+	l, err := b.svc.Tasks(ctx, b.q)
 	if err != nil {
 		return err
 	}
-	return p.one(t)
+	for _, s := range l.Skipped {
+		fmt.Fprintf(stderr, "collab: skipped %s\n", tree.Printable(s))
+	}
+	if l.More {
+		fmt.Fprintln(stderr, "collab: the list is cut to what a bridge reply holds; list on the mount for all")
+	}
+	return p.list(l.Tasks)
 }
 
-// statusFilter returns a filter for --status.
-func statusFilter(status []string) (func(task.Task) bool, error) {
-	if len(status) == 0 {
-		return func(task.Task) bool { return true }, nil
+// done finishes the task, with its worktree as --remove-worktree says.
+func (c *taskCmd) done(ctx context.Context, b taskBoard, p taskPrinter, stdin io.Reader, stderr io.Writer) error {
+	if err := c.wt.beforeDone(ctx, b, c.id); err != nil {
+		return err
 	}
-	want := map[string]bool{}
-	for _, s := range status {
-		s = strings.ToLower(strings.TrimSpace(s))
-		switch s {
-		case task.Pending, task.Claimed, task.Done, task.Failed, "ready":
-			want[s] = true
-		default:
-			return nil, usageErrorf("task list: --status %q is not one of pending, ready, claimed, done, failed", s)
-		}
+	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, service.TaskReport{Kind: task.EvDone, Text: c.text})
+	if err != nil {
+		return err
 	}
-	return func(t task.Task) bool { return want[t.Status] || want["ready"] && t.Ready }, nil
+	if err := p.one(t); err != nil {
+		return err
+	}
+	return c.wt.afterDone(ctx, b, t, terminalFor(ctx, stdin, c.stdinUsed), stdin, stderr)
+}
+
+// taskFailure gives the service's errors the exit codes collab task
+// documents: a claim another agent holds 4; a task not there and the
+// board's other refusals (waiting, finished, not the agent's) 1; the
+// rest by their kind (no ready task 3).
+func taskFailure(err error) error {
+	var ce *task.ClaimedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return &exitError{code: exitRefused, msg: err.Error()}
+	case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrNotReady), errors.Is(err, task.ErrClosed), errors.Is(err, task.ErrNotOwner):
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	return err
 }
 
 // taskPrinter prints tasks as text or JSON.
@@ -406,7 +461,7 @@ func (p taskPrinter) show(t task.Task, evs []task.Event) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %s\n", t.ID, oneLine(t.Title))
 	fmt.Fprintf(&b, "state:   %s\n", stateText(t))
-	fmt.Fprintf(&b, "added:   %s by %s\n", t.Created.Local().Format(time.DateTime), t.CreatedBy)
+	fmt.Fprintf(&b, "added:   %s by %s\n", t.Created.Local().Format(time.DateTime), workflow.Address(t.CreatedBy))
 	if len(t.Depends) > 0 {
 		fmt.Fprintf(&b, "depends: %s\n", strings.Join(t.Depends, ", "))
 	}
@@ -421,7 +476,7 @@ func (p taskPrinter) show(t task.Task, evs []task.Event) error {
 		b.WriteString("\nevents:\n")
 	}
 	for _, e := range evs {
-		fmt.Fprintf(&b, "  %s  %-10s %s", e.Time.Local().Format(time.DateTime), e.Event, e.Agent)
+		fmt.Fprintf(&b, "  %s  %-10s %s", e.Time.Local().Format(time.DateTime), e.Event, workflow.Address(e.Agent))
 		if e.Host != "" {
 			fmt.Fprintf(&b, "@%s", e.Host)
 		}
@@ -451,7 +506,7 @@ func (p taskPrinter) show(t task.Task, evs []task.Event) error {
 func stateText(t task.Task) string {
 	switch {
 	case t.Status == task.Claimed:
-		return "claimed by " + t.Owner
+		return "claimed by " + workflow.Address(t.Owner)
 	case t.Status == task.Pending && !t.Ready:
 		return "pending, waits for " + strings.Join(t.Blockers, ", ")
 	case t.Status == task.Pending:

@@ -1,12 +1,13 @@
 package web
 
 import (
+	"context"
 	"errors"
-	"fmt"
-	"io/fs"
 	"net/http"
 	"slices"
 
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/documents"
 	"github.com/collabdev/collab/internal/workspace/task"
 )
@@ -25,22 +26,15 @@ type TaskBoard struct {
 	Skipped []string `json:"skipped,omitempty"` // tasks whose files could not be read
 }
 
-// Tasks returns channel ch's board as collab task list reads it (stale
-// claims released first), each column at most limit long.
+// Tasks returns channel ch's board (stale claims released first), each
+// column at most limit long.
 func (s *Server) Tasks(ch string, limit int) (TaskBoard, error) {
-	b, err := task.New(s.cfg.Root, ch)
+	l, err := s.svc.Tasks(context.Background(), service.TaskQuery{Channel: ch})
 	if err != nil {
 		return TaskBoard{}, err
 	}
-	b.Verifier = s.cfg.Verifier
-	tasks, bad, err := b.List()
-	if err != nil {
-		return TaskBoard{}, err
-	}
-	tb := TaskBoard{Channel: ch}
-	for _, e := range bad {
-		tb.Skipped = append(tb.Skipped, e.Error())
-	}
+	tb := TaskBoard{Channel: ch, Skipped: l.Skipped}
+	tasks := l.Tasks
 	slices.SortStableFunc(tasks, func(a, b task.Task) int { return b.Updated.Compare(a.Updated) })
 	for _, st := range taskStates {
 		c := Column{State: st, Tasks: []task.Task{}}
@@ -68,6 +62,10 @@ func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tb, err := s.Tasks(ch, limit)
+	if errkind.Is(err, errkind.Invalid) {
+		refuse(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -82,18 +80,13 @@ type DocList struct {
 	Total   int               `json:"total"`
 }
 
-// Docs lists channel ch's documents (collab doc list), the page of limit
-// from offset.
+// Docs lists channel ch's documents, the page of limit from offset.
 func (s *Server) Docs(ch string, limit, offset int) (DocList, error) {
-	f, err := documents.New(s.cfg.Root, ch, documents.Options{})
+	r, err := s.svc.Doc(context.Background(), service.Actor{}, service.DocRequest{Action: "list", Channel: ch})
 	if err != nil {
 		return DocList{}, err
 	}
-	list, err := f.List()
-	if err != nil {
-		return DocList{}, err
-	}
-	return DocList{Channel: ch, Docs: page(list, limit, offset), Total: len(list)}, nil
+	return DocList{Channel: ch, Docs: page(r.Entries, limit, offset), Total: len(r.Entries)}, nil
 }
 
 func (s *Server) apiDocs(w http.ResponseWriter, r *http.Request) {
@@ -152,44 +145,32 @@ type DocConflictError struct {
 
 func (e *DocConflictError) Error() string { return e.Current.Error }
 
-// ReadDoc reads a document (collab doc read --json).
+// ReadDoc reads a document.
 func (s *Server) ReadDoc(ch, file string) (documents.Doc, error) {
-	f, err := documents.New(s.cfg.Root, ch, documents.Options{})
+	r, err := s.svc.Doc(context.Background(), service.Actor{}, service.DocRequest{Action: "read", Channel: ch, File: file})
 	if err != nil {
 		return documents.Doc{}, err
 	}
-	return f.Read(file)
+	return *r.Doc, nil
 }
 
-// WriteDoc writes a document only when it is still at version (collab doc
-// write --if-version), or creates it when version is "" (collab doc
-// create): it never overwrites another's edit. A refusal is an
-// *DocConflictError carrying the document as it now is.
+// WriteDoc writes a document only when it is still at version, or
+// creates it when version is "": it never overwrites another's edit. A
+// refusal is an *DocConflictError carrying the document as it now is.
 func (s *Server) WriteDoc(r *http.Request, ch, file string, req DocWrite) (string, error) {
-	f, err := documents.New(s.cfg.Root, ch, documents.Options{})
-	if err != nil {
-		return "", err
-	}
-	var v string
+	dr := service.DocRequest{Action: "write", Channel: ch, File: file, Content: req.Content, IfVersion: req.Version}
 	if req.Version == "" {
-		v, err = f.Create(r.Context(), file, req.Content)
-	} else {
-		v, err = f.Write(r.Context(), file, req.Content, req.Version)
+		dr.Action = "create"
 	}
-	if errors.Is(err, documents.ErrConflict) || errors.Is(err, fs.ErrExist) {
+	res, err := s.svc.Doc(r.Context(), service.Actor{Name: personOf(r)}, dr)
+	if errkind.Is(err, errkind.Conflict) {
 		c := DocConflict{Error: err.Error(), File: file}
-		if errors.Is(err, fs.ErrExist) {
-			c.Error = fmt.Sprintf("%s already exists in channel %s", file, ch)
-		}
-		if d, rerr := f.Read(file); rerr == nil {
+		if d, rerr := s.ReadDoc(ch, file); rerr == nil {
 			c.Exists, c.Version, c.Content = true, d.Version, d.Content
 		}
 		return "", &DocConflictError{Current: c}
 	}
-	if err == nil {
-		s.log.Info("document written", "channel", ch, "file", file, "by", personOf(r), "version", v)
-	}
-	return v, err
+	return res.Version, err
 }
 
 func (s *Server) apiDocWrite(w http.ResponseWriter, r *http.Request) {
@@ -228,20 +209,21 @@ func (s *Server) docArg(w http.ResponseWriter, r *http.Request) (string, string,
 	return ch, file, true
 }
 
-// docFail answers a documents error with its status, as collab doc's
-// exit codes tell them apart.
+// docFail answers a documents error with the status of its kind.
 func (s *Server) docFail(w http.ResponseWriter, r *http.Request, ch, file string, err error) {
 	var ce *DocConflictError
 	switch {
 	case errors.As(err, &ce):
 		writeJSON(w, http.StatusConflict, ce.Current)
-	case errors.Is(err, fs.ErrNotExist):
-		refuse(w, r, http.StatusNotFound, fmt.Sprintf("%s does not exist in channel %s", file, ch))
-	case errors.Is(err, documents.ErrBadPath), errors.Is(err, documents.ErrNotRegular), errors.Is(err, documents.ErrSymlink):
-		refuse(w, r, http.StatusBadRequest, err.Error())
 	case errors.Is(err, documents.ErrTooLarge):
 		refuse(w, r, http.StatusRequestEntityTooLarge, err.Error())
-	case errors.Is(err, documents.ErrLockBusy):
+	case errors.Is(err, documents.ErrNotRegular), errors.Is(err, documents.ErrSymlink):
+		refuse(w, r, http.StatusBadRequest, err.Error())
+	case errkind.Is(err, errkind.NotFound):
+		refuse(w, r, http.StatusNotFound, err.Error())
+	case errkind.Is(err, errkind.Invalid):
+		refuse(w, r, http.StatusBadRequest, err.Error())
+	case errkind.Is(err, errkind.Unavailable):
 		refuse(w, r, http.StatusServiceUnavailable, err.Error())
 	default:
 		s.fail(w, r, err)

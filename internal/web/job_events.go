@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"strconv"
 
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/fswake"
-	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // Jobs and their event streams. A job's events live in its record
@@ -38,49 +37,38 @@ type JobView struct {
 	EventCount int              `json:"event_count"`
 }
 
-// agentJobs reads agent's jobs, newest first, their status judged (a
-// running record whose watcher is gone is interrupted).
-func (s *Server) agentJobs(agent string) ([]jobs.Job, error) {
-	js, err := jobs.List(s.cfg.Root, agent)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
-	return js, nil
+// agentJobs reads agent's jobs (NAME or NAME@INSTANCE), newest first,
+// their status judged (a running record whose watcher is gone is
+// interrupted).
+func (s *Server) agentJobs(ctx context.Context, agent string) ([]jobs.Job, error) {
+	return s.svc.Jobs(ctx, service.JobQuery{Agent: agent})
 }
 
 // readJob reads one job, its status judged.
-func (s *Server) readJob(agent, id string) (jobs.Job, error) {
-	j, err := jobs.Read(s.cfg.Root, agent, id)
-	if err != nil {
-		return jobs.Job{}, err
-	}
-	js := []jobs.Job{j}
-	jobs.Judge(js, func(a string) jobs.Watch { return jobs.Observe(s.cfg.Root, a, 0) })
-	return js[0], nil
+func (s *Server) readJob(ctx context.Context, agent, id string) (jobs.Job, error) {
+	return s.svc.Job(ctx, service.JobQuery{Agent: agent}, id)
 }
 
-// jobArgs returns the request's agent and job id, or answers 404.
-func jobArgs(w http.ResponseWriter, r *http.Request) (agent, id string, ok bool) {
-	agent, id = r.PathValue("agent"), r.PathValue("job")
-	if err := tree.CheckName("agent", agent); err != nil {
-		refuse(w, r, http.StatusNotFound, err.Error())
-		return "", "", false
+// jobFailed answers an error of the job operations: a bad name or a job
+// not there is 404 (what the URL names does not exist).
+func (s *Server) jobFailed(w http.ResponseWriter, r *http.Request, err error, msg string) {
+	switch errkind.Of(err) {
+	case errkind.Invalid, errkind.NotFound:
+		if msg == "" {
+			msg = err.Error()
+		}
+		refuse(w, r, http.StatusNotFound, msg)
+	default:
+		s.fail(w, r, err)
 	}
-	return agent, id, true
 }
 
 // apiJobs lists an agent's jobs (at most pageJobs, newest first) without
 // their events.
 func (s *Server) apiJobs(w http.ResponseWriter, r *http.Request) {
-	agent := r.PathValue("agent")
-	if err := tree.CheckName("agent", agent); err != nil {
-		refuse(w, r, http.StatusNotFound, err.Error())
-		return
-	}
-	js, err := s.agentJobs(agent)
+	js, err := s.agentJobs(r.Context(), r.PathValue("agent"))
 	if err != nil {
-		s.fail(w, r, err)
+		s.jobFailed(w, r, err, "")
 		return
 	}
 	out := make([]JobView, 0, min(len(js), pageJobs))
@@ -94,13 +82,9 @@ func (s *Server) apiJobs(w http.ResponseWriter, r *http.Request) {
 
 // apiJob answers one job's record with its events.
 func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
-	agent, id, ok := jobArgs(w, r)
-	if !ok {
-		return
-	}
-	j, err := s.readJob(agent, id)
+	j, err := s.readJob(r.Context(), r.PathValue("agent"), r.PathValue("job"))
 	if err != nil {
-		refuse(w, r, http.StatusNotFound, "no such job")
+		s.jobFailed(w, r, err, "no such job")
 		return
 	}
 	writeJSON(w, http.StatusOK, JobView{Job: j, Events: j.Events, EventCount: len(j.Events)})
@@ -138,13 +122,9 @@ func (s *Server) pageJobEvents(w http.ResponseWriter, r *http.Request) {
 // jobEvents is the stream of a job's events: the data of event i made by
 // event, of the end by end (nil: nothing sent); writeEvent frames them.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, event func(int, modelcli.Event) []byte, end func(jobs.Job) []byte) {
-	agent, id, ok := jobArgs(w, r)
-	if !ok {
-		return
-	}
-	j, err := jobs.Read(s.cfg.Root, agent, id)
+	j, err := s.readJob(r.Context(), r.PathValue("agent"), r.PathValue("job"))
 	if err != nil {
-		refuse(w, r, http.StatusNotFound, "no such job")
+		s.jobFailed(w, r, err, "no such job")
 		return
 	}
 	from := resumeJob(r, len(j.Events))
@@ -153,7 +133,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, event func(in
 		return
 	}
 	defer release()
-	s.stream(r.Context(), w, rc, &jobFeed{s: s, w: w, agent: agent, id: id, from: from, event: event, end: end}, nil)
+	s.stream(r.Context(), w, rc, &jobFeed{s: s, w: w, agent: j.Agent, id: j.ID, from: from, event: event, end: end}, nil)
 }
 
 // resumeJob returns the first event to send of a job whose record holds
@@ -198,9 +178,9 @@ func (f *jobFeed) next(list bool, hints []string) (int, bool) {
 			return 0, true
 		}
 	}
-	j, err := f.s.readJob(f.agent, f.id)
+	j, err := f.s.readJob(context.Background(), f.agent, f.id)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errkind.Is(err, errkind.NotFound) {
 			return 0, false // pruned: nothing more will come
 		}
 		f.s.log.Warn("job events: read", "agent", f.agent, "job", f.id, "err", err)

@@ -1,14 +1,16 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // The agents pages: the who board, and each agent's jobs with a kill
@@ -117,7 +119,7 @@ type jobRow struct {
 	Stream  string
 }
 
-func (s *Server) jobRow(j jobs.Job, person string) jobRow {
+func (s *Server) jobRow(ctx context.Context, j jobs.Job, person string) jobRow {
 	r := jobRow{Job: j, Begun: j.Started.UTC().Format("2006-01-02 15:04:05"), Events: len(j.Events)}
 	r.Earlier = max(len(j.Events)-pageEvents, 0)
 	for i := r.Earlier; i < len(j.Events); i++ {
@@ -132,7 +134,7 @@ func (s *Server) jobRow(j jobs.Job, person string) jobRow {
 	r.KillAsked = j.Status == jobs.Running && jobs.KillRequested(s.cfg.Root, j.Agent, j.ID)
 	if j.Status == jobs.Running {
 		signer, err := s.killSigner(person)
-		r.MayKill = err == nil && s.mayKill(j, person, signer) == nil
+		r.MayKill = err == nil && s.svc.MayKill(ctx, service.Actor{Name: person, Signer: signer}, service.KillRequest{}, j) == nil
 	}
 	return r
 }
@@ -153,20 +155,17 @@ func (s *Server) killSigner(person string) (*signing.Signer, error) {
 	return signer, nil
 }
 
-// mayKill applies jobs.MayKill to person's request to kill j, signed with
-// signer, for the name they signed in as and never as the admin: the
-// server's account may be the admin's, and the watcher honours the
-// admin's kill files whoever asked.
-func (s *Server) mayKill(j jobs.Job, person string, signer *signing.Signer) error {
-	return jobs.MayKill(j, jobs.Asking(s.cfg.Verifier, j.Agent, j.ID, person, signer))
-}
-
 // agentPage shows an agent's jobs (its job records, which the watcher
 // prunes to a bounded number), each running one with a kill button.
 func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 	agent := r.PathValue("agent")
-	if err := tree.CheckName("agent", agent); err != nil {
+	js, err := s.agentJobs(r.Context(), agent)
+	if errkind.Is(err, errkind.Invalid) {
 		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	chans, err := s.pageChannels()
@@ -175,56 +174,42 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.withUnread(chans, personOf(r), "")
-	js, err := s.agentJobs(agent)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	d := agentData{Person: personOf(r), Channels: chans, Agent: agent, More: max(len(js)-pageJobs, 0)}
 	for _, j := range js[:min(len(js), pageJobs)] {
-		d.Jobs = append(d.Jobs, s.jobRow(j, d.Person))
+		d.Jobs = append(d.Jobs, s.jobRow(r.Context(), j, d.Person))
 	}
 	s.render(w, http.StatusOK, "agent", d)
 }
 
 // pageKill asks the watcher running a job to stop it, as the signed-in
 // person (signed with the server's key when it is its person's, or the
-// key SignerFor gives), the way 'collab jobs kill' does by file, and
-// answers the job's row. A person who may not kill the job (jobs.MayKill
-// for the name they signed in as) is refused: 403.
+// key SignerFor gives), and answers the job's row. The person is judged
+// by the name they signed in as, never as the tree's admin (the server's
+// account may be the admin's): refused, 403.
 func (s *Server) pageKill(w http.ResponseWriter, r *http.Request) {
-	agent, id := r.PathValue("agent"), r.PathValue("job")
-	if err := tree.CheckName("agent", agent); err != nil {
-		http.Error(w, err.Error(), http.StatusNotFound)
-		return
-	}
-	j, err := s.readJob(agent, id)
-	if err != nil {
-		http.Error(w, "no such job", http.StatusNotFound)
-		return
-	}
-	if j.Done() {
-		s.render(w, http.StatusConflict, "job", s.jobRow(j, personOf(r)))
-		return
-	}
-	person := personOf(r)
+	ctx, person := r.Context(), personOf(r)
 	signer, err := s.killSigner(person)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if err := s.mayKill(j, person, signer); err != nil {
+	k, err := s.svc.KillJob(ctx, service.Actor{Name: person, Signer: signer},
+		service.KillRequest{Job: r.PathValue("job"), Of: r.PathValue("agent")})
+	switch {
+	case errors.Is(err, service.ErrNotRunning):
+		j, rerr := s.readJob(ctx, r.PathValue("agent"), r.PathValue("job"))
+		if rerr != nil {
+			s.jobFailed(w, r, rerr, "no such job")
+			return
+		}
+		s.render(w, http.StatusConflict, "job", s.jobRow(ctx, j, person))
+	case errkind.Is(err, errkind.Forbidden):
 		refuse(w, r, http.StatusForbidden, err.Error())
-		return
-	}
-	err = jobs.RequestKill(s.cfg.Root, agent, j.ID, person, signer)
-	if errors.Is(err, jobs.ErrKillPending) {
+	case errkind.Is(err, errkind.Conflict):
 		refuse(w, r, http.StatusConflict, err.Error())
-		return
+	case err != nil:
+		s.jobFailed(w, r, err, "no such job")
+	default:
+		s.render(w, http.StatusOK, "job", s.jobRow(ctx, k.Job, person))
 	}
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.render(w, http.StatusOK, "job", s.jobRow(j, person))
 }

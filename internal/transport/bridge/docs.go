@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
-// The doc op: a channel's shared documents (package documents), as
-// `collab doc` reads and changes them, performed on the mount with the
-// same documents.Folder calls.
+// The doc op: a channel's shared documents (package documents), each
+// action one call of the service layer on the mount (service.Mount.Doc),
+// with its rules and its refusals.
 //
 //	doc {"action": A, "channel": C, "file": F, "content": T, "if_version": V}
 //	    -> {"ok": true, "doc": DOC} (read)
@@ -58,114 +59,75 @@ func (s *Server) doc(agent string, data []byte) (any, error) {
 	if err := DecodeRequest(data, &req); err != nil {
 		return nil, err
 	}
-	known := false
-	for _, a := range DocActions {
-		known = known || a == req.Action
+	r, err := s.svc.Doc(context.Background(), service.Actor{Name: agent}, service.DocRequest{Action: req.Action,
+		Channel: req.Channel, File: req.File, Content: req.Content, IfVersion: req.IfVersion})
+	what := "doc " + tree.Printable(req.Action)
+	if errkind.Is(err, errkind.Conflict) {
+		// The writer reads again: the reply names the version now.
+		out := DocReply{Reply: Reply{Code: CodeConflict, Error: fmt.Sprintf("%s: %v", what, err)}, Version: r.Version}
+		s.log.Info("bridge: request refused", "op", OpDoc, "agent", agent, "code", CodeConflict, "err", out.Error)
+		return out, nil
 	}
-	if !known {
-		return nil, Errorf(CodeInvalid, "doc: unknown action %q", tree.Printable(req.Action))
-	}
-	if err := tree.CheckName("channel", req.Channel); err != nil {
-		return nil, Errorf(CodeInvalid, "doc: %v", err)
-	}
-	file := req.File
-	if file == "" {
-		file = documents.EntryPoint
-	}
-	if err := documents.CheckPath(file); err != nil {
-		return nil, Errorf(CodeInvalid, "doc: %v", err)
-	}
-	writes := req.Action == "write" || req.Action == "append" || req.Action == "create"
-	switch {
-	case req.IfVersion != "" && req.Action != "write" && req.Action != "delete":
-		return nil, Errorf(CodeInvalid, "doc %s: if_version is for write and delete", req.Action)
-	case req.Content != "" && !writes:
-		return nil, Errorf(CodeInvalid, "doc %s: content is for write, append and create", req.Action)
-	case (req.Action == "create" || req.Action == "delete") && req.File == "":
-		return nil, Errorf(CodeInvalid, "doc %s: name the file", req.Action)
-	case req.Action == "list" && req.File != "":
-		return nil, Errorf(CodeInvalid, "doc list: no file")
-	}
-	f, err := documents.New(s.cfg.Root, req.Channel, documents.Options{Host: s.cfg.Host})
 	if err != nil {
-		return nil, Errorf(CodeInvalid, "doc: %v", err)
+		return nil, workspaceError(what, err)
 	}
-	ctx := context.Background()
-	out := DocReply{Reply: Reply{OK: true}}
+	out := DocReply{Reply: Reply{OK: true}, Version: r.Version}
 	switch req.Action {
 	case "read":
-		d, err := f.Read(file)
-		if err != nil {
-			return nil, docFailure("read", err)
+		if len(r.Doc.Content)+len(r.Doc.File)+replyRoom > s.cfg.MaxReply {
+			return nil, Errorf(CodeInvalid, "doc read: %s is %d bytes, larger than a bridge reply: read it on the mount", r.File, len(r.Doc.Content))
 		}
-		if len(d.Content)+len(d.File)+replyRoom > s.cfg.MaxReply {
-			return nil, Errorf(CodeInvalid, "doc read: %s is %d bytes, larger than a bridge reply: read it on the mount", file, len(d.Content))
-		}
-		out.Doc = &d
-		return out, nil
+		out.Doc = r.Doc
 	case "list":
-		list, err := f.List()
-		if err != nil {
-			return nil, docFailure("list", err)
-		}
-		out.Entries = []documents.Entry{}
-		size := replyRoom
-		for _, e := range list {
-			n := len(e.File) + 96 // the entry's JSON besides its name
-			if size+n > s.cfg.MaxReply {
-				out.More = true
-				break
-			}
-			size += n
-			out.Entries = append(out.Entries, e)
-		}
-		return out, nil
+		out.Entries, out.More = s.docEntries(r.Entries)
 	case "delete":
-		if err := f.Delete(ctx, file, req.IfVersion); err != nil {
-			return s.docConflict("delete", agent, f, file, err)
+		s.log.Info("bridge: document deleted", "channel", req.Channel, "file", r.File, "agent", agent)
+	default:
+		s.log.Info("bridge: document changed", "action", req.Action, "channel", req.Channel, "file", r.File, "version", r.Version, "agent", agent)
+	}
+	return out, nil
+}
+
+// docEntries is as much of a listing as a reply holds, and whether some
+// was left out.
+func (s *Server) docEntries(list []documents.Entry) ([]documents.Entry, bool) {
+	out := []documents.Entry{}
+	size := replyRoom
+	for _, e := range list {
+		n := len(e.File) + 96 // the entry's JSON besides its name
+		if size+n > s.cfg.MaxReply {
+			return out, true
 		}
-		s.log.Info("bridge: document deleted", "channel", req.Channel, "file", file, "agent", agent)
-		return out, nil
+		size += n
+		out = append(out, e)
 	}
-	var version string
-	switch req.Action {
-	case "write":
-		version, err = f.Write(ctx, file, req.Content, req.IfVersion)
-	case "append":
-		version, err = f.Append(ctx, file, req.Content)
-	case "create":
-		version, err = f.Create(ctx, file, req.Content)
-	}
-	if err != nil {
-		return s.docConflict(req.Action, agent, f, file, err)
-	}
-	s.log.Info("bridge: document changed", "action", req.Action, "channel", req.Channel, "file", file, "version", version, "agent", agent)
-	out.Version = version
-	return out, nil
+	return out, false
 }
 
-// docConflict answers a failed change: a conflict with the document's
-// current version, other failures coded.
-func (s *Server) docConflict(action, agent string, f *documents.Folder, file string, err error) (any, error) {
-	if !errors.Is(err, documents.ErrConflict) && !(action == "create" && errors.Is(err, fs.ErrExist)) {
-		return nil, docFailure(action, err)
+// workspaceError answers an error of the service layer with the code of
+// its kind.
+func workspaceError(what string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
 	}
-	out := DocReply{Reply: Reply{Code: CodeConflict, Error: fmt.Sprintf("doc %s: %v", action, err)}}
-	if d, rerr := f.Read(file); rerr == nil {
-		out.Version = d.Version
-	}
-	s.log.Info("bridge: request refused", "op", OpDoc, "agent", agent, "code", CodeConflict, "err", out.Error)
-	return out, nil
-}
+	var code string
+	switch errkind.Of(err) {
+	case errkind.Failed:
+		return classify(what, err) // a full disk is worth retrying
 
-// docFailure codes a documents error.
-func docFailure(action string, err error) error {
-	switch {
-	case errors.Is(err, documents.ErrBadPath), errors.Is(err, documents.ErrTooLarge),
-		errors.Is(err, documents.ErrSymlink), errors.Is(err, documents.ErrNotRegular):
-		return Errorf(CodeInvalid, "doc %s: %v", action, err)
-	case errors.Is(err, documents.ErrLockBusy), errors.Is(err, documents.ErrLockLost):
-		return Errorf(CodeUnavailable, "doc %s: %v", action, err)
+	case errkind.Invalid:
+		code = CodeInvalid
+	case errkind.NotFound:
+		code = CodeNotFound
+	case errkind.Conflict:
+		code = CodeConflict
+	case errkind.Forbidden:
+		code = CodeForbidden
+	case errkind.Unavailable, errkind.Timeout:
+		code = CodeUnavailable
+	default:
+		code = CodeInternal
 	}
-	return classify("doc "+action, err)
+	return Errorf(code, "%s: %v", what, err)
 }

@@ -436,32 +436,18 @@ func (s *Server) kill(agent string, data []byte) (any, error) {
 	if err := json.Unmarshal(req.Kill, &k); err != nil {
 		return nil, Errorf(CodeInvalid, "kill: %v", err)
 	}
+	// Authentication is the door's: the request must be the NATS user's,
+	// signed with its key. Who may kill what is the service's (by name,
+	// never as the admin: the bridge's account may be the admin's).
 	if k.By != agent {
 		return nil, Errorf(CodeForbidden, "kill: the request is by %q, not %q", k.By, agent)
 	}
 	if v := k.Verify(s.cfg.Verifier, req.Of, req.Job); v != signing.Verified {
 		return nil, Errorf(CodeForbidden, "kill: %s's signature: %s", agent, v)
 	}
-	// A remote agent may kill only what its name may (jobs.MayKill, with
-	// the job's record), never as the admin: the bridge's account may be
-	// the admin's, and a watcher honours the admin's kill files whoever
-	// asked.
-	j, err := jobs.Read(s.cfg.Root, req.Of, req.Job)
-	if errors.Is(err, fs.ErrNotExist) && req.Of == agent {
-		j, err = jobs.Job{ID: req.Job, Agent: agent}, nil // its own job, recorded on its own host
-	}
+	_, err := s.svc.KillJob(context.Background(), service.Actor{Name: agent}, service.KillRequest{Job: req.Job, Of: req.Of, Signed: &k})
 	if err != nil {
-		return nil, classify("kill", err)
-	}
-	if err := jobs.MayKill(j, jobs.Requester{Name: agent, Verdict: signing.Verified, Authentic: true}); err != nil {
-		return nil, Errorf(CodeForbidden, "kill: %v", err)
-	}
-	err = jobs.WriteKill(s.cfg.Root, req.Of, req.Job, k)
-	if errors.Is(err, jobs.ErrKillPending) {
-		return nil, Errorf(CodeConflict, "kill: %v", err)
-	}
-	if err != nil {
-		return nil, classify("kill", err)
+		return nil, workspaceError("kill", err)
 	}
 	return KillReply{Reply: Reply{OK: true}}, nil
 }

@@ -2,17 +2,20 @@ package bridge
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/task"
 )
 
-// The task op: a channel's task board (package task), as `collab task`
-// reads and changes it, performed on the mount with the same task.Board
-// calls.
+// The task op: a channel's task board (package task), each action one
+// call of the service layer on the mount (service.Mount's task
+// operations), with its rules and its refusals.
 //
 //	task {"action": "list", "channel": C} -> {"ok": true, "tasks": [TASK, ...], "more": bool}
 //	task {"action": "show", "channel": C, "id": ID} -> {"ok": true, "task": TASK, "events": [EVENT, ...]}
@@ -33,8 +36,8 @@ import (
 // refusal by the rules is [CodeConflict] with "refusal" one of "claimed"
 // (another agent holds the claim), "stale" (the number was taken
 // meanwhile: prepare and sign again), "not-ready", "closed", "not-owner".
-// add writes the task file, which is not signed, as `collab task add`
-// does: created_by is the acting agent. An event's "verdict" in show is
+// add writes the task file, which is not signed: created_by is the
+// acting agent. An event's "verdict" in show is
 // the bridge's. Replies too large are cut: "more" says tasks were left
 // out of a list, and show keeps the newest events that fit.
 const OpTask = "task"
@@ -74,100 +77,119 @@ func (s *Server) task(agent string, data []byte) (any, error) {
 	if err := DecodeRequest(data, &req); err != nil {
 		return nil, err
 	}
-	if err := tree.CheckName("channel", req.Channel); err != nil {
-		return nil, Errorf(CodeInvalid, "task: %v", err)
+	if err := checkTaskRequest(req); err != nil {
+		return nil, err
 	}
-	switch req.Action {
-	case "list", "add":
-		if req.ID != "" {
-			return nil, Errorf(CodeInvalid, "task %s: no id", req.Action)
-		}
-	case "show", "context", "prepare", "event":
-		if _, err := task.ParseID(req.ID); err != nil {
-			return nil, Errorf(CodeInvalid, "task %s: %v", req.Action, err)
-		}
-	default:
-		return nil, Errorf(CodeInvalid, "task: unknown action %q", tree.Printable(req.Action))
-	}
-	if req.Action != "event" && len(req.Event) > 0 || req.Action != "add" && (req.Title != "" || req.Body != "" || len(req.Depends) > 0) {
-		return nil, Errorf(CodeInvalid, "task %s: fields of another action", req.Action)
-	}
-	b, err := task.New(s.cfg.Root, req.Channel)
-	if err != nil {
-		return nil, Errorf(CodeInvalid, "task: %v", err)
-	}
-	b.Host, b.Verifier, b.Now = s.cfg.Host, s.cfg.Verifier, s.cfg.Now
+	ctx, q, a := context.Background(), service.TaskQuery{Channel: req.Channel}, service.Actor{Name: agent}
+	what := "task " + req.Action
 	out := TaskReply{Reply: Reply{OK: true}}
+	var t task.Task
+	var err error
 	switch req.Action {
 	case "list":
-		tasks, _, err := b.List()
-		if err != nil {
-			return nil, taskFailure("list", err)
-		}
-		out.Tasks = []task.Task{}
-		size := replyRoom
-		for _, t := range tasks {
-			enc, _ := json.Marshal(t)
-			if size+len(enc)+1 > s.cfg.MaxReply {
-				out.More = true
-				break
-			}
-			size += len(enc) + 1
-			out.Tasks = append(out.Tasks, t)
-		}
-		return out, nil
+		return s.taskList(ctx, q, what)
 	case "show":
-		t, evs, err := b.Events(req.ID)
-		if err != nil {
-			return nil, taskFailure("show", err)
-		}
-		enc, _ := json.Marshal(t)
-		size := replyRoom + len(enc)
-		for i := len(evs) - 1; i >= 0; i-- { // the newest that fit
-			ev := TaskEvent{Event: evs[i], Verdict: evs[i].Verdict.String(), Ignored: evs[i].Ignored}
-			enc, _ := json.Marshal(ev)
-			if size+len(enc)+1 > s.cfg.MaxReply {
-				out.More = true
-				break
-			}
-			size += len(enc) + 1
-			out.Events = append(out.Events, ev)
-		}
-		for i, j := 0, len(out.Events)-1; i < j; i, j = i+1, j-1 {
-			out.Events[i], out.Events[j] = out.Events[j], out.Events[i]
-		}
-		out.Task = &t
-		return out, nil
+		return s.taskShow(ctx, q, req.ID, what)
 	case "context":
-		if req.MaxTokens < 0 {
-			return nil, Errorf(CodeInvalid, "task context: max_tokens %d is negative", req.MaxTokens)
-		}
 		// A reply holds about MaxReply/4 tokens' worth of text with room
 		// for its JSON.
 		n := min(cmp.Or(req.MaxTokens, task.DefaultMaxTokens), s.cfg.MaxReply/8)
-		c, err := b.Context(req.ID, n)
+		c, err := s.svc.TaskContext(ctx, q, req.ID, n)
 		if err != nil {
-			return nil, taskFailure("context", err)
+			return nil, workspaceError(what, err)
 		}
 		out.Context = &c
 		return out, nil
 	case "add":
-		t, err := b.Add(task.NewTask{Title: req.Title, Body: req.Body, Depends: req.Depends, By: agent})
-		if err != nil {
-			return nil, taskFailure("add", err)
+		t, err = s.svc.AddTask(ctx, a, q, service.NewTask{Title: req.Title, Body: req.Body, Depends: req.Depends})
+		if err == nil {
+			s.log.Info("bridge: task added", "channel", req.Channel, "task", t.ID, "agent", agent)
 		}
-		s.log.Info("bridge: task added", "channel", req.Channel, "task", t.ID, "agent", agent)
-		out.Task = &t
-		return out, nil
 	case "prepare":
-		t, err := b.Prepare(req.ID)
-		if err != nil {
-			return nil, taskFailure("prepare", err)
-		}
-		out.Task = &t
-		return out, nil
+		t, err = s.svc.PrepareTask(ctx, q, req.ID)
+	case "event":
+		return s.taskEvent(ctx, a, q, req)
 	}
-	// event
+	if err != nil {
+		return nil, workspaceError(what, err)
+	}
+	out.Task = &t
+	return out, nil
+}
+
+// checkTaskRequest refuses a request whose fields do not fit its action.
+func checkTaskRequest(req TaskRequest) error {
+	if err := tree.CheckName("channel", req.Channel); err != nil {
+		return Errorf(CodeInvalid, "task: %v", err)
+	}
+	switch req.Action {
+	case "list", "add":
+		if req.ID != "" {
+			return Errorf(CodeInvalid, "task %s: no id", req.Action)
+		}
+	case "show", "context", "prepare", "event":
+		if _, err := task.ParseID(req.ID); err != nil {
+			return Errorf(CodeInvalid, "task %s: %v", req.Action, err)
+		}
+	default:
+		return Errorf(CodeInvalid, "task: unknown action %q", tree.Printable(req.Action))
+	}
+	if req.Action != "event" && len(req.Event) > 0 || req.Action != "add" && (req.Title != "" || req.Body != "" || len(req.Depends) > 0) {
+		return Errorf(CodeInvalid, "task %s: fields of another action", req.Action)
+	}
+	if req.MaxTokens < 0 {
+		return Errorf(CodeInvalid, "task context: max_tokens %d is negative", req.MaxTokens)
+	}
+	return nil
+}
+
+// taskList answers list: as many tasks as a reply holds.
+func (s *Server) taskList(ctx context.Context, q service.TaskQuery, what string) (any, error) {
+	l, err := s.svc.Tasks(ctx, q)
+	if err != nil {
+		return nil, workspaceError(what, err)
+	}
+	out := TaskReply{Reply: Reply{OK: true}, Tasks: []task.Task{}}
+	size := replyRoom
+	for _, t := range l.Tasks {
+		enc, _ := json.Marshal(t)
+		if size+len(enc)+1 > s.cfg.MaxReply {
+			out.More = true
+			break
+		}
+		size += len(enc) + 1
+		out.Tasks = append(out.Tasks, t)
+	}
+	return out, nil
+}
+
+// taskShow answers show: the task and the newest events a reply holds.
+func (s *Server) taskShow(ctx context.Context, q service.TaskQuery, id, what string) (any, error) {
+	shown, err := s.svc.Task(ctx, q, id)
+	if err != nil {
+		return nil, workspaceError(what, err)
+	}
+	t, evs := shown.Task, shown.Events
+	out := TaskReply{Reply: Reply{OK: true}, Task: &t}
+	enc, _ := json.Marshal(t)
+	size := replyRoom + len(enc)
+	for i := len(evs) - 1; i >= 0; i-- { // the newest that fit
+		ev := TaskEvent{Event: evs[i], Verdict: evs[i].Verdict.String(), Ignored: evs[i].Ignored}
+		enc, _ := json.Marshal(ev)
+		if size+len(enc)+1 > s.cfg.MaxReply {
+			out.More = true
+			break
+		}
+		size += len(enc) + 1
+		out.Events = append(out.Events, ev)
+	}
+	slices.Reverse(out.Events)
+	return out, nil
+}
+
+// taskEvent publishes a remote agent's signed event; a refusal of the
+// board's rules is CodeConflict naming it.
+func (s *Server) taskEvent(ctx context.Context, a service.Actor, q service.TaskQuery, req TaskRequest) (any, error) {
 	if len(req.Event) == 0 {
 		return nil, Errorf(CodeInvalid, "task event: no event")
 	}
@@ -175,20 +197,19 @@ func (s *Server) task(agent string, data []byte) (any, error) {
 	if err := json.Unmarshal(req.Event, &e); err != nil {
 		return nil, Errorf(CodeInvalid, "task event: %v", err)
 	}
-	if e.Agent != agent {
-		return nil, Errorf(CodeForbidden, "task event: the event is %q's, not %q's", tree.Printable(e.Agent), agent)
+	if e.Agent != a.Name {
+		return nil, Errorf(CodeForbidden, "task event: the event is %q's, not %q's", tree.Printable(e.Agent), a.Name)
 	}
-	t, err := b.ApplySigned(req.ID, e)
+	t, err := s.svc.ApplyTaskEvent(ctx, a, q, req.ID, e)
 	if r, ok := taskRefusal(err); ok {
-		s.log.Info("bridge: request refused", "op", OpTask, "agent", agent, "code", CodeConflict, "refusal", r, "err", err)
+		s.log.Info("bridge: request refused", "op", OpTask, "agent", a.Name, "code", CodeConflict, "refusal", r, "err", err)
 		return TaskReply{Reply: Reply{Code: CodeConflict, Error: fmt.Sprintf("task %s: %v", e.Event, err)}, Refusal: r}, nil
 	}
 	if err != nil {
-		return nil, taskFailure(e.Event, err)
+		return nil, workspaceError("task "+e.Event, err)
 	}
-	s.log.Info("bridge: task event", "channel", req.Channel, "task", req.ID, "event", e.Event, "seq", e.Seq, "agent", agent)
-	out.Task = &t
-	return out, nil
+	s.log.Info("bridge: task event", "channel", req.Channel, "task", req.ID, "event", e.Event, "seq", e.Seq, "agent", a.Name)
+	return TaskReply{Reply: Reply{OK: true}, Task: &t}, nil
 }
 
 // taskRefusal names a refusal of the board's rules.
@@ -209,19 +230,4 @@ func taskRefusal(err error) (string, bool) {
 		return "not-owner", true
 	}
 	return "", false
-}
-
-// taskFailure codes a task error.
-func taskFailure(action string, err error) error {
-	switch {
-	case errors.Is(err, task.ErrForged):
-		return Errorf(CodeForbidden, "task %s: %v", action, err)
-	case errors.Is(err, task.ErrInvalid), errors.Is(err, task.ErrBadID):
-		return Errorf(CodeInvalid, "task %s: %v", action, err)
-	case errors.Is(err, task.ErrNotFound):
-		return Errorf(CodeNotFound, "task %s: %v", action, err)
-	case errors.Is(err, task.ErrContended):
-		return Errorf(CodeUnavailable, "task %s: %v", action, err)
-	}
-	return classify("task "+action, err)
 }

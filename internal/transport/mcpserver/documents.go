@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
@@ -62,83 +64,76 @@ type DocListResult struct {
 }
 
 // addDocumentTools registers the tools over the channel's shared
-// documents (package documents).
+// documents (service.Workspace.Doc).
 func addDocumentTools(s *Server) error {
-	f, err := s.store.documents(s.cfg.Channel)
-	if err != nil {
-		return err
-	}
-	d := docTools{f: f}
+	d := docTools{s: s}
 	addTool(s, "document_read", "Read one of the channel's shared documents, with its version.", d.read)
 	addTool(s, "document_write", "Replace a shared document's content (creating it if missing). "+
 		"Pass if_version from document_read so that someone else's change made meanwhile is not lost.", d.write)
 	addTool(s, "document_append", "Add text to the end of a shared document (creating it if missing); safe while others append.", d.append)
 	addTool(s, "document_list", "List the channel's shared documents.",
 		func(ctx context.Context, _ DocListArgs) (DocListResult, error) {
-			list, err := f.List(ctx)
+			r, err := d.do(ctx, service.DocRequest{Action: "list"})
 			if err != nil {
 				return DocListResult{}, err
 			}
-			if list == nil {
-				list = []documents.Entry{}
-			}
-			return DocListResult{Channel: s.cfg.Channel, Documents: list}, nil
+			return DocListResult{Channel: s.cfg.Channel, Documents: r.Entries}, nil
 		})
 	addTool(s, "document_create", "Create a new shared document; fails if it exists.", d.create)
 	return nil
 }
 
-type docTools struct{ f docStore }
+type docTools struct{ s *Server }
 
-// file returns the document a call names, the entry point by default.
-func docFile(name string) string {
-	if name == "" {
-		return documents.EntryPoint
+// do is the one call of a document tool, as the agent on its channel.
+func (d docTools) do(ctx context.Context, req service.DocRequest) (service.DocResult, error) {
+	req.Channel = d.s.cfg.Channel
+	r, err := d.s.svc.Doc(ctx, service.Actor{Name: d.s.cfg.Agent, Signer: d.s.cfg.Signer, Mode: channel.ModeMCP}, req)
+	if r.Entries == nil && req.Action == "list" {
+		r.Entries = []documents.Entry{}
 	}
-	return name
+	return r, err
 }
 
 func (d docTools) read(ctx context.Context, in DocArgs) (Document, error) {
-	doc, err := d.f.Read(ctx, docFile(in.File))
-	if errors.Is(err, fs.ErrNotExist) {
-		return Document{}, fmt.Errorf("no document %s (document_list shows them; document_create makes one)", docFile(in.File))
+	r, err := d.do(ctx, service.DocRequest{Action: "read", File: in.File})
+	if errkind.Is(err, errkind.NotFound) {
+		return Document{}, fmt.Errorf("no document %s (document_list shows them; document_create makes one)", r.File)
 	}
 	if err != nil {
 		return Document{}, err
 	}
+	doc := r.Doc
 	return Document{File: doc.File, Content: doc.Content, Version: doc.Version, Size: doc.Size, Modified: doc.Modified}, nil
 }
 
 func (d docTools) write(ctx context.Context, in DocWriteArgs) (DocWriteResult, error) {
-	v, err := d.f.Write(ctx, docFile(in.File), in.Content, in.IfVersion)
-	if err != nil {
-		// A conflict's message names the current version.
-		return DocWriteResult{}, err
-	}
-	return DocWriteResult{File: docFile(in.File), Version: v}, nil
+	// A conflict's message names the current version.
+	return d.change(ctx, service.DocRequest{Action: "write", File: in.File, Content: in.Content, IfVersion: in.IfVersion})
 }
 
 func (d docTools) append(ctx context.Context, in DocAppendArgs) (DocWriteResult, error) {
 	if in.Content == "" {
 		return DocWriteResult{}, errors.New("content is empty")
 	}
-	v, err := d.f.Append(ctx, docFile(in.File), in.Content)
-	if err != nil {
-		return DocWriteResult{}, err
-	}
-	return DocWriteResult{File: docFile(in.File), Version: v}, nil
+	return d.change(ctx, service.DocRequest{Action: "append", File: in.File, Content: in.Content})
 }
 
 func (d docTools) create(ctx context.Context, in DocCreateArgs) (DocWriteResult, error) {
 	if in.File == "" {
 		return DocWriteResult{}, errors.New("file is required")
 	}
-	v, err := d.f.Create(ctx, in.File, in.Content)
-	if errors.Is(err, fs.ErrExist) {
+	r, err := d.change(ctx, service.DocRequest{Action: "create", File: in.File, Content: in.Content})
+	if errkind.Is(err, errkind.Conflict) {
 		return DocWriteResult{}, fmt.Errorf("%s exists already (document_write changes it)", in.File)
 	}
+	return r, err
+}
+
+func (d docTools) change(ctx context.Context, req service.DocRequest) (DocWriteResult, error) {
+	r, err := d.do(ctx, req)
 	if err != nil {
 		return DocWriteResult{}, err
 	}
-	return DocWriteResult{File: in.File, Version: v}, nil
+	return DocWriteResult{File: r.File, Version: r.Version}, nil
 }

@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/workspace/inbox"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // InboxArgs are inbox_check's and inbox_peek's arguments: none.
@@ -39,38 +40,26 @@ type InboxAckResult struct {
 // addInboxTools registers the inbox tools and makes channel_read
 // acknowledge what it returned.
 func addInboxTools(s *Server) error {
-	box, err := s.store.inbox(s.cfg.Channel)
-	if err != nil {
-		return err
-	}
 	addTool(s, "inbox_check", "Show the unread messages addressed to this agent (to it, @mentioning it, or starting with its name), oldest first, "+
 		"with their priority, and mark them as read.",
-		func(ctx context.Context, _ InboxArgs) (InboxResult, error) {
-			return s.inboxItems(box.unread(ctx, true))
-		})
+		func(ctx context.Context, _ InboxArgs) (InboxResult, error) { return s.unread(ctx, false) })
 	addTool(s, "inbox_peek", "Like inbox_check, but marks nothing as read.",
-		func(ctx context.Context, _ InboxArgs) (InboxResult, error) {
-			return s.inboxItems(box.unread(ctx, false))
-		})
+		func(ctx context.Context, _ InboxArgs) (InboxResult, error) { return s.unread(ctx, true) })
 	addTool(s, "inbox_ack", "Mark this agent's messages as read up to a message id or a time, without showing them.",
 		func(ctx context.Context, in InboxAckArgs) (InboxAckResult, error) {
 			if in.Until == "" {
 				return InboxAckResult{}, errors.New("until is required: a message id or an RFC 3339 time")
 			}
-			until, err := inbox.ParseUntil(in.Until)
-			if err != nil {
-				return InboxAckResult{}, err
-			}
-			n, err := box.ack(ctx, until)
-			if errors.Is(err, inbox.ErrUnknownMessage) {
+			a, err := s.ackInbox(ctx, in.Until)
+			if errkind.Is(err, errkind.NotFound) {
 				return InboxAckResult{}, fmt.Errorf("no message %s in channel %s", in.Until, s.cfg.Channel)
 			}
-			return InboxAckResult{Acknowledged: n}, err
+			return InboxAckResult{Acknowledged: a.N}, err
 		})
 	// What channel_read shows the model counts as read, as in seed 000;
 	// channel_peek leaves the inbox alone.
 	s.afterRead = append(s.afterRead, func(ctx context.Context, last channel.Message) error {
-		if _, err := box.ack(ctx, inbox.Until{ID: last.ID}); err != nil {
+		if _, err := s.ackInbox(ctx, last.ID); err != nil {
 			return fmt.Errorf("the messages were read but not marked as read in the inbox: %w", err)
 		}
 		return nil
@@ -78,13 +67,22 @@ func addInboxTools(s *Server) error {
 	return nil
 }
 
-func (s *Server) inboxItems(items []inbox.Item, err error) (InboxResult, error) {
+// unread is the agent's inbox on its channel; peek acknowledges nothing.
+func (s *Server) unread(ctx context.Context, peek bool) (InboxResult, error) {
+	r, err := s.svc.Inbox(ctx, service.InboxRequest{Agent: s.cfg.Agent, Channels: []string{s.cfg.Channel}, Peek: peek})
 	if err != nil {
 		return InboxResult{}, fmt.Errorf("inbox: %w", err)
 	}
+	for _, n := range r.Notes {
+		s.cfg.Logger.Warn(n)
+	}
 	res := InboxResult{Channel: s.cfg.Channel, Unread: []InboxItem{}}
-	for _, it := range items {
+	for _, it := range r.Items {
 		res.Unread = append(res.Unread, InboxItem{Priority: string(it.Priority), Message: s.view(&it.Message)})
 	}
 	return res, nil
+}
+
+func (s *Server) ackInbox(ctx context.Context, until string) (service.Acked, error) {
+	return s.svc.AckInbox(ctx, service.AckRequest{Agent: s.cfg.Agent, Channels: []string{s.cfg.Channel}, Until: until})
 }

@@ -3,12 +3,12 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/workflow"
 )
 
 // Bounds of job_list and job_show.
@@ -58,48 +58,36 @@ type JobShowResult struct {
 }
 
 func addJobTools(s *Server) error {
-	addTool(s, "job_list", "List the model runs (jobs) of this agent and of the agents it asked on this channel, newest first, "+
+	addTool(s, "job_list", "List the model runs (jobs) of this agent and of the agents it asked on this channel, and of the sessions it delegated, newest first, "+
 		"with their status (interrupted: the watcher running it is gone).", s.jobList)
 	addTool(s, "job_show", "Show one job (by job id, or by the id of the message it answers) with its newest events.", s.jobShow)
 	return nil
 }
 
-// visibleJobs returns the jobs the agent may see, newest first: on its
-// channel, its own and those answering its messages. It lists every
-// agent's jobs folder, each bounded by [jobs.Keep] finished and the
-// running ones.
-func (s *Server) visibleJobs() ([]jobs.Job, error) {
-	all, err := jobs.ListAll(s.cfg.Root)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+// jobService is where the job tools read: the tree's service, or on a
+// host without the mount its local tree, where `collab watch --remote`
+// keeps the agent's own jobs (other agents' jobs are on the mount).
+func (s *Server) jobService() service.Workspace {
+	if s.cfg.Remote != nil {
+		return service.NewMount(service.Config{Root: s.cfg.Root, Now: s.cfg.Now, Host: s.cfg.Host})
 	}
-	var out []jobs.Job
-	for _, j := range all {
-		if j.Channel == s.cfg.Channel && (j.Agent == s.cfg.Agent || j.From == s.cfg.Agent) {
-			out = append(out, j)
-		}
-	}
-	return out, nil
+	return s.svc
 }
 
-// judge sets the status of running jobs as they stand.
-func (s *Server) judge(js []jobs.Job) {
-	now := s.cfg.Now()
-	jobs.Judge(js, func(agent string) jobs.Watch {
-		w := jobs.Observe(s.cfg.Root, agent, 0)
-		w.Now = now
-		return w
-	})
+// jobQuery is what the agent may see: on its channel, its own jobs and
+// those answering its messages, and the jobs of the sessions it delegated.
+func (s *Server) jobQuery() service.JobQuery {
+	return service.JobQuery{Viewer: s.cfg.Agent, Channel: s.cfg.Channel}
 }
 
 func summary(j jobs.Job) JobSummary {
-	return JobSummary{ID: j.ID, Agent: j.Agent, Host: j.Host, Status: j.Status, Message: j.Message, From: j.From,
+	return JobSummary{ID: j.ID, Agent: workflow.Address(j.Agent), Host: j.Host, Status: j.Status, Message: j.Message, From: workflow.Address(j.From),
 		CLI: j.CLI, Started: j.Started, Ended: j.Ended, CostUSD: j.CostUSD, Reply: j.Reply,
 		Error: modelcli.Clip(j.Error, maxEventText), RerunOf: j.RerunOf}
 }
 
 func (s *Server) jobList(ctx context.Context, _ JobListArgs) (JobListResult, error) {
-	js, err := s.visibleJobs()
+	js, err := s.jobService().Jobs(ctx, s.jobQuery())
 	if err != nil {
 		return JobListResult{}, err
 	}
@@ -108,7 +96,6 @@ func (s *Server) jobList(ctx context.Context, _ JobListArgs) (JobListResult, err
 		res.LeftOff = len(js) - maxJobList
 		js = js[:maxJobList]
 	}
-	s.judge(js)
 	for _, j := range js {
 		res.Jobs = append(res.Jobs, summary(j))
 	}
@@ -119,20 +106,10 @@ func (s *Server) jobShow(ctx context.Context, in JobShowArgs) (JobShowResult, er
 	if in.ID == "" {
 		return JobShowResult{}, errors.New("id is required")
 	}
-	js, err := s.visibleJobs()
+	j, err := s.jobService().Job(ctx, s.jobQuery(), in.ID)
 	if err != nil {
 		return JobShowResult{}, err
 	}
-	j, err := jobs.Match(js, in.ID)
-	if errors.Is(err, fs.ErrNotExist) {
-		return JobShowResult{}, fmt.Errorf("no job %s of %s or of an agent it asked on channel %s", in.ID, s.cfg.Agent, s.cfg.Channel)
-	}
-	if err != nil {
-		return JobShowResult{}, err
-	}
-	one := []jobs.Job{j}
-	s.judge(one)
-	j = one[0]
 	res := JobShowResult{JobSummary: summary(j), Session: j.Session, Events: []modelcli.Event{}}
 	evs := j.Events
 	if len(evs) > maxJobEvents {

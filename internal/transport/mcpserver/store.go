@@ -10,10 +10,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/proc"
-	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/delegate"
-	"github.com/collabdev/collab/internal/workspace/documents"
-	"github.com/collabdev/collab/internal/workspace/inbox"
 	"github.com/collabdev/collab/internal/workspace/task"
 	"github.com/collabdev/collab/presence"
 )
@@ -41,30 +38,8 @@ type store interface {
 	// errNoMessage.
 	status(ctx context.Context, ch, id string) (delivery.Status, error)
 
-	// The stores of one channel's inbox, documents and task board.
-	inbox(ch string) (inboxStore, error)
-	documents(ch string) (docStore, error)
+	// The store of one channel's task board.
 	board(ch string) (taskStore, error)
-}
-
-// inboxStore is the agent's inbox on one channel (package inbox).
-type inboxStore interface {
-	// unread returns the unread messages for the agent, oldest first; ack
-	// acknowledges every message looked at.
-	unread(ctx context.Context, ack bool) ([]inbox.Item, error)
-	// ack acknowledges up to until and returns how many unread messages
-	// for the agent it acknowledged; an id not in the channel wraps
-	// inbox.ErrUnknownMessage.
-	ack(ctx context.Context, until inbox.Until) (int, error)
-}
-
-// docStore is one channel's shared documents (package documents).
-type docStore interface {
-	Read(ctx context.Context, file string) (documents.Doc, error)
-	Write(ctx context.Context, file, content, ifVersion string) (string, error)
-	Append(ctx context.Context, file, content string) (string, error)
-	Create(ctx context.Context, file, content string) (string, error)
-	List(ctx context.Context) ([]documents.Entry, error)
 }
 
 // taskStore is one channel's task board (package task), every event made
@@ -147,41 +122,6 @@ func (f files) status(_ context.Context, ch, id string) (delivery.Status, error)
 	}
 	return st, err
 }
-
-func (f files) inbox(ch string) (inboxStore, error) {
-	box, err := inbox.New(f.cfg.Root, f.cfg.Agent, inbox.Options{Channels: []string{ch}, Now: f.cfg.Now,
-		Aliases: workflow.AgentAliases(f.cfg.Root, f.cfg.Agent)})
-	if err != nil {
-		return nil, err
-	}
-	return filesInbox{box}, nil
-}
-
-type filesInbox struct{ b *inbox.Inbox }
-
-func (i filesInbox) unread(_ context.Context, ack bool) ([]inbox.Item, error) {
-	if ack {
-		return i.b.Check()
-	}
-	return i.b.Peek()
-}
-
-func (i filesInbox) ack(_ context.Context, until inbox.Until) (int, error) { return i.b.Ack(until) }
-
-func (f files) documents(ch string) (docStore, error) {
-	folder, err := documents.New(f.cfg.Root, ch, documents.Options{Host: f.cfg.Host})
-	if err != nil {
-		return nil, err
-	}
-	return filesDocs{folder}, nil
-}
-
-type filesDocs struct{ *documents.Folder }
-
-func (d filesDocs) Read(_ context.Context, file string) (documents.Doc, error) {
-	return d.Folder.Read(file)
-}
-func (d filesDocs) List(context.Context) ([]documents.Entry, error) { return d.Folder.List() }
 
 func (f files) board(ch string) (taskStore, error) {
 	b, err := task.New(f.cfg.Root, ch)

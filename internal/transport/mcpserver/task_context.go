@@ -23,5 +23,6 @@ func addTaskContextTool(s *Server) error {
 }
 
 func (s *Server) taskContext(ctx context.Context, in TaskContextArgs) (task.Context, error) {
-	return s.board.Context(ctx, in.ID, in.MaxTokens)
+	_, q := s.taskActs()
+	return s.svc.TaskContext(ctx, q, in.ID, in.MaxTokens)
 }

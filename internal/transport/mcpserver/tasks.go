@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/task"
 )
 
@@ -48,38 +49,25 @@ func addTaskTools(s *Server) error {
 	return addTaskContextTool(s) // task_context.go
 }
 
+// taskActs is the board as the tools see it: the server's channel, as
+// its agent, signed with its key.
+func (s *Server) taskActs() (service.Actor, service.TaskQuery) {
+	return service.Actor{Name: s.cfg.Agent, Signer: s.cfg.Signer, Mode: channel.ModeMCP}, service.TaskQuery{Channel: s.cfg.Channel}
+}
+
 func (s *Server) taskList(ctx context.Context, in TaskListArgs) (TaskListResult, error) {
-	want := map[string]bool{}
-	for _, st := range in.Status {
-		st = strings.ToLower(strings.TrimSpace(st))
-		switch st {
-		case task.Pending, task.Claimed, task.Done, task.Failed, "ready":
-			want[st] = true
-		default:
-			return TaskListResult{}, fmt.Errorf("status %q is not one of pending, ready, claimed, done, failed", st)
-		}
-	}
-	tasks, err := s.board.List(ctx)
+	_, q := s.taskActs()
+	q.Status = in.Status
+	l, err := s.svc.Tasks(ctx, q)
 	if err != nil {
 		return TaskListResult{}, err
 	}
-	if len(want) > 0 {
-		tasks = slices.DeleteFunc(tasks, func(t task.Task) bool { return !want[t.Status] && !(want["ready"] && t.Ready) })
-	}
-	if tasks == nil {
-		tasks = []task.Task{}
-	}
-	return TaskListResult{Tasks: tasks}, nil
+	return TaskListResult{Tasks: l.Tasks}, nil
 }
 
 func (s *Server) taskClaim(ctx context.Context, in TaskClaimArgs) (TaskClaimResult, error) {
-	var t task.Task
-	var err error
-	if in.TaskID == "" {
-		t, err = s.board.Next(ctx)
-	} else {
-		t, err = s.board.Claim(ctx, in.TaskID)
-	}
+	a, q := s.taskActs()
+	t, err := s.svc.ClaimTask(ctx, a, q, in.TaskID)
 	var ce *task.ClaimedError
 	switch {
 	case errors.As(err, &ce):
@@ -91,13 +79,17 @@ func (s *Server) taskClaim(ctx context.Context, in TaskClaimArgs) (TaskClaimResu
 }
 
 func (s *Server) taskUpdate(ctx context.Context, in TaskUpdateArgs) (task.Task, error) {
+	var r service.TaskReport
 	switch strings.ToLower(in.Status) {
 	case "in_progress", "checkpoint":
-		return s.board.Event(ctx, in.ID, task.EvCheckpoint, in.Summary)
+		r = service.TaskReport{Kind: task.EvCheckpoint, Text: in.Summary}
 	case "completed", "done":
-		return s.board.Event(ctx, in.ID, task.EvDone, in.Outcome)
+		r = service.TaskReport{Kind: task.EvDone, Text: in.Outcome}
 	case "failed":
-		return s.board.Event(ctx, in.ID, task.EvFailed, in.Error)
+		r = service.TaskReport{Kind: task.EvFailed, Text: in.Error}
+	default:
+		return task.Task{}, fmt.Errorf("status %q is not one of in_progress, completed, failed", in.Status)
 	}
-	return task.Task{}, fmt.Errorf("status %q is not one of in_progress, completed, failed", in.Status)
+	a, q := s.taskActs()
+	return s.svc.ReportTask(ctx, a, q, in.ID, r)
 }

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
+	bridgedsvc "github.com/collabdev/collab/internal/service/bridged"
+)
+
+// workspaceOf returns the service a workspace command (inbox, doc, task)
+// works through, chosen once: with --remote a bridge, acting as agent
+// (signing with the key at keyPath; needKey refuses to go on without
+// one), else the mount at --root. close releases it.
+func workspaceOf(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent, keyPath string, needKey bool, getenv env, stderr io.Writer) (svc service.Workspace, close func(), err error) {
+	if rf != nil && rf.on {
+		c, err := remoteClient(ctx, cmd, rf, nf, agent, keyPath, needKey, getenv, stderr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return bridgedsvc.New(c), c.Close, nil
+	}
+	return mountOf(rootf, getenv), func() {}, nil
+}
+
+// mountOf is the service on the mount at --root.
+func mountOf(rootf string, getenv env) *service.Mount {
+	return service.NewMount(service.Config{Root: tree.Resolve(rootf, getenv)})
+}
+
+// namedOrLogin returns the agent a workspace command acts for: --agent
+// as given (NAME or NAME@INSTANCE; the service checks it), else the
+// login name, checked here as it is not the user's own words.
+func namedOrLogin(ctx context.Context, cmd, agent string) (string, error) {
+	if agent != "" {
+		return agent, nil
+	}
+	return actingAgent(ctx, cmd, "agent", "")
+}
+
+// exitAs gives err, when it is of one of kinds, the exit code a command
+// documents for it (exit 1 where its help promised 1 before the service
+// layer had kinds), keeping its message. Other errors pass as they are.
+func exitAs(code int, err error, kinds ...errkind.Kind) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) || !slices.Contains(kinds, errkind.Of(err)) {
+		return err
+	}
+	return &exitError{code: code, msg: err.Error()}
+}
