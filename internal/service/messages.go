@@ -1,5 +1,186 @@
 package service
 
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workflow"
+)
+
 // Messages is the operations on post, read and follow a channel, status, wait for a reply, who (see the package doc).
 type Messages interface {
+	// Post posts a message as the actor (see [PostRequest] for the rules).
+	Post(ctx context.Context, a Actor, req PostRequest) (Posted, error)
+	// Status is where a message stands for each agent it is addressed to.
+	Status(ctx context.Context, req StatusRequest) (delivery.Status, error)
+	// Who is the who board: the agents, from their heartbeats and the
+	// registry, sorted by name.
+	Who(ctx context.Context, req WhoRequest) ([]delivery.AgentRow, error)
+	// Read returns a page of a channel's messages (see [ReadRequest]).
+	Read(ctx context.Context, req ReadRequest) (Page, error)
+}
+
+// PostRequest is what to post. The rules, the same through every door:
+//
+//   - Text must not be blank; a message larger than
+//     channel.MaxMessageSize is Invalid (its error wraps
+//     channel.ErrTooLarge).
+//   - To is an agent as people type it (NAME or NAME@INSTANCE, parsed by
+//     workflow.ParseAddress); "" or "all" is a broadcast. An addressee
+//     the tree does not know is a warning in [Posted], not an error.
+//   - Channel "" with To NAME@INSTANCE posts on that instance's channel
+//     (its workflow instance record's).
+//   - InReplyTo is a message id: the post threads on the parent when the
+//     channel holds it, else on the bare id, with a warning.
+//   - The message is one hop deeper than the one the actor answers
+//     (Actor.Hops+1; 0 outside a model run), carries this host and the
+//     actor's mode in its metadata, is signed with Actor.Signer, written
+//     atomically, then announced (Config.Publish; a failure is logged).
+type PostRequest struct {
+	Channel   string
+	To        string
+	Text      string
+	Code      string // a code block; "" for none
+	Type      string // default "chat"
+	InReplyTo string
+	// AwaitReply marks the message as one whose sender waits for the
+	// reply (send --wait, send_and_wait).
+	AwaitReply bool
+}
+
+// Posted is what a post did.
+type Posted struct {
+	Message channel.Message
+	// Queued: the message is kept in a remote host's outbox (no bridge
+	// now) and goes out later; Post then also returns an error of kind
+	// errkind.Queued for the doors that end there.
+	Queued bool
+	// Warnings are what the post passed over: an unknown addressee, a
+	// parent in another channel.
+	Warnings []string
+}
+
+// StatusRequest names a message; Channel "" looks in every channel.
+type StatusRequest struct {
+	Channel string
+	ID      string
+}
+
+// WhoRequest selects the board's agents: all, or the named ones.
+type WhoRequest struct {
+	Names []string
+	// StaleAfter is how old a heartbeat may be before its agent is
+	// STALE; default presence.DefaultStaleAfter.
+	StaleAfter time.Duration
+}
+
+// ReadRequest asks a page of a channel's messages: the newest Limit
+// (after Since when given: a message id or an ISO-8601 time, as
+// channel.NewestSince takes it), or with Before the Limit messages just
+// before message Before.
+type ReadRequest struct {
+	Channel string
+	Since   string
+	Before  string
+	Limit   int
+}
+
+// Page is a page of messages, oldest first. More says older ones (after
+// Since, or before Before) were left out.
+type Page struct {
+	Messages []channel.Message
+	More     bool
+	// Omitted are messages too big for a bridge's reply (bridged only):
+	// their ids, to be read on the mount.
+	Omitted []string
+}
+
+// NewMessage makes the message a post writes, by the rules of
+// [PostRequest], without what needs the tree (the instance's channel,
+// the parent, the addressee's registry entry): the one owner of what a
+// message says, for every implementation.
+func NewMessage(a Actor, req PostRequest, host string) (*channel.Message, error) {
+	from, err := parseAgent("sender", a.Name)
+	if err != nil {
+		return nil, err
+	}
+	to, err := Addressee(req.To)
+	if err != nil {
+		return nil, err
+	}
+	if req.Channel == "" {
+		return nil, errkind.New(errkind.Invalid, "no channel")
+	}
+	if err := tree.CheckName("channel", req.Channel); err != nil {
+		return nil, errkind.Wrap(errkind.Invalid, err)
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, errkind.New(errkind.Invalid, "the message text is empty")
+	}
+	if req.InReplyTo != "" {
+		if _, err := channel.ParseID(req.InReplyTo); err != nil {
+			return nil, errkind.New(errkind.Invalid, "in_reply_to %q is not a message id", req.InReplyTo)
+		}
+	}
+	typ := req.Type
+	if typ == "" {
+		typ = "chat"
+	}
+	m := &channel.Message{SessionID: req.Channel, From: from, To: to, Type: typ,
+		Content:  channel.Content{Text: req.Text},
+		Metadata: channel.Metadata{Host: host, Mode: a.Mode, Hops: max(a.Hops, -1) + 1}}
+	if req.Code != "" {
+		m.Content.Code = &req.Code
+	}
+	if req.InReplyTo != "" {
+		m.SetParent(&channel.Message{ID: req.InReplyTo})
+	}
+	if req.AwaitReply {
+		m.SetAwaitReply()
+	}
+	return m, nil
+}
+
+// Addressee parses a post's To: "" and "all" are the broadcast, else an
+// agent as people type it (workflow.ParseAddress), returned as its id.
+func Addressee(to string) (string, error) {
+	if to == "" || to == channel.Broadcast {
+		return channel.Broadcast, nil
+	}
+	id, err := parseAgent("recipient", to)
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// parseAgent reads an agent named as people type it: NAME (a tree name,
+// kind naming it in the error) or NAME@INSTANCE.
+func parseAgent(kind, s string) (string, error) {
+	if !strings.Contains(s, "@") {
+		if err := tree.CheckName(kind, s); err != nil {
+			return "", errkind.Wrap(errkind.Invalid, err)
+		}
+		return s, nil
+	}
+	id, err := workflow.ParseAddress(s)
+	if err != nil {
+		if kind == "recipient" {
+			return "", errkind.New(errkind.Invalid, "to: %w", err)
+		}
+		return "", errkind.New(errkind.Invalid, "%s: %w", kind, err)
+	}
+	return id, nil
+}
+
+// unknownWarning is the warning of a post to an agent the tree does not
+// know.
+func unknownWarning(to string) string {
+	return fmt.Sprintf("%q is not a known agent (no registry entry or presence); sending anyway", workflow.Address(to))
 }

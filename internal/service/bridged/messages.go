@@ -1,0 +1,144 @@
+package bridged
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/transport/bridge"
+	"github.com/collabdev/collab/internal/transport/remote"
+	"github.com/collabdev/collab/internal/workspace/registry"
+)
+
+// Post signs the message here with the client's key (required), keeps it
+// in the outbox and sends it through the bridge. When no bridge answers,
+// the result is Queued and the error of kind errkind.Queued: the message
+// goes out with the next write or `collab outbox flush`. The parent of a
+// reply is on the mount: the post threads on its id. A NAME@INSTANCE
+// without a channel is not resolved here (the instance records are on
+// the mount).
+func (s *Service) Post(ctx context.Context, a service.Actor, req service.PostRequest) (service.Posted, error) {
+	if a.Name != s.c.Agent() {
+		return service.Posted{}, errkind.New(errkind.Forbidden, "post: the bridge client is %s's, not %s's", s.c.Agent(), a.Name)
+	}
+	host, _ := os.Hostname()
+	m, err := service.NewMessage(a, req, host)
+	if err != nil {
+		return service.Posted{}, err
+	}
+	// What waits in the outbox goes first, in order.
+	s.c.Flush(ctx)
+	_, err = s.c.Post(ctx, m)
+	switch {
+	case err == nil:
+		return service.Posted{Message: *m}, nil
+	case errors.Is(err, remote.ErrQueued):
+		return service.Posted{Message: *m, Queued: true}, errkind.Wrap(errkind.Queued, err)
+	case errors.Is(err, remote.ErrNoKey), errors.Is(err, channel.ErrTooLarge):
+		return service.Posted{}, errkind.Wrap(errkind.Invalid, err)
+	}
+	return service.Posted{}, bridgeError(err)
+}
+
+// Status asks the bridge, which finds the message's channel itself; with
+// req.Channel, a message of another channel is not found, so a caller
+// learns nothing of the channels it does not name.
+func (s *Service) Status(ctx context.Context, req service.StatusRequest) (delivery.Status, error) {
+	if _, err := channel.ParseID(req.ID); err != nil {
+		return delivery.Status{}, errkind.New(errkind.Invalid, "%q is not a message id", req.ID)
+	}
+	st, err := s.c.Status(ctx, req.ID)
+	if err != nil {
+		return delivery.Status{}, bridgeError(err)
+	}
+	if req.Channel != "" && st.Channel != req.Channel {
+		return delivery.Status{}, errkind.New(errkind.NotFound, "no message %s in channel %s", req.ID, req.Channel)
+	}
+	return st, nil
+}
+
+// Who is the bridge's who board, as rows: the bridge judged the
+// heartbeats' signatures (with the tree's keyring) and their staleness
+// (by the default).
+func (s *Service) Who(ctx context.Context, req service.WhoRequest) ([]delivery.AgentRow, error) {
+	entries, err := s.c.Who(ctx)
+	if err != nil {
+		return nil, bridgeError(err)
+	}
+	rows := make([]delivery.AgentRow, 0, len(entries))
+	for _, e := range entries {
+		if len(req.Names) > 0 && !slices.Contains(req.Names, e.Agent) {
+			continue
+		}
+		r := delivery.AgentRow{Agent: e.Agent, State: e.State, Status: e.Status}
+		if e.AgeSeconds != nil {
+			r.Age, r.HasAge = time.Duration(*e.AgeSeconds)*time.Second, true
+		}
+		if e.Status == nil && e.Host != "" {
+			r.Reg = &registry.Agent{ID: e.Agent, Host: e.Host, Role: e.Role}
+		}
+		// The bridge's verdict, and whether it marked the heartbeat.
+		if v, ok := signing.ParseVerdict(e.Verdict); ok && e.Verdict != "" {
+			r.Verdict = v
+			r.Marked = e.Forged || v != signing.Verified && v != signing.Unsigned
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// Read is the bridge's read op: the newest Limit after Since. A page
+// before a message is not served by the bridge.
+func (s *Service) Read(ctx context.Context, req service.ReadRequest) (service.Page, error) {
+	if req.Before != "" {
+		return service.Page{}, errkind.New(errkind.Unavailable, "read: a page before a message is not served through a bridge")
+	}
+	if req.Limit < 0 {
+		return service.Page{}, errkind.New(errkind.Invalid, "limit must not be negative")
+	}
+	p, err := s.c.ReadSince(ctx, req.Channel, req.Since, req.Limit)
+	if err != nil {
+		return service.Page{}, bridgeError(err)
+	}
+	out := service.Page{Messages: p.Messages, More: p.More}
+	for _, o := range p.Omitted {
+		out.Omitted = append(out.Omitted, o.ID)
+	}
+	return out, nil
+}
+
+// bridgeError gives an error of the bridge or of the way to it its kind:
+// the bridge's wire code, or Unavailable when no bridge answered.
+func bridgeError(err error) error {
+	var be *bridge.Error
+	if errors.As(err, &be) {
+		k := errkind.Failed
+		switch be.Code {
+		case bridge.CodeInvalid:
+			k = errkind.Invalid
+		case bridge.CodeNotFound:
+			k = errkind.NotFound
+		case bridge.CodeConflict:
+			k = errkind.Conflict
+		case bridge.CodeForbidden:
+			k = errkind.Forbidden
+		case bridge.CodeUnavailable:
+			k = errkind.Unavailable
+		}
+		return errkind.Wrap(k, err)
+	}
+	if errors.Is(err, remote.ErrUnreachable) {
+		return errkind.Wrap(errkind.Unavailable, err)
+	}
+	if _, ok := errkind.Carried(err); ok {
+		return err
+	}
+	return errkind.Wrap(errkind.Of(err), err)
+}
