@@ -49,6 +49,9 @@ type PostRequest struct {
 	Code      string // a code block; "" for none
 	Type      string // default "chat"
 	InReplyTo string
+	// Host is written in metadata.host; default the Service's (the
+	// mount's Config.Host, a bridged host's name).
+	Host string
 	// AwaitReply marks the message as one whose sender waits for the
 	// reply (send --wait, send_and_wait).
 	AwaitReply bool
@@ -127,6 +130,9 @@ func NewMessage(a Actor, req PostRequest, host string) (*channel.Message, error)
 		if _, err := channel.ParseID(req.InReplyTo); err != nil {
 			return nil, errkind.New(errkind.Invalid, "in_reply_to %q is not a message id", req.InReplyTo)
 		}
+	}
+	if req.Host != "" {
+		host = req.Host
 	}
 	typ := req.Type
 	if typ == "" {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/remote"
 	"github.com/collabdev/collab/internal/workspace/delegate"
@@ -26,34 +25,6 @@ type bridged struct {
 	c   *remote.Client
 }
 
-func (b bridged) post(ctx context.Context, m *channel.Message) (bool, error) {
-	// What waits in the outbox goes first, in order.
-	if res := b.c.Flush(ctx); res.Err != nil && !errors.Is(res.Err, remote.ErrQueued) {
-		b.cfg.Logger.Warn("outbox", keyErr, res.Err)
-	}
-	_, err := b.c.Post(ctx, m)
-	if errors.Is(err, remote.ErrQueued) {
-		b.cfg.Logger.Warn("sent to the outbox only", keyMsg, m.ID, keyErr, err)
-		return true, nil
-	}
-	return false, err
-}
-
-func (b bridged) newest(ctx context.Context, ch, since string, n int) ([]channel.Message, bool, error) {
-	p, err := b.c.ReadSince(ctx, ch, since, n)
-	if err != nil {
-		var be *bridge.Error
-		if errors.As(err, &be) && be.Code == bridge.CodeInvalid {
-			return nil, false, errors.New(be.Msg)
-		}
-		return nil, false, err
-	}
-	for _, o := range p.Omitted {
-		b.cfg.Logger.Warn("a message too big for a bridge reply is left out", keyMsg, o.ID)
-	}
-	return p.Messages, p.More, nil
-}
-
 // awaiter follows ch on the stream from now (the bridge publishes every
 // message that lands on the mount, a foreign writer's too), so a reply is
 // seen whatever its writer's clock says.
@@ -62,36 +33,6 @@ func (b bridged) awaiter(_ context.Context, ch string, opt delegate.Options) (fu
 	return func(ctx context.Context, id string) (channel.Message, error) {
 		return b.c.AwaitReply(ctx, ch, start, func(m *channel.Message) bool { return opt.IsReply(m, id) })
 	}, func() {}, nil
-}
-
-func (b bridged) who(ctx context.Context) ([]Agent, error) {
-	all, err := b.c.Who(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Agent, 0, len(all))
-	for _, e := range all {
-		if e.Status == nil {
-			continue // registered, no heartbeat: as over the files
-		}
-		a := Agent{Agent: e.Agent, State: e.State, Host: e.Status.Host, Channel: e.Status.Channel, Working: e.Status.MessageID}
-		if e.AgeSeconds != nil {
-			a.AgeSeconds = float64(*e.AgeSeconds)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// status asks the bridge, which finds the message's channel itself, and
-// keeps its answer only for a message of ch.
-func (b bridged) status(ctx context.Context, ch, id string) (delivery.Status, error) {
-	st, err := b.c.Status(ctx, id)
-	var be *bridge.Error
-	if errors.As(err, &be) && be.Code == bridge.CodeNotFound || err == nil && st.Channel != ch {
-		return delivery.Status{}, errNoMessage
-	}
-	return st, err
 }
 
 func (b bridged) inbox(ch string) (inboxStore, error) {

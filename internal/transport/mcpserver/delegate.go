@@ -9,6 +9,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/delegate"
 )
 
@@ -76,7 +77,7 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 		return SendAndWaitResult{}, err
 	}
 	defer stop()
-	m, queued, err := s.post(ctx, in.Message, in.To, (*channel.Message).SetAwaitReply)
+	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) { r.AwaitReply = true })
 	if err != nil {
 		return SendAndWaitResult{}, err
 	}
