@@ -42,7 +42,8 @@ token ('collab serve token new --person NAME'), typed into its form.
 Every request needs that session or a long-lived token (Authorization:
 Bearer TOKEN, from 'collab serve token new'), loopback included. What the
 page posts is sent as --person (a token's: its person), signed with that
-person's key when there is one.
+person's key when there is one, and announced on NATS (--nats, optional)
+as 'collab send' does.
 
 /mcp takes only an agent's token ('collab serve token new --agent NAME
 [--channel CH]'; a person's session or token is refused there, and an
@@ -77,6 +78,7 @@ Flags:
 	tokensf := tokensFlag(fs, getenv)
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
+	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -118,8 +120,15 @@ Flags:
 	if err != nil {
 		return err
 	}
+	verifier := signing.NewVerifier(ring)
+	// What the page posts is announced on NATS when it is configured.
+	svc, err := openService(ctx, serviceSpec{cmd: "serve", agent: who, root: root, nf: nf, verifier: verifier, nats: true}, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
 	srv, err := web.New(web.Config{
-		Root: root, Person: who, Signer: signer, Verifier: signing.NewVerifier(ring),
+		Root: root, Person: who, Signer: signer, Verifier: verifier, Service: svc.Service,
 		Tokens:    web.Tokens{Path: *tokensf},
 		SignerFor: func(p string) (*signing.Signer, error) { return loadSigner("", p, getenv) },
 		// An agent's default key, as 'collab mcp --agent A' would load it.

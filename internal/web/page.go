@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -19,6 +20,7 @@ import (
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // The page app: html/template pages with htmx and its SSE extension,
@@ -520,7 +522,8 @@ func (s *Server) pagePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, replyTo, to := r.PostFormValue("text"), r.PostFormValue("reply_to"), r.PostFormValue("to")
-	if _, code, err := s.Post(ch, personOf(r), PostRequest{Text: text, ReplyTo: replyTo, To: to}); err != nil {
+	if _, err := s.Post(r.Context(), ch, personOf(r), PostRequest{Text: text, ReplyTo: replyTo, To: to}); err != nil {
+		code := httpStatus(err)
 		if code == http.StatusInternalServerError {
 			s.log.Warn("page post", "channel", ch, "err", err)
 		}
@@ -546,7 +549,7 @@ type postForm struct {
 // pageAgents is the agents the post box offers to address: the who
 // board's (one heartbeat file each), at most pageChannels.
 func (s *Server) pageAgents() []string {
-	who, err := s.Who()
+	who, err := s.Who(context.Background())
 	if err != nil {
 		s.log.Warn("page: who", "err", err)
 		return nil
@@ -578,14 +581,11 @@ func (s *Server) render(w http.ResponseWriter, code int, name string, data any) 
 // views, the same bounds), keeping each message for what the page shows
 // beyond the view (a question's options).
 func (s *Server) pageMessages(ch, before string, n int, person string) ([]messageView, string, error) {
-	file := ""
-	if before != "" {
-		file = before + ".json"
-	}
-	msgs, _, err := channel.Tail(s.cfg.Root, ch, file, n)
+	got, err := s.svc.Read(context.Background(), service.ReadRequest{Channel: ch, Before: before, Limit: n})
 	if err != nil {
 		return nil, "", err
 	}
+	msgs := got.Messages
 	out := make([]messageView, len(msgs))
 	budget := maxDelivery
 	for i := len(msgs) - 1; i >= 0; i-- {

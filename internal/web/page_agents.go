@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -65,7 +66,7 @@ func (s *Server) agentsBoard(w http.ResponseWriter, r *http.Request) {
 // agentsData reads the who board (Server.Who: one heartbeat file per
 // agent).
 func (s *Server) agentsData() (agentsData, error) {
-	who, err := s.Who()
+	who, err := s.Who(context.Background())
 	if err != nil {
 		return agentsData{}, err
 	}

@@ -1,0 +1,103 @@
+package main
+
+// The choice of a command's service (internal/service): on the mount at
+// --root, or through a bridge with --remote (COLLAB_REMOTE=1). A command
+// opens it once and makes its calls; no command branches on --remote
+// after that.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/service/bridged"
+	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/transport/remote"
+)
+
+// serviceSpec is what a command's service needs.
+type serviceSpec struct {
+	cmd   string // the command, for errors ("send")
+	agent string // who acts: the NATS connection's name, the bridge client's agent
+	// root is the tree on the mount (tree.Resolve of --root).
+	root tree.Root
+	rf   *remoteFlags // nil: the command has no --remote
+	nf   *natsFlags   // nil: no NATS
+	// keyPath is --key (remote: the client signs with the agent's key);
+	// needKey refuses a remote client without one.
+	keyPath string
+	needKey bool
+	// verifier judges signatures on the mount (nil: every key unknown).
+	verifier *signing.Verifier
+	// nats connects to NATS on the mount when configured (optional: an
+	// unreachable server is a warning): posts are announced, waits woken.
+	nats bool
+}
+
+// openedService is a command's service and what it holds.
+type openedService struct {
+	service.Service
+	client *remote.Client // through a bridge; nil on the mount
+	bus    *natsbus.Bus   // NATS on the mount; nil without
+}
+
+// Close releases the bridge client or the NATS connection.
+func (o *openedService) Close() {
+	if o.client != nil {
+		o.client.Close()
+	}
+	if o.bus != nil {
+		o.bus.Close()
+	}
+}
+
+// remote reports whether the service goes through a bridge.
+func (o *openedService) remote() bool { return o.client != nil }
+
+// openService opens the service a command works through: through a bridge
+// when --remote is on (after the outbox is resent, as every remote
+// command does), else on the mount, with NATS when sp.nats and
+// configured (bad credentials fail here, before anything is written).
+func openService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writer) (*openedService, error) {
+	if sp.rf != nil && sp.rf.on {
+		c, err := remoteClient(ctx, sp.cmd, sp.rf, sp.nf, sp.agent, sp.keyPath, sp.needKey, getenv, stderr)
+		if err != nil {
+			return nil, err
+		}
+		return &openedService{Service: bridged.New(c), client: c}, nil
+	}
+	cfg := service.Config{Root: sp.root, Host: hostname(), Logger: commandLogger(stderr), Verifier: sp.verifier}
+	out := &openedService{}
+	if sp.nats && sp.nf != nil {
+		if o, ok := sp.nf.options(getenv, natsbus.ConnName(sp.agent, hostname()), commandLogger(stderr)); ok {
+			bus, err := connectOptional(ctx, o, stderr)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", sp.cmd, err)
+			}
+			if bus != nil {
+				out.bus = bus
+				cfg.Publish = bus.PublishMessage
+			}
+		}
+	}
+	out.Service = service.NewMount(cfg)
+	return out, nil
+}
+
+// serviceError is a command's error of the service layer, with its
+// context: its kind gives the exit code (main's exitCode). A write kept
+// in a remote host's outbox says where and how it goes out.
+func serviceError(cmd string, err error) error {
+	var qe *remote.QueuedError
+	if errkind.Is(err, errkind.Queued) && errors.As(err, &qe) {
+		return errkind.New(errkind.Queued, "%s: %v; the message is kept in the outbox %s and is sent by the next remote command or `collab outbox flush --remote`",
+			cmd, qe.Err, filepath.Dir(qe.Path))
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
+}
