@@ -25,7 +25,6 @@ import (
 	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
-	"github.com/collabdev/collab/internal/workspace/delegate"
 	"github.com/collabdev/collab/internal/workspace/registry"
 	"github.com/collabdev/collab/presence"
 	"github.com/collabdev/collab/watcher"
@@ -101,61 +100,6 @@ func reportFlush(res remote.FlushResult, path string, stderr io.Writer) {
 	if res.Err != nil && !errors.Is(res.Err, remote.ErrQueued) {
 		fmt.Fprintf(stderr, "collab: warning: outbox: %v\n", res.Err)
 	}
-}
-
-// queuedError is the error of a write kept in the outbox: exit 5.
-func queuedError(cmd string, err error, path string) error {
-	var qe *remote.QueuedError
-	if errors.As(err, &qe) {
-		err = qe.Err
-	}
-	return &exitError{code: exitQueued, msg: fmt.Sprintf("%s: %v; the message is kept in the outbox %s and is sent by the next remote command or `collab outbox flush --remote`", cmd, err, path)}
-}
-
-// sendRemote posts m through the bridge: send --remote.
-// With w, it then waits for the reply as send --wait does.
-func sendRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, keyPath string, m *channel.Message, replyTo string, w *remoteWait, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	if replyTo != "" {
-		// The parent is on the mount: thread on its id.
-		m.SetParent(&channel.Message{ID: replyTo})
-	}
-	c, err := remoteClient(ctx, "send", rf, nf, m.From, keyPath, true, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	start := time.Now() // before the post: the wait follows the stream from here
-	_, err = c.Post(ctx, m)
-	switch {
-	case errors.Is(err, remote.ErrQueued):
-		return queuedError("send", err, c.OutboxPath())
-	case errors.Is(err, channel.ErrTooLarge):
-		return usageErrorf("send: %v", err)
-	case err != nil:
-		return fmt.Errorf("send: %w", err)
-	}
-	if w == nil {
-		return printSent(stdout, m, asJSON)
-	}
-	// As send --wait on the mount: the reply from the stream (the bridge
-	// publishes every file that lands), the delivery status from the
-	// bridge's status op.
-	fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
-	rw := replyWait{channel: m.SessionID, id: m.ID, timeout: w.timeout, json: asJSON, track: true,
-		opt: delegate.Options{NotFrom: m.From, Poll: w.poll, Trust: w.trust, Verifier: w.verifier},
-		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
-			return c.AwaitReply(ctx, m.SessionID, start, func(r *channel.Message) bool { return opt.IsReply(r, m.ID) })
-		},
-		status: func(ctx context.Context) (delivery.Status, error) { return c.Status(ctx, m.ID) },
-	}
-	return rw.run(ctx, nf, getenv, stdout, stderr)
-}
-
-// remoteWait is send --wait's settings for send --remote.
-type remoteWait struct {
-	timeout, poll time.Duration
-	trust         signing.Policy    // send --trust
-	verifier      *signing.Verifier // of send --keyring
 }
 
 // readRemote is read --remote: a page of the newest messages, or every

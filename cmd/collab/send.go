@@ -7,13 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/internal/transport/natsbus"
-	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/delegate"
-	"github.com/collabdev/collab/internal/workspace/registry"
 	"github.com/collabdev/collab/watcher"
 )
 
@@ -77,29 +77,11 @@ Flags:
 	if err != nil {
 		return err
 	}
-	signer, err := loadSigner(*keyf, from, getenv)
-	if err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	if err := checkChannel("send", *ch); err != nil {
-		return err
-	}
-	if *to != channel.Broadcast {
-		if !strings.Contains(*to, "@") {
-			if err := tree.CheckName("recipient", *to); err != nil {
-				return usageErrorf("send: %v", err)
-			}
-		}
-		// NAME@INSTANCE is the workflow agent NAME--INSTANCE.
-		id, err := workflow.ParseAddress(*to)
-		if err != nil {
-			return usageErrorf("send: --to: %v", err)
-		}
-		*to = id
-	}
-	if *replyTo != "" {
-		if _, err := channel.ParseID(*replyTo); err != nil {
-			return usageErrorf("send: --in-reply-to %q is not a message id", *replyTo)
+	// NAME@INSTANCE finds its instance's channel by itself (not to wait
+	// on: the wait starts before the post).
+	if *ch != "" || !strings.Contains(*to, "@") || *wait {
+		if err := checkChannel("send", *ch); err != nil {
+			return err
 		}
 	}
 	if fs.Changed("timeout") && !*wait {
@@ -119,84 +101,53 @@ Flags:
 	if err != nil {
 		return err
 	}
-
-	m := &channel.Message{
-		SessionID: *ch,
-		From:      from,
-		To:        *to,
-		Type:      *typ,
-		Content:   channel.Content{Text: body},
+	signer, err := loadSigner(*keyf, from, getenv)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
 	}
-	if *code != "" {
-		m.Content.Code = code
+	// Before the file: bad NATS credentials fail before anything is sent.
+	svc, err := openService(ctx, serviceSpec{cmd: "send", agent: from, root: root, rf: rf, nf: nf, keyPath: *keyf, needKey: true, nats: true}, getenv, stderr)
+	if err != nil {
+		return err
 	}
-	m.Metadata.Host = hostname()
-	// Inside a watcher's model run the message is one hop deeper than the
-	// one being answered, so the runaway guard sees agent-to-agent chains
-	// however they post; outside a run it is 0.
-	m.Metadata.Hops = watcher.RunHops(getenv) + 1
-	if *wait {
-		m.SetAwaitReply()
-	}
-	if rf.on {
-		var w *remoteWait
-		if *wait {
-			w = &remoteWait{timeout: *timeout, poll: *poll, trust: judged.opt.Trust, verifier: judged.opt.Verifier}
-		}
-		return sendRemote(ctx, rf, nf, *keyf, m, *replyTo, w, *asJSON, getenv, stdout, stderr)
-	}
-	if *replyTo != "" {
-		if parent, err := channel.Lookup(root, *ch, *replyTo); err == nil {
-			m.SetParent(&parent)
-		} else {
-			// The parent is elsewhere: thread on it all the same.
-			m.SetParent(&channel.Message{ID: *replyTo})
-			fmt.Fprintf(stderr, "collab: warning: replying to %s, which is not in channel %s: %v\n", *replyTo, *ch, shortErr(err))
-		}
-	}
-	if *to != channel.Broadcast && !registry.Known(root, *to) {
-		fmt.Fprintf(stderr, "collab: warning: %q is not a known agent (no registry entry or presence); sending anyway\n", *to)
-	}
-
-	var bus *natsbus.Bus
-	if o, ok := nf.options(getenv, natsbus.ConnName(from, hostname()), commandLogger(stderr)); ok {
-		// Before the file: bad credentials fail before anything is sent.
-		var err error
-		if bus, err = connectOptional(ctx, o, stderr); err != nil {
-			return fmt.Errorf("send: %w", err)
-		}
-		if bus != nil {
-			defer bus.Close()
-		}
-	}
+	defer svc.Close()
 	var waitFrom *channel.Reader
-	if *wait {
+	start := time.Now() // before the post: a remote wait follows the stream from here
+	if *wait && !svc.remote() {
 		// Before the file: the wait reads only what arrives after it.
-		var err error
 		if waitFrom, err = delegate.Before(root, *ch, delegate.Options{}); err != nil {
 			return fmt.Errorf("send: %w", err)
 		}
 	}
-	w := &channel.Writer{Root: root, Signer: signer}
-	if err := w.Post(m); err != nil {
-		if errors.Is(err, channel.ErrTooLarge) {
-			return usageErrorf("send: %v", err)
+	// Inside a watcher's model run the message is one hop deeper than the
+	// one being answered; outside a run it is 0.
+	actor := service.Actor{Name: from, Signer: signer, Hops: watcher.RunHops(getenv)}
+	res, err := svc.Post(ctx, actor, service.PostRequest{Channel: *ch, To: *to, Text: body, Code: *code, Type: *typ,
+		InReplyTo: *replyTo, AwaitReply: *wait})
+	if err != nil {
+		return svc.fail("send", err)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "collab: warning: %s\n", w)
+	}
+	m := &res.Message
+	if !*wait {
+		return printSent(stdout, m, *asJSON)
+	}
+	fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
+	rw := replyWait{root: root, channel: m.SessionID, id: m.ID, timeout: *timeout,
+		opt:  delegate.Options{NotFrom: m.From, Poll: *poll, Trust: judged.opt.Trust, Verifier: judged.opt.Verifier},
+		json: *asJSON, bus: svc.bus, reader: waitFrom, track: true}
+	if c := svc.client; c != nil {
+		// Through the bridge: the reply from the stream (the bridge
+		// publishes every file that lands), the delivery status from its
+		// status op.
+		rw.await = func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+			return c.AwaitReply(ctx, m.SessionID, start, func(r *channel.Message) bool { return opt.IsReply(r, m.ID) })
 		}
-		return fmt.Errorf("send: %w", err)
+		rw.status = func(ctx context.Context) (delivery.Status, error) { return c.Status(ctx, m.ID) }
 	}
-	if bus != nil {
-		if err := bus.PublishMessage(ctx, m); err != nil {
-			fmt.Fprintf(stderr, "collab: warning: sent as a file only: %v\n", err)
-		}
-	}
-	if *wait {
-		fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
-		rw := replyWait{root: root, channel: *ch, id: m.ID, timeout: *timeout,
-			opt:  delegate.Options{NotFrom: from, Poll: *poll, Trust: judged.opt.Trust, Verifier: judged.opt.Verifier},
-			json: *asJSON, bus: bus, reader: waitFrom, track: true}
-		return rw.run(ctx, nf, getenv, stdout, stderr)
-	}
-	return printSent(stdout, m, *asJSON)
+	return rw.run(ctx, nf, getenv, stdout, stderr)
 }
 
 // printSent prints what send prints for the message it sent: its id, or

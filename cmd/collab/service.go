@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
@@ -90,14 +89,17 @@ func openService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writ
 	return out, nil
 }
 
-// serviceError is a command's error of the service layer, with its
-// context: its kind gives the exit code (main's exitCode). A write kept
-// in a remote host's outbox says where and how it goes out.
-func serviceError(cmd string, err error) error {
-	var qe *remote.QueuedError
-	if errkind.Is(err, errkind.Queued) && errors.As(err, &qe) {
+// fail is a command's error of the service layer, with its context: its
+// kind gives the exit code (main's exitCode). A write kept in a remote
+// host's outbox says where it waits and how it goes out.
+func (o *openedService) fail(cmd string, err error) error {
+	if o.client != nil && errkind.Is(err, errkind.Queued) {
+		var qe *remote.QueuedError
+		if errors.As(err, &qe) {
+			err = qe.Err
+		}
 		return errkind.New(errkind.Queued, "%s: %v; the message is kept in the outbox %s and is sent by the next remote command or `collab outbox flush --remote`",
-			cmd, qe.Err, filepath.Dir(qe.Path))
+			cmd, err, o.client.OutboxPath())
 	}
 	return fmt.Errorf("%s: %w", cmd, err)
 }

@@ -43,6 +43,10 @@ func (s *Service) Post(ctx context.Context, a service.Actor, req service.PostReq
 		return service.Posted{Message: *m, Queued: true}, errkind.Wrap(errkind.Queued, err)
 	case errors.Is(err, remote.ErrNoKey), errors.Is(err, channel.ErrTooLarge):
 		return service.Posted{}, errkind.Wrap(errkind.Invalid, err)
+	case errors.As(err, new(*bridge.Error)):
+		// Refused by the bridge: the write is moved to the outbox's
+		// failed/ with the reason; the post failed (collab send: exit 1).
+		return service.Posted{}, errkind.Wrap(errkind.Failed, err)
 	}
 	return service.Posted{}, bridgeError(err)
 }
