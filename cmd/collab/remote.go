@@ -7,25 +7,21 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
-	"github.com/collabdev/collab/internal/workspace/registry"
 	"github.com/collabdev/collab/presence"
 	"github.com/collabdev/collab/watcher"
 )
@@ -159,99 +155,6 @@ func readRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent, ch, 
 	return c.Follow(ctx, ch, start, seen, func(m channel.Message) error {
 		return p.messages([]channel.Message{m})
 	})
-}
-
-// whoRemote is who --remote: the bridge's who --json, all agents or the
-// named ones, as JSON or as who's table.
-// With check, it prints nothing and its exit code is who --check's.
-func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, names []string, check *whoCheck, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	agent, err := actingAgent(ctx, "who", "agent", agent)
-	if err != nil {
-		return err
-	}
-	c, err := remoteClient(ctx, "who", rf, nf, agent, "", false, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	entries, err := c.Who(ctx)
-	if err != nil {
-		return err
-	}
-	if check != nil {
-		for _, e := range entries {
-			fresh := e.AgeSeconds != nil && time.Duration(*e.AgeSeconds)*time.Second <= check.staleAfter
-			bad := e.Forged || e.Verdict != "" && e.Verdict != signing.Verified.String() && e.Verdict != signing.Unsigned.String()
-			if e.Agent == check.agent && e.Status != nil && presence.IsAwake(e.State) && fresh && !bad {
-				return checkBacklog(*e.Status, e.Agent, time.Now(), check.maxBacklogAge)
-			}
-		}
-		return &exitError{code: exitFailure}
-	}
-	if len(names) > 0 {
-		entries = slices.DeleteFunc(entries, func(e delivery.WhoEntry) bool { return !slices.Contains(names, e.Agent) })
-	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(entries)
-	}
-	if len(entries) == 0 {
-		fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
-	}
-	now := time.Now()
-	rows := make([]delivery.AgentRow, len(entries))
-	for i, e := range entries {
-		rows[i] = delivery.AgentRow{Agent: e.Agent, State: e.State, Status: e.Status}
-		if e.AgeSeconds != nil {
-			rows[i].Age, rows[i].HasAge = time.Duration(*e.AgeSeconds)*time.Second, true
-		}
-		if e.Status == nil && e.Host != "" {
-			rows[i].Reg = &registry.Agent{ID: e.Agent, Host: e.Host, Role: e.Role}
-		}
-		// The bridge's verdict, and whether it marked the heartbeat.
-		if v, ok := signing.ParseVerdict(e.Verdict); ok && e.Verdict != "" {
-			rows[i].Verdict = v
-			rows[i].Marked = e.Forged || v != signing.Verified && v != signing.Unsigned
-		}
-	}
-	return whoTable(stdout, rows, now)
-}
-
-// whoCheck is who --check's agent and --max-backlog-age.
-type whoCheck struct {
-	agent         string
-	staleAfter    time.Duration // --stale-after: the bridge judges by the default
-	maxBacklogAge time.Duration
-}
-
-// statusRemote is status --remote: the bridge's status --json.
-func statusRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent, id string, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	agent, err := actingAgent(ctx, "status", "agent", agent)
-	if err != nil {
-		return err
-	}
-	c, err := remoteClient(ctx, "status", rf, nf, agent, "", false, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	st, err := c.Status(ctx, id)
-	var be *bridge.Error
-	if errors.As(err, &be) && be.Code == bridge.CodeNotFound {
-		return &exitError{code: exitNothing, msg: fmt.Sprintf("status: %v", err)}
-	}
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
-	}
-	return statusText(stdout, st, time.Now())
 }
 
 func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

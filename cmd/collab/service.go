@@ -103,3 +103,21 @@ func (o *openedService) fail(cmd string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", cmd, err)
 }
+
+// openReadService opens the service of a command that reads (read, who,
+// status): on the mount at root, judging signatures by the keyring ring
+// (--keyring); through a bridge as agent (--agent, for its subjects and
+// state).
+func openReadService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, agent string, root tree.Root, ring string, getenv env, stderr io.Writer) (*openedService, error) {
+	sp := serviceSpec{cmd: cmd, root: root, rf: rf, nf: nf}
+	if rf.on {
+		a, err := actingAgent(ctx, cmd, "agent", agent)
+		if err != nil {
+			return nil, err
+		}
+		sp.agent = a
+	} else {
+		sp.verifier = verifierFor(root, openKeyring(root, ring), stderr)
+	}
+	return openService(ctx, sp, getenv, stderr)
+}

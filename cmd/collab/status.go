@@ -3,16 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"text/tabwriter"
 	"time"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/presence"
 )
@@ -59,32 +57,14 @@ Flags:
 	if flags.NArg() != 1 {
 		return usageErrorf("status: give one message id")
 	}
-	id := flags.Arg(0)
-	if _, err := channel.ParseID(id); err != nil {
-		return usageErrorf("status: %q is not a message id", id)
-	}
-	if rf.on {
-		return statusRemote(ctx, rf, nf, *ragent, id, *asJSON, getenv, stdout, stderr)
-	}
-	root := tree.Resolve(*rootf, getenv)
-	if *ch != "" {
-		if err := checkChannel("status", *ch); err != nil {
-			return err
-		}
-	} else {
-		found, err := delivery.FindChannel(root, id)
-		if err != nil {
-			return &exitError{code: exitNothing, msg: fmt.Sprintf("status: %v", err)}
-		}
-		*ch = found
-	}
-	opt := delivery.Options{Host: hostname(), Verifier: verifierFor(root, openKeyring(root, *ringf), stderr)}
-	st, err := delivery.Of(root, *ch, id, opt)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &exitError{code: exitNothing, msg: fmt.Sprintf("status: no message %s in channel %s", id, *ch)}
-	}
+	svc, err := openReadService(ctx, "status", rf, nf, *ragent, tree.Resolve(*rootf, getenv), *ringf, getenv, stderr)
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
+		return err
+	}
+	defer svc.Close()
+	st, err := svc.Status(ctx, service.StatusRequest{Channel: *ch, ID: flags.Arg(0)})
+	if err != nil {
+		return svc.fail("status", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

@@ -81,6 +81,9 @@ type WhoRequest struct {
 	// StaleAfter is how old a heartbeat may be before its agent is
 	// STALE; default presence.DefaultStaleAfter.
 	StaleAfter time.Duration
+	// Warn, if set, is told of each presence or registry file that cannot
+	// be read (skipped); default the Service's logger.
+	Warn func(msg string)
 }
 
 // ReadRequest asks a page of a channel's messages: the newest Limit
@@ -165,6 +168,10 @@ func Addressee(to string) (string, error) {
 	}
 	return id, nil
 }
+
+// AgentID reads an agent as people name it (NAME or NAME@INSTANCE) and
+// returns its id on disk; a bad name is Invalid.
+func AgentID(s string) (string, error) { return parseAgent("agent", s) }
 
 // parseAgent reads an agent named as people type it: NAME (a tree name,
 // kind naming it in the error) or NAME@INSTANCE.

@@ -142,18 +142,24 @@ func (m *Mount) deliveryOptions() delivery.Options {
 // Who gathers the who board on the mount, each heartbeat judged by the
 // Verifier; unreadable files are logged and skipped.
 func (m *Mount) Who(_ context.Context, req WhoRequest) ([]delivery.AgentRow, error) {
-	for _, n := range req.Names {
-		if err := tree.CheckName("agent", n); err != nil {
-			return nil, errkind.Wrap(errkind.Invalid, err)
+	names := make([]string, len(req.Names))
+	for i, n := range req.Names {
+		id, err := parseAgent("agent", n)
+		if err != nil {
+			return nil, err
 		}
+		names[i] = id
 	}
+	req.Names = names
 	stale := req.StaleAfter
 	if stale <= 0 {
 		stale = presence.DefaultStaleAfter
 	}
-	rows, err := delivery.Who(m.cfg.Root, req.Names, m.cfg.Now(), stale, m.cfg.Host, func(msg string) {
-		m.cfg.Logger.Warn("who: " + msg)
-	})
+	warn := req.Warn
+	if warn == nil {
+		warn = func(msg string) { m.cfg.Logger.Warn("who: " + msg) }
+	}
+	rows, err := delivery.Who(m.cfg.Root, req.Names, m.cfg.Now(), stale, m.cfg.Host, warn)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []delivery.AgentRow{}, nil
 	}

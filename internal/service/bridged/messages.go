@@ -72,13 +72,21 @@ func (s *Service) Status(ctx context.Context, req service.StatusRequest) (delive
 // heartbeats' signatures (with the tree's keyring) and their staleness
 // (by the default).
 func (s *Service) Who(ctx context.Context, req service.WhoRequest) ([]delivery.AgentRow, error) {
+	names := make([]string, len(req.Names))
+	for i, n := range req.Names {
+		id, err := service.AgentID(n)
+		if err != nil {
+			return nil, err
+		}
+		names[i] = id
+	}
 	entries, err := s.c.Who(ctx)
 	if err != nil {
 		return nil, bridgeError(err)
 	}
 	rows := make([]delivery.AgentRow, 0, len(entries))
 	for _, e := range entries {
-		if len(req.Names) > 0 && !slices.Contains(req.Names, e.Agent) {
+		if len(names) > 0 && !slices.Contains(names, e.Agent) {
 			continue
 		}
 		r := delivery.AgentRow{Agent: e.Agent, State: e.State, Status: e.Status}
