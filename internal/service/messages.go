@@ -88,12 +88,15 @@ type WhoRequest struct {
 
 // ReadRequest asks a page of a channel's messages: the newest Limit
 // (after Since when given: a message id or an ISO-8601 time, as
-// channel.NewestSince takes it), or with Before the Limit messages just
-// before message Before.
+// channel.NewestSince takes it); with Before the Limit messages just
+// before message Before; with After the Limit messages after message
+// After in channel order (paging forward: More then says later ones were
+// left out). Since, Before and After go one at a time.
 type ReadRequest struct {
 	Channel string
 	Since   string
 	Before  string
+	After   string
 	Limit   int
 }
 

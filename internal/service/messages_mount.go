@@ -178,10 +178,20 @@ func (m *Mount) Read(_ context.Context, req ReadRequest) (Page, error) {
 	if req.Limit < 0 {
 		return Page{}, errkind.New(errkind.Invalid, "limit must not be negative")
 	}
-	if req.Before != "" {
-		if req.Since != "" {
-			return Page{}, errkind.New(errkind.Invalid, "before and since together")
+	if (req.Since != "") && (req.Before != "") || (req.After != "") && (req.Since != "" || req.Before != "") {
+		return Page{}, errkind.New(errkind.Invalid, "since, before and after go one at a time")
+	}
+	if req.After != "" {
+		if _, err := channel.ParseID(req.After); err != nil {
+			return Page{}, errkind.New(errkind.Invalid, "after: %w", err)
 		}
+		msgs, more, _, err := channel.Following(m.cfg.Root, req.Channel, req.After, req.Limit)
+		if err != nil {
+			return Page{}, errkind.Wrap(errkind.Of(err), fmt.Errorf("read channel: %w", err))
+		}
+		return Page{Messages: msgs, More: more > 0}, nil
+	}
+	if req.Before != "" {
 		if _, err := channel.ParseID(req.Before); err != nil {
 			return Page{}, errkind.New(errkind.Invalid, "before %q is not a message id", req.Before)
 		}

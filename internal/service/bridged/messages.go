@@ -106,8 +106,9 @@ func (s *Service) Who(ctx context.Context, req service.WhoRequest) ([]delivery.A
 	return rows, nil
 }
 
-// Read is the bridge's read op: the newest Limit after Since. A page
-// before a message is not served by the bridge.
+// Read is the bridge's read op: the newest Limit after Since, or the
+// Limit after message After. A page before a message is not served by
+// the bridge.
 func (s *Service) Read(ctx context.Context, req service.ReadRequest) (service.Page, error) {
 	if req.Before != "" {
 		return service.Page{}, errkind.New(errkind.Unavailable, "read: a page before a message is not served through a bridge")
@@ -115,7 +116,13 @@ func (s *Service) Read(ctx context.Context, req service.ReadRequest) (service.Pa
 	if req.Limit < 0 {
 		return service.Page{}, errkind.New(errkind.Invalid, "limit must not be negative")
 	}
-	p, err := s.c.ReadSince(ctx, req.Channel, req.Since, req.Limit)
+	var p remote.Page
+	var err error
+	if req.After != "" {
+		p, err = s.c.Read(ctx, req.Channel, req.After, req.Limit)
+	} else {
+		p, err = s.c.ReadSince(ctx, req.Channel, req.Since, req.Limit)
+	}
 	if err != nil {
 		return service.Page{}, bridgeError(err)
 	}
