@@ -87,9 +87,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -253,7 +255,8 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 // addTool registers a tool whose arguments are In (json tags name them,
 // jsonschema tags describe them) and whose result is Out. An error from h
-// becomes a tool error the model sees.
+// of kind errkind.Invalid (the arguments are wrong) is a JSON-RPC invalid
+// params error; any other becomes a tool error the model sees.
 func addTool[In, Out any](s *Server, name, description string, h func(ctx context.Context, in In) (Out, error)) {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: name, Description: description},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
@@ -261,6 +264,15 @@ func addTool[In, Out any](s *Server, name, description string, h func(ctx contex
 			if err != nil {
 				s.cfg.Logger.Info("tool failed", keyTool, name, keyErr, err)
 			}
-			return nil, out, err
+			return nil, out, toolError(err)
 		})
+}
+
+// toolError is the error a tool answers with: a JSON-RPC invalid params
+// error for an error of kind errkind.Invalid, else err (a tool error).
+func toolError(err error) error {
+	if k, ok := errkind.Carried(err); ok && k == errkind.Invalid {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return err
 }
