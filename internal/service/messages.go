@@ -24,6 +24,9 @@ type Messages interface {
 	Who(ctx context.Context, req WhoRequest) ([]delivery.AgentRow, error)
 	// Read returns a page of a channel's messages (see [ReadRequest]).
 	Read(ctx context.Context, req ReadRequest) (Page, error)
+	// ExpectReply prepares, before a request is posted on channel ch,
+	// the wait for its reply (see [Waiter]).
+	ExpectReply(ctx context.Context, ch string) (Waiter, error)
 }
 
 // PostRequest is what to post. The rules, the same through every door:

@@ -14,6 +14,7 @@ import (
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/remote"
+	"github.com/collabdev/collab/internal/workspace/delegate"
 	"github.com/collabdev/collab/internal/workspace/registry"
 )
 
@@ -161,3 +162,22 @@ func bridgeError(err error) error {
 	}
 	return errkind.Wrap(errkind.Of(err), err)
 }
+
+// ExpectReply follows ch on the NATS stream from now (the bridge
+// publishes every message that lands on the mount, a foreign writer's
+// too), so a reply is seen whatever its writer's clock says.
+func (s *Service) ExpectReply(_ context.Context, ch string) (service.Waiter, error) {
+	return streamWaiter{c: s.c, ch: ch, start: time.Now()}, nil
+}
+
+type streamWaiter struct {
+	c     *remote.Client
+	ch    string
+	start time.Time
+}
+
+func (w streamWaiter) Wait(ctx context.Context, id string, opt delegate.Options) (channel.Message, error) {
+	return w.c.AwaitReply(ctx, w.ch, w.start, func(m *channel.Message) bool { return opt.IsReply(m, id) })
+}
+
+func (streamWaiter) Close() {}

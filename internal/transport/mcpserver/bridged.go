@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/remote"
-	"github.com/collabdev/collab/internal/workspace/delegate"
 	"github.com/collabdev/collab/internal/workspace/documents"
 	"github.com/collabdev/collab/internal/workspace/inbox"
 	"github.com/collabdev/collab/internal/workspace/task"
@@ -23,16 +21,6 @@ import (
 type bridged struct {
 	cfg *Config
 	c   *remote.Client
-}
-
-// awaiter follows ch on the stream from now (the bridge publishes every
-// message that lands on the mount, a foreign writer's too), so a reply is
-// seen whatever its writer's clock says.
-func (b bridged) awaiter(_ context.Context, ch string, opt delegate.Options) (func(context.Context, string) (channel.Message, error), func(), error) {
-	start := b.cfg.Now()
-	return func(ctx context.Context, id string) (channel.Message, error) {
-		return b.c.AwaitReply(ctx, ch, start, func(m *channel.Message) bool { return opt.IsReply(m, id) })
-	}, func() {}, nil
 }
 
 func (b bridged) inbox(ch string) (inboxStore, error) {

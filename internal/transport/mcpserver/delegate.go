@@ -72,11 +72,11 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 			}
 		}}
 	// Before the request: the wait reads only what arrives after it.
-	wait, stop, err := s.store.awaiter(ctx, s.cfg.Channel, opt)
+	waiter, err := s.svc.ExpectReply(ctx, s.cfg.Channel)
 	if err != nil {
 		return SendAndWaitResult{}, err
 	}
-	defer stop()
+	defer waiter.Close()
 	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) { r.AwaitReply = true })
 	if err != nil {
 		return SendAndWaitResult{}, err
@@ -87,7 +87,7 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	reply, err := wait(wctx, m.ID)
+	reply, err := waiter.Wait(wctx, m.ID, opt)
 	switch {
 	case err == nil:
 		v := s.view(&reply)

@@ -4,23 +4,18 @@ import (
 	"context"
 	"errors"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/workflow"
-	"github.com/collabdev/collab/internal/workspace/delegate"
 	"github.com/collabdev/collab/internal/workspace/documents"
 	"github.com/collabdev/collab/internal/workspace/inbox"
 	"github.com/collabdev/collab/internal/workspace/task"
 )
 
-// store is where the tools read and write: the files of a mounted tree
-// (files, the default) or a bridge over NATS (bridged, when Config.Remote
-// is set). The tools' rules (identity, limits, the views they return) are
-// the same over both; a store only moves the data.
+// store is where the inbox, document and task tools read and write: the
+// files of a mounted tree (files, the default) or a bridge over NATS
+// (bridged, when Config.Remote is set). The messages tools call the
+// service (Server.svc). The tools' rules (identity, limits, the views
+// they return) are the same over both; a store only moves the data.
 type store interface {
-	// awaiter returns, before a request is posted on ch, the function that
-	// waits for its reply, and a function that releases what it holds.
-	awaiter(ctx context.Context, ch string, opt delegate.Options) (wait func(ctx context.Context, id string) (channel.Message, error), stop func(), err error)
-
 	// The stores of one channel's inbox, documents and task board.
 	inbox(ch string) (inboxStore, error)
 	documents(ch string) (docStore, error)
@@ -59,26 +54,6 @@ type taskStore interface {
 
 // files is the store of a mounted tree: today's packages over Config.Root.
 type files struct{ cfg *Config }
-
-func (f files) awaiter(ctx context.Context, ch string, opt delegate.Options) (func(context.Context, string) (channel.Message, error), func(), error) {
-	stop := func() {}
-	if f.cfg.Wake != nil {
-		wake, stopWake, err := f.cfg.Wake(ctx)
-		if err != nil {
-			f.cfg.Logger.Warn("waiting by polling only", keyErr, err)
-		} else {
-			opt.Wake, stop = wake, stopWake
-		}
-	}
-	r, err := delegate.Before(f.cfg.Root, ch, opt)
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return func(ctx context.Context, id string) (channel.Message, error) {
-		return delegate.WaitWith(ctx, r, id, opt)
-	}, stop, nil
-}
 
 func (f files) inbox(ch string) (inboxStore, error) {
 	box, err := inbox.New(f.cfg.Root, f.cfg.Agent, inbox.Options{Channels: []string{ch}, Now: f.cfg.Now,
