@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"strings"
-	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
@@ -111,13 +110,13 @@ Flags:
 		return err
 	}
 	defer svc.Close()
-	var waitFrom *channel.Reader
-	start := time.Now() // before the post: a remote wait follows the stream from here
-	if *wait && !svc.remote() {
-		// Before the file: the wait reads only what arrives after it.
-		if waitFrom, err = delegate.Before(root, *ch, delegate.Options{}); err != nil {
-			return fmt.Errorf("send: %w", err)
+	var waiter service.Waiter
+	if *wait {
+		// Before the post: the wait sees every reply, however soon.
+		if waiter, err = svc.ExpectReply(ctx, *ch); err != nil {
+			return svc.fail("send", err)
 		}
+		defer waiter.Close()
 	}
 	// Inside a watcher's model run the message is one hop deeper than the
 	// one being answered; outside a run it is 0.
@@ -137,15 +136,13 @@ Flags:
 	fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
 	rw := replyWait{root: root, channel: m.SessionID, id: m.ID, timeout: *timeout,
 		opt:  delegate.Options{NotFrom: m.From, Poll: *poll, Trust: judged.opt.Trust, Verifier: judged.opt.Verifier},
-		json: *asJSON, bus: svc.bus, reader: waitFrom, track: true}
-	if c := svc.client; c != nil {
-		// Through the bridge: the reply from the stream (the bridge
-		// publishes every file that lands), the delivery status from its
-		// status op.
-		rw.await = func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
-			return c.AwaitReply(ctx, m.SessionID, start, func(r *channel.Message) bool { return opt.IsReply(r, m.ID) })
-		}
-		rw.status = func(ctx context.Context) (delivery.Status, error) { return c.Status(ctx, m.ID) }
+		json: *asJSON, bus: svc.bus, track: true, remote: svc.remote(),
+		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+			return waiter.Wait(ctx, m.ID, opt)
+		},
+		status: func(ctx context.Context) (delivery.Status, error) {
+			return svc.Status(ctx, service.StatusRequest{Channel: m.SessionID, ID: m.ID})
+		},
 	}
 	return rw.run(ctx, nf, getenv, stdout, stderr)
 }

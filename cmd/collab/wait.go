@@ -139,11 +139,12 @@ type replyWait struct {
 	// and end with exit 4 once every addressee is refused, failed or
 	// undeliverable (send --wait). Guard notices are then not replies.
 	track bool
-	// await and status, if set, stand for the tree (send --wait
-	// --remote): await waits for the reply, status is the message's
-	// delivery status.
+	// await and status, if set, stand for the tree (send --wait, through
+	// the service): await waits for the reply, status is the message's
+	// delivery status. remote: they go through a bridge.
 	await  func(ctx context.Context, opt delegate.Options) (channel.Message, error)
 	status func(ctx context.Context) (delivery.Status, error)
+	remote bool
 }
 
 // forgedReply is what a wait prints on stderr of a reply its trust
@@ -170,7 +171,7 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 		ctx, cancel = context.WithTimeout(ctx, w.timeout)
 		defer cancel()
 	}
-	if o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), commandLogger(stderr)); ok && w.bus == nil && w.await == nil {
+	if o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), commandLogger(stderr)); ok && w.bus == nil && !w.remote {
 		bus, err := connectOptional(ctx, o, stderr)
 		if err != nil {
 			return fmt.Errorf("wait: %w", err)
@@ -237,6 +238,8 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 			switch {
 			case w.reader != nil:
 				delegate.WaitWith(ctx, w.reader, w.id, w.opt)
+			case w.await != nil && !w.remote:
+				w.await(ctx, w.opt) // one more scan of the mount
 			case w.await != nil:
 				// From the stream: what has landed comes again at once
 				// (a forgery reported already too); a second for one
@@ -254,7 +257,7 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 		}
 	}
 	switch {
-	case errors.Is(err, context.DeadlineExceeded) && w.await != nil:
+	case errors.Is(err, context.DeadlineExceeded) && w.remote:
 		return &exitError{code: exitNothing, msg: fmt.Sprintf("no reply to %s within %s; see what comes with: collab read --remote --channel %s --since %s --follow",
 			w.id, w.timeout, w.channel, w.id)}
 	case errors.Is(err, context.DeadlineExceeded):
