@@ -16,10 +16,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
 	"github.com/collabdev/collab/presence"
@@ -96,65 +94,6 @@ func reportFlush(res remote.FlushResult, path string, stderr io.Writer) {
 	if res.Err != nil && !errors.Is(res.Err, remote.ErrQueued) {
 		fmt.Fprintf(stderr, "collab: warning: outbox: %v\n", res.Err)
 	}
-}
-
-// readRemote is read --remote: a page of the newest messages, or every
-// message after --since ID (at most --limit), then with follow the new
-// ones from the stream.
-func readRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent, ch, since string, limit int, follow bool, p printer, getenv env, stderr io.Writer) error {
-	if since != "" {
-		if _, err := channel.ParseID(since); err != nil {
-			return usageErrorf("read: with --remote, --since takes a message id, not %q", since)
-		}
-	}
-	agent, err := actingAgent(ctx, "read", "agent", agent)
-	if err != nil {
-		return err
-	}
-	c, err := remoteClient(ctx, "read", rf, nf, agent, "", false, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	var seen []string
-	last := since
-	for printed := 0; ; {
-		n := limit
-		if since != "" && limit > 0 {
-			n = min(limit-printed, bridge.MaxReadLimit)
-		}
-		page, err := c.Read(ctx, ch, last, n)
-		if err != nil {
-			return err
-		}
-		for _, o := range page.Omitted {
-			fmt.Fprintf(stderr, "collab: message %s not shown: %s; read it on the mount\n", tree.Printable(o.ID), tree.Printable(o.Omitted))
-		}
-		if err := p.messages(page.Messages); err != nil {
-			return err
-		}
-		for _, m := range page.Messages {
-			seen = append(seen, m.ID)
-		}
-		printed += len(page.Messages) + len(page.Omitted)
-		if page.Last != "" {
-			last = page.Last
-		}
-		// The newest page is one page; after an id, page on to the end.
-		if since == "" || !page.More || page.Last == "" || limit > 0 && printed >= limit {
-			break
-		}
-	}
-	if !follow {
-		return nil
-	}
-	start := time.Now()
-	if n, err := channel.ParseID(last); err == nil {
-		start = n.Time
-	}
-	return c.Follow(ctx, ch, start, seen, func(m channel.Message) error {
-		return p.messages([]channel.Message{m})
-	})
 }
 
 func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {

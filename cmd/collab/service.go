@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -82,6 +83,7 @@ func openService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writ
 			if bus != nil {
 				out.bus = bus
 				cfg.Publish = bus.PublishMessage
+				cfg.Wake = busWake(bus)
 			}
 		}
 	}
@@ -120,4 +122,22 @@ func openReadService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsF
 		sp.verifier = verifierFor(root, openKeyring(root, ring), stderr)
 	}
 	return openService(ctx, sp, getenv, stderr)
+}
+
+// busWake is the service's Wake on bus: the names of the message files
+// announced on a channel.
+func busWake(bus *natsbus.Bus) func(ctx context.Context, ch string) (<-chan string, func(), error) {
+	return func(_ context.Context, ch string) (<-chan string, func(), error) {
+		wake := make(chan string, 256)
+		sub, err := bus.Subscribe([]string{ch}, func(m channel.Message) {
+			select {
+			case wake <- m.File:
+			default: // the next poll finds it
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return wake, sub.Stop, nil
+	}
 }

@@ -27,6 +27,9 @@ type Messages interface {
 	// ExpectReply prepares, before a request is posted on channel ch,
 	// the wait for its reply (see [Waiter]).
 	ExpectReply(ctx context.Context, ch string) (Waiter, error)
+	// Follow calls fn with a channel's new messages as they come, until
+	// ctx ends (see [FollowRequest]).
+	Follow(ctx context.Context, req FollowRequest, fn func([]channel.Message) error) error
 }
 
 // PostRequest is what to post. The rules, the same through every door:
@@ -111,6 +114,9 @@ type Page struct {
 	// Omitted are messages too big for a bridge's reply (bridged only):
 	// their ids, to be read on the mount.
 	Omitted []string
+	// Last is the id of the page's last message, omitted ones included:
+	// the After of the next page.
+	Last string
 }
 
 // NewMessage makes the message a post writes, by the rules of

@@ -189,7 +189,11 @@ func (m *Mount) Read(_ context.Context, req ReadRequest) (Page, error) {
 		if err != nil {
 			return Page{}, errkind.Wrap(errkind.Of(err), fmt.Errorf("read channel: %w", err))
 		}
-		return Page{Messages: msgs, More: more > 0}, nil
+		p := Page{Messages: msgs, More: more > 0}
+		if len(msgs) > 0 {
+			p.Last = msgs[len(msgs)-1].Key()
+		}
+		return p, nil
 	}
 	if req.Before != "" {
 		if _, err := channel.ParseID(req.Before); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/collabdev/collab/channel"
@@ -127,7 +128,7 @@ func (s *Service) Read(ctx context.Context, req service.ReadRequest) (service.Pa
 	if err != nil {
 		return service.Page{}, bridgeError(err)
 	}
-	out := service.Page{Messages: p.Messages, More: p.More}
+	out := service.Page{Messages: p.Messages, More: p.More, Last: p.Last}
 	for _, o := range p.Omitted {
 		out.Omitted = append(out.Omitted, o.ID)
 	}
@@ -181,3 +182,22 @@ func (w streamWaiter) Wait(ctx context.Context, id string, opt delegate.Options)
 }
 
 func (streamWaiter) Close() {}
+
+// Follow reads the channel's new messages from the CHAT stream (the
+// bridge publishes every file that lands on the mount), from req.From's
+// floor (nil: now), passing over those its Seen names.
+func (s *Service) Follow(ctx context.Context, req service.FollowRequest, fn func([]channel.Message) error) error {
+	start := time.Now()
+	var seen []string
+	if req.From != nil {
+		start = req.From.Floor
+		for _, name := range req.From.Seen {
+			seen = append(seen, strings.TrimSuffix(name, ".json"))
+		}
+	}
+	err := s.c.Follow(ctx, req.Channel, start, seen, func(m channel.Message) error { return fn([]channel.Message{m}) })
+	if err != nil && ctx.Err() == nil {
+		return bridgeError(err)
+	}
+	return err
+}
