@@ -17,6 +17,7 @@ import (
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/workflow"
 )
 
 // Bounds of the API's reads.
@@ -305,7 +306,10 @@ func (s *Server) apiPost(w http.ResponseWriter, r *http.Request) {
 
 // AgentView is one agent on the who board.
 type AgentView struct {
-	Agent            string    `json:"agent"`
+	Agent string `json:"agent"`
+	// Address is how people name the agent: NAME@INSTANCE for an agent
+	// of a workflow instance (workflow.Address), else its id.
+	Address          string    `json:"address"`
 	State            string    `json:"state"` // as who shows it: AWAKE/IDLE, STALE, OFFLINE, …
 	Host             string    `json:"host,omitempty"`
 	Channels         []string  `json:"channels,omitempty"`
@@ -329,7 +333,7 @@ func (s *Server) Who(ctx context.Context) ([]AgentView, error) {
 		if st == nil {
 			continue
 		}
-		v := AgentView{Agent: r.Agent, State: r.State,
+		v := AgentView{Agent: r.Agent, Address: workflow.Address(r.Agent), State: r.State,
 			Host: st.Host, Channels: st.Channels, Backlog: st.Backlog, OldestUnanswered: st.OldestUnanswered,
 			LastReply: st.LastReply, Working: st.MessageID, Verdict: r.Verdict.String()}
 		if len(v.Channels) == 0 && st.Channel != "" {

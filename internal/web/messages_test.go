@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/presence"
 )
 
 // TestAPIPostIsAPersons: a person's post from the dashboard carries hops
@@ -49,5 +51,21 @@ func TestAPIPostIsAPersons(t *testing.T) {
 	defer mu.Unlock()
 	if len(published) != 1 || published[0] != v.ID {
 		t.Errorf("published %v; want %s", published, v.ID)
+	}
+}
+
+// TestWhoShowsInstanceAgentsByAddress: the who board names an agent of a
+// workflow instance as NAME@INSTANCE.
+func TestWhoShowsInstanceAgentsByAddress(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	if err := presence.Write(ts.root, presence.Status{AgentID: "coder--i1", State: presence.StateAwake, Substate: presence.SubIdle}); err != nil {
+		t.Fatal(err)
+	}
+	code, body := ts.do(t, "GET", "/api/who", "")
+	if code != http.StatusOK || !strings.Contains(body, `"agent":"coder--i1"`) || !strings.Contains(body, `"address":"coder@i1"`) {
+		t.Errorf("who: %d %s; want coder--i1 at coder@i1", code, body)
+	}
+	if _, board := ts.do(t, "GET", "/board", ""); !strings.Contains(board, `<a href="/agents/coder--i1">coder@i1</a>`) {
+		t.Errorf("board: %s", board)
 	}
 }
