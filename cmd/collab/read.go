@@ -22,10 +22,8 @@ import (
 	"github.com/collabdev/collab/watcher"
 )
 
-func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("read", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab read --channel C [--since ID|DURATION] [--limit N] [--follow] [--json]
+// readUsage is read's help, before its flags.
+const readUsage = `Usage: collab read --channel C [--since ID|DURATION] [--limit N] [--follow] [--json]
 
 Print a channel as a transcript, oldest first. With --follow, keep printing
 new messages as they arrive, like tail -f, until interrupted.
@@ -46,7 +44,12 @@ stream. --root is not used; signatures are checked against --keyring (a
 copy of the tree's keys), else shown as not verified here.
 
 Flags:
-`)
+`
+
+func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("read", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, readUsage)
 		fs.PrintDefaults()
 	}
 	ch := channelFlag(fs, "channel")

@@ -96,10 +96,8 @@ func reportFlush(res remote.FlushResult, path string, stderr io.Writer) {
 	}
 }
 
-func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("outbox", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab outbox [ls|flush] --agent A [--remote] [--json]
+// outboxUsage is outbox's help, before its flags.
+const outboxUsage = `Usage: collab outbox [ls|flush] --agent A [--remote] [--json]
 
 The outbox of a host without the mount: the writes of 'collab send
 --remote' that the bridge has not acknowledged yet, kept in
@@ -112,7 +110,12 @@ the outbox, oldest first, for at most 10 seconds.
           when some are still waiting because it cannot be reached
 
 Flags:
-`)
+`
+
+func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("outbox", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, outboxUsage)
 		fs.PrintDefaults()
 	}
 	agent := agentFlag(fs, "", "the agent whose outbox it is", true)
@@ -157,6 +160,12 @@ Flags:
 		fmt.Fprintln(stdout, "outbox empty")
 		return nil
 	}
+	return listOutbox(state, *asJSON, stdout, stderr)
+}
+
+// listOutbox is outbox ls: the waiting and the refused writes of the
+// outbox under state, as lines or as JSON.
+func listOutbox(state string, asJSON bool, stdout, stderr io.Writer) error {
 	waiting, err := remote.Pending(state)
 	if err != nil {
 		return err
@@ -165,7 +174,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		type entry struct {
 			remote.Entry
 			File string `json:"file"`

@@ -43,6 +43,7 @@ type serviceSpec struct {
 // openedService is a command's service and what it holds.
 type openedService struct {
 	service.Service
+	root   tree.Root      // the mount's (serviceSpec.root)
 	client *remote.Client // through a bridge; nil on the mount
 	bus    *natsbus.Bus   // NATS on the mount; nil without
 }
@@ -70,10 +71,10 @@ func openService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writ
 		if err != nil {
 			return nil, err
 		}
-		return &openedService{Service: bridged.New(c), client: c}, nil
+		return &openedService{Service: bridged.New(c), root: sp.root, client: c}, nil
 	}
 	cfg := service.Config{Root: sp.root, Host: hostname(), Logger: commandLogger(stderr), Verifier: sp.verifier}
-	out := &openedService{}
+	out := &openedService{root: sp.root}
 	if sp.nats && sp.nf != nil {
 		if o, ok := sp.nf.options(getenv, natsbus.ConnName(sp.agent, hostname()), commandLogger(stderr)); ok {
 			bus, err := connectOptional(ctx, o, stderr)

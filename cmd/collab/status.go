@@ -15,10 +15,8 @@ import (
 	"github.com/collabdev/collab/presence"
 )
 
-func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("status", stderr)
-	flags.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab status MSG-ID [--channel C] [--json]
+// statusUsage is status's help, before its flags.
+const statusUsage = `Usage: collab status MSG-ID [--channel C] [--json]
 
 Show where a message stands for each agent it is addressed to (to, its
 @mentions, a known agent named by its first word):
@@ -41,7 +39,12 @@ status is asked of a bridge over NATS (--nats), as --agent; --root is not
 used.
 
 Flags:
-`)
+`
+
+func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	flags := newFlags("status", stderr)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, statusUsage)
 		flags.PrintDefaults()
 	}
 	ch := channelFlag(flags, "the message's channel (default: look in every channel)")

@@ -18,10 +18,8 @@ import (
 	"github.com/collabdev/collab/presence"
 )
 
-func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("who", stderr)
-	flags.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab who [AGENT…] [--json] [--stale-after D]
+// whoUsage is who's help, before its flags.
+const whoUsage = `Usage: collab who [AGENT…] [--json] [--stale-after D]
        collab who --check AGENT [--max-backlog-age D]
 
 Show the presence of every agent, or of the named ones, sorted by name:
@@ -67,7 +65,12 @@ used. --check then goes by the bridge's judgement of the heartbeat (its
 state and whether it is forged).
 
 Flags:
-`)
+`
+
+func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	flags := newFlags("who", stderr)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, whoUsage)
 		flags.PrintDefaults()
 	}
 	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, verdict, status (the heartbeat as written)")
