@@ -30,6 +30,9 @@ type Messages interface {
 	// Follow calls fn with a channel's new messages as they come, until
 	// ctx ends (see [FollowRequest]).
 	Follow(ctx context.Context, req FollowRequest, fn func([]channel.Message) error) error
+	// Audit checks the signatures of a channel's messages and claims
+	// (see [AuditRequest]); the mount's only.
+	Audit(ctx context.Context, req AuditRequest) (Audit, error)
 }
 
 // PostRequest is what to post. The rules, the same through every door:

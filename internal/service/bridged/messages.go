@@ -201,3 +201,9 @@ func (s *Service) Follow(ctx context.Context, req service.FollowRequest, fn func
 	}
 	return err
 }
+
+// Audit is not served through a bridge: it reads every file of the
+// channel and its claims, on the mount.
+func (s *Service) Audit(context.Context, service.AuditRequest) (service.Audit, error) {
+	return service.Audit{}, errkind.New(errkind.Unavailable, "verify: an audit reads the files of the channel: run it on a host with the mount")
+}
