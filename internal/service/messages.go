@@ -33,6 +33,9 @@ type Messages interface {
 	// Audit checks the signatures of a channel's messages and claims
 	// (see [AuditRequest]); the mount's only.
 	Audit(ctx context.Context, req AuditRequest) (Audit, error)
+	// Archive moves a channel's old messages into its archive; the
+	// mount's only.
+	Archive(ctx context.Context, ch string, olderThan time.Duration) (int, error)
 }
 
 // PostRequest is what to post. The rules, the same through every door:

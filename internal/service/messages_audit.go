@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
@@ -89,4 +90,26 @@ func (m *Mount) Audit(_ context.Context, req AuditRequest) (Audit, error) {
 	}
 	out.Claims = claims
 	return out, nil
+}
+
+// MinArchiveAge is the youngest a message may be to be archived: watchers
+// may not have seen newer ones.
+const MinArchiveAge = time.Hour
+
+// Archive moves the channel's messages named more than olderThan ago
+// (at least MinArchiveAge), unchanged, into its archive folder
+// (channel.Archive), and returns how many it moved, also when it fails
+// part way.
+func (m *Mount) Archive(_ context.Context, ch string, olderThan time.Duration) (int, error) {
+	if err := tree.CheckName("channel", ch); err != nil {
+		return 0, errkind.Wrap(errkind.Invalid, err)
+	}
+	if olderThan < MinArchiveAge {
+		return 0, errkind.New(errkind.Invalid, "--older-than must be at least %s (watchers may not have seen newer messages)", "1h")
+	}
+	n, err := channel.Archive(m.cfg.Root, ch, m.cfg.Now().Add(-olderThan))
+	if err != nil {
+		return n, errkind.Wrap(errkind.Of(err), err)
+	}
+	return n, nil
 }

@@ -207,3 +207,8 @@ func (s *Service) Follow(ctx context.Context, req service.FollowRequest, fn func
 func (s *Service) Audit(context.Context, service.AuditRequest) (service.Audit, error) {
 	return service.Audit{}, errkind.New(errkind.Unavailable, "verify: an audit reads the files of the channel: run it on a host with the mount")
 }
+
+// Archive is not served through a bridge: it moves the channel's files.
+func (s *Service) Archive(context.Context, string, time.Duration) (int, error) {
+	return 0, errkind.New(errkind.Unavailable, "archive: it moves the files of the channel: run it on a host with the mount")
+}
