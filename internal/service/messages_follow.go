@@ -25,6 +25,12 @@ type FollowRequest struct {
 	From    *channel.Cursor
 	Poll    time.Duration
 	Skipped func(channel.Skip)
+	// Wake, if set, carries names of message files the door saw appear
+	// (fsnotify on this host): each is read at once, as Config.Wake's.
+	Wake <-chan string
+	// Started, if set, is called once the position to follow from is
+	// taken: what lands after it is handed on.
+	Started func()
 }
 
 // Follow calls fn with each batch of the channel's new messages, oldest
@@ -49,6 +55,9 @@ func (m *Mount) Follow(ctx context.Context, req FollowRequest, fn func([]channel
 			return errkind.Wrap(errkind.Of(err), err)
 		}
 	}
+	if req.Started != nil {
+		req.Started()
+	}
 	var wake <-chan string
 	if m.cfg.Wake != nil {
 		w, stop, err := m.cfg.Wake(ctx, req.Channel)
@@ -72,6 +81,8 @@ func (m *Mount) Follow(ctx context.Context, req FollowRequest, fn func([]channel
 		case <-tick.C:
 		case file := <-wake:
 			r.Hint(file) // read at once, even before the folder shows it
+		case file := <-req.Wake:
+			r.Hint(file)
 		}
 		msgs, skips, err := r.Scan()
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

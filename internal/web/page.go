@@ -432,16 +432,11 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 			seen = append(seen, s.sentThrough(ch, id)...)
 		}
 	}
-	cur, ok := cursorOf(seen)
-	rd, err := channel.NewReader(s.cfg.Root, ch, cur, channel.ReaderOptions{})
-	if err == nil && !ok {
-		err = rd.SeekEnd()
+	var from *channel.Cursor // nil: from now
+	if cur, ok := cursorOf(seen); ok {
+		from = &cur
 	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.fail(w, r, err)
-		return
-	}
-	s.stream(r.Context(), w, rc, s.channelFeed(ch, rd, func(m *channel.Message) bool {
+	s.stream(r.Context(), w, rc, s.followChannel(r.Context(), ch, from, func(m *channel.Message) bool {
 		v := s.view(ch, m)
 		if !delivery.IsNotice(m) {
 			s.withDelivery(&v, ch, m)

@@ -195,6 +195,9 @@ func (s *Service) Follow(ctx context.Context, req service.FollowRequest, fn func
 			seen = append(seen, strings.TrimSuffix(name, ".json"))
 		}
 	}
+	if req.Started != nil {
+		req.Started() // the stream is read from start: nothing after it is missed
+	}
 	err := s.c.Follow(ctx, req.Channel, start, seen, func(m channel.Message) error { return fn([]channel.Message{m}) })
 	if err != nil && ctx.Err() == nil {
 		return bridgeError(err)
