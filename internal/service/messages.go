@@ -48,6 +48,7 @@ type Messages interface {
 //     the tree does not know is a warning in [Posted], not an error.
 //   - Channel "" with To NAME@INSTANCE posts on that instance's channel
 //     (its workflow instance record's).
+//   - Type is a word (a tree name: chat, the default, task_assign, …).
 //   - InReplyTo is a message id: the post threads on the parent when the
 //     channel holds it, else on the bare id, with a warning.
 //   - The message is one hop deeper than the one the actor answers
@@ -158,6 +159,9 @@ func NewMessage(a Actor, req PostRequest, host string) (*channel.Message, error)
 	typ := req.Type
 	if typ == "" {
 		typ = "chat"
+	}
+	if err := tree.CheckName("type", typ); err != nil {
+		return nil, errkind.Wrap(errkind.Invalid, err) // a word: chat, task_assign, incident, …
 	}
 	m := &channel.Message{SessionID: req.Channel, From: from, To: to, Type: typ,
 		Content:  channel.Content{Text: req.Text},

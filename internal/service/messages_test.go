@@ -62,6 +62,7 @@ func TestPostRules(t *testing.T) {
 		{name: "no channel", actor: person, req: service.PostRequest{Text: "hi"}, kind: errkind.Invalid, want: "no channel"},
 		{name: "no instance", actor: person, req: service.PostRequest{To: "coder@nope", Text: "hi"}, kind: errkind.NotFound, want: "no channel"},
 		{name: "bad reply id", actor: person, req: service.PostRequest{Channel: "dev", Text: "hi", InReplyTo: "nope"}, kind: errkind.Invalid, want: `reply_to "nope" is not a message id`},
+		{name: "bad type", actor: person, req: service.PostRequest{Channel: "dev", Text: "hi", Type: "a b\n"}, kind: errkind.Invalid, want: "type"},
 		{name: "bad sender", actor: service.Actor{Name: "a b"}, req: service.PostRequest{Channel: "dev", Text: "hi"}, kind: errkind.Invalid, want: "sender"},
 		{name: "too large", actor: person, req: service.PostRequest{Channel: "dev", Text: strings.Repeat("x", channel.MaxMessageSize)}, kind: errkind.Invalid, want: "too large"},
 	}
