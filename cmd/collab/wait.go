@@ -80,10 +80,19 @@ func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if *timeout < 0 || *poll <= 0 {
 		return usageErrorf("wait: --timeout must not be negative and --poll must be positive")
 	}
-	w := replyWait{root: tree.Resolve(*rootf, getenv), channel: *ch, id: *replyTo, timeout: *timeout,
+	root := tree.Resolve(*rootf, getenv)
+	w := replyWait{root: root, channel: *ch, id: *replyTo, timeout: *timeout,
 		opt: delegate.Options{From: *from, Poll: *poll}, json: *asJSON}
 	if err := w.judgeBy("wait", tf, stderr); err != nil {
 		return err
+	}
+	svc, err := openService(ctx, serviceSpec{cmd: "wait", root: root}, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	w.await = func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+		return svc.WaitReply(ctx, *ch, *replyTo, opt)
 	}
 	return w.run(ctx, nf, getenv, stdout, stderr)
 }

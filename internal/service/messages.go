@@ -11,6 +11,7 @@ import (
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/delegate"
 )
 
 // Messages is the operations on post, read and follow a channel, status, wait for a reply, who (see the package doc).
@@ -27,6 +28,9 @@ type Messages interface {
 	// ExpectReply prepares, before a request is posted on channel ch,
 	// the wait for its reply (see [Waiter]).
 	ExpectReply(ctx context.Context, ch string) (Waiter, error)
+	// WaitReply waits for the reply to message id of channel ch, posted
+	// already (collab wait).
+	WaitReply(ctx context.Context, ch, id string, opt delegate.Options) (channel.Message, error)
 	// Follow calls fn with a channel's new messages as they come, until
 	// ctx ends (see [FollowRequest]).
 	Follow(ctx context.Context, req FollowRequest, fn func([]channel.Message) error) error

@@ -62,3 +62,26 @@ func (w *mountWaiter) Wait(ctx context.Context, id string, opt delegate.Options)
 }
 
 func (w *mountWaiter) Close() { w.stop() }
+
+// WaitReply waits for the reply to message id of channel ch, posted
+// already (it may have come): the first message after it that opt
+// accepts, as [Waiter.Wait]; the NATS announcements (Config.Wake) are
+// read at once.
+func (m *Mount) WaitReply(ctx context.Context, ch, id string, opt delegate.Options) (channel.Message, error) {
+	if err := tree.CheckName("channel", ch); err != nil {
+		return channel.Message{}, errkind.Wrap(errkind.Invalid, err)
+	}
+	if _, err := channel.ParseID(id); err != nil {
+		return channel.Message{}, errkind.New(errkind.Invalid, "%q is not a message id", id)
+	}
+	if opt.Wake == nil && m.cfg.Wake != nil {
+		wake, stop, err := m.cfg.Wake(ctx, ch)
+		if err != nil {
+			m.cfg.Logger.Warn("waiting by polling only", keyErr, err)
+		} else {
+			defer stop()
+			opt.Wake = wake
+		}
+	}
+	return delegate.Wait(ctx, m.cfg.Root, ch, id, opt)
+}

@@ -215,3 +215,14 @@ func (s *Service) Audit(context.Context, service.AuditRequest) (service.Audit, e
 func (s *Service) Archive(context.Context, string, time.Duration) (int, error) {
 	return 0, errkind.New(errkind.Unavailable, "archive: it moves the files of the channel: run it on a host with the mount")
 }
+
+// WaitReply follows ch on the stream from just before message id (its
+// name's time less the skew window) for its reply.
+func (s *Service) WaitReply(ctx context.Context, ch, id string, opt delegate.Options) (channel.Message, error) {
+	n, err := channel.ParseID(id)
+	if err != nil {
+		return channel.Message{}, errkind.New(errkind.Invalid, "%q is not a message id", id)
+	}
+	start := n.Time.Add(-channel.DefaultSkewWindow)
+	return s.c.AwaitReply(ctx, ch, start, func(m *channel.Message) bool { return opt.IsReply(m, id) })
+}
