@@ -30,10 +30,18 @@
 // it through [Config.Delegator], as the agent; get_session_status and
 // send_message_to_session take sessionId, list_sessions nothing. They see
 // only the sessions the agent delegated, and send_message_to_session
-// posts on the session's channel, signed as channel_send. Results are structured JSON (also
-// sent as text). A failure is a tool error the model can read, never a
-// protocol error: a document path that leaves the folder, a version
-// conflict (naming the current version), a bad name.
+// posts on the session's channel, signed as channel_send. Results are
+// structured JSON (also sent as text).
+//
+// # Errors
+//
+// The tools call the service layer (internal/service) and map the kind
+// of its error once, in [addTool]: arguments the layer finds invalid
+// (errkind.Invalid: an empty message, a bad name, a malformed id) are a
+// JSON-RPC invalid params error (-32602) with the layer's text; any other
+// failure is a tool error the model can read: a document path that
+// leaves the folder, a version conflict (naming the current version), a
+// message no channel of the session holds.
 //
 // # Reading and the inbox
 //
