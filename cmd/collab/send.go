@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -213,13 +211,4 @@ func messageText(textSet bool, text string, words []string, stdin io.Reader) (st
 		return "", usageErrorf("send: the message text is empty")
 	}
 	return text, nil
-}
-
-// shortErr drops the path from a file error.
-func shortErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
