@@ -20,6 +20,10 @@ type Messages interface {
 	Post(ctx context.Context, a Actor, req PostRequest) (Posted, error)
 	// Status is where a message stands for each agent it is addressed to.
 	Status(ctx context.Context, req StatusRequest) (delivery.Status, error)
+	// Delivery is Status of a message already read, m of channel ch (a
+	// page's): a broadcast's has no addressee; what cannot be known now
+	// (a bridge away) is an empty status.
+	Delivery(ctx context.Context, ch string, m *channel.Message) delivery.Status
 	// Who is the who board: the agents, from their heartbeats and the
 	// registry, sorted by name.
 	Who(ctx context.Context, req WhoRequest) ([]delivery.AgentRow, error)

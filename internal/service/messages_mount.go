@@ -135,6 +135,12 @@ func (m *Mount) Status(_ context.Context, req StatusRequest) (delivery.Status, e
 	return st, nil
 }
 
+// Delivery is the delivery status of m, a message of channel ch, on the
+// mount.
+func (m *Mount) Delivery(_ context.Context, ch string, msg *channel.Message) delivery.Status {
+	return delivery.For(m.cfg.Root, ch, msg, m.deliveryOptions())
+}
+
 func (m *Mount) deliveryOptions() delivery.Options {
 	return delivery.Options{Now: m.cfg.Now, Host: m.cfg.Host, Verifier: m.cfg.Verifier}
 }

@@ -173,15 +173,10 @@ func (s *Server) view(ch string, m *channel.Message) MessageView {
 
 // withDelivery adds the delivery status of an addressed message.
 func (s *Server) withDelivery(v *MessageView, ch string, m *channel.Message) {
-	st := delivery.For(s.cfg.Root, ch, m, s.deliveryOptions())
+	st := s.svc.Delivery(context.Background(), ch, m)
 	if !st.Broadcast {
 		v.Delivery = &st
 	}
-}
-
-func (s *Server) deliveryOptions() delivery.Options {
-	h, _ := os.Hostname()
-	return delivery.Options{Host: h, Verifier: s.cfg.Verifier}
 }
 
 // Page is one page of a channel's messages.

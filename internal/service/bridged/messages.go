@@ -70,6 +70,16 @@ func (s *Service) Status(ctx context.Context, req service.StatusRequest) (delive
 	return st, nil
 }
 
+// Delivery asks the bridge's status op for m (an empty status, with no
+// addressee, when it cannot be had now).
+func (s *Service) Delivery(ctx context.Context, ch string, m *channel.Message) delivery.Status {
+	st, err := s.Status(ctx, service.StatusRequest{Channel: ch, ID: m.Key()})
+	if err != nil {
+		return delivery.Status{Channel: ch, ID: m.Key(), From: m.From, To: m.To, Time: m.Time(), Addressees: []delivery.Addressee{}}
+	}
+	return st
+}
+
 // Who is the bridge's who board, as rows: the bridge judged the
 // heartbeats' signatures (with the tree's keyring) and their staleness
 // (by the default).
