@@ -10,6 +10,7 @@ import (
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/presence"
 )
 
 // Relayed is what a relay wrote: the message's id, and Existed when the
@@ -77,4 +78,28 @@ func (m *Mount) Relay(_ context.Context, agent, ch string, data []byte) (Relayed
 		return Relayed{}, classifyWrite("write", err)
 	}
 	return Relayed{ID: msg.ID}, nil
+}
+
+// RelayPresence writes agent's heartbeat, written and signed on another
+// host (its watcher's, through a bridge): data is the presence file's
+// JSON. It must be agent's and verify as agent's (Config.Verifier). It
+// returns the heartbeat written.
+func (m *Mount) RelayPresence(_ context.Context, agent string, data []byte) (presence.Status, error) {
+	if len(data) == 0 {
+		return presence.Status{}, errkind.New(errkind.Invalid, "no presence")
+	}
+	st, err := presence.Decode(data, "")
+	if err != nil {
+		return presence.Status{}, errkind.Wrap(errkind.Invalid, err)
+	}
+	if st.AgentID != agent {
+		return presence.Status{}, errkind.New(errkind.Forbidden, "the heartbeat is %q's, not %q's", st.AgentID, agent)
+	}
+	if v := st.Verify(m.cfg.Verifier, agent); v != signing.Verified {
+		return presence.Status{}, errkind.New(errkind.Forbidden, "%s's signature: %s", agent, v)
+	}
+	if err := presence.Write(m.cfg.Root, st); err != nil {
+		return presence.Status{}, classifyWrite("write", err)
+	}
+	return st, nil
 }

@@ -273,20 +273,8 @@ func (s *Server) presence(agent string, data []byte) (any, error) {
 	if err := DecodeRequest(data, &req); err != nil {
 		return nil, err
 	}
-	if len(req.Presence) == 0 {
-		return nil, Errorf(CodeInvalid, "presence: no presence")
-	}
-	st, err := presence.Decode(req.Presence, "")
+	st, err := s.svc.RelayPresence(context.Background(), agent, req.Presence)
 	if err != nil {
-		return nil, Errorf(CodeInvalid, "presence: %v", err)
-	}
-	if st.AgentID != agent {
-		return nil, Errorf(CodeForbidden, "presence: the heartbeat is %q's, not %q's", st.AgentID, agent)
-	}
-	if v := st.Verify(s.cfg.Verifier, agent); v != signing.Verified {
-		return nil, Errorf(CodeForbidden, "presence: %s's signature: %s", agent, v)
-	}
-	if err := presence.Write(s.cfg.Root, st); err != nil {
 		return nil, classify("presence", err)
 	}
 	if s.cfg.Presence != nil {
