@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
-	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
@@ -36,10 +35,15 @@ Flags:
 	if err := checkChannel("archive", *ch); err != nil {
 		return err
 	}
-	if *older < time.Hour {
-		return usageErrorf("archive: --older-than must be at least 1h (watchers may not have seen newer messages)")
+	svc, err := openService(ctx, serviceSpec{cmd: "archive", root: tree.Resolve(*rootf, getenv)}, getenv, stderr)
+	if err != nil {
+		return err
 	}
-	n, err := channel.Archive(tree.Resolve(*rootf, getenv), *ch, time.Now().Add(-*older))
+	defer svc.Close()
+	n, err := svc.Archive(ctx, *ch, *older)
+	if errkind.Is(err, errkind.Invalid) {
+		return fmt.Errorf("archive: %w", err)
+	}
 	if *asJSON {
 		if jerr := writeJSON(stdout, map[string]any{"channel": *ch, "archived": n}); jerr != nil && err == nil {
 			err = jerr

@@ -8,7 +8,6 @@ import (
 	iofs "io/fs"
 	"maps"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,15 +16,14 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/watcher"
 )
 
-func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("read", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab read --channel C [--since ID|DURATION] [--limit N] [--follow] [--json]
+// readUsage is read's help, before its flags.
+const readUsage = `Usage: collab read --channel C [--since ID|DURATION] [--limit N] [--follow] [--json]
 
 Print a channel as a transcript, oldest first. With --follow, keep printing
 new messages as they arrive, like tail -f, until interrupted.
@@ -46,7 +44,12 @@ stream. --root is not used; signatures are checked against --keyring (a
 copy of the tree's keys), else shown as not verified here.
 
 Flags:
-`)
+`
+
+func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("read", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, readUsage)
 		fs.PrintDefaults()
 	}
 	ch := channelFlag(fs, "channel")
@@ -81,112 +84,137 @@ Flags:
 		return err
 	}
 	root := tree.Resolve(*rootf, getenv)
-	if rf.on {
-		if *archive {
-			return usageErrorf("read: --archive does not work with --remote")
+	if rf.on && *archive {
+		return usageErrorf("read: --archive does not work with --remote")
+	}
+	if rf.on && *since != "" {
+		if _, err := channel.ParseID(*since); err != nil {
+			return usageErrorf("read: with --remote, --since takes a message id, not %q", *since)
 		}
-		p := printer{w: stdout, errw: stderr, json: *asJSON, channel: *ch,
-			verifier: verifierFor(root, openKeyring(root, *ringf), stderr)}
-		return readRemote(ctx, rf, nf, *ragent, *ch, *since, *limit, *follow, p, getenv, stderr)
 	}
-	opt := channel.ReaderOptions{}
-	if !*follow {
-		opt.Retries = 1 // one look: report a bad file now, not after retries
+	sp := serviceSpec{cmd: "read", root: root, rf: rf, nf: nf, nats: *follow}
+	if rf.on {
+		if sp.agent, err = actingAgent(ctx, "read", "agent", *ragent); err != nil {
+			return err
+		}
 	}
-	r, err := channel.NewReader(root, *ch, channel.Cursor{}, opt)
+	svc, err := openService(ctx, sp, getenv, stderr)
 	if err != nil {
 		return err
 	}
+	defer svc.Close()
+	// Signatures are judged against --keyring: the tree's, or on a host
+	// without the mount a copy of it.
 	p := printer{w: stdout, errw: stderr, json: *asJSON, channel: *ch,
 		verifier: verifierFor(root, openKeyring(root, *ringf), stderr)}
+	var from channel.Cursor
+	if svc.remote() {
+		from, err = readPages(ctx, svc, *ch, *since, *limit, p)
+	} else {
+		from, err = readMount(root, *ch, keep, *since, *limit, *archive, *follow, p)
+	}
+	if err != nil || !*follow {
+		return err
+	}
+	return svc.Follow(ctx, service.FollowRequest{Channel: *ch, From: &from, Poll: *poll,
+		Skipped: func(s channel.Skip) { p.skips([]channel.Skip{s}) }}, p.messages)
+}
 
+// readMount prints what read prints before it follows, from the files:
+// the channel (the archive first with archive), the messages keep keeps,
+// the last limit of them. It returns the position to follow from.
+func readMount(root tree.Root, ch string, keep func([]channel.Message) []channel.Message, since string, limit int, archive, follow bool, p printer) (channel.Cursor, error) {
+	opt := channel.ReaderOptions{}
+	if !follow {
+		opt.Retries = 1 // one look: report a bad file now, not after retries
+	}
+	r, err := channel.NewReader(root, ch, channel.Cursor{}, opt)
+	if err != nil {
+		return channel.Cursor{}, err
+	}
 	var msgs []channel.Message
 	var skips []channel.Skip
-	var shown map[string]bool // the tail printed before following
-	if *limit > 0 && *since == "" && !*archive {
+	var shown []string // the tail printed, which the follow passes over
+	if limit > 0 && since == "" && !archive {
 		// The newest few: read only those files, never the whole channel.
-		if *follow {
+		if follow {
 			if err := r.SeekEnd(); err != nil {
-				return err
+				return channel.Cursor{}, err
 			}
 		}
-		msgs, skips, err = channel.Tail(root, *ch, "", *limit)
+		msgs, skips, err = channel.Tail(root, ch, "", limit)
 		if errors.Is(err, iofs.ErrNotExist) {
 			err = nil // an empty channel, as Scan has it
 		}
-		shown = make(map[string]bool, len(msgs))
 		for _, m := range msgs {
-			shown[m.File] = true
+			shown = append(shown, m.File)
 		}
 	} else {
 		msgs, skips, err = r.Scan()
 	}
 	if err != nil {
-		return err
+		return channel.Cursor{}, err
 	}
 	p.skips(skips)
-	if *archive {
-		old, skips, err := channel.ReadArchive(root, *ch, channel.ReaderOptions{})
+	if archive {
+		old, skips, err := channel.ReadArchive(root, ch, channel.ReaderOptions{})
 		if err != nil {
-			return err
+			return channel.Cursor{}, err
 		}
 		p.skips(skips)
 		msgs = append(old, msgs...)
 	}
 	msgs = keep(msgs)
-	if *limit > 0 && len(msgs) > *limit {
-		msgs = msgs[len(msgs)-*limit:]
+	if limit > 0 && len(msgs) > limit {
+		msgs = msgs[len(msgs)-limit:]
 	}
 	if err := p.messages(msgs); err != nil {
-		return err
+		return channel.Cursor{}, err
 	}
-	if !*follow {
-		return nil
-	}
-	announced := make(chan string, 256)
-	if o, ok := nf.options(getenv, natsbus.ConnName("reader", hostname()), commandLogger(stderr)); ok {
-		bus, err := connectOptional(ctx, o, stderr)
+	cur := r.Cursor()
+	cur.Seen = append(cur.Seen, shown...)
+	return cur, nil
+}
+
+// readPages prints what read --remote prints before it follows: the
+// newest limit messages (the bridge's default without), or with since
+// every message after it, page by page (at most limit). It returns the
+// position to follow from: the last message's time, the ids printed.
+func readPages(ctx context.Context, svc *openedService, ch, since string, limit int, p printer) (channel.Cursor, error) {
+	var seen []string
+	last := since
+	for printed := 0; ; {
+		n := limit
+		if since != "" && limit > 0 {
+			n = min(limit-printed, bridge.MaxReadLimit)
+		}
+		page, err := svc.Read(ctx, service.ReadRequest{Channel: ch, After: last, Limit: n})
 		if err != nil {
-			return fmt.Errorf("read: %w", err)
+			return channel.Cursor{}, err
 		}
-		if bus != nil {
-			defer bus.Close()
-			sub, err := bus.Subscribe([]string{*ch}, func(m channel.Message) {
-				select {
-				case announced <- m.File:
-				default: // the next poll finds it
-				}
-			})
-			if err != nil {
-				fmt.Fprintf(stderr, "collab: warning: following by polling only: %v\n", err)
-			} else {
-				defer sub.Stop()
-			}
+		for _, id := range page.Omitted {
+			fmt.Fprintf(p.errw, "collab: message %s not shown: larger than a bridge reply; read it on the mount\n", tree.Printable(id))
 		}
-	}
-	tick := time.NewTicker(*poll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		case file := <-announced:
-			r.Hint(file) // read at once, even before the folder shows it
+		if err := p.messages(page.Messages); err != nil {
+			return channel.Cursor{}, err
 		}
-		msgs, skips, err := r.Scan()
-		if err != nil {
-			fmt.Fprintf(stderr, "collab: %v\n", err) // keep following: the mount may come back
-			continue
+		for _, m := range page.Messages {
+			seen = append(seen, m.ID+".json")
 		}
-		p.skips(skips)
-		if shown != nil {
-			msgs = slices.DeleteFunc(msgs, func(m channel.Message) bool { return shown[m.File] })
+		printed += len(page.Messages) + len(page.Omitted)
+		if page.Last != "" {
+			last = page.Last
 		}
-		if err := p.messages(msgs); err != nil {
-			return err
+		// The newest page is one page; after an id, page on to the end.
+		if since == "" || !page.More || page.Last == "" || limit > 0 && printed >= limit {
+			break
 		}
 	}
+	start := time.Now()
+	if n, err := channel.ParseID(last); err == nil {
+		start = n.Time
+	}
+	return channel.Cursor{Floor: start, Seen: seen}, nil
 }
 
 // sinceFilter returns a filter for --since: a message id keeps what comes

@@ -6,25 +6,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
-	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/delivery"
-	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
-	"github.com/collabdev/collab/internal/workspace/delegate"
-	"github.com/collabdev/collab/internal/workspace/registry"
 	"github.com/collabdev/collab/presence"
 )
 
@@ -100,217 +91,8 @@ func reportFlush(res remote.FlushResult, path string, stderr io.Writer) {
 	}
 }
 
-// queuedError is the error of a write kept in the outbox: exit 5.
-func queuedError(cmd string, err error, path string) error {
-	var qe *remote.QueuedError
-	if errors.As(err, &qe) {
-		err = qe.Err
-	}
-	return &exitError{code: exitQueued, msg: fmt.Sprintf("%s: %v; the message is kept in the outbox %s and is sent by the next remote command or `collab outbox flush --remote`", cmd, err, path)}
-}
-
-// sendRemote posts m through the bridge: send --remote.
-// With w, it then waits for the reply as send --wait does.
-func sendRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, keyPath string, m *channel.Message, replyTo string, w *remoteWait, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	if replyTo != "" {
-		// The parent is on the mount: thread on its id.
-		m.SetParent(&channel.Message{ID: replyTo})
-	}
-	c, err := remoteClient(ctx, "send", rf, nf, m.From, keyPath, true, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	start := time.Now() // before the post: the wait follows the stream from here
-	_, err = c.Post(ctx, m)
-	switch {
-	case errors.Is(err, remote.ErrQueued):
-		return queuedError("send", err, c.OutboxPath())
-	case errors.Is(err, channel.ErrTooLarge):
-		return usageErrorf("send: %v", err)
-	case err != nil:
-		return fmt.Errorf("send: %w", err)
-	}
-	if w == nil {
-		return printSent(stdout, m, asJSON)
-	}
-	// As send --wait on the mount: the reply from the stream (the bridge
-	// publishes every file that lands), the delivery status from the
-	// bridge's status op.
-	fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
-	rw := replyWait{channel: m.SessionID, id: m.ID, timeout: w.timeout, json: asJSON, track: true,
-		opt: delegate.Options{NotFrom: m.From, Poll: w.poll, Trust: w.trust, Verifier: w.verifier},
-		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
-			return c.AwaitReply(ctx, m.SessionID, start, func(r *channel.Message) bool { return opt.IsReply(r, m.ID) })
-		},
-		status: func(ctx context.Context) (delivery.Status, error) { return c.Status(ctx, m.ID) },
-	}
-	return rw.run(ctx, nf, getenv, stdout, stderr)
-}
-
-// remoteWait is send --wait's settings for send --remote.
-type remoteWait struct {
-	timeout, poll time.Duration
-	trust         signing.Policy    // send --trust
-	verifier      *signing.Verifier // of send --keyring
-}
-
-// readRemote is read --remote: a page of the newest messages, or every
-// message after --since ID (at most --limit), then with follow the new
-// ones from the stream.
-func readRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent, ch, since string, limit int, follow bool, p printer, getenv env, stderr io.Writer) error {
-	if since != "" {
-		if _, err := channel.ParseID(since); err != nil {
-			return usageErrorf("read: with --remote, --since takes a message id, not %q", since)
-		}
-	}
-	agent, err := actingAgent(ctx, "read", "agent", agent)
-	if err != nil {
-		return err
-	}
-	c, err := remoteClient(ctx, "read", rf, nf, agent, "", false, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	var seen []string
-	last := since
-	for printed := 0; ; {
-		n := limit
-		if since != "" && limit > 0 {
-			n = min(limit-printed, bridge.MaxReadLimit)
-		}
-		page, err := c.Read(ctx, ch, last, n)
-		if err != nil {
-			return err
-		}
-		for _, o := range page.Omitted {
-			fmt.Fprintf(stderr, "collab: message %s not shown: %s; read it on the mount\n", tree.Printable(o.ID), tree.Printable(o.Omitted))
-		}
-		if err := p.messages(page.Messages); err != nil {
-			return err
-		}
-		for _, m := range page.Messages {
-			seen = append(seen, m.ID)
-		}
-		printed += len(page.Messages) + len(page.Omitted)
-		if page.Last != "" {
-			last = page.Last
-		}
-		// The newest page is one page; after an id, page on to the end.
-		if since == "" || !page.More || page.Last == "" || limit > 0 && printed >= limit {
-			break
-		}
-	}
-	if !follow {
-		return nil
-	}
-	start := time.Now()
-	if n, err := channel.ParseID(last); err == nil {
-		start = n.Time
-	}
-	return c.Follow(ctx, ch, start, seen, func(m channel.Message) error {
-		return p.messages([]channel.Message{m})
-	})
-}
-
-// whoRemote is who --remote: the bridge's who --json, all agents or the
-// named ones, as JSON or as who's table.
-// With check, it prints nothing and its exit code is who --check's.
-func whoRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent string, names []string, check *whoCheck, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	agent, err := actingAgent(ctx, "who", "agent", agent)
-	if err != nil {
-		return err
-	}
-	c, err := remoteClient(ctx, "who", rf, nf, agent, "", false, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	entries, err := c.Who(ctx)
-	if err != nil {
-		return err
-	}
-	if check != nil {
-		for _, e := range entries {
-			fresh := e.AgeSeconds != nil && time.Duration(*e.AgeSeconds)*time.Second <= check.staleAfter
-			bad := e.Forged || e.Verdict != "" && e.Verdict != signing.Verified.String() && e.Verdict != signing.Unsigned.String()
-			if e.Agent == check.agent && e.Status != nil && presence.IsAwake(e.State) && fresh && !bad {
-				return checkBacklog(*e.Status, e.Agent, time.Now(), check.maxBacklogAge)
-			}
-		}
-		return &exitError{code: exitFailure}
-	}
-	if len(names) > 0 {
-		entries = slices.DeleteFunc(entries, func(e delivery.WhoEntry) bool { return !slices.Contains(names, e.Agent) })
-	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(entries)
-	}
-	if len(entries) == 0 {
-		fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
-	}
-	now := time.Now()
-	rows := make([]delivery.AgentRow, len(entries))
-	for i, e := range entries {
-		rows[i] = delivery.AgentRow{Agent: e.Agent, State: e.State, Status: e.Status}
-		if e.AgeSeconds != nil {
-			rows[i].Age, rows[i].HasAge = time.Duration(*e.AgeSeconds)*time.Second, true
-		}
-		if e.Status == nil && e.Host != "" {
-			rows[i].Reg = &registry.Agent{ID: e.Agent, Host: e.Host, Role: e.Role}
-		}
-		// The bridge's verdict, and whether it marked the heartbeat.
-		if v, ok := signing.ParseVerdict(e.Verdict); ok && e.Verdict != "" {
-			rows[i].Verdict = v
-			rows[i].Marked = e.Forged || v != signing.Verified && v != signing.Unsigned
-		}
-	}
-	return whoTable(stdout, rows, now)
-}
-
-// whoCheck is who --check's agent and --max-backlog-age.
-type whoCheck struct {
-	agent         string
-	staleAfter    time.Duration // --stale-after: the bridge judges by the default
-	maxBacklogAge time.Duration
-}
-
-// statusRemote is status --remote: the bridge's status --json.
-func statusRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, agent, id string, asJSON bool, getenv env, stdout, stderr io.Writer) error {
-	agent, err := actingAgent(ctx, "status", "agent", agent)
-	if err != nil {
-		return err
-	}
-	c, err := remoteClient(ctx, "status", rf, nf, agent, "", false, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	st, err := c.Status(ctx, id)
-	var be *bridge.Error
-	if errors.As(err, &be) && be.Code == bridge.CodeNotFound {
-		return &exitError{code: exitNothing, msg: fmt.Sprintf("status: %v", err)}
-	}
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
-	}
-	return statusText(stdout, st, time.Now())
-}
-
-func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("outbox", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab outbox [ls|flush] --agent A [--remote] [--json]
+// outboxUsage is outbox's help, before its flags.
+const outboxUsage = `Usage: collab outbox [ls|flush] --agent A [--remote] [--json]
 
 The outbox of a host without the mount: the writes of 'collab send
 --remote' that the bridge has not acknowledged yet, kept in
@@ -323,7 +105,12 @@ the outbox, oldest first, for at most 10 seconds.
           when some are still waiting because it cannot be reached
 
 Flags:
-`)
+`
+
+func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("outbox", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, outboxUsage)
 		fs.PrintDefaults()
 	}
 	agent := agentFlag(fs, "", "the agent whose outbox it is", true)
@@ -368,6 +155,12 @@ Flags:
 		fmt.Fprintln(stdout, "outbox empty")
 		return nil
 	}
+	return listOutbox(state, *asJSON, stdout, stderr)
+}
+
+// listOutbox is outbox ls: the waiting and the refused writes of the
+// outbox under state, as lines or as JSON.
+func listOutbox(state string, asJSON bool, stdout, stderr io.Writer) error {
 	waiting, err := remote.Pending(state)
 	if err != nil {
 		return err
@@ -376,7 +169,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		type entry struct {
 			remote.Entry
 			File string `json:"file"`

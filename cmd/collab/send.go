@@ -2,25 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/runenv"
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/internal/transport/natsbus"
-	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/delegate"
-	"github.com/collabdev/collab/internal/workspace/registry"
+	"github.com/spf13/pflag"
 )
 
-func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("send", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab send --agent A --channel C [--to B] [--text TEXT | WORDS… | -] [--wait [--timeout D]]
+// sendUsage is send's help, before its flags.
+const sendUsage = `Usage: collab send --agent A --channel C [--to B] [--text TEXT | WORDS… | -] [--wait [--timeout D]]
 
 Post a message to a channel and print its id. The text is --text, the
 positional words joined by spaces, or standard input when it is "-". The
@@ -50,153 +47,137 @@ reply against --keyring (a copy of the tree's keys), else takes it at
 its word.
 
 Flags:
-`)
-		fs.PrintDefaults()
+`
+
+// sendOptions are send's flags.
+type sendOptions struct {
+	agent, ch, to, text, code, typ, replyTo *string
+	asJSON, wait                            *bool
+	timeout, poll                           *time.Duration
+	tf                                      trustFlags
+	keyf, rootf                             *string
+	nf                                      *natsFlags
+	rf                                      *remoteFlags
+}
+
+func sendFlags(fs *pflag.FlagSet) *sendOptions {
+	return &sendOptions{
+		agent:   agentFlag(fs, "f", "sender agent ID", true, "from"),
+		ch:      channelFlag(fs, "channel"),
+		to:      fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, NAME@INSTANCE, or "all"`),
+		text:    fs.String("text", "", `message text ("-" reads standard input)`),
+		code:    fs.StringP("code", "c", "", "code block to attach"),
+		typ:     fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)"),
+		replyTo: fs.String("in-reply-to", "", "id of the message this answers"),
+		asJSON:  fs.Bool("json", false, "print the whole message as JSON instead of its id (with --wait: the reply)"),
+		wait:    fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)"),
+		timeout: fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)"),
+		poll:    fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply"),
+		tf:      addTrustFlags(fs),
+		keyf:    keyFlag(fs),
+		nf:      addNATSFlags(fs),
+		rf:      addRemoteFlags(fs),
+		rootf:   rootFlag(fs),
 	}
-	agent := agentFlag(fs, "f", "sender agent ID", true, "from")
-	ch := channelFlag(fs, "channel")
-	to := fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, or "all"`)
-	text := fs.String("text", "", `message text ("-" reads standard input)`)
-	code := fs.StringP("code", "c", "", "code block to attach")
-	typ := fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)")
-	replyTo := fs.String("in-reply-to", "", "id of the message this answers")
-	asJSON := fs.Bool("json", false, "print the whole message as JSON instead of its id (with --wait: the reply)")
-	wait := fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)")
-	timeout := fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)")
-	poll := fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply")
-	tf := addTrustFlags(fs)
-	keyf := keyFlag(fs)
-	nf := addNATSFlags(fs)
-	rf := addRemoteFlags(fs)
-	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	root := tree.Resolve(*rootf, getenv)
-	from, err := actingAgent(ctx, "send", "sender", *agent)
-	if err != nil {
-		return err
-	}
-	signer, err := loadSigner(*keyf, from, getenv)
-	if err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	if err := checkChannel("send", *ch); err != nil {
-		return err
-	}
-	if *to != channel.Broadcast {
-		if !strings.Contains(*to, "@") {
-			if err := tree.CheckName("recipient", *to); err != nil {
-				return usageErrorf("send: %v", err)
-			}
-		}
-		// NAME@INSTANCE is the workflow agent NAME--INSTANCE.
-		id, err := workflow.ParseAddress(*to)
-		if err != nil {
-			return usageErrorf("send: --to: %v", err)
-		}
-		*to = id
-	}
-	if *replyTo != "" {
-		if _, err := channel.ParseID(*replyTo); err != nil {
-			return usageErrorf("send: --in-reply-to %q is not a message id", *replyTo)
-		}
-	}
-	if fs.Changed("timeout") && !*wait {
-		return usageErrorf("send: --timeout needs --wait")
-	}
-	if *timeout < 0 || *poll <= 0 {
-		return usageErrorf("send: --timeout must not be negative and --poll must be positive")
-	}
-	// Before the message is sent: how --wait will judge the reply.
-	judged := replyWait{root: root}
-	if *wait {
-		if err := judged.judgeBy("send", tf, stderr); err != nil {
+}
+
+// check refuses the flags that do not go together.
+func (o *sendOptions) check(fs *pflag.FlagSet) error {
+	// NAME@INSTANCE finds its instance's channel by itself (not to wait
+	// on: the wait starts before the post).
+	if *o.ch != "" || !strings.Contains(*o.to, "@") || *o.wait {
+		if err := checkChannel("send", *o.ch); err != nil {
 			return err
 		}
 	}
-	body, err := messageText(fs.Changed("text"), *text, fs.Args(), stdin)
+	if fs.Changed("timeout") && !*o.wait {
+		return usageErrorf("send: --timeout needs --wait")
+	}
+	if *o.timeout < 0 || *o.poll <= 0 {
+		return usageErrorf("send: --timeout must not be negative and --poll must be positive")
+	}
+	return nil
+}
+
+func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("send", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, sendUsage)
+		fs.PrintDefaults()
+	}
+	o := sendFlags(fs)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	root := tree.Resolve(*o.rootf, getenv)
+	from, err := actingAgent(ctx, "send", "sender", *o.agent)
 	if err != nil {
 		return err
 	}
-
-	m := &channel.Message{
-		SessionID: *ch,
-		From:      from,
-		To:        *to,
-		Type:      *typ,
-		Content:   channel.Content{Text: body},
+	if err := o.check(fs); err != nil {
+		return err
 	}
-	if *code != "" {
-		m.Content.Code = code
-	}
-	m.Metadata.Host = hostname()
-	// Inside a watcher's model run the message is one hop deeper than the
-	// one being answered, so the runaway guard sees agent-to-agent chains
-	// however they post; outside a run it is 0.
-	m.Metadata.Hops = runenv.RunHops(getenv) + 1
-	if *wait {
-		m.SetAwaitReply()
-	}
-	if rf.on {
-		var w *remoteWait
-		if *wait {
-			w = &remoteWait{timeout: *timeout, poll: *poll, trust: judged.opt.Trust, verifier: judged.opt.Verifier}
-		}
-		return sendRemote(ctx, rf, nf, *keyf, m, *replyTo, w, *asJSON, getenv, stdout, stderr)
-	}
-	if *replyTo != "" {
-		if parent, err := channel.Lookup(root, *ch, *replyTo); err == nil {
-			m.SetParent(&parent)
-		} else {
-			// The parent is elsewhere: thread on it all the same.
-			m.SetParent(&channel.Message{ID: *replyTo})
-			fmt.Fprintf(stderr, "collab: warning: replying to %s, which is not in channel %s: %v\n", *replyTo, *ch, shortErr(err))
+	// Before the message is sent: how --wait will judge the reply.
+	judged := replyWait{root: root}
+	if *o.wait {
+		if err := judged.judgeBy("send", o.tf, stderr); err != nil {
+			return err
 		}
 	}
-	if *to != channel.Broadcast && !registry.Known(root, *to) {
-		fmt.Fprintf(stderr, "collab: warning: %q is not a known agent (no registry entry or presence); sending anyway\n", *to)
+	body, err := messageText(fs.Changed("text"), *o.text, fs.Args(), stdin)
+	if err != nil {
+		return err
 	}
-
-	var bus *natsbus.Bus
-	if o, ok := nf.options(getenv, natsbus.ConnName(from, hostname()), commandLogger(stderr)); ok {
-		// Before the file: bad credentials fail before anything is sent.
-		var err error
-		if bus, err = connectOptional(ctx, o, stderr); err != nil {
-			return fmt.Errorf("send: %w", err)
-		}
-		if bus != nil {
-			defer bus.Close()
-		}
-	}
-	var waitFrom *channel.Reader
-	if *wait {
-		// Before the file: the wait reads only what arrives after it.
-		var err error
-		if waitFrom, err = delegate.Before(root, *ch, delegate.Options{}); err != nil {
-			return fmt.Errorf("send: %w", err)
-		}
-	}
-	w := &channel.Writer{Root: root, Signer: signer}
-	if err := w.Post(m); err != nil {
-		if errors.Is(err, channel.ErrTooLarge) {
-			return usageErrorf("send: %v", err)
-		}
+	signer, err := loadSigner(*o.keyf, from, getenv)
+	if err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
-	if bus != nil {
-		if err := bus.PublishMessage(ctx, m); err != nil {
-			fmt.Fprintf(stderr, "collab: warning: sent as a file only: %v\n", err)
+	// Before the file: bad NATS credentials fail before anything is sent.
+	svc, err := openService(ctx, serviceSpec{cmd: "send", agent: from, root: root, rf: o.rf, nf: o.nf, keyPath: *o.keyf, needKey: true, nats: true}, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	var waiter service.Waiter
+	if *o.wait {
+		// Before the post: the wait sees every reply, however soon.
+		if waiter, err = svc.ExpectReply(ctx, *o.ch); err != nil {
+			return svc.fail("send", err)
 		}
+		defer waiter.Close()
 	}
-	if *wait {
-		fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
-		rw := replyWait{root: root, channel: *ch, id: m.ID, timeout: *timeout,
-			opt:  delegate.Options{NotFrom: from, Poll: *poll, Trust: judged.opt.Trust, Verifier: judged.opt.Verifier},
-			json: *asJSON, bus: bus, reader: waitFrom, track: true}
-		return rw.run(ctx, nf, getenv, stdout, stderr)
+	// Inside a watcher's model run the message is one hop deeper than the
+	// one being answered; outside a run it is 0.
+	actor := service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}
+	res, err := svc.Post(ctx, actor, service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ,
+		InReplyTo: *o.replyTo, AwaitReply: *o.wait})
+	if err != nil {
+		return svc.fail("send", err)
 	}
-	return printSent(stdout, m, *asJSON)
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "collab: warning: %s\n", w)
+	}
+	if !*o.wait {
+		return printSent(stdout, &res.Message, *o.asJSON)
+	}
+	return awaitSent(ctx, svc, waiter, &res.Message, o, judged.opt, getenv, stdout, stderr)
+}
+
+// awaitSent is send --wait after the post: the reply from the waiter, the
+// delivery states from the service, judged as judge says.
+func awaitSent(ctx context.Context, svc *openedService, waiter service.Waiter, m *channel.Message, o *sendOptions, judge delegate.Options, getenv env, stdout, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
+	rw := replyWait{root: svc.root, channel: m.SessionID, id: m.ID, timeout: *o.timeout,
+		opt:  delegate.Options{NotFrom: m.From, Poll: *o.poll, Trust: judge.Trust, Verifier: judge.Verifier},
+		json: *o.asJSON, bus: svc.bus, track: true, remote: svc.remote(),
+		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+			return waiter.Wait(ctx, m.ID, opt)
+		},
+		status: func(ctx context.Context) (delivery.Status, error) {
+			return svc.Status(ctx, service.StatusRequest{Channel: m.SessionID, ID: m.ID})
+		},
+	}
+	return rw.run(ctx, o.nf, getenv, stdout, stderr)
 }
 
 // printSent prints what send prints for the message it sent: its id, or
@@ -230,13 +211,4 @@ func messageText(textSet bool, text string, words []string, stdin io.Reader) (st
 		return "", usageErrorf("send: the message text is empty")
 	}
 	return text, nil
-}
-
-// shortErr drops the path from a file error.
-func shortErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

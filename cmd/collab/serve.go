@@ -20,13 +20,8 @@ import (
 	"github.com/collabdev/collab/internal/web"
 )
 
-func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "token" {
-		return runServeToken(ctx, args[1:], getenv, stdout, stderr)
-	}
-	fs := newFlags("serve", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab serve [--listen 127.0.0.1:8765] [--person NAME] [--tls-cert F --tls-key F | --insecure-http]
+// serveUsage is serve's help, before its flags.
+const serveUsage = `Usage: collab serve [--listen 127.0.0.1:8765] [--person NAME] [--tls-cert F --tls-key F | --insecure-http]
        collab serve token new --person NAME | new --agent NAME [--channel CH] | ls | rm ID
 
 Serve the tree to people: a dashboard page and a JSON API under /api/;
@@ -42,7 +37,8 @@ token ('collab serve token new --person NAME'), typed into its form.
 Every request needs that session or a long-lived token (Authorization:
 Bearer TOKEN, from 'collab serve token new'), loopback included. What the
 page posts is sent as --person (a token's: its person), signed with that
-person's key when there is one.
+person's key when there is one, and announced on NATS (--nats, optional)
+as 'collab send' does.
 
 /mcp takes only an agent's token ('collab serve token new --agent NAME
 [--channel CH]'; a person's session or token is refused there, and an
@@ -57,7 +53,15 @@ must name the server in its Host: the address it listens on (localhost
 too on loopback) or a --host name; anything else gets 421.
 
 Flags:
-`)
+`
+
+func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "token" {
+		return runServeToken(ctx, args[1:], getenv, stdout, stderr)
+	}
+	fs := newFlags("serve", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
 	}
 	listen := fs.String("listen", web.DefaultListen, "address to listen on (HOST:PORT)")
@@ -77,6 +81,7 @@ Flags:
 	tokensf := tokensFlag(fs, getenv)
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
+	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -89,25 +94,12 @@ Flags:
 	if err != nil {
 		return err
 	}
-	if (*certFile == "") != (*keyFile == "") {
-		return usageErrorf("serve: --tls-cert and --tls-key go together")
+	lim := serveLimits{maxStreams: *maxStreams, maxMCP: *maxMCP, perPerson: *maxStreamsPer, perToken: *maxMCPPer,
+		poll: *poll, signInTTL: *signInTTL, sessionIdle: *sessionIdle, sessionMax: *sessionMax}
+	if err := lim.check(*listen, *certFile, *keyFile, *insecure); err != nil {
+		return err
 	}
 	useTLS := *certFile != ""
-	if _, _, err := net.SplitHostPort(*listen); err != nil {
-		return usageErrorf("serve: --listen %q: %v", *listen, err)
-	}
-	if !web.IsLoopback(*listen) && !useTLS && !*insecure {
-		return usageErrorf("serve: --listen %s is not loopback: use --tls-cert/--tls-key, or --insecure-http to serve plain HTTP anyway", *listen)
-	}
-	if *maxStreams <= 0 || *poll <= 0 || *maxMCP <= 0 {
-		return usageErrorf("serve: --max-streams, --max-mcp and --poll must be positive")
-	}
-	if *signInTTL <= 0 || *sessionIdle <= 0 || *sessionMax <= 0 {
-		return usageErrorf("serve: --signin-ttl, --session-idle and --session-max must be positive")
-	}
-	if *maxStreamsPer < 0 || *maxMCPPer < 0 {
-		return usageErrorf("serve: --max-streams-per-person and --max-mcp-per-token must not be negative")
-	}
 	signer, err := loadSigner(*keyf, who, getenv)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -118,8 +110,15 @@ Flags:
 	if err != nil {
 		return err
 	}
+	verifier := signing.NewVerifier(ring)
+	// What the page posts is announced on NATS when it is configured.
+	svc, err := openService(ctx, serviceSpec{cmd: "serve", agent: who, root: root, nf: nf, verifier: verifier, nats: true}, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
 	srv, err := web.New(web.Config{
-		Root: root, Person: who, Signer: signer, Verifier: signing.NewVerifier(ring),
+		Root: root, Person: who, Signer: signer, Verifier: verifier, Service: svc.Service,
 		Tokens:    web.Tokens{Path: *tokensf},
 		SignerFor: func(p string) (*signing.Signer, error) { return loadSigner("", p, getenv) },
 		// An agent's default key, as 'collab mcp --agent A' would load it.
@@ -133,7 +132,15 @@ Flags:
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	ln, err := net.Listen("tcp", *listen)
+	return serveOn(ctx, srv, root, who, *listen, *certFile, *keyFile, stdout, stderr)
+}
+
+// serveOn serves srv on listen (TLS with the certificate and key when
+// given) until ctx ends, after printing the sign-in URL; SIGHUP prints a
+// new one.
+func serveOn(ctx context.Context, srv *web.Server, root tree.Root, who, listen, certFile, keyFile string, stdout, stderr io.Writer) error {
+	useTLS := certFile != ""
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -159,11 +166,41 @@ Flags:
 			cancel()
 		}
 	}()
-	err = srv.Serve(ctx, ln, *certFile, *keyFile, 5*time.Second)
+	err = srv.Serve(ctx, ln, certFile, keyFile, 5*time.Second)
 	cancel()
 	<-hupDone
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// serveLimits are serve's bounds, as its flags give them.
+type serveLimits struct {
+	maxStreams, maxMCP, perPerson, perToken  int
+	poll, signInTTL, sessionIdle, sessionMax time.Duration
+}
+
+// check refuses serve's flags that do not go together or are out of
+// range.
+func (l serveLimits) check(listen, certFile, keyFile string, insecure bool) error {
+	if (certFile == "") != (keyFile == "") {
+		return usageErrorf("serve: --tls-cert and --tls-key go together")
+	}
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return usageErrorf("serve: --listen %q: %v", listen, err)
+	}
+	if !web.IsLoopback(listen) && certFile == "" && !insecure {
+		return usageErrorf("serve: --listen %s is not loopback: use --tls-cert/--tls-key, or --insecure-http to serve plain HTTP anyway", listen)
+	}
+	if l.maxStreams <= 0 || l.poll <= 0 || l.maxMCP <= 0 {
+		return usageErrorf("serve: --max-streams, --max-mcp and --poll must be positive")
+	}
+	if l.signInTTL <= 0 || l.sessionIdle <= 0 || l.sessionMax <= 0 {
+		return usageErrorf("serve: --signin-ttl, --session-idle and --session-max must be positive")
+	}
+	if l.perPerson < 0 || l.perToken < 0 {
+		return usageErrorf("serve: --max-streams-per-person and --max-mcp-per-token must not be negative")
 	}
 	return nil
 }

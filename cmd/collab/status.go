@@ -3,24 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"text/tabwriter"
 	"time"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/presence"
 )
 
-func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("status", stderr)
-	flags.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab status MSG-ID [--channel C] [--json]
+// statusUsage is status's help, before its flags.
+const statusUsage = `Usage: collab status MSG-ID [--channel C] [--json]
 
 Show where a message stands for each agent it is addressed to (to, its
 @mentions, a known agent named by its first word):
@@ -43,7 +39,12 @@ status is asked of a bridge over NATS (--nats), as --agent; --root is not
 used.
 
 Flags:
-`)
+`
+
+func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	flags := newFlags("status", stderr)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, statusUsage)
 		flags.PrintDefaults()
 	}
 	ch := channelFlag(flags, "the message's channel (default: look in every channel)")
@@ -59,32 +60,14 @@ Flags:
 	if flags.NArg() != 1 {
 		return usageErrorf("status: give one message id")
 	}
-	id := flags.Arg(0)
-	if _, err := channel.ParseID(id); err != nil {
-		return usageErrorf("status: %q is not a message id", id)
-	}
-	if rf.on {
-		return statusRemote(ctx, rf, nf, *ragent, id, *asJSON, getenv, stdout, stderr)
-	}
-	root := tree.Resolve(*rootf, getenv)
-	if *ch != "" {
-		if err := checkChannel("status", *ch); err != nil {
-			return err
-		}
-	} else {
-		found, err := delivery.FindChannel(root, id)
-		if err != nil {
-			return &exitError{code: exitNothing, msg: fmt.Sprintf("status: %v", err)}
-		}
-		*ch = found
-	}
-	opt := delivery.Options{Host: hostname(), Verifier: verifierFor(root, openKeyring(root, *ringf), stderr)}
-	st, err := delivery.Of(root, *ch, id, opt)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &exitError{code: exitNothing, msg: fmt.Sprintf("status: no message %s in channel %s", id, *ch)}
-	}
+	svc, err := openReadService(ctx, "status", rf, nf, *ragent, tree.Resolve(*rootf, getenv), *ringf, getenv, stderr)
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
+		return err
+	}
+	defer svc.Close()
+	st, err := svc.Status(ctx, service.StatusRequest{Channel: *ch, ID: flags.Arg(0)})
+	if err != nil {
+		return svc.fail("status", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

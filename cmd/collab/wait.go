@@ -26,10 +26,8 @@ import (
 // otherwise.
 const defaultWaitTimeout = 10 * time.Minute
 
-func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("wait", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab wait --reply-to ID [--channel C] [--from B] [--timeout D] [--json]
+// waitUsage is wait's help, before its flags.
+const waitUsage = `Usage: collab wait --reply-to ID [--channel C] [--from B] [--timeout D] [--json]
 
 Wait for the reply to a message (the first message whose in_reply_to is ID)
 and print its text. Exit 0 with the reply, 3 when none came within
@@ -42,7 +40,12 @@ and verdict are printed on stderr ("collab: reply ID from codex
 (verified)"); --json adds "verdict" as read --json does.
 
 Flags:
-`)
+`
+
+func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("wait", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, waitUsage)
 		fs.PrintDefaults()
 	}
 	replyTo := fs.String("reply-to", "", "id of the message whose reply to wait for")
@@ -77,10 +80,19 @@ Flags:
 	if *timeout < 0 || *poll <= 0 {
 		return usageErrorf("wait: --timeout must not be negative and --poll must be positive")
 	}
-	w := replyWait{root: tree.Resolve(*rootf, getenv), channel: *ch, id: *replyTo, timeout: *timeout,
+	root := tree.Resolve(*rootf, getenv)
+	w := replyWait{root: root, channel: *ch, id: *replyTo, timeout: *timeout,
 		opt: delegate.Options{From: *from, Poll: *poll}, json: *asJSON}
 	if err := w.judgeBy("wait", tf, stderr); err != nil {
 		return err
+	}
+	svc, err := openService(ctx, serviceSpec{cmd: "wait", root: root}, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	w.await = func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+		return svc.WaitReply(ctx, *ch, *replyTo, opt)
 	}
 	return w.run(ctx, nf, getenv, stdout, stderr)
 }
@@ -139,11 +151,12 @@ type replyWait struct {
 	// and end with exit 4 once every addressee is refused, failed or
 	// undeliverable (send --wait). Guard notices are then not replies.
 	track bool
-	// await and status, if set, stand for the tree (send --wait
-	// --remote): await waits for the reply, status is the message's
-	// delivery status.
+	// await and status, if set, stand for the tree (send --wait, through
+	// the service): await waits for the reply, status is the message's
+	// delivery status. remote: they go through a bridge.
 	await  func(ctx context.Context, opt delegate.Options) (channel.Message, error)
 	status func(ctx context.Context) (delivery.Status, error)
+	remote bool
 }
 
 // forgedReply is what a wait prints on stderr of a reply its trust
@@ -170,34 +183,11 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 		ctx, cancel = context.WithTimeout(ctx, w.timeout)
 		defer cancel()
 	}
-	if o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), commandLogger(stderr)); ok && w.bus == nil && w.await == nil {
-		bus, err := connectOptional(ctx, o, stderr)
-		if err != nil {
-			return fmt.Errorf("wait: %w", err)
-		}
-		if bus != nil {
-			defer bus.Close()
-		}
-		w.bus = bus
+	unsubscribe, err := w.subscribe(ctx, nf, getenv, stderr)
+	if err != nil {
+		return err
 	}
-	if bus := w.bus; bus != nil {
-		wake := make(chan string, 64)
-		sub, err := bus.Subscribe([]string{w.channel}, func(m channel.Message) {
-			if m.Metadata.InReplyTo != w.id {
-				return
-			}
-			select {
-			case wake <- m.File:
-			default: // the next poll finds it
-			}
-		})
-		if err != nil {
-			fmt.Fprintf(stderr, "collab: warning: waiting by polling only: %v\n", err)
-		} else {
-			defer sub.Stop()
-			w.opt.Wake = wake
-		}
-	}
+	defer unsubscribe()
 	var refused <-chan string
 	var notices []string // guard notices in reply, when tracking
 	stopTrack := func() {}
@@ -218,7 +208,6 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 		stopTrack = cancel
 	}
 	var m channel.Message
-	var err error
 	switch {
 	case w.await != nil:
 		m, err = w.await(ctx, w.opt)
@@ -230,31 +219,90 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 	stopTrack()
 	if refused != nil {
 		if why, ok := <-refused; ok && err != nil {
-			// Every addressee refused, failed or is undeliverable. A
-			// watcher posts a guard's notice before it records the
-			// refusal: one more look (ctx is done) finds it, and its
-			// text is printed as a reply's would be.
-			switch {
-			case w.reader != nil:
-				delegate.WaitWith(ctx, w.reader, w.id, w.opt)
-			case w.await != nil:
-				// From the stream: what has landed comes again at once
-				// (a forgery reported already too); a second for one
-				// still on its way.
-				lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noticeWait)
-				look := w.opt
-				look.Forged = nil
-				w.await(lctx, look)
-				cancel()
-			}
-			for _, text := range notices {
-				fmt.Fprintln(stdout, text)
-			}
-			return &exitError{code: exitRefused, msg: why}
+			return w.refusedAll(ctx, why, &notices, stdout)
 		}
 	}
+	if err != nil {
+		return w.failed(err)
+	}
+	return w.print(m, stdout, stderr)
+}
+
+// refusedAll ends a wait whose every addressee refused, failed or is
+// undeliverable (why says so): exit 4, after the guards' notices (the
+// wait's Skip adds to them).
+func (w replyWait) refusedAll(ctx context.Context, why string, notices *[]string, stdout io.Writer) error {
+	// Every addressee refused, failed or is undeliverable. A
+	// watcher posts a guard's notice before it records the
+	// refusal: one more look (ctx is done) finds it, and its
+	// text is printed as a reply's would be.
 	switch {
-	case errors.Is(err, context.DeadlineExceeded) && w.await != nil:
+	case w.reader != nil:
+		delegate.WaitWith(ctx, w.reader, w.id, w.opt)
+	case w.await != nil && !w.remote:
+		w.await(ctx, w.opt) // one more scan of the mount
+	case w.await != nil:
+		// From the stream: what has landed comes again at once
+		// (a forgery reported already too); a second for one
+		// still on its way.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noticeWait)
+		look := w.opt
+		look.Forged = nil
+		w.await(lctx, look)
+		cancel()
+	}
+	for _, text := range *notices { // those the last look found too
+		fmt.Fprintln(stdout, text)
+	}
+	return &exitError{code: exitRefused, msg: why}
+}
+
+// subscribe subscribes to the NATS announcements of the channel, when
+// NATS is configured (a bus of the command's, else one of its own on the
+// mount), so a reply announced is read at once; the function returned
+// ends it.
+func (w *replyWait) subscribe(ctx context.Context, nf *natsFlags, getenv env, stderr io.Writer) (func(), error) {
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), commandLogger(stderr)); ok && w.bus == nil && !w.remote {
+		bus, err := connectOptional(ctx, o, stderr)
+		if err != nil {
+			return stop, fmt.Errorf("wait: %w", err)
+		}
+		if bus != nil {
+			stops = append(stops, bus.Close)
+		}
+		w.bus = bus
+	}
+	if bus := w.bus; bus != nil {
+		wake := make(chan string, 64)
+		sub, err := bus.Subscribe([]string{w.channel}, func(m channel.Message) {
+			if m.Metadata.InReplyTo != w.id {
+				return
+			}
+			select {
+			case wake <- m.File:
+			default: // the next poll finds it
+			}
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "collab: warning: waiting by polling only: %v\n", err)
+		} else {
+			stops = append(stops, sub.Stop)
+			w.opt.Wake = wake
+		}
+	}
+	return stop, nil
+}
+
+// failed is the error of a wait that got no reply.
+func (w replyWait) failed(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && w.remote:
 		return &exitError{code: exitNothing, msg: fmt.Sprintf("no reply to %s within %s; see what comes with: collab read --remote --channel %s --since %s --follow",
 			w.id, w.timeout, w.channel, w.id)}
 	case errors.Is(err, context.DeadlineExceeded):
@@ -262,9 +310,13 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 			w.id, w.timeout, w.channel, w.id)}
 	case errors.Is(err, context.Canceled):
 		return &exitError{code: exitFailure, msg: fmt.Sprintf("interrupted while waiting for the reply to %s", w.id)}
-	case err != nil:
-		return err
 	}
+	return err
+}
+
+// print prints the reply m: its text (its sender and verdict on stderr),
+// or with json the reply with its verdict.
+func (w replyWait) print(m channel.Message, stdout, stderr io.Writer) error {
 	verdict, _ := w.opt.Judge(&m, w.channel)
 	if w.json {
 		m.StripUnsigned() // as read --json: only what the sender signed
@@ -277,7 +329,7 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 	}
 	mark, _ := w.opt.Verifier.Mark(m.From, verdict)
 	fmt.Fprintf(stderr, "collab: reply %s from %s %s\n", tree.Printable(m.ID), tree.Printable(m.From), cmp.Or(mark, "("+verdict.String()+")"))
-	_, err = fmt.Fprintln(stdout, m.Content.Text)
+	_, err := fmt.Fprintln(stdout, m.Content.Text)
 	return err
 }
 

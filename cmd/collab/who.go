@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,17 +12,14 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/delivery"
-	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/presence"
 )
 
-func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("who", stderr)
-	flags.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab who [AGENT…] [--json] [--stale-after D]
+// whoUsage is who's help, before its flags.
+const whoUsage = `Usage: collab who [AGENT…] [--json] [--stale-after D]
        collab who --check AGENT [--max-backlog-age D]
 
 Show the presence of every agent, or of the named ones, sorted by name:
@@ -70,7 +65,12 @@ used. --check then goes by the bridge's judgement of the heartbeat (its
 state and whether it is forged).
 
 Flags:
-`)
+`
+
+func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	flags := newFlags("who", stderr)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, whoUsage)
 		flags.PrintDefaults()
 	}
 	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, verdict, status (the heartbeat as written)")
@@ -99,57 +99,48 @@ Flags:
 	if *maxBacklogAge < 0 {
 		return usageErrorf("who: --max-backlog-age must not be negative")
 	}
-	for i, n := range names {
-		if err := tree.CheckName("agent", n); err != nil && !strings.Contains(n, "@") {
-			return usageErrorf("who: %v", err)
-		}
-		id, err := workflow.ParseAddress(n) // NAME@INSTANCE: a workflow agent
-		if err != nil {
-			return usageErrorf("who: %v", err)
-		}
-		names[i] = id
-	}
 	if staleAfter <= 0 {
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
 	}
-	if rf.on {
-		var c *whoCheck
-		if flags.Changed("check") {
-			c = &whoCheck{agent: *check, staleAfter: time.Duration(staleAfter), maxBacklogAge: *maxBacklogAge}
-		}
-		return whoRemote(ctx, rf, nf, *ragent, names, c, *asJSON, getenv, stdout, stderr)
-	}
 	root := tree.Resolve(*rootf, getenv)
-	host := hostname() // no name: no PID is checked
-	now := time.Now()
-	v := verifierFor(root, openKeyring(root, *ringf), stderr)
-
-	if flags.Changed("check") {
-		s, err := presence.Read(root, *check)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "collab: warning: %s\n", tree.Printable(err.Error()))
-		}
-		if err == nil && presence.IsAwake(s.Effective(now, time.Duration(staleAfter), host, proc.PIDAlive)) &&
-			v.Accepts(signing.Known, *check, s.Verify(v, *check)) {
-			return checkBacklog(s, *check, now, *maxBacklogAge)
-		}
-		return &exitError{code: exitFailure}
-	}
-
-	rows, err := delivery.Who(root, names, now, time.Duration(staleAfter), host, func(msg string) {
-		fmt.Fprintf(stderr, "collab: warning: %s\n", msg)
-	})
+	svc, err := openReadService(ctx, "who", rf, nf, *ragent, root, *ringf, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	delivery.VerifyRows(v, rows)
+	defer svc.Close()
+	rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: func(msg string) {
+		fmt.Fprintf(stderr, "collab: warning: %s\n", msg)
+	}})
+	if err != nil {
+		return svc.fail("who", err)
+	}
+	now := time.Now()
+	if flags.Changed("check") {
+		return whoChecked(rows, time.Duration(staleAfter), now, *maxBacklogAge)
+	}
 	if *asJSON {
 		return whoJSON(stdout, rows, now)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", root.Presence())
+		if svc.remote() {
+			fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
+		} else {
+			fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", root.Presence())
+		}
 	}
 	return whoTable(stdout, rows, now)
+}
+
+// whoChecked is who --check's exit: 0 when the one agent of rows is awake
+// with a heartbeat younger than staleAfter that verifies as it should,
+// and its backlog is not too old (checkBacklog).
+func whoChecked(rows []delivery.AgentRow, staleAfter time.Duration, now time.Time, maxBacklogAge time.Duration) error {
+	for _, r := range rows {
+		if r.Status != nil && presence.IsAwake(r.State) && r.HasAge && r.Age <= staleAfter && !r.Marked {
+			return checkBacklog(*r.Status, r.Agent, now, maxBacklogAge)
+		}
+	}
+	return &exitError{code: exitFailure}
 }
 
 func whoTable(w io.Writer, rows []delivery.AgentRow, now time.Time) error {

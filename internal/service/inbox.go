@@ -54,16 +54,6 @@ type Acked struct {
 	Until inbox.Until
 }
 
-// parseAgent is the one rule for an agent named by a door: NAME or
-// NAME@INSTANCE, to its id on disk; a bad name is Invalid.
-func parseAgent(name string) (string, error) {
-	id, err := workflow.ParseAddress(name)
-	if err != nil {
-		return "", errkind.Wrap(errkind.Invalid, err)
-	}
-	return id, nil
-}
-
 // checkChannels checks the names of the channels a request gives.
 func checkChannels(chans []string) error {
 	for _, c := range chans {
@@ -77,7 +67,7 @@ func checkChannels(chans []string) error {
 // openInbox opens agent's inbox over chans, the agent's workflow
 // aliases included.
 func (m *Mount) openInbox(agent string, chans []string) (string, *inbox.Inbox, error) {
-	id, err := parseAgent(agent)
+	id, err := parseAgent("agent", agent)
 	if err != nil {
 		return "", nil, err
 	}
@@ -147,7 +137,3 @@ func parseUntil(s string) (inbox.Until, error) {
 	}
 	return u, nil
 }
-
-// AgentID is the id on disk of an agent named NAME or NAME@INSTANCE
-// (workflow.ParseAddress); a bad name is Invalid.
-func AgentID(name string) (string, error) { return parseAgent(name) }

@@ -80,7 +80,7 @@ func (m *Mount) listJobs(q JobQuery) ([]jobs.Job, error) {
 	var js []jobs.Job
 	var err error
 	if q.Agent != "" {
-		id, perr := parseAgent(q.Agent)
+		id, perr := parseAgent("agent", q.Agent)
 		if perr != nil {
 			return nil, perr
 		}
@@ -102,7 +102,7 @@ func (m *Mount) listJobs(q JobQuery) ([]jobs.Job, error) {
 
 // visible keeps the jobs of js that q.Viewer may see.
 func (m *Mount) visible(js []jobs.Job, q JobQuery) ([]jobs.Job, error) {
-	viewer, err := parseAgent(q.Viewer)
+	viewer, err := parseAgent("agent", q.Viewer)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (m *Mount) lookupJob(q JobQuery, id string) (jobs.Job, error) {
 	default:
 		agent := ""
 		if q.Agent != "" {
-			if agent, err = parseAgent(q.Agent); err != nil {
+			if agent, err = parseAgent("agent", q.Agent); err != nil {
 				return jobs.Job{}, err
 			}
 		}
@@ -242,7 +242,7 @@ func (m *Mount) killTarget(a Actor, req KillRequest) (jobs.Job, error) {
 		return j, nil
 	}
 	// A signed request names its job exactly.
-	of, err := parseAgent(req.Of)
+	of, err := parseAgent("agent", req.Of)
 	if err != nil {
 		return jobs.Job{}, err
 	}

@@ -67,7 +67,7 @@ func (m *Mount) ring(req KeyRequest) *keyring.Ring {
 func (m *Mount) Keys(_ context.Context, req KeyRequest, agents []string) (KeyList, error) {
 	var ids []string
 	for _, a := range agents {
-		id, err := parseAgent(a)
+		id, err := parseAgent("agent", a)
 		if err != nil {
 			return KeyList{}, err
 		}
@@ -102,7 +102,7 @@ func (m *Mount) keyList(ring *keyring.Ring, agents []string) (KeyList, error) {
 
 // TrustKey implements Workspace.
 func (m *Mount) TrustKey(_ context.Context, req KeyRequest) (KeyList, error) {
-	id, err := parseAgent(req.Agent)
+	id, err := parseAgent("agent", req.Agent)
 	if err != nil {
 		return KeyList{}, err
 	}
@@ -118,7 +118,7 @@ func (m *Mount) TrustKey(_ context.Context, req KeyRequest) (KeyList, error) {
 
 // RevokeKey implements Workspace.
 func (m *Mount) RevokeKey(_ context.Context, req KeyRequest) (KeyList, error) {
-	id, err := parseAgent(req.Agent)
+	id, err := parseAgent("agent", req.Agent)
 	if err != nil {
 		return KeyList{}, err
 	}

@@ -172,7 +172,7 @@ func (m *Mount) boardAs(a Actor, q TaskQuery, signs bool) (*task.Board, string, 
 	if a.Name == "" {
 		return b, "", nil
 	}
-	id, err := parseAgent(a.Name)
+	id, err := parseAgent("agent", a.Name)
 	if err != nil {
 		return nil, "", err
 	}

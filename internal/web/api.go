@@ -1,10 +1,10 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"slices"
@@ -14,11 +14,10 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
-	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
-	"github.com/collabdev/collab/internal/workspace/registry"
-	"github.com/collabdev/collab/presence"
 )
 
 // Bounds of the API's reads.
@@ -174,15 +173,10 @@ func (s *Server) view(ch string, m *channel.Message) MessageView {
 
 // withDelivery adds the delivery status of an addressed message.
 func (s *Server) withDelivery(v *MessageView, ch string, m *channel.Message) {
-	st := delivery.For(s.cfg.Root, ch, m, s.deliveryOptions())
+	st := s.svc.Delivery(context.Background(), ch, m)
 	if !st.Broadcast {
 		v.Delivery = &st
 	}
-}
-
-func (s *Server) deliveryOptions() delivery.Options {
-	h, _ := os.Hostname()
-	return delivery.Options{Host: h, Verifier: s.cfg.Verifier}
 }
 
 // Page is one page of a channel's messages.
@@ -194,17 +188,14 @@ type Page struct {
 }
 
 // Messages returns the page of channel ch before message id before (the
-// newest when ""), at most n long. Its cost follows n (channel.Tail),
-// plus a delivery status for at most maxDelivery messages.
-func (s *Server) Messages(ch, before string, n int) (Page, error) {
-	file := ""
-	if before != "" {
-		file = before + ".json"
-	}
-	msgs, _, err := channel.Tail(s.cfg.Root, ch, file, n)
+// newest when ""), at most n long. Its cost follows n, plus a delivery
+// status for at most maxDelivery messages.
+func (s *Server) Messages(ctx context.Context, ch, before string, n int) (Page, error) {
+	got, err := s.svc.Read(ctx, service.ReadRequest{Channel: ch, Before: before, Limit: n})
 	if err != nil {
 		return Page{}, err
 	}
+	msgs := got.Messages
 	p := Page{Messages: make([]MessageView, len(msgs))}
 	budget := maxDelivery
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -241,7 +232,7 @@ func (s *Server) apiMessages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p, err := s.Messages(ch, before, n)
+	p, err := s.Messages(r.Context(), ch, before, n)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -256,65 +247,29 @@ type PostRequest struct {
 	ReplyTo string `json:"reply_to"` // the id of the message this answers
 }
 
-// Post posts text to channel ch as person, signed with the server's key
-// for that person when it holds one; the checks and their texts are
-// collab send's.
-func (s *Server) Post(ch, person string, req PostRequest) (*channel.Message, int, error) {
-	if strings.TrimSpace(req.Text) == "" {
-		return nil, http.StatusBadRequest, errors.New("the message text is empty")
-	}
-	to := req.To
-	if to == "" {
-		to = channel.Broadcast
-	}
-	if to != channel.Broadcast {
-		if !strings.Contains(to, "@") {
-			if err := tree.CheckName("recipient", to); err != nil {
-				return nil, http.StatusBadRequest, err
-			}
-		}
-		id, err := workflow.ParseAddress(to)
-		if err != nil {
-			return nil, http.StatusBadRequest, fmt.Errorf("to: %v", err)
-		}
-		to = id
-	}
-	if req.ReplyTo != "" {
-		if _, err := channel.ParseID(req.ReplyTo); err != nil {
-			return nil, http.StatusBadRequest, fmt.Errorf("reply_to %q is not a message id", req.ReplyTo)
-		}
-	}
-	m := &channel.Message{SessionID: ch, From: person, To: to, Type: "chat", Content: channel.Content{Text: req.Text}}
-	m.Metadata.Host, _ = os.Hostname()
-	m.Metadata.Hops = 1
-	if req.ReplyTo != "" {
-		if parent, err := channel.Lookup(s.cfg.Root, ch, req.ReplyTo); err == nil {
-			m.SetParent(&parent)
-		} else {
-			m.SetParent(&channel.Message{ID: req.ReplyTo})
-		}
-	}
+// Post posts text to channel ch as person, a person (hops 0), signed
+// with the server's key for that person when it holds one; the rules are
+// the service's (service.PostRequest).
+func (s *Server) Post(ctx context.Context, ch, person string, req PostRequest) (*channel.Message, error) {
 	signer := s.cfg.Signer
 	if person != s.cfg.Person {
 		signer = nil
 		if s.cfg.SignerFor != nil {
 			var err error
 			if signer, err = s.cfg.SignerFor(person); err != nil {
-				return nil, http.StatusInternalServerError, fmt.Errorf("the key of %s: %w", person, err)
+				return nil, fmt.Errorf("the key of %s: %w", person, err)
 			}
 		}
 	}
-	wr := &channel.Writer{Root: s.cfg.Root, Signer: signer}
-	if err := wr.Post(m); err != nil {
-		if errors.Is(err, channel.ErrTooLarge) {
-			return nil, http.StatusRequestEntityTooLarge, err
-		}
-		return nil, http.StatusInternalServerError, err
+	res, err := s.svc.Post(ctx, service.Actor{Name: person, Signer: signer, Hops: -1},
+		service.PostRequest{Channel: ch, To: req.To, Text: req.Text, InReplyTo: req.ReplyTo})
+	if err != nil {
+		return nil, err
 	}
-	if !registry.Known(s.cfg.Root, to) && to != channel.Broadcast {
-		s.log.Warn("posted to an unknown agent", "to", to, "id", m.ID)
+	for _, w := range res.Warnings {
+		s.log.Warn("posted with a warning", "id", res.Message.ID, "warning", w)
 	}
-	return m, http.StatusCreated, nil
+	return &res.Message, nil
 }
 
 func (s *Server) apiPost(w http.ResponseWriter, r *http.Request) {
@@ -334,23 +289,22 @@ func (s *Server) apiPost(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, http.StatusBadRequest, "bad JSON body: "+err.Error())
 		return
 	}
-	m, code, err := s.Post(ch, personOf(r), req)
+	m, err := s.Post(r.Context(), ch, personOf(r), req)
 	if err != nil {
-		if code == http.StatusInternalServerError {
-			s.fail(w, r, err)
-			return
-		}
-		refuse(w, r, code, err.Error())
+		s.fail(w, r, err)
 		return
 	}
 	v := s.view(ch, m)
 	s.withDelivery(&v, ch, m)
-	writeJSON(w, code, v)
+	writeJSON(w, http.StatusCreated, v)
 }
 
 // AgentView is one agent on the who board.
 type AgentView struct {
-	Agent            string    `json:"agent"`
+	Agent string `json:"agent"`
+	// Address is how people name the agent: NAME@INSTANCE for an agent
+	// of a workflow instance (workflow.Address), else its id.
+	Address          string    `json:"address"`
 	State            string    `json:"state"` // as who shows it: AWAKE/IDLE, STALE, OFFLINE, …
 	Host             string    `json:"host,omitempty"`
 	Channels         []string  `json:"channels,omitempty"`
@@ -362,20 +316,21 @@ type AgentView struct {
 	Verdict          string    `json:"verdict"` // the heartbeat's signature
 }
 
-// Who returns the presence board: one heartbeat file per agent.
-func (s *Server) Who() ([]AgentView, error) {
-	all, _, err := presence.ReadAll(s.cfg.Root)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+// Who returns the presence board: the agents with a heartbeat.
+func (s *Server) Who(ctx context.Context) ([]AgentView, error) {
+	rows, err := s.svc.Who(ctx, service.WhoRequest{})
+	if err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
-	now := time.Now()
-	verdicts := presence.VerifyAll(s.cfg.Verifier, all)
-	out := make([]AgentView, 0, len(all))
-	for i, st := range all {
-		v := AgentView{Agent: st.AgentID, State: st.Effective(now, presence.DefaultStaleAfter, host, proc.PIDAlive),
+	out := make([]AgentView, 0, len(rows))
+	for _, r := range rows {
+		st := r.Status
+		if st == nil {
+			continue
+		}
+		v := AgentView{Agent: r.Agent, Address: workflow.Address(r.Agent), State: r.State,
 			Host: st.Host, Channels: st.Channels, Backlog: st.Backlog, OldestUnanswered: st.OldestUnanswered,
-			LastReply: st.LastReply, Working: st.MessageID, Verdict: verdicts[i].String()}
+			LastReply: st.LastReply, Working: st.MessageID, Verdict: r.Verdict.String()}
 		if len(v.Channels) == 0 && st.Channel != "" {
 			v.Channels = []string{st.Channel}
 		}
@@ -386,7 +341,7 @@ func (s *Server) Who() ([]AgentView, error) {
 }
 
 func (s *Server) apiWho(w http.ResponseWriter, r *http.Request) {
-	agents, err := s.Who()
+	agents, err := s.Who(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -396,30 +351,7 @@ func (s *Server) apiWho(w http.ResponseWriter, r *http.Request) {
 
 // apiStatus answers where message ID stands (?channel=C, else found).
 func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if _, err := channel.ParseID(id); err != nil {
-		refuse(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a message id", id))
-		return
-	}
-	ch := r.URL.Query().Get("channel")
-	if ch != "" {
-		if err := tree.CheckName("channel", ch); err != nil {
-			refuse(w, r, http.StatusBadRequest, err.Error())
-			return
-		}
-	} else {
-		found, err := delivery.FindChannel(s.cfg.Root, id)
-		if err != nil {
-			refuse(w, r, http.StatusNotFound, err.Error())
-			return
-		}
-		ch = found
-	}
-	st, err := delivery.Of(s.cfg.Root, ch, id, s.deliveryOptions())
-	if errors.Is(err, fs.ErrNotExist) {
-		refuse(w, r, http.StatusNotFound, fmt.Sprintf("no message %s in channel %s", id, ch))
-		return
-	}
+	st, err := s.svc.Status(r.Context(), service.StatusRequest{Channel: r.URL.Query().Get("channel"), ID: r.PathValue("id")})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -437,9 +369,43 @@ func (s *Server) channelArg(w http.ResponseWriter, r *http.Request) (string, boo
 	return ch, true
 }
 
-// fail answers 500 and logs the error: the client is told nothing of it
-// (it often names a path on the server's host).
+// fail answers an error of the service layer with the HTTP status of its
+// kind (see package service), and its text; an error without a kind, or
+// of kind Failed, answers 500 and is logged: the client is told nothing
+// of it (it often names a path on the server's host).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	s.log.Error("request failed", "path", r.URL.Path, "err", err)
-	refuse(w, r, http.StatusInternalServerError, internalError)
+	code := httpStatus(err)
+	if code == http.StatusInternalServerError {
+		s.log.Error("request failed", "path", r.URL.Path, "err", err)
+	}
+	refuse(w, r, code, err.Error())
+}
+
+// httpStatus is the HTTP status of err's kind; 500 when it carries none.
+// A message too large is 413.
+func httpStatus(err error) int {
+	if errors.Is(err, channel.ErrTooLarge) {
+		return http.StatusRequestEntityTooLarge
+	}
+	k, ok := errkind.Carried(err)
+	if !ok {
+		return http.StatusInternalServerError
+	}
+	switch k {
+	case errkind.Invalid:
+		return http.StatusBadRequest
+	case errkind.NotFound:
+		return http.StatusNotFound
+	case errkind.Timeout:
+		return http.StatusGatewayTimeout
+	case errkind.Conflict:
+		return http.StatusConflict
+	case errkind.Forbidden:
+		return http.StatusForbidden
+	case errkind.Queued:
+		return http.StatusAccepted
+	case errkind.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/plumbing/fswake"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // keepAlive is how often an idle event stream gets a comment, so a client
@@ -23,8 +23,8 @@ const keepAlive = 30 * time.Second
 // MessageView JSON (with the verdict, without the delivery status); a
 // client that reconnects with Last-Event-ID (a message of the channel,
 // see resumeAt) first gets what it missed. A channel.Reader started at
-// the channel's end reads them, woken by inotify on this host and by the
-// poll interval for other hosts' writes. At most MaxStreams streams are
+// the channel's end reads them (Messages.Follow), woken by inotify on
+// this host and by the poll interval for other hosts' writes. At most MaxStreams streams are
 // open at once, MaxStreamsPerPerson of one person's; beyond that the
 // answer is 503. Streams end when the server shuts down.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
@@ -37,18 +37,10 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	rd, err := channel.NewReader(s.cfg.Root, ch, channel.Cursor{}, channel.ReaderOptions{})
-	if err == nil {
-		err = rd.SeekEnd()
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.fail(w, r, err)
-		return
-	}
 	// A reconnecting client says the last id it has: send what came
 	// after it first (bounded), then what the reader finds, once each.
 	sent := map[string]bool{}
-	s.stream(r.Context(), w, rc, s.channelFeed(ch, rd, func(m *channel.Message) bool {
+	s.stream(r.Context(), w, rc, s.followChannel(r.Context(), ch, nil, func(m *channel.Message) bool {
 		return sent[m.Key()] || s.sendEvent(w, ch, m)
 	}), func() bool {
 		for _, m := range s.missed(ch, r.Header.Get("Last-Event-ID")) {
@@ -171,55 +163,102 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rc *http.Res
 	}
 }
 
-// chanFeed is a channel's new messages, read by rd (which may have no
-// folder yet), each given to send (false: the client is gone).
+// chanFeed is a channel's new messages, followed by the service
+// (Messages.Follow: polling at the poll interval, woken by inotify on
+// this host), each given to send (false: the client is gone).
 type chanFeed struct {
-	s    *Server
-	ch   string
-	rd   *channel.Reader
-	send func(*channel.Message) bool
+	s       *Server
+	ch      string
+	send    func(*channel.Message) bool
+	batches chan []channel.Message // what Follow found, for next
+	ready   chan struct{}          // a batch is waiting
+	hints   chan string            // inotify's new files, for Follow
 }
 
-func (s *Server) channelFeed(ch string, rd *channel.Reader, send func(*channel.Message) bool) *chanFeed {
-	return &chanFeed{s: s, ch: ch, rd: rd, send: send}
+// followChannel follows channel ch from from (nil: from now) until ctx
+// ends, for a stream; it returns once the position is taken, so what
+// lands after it is sent.
+func (s *Server) followChannel(ctx context.Context, ch string, from *channel.Cursor, send func(*channel.Message) bool) *chanFeed {
+	f := &chanFeed{s: s, ch: ch, send: send, batches: make(chan []channel.Message, 16),
+		ready: make(chan struct{}, 1), hints: make(chan string, 256)}
+	started, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		err := s.svc.Follow(ctx, service.FollowRequest{Channel: ch, From: from, Poll: s.cfg.Poll, Wake: f.hints,
+			Started: func() { close(started) }}, func(msgs []channel.Message) error {
+			select {
+			case f.batches <- msgs:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			case f.ready <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("event stream: follow", "channel", ch, "err", err)
+		}
+	}()
+	select {
+	case <-started:
+	case <-ended:
+	}
+	return f
 }
 
-// watch watches the channel's folder; while it cannot (the folder does
-// not exist yet, or no inotify instance is left) it tries again each poll
-// interval, the stream polling meanwhile.
+// watch watches the channel's folder, handing inotify's new files to the
+// follow; while it cannot (the folder does not exist yet, or no inotify
+// instance is left) it tries again each poll interval, the follow
+// polling meanwhile. It wakes the stream when the follow found messages.
 func (f *chanFeed) watch(ctx context.Context, wake func(string)) {
-	tick := time.NewTicker(f.s.cfg.Poll)
-	defer tick.Stop()
+	go func() {
+		tick := time.NewTicker(f.s.cfg.Poll)
+		defer tick.Stop()
+		for {
+			_ = fswake.Channels{Root: f.s.cfg.Root}.Watch(ctx, []string{f.ch}, func(_, file string) {
+				select {
+				case f.hints <- file:
+				default: // the next poll finds it
+				}
+			})
+			select {
+			case <-ctx.Done():
+				return
+			case <-f.s.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
 	for {
-		_ = fswake.Channels{Root: f.s.cfg.Root}.Watch(ctx, []string{f.ch}, func(_, file string) { wake(file) })
 		select {
 		case <-ctx.Done():
 			return
-		case <-f.s.done:
-			return
-		case <-tick.C:
+		case <-f.ready:
+			wake("")
 		}
 	}
 }
 
-func (f *chanFeed) next(list bool, hints []string) (int, bool) {
-	scan := f.rd.Scan
-	if !list {
-		for _, h := range hints {
-			f.rd.Hint(h)
+// next sends what the follow found (its own polls and hints decide
+// when, not list and hints).
+func (f *chanFeed) next(bool, []string) (int, bool) {
+	n := 0
+	for {
+		select {
+		case msgs := <-f.batches:
+			for i := range msgs {
+				if !f.send(&msgs[i]) {
+					return n, false
+				}
+				n++
+			}
+		default:
+			return n, true
 		}
-		scan = f.rd.ScanHinted
 	}
-	msgs, _, err := scan()
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		f.s.log.Warn("event stream: scan", "channel", f.ch, "err", err)
-	}
-	for i := range msgs {
-		if !f.send(&msgs[i]) {
-			return i, false
-		}
-	}
-	return len(msgs), true
 }
 
 // sendEvent writes m as a "message" event; false when the client is gone.

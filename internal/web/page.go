@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -19,6 +20,7 @@ import (
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // The page app: html/template pages with htmx and its SSE extension,
@@ -430,16 +432,11 @@ func (s *Server) pageEvents(w http.ResponseWriter, r *http.Request) {
 			seen = append(seen, s.sentThrough(ch, id)...)
 		}
 	}
-	cur, ok := cursorOf(seen)
-	rd, err := channel.NewReader(s.cfg.Root, ch, cur, channel.ReaderOptions{})
-	if err == nil && !ok {
-		err = rd.SeekEnd()
+	var from *channel.Cursor // nil: from now
+	if cur, ok := cursorOf(seen); ok {
+		from = &cur
 	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.fail(w, r, err)
-		return
-	}
-	s.stream(r.Context(), w, rc, s.channelFeed(ch, rd, func(m *channel.Message) bool {
+	s.stream(r.Context(), w, rc, s.followChannel(r.Context(), ch, from, func(m *channel.Message) bool {
 		v := s.view(ch, m)
 		if !delivery.IsNotice(m) {
 			s.withDelivery(&v, ch, m)
@@ -520,7 +517,8 @@ func (s *Server) pagePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, replyTo, to := r.PostFormValue("text"), r.PostFormValue("reply_to"), r.PostFormValue("to")
-	if _, code, err := s.Post(ch, personOf(r), PostRequest{Text: text, ReplyTo: replyTo, To: to}); err != nil {
+	if _, err := s.Post(r.Context(), ch, personOf(r), PostRequest{Text: text, ReplyTo: replyTo, To: to}); err != nil {
+		code := httpStatus(err)
 		if code == http.StatusInternalServerError {
 			s.log.Warn("page post", "channel", ch, "err", err)
 		}
@@ -546,7 +544,7 @@ type postForm struct {
 // pageAgents is the agents the post box offers to address: the who
 // board's (one heartbeat file each), at most pageChannels.
 func (s *Server) pageAgents() []string {
-	who, err := s.Who()
+	who, err := s.Who(context.Background())
 	if err != nil {
 		s.log.Warn("page: who", "err", err)
 		return nil
@@ -578,14 +576,11 @@ func (s *Server) render(w http.ResponseWriter, code int, name string, data any) 
 // views, the same bounds), keeping each message for what the page shows
 // beyond the view (a question's options).
 func (s *Server) pageMessages(ch, before string, n int, person string) ([]messageView, string, error) {
-	file := ""
-	if before != "" {
-		file = before + ".json"
-	}
-	msgs, _, err := channel.Tail(s.cfg.Root, ch, file, n)
+	got, err := s.svc.Read(context.Background(), service.ReadRequest{Channel: ch, Before: before, Limit: n})
 	if err != nil {
 		return nil, "", err
 	}
+	msgs := got.Messages
 	out := make([]messageView, len(msgs))
 	budget := maxDelivery
 	for i := len(msgs) - 1; i >= 0; i-- {

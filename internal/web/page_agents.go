@@ -67,7 +67,7 @@ func (s *Server) agentsBoard(w http.ResponseWriter, r *http.Request) {
 // agentsData reads the who board (Server.Who: one heartbeat file per
 // agent).
 func (s *Server) agentsData() (agentsData, error) {
-	who, err := s.Who()
+	who, err := s.Who(context.Background())
 	if err != nil {
 		return agentsData{}, err
 	}

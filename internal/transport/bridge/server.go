@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -187,7 +187,9 @@ func (s *Server) perform(op, agent string, data []byte) (any, error) {
 	return nil, Errorf(CodeInvalid, "unknown op %q", op)
 }
 
-// classify turns a failure of the tree into a coded error.
+// classify turns a failure of the tree into a coded error: a full or
+// failing disk is unavailable (retry later), then the kind the service
+// layer gave it, then the library's sentinels.
 func classify(what string, err error) error {
 	var e *Error
 	switch {
@@ -195,17 +197,40 @@ func classify(what string, err error) error {
 		return nil
 	case errors.As(err, &e):
 		return err
-	case errors.Is(err, tree.ErrBadName), errors.Is(err, channel.ErrMalformed),
-		errors.Is(err, channel.ErrTooLarge), errors.Is(err, presence.ErrMalformed):
-		return Errorf(CodeInvalid, "%s: %v", what, err)
-	case errors.Is(err, fs.ErrNotExist):
-		return Errorf(CodeNotFound, "%s: %v", what, err)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EIO),
 		errors.Is(err, syscall.EROFS), errors.Is(err, syscall.ESTALE), errors.Is(err, syscall.EAGAIN),
 		errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		return Errorf(CodeUnavailable, "%s: %v", what, err)
 	}
+	if k, ok := errkind.Carried(err); ok && k != errkind.Failed {
+		return Errorf(wireCode(k), "%s: %v", what, err)
+	}
+	switch {
+	case errors.Is(err, tree.ErrBadName), errors.Is(err, channel.ErrMalformed),
+		errors.Is(err, channel.ErrTooLarge), errors.Is(err, presence.ErrMalformed):
+		return Errorf(CodeInvalid, "%s: %v", what, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return Errorf(CodeNotFound, "%s: %v", what, err)
+	}
 	return Errorf(CodeInternal, "%s: %v", what, err)
+}
+
+// wireCode is the code on the wire of an error kind (see package
+// service); a kind a remote client cannot act on is internal.
+func wireCode(k errkind.Kind) string {
+	switch k {
+	case errkind.Invalid:
+		return CodeInvalid
+	case errkind.NotFound:
+		return CodeNotFound
+	case errkind.Conflict:
+		return CodeConflict
+	case errkind.Forbidden:
+		return CodeForbidden
+	case errkind.Unavailable:
+		return CodeUnavailable
+	}
+	return CodeInternal
 }
 
 func (s *Server) post(agent string, data []byte) (any, error) {
@@ -213,60 +238,14 @@ func (s *Server) post(agent string, data []byte) (any, error) {
 	if err := DecodeRequest(data, &req); err != nil {
 		return nil, err
 	}
-	if err := tree.CheckName("channel", req.Channel); err != nil {
-		return nil, Errorf(CodeInvalid, "post: %v", err)
-	}
-	if len(req.Message) == 0 {
-		return nil, Errorf(CodeInvalid, "post: no message")
-	}
-	m, err := channel.Decode(req.Message, "", req.Channel)
-	if err != nil {
-		return nil, Errorf(CodeInvalid, "post: %v", err)
-	}
-	n, err := channel.ParseID(m.ID)
-	if err != nil {
-		return nil, Errorf(CodeInvalid, "post: the message needs its id: %v", err)
-	}
-	switch {
-	case m.From != agent:
-		return nil, Errorf(CodeForbidden, "post: the message is from %q, not %q", m.From, agent)
-	case n.Agent != agent:
-		return nil, Errorf(CodeForbidden, "post: the message id %s is not %q's", m.ID, agent)
-	case m.SessionID != req.Channel:
-		return nil, Errorf(CodeInvalid, "post: the message's session_id is %q, not the channel %q", m.SessionID, req.Channel)
-	}
-	m.File = m.ID + ".json"
-	if m.Timestamp == "" {
-		m.Timestamp = n.Time.Format(channel.TimeFormat) // as Decode does for a file
-	}
-	if v := m.Verify(s.cfg.Verifier, req.Channel); v != signing.Verified {
-		return nil, Errorf(CodeForbidden, "post: %s's signature: %s", agent, v)
-	}
-	// Only what the agent signed reaches the tree: extras it did not sign
-	// (a host, needs_input, unknown members) are dropped, not passed on
-	// for readers to weigh.
-	if m.StripUnsigned() {
-		s.log.Debug("bridge: dropped unsigned fields", "channel", req.Channel, "msg", m.ID, "agent", agent)
-	}
-	w := channel.Writer{Root: s.cfg.Root, Now: s.cfg.Now}
-	err = w.Post(&m)
-	if errors.Is(err, fs.ErrExist) {
-		old, lerr := channel.Lookup(s.cfg.Root, req.Channel, m.ID)
-		if lerr != nil {
-			return nil, classify("post: read the existing "+m.ID, lerr)
-		}
-		a, _ := old.Encode()
-		b, _ := m.Encode()
-		if !bytes.Equal(a, b) {
-			return nil, Errorf(CodeConflict, "post: another message has the id %s", m.ID)
-		}
-		return PostReply{Reply: Reply{OK: true}, ID: m.ID, Existed: true}, nil
-	}
+	r, err := s.svc.Relay(context.Background(), agent, req.Channel, req.Message)
 	if err != nil {
 		return nil, classify("post", err)
 	}
-	s.log.Info("bridge: posted", "channel", req.Channel, "msg", m.ID, "agent", agent)
-	return PostReply{Reply: Reply{OK: true}, ID: m.ID}, nil
+	if !r.Existed {
+		s.log.Info("bridge: posted", "channel", req.Channel, "msg", r.ID, "agent", agent)
+	}
+	return PostReply{Reply: Reply{OK: true}, ID: r.ID, Existed: r.Existed}, nil
 }
 
 func (s *Server) presence(agent string, data []byte) (any, error) {
@@ -274,20 +253,8 @@ func (s *Server) presence(agent string, data []byte) (any, error) {
 	if err := DecodeRequest(data, &req); err != nil {
 		return nil, err
 	}
-	if len(req.Presence) == 0 {
-		return nil, Errorf(CodeInvalid, "presence: no presence")
-	}
-	st, err := presence.Decode(req.Presence, "")
+	st, err := s.svc.RelayPresence(context.Background(), agent, req.Presence)
 	if err != nil {
-		return nil, Errorf(CodeInvalid, "presence: %v", err)
-	}
-	if st.AgentID != agent {
-		return nil, Errorf(CodeForbidden, "presence: the heartbeat is %q's, not %q's", st.AgentID, agent)
-	}
-	if v := st.Verify(s.cfg.Verifier, agent); v != signing.Verified {
-		return nil, Errorf(CodeForbidden, "presence: %s's signature: %s", agent, v)
-	}
-	if err := presence.Write(s.cfg.Root, st); err != nil {
 		return nil, classify("presence", err)
 	}
 	if s.cfg.Presence != nil {
@@ -304,9 +271,6 @@ func (s *Server) read(data []byte) (any, error) {
 	if err := DecodeRequest(data, &req); err != nil {
 		return nil, err
 	}
-	if err := tree.CheckName("channel", req.Channel); err != nil {
-		return nil, Errorf(CodeInvalid, "read: %v", err)
-	}
 	limit := req.Limit
 	switch {
 	case limit < 0:
@@ -316,39 +280,25 @@ func (s *Server) read(data []byte) (any, error) {
 	case limit > MaxReadLimit:
 		limit = MaxReadLimit
 	}
-	if req.After != "" && req.Since != "" {
-		return nil, Errorf(CodeInvalid, "read: after and since together")
-	}
-	if req.After == "" {
-		// The newest after since (none: of the channel).
-		msgs, more, _, err := channel.NewestSince(s.cfg.Root, req.Channel, req.Since, limit)
-		if se := (*channel.SinceError)(nil); errors.As(err, &se) {
-			return nil, Errorf(CodeInvalid, "read: %v", err)
-		}
-		if err != nil {
-			return nil, classify("read", err)
-		}
-		// A reply too small for them all keeps the newest.
-		out, cut, err := s.readReply(slices.Backward(msgs))
-		if err != nil {
-			return nil, err
-		}
-		slices.Reverse(out.Messages)
-		out.More = more || cut
-		return out, nil
-	}
-	if _, perr := channel.ParseID(req.After); perr != nil {
-		return nil, Errorf(CodeInvalid, "read: after: %v", perr)
-	}
-	msgs, more, _, err := channel.Following(s.cfg.Root, req.Channel, req.After, limit)
+	p, err := s.svc.Read(context.Background(), service.ReadRequest{Channel: req.Channel, Since: req.Since, After: req.After, Limit: limit})
 	if err != nil {
 		return nil, classify("read", err)
 	}
-	out, cut, err := s.readReply(slices.All(msgs))
+	if req.After != "" {
+		out, cut, err := s.readReply(slices.All(p.Messages))
+		if err != nil {
+			return nil, err
+		}
+		out.More = p.More || cut
+		return out, nil
+	}
+	// A reply too small for them all keeps the newest.
+	out, cut, err := s.readReply(slices.Backward(p.Messages))
 	if err != nil {
 		return nil, err
 	}
-	out.More = more > 0 || cut
+	slices.Reverse(out.Messages)
+	out.More = p.More || cut
 	return out, nil
 }
 
@@ -383,15 +333,13 @@ func (s *Server) who(data []byte) (any, error) {
 	if err := DecodeRequest(data, &req); err != nil {
 		return nil, err
 	}
-	now := s.cfg.Now()
-	rows, err := delivery.Who(s.cfg.Root, nil, now, presence.DefaultStaleAfter, s.cfg.Host, func(msg string) {
+	rows, err := s.svc.Who(context.Background(), service.WhoRequest{Warn: func(msg string) {
 		s.log.Warn("bridge: who: " + msg)
-	})
+	}})
 	if err != nil {
 		return nil, classify("who", err)
 	}
-	delivery.VerifyRows(s.cfg.Verifier, rows)
-	b, err := json.Marshal(delivery.WhoEntries(rows, now))
+	b, err := json.Marshal(delivery.WhoEntries(rows, s.cfg.Now()))
 	if err != nil {
 		return nil, classify("who: encode", err)
 	}
@@ -403,14 +351,7 @@ func (s *Server) status(data []byte) (any, error) {
 	if err := DecodeRequest(data, &req); err != nil {
 		return nil, err
 	}
-	if _, err := channel.ParseID(req.Message); err != nil {
-		return nil, Errorf(CodeInvalid, "status: %q is not a message id", req.Message)
-	}
-	ch, err := delivery.FindChannel(s.cfg.Root, req.Message)
-	if err != nil {
-		return nil, Errorf(CodeNotFound, "status: %v", err)
-	}
-	st, err := delivery.Of(s.cfg.Root, ch, req.Message, delivery.Options{Host: s.cfg.Host, Verifier: s.cfg.Verifier})
+	st, err := s.svc.Status(context.Background(), service.StatusRequest{ID: req.Message})
 	if err != nil {
 		return nil, classify("status", err)
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // DefaultReadLimit is how many messages channel_read and channel_peek
@@ -98,42 +98,36 @@ func (s *Server) channelSend(ctx context.Context, in SendArgs) (SendResult, erro
 	return SendResult{ID: m.ID, Timestamp: m.Timestamp, Queued: queued}, nil
 }
 
-// post writes a message from the agent, then announces it.
-func (s *Server) post(ctx context.Context, text, to string, extra func(*channel.Message)) (*channel.Message, bool, error) {
+// actor is who the tools act as: the server's agent, with its key and
+// the depth of the message it answers.
+func (s *Server) actor() service.Actor {
+	return service.Actor{Name: s.cfg.Agent, Signer: s.cfg.Signer, Hops: s.cfg.Hops, Mode: channel.ModeMCP}
+}
+
+// post posts a message from the agent on the server's channel.
+func (s *Server) post(ctx context.Context, text, to string, extra func(*service.PostRequest)) (*channel.Message, bool, error) {
 	return s.postTo(ctx, s.cfg.Channel, text, to, extra)
 }
 
 // postTo is post on channel ch (a delegated session's). queued reports a
 // message kept in a remote host's outbox (see SendResult.Queued).
-func (s *Server) postTo(ctx context.Context, ch, text, to string, extra func(*channel.Message)) (m *channel.Message, queued bool, err error) {
-	if strings.TrimSpace(text) == "" {
-		return nil, false, errors.New("message is empty")
+func (s *Server) postTo(ctx context.Context, ch, text, to string, extra func(*service.PostRequest)) (*channel.Message, bool, error) {
+	req := service.PostRequest{Channel: ch, To: to, Text: text, Host: s.cfg.Host}
+	if extra != nil {
+		extra(&req)
 	}
-	if to == "" {
-		to = channel.Broadcast
+	res, err := s.svc.Post(ctx, s.actor(), req)
+	if res.Queued {
+		s.cfg.Logger.Warn("sent to the outbox only", keyMsg, res.Message.ID, keyErr, err)
+		return &res.Message, true, nil
 	}
-	if to != channel.Broadcast {
-		if err := tree.CheckName("recipient", to); err != nil {
+	if err != nil {
+		if errkind.Is(err, errkind.Invalid) {
 			return nil, false, err
 		}
-	}
-	m = &channel.Message{
-		SessionID: ch,
-		From:      s.cfg.Agent,
-		To:        to,
-		Content:   channel.Content{Text: text},
-		Metadata:  channel.Metadata{Host: s.cfg.Host, Mode: channel.ModeMCP},
-	}
-	if s.cfg.Hops >= 0 {
-		m.Metadata.Hops = s.cfg.Hops + 1
-	}
-	if extra != nil {
-		extra(m)
-	}
-	if queued, err = s.store.post(ctx, m); err != nil {
 		return nil, false, fmt.Errorf("send: %w", err)
 	}
-	return m, queued, nil
+	return &res.Message, false, nil
 }
 
 func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadResult, error) {
@@ -148,13 +142,17 @@ func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadRe
 	}
 	// Names before since are left unread; the newest limit after it are
 	// read, newest first.
-	msgs, more, err := s.store.newest(ctx, s.cfg.Channel, in.Since, limit)
-	if se := (*channel.SinceError)(nil); errors.As(err, &se) {
+	page, err := s.svc.Read(ctx, service.ReadRequest{Channel: s.cfg.Channel, Since: in.Since, Limit: limit})
+	if errkind.Is(err, errkind.Invalid) {
 		return ReadResult{}, err
 	}
 	if err != nil {
 		return ReadResult{}, fmt.Errorf("read channel: %w", err)
 	}
+	for _, id := range page.Omitted {
+		s.cfg.Logger.Warn("a message too big for a bridge reply is left out", keyMsg, id)
+	}
+	msgs, more := page.Messages, page.More
 	res := ReadResult{Channel: s.cfg.Channel, Messages: []Message{}, More: more}
 	for i := range msgs {
 		res.Messages = append(res.Messages, s.view(&msgs[i]))

@@ -9,6 +9,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/delegate"
 )
 
@@ -71,12 +72,12 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 			}
 		}}
 	// Before the request: the wait reads only what arrives after it.
-	wait, stop, err := s.store.awaiter(ctx, s.cfg.Channel, opt)
+	waiter, err := s.svc.ExpectReply(ctx, s.cfg.Channel)
 	if err != nil {
 		return SendAndWaitResult{}, err
 	}
-	defer stop()
-	m, queued, err := s.post(ctx, in.Message, in.To, (*channel.Message).SetAwaitReply)
+	defer waiter.Close()
+	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) { r.AwaitReply = true })
 	if err != nil {
 		return SendAndWaitResult{}, err
 	}
@@ -86,7 +87,7 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	reply, err := wait(wctx, m.ID)
+	reply, err := waiter.Wait(wctx, m.ID, opt)
 	switch {
 	case err == nil:
 		v := s.view(&reply)

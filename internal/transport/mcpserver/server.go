@@ -30,10 +30,18 @@
 // it through [Config.Delegator], as the agent; get_session_status and
 // send_message_to_session take sessionId, list_sessions nothing. They see
 // only the sessions the agent delegated, and send_message_to_session
-// posts on the session's channel, signed as channel_send. Results are structured JSON (also
-// sent as text). A failure is a tool error the model can read, never a
-// protocol error: a document path that leaves the folder, a version
-// conflict (naming the current version), a bad name.
+// posts on the session's channel, signed as channel_send. Results are
+// structured JSON (also sent as text).
+//
+// # Errors
+//
+// The tools call the service layer (internal/service) and map the kind
+// of its error once, in [addTool]: arguments the layer finds invalid
+// (errkind.Invalid: an empty message, a bad name, a malformed id) are a
+// JSON-RPC invalid params error (-32602) with the layer's text; any other
+// failure is a tool error the model can read: a document path that
+// leaves the folder, a version conflict (naming the current version), a
+// message no channel of the session holds.
 //
 // # Reading and the inbox
 //
@@ -87,9 +95,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -167,8 +177,6 @@ type Server struct {
 	cfg   Config
 	svc   service.Service // every operation on the tree
 	mcp   *mcp.Server
-	store store
-	board taskStore // of Channel
 
 	// afterRead runs after channel_read returns messages, with the last
 	// one (channel_peek does not run it). The inbox tools hook in here to
@@ -211,14 +219,6 @@ func New(cfg Config) (*Server, error) {
 	if s.svc == nil {
 		s.svc = defaultService(cfg)
 	}
-	s.store = files{&s.cfg}
-	if cfg.Remote != nil {
-		s.store = bridged{cfg: &s.cfg, c: cfg.Remote}
-	}
-	var err error
-	if s.board, err = s.store.board(cfg.Channel); err != nil {
-		return nil, fmt.Errorf("mcp server: %w", err)
-	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "collab", Title: "collab bus for " + cfg.Agent, Version: Version},
 		&mcp.ServerOptions{
 			Instructions: fmt.Sprintf("You are agent %q on collab channel %q. Use inbox_check for the messages waiting for you, "+
@@ -253,7 +253,8 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 // addTool registers a tool whose arguments are In (json tags name them,
 // jsonschema tags describe them) and whose result is Out. An error from h
-// becomes a tool error the model sees.
+// of kind errkind.Invalid (the arguments are wrong) is a JSON-RPC invalid
+// params error; any other becomes a tool error the model sees.
 func addTool[In, Out any](s *Server, name, description string, h func(ctx context.Context, in In) (Out, error)) {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: name, Description: description},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
@@ -261,6 +262,15 @@ func addTool[In, Out any](s *Server, name, description string, h func(ctx contex
 			if err != nil {
 				s.cfg.Logger.Info("tool failed", keyTool, name, keyErr, err)
 			}
-			return nil, out, err
+			return nil, out, toolError(err)
 		})
+}
+
+// toolError is the error a tool answers with: a JSON-RPC invalid params
+// error for an error of kind errkind.Invalid, else err (a tool error).
+func toolError(err error) error {
+	if k, ok := errkind.Carried(err); ok && k == errkind.Invalid {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return err
 }

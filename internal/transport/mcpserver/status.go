@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // StatusArgs are message_status's arguments.
@@ -28,12 +29,9 @@ var errNoMessage = errors.New("no such message in this channel")
 // messageStatus looks for the message in the session's channel only, as
 // every tool acts on that channel alone.
 func (s *Server) messageStatus(ctx context.Context, in StatusArgs) (delivery.Status, error) {
-	if _, err := channel.ParseID(in.ID); err != nil {
-		return delivery.Status{}, fmt.Errorf("%q is not a message id", in.ID)
-	}
-	st, err := s.store.status(ctx, s.cfg.Channel, in.ID)
-	if errors.Is(err, errNoMessage) {
-		return delivery.Status{}, fmt.Errorf("message %s: %w", in.ID, err)
+	st, err := s.svc.Status(ctx, service.StatusRequest{Channel: s.cfg.Channel, ID: in.ID})
+	if errkind.Is(err, errkind.NotFound) {
+		return delivery.Status{}, fmt.Errorf("message %s: %w", in.ID, errNoMessage)
 	}
 	return st, err
 }

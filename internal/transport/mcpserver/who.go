@@ -2,6 +2,9 @@ package mcpserver
 
 import (
 	"context"
+	"time"
+
+	"github.com/collabdev/collab/internal/service"
 )
 
 // WhoArgs are who's arguments: none.
@@ -27,10 +30,20 @@ func addWhoTool(s *Server) error {
 	return nil
 }
 
+// who shows the agents with a heartbeat (a registered agent without one
+// is left out), each by its id.
 func (s *Server) who(ctx context.Context, _ WhoArgs) (WhoResult, error) {
-	all, err := s.store.who(ctx)
+	rows, err := s.svc.Who(ctx, service.WhoRequest{})
 	if err != nil {
 		return WhoResult{}, err
 	}
-	return WhoResult{Agents: all}, nil
+	out := WhoResult{Agents: make([]Agent, 0, len(rows))}
+	for _, r := range rows {
+		if r.Status == nil {
+			continue
+		}
+		out.Agents = append(out.Agents, Agent{Agent: r.Agent, State: r.State, AgeSeconds: r.Age.Round(time.Second).Seconds(),
+			Host: r.Status.Host, Channel: r.Status.Channel, Working: r.Status.MessageID})
+	}
+	return out, nil
 }

@@ -1,0 +1,87 @@
+package service
+
+import (
+	"context"
+
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/delegate"
+)
+
+// Waiter waits for the reply to a request. It is made (ExpectReply)
+// before the request is posted, so a reply that comes at once, or from a
+// host whose clock is behind, is found.
+type Waiter interface {
+	// Wait waits for the reply to message id: the first message whose
+	// in_reply_to is id that opt accepts (From, NotFrom, the trust policy
+	// and its Verifier, Skip), telling opt.Forged of each reply the
+	// policy refused, until ctx ends (its error is returned: a deadline
+	// is a Timeout).
+	Wait(ctx context.Context, id string, opt delegate.Options) (channel.Message, error)
+	// Close releases what the Waiter holds (a NATS subscription).
+	Close()
+}
+
+// ExpectReply prepares, before a request is posted on ch, the wait for
+// its reply. On the mount the channel is polled (opt.Poll) from now on,
+// and the NATS announcements (Config.Wake) read at once.
+func (m *Mount) ExpectReply(ctx context.Context, ch string) (Waiter, error) {
+	if err := tree.CheckName("channel", ch); err != nil {
+		return nil, errkind.Wrap(errkind.Invalid, err)
+	}
+	w := &mountWaiter{stop: func() {}}
+	if m.cfg.Wake != nil {
+		wake, stop, err := m.cfg.Wake(ctx, ch)
+		if err != nil {
+			m.cfg.Logger.Warn("waiting by polling only", keyErr, err)
+		} else {
+			w.wake, w.stop = wake, stop
+		}
+	}
+	r, err := delegate.Before(m.cfg.Root, ch, delegate.Options{})
+	if err != nil {
+		w.stop()
+		return nil, errkind.Wrap(errkind.Of(err), err)
+	}
+	w.r = r
+	return w, nil
+}
+
+type mountWaiter struct {
+	r    *channel.Reader
+	wake <-chan string
+	stop func()
+}
+
+func (w *mountWaiter) Wait(ctx context.Context, id string, opt delegate.Options) (channel.Message, error) {
+	if opt.Wake == nil {
+		opt.Wake = w.wake
+	}
+	return delegate.WaitWith(ctx, w.r, id, opt)
+}
+
+func (w *mountWaiter) Close() { w.stop() }
+
+// WaitReply waits for the reply to message id of channel ch, posted
+// already (it may have come): the first message after it that opt
+// accepts, as [Waiter.Wait]; the NATS announcements (Config.Wake) are
+// read at once.
+func (m *Mount) WaitReply(ctx context.Context, ch, id string, opt delegate.Options) (channel.Message, error) {
+	if err := tree.CheckName("channel", ch); err != nil {
+		return channel.Message{}, errkind.Wrap(errkind.Invalid, err)
+	}
+	if _, err := channel.ParseID(id); err != nil {
+		return channel.Message{}, errkind.New(errkind.Invalid, "%q is not a message id", id)
+	}
+	if opt.Wake == nil && m.cfg.Wake != nil {
+		wake, stop, err := m.cfg.Wake(ctx, ch)
+		if err != nil {
+			m.cfg.Logger.Warn("waiting by polling only", keyErr, err)
+		} else {
+			defer stop()
+			opt.Wake = wake
+		}
+	}
+	return delegate.Wait(ctx, m.cfg.Root, ch, id, opt)
+}
