@@ -5,12 +5,10 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -20,20 +18,13 @@ const HangGuard = time.Minute
 
 // Call calls tool name with args and decodes its structured result into
 // out (when not nil). A tool error is returned as "error: " and its text
-// (a model sees it, the test checks it), and so is a JSON-RPC invalid
-// params error (arguments the tool refuses); success is "". Any other
-// protocol error fails the test.
+// (a model sees it, the test checks it); success is "". A protocol error
+// fails the test.
 func Call(tb testing.TB, cs *mcp.ClientSession, name string, args map[string]any, out any) string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	var we *jsonrpc.Error
-	if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidParams {
-		// Arguments the tool refuses: the model sees the text as it
-		// sees a tool error's.
-		return "error: " + we.Message
-	}
 	if err != nil {
 		tb.Fatalf("%s(%v): protocol error %v", name, args, err)
 	}

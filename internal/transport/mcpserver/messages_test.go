@@ -2,13 +2,11 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -30,19 +28,30 @@ func TestChannelSendToInstanceAgent(t *testing.T) {
 	}
 }
 
-// TestInvalidArgumentsAreInvalidParams: a tool's arguments the service
-// refuses as invalid are a JSON-RPC invalid params error; a refusal of
-// another kind stays a tool error the model reads.
-func TestInvalidArgumentsAreInvalidParams(t *testing.T) {
+// TestToolErrorsCarryTheirKind: a tool that fails answers a tool error
+// the model reads, with the layer's kind of the failure in _meta; the
+// arguments a tool's schema refuses are the SDK's invalid params error.
+func TestToolErrorsCarryTheirKind(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	_, cs := connect(t, root)
-	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "channel_send", Arguments: map[string]any{"message": " "}})
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, "empty") {
-		t.Errorf("channel_send of a blank message: %v; want invalid params saying it is empty", err)
-	}
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "message_status", Arguments: map[string]any{"id": "msg-20200101-000000-x-abcd"}})
-	if err != nil || !res.IsError {
-		t.Errorf("message_status of a missing message: %+v %v; want a tool error", res, err)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		kind string
+		text string
+	}{
+		{"channel_send", map[string]any{"message": " "}, "invalid", "empty"},
+		{"message_status", map[string]any{"id": "msg-20200101-000000-x-abcd"}, "not found", ""},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil || !res.IsError {
+			t.Errorf("%s(%v): %+v %v; want a tool error", tc.tool, tc.args, res, err)
+			continue
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if res.Meta[KindKey] != tc.kind || !strings.Contains(text, tc.text) {
+			t.Errorf("%s(%v): kind %v, text %q; want kind %q and %q in the text", tc.tool, tc.args, res.Meta[KindKey], text, tc.kind, tc.text)
+		}
 	}
 }

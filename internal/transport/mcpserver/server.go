@@ -95,7 +95,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/collabdev/collab/channel"
@@ -174,9 +173,9 @@ type Config struct {
 
 // Server is an MCP server for one agent on one channel.
 type Server struct {
-	cfg   Config
-	svc   service.Service // every operation on the tree
-	mcp   *mcp.Server
+	cfg Config
+	svc service.Service // every operation on the tree
+	mcp *mcp.Server
 
 	// afterRead runs after channel_read returns messages, with the last
 	// one (channel_peek does not run it). The inbox tools hook in here to
@@ -201,6 +200,9 @@ var toolsets = []func(*Server) error{
 // New returns a server with every tool registered.
 func New(cfg Config) (*Server, error) {
 	if err := tree.CheckName("agent", cfg.Agent); err != nil {
+		return nil, fmt.Errorf("mcp server: %w", err)
+	}
+	if err := tree.CheckName("channel", cfg.Channel); err != nil {
 		return nil, fmt.Errorf("mcp server: %w", err)
 	}
 	if cfg.Signer != nil && cfg.Signer.Agent() != cfg.Agent {
@@ -253,24 +255,33 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 // addTool registers a tool whose arguments are In (json tags name them,
 // jsonschema tags describe them) and whose result is Out. An error from h
-// of kind errkind.Invalid (the arguments are wrong) is a JSON-RPC invalid
-// params error; any other becomes a tool error the model sees.
+// is a tool error the model sees (toolError).
 func addTool[In, Out any](s *Server, name, description string, h func(ctx context.Context, in In) (Out, error)) {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: name, Description: description},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 			out, err := h(ctx, in)
 			if err != nil {
 				s.cfg.Logger.Info("tool failed", keyTool, name, keyErr, err)
+				return toolError(err), out, nil
 			}
-			return nil, out, toolError(err)
+			return nil, out, nil
 		})
 }
 
-// toolError is the error a tool answers with: a JSON-RPC invalid params
-// error for an error of kind errkind.Invalid, else err (a tool error).
-func toolError(err error) error {
-	if k, ok := errkind.Carried(err); ok && k == errkind.Invalid {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	}
-	return err
+// KindKey is the key of a failed tool result's _meta that holds the
+// layer's kind of the failure (errkind: "invalid", "not found",
+// "conflict", …), for clients that act on it; the model reads the text.
+const KindKey = "collab/kind"
+
+// toolError is the answer of a tool that failed: a tool error (isError,
+// the text for the model, as the MCP spec asks for invalid input data
+// and refusals alike: the model reads it and tries again), with the
+// failure's kind in _meta (KindKey). Arguments that do not match a
+// tool's schema never reach it: the SDK answers them with a JSON-RPC
+// invalid-params error.
+func toolError(err error) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{}
+	res.SetError(err)
+	res.Meta = mcp.Meta{KindKey: errkind.Of(err).String()}
+	return res
 }

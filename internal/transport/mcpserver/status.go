@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/collabdev/collab/internal/delivery"
@@ -24,7 +23,7 @@ func addStatusTool(s *Server) error {
 // errNoMessage is message_status's answer for a message its channel does
 // not hold: the same whether another channel holds it or none does, so a
 // session learns nothing of the channels it cannot reach.
-var errNoMessage = errors.New("no such message in this channel")
+var errNoMessage = errkind.New(errkind.NotFound, "no such message in this channel")
 
 // messageStatus looks for the message in the session's channel only, as
 // every tool acts on that channel alone.
