@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -23,35 +22,32 @@ func wfMount(root tree.Root) *service.Mount {
 	return service.NewMount(service.Config{Root: root, Host: hostname()})
 }
 
-// teamFlags are the flags run and start share.
+// teamFlags are the flags run and start share; watch holds those every
+// agent's watcher shares.
 type teamFlags struct {
-	instance      *string
-	agent         *string
-	verbose       *bool
-	root          *string
-	keyring       *string
-	allowWritable *bool
-	poll          *time.Duration
-	heartbeat     *time.Duration
-	grace         *time.Duration
-	logLevel      *string
-	nats          *natsFlags
+	instance, agent, root *string
+	keyring               *string
+	verbose               *bool
+	watch                 watchSettings
+	nats                  *natsFlags
 }
 
 func addTeamFlags(fs *pflag.FlagSet) *teamFlags {
-	return &teamFlags{
-		instance:      fs.String("instance", "", "the instance's name (default: MMDD-HHMM-xx from the time)"),
-		agent:         agentFlag(fs, "", "who posts the kickoff", true),
-		verbose:       fs.Bool("verbose", false, "also show the watchers' logs on standard error"),
-		keyring:       keyringFlag(fs),
-		allowWritable: fs.Bool("allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)"),
-		poll:          fs.Duration("poll", watcher.DefaultPoll, "the watchers' poll interval"),
-		heartbeat:     fs.Duration("heartbeat", watcher.DefaultHeartbeat, "the watchers' presence heartbeat interval"),
-		grace:         fs.Duration("grace", runenv.Grace, "on stop, how long a running CLI may finish"),
-		logLevel:      fs.String("log-level", defaultLogLevel, "the watchers' log level: debug, info, warn or error"),
-		nats:          addNATSFlags(fs),
-		root:          rootFlag(fs),
+	tf := &teamFlags{
+		instance: fs.String("instance", "", "the instance's name (default: MMDD-HHMM-xx from the time)"),
+		agent:    agentFlag(fs, "", "who posts the kickoff", true),
+		verbose:  fs.Bool("verbose", false, "also show the watchers' logs on standard error"),
 	}
+	w := &tf.watch
+	tf.keyring = keyringFlag(fs)
+	fs.BoolVar(&w.AllowWritableKeyring, "allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)")
+	fs.DurationVar(&w.Poll, "poll", watcher.DefaultPoll, "the watchers' poll interval")
+	fs.DurationVar(&w.Heartbeat, "heartbeat", watcher.DefaultHeartbeat, "the watchers' presence heartbeat interval")
+	fs.DurationVar(&w.Grace, "grace", runenv.Grace, "on stop, how long a running CLI may finish")
+	fs.StringVar(&w.LogLevel, "log-level", defaultLogLevel, "the watchers' log level: debug, info, warn or error")
+	tf.nats = addNATSFlags(fs)
+	tf.root = rootFlag(fs)
+	return tf
 }
 
 // teamRequest is the request of run or start (cmd) of the workflow at
@@ -66,16 +62,15 @@ func (tf *teamFlags) teamRequest(ctx context.Context, cmd, path string, getenv e
 	if err != nil {
 		return root, service.TeamRequest{}, fmt.Errorf("%s: %w", cmd, err)
 	}
+	tf.watch.Keyring, tf.watch.NATS = *tf.keyring, tf.nats.conn(getenv)
 	logs := io.Discard
 	if *tf.verbose {
 		logs = stderr
 	}
 	return root, service.TeamRequest{
 		File: path, Instance: *tf.instance, Env: getenv, Log: stderr,
-		Watch: watchSettings{Keyring: *tf.keyring, AllowWritableKeyring: *tf.allowWritable, NATS: tf.nats.conn(getenv),
-			Poll: *tf.poll, Heartbeat: *tf.heartbeat, Grace: *tf.grace, LogLevel: *tf.logLevel},
-		WatchHost: watchHost(ctx, getenv, logs),
-		From:      service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)},
-		Resumed:   getenv(service.EnvWorkflowResume) == "1",
+		Watch: tf.watch, WatchHost: watchHost(ctx, getenv, logs),
+		From:    service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)},
+		Resumed: getenv(service.EnvWorkflowResume) == "1",
 	}, nil
 }

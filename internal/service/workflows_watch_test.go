@@ -3,8 +3,10 @@ package service
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/collabdev/collab/internal/agent/watchsetup"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/workflow"
 )
 
@@ -30,4 +32,21 @@ func isZeroSettings(s watchsetup.Settings) bool {
 	b, _ := json.Marshal(s)
 	z, _ := json.Marshal(watchsetup.Settings{})
 	return string(b) == string(z)
+}
+
+// TestAgentSettingsBase: an agent's watcher takes the team's shared
+// settings (the door's keyring, NATS, poll, heartbeat, grace and log
+// level) and its own keys, never another agent's.
+func TestAgentSettingsBase(t *testing.T) {
+	base := watchsetup.Settings{Keyring: "/k", AllowWritableKeyring: true, NATS: &natsbus.Options{URL: "nats://h"},
+		Poll: time.Second, Heartbeat: 2 * time.Second, Grace: 3 * time.Second, LogLevel: "debug",
+		Agent: "other", Channels: []string{"elsewhere"}, CLI: "gemini"}
+	s := agentSettings(base, workflow.Agent{Name: "coder", CLI: "claude"}, "coder--i1", "ch")
+	if s.Keyring != "/k" || !s.AllowWritableKeyring || s.NATS == nil || s.NATS.URL != "nats://h" ||
+		s.Poll != time.Second || s.Heartbeat != 2*time.Second || s.Grace != 3*time.Second || s.LogLevel != "debug" {
+		t.Errorf("shared settings lost: %+v", s)
+	}
+	if s.Agent != "coder--i1" || len(s.Channels) != 1 || s.Channels[0] != "ch" || s.CLI != "claude" {
+		t.Errorf("agent's own settings: %+v", s)
+	}
 }
