@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/collabdev/collab/internal/agent/watchsetup"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/bridge"
@@ -64,7 +65,7 @@ Flags:
 	// The bridge hands the keyring to every remote host (the keys op) and
 	// checks every remote write against it: one others could rewrite is
 	// refused, as a watcher refuses it.
-	ring, err := checkedKeyring("bridge", root, *ringf, signing.Known, true, stderr)
+	ring, err := watchsetup.CheckedKeyring("bridge", root, *ringf, signing.Known, true, stderr)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/claim"
 	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/watchsetup"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/presence"
 )
@@ -95,7 +96,7 @@ func TestConfinedTree(t *testing.T) {
 				check(strings.Join(args, " "), r.stdout, r.stderr, err)
 			}
 			// No command of the CLI but watch uses these two; run what it runs.
-			log, done, err := watchLogger(tree.Root(root), "outsider", slog.LevelInfo, io.Discard)
+			log, done, err := watchsetup.Logger(tree.Root(root), "outsider", slog.LevelInfo, io.Discard)
 			if err == nil {
 				log.Info("started")
 				done()

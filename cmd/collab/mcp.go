@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -132,7 +130,7 @@ func mcpMount(cfg mcpserver.Config) *service.Mount {
 
 // mcpDelegateDefaults are delegate_to_worktree's defaults: collab
 // delegate's, from the environment a watcher passes on to its CLI's
-// server (mcpEnvVars), and --delegate-cmd.
+// server (watchsetup's mcpEnvVars), and --delegate-cmd.
 func mcpDelegateDefaults(getenv env, cmd string) service.DelegateRequest {
 	d := service.DelegateRequest{CLI: getenv("COLLAB_DELEGATE_CLI"), Cmd: cmd, Worktrees: getenv(envWorktrees),
 		Depth: sessions.Depth(getenv), KeyDir: filepath.Dir(signing.DefaultKeyPath("agent", getenv))}
@@ -253,66 +251,6 @@ func mcpRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootFlag, ri
 		cfg.Verifier = verifierFor(cfg.Root, ring, stderr)
 	}
 	return serveMCP(ctx, cfg, stdin, stdout)
-}
-
-// mcpEnvVars are the variables `collab mcp` reads from its environment
-// that a watcher's CLI must pass on to it: the channel and depth of the
-// message being answered (set by the watcher for each run), the key and
-// keyring, and NATS.
-var mcpEnvVars = []string{
-	envChannel, runenv.Hops, envKey, envKeyring, "XDG_CONFIG_HOME",
-	// delegate_to_worktree's limits and defaults, as collab delegate's.
-	sessions.EnvDepth, envMaxHops, envBudgetUSD, envBudgetTokens, envWorktrees, "COLLAB_DELEGATE_CLI", envDelegateCmd,
-	"NATS_URL", "NATS_CREDS", "NATS_NKEY", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CA", "NATS_CERT", "NATS_KEY",
-}
-
-// watchMCP returns the MCP server `collab watch --mcp` gives its model
-// CLI: this same binary as `collab mcp --agent A --root ROOT` plus the
-// watcher's NATS flags. The channel is not a flag: the watcher sets
-// COLLAB_CHANNEL for each run to the channel of the message being
-// answered, so a watcher of several channels gives each run the right one.
-// extra are more arguments (watch --remote's: --remote and its NATS
-// flags). It returns nil when on is false.
-func watchMCP(on bool, cli string, root tree.Root, agent string, nf *natsFlags, extra []string) ([]modelcli.MCPServer, error) {
-	if !on {
-		return nil, nil
-	}
-	if err := checkMCPCLI(cli); err != nil {
-		return nil, err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("watch: --mcp: %w", err)
-	}
-	abs, err := filepath.Abs(string(root)) // the CLI runs in --workdir
-	if err != nil {
-		return nil, fmt.Errorf("watch: --mcp: %w", err)
-	}
-	args := append([]string{"mcp", "--agent", agent, "--root", abs}, nf.args()...)
-	return []modelcli.MCPServer{{Name: "collab", Command: exe, Args: append(args, extra...), EnvVars: mcpEnvVars}}, nil
-}
-
-// checkMCPCLI refuses watch --mcp with a CLI that takes no MCP servers.
-func checkMCPCLI(cli string) error {
-	if cli != "claude" && cli != "codex" {
-		return usageErrorf("watch: --mcp needs --cli claude or codex, not %s", cli)
-	}
-	return nil
-}
-
-// args returns the flags that give another collab command these NATS
-// settings.
-func (nf *natsFlags) args() []string {
-	var args []string
-	for _, f := range []struct{ flag, v string }{
-		{"--nats", nf.url}, {"--nats-creds", nf.creds}, {"--nats-nkey", nf.nkey}, {"--nats-user", nf.user},
-		{"--nats-ca", nf.ca}, {"--nats-cert", nf.cert}, {"--nats-key", nf.key},
-	} {
-		if f.v != "" {
-			args = append(args, f.flag, f.v)
-		}
-	}
-	return args
 }
 
 // The variables of collab delegate's defaults the MCP server also reads.

@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,42 +80,6 @@ func TestMCPUsage(t *testing.T) {
 	r := runCollab(t, nil, "", "mcp", "--help")
 	if r.code != 0 || !strings.Contains(r.stderr, "--mcp-config") {
 		t.Errorf("mcp --help: exit %d, %q", r.code, r.stderr)
-	}
-}
-
-func TestWatchMCP(t *testing.T) {
-	nf := &natsFlags{url: "nats://h:4222", creds: "/etc/c.creds"}
-	got, err := watchMCP(true, "codex", tree.Root("rel/root"), "codex", nf, []string{"--remote", "--state-dir", "/s"})
-	if err != nil || len(got) != 1 {
-		t.Fatalf("watchMCP = %+v, %v", got, err)
-	}
-	exe, _ := os.Executable()
-	abs, _ := filepath.Abs("rel/root")
-	srv := got[0]
-	want := []string{"mcp", "--agent", "codex", "--root", abs, "--nats", "nats://h:4222", "--nats-creds", "/etc/c.creds", "--remote", "--state-dir", "/s"}
-	if srv.Name != "collab" || srv.Command != exe || !slices.Equal(srv.Args, want) || srv.Check() != nil {
-		t.Errorf("server %+v; want %s %q", srv, exe, want)
-	}
-	// The run's channel and depth reach it; the channel is not fixed.
-	for _, v := range []string{"COLLAB_CHANNEL", "COLLAB_HOPS", "NATS_PASSWORD"} {
-		if !slices.Contains(srv.EnvVars, v) {
-			t.Errorf("EnvVars %q lacks %s", srv.EnvVars, v)
-		}
-	}
-	if slices.Contains(srv.Args, "--channel") {
-		t.Errorf("args %q fix the channel", srv.Args)
-	}
-	if got, err := watchMCP(false, "claude", "/r", "claude", &natsFlags{}, nil); got != nil || err != nil {
-		t.Errorf("off: %+v, %v", got, err)
-	}
-	for _, cli := range []string{"gemini", "command"} {
-		if _, err := watchMCP(true, cli, "/r", "a", &natsFlags{}, nil); exitCode(err, io.Discard) != 2 {
-			t.Errorf("--mcp with --cli %s: %v; want a usage error", cli, err)
-		}
-	}
-	r := runCollab(t, map[string]string{"COLLAB_ROOT": newTree(t)}, "", "watch", "--agent", "a", "--channel", "dev", "--cli", "command", "--cmd", "cat", "--mcp")
-	if r.code != 2 || !strings.Contains(r.stderr, "--mcp needs --cli claude or codex") {
-		t.Errorf("watch --cli command --mcp: exit %d %q", r.code, r.stderr)
 	}
 }
 

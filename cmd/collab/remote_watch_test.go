@@ -16,6 +16,7 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/agent/remotewatch"
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
@@ -317,12 +318,12 @@ func TestRemoteWatchWiring(t *testing.T) {
 	}
 	old := startMirror
 	t.Cleanup(func() { startMirror = old })
-	startMirror = func(ctx context.Context, c *remote.Client, st watchSettings, state string, _ *slog.Logger) (*runningMirror, error) {
+	startMirror = func(ctx context.Context, c *remote.Client, st watchSettings, state string, _ *slog.Logger) (*remotewatch.Mirror, error) {
 		if c.Agent() != "rem" || state != s.state || len(st.Channels) != 1 || st.Channels[0] != "dev" {
 			t.Errorf("mirror started for %s, state %s, channels %v", c.Agent(), state, st.Channels)
 		}
 		events <- event{"started", stateOf()}
-		return &runningMirror{root: mirrorRoot, stop: func() { events <- event{"stopped", stateOf()} }}, nil
+		return &remotewatch.Mirror{Root: mirrorRoot, Stop: func() { events <- event{"stopped", stateOf()} }}, nil
 	}
 	t.Setenv("COLLAB_TEST_AS", "cli") // the CLI the watcher runs: this binary, the fake
 
@@ -389,8 +390,8 @@ func TestRemoteWatchMirrorFails(t *testing.T) {
 	old := startMirror
 	t.Cleanup(func() { startMirror = old })
 	ended := make(chan struct{})
-	r := &runningMirror{root: mirrorRoot, ended: ended, stop: func() {}}
-	startMirror = func(context.Context, *remote.Client, watchSettings, string, *slog.Logger) (*runningMirror, error) {
+	r := &remotewatch.Mirror{Root: mirrorRoot, Ended: ended, Stop: func() {}}
+	startMirror = func(context.Context, *remote.Client, watchSettings, string, *slog.Logger) (*remotewatch.Mirror, error) {
 		return r, nil
 	}
 	done := make(chan result, 1)
@@ -402,7 +403,7 @@ func TestRemoteWatchMirrorFails(t *testing.T) {
 		p, err := presence.Read(mirrorRoot, "rem")
 		return err == nil && p.State == presence.StateAwake
 	})
-	r.err = errors.New("the stream is gone")
+	r.Err = errors.New("the stream is gone")
 	close(ended)
 	select {
 	case res := <-done:
@@ -414,34 +415,5 @@ func TestRemoteWatchMirrorFails(t *testing.T) {
 	}
 	if p, err := presence.Read(mirrorRoot, "rem"); err != nil || p.State != presence.StateOffline {
 		t.Errorf("presence %+v, %v; want OFFLINE", p, err)
-	}
-}
-
-// TestAwaitCaughtUp: the watcher of watch --remote starts once the mirror
-// has first caught up, or after the bound; a mirror that stops first is
-// an error.
-func TestAwaitCaughtUp(t *testing.T) {
-	closed := make(chan struct{})
-	close(closed)
-	open := make(chan struct{})
-	stopped := func(err error) *runningMirror {
-		return &runningMirror{ended: closed, caught: open, err: err}
-	}
-	if err := (&runningMirror{ended: open, caught: closed}).awaitCaughtUp(context.Background(), time.Hour); err != nil {
-		t.Errorf("caught up: %v", err)
-	}
-	if err := (&runningMirror{ended: open, caught: open}).awaitCaughtUp(context.Background(), time.Millisecond); err != nil {
-		t.Errorf("past the bound: %v", err)
-	}
-	if err := stopped(errors.New("no stream")).awaitCaughtUp(context.Background(), time.Hour); err == nil || !strings.Contains(err.Error(), "no stream") {
-		t.Errorf("mirror failed first: %v", err)
-	}
-	if err := stopped(nil).awaitCaughtUp(context.Background(), time.Hour); err == nil {
-		t.Error("mirror stopped first: no error")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := (&runningMirror{ended: open, caught: open}).awaitCaughtUp(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled: %v", err)
 	}
 }

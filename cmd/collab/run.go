@@ -52,12 +52,11 @@ Flags:
 	if fs.NArg() != 1 {
 		return usageErrorf("run: want one workflow FILE (see 'collab run --help')")
 	}
-	var verifier *signing.Verifier
-	root, team, err := tf.teamRequest(ctx, "run", fs.Arg(0), getenv, stderr, &verifier)
+	root, team, err := tf.teamRequest(ctx, "run", fs.Arg(0), getenv, stderr)
 	if err != nil {
 		return err
 	}
-	seen := func(ch string, msgs []channel.Message, skips []channel.Skip) error {
+	seen := func(ch string, msgs []channel.Message, skips []channel.Skip, verifier *signing.Verifier) error {
 		p := printer{w: stdout, errw: stderr, json: *asJSON, channel: ch, verifier: verifier}
 		p.skips(skips)
 		return p.messages(msgs)

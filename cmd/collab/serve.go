@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/collabdev/collab/internal/agent/watchsetup"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/web"
@@ -106,7 +107,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	}
 	// The page verifies and signs for people: a keyring others could
 	// rewrite is refused, as a watcher refuses it.
-	ring, err := checkedKeyring("serve", root, *ringf, signing.Known, true, stderr)
+	ring, err := watchsetup.CheckedKeyring("serve", root, *ringf, signing.Known, true, stderr)
 	if err != nil {
 		return err
 	}

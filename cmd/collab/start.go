@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 )
@@ -37,8 +36,7 @@ Flags:
 	if *background {
 		return startBackground(ctx, args, fs.Arg(0), tf, *startTimeout, getenv, stdout)
 	}
-	var verifier *signing.Verifier
-	root, team, err := tf.teamRequest(ctx, "start", fs.Arg(0), getenv, stderr, &verifier)
+	root, team, err := tf.teamRequest(ctx, "start", fs.Arg(0), getenv, stderr)
 	if err != nil {
 		return err
 	}

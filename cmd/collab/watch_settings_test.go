@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 // TestWatchRemoteChecksEverySetting: watch --remote refuses a setting
@@ -41,38 +39,5 @@ func TestWatchRemoteChecksEverySetting(t *testing.T) {
 				t.Errorf("%s written", state)
 			}
 		})
-	}
-}
-
-// TestWatchRunEnvOnce: each variable of the watcher's part of a run's
-// environment is written once, watch --remote's included (its
-// COLLAB_KEY was written twice, once as given and once made absolute).
-func TestWatchRunEnvOnce(t *testing.T) {
-	root := tree.Root(t.TempDir())
-	keyPath := filepath.Join(t.TempDir(), "yves.key")
-	if _, err := signing.NewKey(keyPath, "yves", false); err != nil {
-		t.Fatal(err)
-	}
-	s := watchSettings{Agent: "yves", Channels: []string{"dev"}, Cmd: os.Args[0],
-		Poll: time.Second, Heartbeat: time.Second, Key: keyPath, RemoteState: "/state",
-		BudgetUSD: 2, AllowWritableKeyring: true}
-	p, err := prepareWatch(context.Background(), root, s, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	seen := map[string]string{}
-	for _, kv := range p.Config.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		if old, dup := seen[k]; dup {
-			t.Errorf("%s set twice: %q and %q", k, old, v)
-		}
-		seen[k] = v
-	}
-	for k, want := range map[string]string{"COLLAB_KEY": keyPath, "COLLAB_REMOTE": "1", "COLLAB_STATE_DIR": "/state",
-		"COLLAB_MAX_HOPS": "6", "COLLAB_BUDGET_USD": "2"} {
-		if seen[k] != want {
-			t.Errorf("%s = %q, want %q (env %q)", k, seen[k], want, p.Config.Env)
-		}
 	}
 }

@@ -502,3 +502,12 @@ func TestWatchNotRunnable(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchMCPNeedsCLI: watch --mcp with a CLI that takes no MCP servers
+// is a usage error.
+func TestWatchMCPNeedsCLI(t *testing.T) {
+	r := runCollab(t, map[string]string{"COLLAB_ROOT": newTree(t)}, "", "watch", "--agent", "a", "--channel", "dev", "--cli", "command", "--cmd", "cat", "--mcp")
+	if r.code != 2 || !strings.Contains(r.stderr, "--mcp needs --cli claude or codex") {
+		t.Errorf("watch --cli command --mcp: exit %d %q", r.code, r.stderr)
+	}
+}

@@ -360,30 +360,6 @@ func TestSendToInstanceAgent(t *testing.T) {
 	}
 }
 
-// TestAgentSettingsDefaults: a workflow agent with no keys has the watch
-// settings of a flag-less collab watch: zero values, the defaults.
-func TestAgentSettingsDefaults(t *testing.T) {
-	s := agentSettings(workflow.Agent{Name: "reviewer"}, "reviewer--x", "ch")
-	want := watchSettings{Agent: "reviewer--x", Aliases: []string{"reviewer"}, Channels: []string{"ch"}}
-	if s.Agent != want.Agent || len(s.Aliases) != 1 || s.Aliases[0] != "reviewer" || len(s.Channels) != 1 {
-		t.Fatalf("got %+v", s)
-	}
-	s.Aliases, s.Channels, s.Agent = nil, nil, ""
-	if !isZeroSettings(s) {
-		t.Errorf("an agent with no keys has settings %+v, want zero (the defaults)", s)
-	}
-	zero := 0
-	if s := agentSettings(workflow.Agent{Name: "a", Context: &zero}, "a--x", "ch"); s.Context != -1 {
-		t.Errorf("context: 0 is %d, want -1 (none)", s.Context)
-	}
-}
-
-func isZeroSettings(s watchSettings) bool {
-	b, _ := json.Marshal(s)
-	z, _ := json.Marshal(watchSettings{})
-	return string(b) == string(z)
-}
-
 // TestRunRealClaude: a two-agent workflow of real Claude Code CLIs
 // against the fake model server runs to done (skipped without the CLI
 // unless COLLAB_TEST_REQUIRE_CLIS says it is required).

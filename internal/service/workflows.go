@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/watchsetup"
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/sessions"
-	"github.com/collabdev/collab/watcher"
 )
 
 // Workflows is the operations on workflow instances (see the package doc):
@@ -38,12 +39,6 @@ type Workflows interface {
 	ResumeWorkflows(ctx context.Context, req WorkflowResumeRequest) []WorkflowResumed
 }
 
-// WatchFunc is how a door turns agent a of a workflow (id NAME--INSTANCE,
-// in channel ch) into its watcher's configuration, with what it holds open
-// until done is called: the settings are those of collab watch, which
-// the door owns (flags, keys, logs, NATS).
-type WatchFunc func(ctx context.Context, a workflow.Agent, id, ch string) (cfg *watcher.Config, done func(), err error)
-
 // TeamRequest is what RunWorkflow and StartWorkflow share.
 type TeamRequest struct {
 	// File is the workflow file.
@@ -55,8 +50,15 @@ type TeamRequest struct {
 	From Actor
 	// Env is what the kickoff's ${{ env.NAME }} reads; nil: none is set.
 	Env func(string) string
-	// Watch makes each agent's watcher (required).
-	Watch WatchFunc
+	// Watch are the settings every agent's watcher shares: the door's
+	// flags (keyring, NATS, poll, heartbeat, grace, log level); each
+	// agent's keys complete them (agentSettings). Poll and Heartbeat are
+	// required, as collab watch's.
+	Watch watchsetup.Settings
+	// WatchHost is what the watchers take from the process: its
+	// environment, where their logs' text goes (Stderr; nil: dropped),
+	// the second signal.
+	WatchHost watchsetup.Host
 	// Log takes the setup steps' standard error and the team's notices
 	// (a stop file it ignores); nil: dropped.
 	Log io.Writer
@@ -74,8 +76,9 @@ type RunRequest struct {
 	// the team to be done.
 	Quiet time.Duration
 	// Seen, if set, is given what the instance's channel ch shows as it
-	// happens, from before the kickoff on; an error ends the run.
-	Seen func(ch string, msgs []channel.Message, skips []channel.Skip) error
+	// happens, from before the kickoff on, and the verifier of the
+	// team's watchers (to show who signed); an error ends the run.
+	Seen func(ch string, msgs []channel.Message, skips []channel.Skip, v *signing.Verifier) error
 }
 
 // RunResult is what a RunWorkflow did.

@@ -12,6 +12,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/presence"
@@ -21,9 +22,6 @@ import (
 func (m *Mount) RunWorkflow(ctx context.Context, req RunRequest) (*RunResult, error) {
 	if req.Timeout <= 0 || req.Quiet <= 0 {
 		return nil, errkind.New(errkind.Invalid, "--timeout and --quiet must be positive")
-	}
-	if req.Watch == nil {
-		return nil, errkind.New(errkind.Invalid, "no watcher settings")
 	}
 	t, err := m.openTeam(ctx, &req.TeamRequest)
 	if err != nil {
@@ -103,14 +101,14 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, req *RunRequest) (
 }
 
 // scan reads what is new in the channel into st and hands it to seen.
-func (t *team) scan(r *channel.Reader, st *runState, seen func(string, []channel.Message, []channel.Skip) error) error {
+func (t *team) scan(r *channel.Reader, st *runState, seen func(string, []channel.Message, []channel.Skip, *signing.Verifier) error) error {
 	msgs, skips, err := r.Scan()
 	if err != nil {
 		fmt.Fprintf(t.log, "collab: %v\n", err)
 		return nil // the next tick tries again
 	}
 	if seen != nil {
-		if err := seen(t.channel, msgs, skips); err != nil {
+		if err := seen(t.channel, msgs, skips, t.verifier()); err != nil {
 			return errkind.Wrap(errkind.Failed, err)
 		}
 	}

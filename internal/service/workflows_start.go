@@ -26,9 +26,6 @@ func (m *Mount) StartWorkflow(ctx context.Context, req StartRequest) (*Started, 
 	if req.Background {
 		return m.startBackground(ctx, &req)
 	}
-	if req.Watch == nil {
-		return nil, errkind.New(errkind.Invalid, "no watcher settings")
-	}
 	t, err := m.openTeam(ctx, &req.TeamRequest)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/collabdev/collab/internal/agent/watchsetup"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workflow"
@@ -50,7 +51,7 @@ type team struct {
 type teamAgent struct {
 	id, name string
 	cfg      *watcher.Config
-	done     func() // releases what the door's WatchFunc opened
+	done     func() // releases what watchsetup.Prepare opened
 	cancel   context.CancelFunc
 	ended    chan struct{}
 	stopped  atomic.Bool // stopped on its own (an agent's stop file)
@@ -106,12 +107,12 @@ func (m *Mount) openTeam(ctx context.Context, req *TeamRequest) (*team, error) {
 		}
 	}
 	for i, a := range f.Agents {
-		cfg, done, err := req.Watch(ctx, a, t.ids[i], t.channel)
+		w, err := watchsetup.Prepare(ctx, m.cfg.Root, agentSettings(req.Watch, a, t.ids[i], t.channel), req.WatchHost)
 		if err != nil {
 			k, _ := errkind.Carried(err)
 			return nil, errkind.Wrap(k, fmt.Errorf("agent %s: %w", a.Name, err))
 		}
-		t.agents = append(t.agents, &teamAgent{id: t.ids[i], name: a.Name, cfg: cfg, done: done})
+		t.agents = append(t.agents, &teamAgent{id: t.ids[i], name: a.Name, cfg: &w.Config, done: w.Close})
 	}
 	ok = true
 	return t, nil

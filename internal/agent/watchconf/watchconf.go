@@ -1,9 +1,9 @@
 // Package watchconf is one agent's watcher settings as a person gives
-// them, and their one validator: collab watch checks its flags with
-// [Settings.Check], the workflow commands check each agent's keys with
-// it, and the workflow file loader uses its lists ([CLIs],
-// [SessionScopes]) and rules ([NeedsCmd]). What the settings become is
-// watcher.Config.
+// them, and their one validator: watchsetup checks every watcher's
+// settings with [Settings.Check] (collab watch's flags, a workflow
+// agent's keys), and the workflow file loader uses its lists ([CLIs],
+// [SessionScopes]) and rules ([NeedsCmd]). watchsetup turns the settings
+// into a watcher.Config.
 //
 // The messages name the flags of collab watch (--session-scope, --poll):
 // an agent's key of the same name (session_scope) sets the same thing.

@@ -1,4 +1,10 @@
-package main
+// Package rotlog is a log file rotated by size, appended to through a
+// folder that follows no link: a watcher's ROOT/logs/AGENT.log. When a
+// write would take the file past its size it becomes NAME.1 (the older
+// ones shift to .2 … .N, the oldest is dropped) and a new one starts.
+// Several processes may append to the same file: one that finds it
+// rotated by another reopens it instead of rotating again.
+package rotlog
 
 import (
 	"errors"
@@ -10,19 +16,17 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
-// A watcher's log, ROOT/logs/AGENT.log, is rotated by size: when a write
-// would take it past logMaxBytes it becomes AGENT.log.1 (the older ones
-// shift to .2 … .logBackups, the oldest is dropped) and a new one starts.
+// A watcher's log is rotated past MaxBytes, keeping Backups old files.
 const (
-	logMaxBytes = 10 << 20
-	logBackups  = 3
+	MaxBytes = 10 << 20
+	Backups  = 3
 )
 
-// rotatingLog appends to name in dir, rotating it by size. It follows no
-// link: dir is a [safedir.Dir] and the file is opened through it. Another
-// watcher of the same agent may append to the same file; if it rotated the
-// file first, this one reopens the new file instead of rotating again.
-type rotatingLog struct {
+// File appends to name in dir, rotating it by size. It follows no link:
+// dir is a [safedir.Dir] and the file is opened through it. Another
+// process may append to the same file; if it rotated the file first,
+// this one reopens the new file instead of rotating again.
+type File struct {
 	mu      sync.Mutex
 	dir     *safedir.Dir
 	name    string
@@ -32,15 +36,17 @@ type rotatingLog struct {
 	size    int64
 }
 
-func openRotatingLog(dir *safedir.Dir, name string, max int64, backups int) (*rotatingLog, error) {
-	l := &rotatingLog{dir: dir, name: name, max: max, backups: backups}
+// Open opens name in dir for appending, rotated past max bytes with
+// backups old files kept. The File owns dir: Close closes it.
+func Open(dir *safedir.Dir, name string, max int64, backups int) (*File, error) {
+	l := &File{dir: dir, name: name, max: max, backups: backups}
 	if err := l.open(); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-func (l *rotatingLog) open() error {
+func (l *File) open() error {
 	f, err := l.dir.OpenAppend(l.name, safedir.FilePerm)
 	if err != nil {
 		return err
@@ -55,7 +61,7 @@ func (l *rotatingLog) open() error {
 }
 
 // Write appends p (one log record) whole to the current file.
-func (l *rotatingLog) Write(p []byte) (int, error) {
+func (l *File) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.size > 0 && l.size+int64(len(p)) > l.max {
@@ -71,7 +77,7 @@ func (l *rotatingLog) Write(p []byte) (int, error) {
 // rotate shifts name.(k) to name.(k+1), name to name.1, and opens a new
 // name. If name is no longer the file it writes to, another process
 // rotated it: it only reopens name.
-func (l *rotatingLog) rotate() error {
+func (l *File) rotate() error {
 	mine, err := l.f.Stat()
 	if err != nil {
 		return err
@@ -95,7 +101,7 @@ func (l *rotatingLog) rotate() error {
 }
 
 // current reports whether name is still the file mine describes.
-func (l *rotatingLog) current(mine fs.FileInfo) bool {
+func (l *File) current(mine fs.FileInfo) bool {
 	f, err := l.dir.OpenAppend(l.name, safedir.FilePerm)
 	if err != nil {
 		return false
@@ -106,7 +112,7 @@ func (l *rotatingLog) current(mine fs.FileInfo) bool {
 }
 
 // Close closes the file and the folder.
-func (l *rotatingLog) Close() error {
+func (l *File) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return errors.Join(l.f.Close(), l.dir.Close())

@@ -1,7 +1,6 @@
-package main
+package rotlog
 
 import (
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,20 +8,35 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
-// TestWatchLogRotates: logs/AGENT.log never grows past logMaxBytes; the
-// old ones are AGENT.log.1 … .logBackups, no more, and nothing is lost
+// logger logs JSON lines to dir/name, as a watcher's log does.
+func logger(t *testing.T, dir, name string) (*slog.Logger, func(), error) {
+	t.Helper()
+	d, err := safedir.Create(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := Open(d, name, MaxBytes, Backups)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return slog.New(slog.NewJSONHandler(f, nil)), func() { f.Close() }, nil
+}
+
+// TestWatchLogRotates: logs/AGENT.log never grows past MaxBytes; the
+// old ones are AGENT.log.1 … .Backups, no more, and nothing is lost
 // from the newest.
 func TestWatchLogRotates(t *testing.T) {
-	root := newTree(t)
-	log, done, err := watchLogger(tree.Root(root), "claude", slog.LevelInfo, io.Discard)
+	root := t.TempDir()
+	log, done, err := logger(t, filepath.Join(root, "logs"), "claude.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	big := strings.Repeat("x", 1<<20)
-	const records = 5*logMaxBytes>>20 + 3
+	const records = 5*MaxBytes>>20 + 3
 	for i := range records {
 		log.Info("record", "i", i, "pad", big)
 	}
@@ -40,12 +54,12 @@ func TestWatchLogRotates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fi.Size() > logMaxBytes {
-			t.Errorf("%s is %d bytes, more than %d", e.Name(), fi.Size(), logMaxBytes)
+		if fi.Size() > MaxBytes {
+			t.Errorf("%s is %d bytes, more than %d", e.Name(), fi.Size(), MaxBytes)
 		}
 	}
 	want := []string{"claude.log"}
-	for k := 1; k <= logBackups; k++ {
+	for k := 1; k <= Backups; k++ {
 		want = append(want, "claude.log."+string(rune('0'+k)))
 	}
 	if !slices.Equal(names, want) {
@@ -56,7 +70,7 @@ func TestWatchLogRotates(t *testing.T) {
 		t.Errorf("claude.log does not end with the last record (%v)", err)
 	}
 	prev, err := os.ReadFile(filepath.Join(logs, "claude.log.1"))
-	if err != nil || !strings.Contains(string(prev), `"i":`) || strings.Count(string(prev)+string(cur), "\n") < logMaxBytes>>20 {
+	if err != nil || !strings.Contains(string(prev), `"i":`) || strings.Count(string(prev)+string(cur), "\n") < MaxBytes>>20 {
 		t.Errorf("claude.log.1 does not hold the records before (%v)", err)
 	}
 }
@@ -65,18 +79,18 @@ func TestWatchLogRotates(t *testing.T) {
 // the log first, this one writes to the new file and does not rotate it
 // again.
 func TestWatchLogRotatedElsewhere(t *testing.T) {
-	root := newTree(t)
-	log1, done1, err := watchLogger(tree.Root(root), "claude", slog.LevelInfo, io.Discard)
+	root := t.TempDir()
+	log1, done1, err := logger(t, filepath.Join(root, "logs"), "claude.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer done1()
-	log2, done2, err := watchLogger(tree.Root(root), "claude", slog.LevelInfo, io.Discard)
+	log2, done2, err := logger(t, filepath.Join(root, "logs"), "claude.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer done2()
-	big := strings.Repeat("x", logMaxBytes/2)
+	big := strings.Repeat("x", MaxBytes/2)
 	log1.Info("a", "pad", big)
 	log2.Info("b", "pad", big) // log2 counts log1's half too
 	log1.Info("c", "pad", big) // log1 rotates: the file is a and b
