@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,14 +35,6 @@ const (
 	envWorktrees    = "COLLAB_WORKTREES"
 )
 
-// delegations is the service the delegate commands call on root; what
-// it reports without failing (a delegation it could not take back
-// entirely) goes to stderr.
-func delegations(root tree.Root, stderr io.Writer) *service.Mount {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return service.NewMount(service.Config{Root: root, Host: hostname(), Logger: log})
-}
-
 func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -67,11 +58,11 @@ func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader
 	if err != nil {
 		return err
 	}
-	signer, err := loadSigner(o.key, from, getenv)
+	signer, err := signing.LoadAgentKey(o.key, from, getenv)
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
-	res, err := delegations(o.root, stderr).Delegate(ctx, service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}, o.req)
+	res, err := mount(o.root, stderr).Delegate(ctx, service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}, o.req)
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
@@ -220,7 +211,7 @@ func runDelegateLs(ctx context.Context, args []string, getenv env, stdout, stder
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	rows, err := delegations(tree.Resolve(*rootf, getenv), stderr).Sessions(ctx, service.SessionsQuery{All: *all})
+	rows, err := mount(tree.Resolve(*rootf, getenv), stderr).Sessions(ctx, service.SessionsQuery{All: *all})
 	if err != nil {
 		return fmt.Errorf("delegate ls: %w", err)
 	}
@@ -246,7 +237,7 @@ func runDelegateStatus(ctx context.Context, args []string, getenv env, stdout, s
 	if fs.NArg() != 1 {
 		return usageErrorf("delegate status: want one session ID")
 	}
-	out, err := delegations(tree.Resolve(*rootf, getenv), stderr).SessionStatus(ctx, service.SessionRef{ID: fs.Arg(0)})
+	out, err := mount(tree.Resolve(*rootf, getenv), stderr).SessionStatus(ctx, service.SessionRef{ID: fs.Arg(0)})
 	if err != nil {
 		return fmt.Errorf("delegate status: %w", err)
 	}
@@ -297,7 +288,7 @@ func runDelegateSend(ctx context.Context, args []string, getenv env, stdin io.Re
 			rootf = v
 		}
 	}
-	s, err := delegations(tree.Resolve(rootf, getenv), stderr).FindSession(ctx, service.SessionRef{ID: id})
+	s, err := mount(tree.Resolve(rootf, getenv), stderr).FindSession(ctx, service.SessionRef{ID: id})
 	if err != nil {
 		return fmt.Errorf("delegate send: %w", err)
 	}
@@ -323,7 +314,7 @@ func runDelegateStop(ctx context.Context, args []string, getenv env, stdout, std
 	if !remove && *force {
 		return usageErrorf("%s: --force is rm's", cmd)
 	}
-	svc, ref := delegations(tree.Resolve(*rootf, getenv), stderr), service.SessionRef{ID: fs.Arg(0)}
+	svc, ref := mount(tree.Resolve(*rootf, getenv), stderr), service.SessionRef{ID: fs.Arg(0)}
 	if !remove {
 		s, err := svc.StopSession(ctx, service.StopSessionRequest{Session: ref, Grace: *grace})
 		if err != nil {

@@ -5,7 +5,6 @@ package main
 // who, watch).
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -29,35 +28,11 @@ func keyringFlag(fs *pflag.FlagSet) *string {
 	return p
 }
 
-// openKeyring returns the keyring that flag names, else the tree's.
-func openKeyring(root tree.Root, flag string) *keyring.Ring {
-	if flag == "" {
-		flag = root.Keys()
-	}
-	return keyring.Open(flag)
-}
-
 // keyFlag adds --key, from $COLLAB_KEY: the private key to sign with.
 func keyFlag(fs *pflag.FlagSet) *string {
 	p := fs.String("key", "", "private key file to sign with (default $XDG_CONFIG_HOME/collab/keys/AGENT.key)")
 	fromEnv(fs, "key", envKey)
 	return p
-}
-
-// loadSigner returns agent's signer: from path when given (where a missing
-// file is an error), else from the default path, where a missing file
-// means the agent does not sign (nil, nil). A key others can read is an
-// error either way.
-func loadSigner(path, agent string, getenv env) (*signing.Signer, error) {
-	explicit := path != ""
-	if !explicit {
-		path = signing.DefaultKeyPath(agent, getenv)
-	}
-	s, err := signing.LoadKey(path, agent)
-	if errors.Is(err, signing.ErrNoKey) && !explicit {
-		return nil, nil
-	}
-	return s, err
 }
 
 // verifierFor returns a verifier over ring, after checking the ring as a

@@ -28,7 +28,7 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return usageErrorf("init: unexpected argument %q", flags.Arg(0))
 	}
 	root := tree.Resolve(*rootf, getenv)
-	res, err := service.NewMount(service.Config{Root: root}).Init(ctx, service.InitRequest{Group: *group})
+	res, err := service.NewMount(mountConfig(root, stderr)).Init(ctx, service.InitRequest{Group: *group})
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}

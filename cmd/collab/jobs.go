@@ -15,6 +15,8 @@ import (
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/transport/natsbus"
@@ -70,7 +72,7 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if fs.NArg() > 0 {
 		return usageErrorf("jobs: unexpected argument %q (subcommands: show, kill)", fs.Arg(0))
 	}
-	all, err := mountOf(*rootf, getenv).Jobs(ctx, service.JobQuery{Agent: *agent})
+	all, err := mount(tree.Resolve(*rootf, getenv), stderr).Jobs(ctx, service.JobQuery{Agent: *agent})
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -117,7 +119,7 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr 
 	if fs.NArg() != 1 {
 		return usageErrorf("jobs show: give one job id")
 	}
-	j, err := mountOf(*rootf, getenv).Job(ctx, service.JobQuery{Agent: *of}, fs.Arg(0))
+	j, err := mount(tree.Resolve(*rootf, getenv), stderr).Job(ctx, service.JobQuery{Agent: *of}, fs.Arg(0))
 	if err != nil {
 		return exitAs(exitFailure, fmt.Errorf("jobs show: %w", err), errkind.NotFound)
 	}
@@ -178,7 +180,7 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	root := tree.Resolve(*rootf, getenv)
 	// Who asks is only recorded: an unnamed request is still a request.
 	who := cmp.Or(*agent, loginName(ctx), "someone")
-	signer, err := loadSigner(*keyf, who, getenv)
+	signer, err := signing.LoadAgentKey(*keyf, who, getenv)
 	if err != nil {
 		return fmt.Errorf("jobs kill: %w", err)
 	}
@@ -189,7 +191,9 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	if bus != nil {
 		defer bus.Close()
 	}
-	svc := service.NewMount(service.Config{Root: root, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr)})
+	cfg := mountConfig(root, stderr)
+	cfg.Verifier = verifierFor(root, keyring.In(root, *ringf), stderr)
+	svc := service.NewMount(cfg)
 	k, err := svc.KillJob(ctx, service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
 	if err != nil {
 		// Nothing to stop: exit 1, as this command documents.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 )
@@ -59,7 +60,7 @@ func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	l, err := keyOp(ctx, mountOf(*rootf, getenv), sub, service.KeyRequest{Keyring: *ringf}, fs.Args(), at)
+	l, err := keyOp(ctx, mount(tree.Resolve(*rootf, getenv), stderr), sub, service.KeyRequest{Keyring: *ringf}, fs.Args(), at)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ Flags:
 	if fs.NArg() > 0 {
 		return usageErrorf("ls: unexpected argument %q", fs.Arg(0))
 	}
-	list, err := wfMount(tree.Resolve(*rootf, getenv)).Instances(ctx)
+	list, err := mount(tree.Resolve(*rootf, getenv), stderr).Instances(ctx)
 	if err != nil {
 		return fmt.Errorf("ls: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/runenv"
+	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -58,7 +59,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if *verbose {
 		level = slog.LevelInfo
 	}
-	signer, err := loadSigner(*keyf, *agent, getenv)
+	signer, err := signing.LoadAgentKey(*keyf, *agent, getenv)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
@@ -75,7 +76,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	cfg := mcpserver.Config{
 		Root: root, Agent: *agent, Channel: *ch, Host: hostname(),
 		Logger: logger, Poll: *poll,
-		Signer: signer, Verifier: verifierFor(root, openKeyring(root, *ringf), stderr),
+		Signer: signer, Verifier: verifierFor(root, keyring.In(root, *ringf), stderr),
 		// Inside a watcher's model run, what the agent sends is one hop
 		// deeper than the message it answers.
 		Hops: runenv.RunHops(getenv),
@@ -117,15 +118,6 @@ func mcpNATS(ctx context.Context, nf *natsFlags, getenv env, cfg *mcpserver.Conf
 		return wake, sub.Stop, nil
 	}
 	return bus.Close, nil
-}
-
-// mcpMount is the service the tools of cfg call: on the mount at cfg.Root.
-func mcpMount(cfg mcpserver.Config) *service.Mount {
-	sc := service.Config{Root: cfg.Root, Host: cfg.Host, Logger: cfg.Logger, Verifier: cfg.Verifier, Publish: cfg.Publish}
-	if cfg.Wake != nil {
-		sc.Wake = func(ctx context.Context, _ string) (<-chan string, func(), error) { return cfg.Wake(ctx) }
-	}
-	return service.NewMount(sc)
 }
 
 // mcpDelegateDefaults are delegate_to_worktree's defaults: collab
@@ -242,7 +234,7 @@ func mcpRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootFlag, ri
 	if rootFlag == "" {
 		cfg.Root = tree.Root(filepath.Join(cmp.Or(rf.state, remote.DefaultStateDir(cfg.Agent, getenv)), "tree"))
 	}
-	ring := openKeyring(cfg.Root, ringFlag)
+	ring := keyring.In(cfg.Root, ringFlag)
 	if ringFlag == "" {
 		// The mirror wrote its keyring copy as this account: its being
 		// writable by this account is expected.

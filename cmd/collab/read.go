@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -106,7 +107,7 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	// Signatures are judged against --keyring: the tree's, or on a host
 	// without the mount a copy of it.
 	p := printer{w: stdout, errw: stderr, json: *asJSON, channel: *ch,
-		verifier: verifierFor(root, openKeyring(root, *ringf), stderr)}
+		verifier: verifierFor(root, keyring.In(root, *ringf), stderr)}
 	var from channel.Cursor
 	if svc.remote() {
 		from, err = readPages(ctx, svc, *ch, *since, *limit, p)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
@@ -54,7 +55,7 @@ func remoteAgentFlag(fs *pflag.FlagSet) *string {
 // reporting it on stderr. A NATS server that cannot be reached is not an
 // error: the client queues its writes and its reads fail.
 func remoteClient(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, agent, keyPath string, needKey bool, getenv env, stderr io.Writer) (*remote.Client, error) {
-	signer, err := loadSigner(keyPath, agent, getenv)
+	signer, err := signing.LoadAgentKey(keyPath, agent, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}

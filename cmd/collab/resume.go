@@ -44,7 +44,7 @@ Flags:
 		return usageErrorf("resume: unexpected argument %q", fs.Arg(0))
 	}
 	root := tree.Resolve(*rootf, getenv)
-	res, err := delegations(root, stderr).Resume(ctx, service.ResumeRequest{DryRun: *dry, StartTimeout: *startTimeout})
+	res, err := mount(root, stderr).Resume(ctx, service.ResumeRequest{DryRun: *dry, StartTimeout: *startTimeout})
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
@@ -63,7 +63,7 @@ Flags:
 			fmt.Fprintf(stdout, "session %s: %s restarted (pid %d)\n", s.ID, s.Agent, s.PID)
 		}
 	}
-	failed = append(failed, printResumed(wfMount(root).ResumeWorkflows(ctx, service.WorkflowResumeRequest{Dry: *dry, Timeout: *startTimeout}), stdout, stderr)...)
+	failed = append(failed, printResumed(mount(root, stderr).ResumeWorkflows(ctx, service.WorkflowResumeRequest{Dry: *dry, Timeout: *startTimeout}), stdout, stderr)...)
 	if len(failed) > 0 {
 		return fmt.Errorf("resume: not restarted: %s", strings.Join(failed, ", "))
 	}

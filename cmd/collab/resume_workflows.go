@@ -10,7 +10,7 @@ import (
 // printResumed prints what service.Mount.ResumeWorkflows did, as collab
 // resume does, and returns the names of the instances that failed.
 // TODO(i24 merge): resume.go's runResume calls
-// printResumed(wfMount(root).ResumeWorkflows(ctx, service.WorkflowResumeRequest{Dry: dry, Timeout: timeout}), stdout, stderr)
+// printResumed(mount(root, stderr).ResumeWorkflows(ctx, service.WorkflowResumeRequest{Dry: dry, Timeout: timeout}), stdout, stderr)
 // in place of resumeWorkflows, which is then deleted.
 func printResumed(res []service.WorkflowResumed, stdout, stderr io.Writer) (failed []string) {
 	for _, r := range res {

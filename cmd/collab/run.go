@@ -61,7 +61,7 @@ Flags:
 		p.skips(skips)
 		return p.messages(msgs)
 	}
-	res, err := wfMount(root).RunWorkflow(ctx, service.RunRequest{TeamRequest: team, Timeout: *timeout, Quiet: *quiet, Seen: seen})
+	res, err := mount(root, stderr).RunWorkflow(ctx, service.RunRequest{TeamRequest: team, Timeout: *timeout, Quiet: *quiet, Seen: seen})
 	if res != nil {
 		printRunResult(res, *asJSON, stdout)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/delegate"
@@ -128,7 +129,7 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err != nil {
 		return err
 	}
-	signer, err := loadSigner(*o.keyf, from, getenv)
+	signer, err := signing.LoadAgentKey(*o.keyf, from, getenv)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
 	}

@@ -101,7 +101,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 		return err
 	}
 	useTLS := *certFile != ""
-	signer, err := loadSigner(*keyf, who, getenv)
+	signer, err := signing.LoadAgentKey(*keyf, who, getenv)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -121,9 +121,9 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	srv, err := web.New(web.Config{
 		Root: root, Person: who, Signer: signer, Verifier: verifier, Service: svc.Service,
 		Tokens:    web.Tokens{Path: *tokensf},
-		SignerFor: func(p string) (*signing.Signer, error) { return loadSigner("", p, getenv) },
+		SignerFor: func(p string) (*signing.Signer, error) { return signing.LoadAgentKey("", p, getenv) },
 		// An agent's default key, as 'collab mcp --agent A' would load it.
-		AgentSigner: func(a string) (*signing.Signer, error) { return loadSigner("", a, getenv) },
+		AgentSigner: func(a string) (*signing.Signer, error) { return signing.LoadAgentKey("", a, getenv) },
 		MaxMCP:      *maxMCP,
 		TLS:         useTLS, MaxStreams: *maxStreams, Poll: *poll,
 		Hosts: *hosts, SignInTTL: *signInTTL, SessionIdle: *sessionIdle, SessionMax: *sessionMax,

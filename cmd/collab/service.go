@@ -10,13 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/service/bridged"
+	"github.com/collabdev/collab/internal/transport/mcpserver"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
 )
@@ -61,6 +64,27 @@ func (o *openedService) Close() {
 // remote reports whether the service goes through a bridge.
 func (o *openedService) remote() bool { return o.client != nil }
 
+// mountConfig is the service's configuration of every command on the
+// mount at root: this host, warnings to stderr, and this program to run
+// the watchers it starts (delegated agents, background teams).
+func mountConfig(root tree.Root, stderr io.Writer) service.Config {
+	self, _ := os.Executable()
+	return service.Config{Root: root, Host: hostname(), Logger: commandLogger(stderr), Program: self}
+}
+
+// mcpMount is the service the MCP tools of cfg call, on the mount: the
+// server's, with this program to start delegated watchers.
+func mcpMount(cfg mcpserver.Config) *service.Mount {
+	sc := mcpserver.MountConfig(cfg)
+	sc.Program, _ = os.Executable()
+	return service.NewMount(sc)
+}
+
+// mount is the service of a command on the mount at root.
+func mount(root tree.Root, stderr io.Writer) *service.Mount {
+	return service.NewMount(mountConfig(root, stderr))
+}
+
 // openService opens the service a command works through: through a bridge
 // when --remote is on (after the outbox is resent, as every remote
 // command does), else on the mount, with NATS when sp.nats and
@@ -73,7 +97,8 @@ func openService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writ
 		}
 		return &openedService{Service: bridged.New(c), root: sp.root, client: c}, nil
 	}
-	cfg := service.Config{Root: sp.root, Host: hostname(), Logger: commandLogger(stderr), Verifier: sp.verifier}
+	cfg := mountConfig(sp.root, stderr)
+	cfg.Verifier = sp.verifier
 	out := &openedService{root: sp.root}
 	if sp.nats && sp.nf != nil {
 		if o, ok := sp.nf.options(getenv, natsbus.ConnName(sp.agent, hostname()), commandLogger(stderr)); ok {
@@ -120,7 +145,7 @@ func openReadService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsF
 		}
 		sp.agent = a
 	} else {
-		sp.verifier = verifierFor(root, openKeyring(root, ring), stderr)
+		sp.verifier = verifierFor(root, keyring.In(root, ring), stderr)
 	}
 	return openService(ctx, sp, getenv, stderr)
 }

@@ -34,7 +34,7 @@ Flags:
 		return usageErrorf("start: want one workflow FILE (see 'collab start --help')")
 	}
 	if *background {
-		return startBackground(ctx, args, fs.Arg(0), tf, *startTimeout, getenv, stdout)
+		return startBackground(ctx, args, fs.Arg(0), tf, *startTimeout, getenv, stdout, stderr)
 	}
 	root, team, err := tf.teamRequest(ctx, "start", fs.Arg(0), getenv, stderr)
 	if err != nil {
@@ -47,7 +47,7 @@ Flags:
 			fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", st.Workflow, st.Instance, st.Channel, st.Kickoff)
 		}
 	}
-	_, err = wfMount(root).StartWorkflow(ctx, service.StartRequest{TeamRequest: team, Args: args,
+	_, err = mount(root, stderr).StartWorkflow(ctx, service.StartRequest{TeamRequest: team, Args: args,
 		Detached: getenv(service.EnvWorkflowChild) == "1", Running: running})
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -57,7 +57,7 @@ Flags:
 
 // startBackground starts the team detached: collab start with the same
 // arguments but --background, and returns once every agent is AWAKE.
-func startBackground(ctx context.Context, args []string, path string, tf *teamFlags, timeout time.Duration, getenv env, stdout io.Writer) error {
+func startBackground(ctx context.Context, args []string, path string, tf *teamFlags, timeout time.Duration, getenv env, stdout, stderr io.Writer) error {
 	var child []string
 	for _, a := range args {
 		if a != "--background" && a != "--background=true" {
@@ -65,7 +65,7 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 		}
 	}
 	root := tree.Resolve(*tf.root, getenv)
-	st, err := wfMount(root).StartWorkflow(ctx, service.StartRequest{
+	st, err := mount(root, stderr).StartWorkflow(ctx, service.StartRequest{
 		TeamRequest: service.TeamRequest{File: path, Instance: *tf.instance},
 		Background:  true, StartTimeout: timeout, Args: child,
 	})

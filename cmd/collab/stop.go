@@ -37,7 +37,7 @@ Flags:
 		return usageErrorf("stop: give one target (NAME@INSTANCE or @INSTANCE) or --all")
 	}
 	root := tree.Resolve(*rootf, getenv)
-	stopped, err := wfMount(root).StopWorkflow(ctx, service.StopRequest{Target: fs.Arg(0), All: *all, By: loginName(ctx), Wait: *timeout})
+	stopped, err := mount(root, stderr).StopWorkflow(ctx, service.StopRequest{Target: fs.Arg(0), All: *all, By: loginName(ctx), Wait: *timeout})
 	if err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}

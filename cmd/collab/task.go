@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -301,11 +302,13 @@ func (c *taskCmd) open(ctx context.Context, getenv env, stderr io.Writer) (taskB
 		return b, done, err
 	}
 	root := tree.Resolve(*c.rootf, getenv)
-	b.svc = service.NewMount(service.Config{Root: root, Verifier: verifierFor(root, openKeyring(root, *c.ringf), stderr)})
+	cfg := mountConfig(root, stderr)
+	cfg.Verifier = verifierFor(root, keyring.In(root, *c.ringf), stderr)
+	b.svc = service.NewMount(cfg)
 	b.a.Name = c.by
 	if c.keyf != nil {
 		var err error
-		if b.a.Signer, err = loadSigner(keyPath, c.by, getenv); err != nil {
+		if b.a.Signer, err = signing.LoadAgentKey(keyPath, c.by, getenv); err != nil {
 			return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
 		}
 	}

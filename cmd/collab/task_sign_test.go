@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
@@ -82,7 +83,7 @@ func TestJobsKillSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := signing.NewVerifier(openKeyring(f.root, ""))
+	v := signing.NewVerifier(keyring.In(f.root, ""))
 	if got := k.Verify(v, "claude", f.running.ID); got != signing.Verified || k.By != "alice" {
 		t.Errorf("kill request by %q: %v, want alice's, verified", k.By, got)
 	}

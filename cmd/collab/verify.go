@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -48,7 +49,7 @@ func runVerify(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 		return err
 	}
 	root := tree.Resolve(*rootf, getenv)
-	svc, err := openService(ctx, serviceSpec{cmd: "verify", root: root, verifier: verifierFor(root, openKeyring(root, *ringf), stderr)}, getenv, stderr)
+	svc, err := openService(ctx, serviceSpec{cmd: "verify", root: root, verifier: verifierFor(root, keyring.In(root, *ringf), stderr)}, getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ func (w *replyWait) judgeBy(cmd string, tf trustFlags, stderr io.Writer) error {
 	if err != nil {
 		return usageErrorf("%s: --%v", cmd, err)
 	}
-	ring := openKeyring(w.root, *tf.keyring)
+	ring := keyring.In(w.root, *tf.keyring)
 	if err := ring.Check(keyring.Owner(string(w.root)), true); err != nil {
 		if trust != signing.Any && !ring.Empty() {
 			return usageErrorf("%s: refusing the keyring %s (--trust %s): %v; as the tree's admin, chown it and chmod go-w its folder and files, or wait with --trust any",

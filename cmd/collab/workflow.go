@@ -12,15 +12,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/collabdev/collab/internal/agent/runenv"
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/watcher"
 )
-
-// wfMount is the service on the tree at root, for the workflow commands.
-func wfMount(root tree.Root) *service.Mount {
-	return service.NewMount(service.Config{Root: root, Host: hostname()})
-}
 
 // teamFlags are the flags run and start share; watch holds those every
 // agent's watcher shares.
@@ -58,7 +54,7 @@ func (tf *teamFlags) teamRequest(ctx context.Context, cmd, path string, getenv e
 	if err != nil {
 		return root, service.TeamRequest{}, err
 	}
-	signer, err := loadSigner("", from, getenv)
+	signer, err := signing.LoadAgentKey("", from, getenv)
 	if err != nil {
 		return root, service.TeamRequest{}, fmt.Errorf("%s: %w", cmd, err)
 	}

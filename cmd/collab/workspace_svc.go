@@ -24,12 +24,7 @@ func workspaceOf(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags
 		}
 		return bridgedsvc.New(c), c.Close, nil
 	}
-	return mountOf(rootf, getenv), func() {}, nil
-}
-
-// mountOf is the service on the mount at --root.
-func mountOf(rootf string, getenv env) *service.Mount {
-	return service.NewMount(service.Config{Root: tree.Resolve(rootf, getenv)})
+	return service.NewMount(mountConfig(tree.Resolve(rootf, getenv), stderr)), func() {}, nil
 }
 
 // namedOrLogin returns the agent a workspace command acts for: --agent

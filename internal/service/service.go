@@ -113,8 +113,11 @@ type Config struct {
 	// channel ch and a function to stop; waits read them at once instead
 	// of at their next poll.
 	Wake func(ctx context.Context, ch string) (<-chan string, func(), error)
-	// Program is the collab executable that detached watchers run
-	// (delegated agents, `start --background`); default os.Executable.
+	// Program is the collab executable that detached processes run
+	// (delegated agents' watchers, `start --background`, resume). Empty,
+	// the operations that start one answer Unavailable: a door that
+	// offers them sets it (cmd/collab: its own executable), and a test
+	// never starts its own binary by mistake.
 	Program string
 }
 
@@ -136,9 +139,6 @@ func NewMount(cfg Config) *Mount {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Program == "" {
-		cfg.Program, _ = os.Executable()
 	}
 	return &Mount{cfg: cfg}
 }

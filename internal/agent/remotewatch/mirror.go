@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/watchsetup"
+	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/remote"
@@ -65,7 +66,7 @@ func StartMirror(ctx context.Context, c *remote.Client, s watchsetup.Settings, s
 	if s.Keyring != "" {
 		// --keyring: verify with it, kill requests included; no copy.
 		mc.LocalKeys = true
-		mc.Verifier = signing.NewVerifier(watchsetup.OpenKeyring(tree.Root(mc.Dir), s.Keyring))
+		mc.Verifier = signing.NewVerifier(keyring.In(tree.Root(mc.Dir), s.Keyring))
 	}
 	rm, err := remote.NewMirror(mc)
 	if err != nil {

@@ -117,7 +117,7 @@ func dialing(req Request) (*dial, error) {
 	if err := conf.Check(); err != nil {
 		return nil, invalid("watch: %v", err)
 	}
-	signer, err := watchsetup.LoadSigner(s.Key, s.Agent, getenv)
+	signer, err := signing.LoadAgentKey(s.Key, s.Agent, getenv)
 	if err != nil {
 		return nil, invalid("watch: %v", err)
 	}

@@ -2,7 +2,6 @@ package watchsetup
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +19,7 @@ func identity(root tree.Root, s Settings, policy signing.Policy, h Host) (*keyri
 	if err != nil {
 		return nil, nil, err
 	}
-	signer, err := LoadSigner(s.Key, s.Agent, h.getenv)
+	signer, err := signing.LoadAgentKey(s.Key, s.Agent, h.getenv)
 	if err != nil {
 		return nil, nil, invalid("watch: %v", err)
 	}
@@ -36,31 +35,6 @@ func identity(root tree.Root, s Settings, policy signing.Policy, h Host) (*keyri
 // envKey is the variable of collab's --key.
 const envKey = "COLLAB_KEY"
 
-// LoadSigner returns agent's signer: from path when given (where a
-// missing file is an error), else from the default path, where a missing
-// file means the agent does not sign (nil, nil). A key others can read is
-// an error either way.
-func LoadSigner(path, agent string, getenv func(string) string) (*signing.Signer, error) {
-	explicit := path != ""
-	if !explicit {
-		path = signing.DefaultKeyPath(agent, getenv)
-	}
-	s, err := signing.LoadKey(path, agent)
-	if errors.Is(err, signing.ErrNoKey) && !explicit {
-		return nil, nil
-	}
-	return s, err
-}
-
-// OpenKeyring returns the keyring that dir names, else the tree's
-// (ROOT/keys).
-func OpenKeyring(root tree.Root, dir string) *keyring.Ring {
-	if dir == "" {
-		dir = root.Keys()
-	}
-	return keyring.Open(dir)
-}
-
 // CheckedKeyring opens the keyring that dir names (else the tree's) for a
 // long-running command cmd (watch, serve, bridge) and checks it
 // (keyring.Ring.Check), after which the ring holds the folder it checked:
@@ -68,7 +42,7 @@ func OpenKeyring(root tree.Root, dir string) *keyring.Ring {
 // rewrite is refused (Invalid) unless it is empty, which gets a warning
 // (it trusts nobody, so it grants nothing); under any, only a warning.
 func CheckedKeyring(cmd string, root tree.Root, dir string, policy signing.Policy, allowWritable bool, stderr io.Writer) (*keyring.Ring, error) {
-	ring := OpenKeyring(root, dir)
+	ring := keyring.In(root, dir)
 	err := ring.Check(keyring.Owner(string(root)), allowWritable)
 	if err == nil {
 		return ring, nil

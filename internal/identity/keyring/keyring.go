@@ -617,3 +617,12 @@ func writableByAdminOnly(d *safedir.Dir) error {
 	}
 	return nil
 }
+
+// In returns the keyring in folder dir, or the tree's (ROOT/keys) when dir
+// is empty.
+func In(root tree.Root, dir string) *Ring {
+	if dir == "" {
+		dir = root.Keys()
+	}
+	return Open(dir)
+}

@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/collabdev/collab/internal/identity/keyring"
@@ -36,4 +37,20 @@ func (v *Verifier) Agents() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// LoadAgentKey returns agent's signer: from path when given (where a
+// missing file is an error), else from DefaultKeyPath, where a missing
+// file means the agent does not sign (nil, nil). A key others can read is
+// an error either way.
+func LoadAgentKey(path, agent string, getenv func(string) string) (*Signer, error) {
+	explicit := path != ""
+	if !explicit {
+		path = DefaultKeyPath(agent, getenv)
+	}
+	s, err := LoadKey(path, agent)
+	if errors.Is(err, ErrNoKey) && !explicit {
+		return nil, nil
+	}
+	return s, err
 }

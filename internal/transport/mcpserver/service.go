@@ -13,10 +13,18 @@ func defaultService(cfg Config) service.Service {
 	if cfg.Remote != nil {
 		return bridgedsvc.New(cfg.Remote)
 	}
+	return service.NewMount(MountConfig(cfg))
+}
+
+// MountConfig is the configuration of the service on the mount that a
+// server for cfg calls: cfg's root, host, clock, logger, verifier and
+// NATS. A door that also lets the tools start watchers (delegation) sets
+// its Program.
+func MountConfig(cfg Config) service.Config {
 	sc := service.Config{Root: cfg.Root, Host: cfg.Host, Now: cfg.Now, Logger: cfg.Logger,
 		Verifier: cfg.Verifier, Publish: cfg.Publish}
 	if cfg.Wake != nil {
 		sc.Wake = func(ctx context.Context, _ string) (<-chan string, func(), error) { return cfg.Wake(ctx) }
 	}
-	return service.NewMount(sc)
+	return sc
 }
