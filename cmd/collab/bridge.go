@@ -15,10 +15,8 @@ import (
 	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
-func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("bridge", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab bridge --nats URL [--root DIR] [--workers N] [--backfill D]
+// bridgeUsage is bridge's help, before its flags.
+const bridgeUsage = `Usage: collab bridge --nats URL [--root DIR] [--workers N] [--backfill D]
 
 Serve the tree to hosts without the mount (README "Hosts without the
 mount"): answer the requests on collab.bridge.v1.OP.AGENT (post, presence,
@@ -30,7 +28,12 @@ written. Runs until SIGINT or SIGTERM; several bridges on several hosts
 share the load.
 
 Flags:
-`)
+`
+
+func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("bridge", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, bridgeUsage)
 		fs.PrintDefaults()
 	}
 	nf := addNATSFlags(fs)
@@ -84,18 +87,22 @@ Flags:
 	pub := &bridge.Publisher{Root: root, Stream: b, StateFile: bridge.StatePath(root, host), Backfill: *backfill, Logger: logger}
 	logger.Info("bridge: serving", "root", string(root), "subjects", bridge.SubscribeSubject, "queue", bridge.QueueGroup, "workers", *workers)
 
+	return serveBridge(ctx, func(ctx context.Context) error { return srv.Serve(ctx, b.Conn()) }, pub.Run)
+}
+
+// serveBridge runs the request server and the stream publisher until ctx
+// ends or either stops, and returns what they returned.
+func serveBridge(ctx context.Context, parts ...func(context.Context) error) error {
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
+	errs := make([]error, len(parts))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Go(func() {
-		errs[0] = srv.Serve(ctx, b.Conn())
-		cancel()
-	})
-	wg.Go(func() {
-		errs[1] = pub.Run(ctx)
-		cancel()
-	})
+	for i, run := range parts {
+		wg.Go(func() {
+			errs[i] = run(ctx)
+			cancel()
+		})
+	}
 	wg.Wait()
 	return errors.Join(errs...)
 }

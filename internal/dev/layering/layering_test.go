@@ -49,8 +49,8 @@ func importers(t *testing.T, up, prefix string) []string {
 }
 
 // TestOneOwner: fsnotify is imported by fswake only, nats.go by natsbus
-// only (and the harnesses), and watcher by no library but the layer's
-// workflow team, which runs watchers.
+// only (and the harnesses), and watcher only by what assembles and runs
+// watchers.
 func TestOneOwner(t *testing.T) {
 	const up = "../../.."
 	tests := []struct {
@@ -59,9 +59,10 @@ func TestOneOwner(t *testing.T) {
 	}{
 		{"github.com/fsnotify/fsnotify", []string{"internal/plumbing/fswake/"}},
 		{"github.com/nats-io/nats.go", []string{"internal/transport/natsbus/", "internal/testsupport/", "internal/dev/"}},
-		// The layer runs watchers (a workflow's team, in process); it
-		// borrows no helper of theirs.
-		{"github.com/collabdev/collab/watcher", []string{"watcher/", "cmd/", "internal/dev/", "internal/service/workflows"}},
+		// Those that assemble and run watchers (watchsetup, remotewatch,
+		// a workflow's team in the layer); none borrows a helper.
+		{"github.com/collabdev/collab/watcher", []string{"watcher/", "cmd/", "internal/dev/", "internal/service/workflows",
+			"internal/agent/watchsetup/", "internal/agent/remotewatch/"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.imp, func(t *testing.T) {

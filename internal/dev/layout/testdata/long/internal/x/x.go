@@ -107,602 +107,603 @@ func (*T) Long() {
 }
 
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
 // pad
-
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
+// pad
 // pad
 func Short() {}
