@@ -381,17 +381,18 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	refuse(w, r, code, err.Error())
 }
 
-// httpStatus is the HTTP status of err's kind; 500 when it carries none.
-// A message too large is 413.
+// httpStatus is the web door's one mapping of the service layer's error
+// kinds to HTTP statuses (the table in package service's doc); 500 when
+// the kind is Failed. A message too large is 413, a request whose client
+// went away 503.
 func httpStatus(err error) int {
-	if errors.Is(err, channel.ErrTooLarge) {
+	switch {
+	case errors.Is(err, channel.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable
 	}
-	k, ok := errkind.Carried(err)
-	if !ok {
-		return http.StatusInternalServerError
-	}
-	switch k {
+	switch errkind.Of(err) {
 	case errkind.Invalid:
 		return http.StatusBadRequest
 	case errkind.NotFound:

@@ -2,12 +2,10 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 
-	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/sessions"
 )
@@ -58,7 +56,7 @@ func (s *Server) apiDelegations(w http.ResponseWriter, r *http.Request) {
 func (s *Server) StopDelegation(id, person string) (*sessions.Session, int, error) {
 	ss, err := s.svc.StopSession(context.Background(), service.StopSessionRequest{Session: service.SessionRef{ID: id, IDOnly: true}})
 	if err != nil {
-		return nil, httpStatusOf(err), err
+		return nil, httpStatus(err), err
 	}
 	s.log.Info("delegation stopped", "session", ss.ID, "agent", ss.Agent, "by", person)
 	return ss, http.StatusOK, nil
@@ -71,30 +69,4 @@ func (s *Server) apiStopDelegation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, code, ss)
-}
-
-// httpStatusOf is the HTTP status of an error of the service layer
-// (the table in package service's doc).
-// TODO(i24 merge): one mapping for every handler of the web door.
-func httpStatusOf(err error) int {
-	switch errkind.Of(err) {
-	case errkind.Invalid:
-		return http.StatusBadRequest
-	case errkind.NotFound:
-		return http.StatusNotFound
-	case errkind.Timeout:
-		return http.StatusGatewayTimeout
-	case errkind.Conflict:
-		return http.StatusConflict
-	case errkind.Forbidden:
-		return http.StatusForbidden
-	case errkind.Queued:
-		return http.StatusAccepted
-	case errkind.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	if errors.Is(err, context.Canceled) {
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/service"
 )
 
@@ -54,7 +53,7 @@ func (s *Server) apiWorkflows(w http.ResponseWriter, r *http.Request) {
 func (s *Server) StopWorkflow(ctx context.Context, id, person string) (service.StoppedTarget, int, error) {
 	stopped, err := s.svc.StopWorkflow(ctx, service.StopRequest{Target: id, InstanceOnly: true, By: person})
 	if err != nil {
-		return service.StoppedTarget{}, kindStatus(err), err
+		return service.StoppedTarget{}, httpStatus(err), err
 	}
 	return stopped[0], http.StatusAccepted, nil
 }
@@ -66,27 +65,4 @@ func (s *Server) apiStopWorkflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, code, map[string]any{"instance": Instance{Record: st.Record}, "stop": "asked"})
-}
-
-// kindStatus is the HTTP status of an error of the service layer (see
-// package service's table).
-// TODO(i24 merge): one mapping for the whole web door.
-func kindStatus(err error) int {
-	switch errkind.Of(err) {
-	case errkind.Invalid:
-		return http.StatusBadRequest
-	case errkind.NotFound:
-		return http.StatusNotFound
-	case errkind.Conflict:
-		return http.StatusConflict
-	case errkind.Forbidden:
-		return http.StatusForbidden
-	case errkind.Unavailable:
-		return http.StatusServiceUnavailable
-	case errkind.Timeout:
-		return http.StatusGatewayTimeout
-	case errkind.Queued:
-		return http.StatusAccepted
-	}
-	return http.StatusInternalServerError
 }

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/collabdev/collab/internal/errkind"
@@ -69,7 +68,7 @@ func (s *Server) doc(agent string, data []byte) (any, error) {
 		return out, nil
 	}
 	if err != nil {
-		return nil, workspaceError(what, err)
+		return nil, classify(what, err)
 	}
 	out := DocReply{Reply: Reply{OK: true}, Version: r.Version}
 	switch req.Action {
@@ -102,32 +101,4 @@ func (s *Server) docEntries(list []documents.Entry) ([]documents.Entry, bool) {
 		out = append(out, e)
 	}
 	return out, false
-}
-
-// workspaceError answers an error of the service layer with the code of
-// its kind.
-func workspaceError(what string, err error) error {
-	var e *Error
-	if errors.As(err, &e) {
-		return err
-	}
-	var code string
-	switch errkind.Of(err) {
-	case errkind.Failed:
-		return classify(what, err) // a full disk is worth retrying
-
-	case errkind.Invalid:
-		code = CodeInvalid
-	case errkind.NotFound:
-		code = CodeNotFound
-	case errkind.Conflict:
-		code = CodeConflict
-	case errkind.Forbidden:
-		code = CodeForbidden
-	case errkind.Unavailable, errkind.Timeout:
-		code = CodeUnavailable
-	default:
-		code = CodeInternal
-	}
-	return Errorf(code, "%s: %v", what, err)
 }

@@ -215,10 +215,14 @@ func classify(what string, err error) error {
 	return Errorf(CodeInternal, "%s: %v", what, err)
 }
 
-// wireCode is the code on the wire of an error kind (see package
-// service); a kind a remote client cannot act on is internal.
+// wireCode is the bridge door's one mapping of the service layer's error
+// kinds to codes on the wire (see package service); a kind a remote
+// client cannot act on is internal. Unavailable and Timeout are worth a
+// retry.
 func wireCode(k errkind.Kind) string {
 	switch k {
+	case errkind.Timeout:
+		return CodeUnavailable
 	case errkind.Invalid:
 		return CodeInvalid
 	case errkind.NotFound:
@@ -388,7 +392,7 @@ func (s *Server) kill(agent string, data []byte) (any, error) {
 	}
 	_, err := s.svc.KillJob(context.Background(), service.Actor{Name: agent}, service.KillRequest{Job: req.Job, Of: req.Of, Signed: &k})
 	if err != nil {
-		return nil, workspaceError("kill", err)
+		return nil, classify("kill", err)
 	}
 	return KillReply{Reply: Reply{OK: true}}, nil
 }

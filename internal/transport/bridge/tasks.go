@@ -96,7 +96,7 @@ func (s *Server) task(agent string, data []byte) (any, error) {
 		n := min(cmp.Or(req.MaxTokens, task.DefaultMaxTokens), s.cfg.MaxReply/8)
 		c, err := s.svc.TaskContext(ctx, q, req.ID, n)
 		if err != nil {
-			return nil, workspaceError(what, err)
+			return nil, classify(what, err)
 		}
 		out.Context = &c
 		return out, nil
@@ -111,7 +111,7 @@ func (s *Server) task(agent string, data []byte) (any, error) {
 		return s.taskEvent(ctx, a, q, req)
 	}
 	if err != nil {
-		return nil, workspaceError(what, err)
+		return nil, classify(what, err)
 	}
 	out.Task = &t
 	return out, nil
@@ -147,7 +147,7 @@ func checkTaskRequest(req TaskRequest) error {
 func (s *Server) taskList(ctx context.Context, q service.TaskQuery, what string) (any, error) {
 	l, err := s.svc.Tasks(ctx, q)
 	if err != nil {
-		return nil, workspaceError(what, err)
+		return nil, classify(what, err)
 	}
 	out := TaskReply{Reply: Reply{OK: true}, Tasks: []task.Task{}}
 	size := replyRoom
@@ -167,7 +167,7 @@ func (s *Server) taskList(ctx context.Context, q service.TaskQuery, what string)
 func (s *Server) taskShow(ctx context.Context, q service.TaskQuery, id, what string) (any, error) {
 	shown, err := s.svc.Task(ctx, q, id)
 	if err != nil {
-		return nil, workspaceError(what, err)
+		return nil, classify(what, err)
 	}
 	t, evs := shown.Task, shown.Events
 	out := TaskReply{Reply: Reply{OK: true}, Task: &t}
@@ -206,7 +206,7 @@ func (s *Server) taskEvent(ctx context.Context, a service.Actor, q service.TaskQ
 		return TaskReply{Reply: Reply{Code: CodeConflict, Error: fmt.Sprintf("task %s: %v", e.Event, err)}, Refusal: r}, nil
 	}
 	if err != nil {
-		return nil, workspaceError("task "+e.Event, err)
+		return nil, classify("task "+e.Event, err)
 	}
 	s.log.Info("bridge: task event", "channel", req.Channel, "task", req.ID, "event", e.Event, "seq", e.Seq, "agent", a.Name)
 	return TaskReply{Reply: Reply{OK: true}, Task: &t}, nil
