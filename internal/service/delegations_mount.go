@@ -374,34 +374,12 @@ func (d *delegation) undo() {
 
 // postPrompt posts the prompt to s's agent on its channel, as a.
 func (m *Mount) postPrompt(ctx context.Context, a Actor, s *sessions.Session, req DelegateRequest) (*channel.Message, error) {
-	msg := &channel.Message{SessionID: s.Channel, From: s.DelegatedBy, To: s.Agent, Type: "task_assign",
-		Content: channel.Content{Text: req.Prompt}}
-	if req.AwaitReply {
-		msg.SetAwaitReply()
-	}
-	if err := m.postDelegation(ctx, a, msg); err != nil {
+	a.Name = s.DelegatedBy
+	res, err := m.Post(ctx, a, PostRequest{Channel: s.Channel, To: s.Agent, Type: "task_assign", Text: req.Prompt, AwaitReply: req.AwaitReply})
+	if err != nil {
 		return nil, fmt.Errorf("post the prompt: %w", err)
 	}
-	return msg, nil
-}
-
-// postDelegation posts msg as a: its host, hops and mode filled in,
-// signed with a's key, announced when the mount publishes.
-// TODO(i24 merge): Mount.Post
-func (m *Mount) postDelegation(ctx context.Context, a Actor, msg *channel.Message) error {
-	msg.Metadata.Host = m.cfg.Host
-	msg.Metadata.Hops = max(a.Hops+1, 0)
-	msg.Metadata.Mode = a.Mode
-	w := &channel.Writer{Root: m.cfg.Root, Now: m.cfg.Now, Signer: a.Signer}
-	if err := w.Post(msg); err != nil {
-		return err
-	}
-	if m.cfg.Publish != nil {
-		if err := m.cfg.Publish(ctx, msg); err != nil {
-			m.cfg.Logger.Warn("sent as a file only", "msg_id", msg.ID, "err", err)
-		}
-	}
-	return nil
+	return &res.Message, nil
 }
 
 // TrustCommand is the command the tree's admin runs to trust s's agent's

@@ -138,9 +138,8 @@ func (m *Mount) SessionStatus(ctx context.Context, ref SessionRef) (*SessionStat
 
 // SendToSession implements [Delegations].
 func (m *Mount) SendToSession(ctx context.Context, a Actor, req SendToSessionRequest) (*channel.Message, error) {
-	from, err := workflow.ParseAddress(a.Name)
-	if err != nil {
-		return nil, errkind.Wrap(errkind.Invalid, err)
+	if _, err := parseAgent("agent", a.Name); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, errkind.New(errkind.Invalid, "the message is empty")
@@ -149,11 +148,11 @@ func (m *Mount) SendToSession(ctx context.Context, a Actor, req SendToSessionReq
 	if err != nil {
 		return nil, err
 	}
-	msg := &channel.Message{SessionID: s.Channel, From: from, To: s.Agent, Content: channel.Content{Text: req.Text}}
-	if err := m.postDelegation(ctx, a, msg); err != nil {
+	res, err := m.Post(ctx, a, PostRequest{Channel: s.Channel, To: s.Agent, Text: req.Text})
+	if err != nil {
 		return nil, fmt.Errorf("send: %w", err)
 	}
-	return msg, nil
+	return &res.Message, nil
 }
 
 // actable is the session ref names, refused unless this host and this
