@@ -11,7 +11,8 @@
 // [Service] is every operation, grouped by what it works on:
 //
 //   - [Messages]: post, read and follow a channel, a message's delivery
-//     status, waiting for a reply, the who board.
+//     status, waiting for a reply, the who board, a channel's signature
+//     audit and its archive.
 //   - [Workspace]: an agent's inbox, a channel's shared documents and task
 //     board, the watchers' jobs, the keyring.
 //   - [Delegations]: an agent in a git worktree of its own: start, status,
@@ -22,7 +23,13 @@
 // It has two implementations. [Mount] works on the files of a tree this
 // host mounts. Package bridged works through a `collab bridge` over NATS,
 // for a host without the mount; the operations that need the mount
-// (delegation, workflows) answer errkind.Unavailable there.
+// (delegation, workflows, jobs, keys, audit, archive) answer
+// errkind.Unavailable there. The Mount alone also makes the tree
+// ([Mount.Init]) and serves the bridge's requests ([Mount.Relay]).
+//
+// A door gets its Service once, at its start (cmd/collab: openService,
+// from --remote; web, MCP and bridge: their Config.Service), and calls it
+// for everything after.
 //
 // # Who acts
 //
@@ -45,15 +52,22 @@
 // (Invalid, NotFound, Conflict, Forbidden, Unavailable, Timeout, Queued;
 // Failed when none applies). The doors map kinds once, at their edge:
 //
-//	kind         collab exit  HTTP  MCP                         bridge wire
-//	Invalid      2            400   JSON-RPC -32602 (params)     invalid
-//	NotFound     3            404   tool error                  not-found
-//	Timeout      3            504   tool error                  internal
-//	Conflict     4            409   tool error                  conflict
-//	Forbidden    4            403   tool error                  forbidden
-//	Queued       5            202   result queued: true         (retry)
-//	Unavailable  1            503   tool error                  internal
-//	Failed       1            500   tool error                  internal
+//	kind         collab exit  HTTP  MCP (tool error, _meta)  bridge wire
+//	Invalid      2            400   collab/kind "invalid"    invalid
+//	NotFound     3            404   "not found"              not-found
+//	Timeout      3            504   "timeout"                unavailable (retry)
+//	Conflict     4            409   "conflict"               conflict
+//	Forbidden    4            403   "forbidden"              forbidden
+//	Queued       5            202   result queued: true      (kept, retried)
+//	Unavailable  1            503   "unavailable"            unavailable (retry)
+//	Failed       1            500   "failed"                 internal
+//
+// The owners of the mappings: cmd/collab's exitCode, internal/web's
+// httpStatus, internal/transport/mcpserver's toolError (every failure is
+// a tool error the model reads, as the MCP spec asks for invalid input
+// and refusals; arguments that fail a tool's schema are the SDK's
+// JSON-RPC -32602), internal/transport/bridge's wireCode (and the remote
+// client reads the codes back into kinds).
 package service
 
 import (
