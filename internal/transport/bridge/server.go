@@ -215,28 +215,6 @@ func classify(what string, err error) error {
 	return Errorf(CodeInternal, "%s: %v", what, err)
 }
 
-// wireCode is the bridge door's one mapping of the service layer's error
-// kinds to codes on the wire (see package service); a kind a remote
-// client cannot act on is internal. Unavailable and Timeout are worth a
-// retry.
-func wireCode(k errkind.Kind) string {
-	switch k {
-	case errkind.Timeout:
-		return CodeUnavailable
-	case errkind.Invalid:
-		return CodeInvalid
-	case errkind.NotFound:
-		return CodeNotFound
-	case errkind.Conflict:
-		return CodeConflict
-	case errkind.Forbidden:
-		return CodeForbidden
-	case errkind.Unavailable:
-		return CodeUnavailable
-	}
-	return CodeInternal
-}
-
 func (s *Server) post(agent string, data []byte) (any, error) {
 	var req PostRequest
 	if err := DecodeRequest(data, &req); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
@@ -223,6 +224,46 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return "bridge: " + e.Code + ": " + e.Msg }
+
+// Kind is the service layer's kind of a refusal with this code: the
+// remote client's reading of the wire, the inverse of wireCode.
+func (e *Error) Kind() errkind.Kind {
+	switch e.Code {
+	case CodeInvalid:
+		return errkind.Invalid
+	case CodeNotFound:
+		return errkind.NotFound
+	case CodeConflict:
+		return errkind.Conflict
+	case CodeForbidden:
+		return errkind.Forbidden
+	case CodeUnavailable:
+		return errkind.Unavailable
+	}
+	return errkind.Failed
+}
+
+// wireCode is the bridge door's one mapping of the service layer's error
+// kinds to codes on the wire (see package service); a kind a remote
+// client cannot act on is internal. Unavailable and Timeout are worth a
+// retry.
+func wireCode(k errkind.Kind) string {
+	switch k {
+	case errkind.Timeout:
+		return CodeUnavailable
+	case errkind.Invalid:
+		return CodeInvalid
+	case errkind.NotFound:
+		return CodeNotFound
+	case errkind.Conflict:
+		return CodeConflict
+	case errkind.Forbidden:
+		return CodeForbidden
+	case errkind.Unavailable:
+		return CodeUnavailable
+	}
+	return CodeInternal
+}
 
 // Retryable reports whether the request may succeed when sent again.
 func (e *Error) Retryable() bool { return Retryable(e.Code) }
