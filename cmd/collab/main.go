@@ -19,7 +19,7 @@
 //	collab verify  --channel C                             audit a channel's signatures
 //	collab run     FILE [--instance I] [--timeout D]       run a workflow's team until done
 //	collab start   FILE [--instance I] [--background]      start a workflow's team
-//	collab stop    NAME@INSTANCE | @INSTANCE | --all       stop workflow instances
+//	collab stop    AGENT@INSTANCE | @INSTANCE | --all      stop an agent or instances
 //	collab ls      [--json]                                list the workflow instances
 //	collab delegate --repo DIR [--title T] [--wait] PROMPT  a new agent in its own git worktree
 //	collab delegate ls|status|send|stop|rm ID …            follow the delegated sessions
@@ -198,7 +198,7 @@ func commands() []command {
 		{"verify", "check the signatures of a channel's messages", runVerify},
 		{"run", "run a workflow file's team until it is done", runRun},
 		{"start", "start a workflow file's team and keep it running", runStart},
-		{"stop", "stop running workflow instances", runStop},
+		{"stop", "stop one agent of a workflow instance, or whole instances", runStop},
 		{"ls", "list the workflow instances", runLs},
 		{"delegate", "hand work to a new agent in its own git worktree, and follow it", runDelegate},
 		{"resume", "restart this host's delegated agents whose watcher is gone", runResume},
