@@ -3,36 +3,19 @@ package service
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/testsupport/gittest"
 )
-
-func gitRepo(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	repo := filepath.Join(t.TempDir(), "proj")
-	for _, args := range [][]string{
-		{"init", "--quiet", "--initial-branch=main", repo},
-		{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "--quiet", "--allow-empty", "-m", "init"},
-	} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return repo
-}
 
 // TestTaskWorktreeRules: a claim with a worktree makes and records one
 // (reused when claimed again), another agent's claim is Conflict, a
 // worktree with uncommitted changes is not removed (Conflict) unless
 // forced, and a task without one is NotFound.
 func TestTaskWorktreeRules(t *testing.T) {
-	repo := gitRepo(t)
+	repo := gittest.Repo(t)
 	m, _ := testMount(t)
 	ctx := context.Background()
 	q := TaskQuery{Channel: "dev"}
