@@ -375,21 +375,6 @@ func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr i
 	return p.list(l.Tasks)
 }
 
-// done finishes the task, with its worktree as --remove-worktree says.
-func (c *taskCmd) done(ctx context.Context, b taskBoard, p taskPrinter, stdin io.Reader, stderr io.Writer) error {
-	if err := c.wt.beforeDone(ctx, b, c.id); err != nil {
-		return err
-	}
-	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, service.TaskReport{Kind: task.EvDone, Text: c.text})
-	if err != nil {
-		return err
-	}
-	if err := p.one(t); err != nil {
-		return err
-	}
-	return c.wt.afterDone(ctx, b, t, terminalFor(ctx, stdin, c.stdinUsed), stdin, stderr)
-}
-
 // taskFailure gives the service's errors the exit codes collab task
 // documents: a claim another agent holds 4; a task not there and the
 // board's other refusals (waiting, finished, not the agent's) 1; the
