@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/errkind"
@@ -167,12 +166,11 @@ func docList(stdout io.Writer, list []documents.Entry, asJSON bool) error {
 		}
 		return json.NewEncoder(stdout).Encode(list)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FILE\tSIZE\tMODIFIED")
-	for _, e := range list {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", e.File, e.Size, e.Modified.Format(time.RFC3339))
+	rows := make([][]string, len(list))
+	for i, e := range list {
+		rows[i] = []string{e.File, fmt.Sprint(e.Size), e.Modified.Format(time.RFC3339)}
 	}
-	return tw.Flush()
+	return printTable(stdout, "FILE\tSIZE\tMODIFIED", rows)
 }
 
 // docContent returns the content: --text or the words with a final

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/identity/keyring"
@@ -417,17 +416,16 @@ func (p taskPrinter) list(tasks []task.Task) error {
 		_, err := fmt.Fprintln(p.w, "no tasks")
 		return err
 	}
-	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tAGE\tTITLE")
+	rows := make([][]string, len(tasks))
 	now := time.Now()
-	for _, t := range tasks {
+	for i, t := range tasks {
 		state := stateText(t)
 		if t.Unverified > 0 {
 			state += fmt.Sprintf(" [%d unverified]", t.Unverified)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, state, shortAge(now.Sub(t.Updated)), oneLine(t.Title))
+		rows[i] = []string{t.ID, state, shortAge(now.Sub(t.Updated)), oneLine(t.Title)}
 	}
-	return tw.Flush()
+	return printTable(p.w, "ID\tSTATE\tAGE\tTITLE", rows)
 }
 
 func (p taskPrinter) show(t task.Task, evs []task.Event) error {
