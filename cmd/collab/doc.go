@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
@@ -121,11 +122,11 @@ func docDo(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootf, agent str
 			return err
 		}
 	}
-	svc, done, err := workspaceOf(ctx, cmd, rf, nf, rootf, agent, "", false, getenv, stderr)
+	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer svc.Close()
 	r, err := svc.Doc(ctx, service.Actor{Name: agent}, req)
 	if err != nil {
 		// A missing file, or one that is not the folder's: exit 1, as documented.

@@ -164,8 +164,11 @@ func openInboxService(ctx context.Context, cmd string, rf *remoteFlags, nf *nats
 	if err != nil {
 		return "", nil, nil, err
 	}
-	svc, done, err := workspaceOf(ctx, cmd, rf, nf, rootf, agent, "", false, getenv, stderr)
-	return agent, svc, done, err
+	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return agent, svc, svc.Close, nil
 }
 
 func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool, rootf *string) {

@@ -18,7 +18,6 @@ import (
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/workflow"
 )
 
@@ -181,19 +180,14 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	if err != nil {
 		return fmt.Errorf("jobs kill: %w", err)
 	}
-	o, ok := nf.options(getenv, natsbus.ConnName(who, hostname()), commandLogger(stderr))
-	var bus *natsbus.Bus
-	if ok { // before the kill file: bad credentials fail before anything is asked
-		if bus, err = connectOptional(ctx, o, stderr); err != nil {
-			return fmt.Errorf("jobs kill: %w", err)
-		}
+	// NATS before the kill file: bad credentials fail before anything is asked.
+	svc, err := openService(ctx, serviceSpec{cmd: "jobs kill", agent: who, root: root, nf: nf, nats: true,
+		verifier: verifierFor(root, keyring.In(root, *ringf), stderr)}, getenv, stderr)
+	if err != nil {
+		return err
 	}
-	if bus != nil {
-		defer bus.Close()
-	}
-	cfg := mountConfig(root, stderr)
-	cfg.Verifier = verifierFor(root, keyring.In(root, *ringf), stderr)
-	k, told, err := service.KillJobNow(ctx, service.NewMount(cfg), bus, hostname(), service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
+	defer svc.Close()
+	k, told, err := service.KillJobNow(ctx, svc, svc.bus, hostname(), service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
 	if err != nil {
 		// Nothing to stop: exit 1, as this command documents.
 		err = fmt.Errorf("jobs kill: %w", err)

@@ -287,31 +287,32 @@ func (c *taskCmd) readTexts(stdin io.Reader) error {
 // mount, judging signatures with the keyring.
 func (c *taskCmd) open(ctx context.Context, getenv env, stderr io.Writer) (taskBoard, func(), error) {
 	b := taskBoard{q: service.TaskQuery{Channel: c.ch, Status: c.status, Grace: c.grace}, remote: c.rf.on}
-	keyPath := ""
+	sp := serviceSpec{cmd: c.cmd(), rf: c.rf, nf: c.nf, needKey: c.acts() && c.sub != "add"}
 	if c.keyf != nil {
-		keyPath = *c.keyf
+		sp.keyPath = *c.keyf
 	}
+	var err error
 	if c.rf.on {
-		agent, err := actingAgent(ctx, c.cmd(), "agent", cmp.Or(c.by, *c.agent))
-		if err != nil {
+		if sp.agent, err = actingAgent(ctx, c.cmd(), "agent", cmp.Or(c.by, *c.agent)); err != nil {
 			return b, nil, err
 		}
-		svc, done, err := workspaceOf(ctx, c.cmd(), c.rf, c.nf, "", agent, keyPath, c.acts() && c.sub != "add", getenv, stderr)
-		b.svc, b.a = svc, service.Actor{Name: agent}
-		return b, done, err
-	}
-	root := tree.Resolve(*c.rootf, getenv)
-	cfg := mountConfig(root, stderr)
-	cfg.Verifier = verifierFor(root, keyring.In(root, *c.ringf), stderr)
-	b.svc = service.NewMount(cfg)
-	b.a.Name = c.by
-	if c.keyf != nil {
-		var err error
-		if b.a.Signer, err = signing.LoadAgentKey(keyPath, c.by, getenv); err != nil {
-			return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
+		b.a.Name = sp.agent
+	} else {
+		sp.root = tree.Resolve(*c.rootf, getenv)
+		sp.verifier = verifierFor(sp.root, keyring.In(sp.root, *c.ringf), stderr)
+		b.a.Name = c.by
+		if c.keyf != nil {
+			if b.a.Signer, err = signing.LoadAgentKey(sp.keyPath, c.by, getenv); err != nil {
+				return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
+			}
 		}
 	}
-	return b, func() {}, nil
+	svc, err := openService(ctx, sp, getenv, stderr)
+	if err != nil {
+		return b, nil, err
+	}
+	b.svc = svc
+	return b, svc.Close, nil
 }
 
 // run makes the command's one call (claim --worktree and done with a

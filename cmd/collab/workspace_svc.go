@@ -10,25 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/collabdev/collab/internal/errkind"
-	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/internal/service"
-	bridgedsvc "github.com/collabdev/collab/internal/service/bridged"
 )
-
-// workspaceOf returns the service a workspace command (inbox, doc, task)
-// works through, chosen once: with --remote a bridge, acting as agent
-// (signing with the key at keyPath; needKey refuses to go on without
-// one), else the mount at --root. close releases it.
-func workspaceOf(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent, keyPath string, needKey bool, getenv env, stderr io.Writer) (svc service.Workspace, close func(), err error) {
-	if rf != nil && rf.on {
-		c, err := remoteClient(ctx, cmd, rf, nf, agent, keyPath, needKey, getenv, stderr)
-		if err != nil {
-			return nil, nil, err
-		}
-		return bridgedsvc.New(c), c.Close, nil
-	}
-	return service.NewMount(mountConfig(tree.Resolve(rootf, getenv), stderr)), func() {}, nil
-}
 
 // namedOrLogin returns the agent a workspace command acts for: --agent
 // as given (NAME or NAME@INSTANCE; the service checks it), else the
