@@ -337,7 +337,7 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 		if s.More {
 			fmt.Fprintln(stderr, "collab: older events left out of what a bridge reply holds; show on the mount for all")
 		}
-		return p.show(s.Task, s.Events)
+		return p.show(s)
 	case "context":
 		tc, err := b.svc.TaskContext(ctx, b.q, c.id, c.maxTokens)
 		if err != nil || p.json {
@@ -429,22 +429,11 @@ func (p taskPrinter) list(tasks []task.Task) error {
 	return printTable(p.w, "ID\tSTATE\tAGE\tTITLE", rows)
 }
 
-func (p taskPrinter) show(t task.Task, evs []task.Event) error {
+func (p taskPrinter) show(s service.TaskShown) error {
 	if p.json {
-		type event struct {
-			task.Event
-			Verdict signing.Verdict `json:"verdict"`
-			Ignored bool            `json:"ignored,omitempty"` // left out of the state: see the package doc
-		}
-		history := make([]event, len(evs))
-		for i, e := range evs {
-			history[i] = event{e, e.Verdict, e.Ignored}
-		}
-		return writeJSON(p.w, struct {
-			task.Task
-			History []event `json:"history"`
-		}{t, history})
+		return writeJSON(p.w, s.History())
 	}
+	t, evs := s.Task, s.Events
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %s\n", t.ID, oneLine(t.Title))
 	fmt.Fprintf(&b, "state:   %s\n", stateText(t))
