@@ -375,19 +375,15 @@ func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr i
 	return p.list(l.Tasks)
 }
 
-// taskFailure gives the service's errors the exit codes collab task
-// documents: a claim another agent holds 4; a task not there and the
-// board's other refusals (waiting, finished, not the agent's) 1; the
-// rest by their kind (no ready task 3).
+// taskFailure gives a task not there and the board's refusals but a
+// claim (waiting, finished, not the agent's) exit 1, as collab task
+// documents; the rest exit by their kind (a claim another agent holds 4,
+// no ready task 3).
 func taskFailure(err error) error {
-	var ce *task.ClaimedError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ce):
-		return &exitError{code: exitRefused, msg: err.Error()}
-	case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrNotReady), errors.Is(err, task.ErrClosed), errors.Is(err, task.ErrNotOwner):
-		return &exitError{code: exitFailure, msg: err.Error()}
+	for _, e := range []error{task.ErrNotFound, task.ErrNotReady, task.ErrClosed, task.ErrNotOwner} {
+		if errors.Is(err, e) {
+			return &exitError{code: exitFailure, msg: err.Error()}
+		}
 	}
 	return err
 }
