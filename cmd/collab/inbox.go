@@ -132,17 +132,16 @@ Flags:
 		// An id in none of the channels: exit 1, as this command documents.
 		return exitAs(exitFailure, fmt.Errorf("inbox ack: %w", err), errkind.NotFound)
 	}
-	return printAcked(stdout, res, *chans, rf.on, *asJSON)
+	return printAcked(stdout, res, *asJSON)
 }
 
 // printAcked prints what inbox ack acknowledged; through a bridge, in
 // its one channel.
-func printAcked(stdout io.Writer, res service.Acked, chans []string, remote, asJSON bool) error {
+func printAcked(stdout io.Writer, res service.Acked, asJSON bool) error {
 	out := map[string]any{"acknowledged": res.N, "until": res.Until.String()}
 	where := ""
-	if remote {
-		out["channel"] = chans[0]
-		where = " in channel " + chans[0]
+	if res.Channel != "" {
+		out["channel"], where = res.Channel, " in channel "+res.Channel
 	}
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(out)
