@@ -82,8 +82,8 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, taskUsage)
 		return nil
-	case "add", "list", "show", "claim", "next", "checkpoint", "done", "fail", "context", "worktree":
-	default:
+	}
+	if _, ok := taskSubs[sub]; !ok {
 		return usageErrorf("task: unknown command %q; run 'collab task --help'", sub)
 	}
 	c, err := parseTask(ctx, sub, args, getenv, stdin, stderr)
@@ -118,10 +118,16 @@ type taskCmd struct {
 
 func (c *taskCmd) cmd() string { return "task " + c.sub }
 
-// acts reports whether the command makes events as its agent.
-func (c *taskCmd) acts() bool {
-	return c.sub != "list" && c.sub != "show" && c.sub != "context" && c.sub != "worktree"
+// taskSubs are the task commands: whether each takes a task id, text
+// after it, and makes events as its agent.
+var taskSubs = map[string]struct{ id, text, acts bool }{
+	"add": {acts: true}, "list": {}, "show": {id: true}, "claim": {id: true, acts: true}, "next": {acts: true},
+	"checkpoint": {true, true, true}, "done": {true, true, true}, "fail": {true, true, true},
+	"context": {id: true}, "worktree": {id: true},
 }
+
+// acts reports whether the command makes events as its agent.
+func (c *taskCmd) acts() bool { return taskSubs[c.sub].acts }
 
 // flags defines sub's flags on fs into c.
 func (c *taskCmd) flags(fs *pflag.FlagSet) {
@@ -221,11 +227,10 @@ func (c *taskCmd) actingAgent(ctx context.Context) error {
 // the summary, outcome or error after the id.
 func (c *taskCmd) words(words []string, changed func(string) bool) error {
 	sub := c.sub
-	wantID := sub == "show" || sub == "claim" || sub == "checkpoint" || sub == "done" || sub == "fail" || sub == "context" || sub == "worktree"
+	wantID, wantText := taskSubs[sub].id, taskSubs[sub].text
 	if sub == "worktree" && len(words) > 0 && words[0] == "rm" {
 		c.wt.rm, words = true, words[1:]
 	}
-	wantText := sub == "checkpoint" || sub == "done" || sub == "fail"
 	switch {
 	case wantID && len(words) == 0:
 		return usageErrorf("task %s: give one task id", sub)
