@@ -154,12 +154,7 @@ func printAcked(stdout io.Writer, res service.Acked, asJSON bool) error {
 // as one agent, checked here (--agent or the login name), as it names
 // the NATS connection; on the mount the service reads the name.
 func openInboxService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent string, getenv env, stderr io.Writer) (string, service.Workspace, func(), error) {
-	var err error
-	if rf.on {
-		agent, err = actingAgent(ctx, cmd, "agent", agent)
-	} else {
-		agent, err = namedOrLogin(ctx, cmd, agent)
-	}
+	agent, err := actorName(ctx, cmd, rf.on, agent)
 	if err != nil {
 		return "", nil, nil, err
 	}

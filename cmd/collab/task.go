@@ -208,13 +208,8 @@ func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin
 // actingAgent sets by: --agent (NAME or NAME@INSTANCE), else the login
 // name; with --remote, the name of the bridge connection as given.
 func (c *taskCmd) actingAgent(ctx context.Context) error {
-	if c.rf.on {
-		by, err := actingAgent(ctx, c.cmd(), "agent", *c.agent)
-		c.by = by
-		return err
-	}
-	name, err := namedOrLogin(ctx, c.cmd(), *c.agent)
-	if err != nil {
+	name, err := actorName(ctx, c.cmd(), c.rf.on, *c.agent)
+	if c.by = name; err != nil || c.rf.on {
 		return err
 	}
 	if c.by, err = service.AgentID(name); err != nil {

@@ -12,14 +12,15 @@ import (
 	"github.com/collabdev/collab/internal/errkind"
 )
 
-// namedOrLogin returns the agent a workspace command acts for: --agent
-// as given (NAME or NAME@INSTANCE; the service checks it), else the
-// login name, checked here as it is not the user's own words.
-func namedOrLogin(ctx context.Context, cmd, agent string) (string, error) {
-	if agent != "" {
+// actorName returns the agent a workspace command acts for: on the mount
+// --agent as given (NAME or NAME@INSTANCE; the service checks it); else,
+// and through a bridge always (the name is the connection's), --agent or
+// the login name, checked here.
+func actorName(ctx context.Context, cmd string, remote bool, agent string) (string, error) {
+	if agent != "" && !remote {
 		return agent, nil
 	}
-	return actingAgent(ctx, cmd, "agent", "")
+	return actingAgent(ctx, cmd, "agent", agent)
 }
 
 // exitAs gives err, when it is of one of kinds, the exit code a command
