@@ -130,7 +130,7 @@ func docDo(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootf, agent str
 	r, err := svc.Doc(ctx, service.Actor{Name: agent}, req)
 	if err != nil {
 		// A missing file, or one that is not the folder's: exit 1, as documented.
-		return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden, errkind.Unavailable)
+		return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden)
 	}
 	switch req.Action {
 	case "read":

@@ -78,8 +78,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return &exitError{code: 2}
 	}
 	sub, args := args[0], args[1:]
-	switch sub {
-	case "-h", "--help", "help":
+	if sub == "-h" || sub == "--help" || sub == "help" {
 		fmt.Fprint(stdout, taskUsage)
 		return nil
 	}
