@@ -125,7 +125,7 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr 
 		if err != nil {
 			return err
 		}
-		j.Events = slices.DeleteFunc(j.Events, func(e jobEvent) bool { return e.Time.Before(cut) })
+		j.Events = slices.DeleteFunc(j.Events, func(e modelcli.Event) bool { return e.Time.Before(cut) })
 	}
 	if *asJSON {
 		return writeJSON(stdout, j)
@@ -206,8 +206,6 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	fmt.Fprintf(stdout, "asked %s's watcher on %s to stop %s\n", workflow.Address(j.Agent), j.Host, j.ID)
 	return nil
 }
-
-type jobEvent = modelcli.Event
 
 // parseSince reads a time (RFC 3339) or a duration ago.
 func parseSince(s string, now time.Time) (time.Time, error) {
