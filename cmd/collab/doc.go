@@ -7,10 +7,10 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
@@ -122,15 +122,15 @@ func docDo(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootf, agent str
 			return err
 		}
 	}
-	svc, done, err := workspaceOf(ctx, cmd, rf, nf, rootf, agent, "", false, getenv, stderr)
+	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer svc.Close()
 	r, err := svc.Doc(ctx, service.Actor{Name: agent}, req)
 	if err != nil {
 		// A missing file, or one that is not the folder's: exit 1, as documented.
-		return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden, errkind.Unavailable)
+		return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden)
 	}
 	switch req.Action {
 	case "read":
@@ -167,12 +167,11 @@ func docList(stdout io.Writer, list []documents.Entry, asJSON bool) error {
 		}
 		return json.NewEncoder(stdout).Encode(list)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FILE\tSIZE\tMODIFIED")
-	for _, e := range list {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", e.File, e.Size, e.Modified.Format(time.RFC3339))
+	rows := make([][]string, len(list))
+	for i, e := range list {
+		rows[i] = []string{e.File, fmt.Sprint(e.Size), e.Modified.Format(time.RFC3339)}
 	}
-	return tw.Flush()
+	return printTable(stdout, "FILE\tSIZE\tMODIFIED", rows)
 }
 
 // docContent returns the content: --text or the words with a final

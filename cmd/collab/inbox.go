@@ -132,17 +132,16 @@ Flags:
 		// An id in none of the channels: exit 1, as this command documents.
 		return exitAs(exitFailure, fmt.Errorf("inbox ack: %w", err), errkind.NotFound)
 	}
-	return printAcked(stdout, res, *chans, rf.on, *asJSON)
+	return printAcked(stdout, res, *asJSON)
 }
 
 // printAcked prints what inbox ack acknowledged; through a bridge, in
 // its one channel.
-func printAcked(stdout io.Writer, res service.Acked, chans []string, remote, asJSON bool) error {
+func printAcked(stdout io.Writer, res service.Acked, asJSON bool) error {
 	out := map[string]any{"acknowledged": res.N, "until": res.Until.String()}
 	where := ""
-	if remote {
-		out["channel"] = chans[0]
-		where = " in channel " + chans[0]
+	if res.Channel != "" {
+		out["channel"], where = res.Channel, " in channel "+res.Channel
 	}
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(out)
@@ -155,17 +154,15 @@ func printAcked(stdout io.Writer, res service.Acked, chans []string, remote, asJ
 // as one agent, checked here (--agent or the login name), as it names
 // the NATS connection; on the mount the service reads the name.
 func openInboxService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent string, getenv env, stderr io.Writer) (string, service.Workspace, func(), error) {
-	var err error
-	if rf.on {
-		agent, err = actingAgent(ctx, cmd, "agent", agent)
-	} else {
-		agent, err = namedOrLogin(ctx, cmd, agent)
-	}
+	agent, err := actorName(ctx, cmd, rf.on, agent)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	svc, done, err := workspaceOf(ctx, cmd, rf, nf, rootf, agent, "", false, getenv, stderr)
-	return agent, svc, done, err
+	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return agent, svc, svc.Close, nil
 }
 
 func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool, rootf *string) {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/jobs"
@@ -19,7 +18,6 @@ import (
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/workflow"
 )
 
@@ -85,10 +83,9 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 		return writeJSON(stdout, all)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tAGENT\tSTATUS\tSTARTED\tTOOK\tCLI\tCOST\tFROM\tCHANNEL")
+	rows := make([][]string, len(all))
 	now := time.Now()
-	for _, j := range all {
+	for i, j := range all {
 		took := "-"
 		switch {
 		case !j.Ended.IsZero():
@@ -100,10 +97,9 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		if j.CostUSD > 0 {
 			cost = fmt.Sprintf("$%.4f", j.CostUSD)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Agent, j.Status,
-			j.Started.Local().Format("2006-01-02 15:04:05"), took, j.CLI, cost, j.From, j.Channel)
+		rows[i] = []string{j.ID, j.Agent, j.Status, j.Started.Local().Format(time.DateTime), took, j.CLI, cost, j.From, j.Channel}
 	}
-	return tw.Flush()
+	return printTable(stdout, "JOB\tAGENT\tSTATUS\tSTARTED\tTOOK\tCLI\tCOST\tFROM\tCHANNEL", rows)
 }
 
 func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
@@ -129,7 +125,7 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr 
 		if err != nil {
 			return err
 		}
-		j.Events = slices.DeleteFunc(j.Events, func(e jobEvent) bool { return e.Time.Before(cut) })
+		j.Events = slices.DeleteFunc(j.Events, func(e modelcli.Event) bool { return e.Time.Before(cut) })
 	}
 	if *asJSON {
 		return writeJSON(stdout, j)
@@ -184,17 +180,14 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	if err != nil {
 		return fmt.Errorf("jobs kill: %w", err)
 	}
-	bus, err := killBus(ctx, nf, who, getenv, stderr)
+	// NATS before the kill file: bad credentials fail before anything is asked.
+	svc, err := openService(ctx, serviceSpec{cmd: "jobs kill", agent: who, root: root, nf: nf, nats: true,
+		verifier: verifierFor(root, keyring.In(root, *ringf), stderr)}, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	if bus != nil {
-		defer bus.Close()
-	}
-	cfg := mountConfig(root, stderr)
-	cfg.Verifier = verifierFor(root, keyring.In(root, *ringf), stderr)
-	svc := service.NewMount(cfg)
-	k, err := svc.KillJob(ctx, service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
+	defer svc.Close()
+	k, told, err := service.KillJobNow(ctx, svc, svc.bus, hostname(), service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
 	if err != nil {
 		// Nothing to stop: exit 1, as this command documents.
 		err = fmt.Errorf("jobs kill: %w", err)
@@ -203,35 +196,16 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 		}
 		return exitAs(exitFailure, err, errkind.NotFound)
 	}
-	j := k.Job
-	if bus != nil {
-		if err := bus.PublishKill(ctx, j.Agent, natsbus.KillRequest{Job: j.ID, By: k.By, Host: hostname()}); err != nil {
-			fmt.Fprintf(stderr, "collab: warning: asked by file only (the watcher sees it at its next poll): %v\n", err)
-		}
+	if told != nil {
+		fmt.Fprintf(stderr, "collab: warning: asked by file only (the watcher sees it at its next poll): %v\n", told)
 	}
+	j := k.Job
 	if *asJSON {
 		return writeJSON(stdout, map[string]string{"job": j.ID, "agent": workflow.Address(j.Agent), "host": j.Host, "by": k.By})
 	}
 	fmt.Fprintf(stdout, "asked %s's watcher on %s to stop %s\n", workflow.Address(j.Agent), j.Host, j.ID)
 	return nil
 }
-
-// killBus is the NATS connection that tells a watcher of a kill at once
-// (nil without NATS). It is made before the kill file: bad credentials
-// fail before anything is asked.
-func killBus(ctx context.Context, nf *natsFlags, who string, getenv env, stderr io.Writer) (*natsbus.Bus, error) {
-	o, ok := nf.options(getenv, natsbus.ConnName(who, hostname()), commandLogger(stderr))
-	if !ok {
-		return nil, nil
-	}
-	bus, err := connectOptional(ctx, o, stderr)
-	if err != nil {
-		return nil, fmt.Errorf("jobs kill: %w", err)
-	}
-	return bus, nil
-}
-
-type jobEvent = modelcli.Event
 
 // parseSince reads a time (RFC 3339) or a duration ago.
 func parseSince(s string, now time.Time) (time.Time, error) {

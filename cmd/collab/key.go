@@ -105,9 +105,6 @@ func keyOp(ctx context.Context, svc service.Workspace, sub string, req service.K
 	return l, nil
 }
 
-// keyRow is one key as 'key list --json' prints it.
-type keyRow = service.KeyEntry
-
 // printKeys prints keys, by agent.
 func printKeys(keys []service.KeyEntry, asJSON bool, w io.Writer) error {
 	if asJSON {

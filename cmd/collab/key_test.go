@@ -15,6 +15,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
 )
 
 // keyEnv returns the environment of an account whose config (and so its
@@ -73,10 +74,10 @@ func TestKeyRoundTrip(t *testing.T) {
 			t.Fatalf("key trust: exit %d, stderr %q", r.code, r.stderr)
 		}
 	}
-	list := func() []keyRow {
+	list := func() []service.KeyEntry {
 		t.Helper()
 		r := runCollab(t, env, "", "key", "list", "--json")
-		var rows []keyRow
+		var rows []service.KeyEntry
 		if err := json.Unmarshal([]byte(r.stdout), &rows); r.code != 0 || err != nil {
 			t.Fatalf("key list --json: exit %d, %q (%v)", r.code, r.stdout, err)
 		}

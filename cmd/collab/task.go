@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/identity/keyring"
@@ -79,12 +78,11 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return &exitError{code: 2}
 	}
 	sub, args := args[0], args[1:]
-	switch sub {
-	case "-h", "--help", "help":
+	if sub == "-h" || sub == "--help" || sub == "help" {
 		fmt.Fprint(stdout, taskUsage)
 		return nil
-	case "add", "list", "show", "claim", "next", "checkpoint", "done", "fail", "context", "worktree":
-	default:
+	}
+	if _, ok := taskSubs[sub]; !ok {
 		return usageErrorf("task: unknown command %q; run 'collab task --help'", sub)
 	}
 	c, err := parseTask(ctx, sub, args, getenv, stdin, stderr)
@@ -119,10 +117,16 @@ type taskCmd struct {
 
 func (c *taskCmd) cmd() string { return "task " + c.sub }
 
-// acts reports whether the command makes events as its agent.
-func (c *taskCmd) acts() bool {
-	return c.sub != "list" && c.sub != "show" && c.sub != "context" && c.sub != "worktree"
+// taskSubs are the task commands: whether each takes a task id, text
+// after it, and makes events as its agent.
+var taskSubs = map[string]struct{ id, text, acts bool }{
+	"add": {acts: true}, "list": {}, "show": {id: true}, "claim": {id: true, acts: true}, "next": {acts: true},
+	"checkpoint": {true, true, true}, "done": {true, true, true}, "fail": {true, true, true},
+	"context": {id: true}, "worktree": {id: true},
 }
+
+// acts reports whether the command makes events as its agent.
+func (c *taskCmd) acts() bool { return taskSubs[c.sub].acts }
 
 // flags defines sub's flags on fs into c.
 func (c *taskCmd) flags(fs *pflag.FlagSet) {
@@ -203,13 +207,8 @@ func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin
 // actingAgent sets by: --agent (NAME or NAME@INSTANCE), else the login
 // name; with --remote, the name of the bridge connection as given.
 func (c *taskCmd) actingAgent(ctx context.Context) error {
-	if c.rf.on {
-		by, err := actingAgent(ctx, c.cmd(), "agent", *c.agent)
-		c.by = by
-		return err
-	}
-	name, err := namedOrLogin(ctx, c.cmd(), *c.agent)
-	if err != nil {
+	name, err := actorName(ctx, c.cmd(), c.rf.on, *c.agent)
+	if c.by = name; err != nil || c.rf.on {
 		return err
 	}
 	if c.by, err = service.AgentID(name); err != nil {
@@ -222,11 +221,10 @@ func (c *taskCmd) actingAgent(ctx context.Context) error {
 // the summary, outcome or error after the id.
 func (c *taskCmd) words(words []string, changed func(string) bool) error {
 	sub := c.sub
-	wantID := sub == "show" || sub == "claim" || sub == "checkpoint" || sub == "done" || sub == "fail" || sub == "context" || sub == "worktree"
+	wantID, wantText := taskSubs[sub].id, taskSubs[sub].text
 	if sub == "worktree" && len(words) > 0 && words[0] == "rm" {
 		c.wt.rm, words = true, words[1:]
 	}
-	wantText := sub == "checkpoint" || sub == "done" || sub == "fail"
 	switch {
 	case wantID && len(words) == 0:
 		return usageErrorf("task %s: give one task id", sub)
@@ -288,31 +286,32 @@ func (c *taskCmd) readTexts(stdin io.Reader) error {
 // mount, judging signatures with the keyring.
 func (c *taskCmd) open(ctx context.Context, getenv env, stderr io.Writer) (taskBoard, func(), error) {
 	b := taskBoard{q: service.TaskQuery{Channel: c.ch, Status: c.status, Grace: c.grace}, remote: c.rf.on}
-	keyPath := ""
+	sp := serviceSpec{cmd: c.cmd(), rf: c.rf, nf: c.nf, needKey: c.acts() && c.sub != "add"}
 	if c.keyf != nil {
-		keyPath = *c.keyf
+		sp.keyPath = *c.keyf
 	}
+	var err error
 	if c.rf.on {
-		agent, err := actingAgent(ctx, c.cmd(), "agent", cmp.Or(c.by, *c.agent))
-		if err != nil {
+		if sp.agent, err = actingAgent(ctx, c.cmd(), "agent", cmp.Or(c.by, *c.agent)); err != nil {
 			return b, nil, err
 		}
-		svc, done, err := workspaceOf(ctx, c.cmd(), c.rf, c.nf, "", agent, keyPath, c.acts() && c.sub != "add", getenv, stderr)
-		b.svc, b.a = svc, service.Actor{Name: agent}
-		return b, done, err
-	}
-	root := tree.Resolve(*c.rootf, getenv)
-	cfg := mountConfig(root, stderr)
-	cfg.Verifier = verifierFor(root, keyring.In(root, *c.ringf), stderr)
-	b.svc = service.NewMount(cfg)
-	b.a.Name = c.by
-	if c.keyf != nil {
-		var err error
-		if b.a.Signer, err = signing.LoadAgentKey(keyPath, c.by, getenv); err != nil {
-			return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
+		b.a.Name = sp.agent
+	} else {
+		sp.root = tree.Resolve(*c.rootf, getenv)
+		sp.verifier = verifierFor(sp.root, keyring.In(sp.root, *c.ringf), stderr)
+		b.a.Name = c.by
+		if c.keyf != nil {
+			if b.a.Signer, err = signing.LoadAgentKey(sp.keyPath, c.by, getenv); err != nil {
+				return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
+			}
 		}
 	}
-	return b, func() {}, nil
+	svc, err := openService(ctx, sp, getenv, stderr)
+	if err != nil {
+		return b, nil, err
+	}
+	b.svc = svc
+	return b, svc.Close, nil
 }
 
 // run makes the command's one call (claim --worktree and done with a
@@ -337,7 +336,7 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 		if s.More {
 			fmt.Fprintln(stderr, "collab: older events left out of what a bridge reply holds; show on the mount for all")
 		}
-		return p.show(s.Task, s.Events)
+		return p.show(s)
 	case "context":
 		tc, err := b.svc.TaskContext(ctx, b.q, c.id, c.maxTokens)
 		if err != nil || p.json {
@@ -375,34 +374,15 @@ func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr i
 	return p.list(l.Tasks)
 }
 
-// done finishes the task, with its worktree as --remove-worktree says.
-func (c *taskCmd) done(ctx context.Context, b taskBoard, p taskPrinter, stdin io.Reader, stderr io.Writer) error {
-	if err := c.wt.beforeDone(ctx, b, c.id); err != nil {
-		return err
-	}
-	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, service.TaskReport{Kind: task.EvDone, Text: c.text})
-	if err != nil {
-		return err
-	}
-	if err := p.one(t); err != nil {
-		return err
-	}
-	return c.wt.afterDone(ctx, b, t, terminalFor(ctx, stdin, c.stdinUsed), stdin, stderr)
-}
-
-// taskFailure gives the service's errors the exit codes collab task
-// documents: a claim another agent holds 4; a task not there and the
-// board's other refusals (waiting, finished, not the agent's) 1; the
-// rest by their kind (no ready task 3).
+// taskFailure gives a task not there and the board's refusals but a
+// claim (waiting, finished, not the agent's) exit 1, as collab task
+// documents; the rest exit by their kind (a claim another agent holds 4,
+// no ready task 3).
 func taskFailure(err error) error {
-	var ce *task.ClaimedError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ce):
-		return &exitError{code: exitRefused, msg: err.Error()}
-	case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrNotReady), errors.Is(err, task.ErrClosed), errors.Is(err, task.ErrNotOwner):
-		return &exitError{code: exitFailure, msg: err.Error()}
+	for _, e := range []error{task.ErrNotFound, task.ErrNotReady, task.ErrClosed, task.ErrNotOwner} {
+		if errors.Is(err, e) {
+			return &exitError{code: exitFailure, msg: err.Error()}
+		}
 	}
 	return err
 }
@@ -432,35 +412,23 @@ func (p taskPrinter) list(tasks []task.Task) error {
 		_, err := fmt.Fprintln(p.w, "no tasks")
 		return err
 	}
-	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tAGE\tTITLE")
+	rows := make([][]string, len(tasks))
 	now := time.Now()
-	for _, t := range tasks {
+	for i, t := range tasks {
 		state := stateText(t)
 		if t.Unverified > 0 {
 			state += fmt.Sprintf(" [%d unverified]", t.Unverified)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, state, shortAge(now.Sub(t.Updated)), oneLine(t.Title))
+		rows[i] = []string{t.ID, state, shortAge(now.Sub(t.Updated)), oneLine(t.Title)}
 	}
-	return tw.Flush()
+	return printTable(p.w, "ID\tSTATE\tAGE\tTITLE", rows)
 }
 
-func (p taskPrinter) show(t task.Task, evs []task.Event) error {
+func (p taskPrinter) show(s service.TaskShown) error {
 	if p.json {
-		type event struct {
-			task.Event
-			Verdict signing.Verdict `json:"verdict"`
-			Ignored bool            `json:"ignored,omitempty"` // left out of the state: see the package doc
-		}
-		history := make([]event, len(evs))
-		for i, e := range evs {
-			history[i] = event{e, e.Verdict, e.Ignored}
-		}
-		return writeJSON(p.w, struct {
-			task.Task
-			History []event `json:"history"`
-		}{t, history})
+		return writeJSON(p.w, s.History())
 	}
+	t, evs := s.Task, s.Events
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %s\n", t.ID, oneLine(t.Title))
 	fmt.Fprintf(&b, "state:   %s\n", stateText(t))

@@ -58,90 +58,71 @@ func claimWorktree(ctx context.Context, b taskBoard, id string, w worktreeFlags,
 	return err
 }
 
-// beforeDone refuses, before the task is finished, a --remove-worktree
-// that could not be done.
-func (w worktreeFlags) beforeDone(ctx context.Context, b taskBoard, id string) error {
-	if !w.remove {
-		return nil
-	}
-	if err := service.CheckRemove(ctx, b.svc, b.a, b.q, id, w.force); err != nil {
+// done finishes the task, then deals with its worktree as
+// --remove-worktree says (or, on a terminal, as the user answers).
+func (c *taskCmd) done(ctx context.Context, b taskBoard, p taskPrinter, stdin io.Reader, stderr io.Writer) error {
+	w := service.DoneWorktree{Remove: c.wt.remove, Force: c.wt.force}
+	t, err := service.FinishTask(ctx, b.svc, b.a, b.q, c.id, c.text, w)
+	if err != nil {
 		return fmt.Errorf("task done: %w", err)
 	}
-	return nil
-}
-
-// afterDone deals with the worktree of finished task t: removes it with
-// --remove-worktree; else, on a terminal, offers to remove it when it is
-// clean; else keeps it and says how to remove it. Notes go to stderr.
-func (w worktreeFlags) afterDone(ctx context.Context, b taskBoard, t task.Task, tty bool, stdin io.Reader, stderr io.Writer) error {
-	if t.Worktree == "" {
-		return nil
+	if err := p.one(t); err != nil {
+		return err
+	}
+	if terminalFor(ctx, stdin, c.stdinUsed) {
+		w.Ask = func(t task.Task) bool {
+			fmt.Fprintf(stderr, "Remove worktree %s? The branch %s stays. [y/N] ", t.Worktree, t.Branch)
+			answer, _ := bufio.NewReader(stdin).ReadString('\n')
+			a := strings.ToLower(strings.TrimSpace(answer))
+			return a == "y" || a == "yes"
+		}
+	}
+	fate, dirty, err := service.FinishWorktree(ctx, b.svc, t, w)
+	if err != nil {
+		return fmt.Errorf("task done: %w", err)
 	}
 	rm := fmt.Sprintf("collab task worktree rm %s --channel %s", t.ID, b.q.Channel)
 	if b.remote {
 		rm += " --remote"
 	}
-	host := b.svc.TaskHost()
-	switch {
-	case t.WorktreeHost != host:
+	switch fate {
+	case service.WorktreeElsewhere:
 		fmt.Fprintf(stderr, "collab: the worktree of %s is on host %s: %s (branch %s); remove it there with: %s\n", t.ID, t.WorktreeHost, t.Worktree, t.Branch, rm)
-		return nil
-	case !service.WorktreeHere(t, host):
-		return nil // removed already
-	case w.remove:
-		return removeTaskWorktree(ctx, t, w.force, "task done", stderr)
-	case !tty:
+	case service.WorktreeRemoved:
+		fmt.Fprintf(stderr, "collab: removed worktree %s (branch %s kept)\n", t.Worktree, t.Branch)
+	case service.WorktreeKept:
 		fmt.Fprintf(stderr, "collab: worktree %s (branch %s) kept; remove it with: %s\n", t.Worktree, t.Branch, rm)
-		return nil
-	}
-	st, err := service.CheckedWorktree(ctx, t)
-	if err != nil {
-		return fmt.Errorf("task done: %w", err)
-	}
-	if len(st.Dirty) > 0 {
-		fmt.Fprintf(stderr, "collab: worktree %s (branch %s) kept: it has %d uncommitted changes; %s --force removes it anyway\n", t.Worktree, t.Branch, len(st.Dirty), rm)
-		return nil
-	}
-	fmt.Fprintf(stderr, "Remove worktree %s? The branch %s stays. [y/N] ", t.Worktree, t.Branch)
-	answer, _ := bufio.NewReader(stdin).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+	case service.WorktreeDirty:
+		fmt.Fprintf(stderr, "collab: worktree %s (branch %s) kept: it has %d uncommitted changes; %s --force removes it anyway\n", t.Worktree, t.Branch, dirty, rm)
+	case service.WorktreeDeclined:
 		fmt.Fprintf(stderr, "collab: worktree kept; remove it with: %s\n", rm)
-		return nil
 	}
-	return removeTaskWorktree(ctx, t, false, "task done", stderr)
-}
-
-// removeTaskWorktree removes t's worktree, keeping its branch, and says so.
-func removeTaskWorktree(ctx context.Context, t task.Task, force bool, cmd string, stderr io.Writer) error {
-	if err := service.RemoveWorktree(ctx, t, force); err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
-	}
-	fmt.Fprintf(stderr, "collab: removed worktree %s (branch %s kept)\n", t.Worktree, t.Branch)
 	return nil
 }
 
 // taskWorktree is collab task worktree [rm] ID: the task's worktree and
 // its uncommitted changes, or its removal.
 func taskWorktree(ctx context.Context, b taskBoard, id string, w worktreeFlags, p taskPrinter, stderr io.Writer) error {
-	cmd := "task worktree"
 	if w.rm {
-		cmd += " rm"
+		t, gone, err := service.RemoveTaskWorktree(ctx, b.svc, b.q, id, w.force)
+		switch {
+		case err != nil:
+			return fmt.Errorf("task worktree rm: %w", err)
+		case gone:
+			fmt.Fprintf(stderr, "collab: worktree %s is gone already\n", t.Worktree)
+		default:
+			fmt.Fprintf(stderr, "collab: removed worktree %s (branch %s kept)\n", t.Worktree, t.Branch)
+		}
+		return nil
 	}
-	t, out, err := service.TaskWorktree(ctx, b.svc, b.q, id)
-	host := b.svc.TaskHost()
+	_, out, err := service.TaskWorktree(ctx, b.svc, b.q, id)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%s: %w", cmd, err)
-	case w.rm && t.WorktreeHost != host:
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("%s: the worktree of %s is on host %s; run this there", cmd, id, t.WorktreeHost)}
-	case w.rm && !out.Exists:
-		fmt.Fprintf(stderr, "collab: worktree %s is gone already\n", t.Worktree)
-		return nil
-	case w.rm:
-		return removeTaskWorktree(ctx, t, w.force, cmd, stderr)
+		return fmt.Errorf("task worktree: %w", err)
 	case p.json:
 		return writeJSON(p.w, out)
 	}
+	host := b.svc.TaskHost()
 	var s strings.Builder
 	fmt.Fprintf(&s, "%s  worktree %s (branch %s", id, out.Worktree, out.Branch)
 	if out.Host != "" && out.Host != host {

@@ -3,38 +3,24 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/collabdev/collab/internal/errkind"
-	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/internal/service"
-	bridgedsvc "github.com/collabdev/collab/internal/service/bridged"
 )
 
-// workspaceOf returns the service a workspace command (inbox, doc, task)
-// works through, chosen once: with --remote a bridge, acting as agent
-// (signing with the key at keyPath; needKey refuses to go on without
-// one), else the mount at --root. close releases it.
-func workspaceOf(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent, keyPath string, needKey bool, getenv env, stderr io.Writer) (svc service.Workspace, close func(), err error) {
-	if rf != nil && rf.on {
-		c, err := remoteClient(ctx, cmd, rf, nf, agent, keyPath, needKey, getenv, stderr)
-		if err != nil {
-			return nil, nil, err
-		}
-		return bridgedsvc.New(c), c.Close, nil
-	}
-	return service.NewMount(mountConfig(tree.Resolve(rootf, getenv), stderr)), func() {}, nil
-}
-
-// namedOrLogin returns the agent a workspace command acts for: --agent
-// as given (NAME or NAME@INSTANCE; the service checks it), else the
-// login name, checked here as it is not the user's own words.
-func namedOrLogin(ctx context.Context, cmd, agent string) (string, error) {
-	if agent != "" {
+// actorName returns the agent a workspace command acts for: on the mount
+// --agent as given (NAME or NAME@INSTANCE; the service checks it); else,
+// and through a bridge always (the name is the connection's), --agent or
+// the login name, checked here.
+func actorName(ctx context.Context, cmd string, remote bool, agent string) (string, error) {
+	if agent != "" && !remote {
 		return agent, nil
 	}
-	return actingAgent(ctx, cmd, "agent", "")
+	return actingAgent(ctx, cmd, "agent", agent)
 }
 
 // exitAs gives err, when it is of one of kinds, the exit code a command
@@ -49,4 +35,15 @@ func exitAs(code int, err error, kinds ...errkind.Kind) error {
 		return err
 	}
 	return &exitError{code: code, msg: err.Error()}
+}
+
+// printTable prints a table: its header (cells separated by tabs) and
+// rows, in aligned columns.
+func printTable(w io.Writer, header string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
 }

@@ -52,6 +52,9 @@ type Acked struct {
 	// N is how many unread messages for the agent were acknowledged.
 	N     int
 	Until inbox.Until
+	// Channel is the one channel acknowledged in, through a bridge
+	// (which acks one channel at a time); "" on the mount.
+	Channel string
 }
 
 // checkChannels checks the names of the channels a request gives.

@@ -111,7 +111,7 @@ func (s *Service) AckInbox(ctx context.Context, req service.AckRequest) (service
 	if err != nil {
 		return service.Acked{}, errkind.Wrap(errkind.Invalid, err)
 	}
-	out := service.Acked{Agent: s.c.Agent(), Until: until}
+	out := service.Acked{Agent: s.c.Agent(), Until: until, Channel: ch}
 	if until.ID != "" {
 		out.N, err = s.c.AckUntil(ctx, ch, until.ID)
 		if errors.Is(err, inbox.ErrUnknownMessage) {
