@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/testsupport/gittest"
 	"github.com/collabdev/collab/internal/workspace/task"
 )
 
@@ -18,7 +19,7 @@ import (
 // worktree recorded on another host is left there, and worktree rm of it
 // is Conflict.
 func TestFinishWorktree(t *testing.T) {
-	repo := gitRepo(t)
+	repo := gittest.Repo(t)
 	m, _ := testMount(t)
 	ctx := context.Background()
 	q := TaskQuery{Channel: "dev"}
