@@ -119,9 +119,9 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return err
 	}
 	// Before the message is sent: how --wait will judge the reply.
-	judged := replyWait{root: root}
+	var judge delegate.Options
 	if *o.wait {
-		if err := judged.judgeBy("send", o.tf, stderr); err != nil {
+		if judge, err = o.tf.judge("send", root, stderr); err != nil {
 			return err
 		}
 	}
@@ -161,7 +161,7 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if !*o.wait {
 		return printSent(stdout, &res.Message, *o.asJSON)
 	}
-	return awaitSent(ctx, svc, waiter, &res.Message, o, judged.opt, getenv, stdout, stderr)
+	return awaitSent(ctx, svc, waiter, &res.Message, o, judge, getenv, stdout, stderr)
 }
 
 // awaitSent is send --wait after the post: the reply from the waiter, the
@@ -170,7 +170,7 @@ func awaitSent(ctx context.Context, svc *openedService, waiter service.Waiter, m
 	fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
 	rw := replyWait{root: svc.root, channel: m.SessionID, id: m.ID, timeout: *o.timeout,
 		opt:  delegate.Options{NotFrom: m.From, Poll: *o.poll, Trust: judge.Trust, Verifier: judge.Verifier},
-		json: *o.asJSON, bus: svc.bus, track: true, remote: svc.remote(),
+		json: *o.asJSON, track: true, remote: svc.remote(),
 		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
 			return waiter.Wait(ctx, m.ID, opt)
 		},
@@ -178,7 +178,7 @@ func awaitSent(ctx context.Context, svc *openedService, waiter service.Waiter, m
 			return svc.Status(ctx, service.StatusRequest{Channel: m.SessionID, ID: m.ID})
 		},
 	}
-	return rw.run(ctx, o.nf, getenv, stdout, stderr)
+	return rw.run(ctx, nil, getenv, stdout, stderr)
 }
 
 // printSent prints what send prints for the message it sent: its id, or
