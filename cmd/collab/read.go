@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -154,7 +151,7 @@ func (p printer) skips(skips []channel.Skip) {
 }
 
 func (p printer) messages(msgs []channel.Message) error {
-	verdicts := p.verdicts(msgs)
+	verdicts := channel.VerifyAll(msgs, p.verifier, p.channel, p.json)
 	for i := range msgs {
 		if err := p.message(&msgs[i], verdicts[i]); err != nil {
 			return err
@@ -163,32 +160,9 @@ func (p printer) messages(msgs []channel.Message) error {
 	return nil
 }
 
-// verdicts checks the messages' signatures side by side, one goroutine
-// per core: a check of a 1 MB message is mostly hashing it. For --json it
-// also drops from each signed message the fields its signatures do not
-// cover (channel.Message.StripUnsigned), which the output would show as
-// the sender's.
-func (p printer) verdicts(msgs []channel.Message) []signing.Verdict {
-	out := make([]signing.Verdict, len(msgs))
-	workers := min(runtime.GOMAXPROCS(0), len(msgs))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(msgs); i += workers {
-				out[i] = msgs[i].Verify(p.verifier, p.channel)
-				if p.json {
-					msgs[i].StripUnsigned()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return out
-}
-
 func (p printer) message(m *channel.Message, verdict signing.Verdict) error {
 	if p.json {
-		data, err := withVerdict(m, verdict)
+		data, err := m.EncodeVerdict(verdict)
 		if err != nil {
 			return err
 		}
@@ -225,27 +199,6 @@ func (p printer) mark(from string, verdict signing.Verdict) string {
 	}
 	return ""
 }
-
-// withVerdict returns m as JSON with one more member, "verdict" (one the
-// message itself carries is replaced).
-func withVerdict(m *channel.Message, verdict signing.Verdict) ([]byte, error) {
-	if _, ok := m.Extra[keyVerdict]; ok {
-		c := *m
-		c.Extra = maps.Clone(m.Extra)
-		delete(c.Extra, keyVerdict)
-		m = &c
-	}
-	data, err := m.Encode()
-	if err != nil {
-		return nil, err
-	}
-	v, _ := verdict.MarshalText()
-	data = append(data[:len(data)-1], `,"`+keyVerdict+`":"`...) // an object: ends in '}'
-	return append(append(data, v...), `"}`...), nil
-}
-
-// keyVerdict is the member read --json adds to each message.
-const keyVerdict = "verdict"
 
 // indent writes text indented by two spaces. Control characters other
 // than tab are shown escaped: a message must not drive the terminal.

@@ -229,7 +229,7 @@ func (w replyWait) print(got service.Awaited, stdout, stderr io.Writer) error {
 	m := got.Message
 	if w.json {
 		m.StripUnsigned() // as read --json: only what the sender signed
-		data, err := withVerdict(&m, got.Verdict)
+		data, err := m.EncodeVerdict(got.Verdict)
 		if err != nil {
 			return err
 		}

@@ -131,16 +131,18 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	return whoTable(stdout, rows, now)
 }
 
-// whoChecked is who --check's exit: 0 when the one agent of rows is awake
-// with a heartbeat younger than staleAfter that verifies as it should,
-// and its backlog is not too old (checkBacklog).
-func whoChecked(rows []delivery.AgentRow, staleAfter time.Duration, now time.Time, maxBacklogAge time.Duration) error {
-	for _, r := range rows {
-		if r.Status != nil && presence.IsAwake(r.State) && r.HasAge && r.Age <= staleAfter && !r.Marked {
-			return checkBacklog(*r.Status, r.Agent, now, maxBacklogAge)
-		}
+// whoChecked is who --check's exit: 0 when the agent is alive and not stuck
+// (delivery.Check), else 1 (saying why when it is stuck).
+func whoChecked(rows []delivery.AgentRow, staleAfter time.Duration, now time.Time, limit time.Duration) error {
+	alive, stuck := delivery.Check(rows, staleAfter, limit, now)
+	switch {
+	case !alive:
+		return &exitError{code: exitFailure}
+	case stuck != nil:
+		return &exitError{code: exitFailure, msg: fmt.Sprintf("who: %s is awake but its oldest unanswered message is %s old (more than --max-backlog-age %s; backlog %d)",
+			stuck.Agent, stuck.Oldest.Round(time.Second), limit, stuck.Backlog)}
 	}
-	return &exitError{code: exitFailure}
+	return nil
 }
 
 func whoTable(w io.Writer, rows []delivery.AgentRow, now time.Time) error {
@@ -229,17 +231,6 @@ func formatAge(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%s%dd", sign, d/(24*time.Hour))
 	}
-}
-
-// checkBacklog fails who --check when agent's oldest unanswered message
-// is older than limit (0: no limit).
-func checkBacklog(s presence.Status, agent string, now time.Time, limit time.Duration) error {
-	t, ok := delivery.OldestUnanswered(s)
-	if limit <= 0 || !ok || now.Sub(t) <= limit {
-		return nil
-	}
-	return &exitError{code: exitFailure, msg: fmt.Sprintf("who: %s is awake but its oldest unanswered message is %s old (more than --max-backlog-age %s; backlog %d)",
-		agent, now.Sub(t).Round(time.Second), limit, s.Backlog)}
 }
 
 func whoJSON(w io.Writer, rows []delivery.AgentRow, now time.Time) error {
