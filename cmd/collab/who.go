@@ -187,7 +187,7 @@ func ageCell(known bool, d time.Duration) string {
 	if !known {
 		return "-"
 	}
-	return formatAge(d)
+	return delivery.FormatAge(d)
 }
 
 // secondsCell is the cell of an age in seconds, nil when unknown.
@@ -195,7 +195,7 @@ func secondsCell(secs *int64) string {
 	if secs == nil {
 		return "-"
 	}
-	return formatAge(time.Duration(*secs) * time.Second)
+	return delivery.FormatAge(time.Duration(*secs) * time.Second)
 }
 
 // printTable prints rows (the first the header) as a table of columns
@@ -224,22 +224,4 @@ func cell(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// formatAge formats an age in its largest whole unit: 4s, 3m, 2h, 5d.
-func formatAge(d time.Duration) string {
-	sign := ""
-	if d < -time.Second {
-		sign, d = "-", -d
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%s%ds", sign, max(d/time.Second, 0))
-	case d < time.Hour:
-		return fmt.Sprintf("%s%dm", sign, d/time.Minute)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%s%dh", sign, d/time.Hour)
-	default:
-		return fmt.Sprintf("%s%dd", sign, d/(24*time.Hour))
-	}
 }

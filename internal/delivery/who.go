@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
@@ -242,4 +243,23 @@ func Check(rows []AgentRow, staleAfter, maxBacklogAge time.Duration, now time.Ti
 		return true, &Stuck{Agent: r.Agent, Oldest: now.Sub(t), Backlog: r.Status.Backlog}
 	}
 	return false, nil
+}
+
+// FormatAge formats an age in its largest whole unit: 4s, 3m, 2h, 5d
+// (collab who's AGE); a negative age keeps its sign.
+func FormatAge(d time.Duration) string {
+	sign := ""
+	if d < -time.Second {
+		sign, d = "-", -d
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%s%ds", sign, max(d/time.Second, 0))
+	case d < time.Hour:
+		return fmt.Sprintf("%s%dm", sign, d/time.Minute)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%s%dh", sign, d/time.Hour)
+	default:
+		return fmt.Sprintf("%s%dd", sign, d/(24*time.Hour))
+	}
 }
