@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -138,11 +137,9 @@ type replyWait struct {
 	// and end with exit 4 once every addressee is refused, failed or
 	// undeliverable. Guard notices are then not replies.
 	track bool
-	// await and status, if set, stand for the tree (through the
-	// service): await waits for the reply, status is the message's
-	// delivery status. remote: they go through a bridge.
+	// await, if set, waits for the reply through the service; remote:
+	// through a bridge.
 	await  func(ctx context.Context, opt delegate.Options) (channel.Message, error)
-	status func(ctx context.Context) (delivery.Status, error)
 	remote bool
 }
 
@@ -159,26 +156,36 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 		}
 		w.opt.Trust, w.opt.Verifier = judge.Trust, judge.Verifier
 	}
-	// The status tracker writes on stderr too, from its goroutine.
-	stderr = &lockedWriter{w: stderr}
-	req := service.AwaitRequest{Channel: w.channel, ID: w.id, Timeout: w.timeout, Options: w.opt, Wait: w.await, Streamed: w.remote,
-		Forged: func(m *channel.Message, v signing.Verdict) {
-			fmt.Fprintf(stderr, "collab: ignored a reply in %s's name that does not verify (%s); still waiting\n", tree.Printable(m.From), v)
-		}}
 	if w.reader != nil {
-		stop := w.wake(ctx, nf, getenv, stderr)
-		defer stop()
-		req.Wait = func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+		defer w.wake(ctx, nf, getenv, stderr)()
+		w.await = func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
 			return delegate.WaitWith(ctx, w.reader, w.id, opt)
 		}
 	}
+	req, stderr := w.request(stderr)
 	if w.track {
-		if req.Status = w.status; req.Status == nil {
-			req.Status = service.MountStatus(w.root, w.channel, w.id, hostname())
-		}
-		req.Changed = func(agent, state string) { fmt.Fprintf(stderr, "collab: %s: %s\n", agent, tree.Printable(state)) }
+		req.Status = service.MountStatus(w.root, w.channel, w.id, hostname())
 	}
 	got, err := service.AwaitReply(ctx, req)
+	return w.done(got, err, stdout, stderr)
+}
+
+// request is the wait's service.AwaitRequest, telling stderr (returned
+// locked: the status tracker writes from its goroutine) of forged
+// replies and of changes of delivery state.
+func (w replyWait) request(stderr io.Writer) (service.AwaitRequest, io.Writer) {
+	stderr = &lockedWriter{w: stderr}
+	return service.AwaitRequest{Channel: w.channel, ID: w.id, Timeout: w.timeout, Options: w.opt, Wait: w.await, Streamed: w.remote,
+		Forged: func(m *channel.Message, v signing.Verdict) {
+			fmt.Fprintf(stderr, "collab: ignored a reply in %s's name that does not verify (%s); still waiting\n", tree.Printable(m.From), v)
+		},
+		Changed: func(agent, state string) { fmt.Fprintf(stderr, "collab: %s: %s\n", agent, tree.Printable(state)) },
+	}, stderr
+}
+
+// done prints what a wait got: the guards' notices, then the reply or
+// the error of a wait that got none.
+func (w replyWait) done(got service.Awaited, err error, stdout, stderr io.Writer) error {
 	for _, text := range got.Notices {
 		fmt.Fprintln(stdout, text)
 	}

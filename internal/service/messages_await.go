@@ -206,3 +206,46 @@ func MountStatus(root tree.Root, ch, id, host string) func(context.Context) (del
 	opt := delivery.Options{Host: host}
 	return func(context.Context) (delivery.Status, error) { return delivery.For(root, ch, &m, opt), nil }
 }
+
+// AskRequest is a post whose sender waits for the reply (collab send
+// --wait): Post (AwaitReply is set), then the wait of Await (its
+// Channel, ID and NotFrom are the post's; its Wait a Waiter's made
+// before the post, so a reply however soon is seen). With Track the
+// message's delivery status is tracked (AwaitRequest.Status). Sent, if
+// set, is told of the post before the wait.
+type AskRequest struct {
+	Post  PostRequest
+	Await AwaitRequest
+	Track bool
+	Sent  func(Posted)
+}
+
+// Ask posts as a and waits for the reply (see [AskRequest]). An error
+// of the post (Posted then has no message, or is Queued) comes before
+// any wait; the wait's are AwaitReply's.
+func Ask(ctx context.Context, s Messages, a Actor, req AskRequest) (Posted, Awaited, error) {
+	waiter, err := s.ExpectReply(ctx, req.Post.Channel)
+	if err != nil {
+		return Posted{}, Awaited{}, err
+	}
+	defer waiter.Close()
+	req.Post.AwaitReply = true
+	posted, err := s.Post(ctx, a, req.Post)
+	if err != nil {
+		return posted, Awaited{}, err
+	}
+	if req.Sent != nil {
+		req.Sent(posted)
+	}
+	m := posted.Message
+	w := req.Await
+	w.Channel, w.ID, w.Options.NotFrom = m.SessionID, m.ID, m.From
+	w.Wait = func(ctx context.Context, opt delegate.Options) (channel.Message, error) { return waiter.Wait(ctx, m.ID, opt) }
+	if req.Track {
+		w.Status = func(ctx context.Context) (delivery.Status, error) {
+			return s.Status(ctx, StatusRequest{Channel: m.SessionID, ID: m.ID})
+		}
+	}
+	got, err := AwaitReply(ctx, w)
+	return posted, got, err
+}

@@ -81,3 +81,26 @@ func TestReplyTrust(t *testing.T) {
 		t.Errorf("warned %q of no keyring; want nothing (nothing to verify with)", warned)
 	}
 }
+
+// Ask: the wait is ready before the post, so a reply posted at once is
+// found; the asker's own messages are not the reply.
+func TestAskFindsTheReply(t *testing.T) {
+	svc, _ := newMount(t, nil)
+	ctx := context.Background()
+	var sent service.Posted
+	posted, got, err := service.Ask(ctx, svc, service.Actor{Name: "alice", Hops: -1}, service.AskRequest{
+		Post:  service.PostRequest{Channel: "dev", To: "bob", Text: "ping"},
+		Await: service.AwaitRequest{Timeout: 5 * time.Second, Options: delegate.Options{Poll: 10 * time.Millisecond, Trust: signing.Any}},
+		Track: true,
+		Sent: func(p service.Posted) {
+			sent = p
+			for _, from := range []string{"alice", "bob"} {
+				if _, err := svc.Post(ctx, service.Actor{Name: from, Hops: -1}, service.PostRequest{Channel: "dev", To: "alice", Text: "pong " + from, InReplyTo: p.Message.ID}); err != nil {
+					t.Error(err)
+				}
+			}
+		}})
+	if err != nil || sent.Message.ID != posted.Message.ID || !posted.Message.AwaitsReply() || got.Message.Content.Text != "pong bob" {
+		t.Errorf("Ask = %+v, %+v, %v; want bob's pong to the awaited ping", posted.Message, got.Message, err)
+	}
+}
