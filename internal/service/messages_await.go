@@ -240,7 +240,9 @@ func Ask(ctx context.Context, s Messages, a Actor, req AskRequest) (Posted, Awai
 	m := posted.Message
 	w := req.Await
 	w.Channel, w.ID, w.Options.NotFrom = m.SessionID, m.ID, m.From
-	w.Wait = func(ctx context.Context, opt delegate.Options) (channel.Message, error) { return waiter.Wait(ctx, m.ID, opt) }
+	w.Wait = func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+		return waiter.Wait(ctx, m.ID, opt)
+	}
 	if req.Track {
 		w.Status = func(ctx context.Context) (delivery.Status, error) {
 			return s.Status(ctx, StatusRequest{Channel: m.SessionID, ID: m.ID})
