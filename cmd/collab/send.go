@@ -181,15 +181,14 @@ func sendWarnings(p service.Posted, stderr io.Writer) {
 // printSent prints what send prints for the message it sent: its id, or
 // with asJSON its file's JSON.
 func printSent(stdout io.Writer, m *channel.Message, asJSON bool) error {
+	data := []byte(m.ID)
 	if asJSON {
-		data, err := m.Encode()
-		if err != nil {
+		var err error
+		if data, err = m.Encode(); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(stdout, "%s\n", data)
-		return err
 	}
-	_, err := fmt.Fprintln(stdout, m.ID)
+	_, err := fmt.Fprintf(stdout, "%s\n", data)
 	return err
 }
 
