@@ -9,7 +9,6 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/runenv"
-	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -119,9 +118,9 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return err
 	}
 	// Before the message is sent: how --wait will judge the reply.
-	judged := replyWait{root: root}
+	var judge delegate.Options
 	if *o.wait {
-		if err := judged.judgeBy("send", o.tf, stderr); err != nil {
+		if judge, err = o.tf.judge("send", root, stderr); err != nil {
 			return err
 		}
 	}
@@ -139,60 +138,57 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return err
 	}
 	defer svc.Close()
-	var waiter service.Waiter
-	if *o.wait {
-		// Before the post: the wait sees every reply, however soon.
-		if waiter, err = svc.ExpectReply(ctx, *o.ch); err != nil {
-			return svc.fail("send", err)
-		}
-		defer waiter.Close()
-	}
 	// Inside a watcher's model run the message is one hop deeper than the
 	// one being answered; outside a run it is 0.
 	actor := service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}
-	res, err := svc.Post(ctx, actor, service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ,
-		InReplyTo: *o.replyTo, AwaitReply: *o.wait})
+	req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo}
+	if *o.wait {
+		judge.Poll = *o.poll
+		return askSent(ctx, svc, actor, req, o, judge, stdout, stderr)
+	}
+	res, err := svc.Post(ctx, actor, req)
 	if err != nil {
 		return svc.fail("send", err)
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr, "collab: warning: %s\n", w)
-	}
-	if !*o.wait {
-		return printSent(stdout, &res.Message, *o.asJSON)
-	}
-	return awaitSent(ctx, svc, waiter, &res.Message, o, judged.opt, getenv, stdout, stderr)
+	sendWarnings(res, stderr)
+	return printSent(stdout, &res.Message, *o.asJSON)
 }
 
-// awaitSent is send --wait after the post: the reply from the waiter, the
-// delivery states from the service, judged as judge says.
-func awaitSent(ctx context.Context, svc *openedService, waiter service.Waiter, m *channel.Message, o *sendOptions, judge delegate.Options, getenv env, stdout, stderr io.Writer) error {
-	fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", m.ID)
-	rw := replyWait{root: svc.root, channel: m.SessionID, id: m.ID, timeout: *o.timeout,
-		opt:  delegate.Options{NotFrom: m.From, Poll: *o.poll, Trust: judge.Trust, Verifier: judge.Verifier},
-		json: *o.asJSON, bus: svc.bus, track: true, remote: svc.remote(),
-		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
-			return waiter.Wait(ctx, m.ID, opt)
-		},
-		status: func(ctx context.Context) (delivery.Status, error) {
-			return svc.Status(ctx, service.StatusRequest{Channel: m.SessionID, ID: m.ID})
-		},
+// askSent is send --wait: the post, then the reply (service.Ask), the
+// delivery states told as they change, judged as judge says.
+func askSent(ctx context.Context, svc *openedService, actor service.Actor, req service.PostRequest, o *sendOptions, judge delegate.Options, stdout, stderr io.Writer) error {
+	rw := replyWait{root: svc.root, timeout: *o.timeout, opt: judge, json: *o.asJSON, remote: svc.remote()}
+	await, stderr := rw.request(stderr)
+	sent := false
+	_, got, err := service.Ask(ctx, svc, actor, service.AskRequest{Post: req, Await: await, Track: true, Sent: func(p service.Posted) {
+		sent, rw.channel, rw.id = true, p.Message.SessionID, p.Message.ID
+		sendWarnings(p, stderr)
+		fmt.Fprintf(stderr, "collab: sent %s; waiting for the reply\n", p.Message.ID)
+	}})
+	if !sent {
+		return svc.fail("send", err)
 	}
-	return rw.run(ctx, o.nf, getenv, stdout, stderr)
+	return rw.done(got, err, stdout, stderr)
+}
+
+// sendWarnings prints what a post passed over.
+func sendWarnings(p service.Posted, stderr io.Writer) {
+	for _, w := range p.Warnings {
+		fmt.Fprintf(stderr, "collab: warning: %s\n", w)
+	}
 }
 
 // printSent prints what send prints for the message it sent: its id, or
 // with asJSON its file's JSON.
 func printSent(stdout io.Writer, m *channel.Message, asJSON bool) error {
+	data := []byte(m.ID)
 	if asJSON {
-		data, err := m.Encode()
-		if err != nil {
+		var err error
+		if data, err = m.Encode(); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(stdout, "%s\n", data)
-		return err
 	}
-	_, err := fmt.Fprintln(stdout, m.ID)
+	_, err := fmt.Fprintf(stdout, "%s\n", data)
 	return err
 }
 

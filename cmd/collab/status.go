@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/delivery"
@@ -70,10 +68,7 @@ func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 		return svc.fail("status", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return writeJSON(stdout, st)
 	}
 	return statusText(stdout, st, time.Now())
 }
@@ -85,10 +80,9 @@ func statusText(w io.Writer, st delivery.Status, now time.Time) error {
 		_, err := fmt.Fprintln(w, "broadcast: no addressee")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSTATE\tDETAIL")
+	t := [][]string{{"AGENT", "STATE", "DETAIL"}}
 	for _, a := range st.Addressees {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", tree.Printable(workflow.Display(a.Agent)), a.State, tree.Printable(a.Describe(now)))
+		t = append(t, []string{tree.Printable(workflow.Display(a.Agent)), a.State, tree.Printable(a.Describe(now))})
 	}
-	return tw.Flush()
+	return printTable(w, t)
 }

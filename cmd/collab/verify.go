@@ -86,18 +86,18 @@ func auditText(w io.Writer, a service.Audit) {
 		}
 	}
 	fmt.Fprintln(w)
-	for _, f := range a.Forgeries {
-		what := f.Verdict.String()
-		if f.Verdict == signing.Unsigned || f.Verdict == signing.UnknownKey {
-			what += ", but " + tree.Printable(f.From) + " has keys"
+	// Unsigned or signed with a key not theirs: forged only because the
+	// sender has keys.
+	what := func(v signing.Verdict, who string) string {
+		if v == signing.Unsigned || v == signing.UnknownKey {
+			return v.String() + ", but " + who + " has keys"
 		}
-		fmt.Fprintf(w, "FORGED %s from %s: %s\n", tree.Printable(f.File), tree.Printable(f.From), what)
+		return v.String()
+	}
+	for _, f := range a.Forgeries {
+		fmt.Fprintf(w, "FORGED %s from %s: %s\n", tree.Printable(f.File), tree.Printable(f.From), what(f.Verdict, tree.Printable(f.From)))
 	}
 	for _, f := range a.Claims {
-		what := f.Verdict.String()
-		if f.Verdict == signing.Unsigned || f.Verdict == signing.UnknownKey {
-			what += ", but " + f.Agent + " has keys"
-		}
-		fmt.Fprintf(w, "FORGED claims/%s/%s (%s in %s's name): %s\n", a.Channel, tree.Printable(f.File), f.Kind, f.Agent, what)
+		fmt.Fprintf(w, "FORGED claims/%s/%s (%s in %s's name): %s\n", a.Channel, tree.Printable(f.File), f.Kind, f.Agent, what(f.Verdict, f.Agent))
 	}
 }

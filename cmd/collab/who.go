@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -119,7 +118,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		return whoChecked(rows, time.Duration(staleAfter), now, *maxBacklogAge)
 	}
 	if *asJSON {
-		return whoJSON(stdout, rows, now)
+		return writeJSON(stdout, delivery.WhoEntries(rows, now))
 	}
 	if len(rows) == 0 {
 		if svc.remote() {
@@ -131,66 +130,80 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	return whoTable(stdout, rows, now)
 }
 
-// whoChecked is who --check's exit: 0 when the one agent of rows is awake
-// with a heartbeat younger than staleAfter that verifies as it should,
-// and its backlog is not too old (checkBacklog).
-func whoChecked(rows []delivery.AgentRow, staleAfter time.Duration, now time.Time, maxBacklogAge time.Duration) error {
-	for _, r := range rows {
-		if r.Status != nil && presence.IsAwake(r.State) && r.HasAge && r.Age <= staleAfter && !r.Marked {
-			return checkBacklog(*r.Status, r.Agent, now, maxBacklogAge)
-		}
+// whoChecked is who --check's exit: 0 when the agent is alive and not stuck
+// (delivery.Check), else 1 (saying why when it is stuck).
+func whoChecked(rows []delivery.AgentRow, staleAfter time.Duration, now time.Time, limit time.Duration) error {
+	alive, stuck := delivery.Check(rows, staleAfter, limit, now)
+	switch {
+	case !alive:
+		return &exitError{code: exitFailure}
+	case stuck != nil:
+		return &exitError{code: exitFailure, msg: fmt.Sprintf("who: %s is awake but its oldest unanswered message is %s old (more than --max-backlog-age %s; backlog %d)",
+			stuck.Agent, stuck.Oldest.Round(time.Second), limit, stuck.Backlog)}
 	}
-	return &exitError{code: exitFailure}
+	return nil
 }
 
 func whoTable(w io.Writer, rows []delivery.AgentRow, now time.Time) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	marks := slices.ContainsFunc(rows, func(r delivery.AgentRow) bool { return r.Marked })
-	head := "AGENT\tSTATE\tAGE\tHOST\tCHANNEL\tMESSAGE"
 	backlogs := slices.ContainsFunc(rows, func(r delivery.AgentRow) bool {
 		s := r.Status
 		return s != nil && (s.Backlog > 0 || s.OldestUnanswered != "" || s.LastReply != "")
 	})
+	t := [][]string{{"AGENT", "STATE", "AGE", "HOST", "CHANNEL", "MESSAGE"}}
 	if backlogs {
-		head += "\tBACKLOG\tOLDEST\tREPLIED"
+		t[0] = append(t[0], "BACKLOG", "OLDEST", "REPLIED")
 	}
 	if marks {
-		head += "\tSIGNATURE"
+		t[0] = append(t[0], "SIGNATURE")
 	}
-	fmt.Fprintln(tw, head)
 	for _, r := range rows {
-		age := "-"
-		if r.HasAge {
-			age = formatAge(r.Age)
-		}
 		host, channels := r.Where()
 		var msg string
 		if r.Status != nil && r.State == presence.AwakeWorking {
 			msg = r.Status.MessageID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", workflow.Display(r.Agent), r.State, age, cell(host), cell(channels), cell(msg))
+		row := []string{workflow.Display(r.Agent), r.State, ageCell(r.HasAge, r.Age), cell(host), cell(channels), cell(msg)}
 		if backlogs {
-			b := r.Backlog(now)
-			n, oldest, replied := "-", "-", "-"
+			b, n := r.Backlog(now), "-"
 			if b.Backlog != nil {
 				n = strconv.Itoa(*b.Backlog)
 			}
-			if b.OldestAge != nil {
-				oldest = formatAge(time.Duration(*b.OldestAge) * time.Second)
-			}
-			if b.RepliedAge != nil {
-				replied = formatAge(time.Duration(*b.RepliedAge) * time.Second)
-			}
-			fmt.Fprintf(tw, "\t%s\t%s\t%s", n, oldest, replied)
+			row = append(row, n, secondsCell(b.OldestAge), secondsCell(b.RepliedAge))
 		}
-		switch {
-		case r.Marked:
-			fmt.Fprintf(tw, "\t%s\n", r.Verdict)
-		case marks:
-			fmt.Fprint(tw, "\t-\n")
-		default:
-			fmt.Fprintln(tw)
+		if v := "-"; marks {
+			if r.Marked {
+				v = r.Verdict.String()
+			}
+			row = append(row, v)
 		}
+		t = append(t, row)
+	}
+	return printTable(w, t)
+}
+
+// ageCell is an age's cell: "-" when unknown.
+func ageCell(known bool, d time.Duration) string {
+	if !known {
+		return "-"
+	}
+	return delivery.FormatAge(d)
+}
+
+// secondsCell is the cell of an age in seconds, nil when unknown.
+func secondsCell(secs *int64) string {
+	if secs == nil {
+		return "-"
+	}
+	return delivery.FormatAge(time.Duration(*secs) * time.Second)
+}
+
+// printTable prints rows (the first the header) as a table of columns
+// two spaces apart.
+func printTable(w io.Writer, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
 }
@@ -211,40 +224,4 @@ func cell(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// formatAge formats an age in its largest whole unit: 4s, 3m, 2h, 5d.
-func formatAge(d time.Duration) string {
-	sign := ""
-	if d < -time.Second {
-		sign, d = "-", -d
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%s%ds", sign, max(d/time.Second, 0))
-	case d < time.Hour:
-		return fmt.Sprintf("%s%dm", sign, d/time.Minute)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%s%dh", sign, d/time.Hour)
-	default:
-		return fmt.Sprintf("%s%dd", sign, d/(24*time.Hour))
-	}
-}
-
-// checkBacklog fails who --check when agent's oldest unanswered message
-// is older than limit (0: no limit).
-func checkBacklog(s presence.Status, agent string, now time.Time, limit time.Duration) error {
-	t, ok := delivery.OldestUnanswered(s)
-	if limit <= 0 || !ok || now.Sub(t) <= limit {
-		return nil
-	}
-	return &exitError{code: exitFailure, msg: fmt.Sprintf("who: %s is awake but its oldest unanswered message is %s old (more than --max-backlog-age %s; backlog %d)",
-		agent, now.Sub(t).Round(time.Second), limit, s.Backlog)}
-}
-
-func whoJSON(w io.Writer, rows []delivery.AgentRow, now time.Time) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(delivery.WhoEntries(rows, now))
 }

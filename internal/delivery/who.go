@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
@@ -215,4 +216,50 @@ func WhoEntries(rows []AgentRow, now time.Time) []WhoEntry {
 		}
 	}
 	return out
+}
+
+// Stuck is why an awake agent fails a health check (collab who --check
+// --max-backlog-age): the oldest message its watcher holds unanswered is
+// Oldest old, more than the limit, with Backlog messages held.
+type Stuck struct {
+	Agent   string
+	Oldest  time.Duration
+	Backlog int
+}
+
+// Check is the health check of an agent, rows being its board: alive
+// when a row is awake with a heartbeat younger than staleAfter that
+// verifies as it should; stuck (non-nil) when, alive, the oldest message
+// its watcher holds unanswered is older than maxBacklogAge (0: no limit).
+func Check(rows []AgentRow, staleAfter, maxBacklogAge time.Duration, now time.Time) (alive bool, stuck *Stuck) {
+	for _, r := range rows {
+		if r.Status == nil || !presence.IsAwake(r.State) || !r.HasAge || r.Age > staleAfter || r.Marked {
+			continue
+		}
+		t, ok := OldestUnanswered(*r.Status)
+		if maxBacklogAge <= 0 || !ok || now.Sub(t) <= maxBacklogAge {
+			return true, nil
+		}
+		return true, &Stuck{Agent: r.Agent, Oldest: now.Sub(t), Backlog: r.Status.Backlog}
+	}
+	return false, nil
+}
+
+// FormatAge formats an age in its largest whole unit: 4s, 3m, 2h, 5d
+// (collab who's AGE); a negative age keeps its sign.
+func FormatAge(d time.Duration) string {
+	sign := ""
+	if d < -time.Second {
+		sign, d = "-", -d
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%s%ds", sign, max(d/time.Second, 0))
+	case d < time.Hour:
+		return fmt.Sprintf("%s%dm", sign, d/time.Minute)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%s%dh", sign, d/time.Hour)
+	default:
+		return fmt.Sprintf("%s%dd", sign, d/(24*time.Hour))
+	}
 }

@@ -113,12 +113,27 @@ type WhoRequest struct {
 // before message Before; with After the Limit messages after message
 // After in channel order (paging forward: More then says later ones were
 // left out). Since, Before and After go one at a time.
+//
+// All asks a transcript (collab read): on the mount every message (after
+// message After, else newer than Newer when given; the archive first
+// with Archive), the last Limit of them, a file that cannot be read told
+// to Skipped; through a bridge the newest page (Limit, else the
+// bridge's default), or after message After every message page by page
+// (at most Limit), Newer and Archive being Unavailable. Page.From is
+// then the position to Follow from. Follow says the caller follows
+// after: a file being written is retried, not reported at once.
 type ReadRequest struct {
 	Channel string
 	Since   string
 	Before  string
 	After   string
 	Limit   int
+
+	All     bool
+	Newer   time.Duration
+	Archive bool
+	Follow  bool
+	Skipped func(channel.Skip)
 }
 
 // Page is a page of messages, oldest first. More says older ones (after
@@ -132,6 +147,8 @@ type Page struct {
 	// Last is the id of the page's last message, omitted ones included:
 	// the After of the next page.
 	Last string
+	// From is where to Follow from after the page (ReadRequest.All).
+	From channel.Cursor
 }
 
 // NewMessage makes the message a post writes, by the rules of

@@ -184,6 +184,9 @@ func (m *Mount) Read(_ context.Context, req ReadRequest) (Page, error) {
 	if req.Limit < 0 {
 		return Page{}, errkind.New(errkind.Invalid, "limit must not be negative")
 	}
+	if req.All {
+		return m.transcript(req)
+	}
 	if (req.Since != "") && (req.Before != "") || (req.After != "") && (req.Since != "" || req.Before != "") {
 		return Page{}, errkind.New(errkind.Invalid, "since, before and after go one at a time")
 	}

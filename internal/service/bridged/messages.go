@@ -128,6 +128,9 @@ func (s *Service) Read(ctx context.Context, req service.ReadRequest) (service.Pa
 	if req.Limit < 0 {
 		return service.Page{}, errkind.New(errkind.Invalid, "limit must not be negative")
 	}
+	if req.All {
+		return s.transcript(ctx, req)
+	}
 	var p remote.Page
 	var err error
 	if req.After != "" {
