@@ -171,7 +171,7 @@ func docList(stdout io.Writer, list []documents.Entry, asJSON bool) error {
 	for i, e := range list {
 		rows[i] = []string{e.File, fmt.Sprint(e.Size), e.Modified.Format(time.RFC3339)}
 	}
-	return printTable(stdout, "FILE\tSIZE\tMODIFIED", rows)
+	return printTable(stdout, append([][]string{[]string{"FILE", "SIZE", "MODIFIED"}}, rows...))
 }
 
 // docContent returns the content: --text or the words with a final

@@ -99,7 +99,7 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 		rows[i] = []string{j.ID, j.Agent, j.Status, j.Started.Local().Format(time.DateTime), took, j.CLI, cost, j.From, j.Channel}
 	}
-	return printTable(stdout, "JOB\tAGENT\tSTATUS\tSTARTED\tTOOK\tCLI\tCOST\tFROM\tCHANNEL", rows)
+	return printTable(stdout, append([][]string{[]string{"JOB", "AGENT", "STATUS", "STARTED", "TOOK", "CLI", "COST", "FROM", "CHANNEL"}}, rows...))
 }
 
 func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {

@@ -421,7 +421,7 @@ func (p taskPrinter) list(tasks []task.Task) error {
 		}
 		rows[i] = []string{t.ID, state, shortAge(now.Sub(t.Updated)), oneLine(t.Title)}
 	}
-	return printTable(p.w, "ID\tSTATE\tAGE\tTITLE", rows)
+	return printTable(p.w, append([][]string{[]string{"ID", "STATE", "AGE", "TITLE"}}, rows...))
 }
 
 func (p taskPrinter) show(s service.TaskShown) error {

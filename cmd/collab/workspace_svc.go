@@ -3,11 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"slices"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/collabdev/collab/internal/errkind"
 )
@@ -35,15 +31,4 @@ func exitAs(code int, err error, kinds ...errkind.Kind) error {
 		return err
 	}
 	return &exitError{code: code, msg: err.Error()}
-}
-
-// printTable prints a table: its header (cells separated by tabs) and
-// rows, in aligned columns.
-func printTable(w io.Writer, header string, rows [][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	return tw.Flush()
 }
