@@ -7,6 +7,9 @@
 package bridged
 
 import (
+	"errors"
+
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/transport/remote"
 )
@@ -20,3 +23,23 @@ var _ service.Service = (*Service)(nil)
 
 // New returns the Service that works through c; c's agent acts.
 func New(c *remote.Client) *Service { return &Service{c: c} }
+
+// kindOf gives an error of the bridge, or of the way to it, its kind: a
+// refusal's is its wire code's (bridge.Error.Kind); a write kept in the
+// outbox is Queued; no bridge answering, or no key to sign with, is
+// Unavailable.
+func kindOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errkind.Carried(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, remote.ErrQueued):
+		return errkind.Wrap(errkind.Queued, err)
+	case errors.Is(err, remote.ErrUnreachable), errors.Is(err, remote.ErrNoKey):
+		return errkind.Wrap(errkind.Unavailable, err)
+	}
+	return errkind.Wrap(errkind.Of(err), err)
+}

@@ -50,7 +50,7 @@ func (s *Service) Post(ctx context.Context, a service.Actor, req service.PostReq
 		// failed/ with the reason; the post failed (collab send: exit 1).
 		return service.Posted{}, errkind.Wrap(errkind.Failed, err)
 	}
-	return service.Posted{}, bridgeError(err)
+	return service.Posted{}, kindOf(err)
 }
 
 // Status asks the bridge, which finds the message's channel itself; with
@@ -62,7 +62,7 @@ func (s *Service) Status(ctx context.Context, req service.StatusRequest) (delive
 	}
 	st, err := s.c.Status(ctx, req.ID)
 	if err != nil {
-		return delivery.Status{}, bridgeError(err)
+		return delivery.Status{}, kindOf(err)
 	}
 	if req.Channel != "" && st.Channel != req.Channel {
 		return delivery.Status{}, errkind.New(errkind.NotFound, "no message %s in channel %s", req.ID, req.Channel)
@@ -94,7 +94,7 @@ func (s *Service) Who(ctx context.Context, req service.WhoRequest) ([]delivery.A
 	}
 	entries, err := s.c.Who(ctx)
 	if err != nil {
-		return nil, bridgeError(err)
+		return nil, kindOf(err)
 	}
 	rows := make([]delivery.AgentRow, 0, len(entries))
 	for _, e := range entries {
@@ -139,42 +139,13 @@ func (s *Service) Read(ctx context.Context, req service.ReadRequest) (service.Pa
 		p, err = s.c.ReadSince(ctx, req.Channel, req.Since, req.Limit)
 	}
 	if err != nil {
-		return service.Page{}, bridgeError(err)
+		return service.Page{}, kindOf(err)
 	}
 	out := service.Page{Messages: p.Messages, More: p.More, Last: p.Last}
 	for _, o := range p.Omitted {
 		out.Omitted = append(out.Omitted, o.ID)
 	}
 	return out, nil
-}
-
-// bridgeError gives an error of the bridge or of the way to it its kind:
-// the bridge's wire code, or Unavailable when no bridge answered.
-func bridgeError(err error) error {
-	var be *bridge.Error
-	if errors.As(err, &be) {
-		k := errkind.Failed
-		switch be.Code {
-		case bridge.CodeInvalid:
-			k = errkind.Invalid
-		case bridge.CodeNotFound:
-			k = errkind.NotFound
-		case bridge.CodeConflict:
-			k = errkind.Conflict
-		case bridge.CodeForbidden:
-			k = errkind.Forbidden
-		case bridge.CodeUnavailable:
-			k = errkind.Unavailable
-		}
-		return errkind.Wrap(k, err)
-	}
-	if errors.Is(err, remote.ErrUnreachable) {
-		return errkind.Wrap(errkind.Unavailable, err)
-	}
-	if _, ok := errkind.Carried(err); ok {
-		return err
-	}
-	return errkind.Wrap(errkind.Of(err), err)
 }
 
 // ExpectReply follows ch on the NATS stream from now (the bridge
@@ -213,7 +184,7 @@ func (s *Service) Follow(ctx context.Context, req service.FollowRequest, fn func
 	}
 	err := s.c.Follow(ctx, req.Channel, start, seen, func(m channel.Message) error { return fn([]channel.Message{m}) })
 	if err != nil && ctx.Err() == nil {
-		return bridgeError(err)
+		return kindOf(err)
 	}
 	return err
 }

@@ -20,31 +20,6 @@ import (
 	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
-// wsKind gives an error of the bridge or of the client its kind: the
-// bridge's code, else what the client says (no bridge: Unavailable).
-func wsKind(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := errkind.Carried(err); ok {
-		return err
-	}
-	var be *bridge.Error
-	if errors.As(err, &be) {
-		k := map[string]errkind.Kind{bridge.CodeInvalid: errkind.Invalid, bridge.CodeForbidden: errkind.Forbidden,
-			bridge.CodeConflict: errkind.Conflict, bridge.CodeNotFound: errkind.NotFound,
-			bridge.CodeUnavailable: errkind.Unavailable}[be.Code]
-		return errkind.Wrap(k, err)
-	}
-	switch {
-	case errors.Is(err, remote.ErrQueued):
-		return errkind.Wrap(errkind.Queued, err)
-	case errors.Is(err, remote.ErrUnreachable), errors.Is(err, remote.ErrNoKey):
-		return errkind.Wrap(errkind.Unavailable, err)
-	}
-	return errkind.Wrap(errkind.Of(err), err)
-}
-
 // Inbox implements service.Workspace with this host's own cursors
 // (STATE/inbox): the channels must be named, the bridge is not asked for
 // every channel; workflow aliases, which live in the tree, are not read.
@@ -64,7 +39,7 @@ func (s *Service) Inbox(ctx context.Context, req service.InboxRequest) (service.
 		}
 		its, omitted, looked, err := s.c.Inbox(ctx, ch)
 		if err != nil {
-			return service.InboxResult{}, wsKind(err)
+			return service.InboxResult{}, kindOf(err)
 		}
 		for _, o := range omitted {
 			res.Notes = append(res.Notes, fmt.Sprintf("message %s not shown: %s; read it on the mount", tree.Printable(o.ID), tree.Printable(o.Omitted)))
@@ -87,7 +62,7 @@ func (s *Service) Inbox(ctx context.Context, req service.InboxRequest) (service.
 			continue
 		}
 		if err := s.c.Acknowledge(ch, read[ch]); err != nil {
-			return service.InboxResult{}, wsKind(err)
+			return service.InboxResult{}, kindOf(err)
 		}
 	}
 	return res, nil
@@ -117,11 +92,11 @@ func (s *Service) AckInbox(ctx context.Context, req service.AckRequest) (service
 		if errors.Is(err, inbox.ErrUnknownMessage) {
 			return service.Acked{}, errkind.Wrap(errkind.NotFound, err)
 		}
-		return out, wsKind(err)
+		return out, kindOf(err)
 	}
 	msgs, _, err := s.c.Unread(ctx, ch)
 	if err != nil {
-		return service.Acked{}, wsKind(err)
+		return service.Acked{}, kindOf(err)
 	}
 	var ids []string
 	for k := range msgs {
@@ -136,7 +111,7 @@ func (s *Service) AckInbox(ctx context.Context, req service.AckRequest) (service
 	if len(ids) == 0 {
 		return out, nil
 	}
-	return out, wsKind(s.c.Acknowledge(ch, ids))
+	return out, kindOf(s.c.Acknowledge(ch, ids))
 }
 
 // Doc implements service.Workspace: one doc op, performed on the mount
@@ -162,9 +137,9 @@ func (s *Service) Doc(ctx context.Context, _ service.Actor, req service.DocReque
 	case errors.Is(err, natsbus.ErrMaxPayload):
 		return res, errkind.New(errkind.Unavailable, "%d bytes: larger than a NATS message may be here (the server's max_payload); write it on the mount; nothing was written", len(req.Content))
 	case errors.Is(err, remote.ErrUnreachable):
-		return res, wsKind(fmt.Errorf("%w; nothing was written", err))
+		return res, kindOf(fmt.Errorf("%w; nothing was written", err))
 	case err != nil:
-		return res, wsKind(err)
+		return res, kindOf(err)
 	case req.Action == "read" && r.Doc == nil:
 		return res, errkind.New(errkind.Failed, "the bridge's answer has no document")
 	}

@@ -42,7 +42,7 @@ func taskKind(err error) error {
 	if e := service.TaskError(err); errkind.Of(e) != errkind.Failed {
 		return e
 	}
-	return wsKind(err)
+	return kindOf(err)
 }
 
 // Tasks implements service.Workspace.
