@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
@@ -104,19 +103,7 @@ func mcpNATS(ctx context.Context, nf *natsFlags, getenv env, cfg *mcpserver.Conf
 	}
 	ch := cfg.Channel
 	cfg.Publish = bus.PublishMessage
-	cfg.Wake = func(context.Context) (<-chan string, func(), error) {
-		wake := make(chan string, 64)
-		sub, err := bus.Subscribe([]string{ch}, func(m channel.Message) {
-			select {
-			case wake <- m.File:
-			default: // the next poll finds it
-			}
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		return wake, sub.Stop, nil
-	}
+	cfg.Wake = func(context.Context) (<-chan string, func(), error) { return bus.Wake(ch) }
 	return bus.Close, nil
 }
 

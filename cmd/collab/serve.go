@@ -140,38 +140,29 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 // given) until ctx ends, after printing the sign-in URL; SIGHUP prints a
 // new one.
 func serveOn(ctx context.Context, srv *web.Server, root tree.Root, who, listen, certFile, keyFile string, stdout, stderr io.Writer) error {
-	useTLS := certFile != ""
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	scheme := "http"
-	if useTLS {
-		scheme = "https"
-	}
-	base := scheme + "://" + ln.Addr().String()
 	// Registered before the URL is printed: a SIGHUP sent on seeing it
 	// does not end the server.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	fmt.Fprintf(stdout, "collab: serving %s as %s; sign in (once, by %s) at:\n%s%s\n",
-		root, who, srv.SignInExpires().Format("15:04:05"), base, srv.SignInPath())
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	hupDone := make(chan struct{})
-	go func() {
-		defer close(hupDone)
-		if err := signInOnHangup(ctx, hup, srv, base, stdout); err != nil {
-			fmt.Fprintf(stderr, "collab: serve: %v: stopping\n", err)
-			cancel()
-		}
-	}()
-	err = srv.Serve(ctx, ln, certFile, keyFile, 5*time.Second)
-	cancel()
-	<-hupDone
+	err := srv.ListenAndServe(ctx, web.Serving{Listen: listen, CertFile: certFile, KeyFile: keyFile, Hangup: hup,
+		Announce: func(si web.SignIn) error { return printSignIn(si, root, who, stdout) },
+		Stopping: func(err error) { fmt.Fprintf(stderr, "collab: serve: %v: stopping\n", err) },
+	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// printSignIn prints a sign-in URL: the first, or a fresh one.
+func printSignIn(si web.SignIn, root tree.Root, who string, stdout io.Writer) error {
+	if !si.Fresh {
+		_, err := fmt.Fprintf(stdout, "collab: serving %s as %s; sign in (once, by %s) at:\n%s\n", root, who, si.Until.Format("15:04:05"), si.URL)
+		return err
+	}
+	if _, err := fmt.Fprintf(stdout, "collab: a new sign-in URL (once, by %s; the last one no longer works):\n%s\n", si.Until.Format("15:04:05"), si.URL); err != nil {
+		return fmt.Errorf("print the new sign-in URL: %w", err)
 	}
 	return nil
 }
@@ -204,31 +195,6 @@ func (l serveLimits) check(listen, certFile, keyFile string, insecure bool) erro
 		return usageErrorf("serve: --max-streams-per-person and --max-mcp-per-token must not be negative")
 	}
 	return nil
-}
-
-// signInOnHangup prints a fresh one-time sign-in URL (base, then its
-// path) for each signal on hup, until ctx ends; the URL before it stops
-// working. A person at the server's host signs in again this way without
-// a restart, which would sign everyone out. It returns the error of a
-// URL it could not make or print: printing fails when the terminal hung
-// up (the signal was the hangup, which ended the server before SIGHUP
-// meant this), and then the server stops.
-func signInOnHangup(ctx context.Context, hup <-chan os.Signal, srv *web.Server, base string, stdout io.Writer) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-hup:
-			path, until, err := srv.NewSignIn()
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(stdout, "collab: a new sign-in URL (once, by %s; the last one no longer works):\n%s%s\n",
-				until.Format("15:04:05"), base, path); err != nil {
-				return fmt.Errorf("print the new sign-in URL: %w", err)
-			}
-		}
-	}
 }
 
 // tokensFlag adds --tokens: the file of long-lived tokens.

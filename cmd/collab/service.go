@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
@@ -153,17 +152,5 @@ func openReadService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsF
 // busWake is the service's Wake on bus: the names of the message files
 // announced on a channel.
 func busWake(bus *natsbus.Bus) func(ctx context.Context, ch string) (<-chan string, func(), error) {
-	return func(_ context.Context, ch string) (<-chan string, func(), error) {
-		wake := make(chan string, 256)
-		sub, err := bus.Subscribe([]string{ch}, func(m channel.Message) {
-			select {
-			case wake <- m.File:
-			default: // the next poll finds it
-			}
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		return wake, sub.Stop, nil
-	}
+	return func(_ context.Context, ch string) (<-chan string, func(), error) { return bus.Wake(ch) }
 }
