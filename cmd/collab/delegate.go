@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,10 +28,10 @@ import (
 // inside a model run carries the delegator's limits over (collab delegate
 // reads them; its flags win).
 const (
-	envMaxHops      = "COLLAB_MAX_HOPS"
-	envBudgetUSD    = "COLLAB_BUDGET_USD"
-	envBudgetTokens = "COLLAB_BUDGET_TOKENS"
-	envWorktrees    = "COLLAB_WORKTREES"
+	envMaxHops      = runenv.MaxHops
+	envBudgetUSD    = runenv.BudgetUSD
+	envBudgetTokens = runenv.BudgetTokens
+	envWorktrees    = service.EnvWorktrees
 )
 
 func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -110,7 +109,7 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	fs.StringVar(&r.Base, "base", "", "the branch (or commit) the new branch starts from (default: the repository's current branch)")
 	fs.StringVar(&r.Branch, "branch", "", "the new branch's name (default: made from --title or the prompt)")
 	fs.StringVar(&r.CLI, "cli", "claude", "the delegated agent's CLI adapter: claude, codex, gemini or command")
-	fromEnv(fs, "cli", "COLLAB_DELEGATE_CLI")
+	fromEnv(fs, "cli", service.EnvDelegateCLI)
 	fs.StringVar(&r.Cmd, "cmd", "", "command line of its CLI (as collab watch --cmd)")
 	fs.StringVar(&r.Model, "model", "", "model for its CLI")
 	fs.StringVar(&r.Title, "title", "", "the session's title")
@@ -144,8 +143,8 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	}
 	r.Prompt, r.AwaitReply = prompt, o.wait
 	r.MaxDepth, r.MaxConcurrent = noLimit(*maxDepth), noLimit(*maxConc)
-	r.Depth = sessions.Depth(getenv)
-	r.KeyDir = filepath.Dir(signing.DefaultKeyPath("agent", getenv))
+	def := service.DelegateDefaultsFrom(getenv)
+	r.Depth, r.KeyDir = def.Depth, def.KeyDir
 	o.root, o.agent, o.key = tree.Resolve(*rootf, getenv), *agent, *keyf
 	return o, nil
 }

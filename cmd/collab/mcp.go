@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/runenv"
@@ -19,7 +18,6 @@ import (
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
 	"github.com/collabdev/collab/internal/workspace/delegate"
-	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -29,8 +27,8 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	ch := channelFlag(fs, "the channel")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
 	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
-	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+envDelegateCmd+")")
-	fromEnv(fs, "delegate-cmd", envDelegateCmd)
+	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+service.EnvDelegateCmd+")")
+	fromEnv(fs, "delegate-cmd", service.EnvDelegateCmd)
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
 	nf := addNATSFlags(fs)
@@ -85,7 +83,9 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		return fmt.Errorf("mcp: %w", err)
 	}
 	defer closeBus()
-	cfg.Service = service.WithDelegateDefaults(mcpMount(cfg), mcpDelegateDefaults(getenv, *delegateCmd))
+	def := service.DelegateDefaultsFrom(getenv)
+	def.Cmd = *delegateCmd
+	cfg.Service = service.WithDelegateDefaults(mcpMount(cfg), def)
 	return serveMCP(ctx, cfg, stdin, stdout)
 }
 
@@ -105,18 +105,6 @@ func mcpNATS(ctx context.Context, nf *natsFlags, getenv env, cfg *mcpserver.Conf
 	cfg.Publish = bus.PublishMessage
 	cfg.Wake = func(context.Context) (<-chan string, func(), error) { return bus.Wake(ch) }
 	return bus.Close, nil
-}
-
-// mcpDelegateDefaults are delegate_to_worktree's defaults: collab
-// delegate's, from the environment a watcher passes on to its CLI's
-// server (watchsetup's mcpEnvVars), and --delegate-cmd.
-func mcpDelegateDefaults(getenv env, cmd string) service.DelegateRequest {
-	d := service.DelegateRequest{CLI: getenv("COLLAB_DELEGATE_CLI"), Cmd: cmd, Worktrees: getenv(envWorktrees),
-		Depth: sessions.Depth(getenv), KeyDir: filepath.Dir(signing.DefaultKeyPath("agent", getenv))}
-	d.MaxHops, _ = strconv.Atoi(getenv(envMaxHops))
-	d.BudgetUSD, _ = strconv.ParseFloat(getenv(envBudgetUSD), 64)
-	d.BudgetTokens, _ = strconv.ParseInt(getenv(envBudgetTokens), 10, 64)
-	return d
 }
 
 const mcpUsage = `Usage: collab mcp --agent A --channel C
@@ -231,8 +219,3 @@ func mcpRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootFlag, ri
 	}
 	return serveMCP(ctx, cfg, stdin, stdout)
 }
-
-// The variables of collab delegate's defaults the MCP server also reads.
-const (
-	envDelegateCmd = "COLLAB_DELEGATE_CMD" // collab mcp --delegate-cmd
-)

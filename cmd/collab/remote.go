@@ -162,41 +162,23 @@ func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 // listOutbox is outbox ls: the waiting and the refused writes of the
 // outbox under state, as lines or as JSON.
 func listOutbox(state string, asJSON bool, stdout, stderr io.Writer) error {
-	waiting, err := remote.Pending(state)
-	if err != nil {
-		return err
-	}
-	failed, err := remote.Refused(state)
+	l, err := remote.List(state)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		type entry struct {
-			remote.Entry
-			File string `json:"file"`
-		}
-		out := map[string][]entry{"waiting": {}, "failed": {}}
-		for _, e := range waiting {
-			out["waiting"] = append(out["waiting"], entry{e, e.Name})
-		}
-		for _, e := range failed {
-			out["failed"] = append(out["failed"], entry{e, e.Name})
-		}
-		return writeJSON(stdout, out)
+		return writeJSON(stdout, l)
 	}
-	for _, l := range []struct {
-		what    string
-		entries []remote.Entry
-	}{{"waiting", waiting}, {"failed", failed}} {
-		for _, e := range l.entries {
-			line := fmt.Sprintf("%s  %s  %s  %s", l.what, cell(e.Op), tree.Printable(e.Describe()), presence.FormatTime(e.Queued))
+	for i, entries := range [][]remote.Entry{l.Waiting, l.Failed} {
+		for _, e := range entries {
+			line := fmt.Sprintf("%s  %s  %s  %s", []string{"waiting", "failed"}[i], cell(e.Op), tree.Printable(e.Describe()), presence.FormatTime(e.Queued))
 			if e.Refused != "" {
 				line += "  " + tree.Printable(e.Refused)
 			}
 			fmt.Fprintln(stdout, line)
 		}
 	}
-	if len(waiting)+len(failed) == 0 {
+	if l.Empty() {
 		fmt.Fprintf(stderr, "collab: the outbox %s is empty\n", filepath.Join(state, remote.OutboxDir))
 	}
 	return nil
