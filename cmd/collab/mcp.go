@@ -15,7 +15,6 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/transport/mcpserver"
-	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
 	"github.com/collabdev/collab/internal/workspace/delegate"
 )
@@ -60,51 +59,53 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if rf.on {
-		local := ""
-		if fs.Changed("root") {
-			local = *rootf
-		}
-		return mcpRemote(ctx, rf, nf, local, *ringf, *keyf, mcpserver.Config{Agent: *agent, Channel: *ch, Host: hostname(),
-			Logger: logger, Poll: *poll, Signer: signer, Hops: runenv.RunHops(getenv)}, getenv, stdin, stdout, stderr)
+	if rf.on && signer == nil {
+		// Everything it writes goes through a bridge, which writes only
+		// what the agent's key signed.
+		return usageErrorf("mcp --remote: %v", remote.ErrNoKey)
 	}
-	root := tree.Resolve(*rootf, getenv)
-	cfg := mcpserver.Config{
-		Root: root, Agent: *agent, Channel: *ch, Host: hostname(),
-		Logger: logger, Poll: *poll,
-		Signer: signer, Verifier: verifierFor(root, keyring.In(root, *ringf), stderr),
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg := mcpserver.Config{Agent: *agent, Channel: *ch, Host: hostname(), Logger: logger, Poll: *poll, Signer: signer,
 		// Inside a watcher's model run, what the agent sends is one hop
 		// deeper than the message it answers.
-		Hops: runenv.RunHops(getenv),
-	}
-	closeBus, err := mcpNATS(ctx, nf, getenv, &cfg, stderr)
+		Hops: runenv.RunHops(getenv)}
+	cfg.Root, cfg.Verifier = mcpTree(rf, fs.Changed("root"), *rootf, *ringf, *agent, getenv, stderr)
+	svc, err := openService(ctx, serviceSpec{cmd: "mcp", agent: *agent, root: cfg.Root, rf: rf, nf: nf, keyPath: *keyf, needKey: true,
+		verifier: cfg.Verifier, nats: true, logger: logger, connName: *agent + "-mcp"}, getenv, stderr)
 	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
+		return err
 	}
-	defer closeBus()
-	def := service.DelegateDefaultsFrom(getenv)
-	def.Cmd = *delegateCmd
-	cfg.Service = service.WithDelegateDefaults(mcpMount(cfg), def)
+	defer svc.Close()
+	cfg.Remote, cfg.Service = svc.client, svc.Service
+	if !svc.remote() {
+		def := service.DelegateDefaultsFrom(getenv)
+		def.Cmd = *delegateCmd
+		cfg.Service = service.WithDelegateDefaults(svc.Service, def)
+	}
 	return serveMCP(ctx, cfg, stdin, stdout)
 }
 
-// mcpNATS connects to NATS when configured: cfg's posts are announced
-// there, and announcements on its channel wake send_and_wait. The
-// function returned closes the connection.
-func mcpNATS(ctx context.Context, nf *natsFlags, getenv env, cfg *mcpserver.Config, stderr io.Writer) (func(), error) {
-	o, ok := nf.options(getenv, natsbus.ConnName(cfg.Agent+"-mcp", hostname()), cfg.Logger)
-	if !ok {
-		return func() {}, nil
+// mcpTree is the tree the tools of mcp read and the verifier they judge
+// signatures with. On the mount: --root, and its keyring, refused when
+// others could rewrite it. With --remote: this host's own tree (--root
+// when given, else STATE/tree, the mirror `watch --remote` keeps), which
+// gives the keyring (unless --keyring) and the jobs job_list shows; it
+// may be missing.
+func mcpTree(rf *remoteFlags, rootSet bool, rootFlag, ringFlag, agent string, getenv env, stderr io.Writer) (tree.Root, *signing.Verifier) {
+	if !rf.on {
+		root := tree.Resolve(rootFlag, getenv)
+		return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
 	}
-	bus, err := connectOptional(ctx, o, stderr)
-	if err != nil || bus == nil {
-		return func() {}, err
+	root := tree.Root(filepath.Join(cmp.Or(rf.state, remote.DefaultStateDir(agent, getenv)), "tree"))
+	if rootSet {
+		root = tree.Root(rootFlag)
 	}
-	ch := cfg.Channel
-	cfg.Publish = bus.PublishMessage
-	cfg.Wake = func(context.Context) (<-chan string, func(), error) { return bus.Wake(ch) }
-	return bus.Close, nil
+	if ringFlag == "" {
+		// The mirror wrote its keyring copy as this account: its being
+		// writable by this account is expected.
+		return root, signing.NewVerifier(keyring.In(root, ""))
+	}
+	return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
 }
 
 const mcpUsage = `Usage: collab mcp --agent A --channel C
@@ -186,36 +187,4 @@ func serveMCP(ctx context.Context, cfg mcpserver.Config, stdin io.Reader, stdout
 		return fmt.Errorf("mcp: %w", err)
 	}
 	return nil
-}
-
-// mcpRemote is mcp --remote: the tools go through a bridge. The local
-// tree (--root, default STATE/tree: the mirror `watch --remote` keeps)
-// gives the keyring the tools verify with (unless --keyring) and the
-// jobs job_list shows; it may be missing. Delegation needs the tree on
-// the mount: its tools answer that they are not available here.
-func mcpRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootFlag, ringFlag, keyPath string, cfg mcpserver.Config, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if cfg.Signer == nil {
-		// Everything it writes goes through a bridge, which writes only
-		// what the agent's key signed.
-		return usageErrorf("mcp --remote: %v", remote.ErrNoKey)
-	}
-	c, err := remoteClient(ctx, "mcp", rf, nf, cfg.Agent, keyPath, true, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	cfg.Remote = c
-	cfg.Root = tree.Root(rootFlag)
-	if rootFlag == "" {
-		cfg.Root = tree.Root(filepath.Join(cmp.Or(rf.state, remote.DefaultStateDir(cfg.Agent, getenv)), "tree"))
-	}
-	ring := keyring.In(cfg.Root, ringFlag)
-	if ringFlag == "" {
-		// The mirror wrote its keyring copy as this account: its being
-		// writable by this account is expected.
-		cfg.Verifier = signing.NewVerifier(ring)
-	} else {
-		cfg.Verifier = verifierFor(cfg.Root, ring, stderr)
-	}
-	return serveMCP(ctx, cfg, stdin, stdout)
 }
