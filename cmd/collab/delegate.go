@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -66,21 +65,19 @@ func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader
 		return fmt.Errorf("delegate: %w", err)
 	}
 	s, m := res.Session, res.Prompt
-	if !o.asJSON {
-		fmt.Fprintf(stderr, "collab: %s signs with a key of its own (%s); until the admin who ran 'collab init' trusts it, nothing it signs verifies:\n  %s\n",
-			s.Agent, s.Key, res.Trust)
-	}
 	if o.asJSON && !o.wait {
 		return writeJSON(stdout, sessionView(res))
 	}
-	if !o.asJSON {
-		fmt.Fprintf(stdout, "session %s: agent %s, branch %s, worktree %s, channel %s (prompt %s)\n", s.ID, s.Agent, s.Branch, s.Worktree, s.Channel, m.ID)
+	line := fmt.Sprintf("session %s: agent %s, branch %s, worktree %s, channel %s", s.ID, s.Agent, s.Branch, s.Worktree, s.Channel)
+	if o.asJSON {
+		fmt.Fprintf(stderr, "collab: %s\n", line)
 	} else {
-		fmt.Fprintf(stderr, "collab: session %s: agent %s, branch %s, worktree %s, channel %s\n", s.ID, s.Agent, s.Branch, s.Worktree, s.Channel)
+		fmt.Fprintf(stderr, "collab: %s signs with a key of its own (%s); until the admin who ran 'collab init' trusts it, nothing it signs verifies:\n  %s\n",
+			s.Agent, s.Key, res.Trust)
+		fmt.Fprintf(stdout, "%s (prompt %s)\n", line, m.ID)
 	}
 	fmt.Fprintf(stderr, "collab: sent %s; waiting for the answer\n", m.ID)
-	// The session's channel is new: the wait reads it from its start.
-	r, err := channel.NewReader(o.root, s.Channel, channel.Cursor{Floor: s.Created.Add(-channel.DefaultSkewWindow).Truncate(time.Second)}, channel.ReaderOptions{})
+	r, err := channel.NewReader(o.root, s.Channel, res.FromStart(), channel.ReaderOptions{})
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
@@ -333,13 +330,3 @@ func runDelegateStop(ctx context.Context, args []string, getenv env, stdout, std
 	fmt.Fprintf(stdout, "session %s: %s stopped, worktree %s and its key removed; branch %s kept\n", s.ID, s.Agent, s.Worktree, s.Branch)
 	return nil
 }
-
-// recordPath is the file of session id's record.
-func recordPath(root tree.Root, id string) string { return sessions.Path(root, id) }
-
-// getuid is os.Getuid, for the workflow records (workflow.CheckRecord).
-var getuid = os.Getuid
-
-// sessionAlive reports whether s's recorded process still runs it on
-// this host (sessions.Alive).
-func sessionAlive(s *sessions.Session) bool { return sessions.Alive(s) }
