@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -96,7 +95,7 @@ func mcpTree(rf *remoteFlags, rootSet bool, rootFlag, ringFlag, agent string, ge
 		root := tree.Resolve(rootFlag, getenv)
 		return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
 	}
-	root := tree.Root(filepath.Join(cmp.Or(rf.state, remote.DefaultStateDir(agent, getenv)), "tree"))
+	root := tree.Root(filepath.Join(rf.stateDir(agent, getenv), "tree"))
 	if rootSet {
 		root = tree.Root(rootFlag)
 	}

@@ -5,6 +5,7 @@ package main
 // and collab outbox.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
@@ -35,6 +37,11 @@ func addRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
 	fs.StringVar(&f.state, "state-dir", "", "with --remote: this host's state for the agent, its outbox (default $XDG_STATE_HOME/collab/remote/AGENT)")
 	fromEnv(fs, "state-dir", "COLLAB_STATE_DIR")
 	return f
+}
+
+// stateDir is this host's state for agent: --state-dir, or its default.
+func (f *remoteFlags) stateDir(agent string, getenv env) string {
+	return cmp.Or(f.state, remote.DefaultStateDir(agent, getenv))
 }
 
 // remoteOn reports whether fs has --remote set (by flag or variable).
@@ -67,11 +74,7 @@ func remoteClient(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlag
 	if !ok {
 		return nil, usageErrorf("%s --remote: no NATS server: use --nats URL or set NATS_URL", cmd)
 	}
-	state := rf.state
-	if state == "" {
-		state = remote.DefaultStateDir(agent, getenv)
-	}
-	c, err := remote.Dial(ctx, o, remote.Config{Agent: agent, Signer: signer, StateDir: state, Logger: logger})
+	c, err := remote.Dial(ctx, o, remote.Config{Agent: agent, Signer: signer, StateDir: rf.stateDir(agent, getenv), Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
@@ -132,10 +135,7 @@ func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	if err != nil {
 		return err
 	}
-	state := rf.state
-	if state == "" {
-		state = remote.DefaultStateDir(who, getenv)
-	}
+	state := rf.stateDir(who, getenv)
 	if state == "" {
 		return usageErrorf("outbox: no state directory: use --state-dir or set HOME")
 	}
@@ -147,11 +147,11 @@ func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 		}
 		defer c.Close()
 		left, err := c.Outbox()
+		if err == nil && len(left) > 0 {
+			err = errkind.New(errkind.Queued, "outbox flush: %d write(s) still waiting in %s: the bridge cannot be reached", len(left), c.OutboxPath())
+		}
 		if err != nil {
 			return err
-		}
-		if len(left) > 0 {
-			return &exitError{code: exitQueued, msg: fmt.Sprintf("outbox flush: %d write(s) still waiting in %s: the bridge cannot be reached", len(left), c.OutboxPath())}
 		}
 		fmt.Fprintln(stdout, "outbox empty")
 		return nil
