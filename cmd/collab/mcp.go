@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/runenv"
@@ -95,7 +94,7 @@ func mcpTree(rf *remoteFlags, rootSet bool, rootFlag, ringFlag, agent string, ge
 		root := tree.Resolve(rootFlag, getenv)
 		return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
 	}
-	root := tree.Root(filepath.Join(rf.stateDir(agent, getenv), "tree"))
+	root := remote.MirrorTree(rf.stateDir(agent, getenv))
 	if rootSet {
 		root = tree.Root(rootFlag)
 	}

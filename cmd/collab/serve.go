@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -156,14 +155,14 @@ func printSignIn(si web.SignIn, root tree.Root, who string, stdout io.Writer) er
 // checkServe refuses serve's flags that do not go together or are out
 // of range.
 func checkServe(c web.Config, sv web.Serving, insecure bool) error {
-	_, _, lerr := net.SplitHostPort(sv.Listen)
+	lerr := web.CheckListen(sv.Listen, sv.CertFile != "" || insecure)
 	switch {
 	case (sv.CertFile == "") != (sv.KeyFile == ""):
 		return usageErrorf("serve: --tls-cert and --tls-key go together")
+	case errors.Is(lerr, web.ErrPlainRemote):
+		return usageErrorf("serve: --listen %s is not loopback: use --tls-cert/--tls-key, or --insecure-http to serve plain HTTP anyway", sv.Listen)
 	case lerr != nil:
 		return usageErrorf("serve: --listen %q: %v", sv.Listen, lerr)
-	case !web.IsLoopback(sv.Listen) && sv.CertFile == "" && !insecure:
-		return usageErrorf("serve: --listen %s is not loopback: use --tls-cert/--tls-key, or --insecure-http to serve plain HTTP anyway", sv.Listen)
 	case c.MaxStreams <= 0 || c.Poll <= 0 || c.MaxMCP <= 0:
 		return usageErrorf("serve: --max-streams, --max-mcp and --poll must be positive")
 	case c.SignInTTL <= 0 || c.SessionIdle <= 0 || c.SessionMax <= 0:

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"time"
@@ -83,4 +84,21 @@ func (s *Server) SignInOnSignal(ctx context.Context, hup <-chan os.Signal, base 
 			}
 		}
 	}
+}
+
+// ErrPlainRemote refuses plain HTTP on an address other than loopback:
+// such a listener needs TLS, or the admin's knowing choice of plain HTTP.
+var ErrPlainRemote = errors.New("web: not loopback: plain HTTP would carry tokens and cookies in clear")
+
+// CheckListen checks a listen address (HOST:PORT) and, unless anyAddr
+// (TLS, or plain HTTP chosen knowingly), that it is loopback:
+// ErrPlainRemote otherwise.
+func CheckListen(listen string, anyAddr bool) error {
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return err
+	}
+	if !anyAddr && !IsLoopback(listen) {
+		return ErrPlainRemote
+	}
+	return nil
 }

@@ -37,3 +37,23 @@ func TestSignInOnSignal(t *testing.T) {
 		t.Errorf("a failed announcement: %v", err)
 	}
 }
+
+// TestCheckListen: an address off loopback needs TLS or the admin's
+// knowing choice of plain HTTP; a malformed address is refused.
+func TestCheckListen(t *testing.T) {
+	for _, tc := range []struct {
+		listen  string
+		anyAddr bool
+		plain   bool // want ErrPlainRemote
+		bad     bool // want another error
+	}{
+		{"127.0.0.1:0", false, false, false}, {"localhost:1", false, false, false}, {"[::1]:1", false, false, false},
+		{"0.0.0.0:0", false, true, false}, {"192.0.2.1:8765", false, true, false}, {"0.0.0.0:0", true, false, false},
+		{"nonsense", false, false, true},
+	} {
+		err := CheckListen(tc.listen, tc.anyAddr)
+		if errors.Is(err, ErrPlainRemote) != tc.plain || (err != nil && !errors.Is(err, ErrPlainRemote)) != tc.bad {
+			t.Errorf("CheckListen(%q, %v) = %v", tc.listen, tc.anyAddr, err)
+		}
+	}
+}
