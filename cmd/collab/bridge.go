@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 
 	"github.com/collabdev/collab/internal/agent/watchsetup"
 	"github.com/collabdev/collab/internal/identity/signing"
@@ -79,30 +77,5 @@ func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	}
 	defer b.Close()
 
-	srv := bridge.New(bridge.Config{
-		Root: root, Keyring: ring, Verifier: signing.NewVerifier(ring),
-		Workers: *workers, Host: host, Logger: logger,
-		Presence: b.PublishPresence,
-	})
-	pub := &bridge.Publisher{Root: root, Stream: b, StateFile: bridge.StatePath(root, host), Backfill: *backfill, Logger: logger}
-	logger.Info("bridge: serving", "root", string(root), "subjects", bridge.SubscribeSubject, "queue", bridge.QueueGroup, "workers", *workers)
-
-	return serveBridge(ctx, func(ctx context.Context) error { return srv.Serve(ctx, b.Conn()) }, pub.Run)
-}
-
-// serveBridge runs the request server and the stream publisher until ctx
-// ends or either stops, and returns what they returned.
-func serveBridge(ctx context.Context, parts ...func(context.Context) error) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(parts))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for i, run := range parts {
-		wg.Go(func() {
-			errs[i] = run(ctx)
-			cancel()
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return bridge.Run(ctx, b, bridge.Config{Root: root, Keyring: ring, Verifier: signing.NewVerifier(ring), Workers: *workers, Host: host, Logger: logger}, *backfill)
 }

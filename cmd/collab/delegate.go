@@ -9,8 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,10 +27,10 @@ import (
 // inside a model run carries the delegator's limits over (collab delegate
 // reads them; its flags win).
 const (
-	envMaxHops      = "COLLAB_MAX_HOPS"
-	envBudgetUSD    = "COLLAB_BUDGET_USD"
-	envBudgetTokens = "COLLAB_BUDGET_TOKENS"
-	envWorktrees    = "COLLAB_WORKTREES"
+	envMaxHops      = runenv.MaxHops
+	envBudgetUSD    = runenv.BudgetUSD
+	envBudgetTokens = runenv.BudgetTokens
+	envWorktrees    = service.EnvWorktrees
 )
 
 func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -67,21 +65,19 @@ func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader
 		return fmt.Errorf("delegate: %w", err)
 	}
 	s, m := res.Session, res.Prompt
-	if !o.asJSON {
-		fmt.Fprintf(stderr, "collab: %s signs with a key of its own (%s); until the admin who ran 'collab init' trusts it, nothing it signs verifies:\n  %s\n",
-			s.Agent, s.Key, res.Trust)
-	}
 	if o.asJSON && !o.wait {
 		return writeJSON(stdout, sessionView(res))
 	}
-	if !o.asJSON {
-		fmt.Fprintf(stdout, "session %s: agent %s, branch %s, worktree %s, channel %s (prompt %s)\n", s.ID, s.Agent, s.Branch, s.Worktree, s.Channel, m.ID)
+	line := fmt.Sprintf("session %s: agent %s, branch %s, worktree %s, channel %s", s.ID, s.Agent, s.Branch, s.Worktree, s.Channel)
+	if o.asJSON {
+		fmt.Fprintf(stderr, "collab: %s\n", line)
 	} else {
-		fmt.Fprintf(stderr, "collab: session %s: agent %s, branch %s, worktree %s, channel %s\n", s.ID, s.Agent, s.Branch, s.Worktree, s.Channel)
+		fmt.Fprintf(stderr, "collab: %s signs with a key of its own (%s); until the admin who ran 'collab init' trusts it, nothing it signs verifies:\n  %s\n",
+			s.Agent, s.Key, res.Trust)
+		fmt.Fprintf(stdout, "%s (prompt %s)\n", line, m.ID)
 	}
 	fmt.Fprintf(stderr, "collab: sent %s; waiting for the answer\n", m.ID)
-	// The session's channel is new: the wait reads it from its start.
-	r, err := channel.NewReader(o.root, s.Channel, channel.Cursor{Floor: s.Created.Add(-channel.DefaultSkewWindow).Truncate(time.Second)}, channel.ReaderOptions{})
+	r, err := channel.NewReader(o.root, s.Channel, res.FromStart(), channel.ReaderOptions{})
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
@@ -110,7 +106,7 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	fs.StringVar(&r.Base, "base", "", "the branch (or commit) the new branch starts from (default: the repository's current branch)")
 	fs.StringVar(&r.Branch, "branch", "", "the new branch's name (default: made from --title or the prompt)")
 	fs.StringVar(&r.CLI, "cli", "claude", "the delegated agent's CLI adapter: claude, codex, gemini or command")
-	fromEnv(fs, "cli", "COLLAB_DELEGATE_CLI")
+	fromEnv(fs, "cli", service.EnvDelegateCLI)
 	fs.StringVar(&r.Cmd, "cmd", "", "command line of its CLI (as collab watch --cmd)")
 	fs.StringVar(&r.Model, "model", "", "model for its CLI")
 	fs.StringVar(&r.Title, "title", "", "the session's title")
@@ -144,8 +140,8 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	}
 	r.Prompt, r.AwaitReply = prompt, o.wait
 	r.MaxDepth, r.MaxConcurrent = noLimit(*maxDepth), noLimit(*maxConc)
-	r.Depth = sessions.Depth(getenv)
-	r.KeyDir = filepath.Dir(signing.DefaultKeyPath("agent", getenv))
+	def := service.DelegateDefaultsFrom(getenv)
+	r.Depth, r.KeyDir = def.Depth, def.KeyDir
 	o.root, o.agent, o.key = tree.Resolve(*rootf, getenv), *agent, *keyf
 	return o, nil
 }
@@ -334,13 +330,3 @@ func runDelegateStop(ctx context.Context, args []string, getenv env, stdout, std
 	fmt.Fprintf(stdout, "session %s: %s stopped, worktree %s and its key removed; branch %s kept\n", s.ID, s.Agent, s.Worktree, s.Branch)
 	return nil
 }
-
-// recordPath is the file of session id's record.
-func recordPath(root tree.Root, id string) string { return sessions.Path(root, id) }
-
-// getuid is os.Getuid, for the workflow records (workflow.CheckRecord).
-var getuid = os.Getuid
-
-// sessionAlive reports whether s's recorded process still runs it on
-// this host (sessions.Alive).
-func sessionAlive(s *sessions.Session) bool { return sessions.Alive(s) }

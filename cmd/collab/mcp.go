@@ -1,26 +1,20 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
-	"strconv"
 	"time"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/transport/mcpserver"
-	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
 	"github.com/collabdev/collab/internal/workspace/delegate"
-	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -30,8 +24,8 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	ch := channelFlag(fs, "the channel")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
 	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
-	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+envDelegateCmd+")")
-	fromEnv(fs, "delegate-cmd", envDelegateCmd)
+	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+service.EnvDelegateCmd+")")
+	fromEnv(fs, "delegate-cmd", service.EnvDelegateCmd)
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
 	nf := addNATSFlags(fs)
@@ -63,73 +57,53 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if rf.on {
-		local := ""
-		if fs.Changed("root") {
-			local = *rootf
-		}
-		return mcpRemote(ctx, rf, nf, local, *ringf, *keyf, mcpserver.Config{Agent: *agent, Channel: *ch, Host: hostname(),
-			Logger: logger, Poll: *poll, Signer: signer, Hops: runenv.RunHops(getenv)}, getenv, stdin, stdout, stderr)
+	if rf.on && signer == nil {
+		// Everything it writes goes through a bridge, which writes only
+		// what the agent's key signed.
+		return usageErrorf("mcp --remote: %v", remote.ErrNoKey)
 	}
-	root := tree.Resolve(*rootf, getenv)
-	cfg := mcpserver.Config{
-		Root: root, Agent: *agent, Channel: *ch, Host: hostname(),
-		Logger: logger, Poll: *poll,
-		Signer: signer, Verifier: verifierFor(root, keyring.In(root, *ringf), stderr),
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg := mcpserver.Config{Agent: *agent, Channel: *ch, Host: hostname(), Logger: logger, Poll: *poll, Signer: signer,
 		// Inside a watcher's model run, what the agent sends is one hop
 		// deeper than the message it answers.
-		Hops: runenv.RunHops(getenv),
-	}
-	closeBus, err := mcpNATS(ctx, nf, getenv, &cfg, stderr)
+		Hops: runenv.RunHops(getenv)}
+	cfg.Root, cfg.Verifier = mcpTree(rf, fs.Changed("root"), *rootf, *ringf, *agent, getenv, stderr)
+	svc, err := openService(ctx, serviceSpec{cmd: "mcp", agent: *agent, root: cfg.Root, rf: rf, nf: nf, keyPath: *keyf, needKey: true,
+		verifier: cfg.Verifier, nats: true, logger: logger, connName: *agent + "-mcp"}, getenv, stderr)
 	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
+		return err
 	}
-	defer closeBus()
-	cfg.Service = service.WithDelegateDefaults(mcpMount(cfg), mcpDelegateDefaults(getenv, *delegateCmd))
+	defer svc.Close()
+	cfg.Remote, cfg.Service = svc.client, svc.Service
+	if !svc.remote() {
+		def := service.DelegateDefaultsFrom(getenv)
+		def.Cmd = *delegateCmd
+		cfg.Service = service.WithDelegateDefaults(svc.Service, def)
+	}
 	return serveMCP(ctx, cfg, stdin, stdout)
 }
 
-// mcpNATS connects to NATS when configured: cfg's posts are announced
-// there, and announcements on its channel wake send_and_wait. The
-// function returned closes the connection.
-func mcpNATS(ctx context.Context, nf *natsFlags, getenv env, cfg *mcpserver.Config, stderr io.Writer) (func(), error) {
-	o, ok := nf.options(getenv, natsbus.ConnName(cfg.Agent+"-mcp", hostname()), cfg.Logger)
-	if !ok {
-		return func() {}, nil
+// mcpTree is the tree the tools of mcp read and the verifier they judge
+// signatures with. On the mount: --root, and its keyring, refused when
+// others could rewrite it. With --remote: this host's own tree (--root
+// when given, else STATE/tree, the mirror `watch --remote` keeps), which
+// gives the keyring (unless --keyring) and the jobs job_list shows; it
+// may be missing.
+func mcpTree(rf *remoteFlags, rootSet bool, rootFlag, ringFlag, agent string, getenv env, stderr io.Writer) (tree.Root, *signing.Verifier) {
+	if !rf.on {
+		root := tree.Resolve(rootFlag, getenv)
+		return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
 	}
-	bus, err := connectOptional(ctx, o, stderr)
-	if err != nil || bus == nil {
-		return func() {}, err
+	root := remote.MirrorTree(rf.stateDir(agent, getenv))
+	if rootSet {
+		root = tree.Root(rootFlag)
 	}
-	ch := cfg.Channel
-	cfg.Publish = bus.PublishMessage
-	cfg.Wake = func(context.Context) (<-chan string, func(), error) {
-		wake := make(chan string, 64)
-		sub, err := bus.Subscribe([]string{ch}, func(m channel.Message) {
-			select {
-			case wake <- m.File:
-			default: // the next poll finds it
-			}
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		return wake, sub.Stop, nil
+	if ringFlag == "" {
+		// The mirror wrote its keyring copy as this account: its being
+		// writable by this account is expected.
+		return root, signing.NewVerifier(keyring.In(root, ""))
 	}
-	return bus.Close, nil
-}
-
-// mcpDelegateDefaults are delegate_to_worktree's defaults: collab
-// delegate's, from the environment a watcher passes on to its CLI's
-// server (watchsetup's mcpEnvVars), and --delegate-cmd.
-func mcpDelegateDefaults(getenv env, cmd string) service.DelegateRequest {
-	d := service.DelegateRequest{CLI: getenv("COLLAB_DELEGATE_CLI"), Cmd: cmd, Worktrees: getenv(envWorktrees),
-		Depth: sessions.Depth(getenv), KeyDir: filepath.Dir(signing.DefaultKeyPath("agent", getenv))}
-	d.MaxHops, _ = strconv.Atoi(getenv(envMaxHops))
-	d.BudgetUSD, _ = strconv.ParseFloat(getenv(envBudgetUSD), 64)
-	d.BudgetTokens, _ = strconv.ParseInt(getenv(envBudgetTokens), 10, 64)
-	return d
+	return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
 }
 
 const mcpUsage = `Usage: collab mcp --agent A --channel C
@@ -212,40 +186,3 @@ func serveMCP(ctx context.Context, cfg mcpserver.Config, stdin io.Reader, stdout
 	}
 	return nil
 }
-
-// mcpRemote is mcp --remote: the tools go through a bridge. The local
-// tree (--root, default STATE/tree: the mirror `watch --remote` keeps)
-// gives the keyring the tools verify with (unless --keyring) and the
-// jobs job_list shows; it may be missing. Delegation needs the tree on
-// the mount: its tools answer that they are not available here.
-func mcpRemote(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootFlag, ringFlag, keyPath string, cfg mcpserver.Config, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if cfg.Signer == nil {
-		// Everything it writes goes through a bridge, which writes only
-		// what the agent's key signed.
-		return usageErrorf("mcp --remote: %v", remote.ErrNoKey)
-	}
-	c, err := remoteClient(ctx, "mcp", rf, nf, cfg.Agent, keyPath, true, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	cfg.Remote = c
-	cfg.Root = tree.Root(rootFlag)
-	if rootFlag == "" {
-		cfg.Root = tree.Root(filepath.Join(cmp.Or(rf.state, remote.DefaultStateDir(cfg.Agent, getenv)), "tree"))
-	}
-	ring := keyring.In(cfg.Root, ringFlag)
-	if ringFlag == "" {
-		// The mirror wrote its keyring copy as this account: its being
-		// writable by this account is expected.
-		cfg.Verifier = signing.NewVerifier(ring)
-	} else {
-		cfg.Verifier = verifierFor(cfg.Root, ring, stderr)
-	}
-	return serveMCP(ctx, cfg, stdin, stdout)
-}
-
-// The variables of collab delegate's defaults the MCP server also reads.
-const (
-	envDelegateCmd = "COLLAB_DELEGATE_CMD" // collab mcp --delegate-cmd
-)

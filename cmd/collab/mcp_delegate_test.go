@@ -114,7 +114,9 @@ func TestMCPDelegate(t *testing.T) {
 func TestMCPDelegateDepth(t *testing.T) {
 	d := newDelegateEnv(t)
 	env := map[string]string{"COLLAB_ROOT": d.root, "COLLAB_WORKTREES": d.wts, "COLLAB_DELEGATION_DEPTH": "2"}
-	svc := service.WithDelegateDefaults(mount(tree.Root(d.root), io.Discard), mcpDelegateDefaults(func(k string) string { return env[k] }, os.Args[0]))
+	def := service.DelegateDefaultsFrom(func(k string) string { return env[k] })
+	def.Cmd = os.Args[0]
+	svc := service.WithDelegateDefaults(mount(tree.Root(d.root), io.Discard), def)
 	_, err := svc.Delegate(context.Background(), service.Actor{Name: "lead-1234", Hops: -1}, service.DelegateRequest{Repo: d.repo, Prompt: "x", CLI: "command"})
 	if err == nil || !strings.Contains(err.Error(), "delegation refused: lead-1234 is at delegation depth 2") {
 		t.Fatalf("delegate at depth 2: %v, want refused", err)

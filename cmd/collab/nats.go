@@ -141,59 +141,28 @@ func natsInit(ctx context.Context, b *natsbus.Bus, c natsbus.StreamConfig, asJSO
 // natsParity is collab nats parity: compare channel ch's files with the
 // stream over the last since; a difference exits 1.
 func natsParity(ctx context.Context, b *natsbus.Bus, root tree.Root, ch string, since time.Duration, asJSON bool, stdout io.Writer) error {
-	set, err := b.StreamIDs(ctx, ch, time.Now().Add(-since))
+	p, err := b.CheckParity(ctx, root, ch, since)
 	if err != nil {
 		return fmt.Errorf("nats parity: %w", err)
 	}
-	files, err := natsbus.FileIDs(root, ch, set.From)
-	if err != nil {
-		return fmt.Errorf("nats parity: %w", err)
-	}
-	noStream, noFile := natsbus.Parity(files, set.IDs)
-	differ := len(noStream)+len(noFile) > 0
 	if asJSON {
-		err := writeJSON(stdout, parityResult{
-			Channel: ch, Since: set.From, Files: len(files), Stream: len(set.IDs),
-			MissingInStream: nonNil(noStream), MissingInFolder: nonNil(noFile), Duplicates: nonNil(set.Duplicates),
-		})
-		if err == nil && differ {
-			err = &exitError{code: exitFailure}
-		}
-		return err
-	}
-	fmt.Fprintf(stdout, "channel %s since %s: %d files, %d in the stream\n", ch, set.From.Format(time.RFC3339), len(files), len(set.IDs))
-	for _, l := range []struct {
-		what string
-		ids  []string
-	}{{"missing in the stream", noStream}, {"missing in the folder", noFile}, {"stored twice in the stream", set.Duplicates}} {
-		if len(l.ids) > 0 {
-			fmt.Fprintf(stdout, "%s (%d):\n  %s\n", l.what, len(l.ids), strings.Join(l.ids, "\n  "))
+		err = writeJSON(stdout, p)
+	} else {
+		fmt.Fprintf(stdout, "channel %s since %s: %d files, %d in the stream\n", ch, p.Since.Format(time.RFC3339), p.Files, p.Stream)
+		for _, l := range []struct {
+			what string
+			ids  []string
+		}{{"missing in the stream", p.MissingInStream}, {"missing in the folder", p.MissingInFolder}, {"stored twice in the stream", p.Duplicates}} {
+			if len(l.ids) > 0 {
+				fmt.Fprintf(stdout, "%s (%d):\n  %s\n", l.what, len(l.ids), strings.Join(l.ids, "\n  "))
+			}
 		}
 	}
-	if differ {
-		return &exitError{code: exitFailure}
+	if err == nil && p.Differ() {
+		err = &exitError{code: exitFailure}
 	}
-	return nil
+	return err
 }
 
 // defaultParitySince is how far back nats parity compares by default.
 const defaultParitySince = 24 * time.Hour
-
-// parityResult is nats parity --json.
-type parityResult struct {
-	Channel         string    `json:"channel"`
-	Since           time.Time `json:"since"`
-	Files           int       `json:"files"`
-	Stream          int       `json:"stream"`
-	MissingInStream []string  `json:"missing_in_stream"`
-	MissingInFolder []string  `json:"missing_in_folder"`
-	Duplicates      []string  `json:"duplicates"`
-}
-
-// nonNil returns s, or an empty slice for nil: JSON [] rather than null.
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}

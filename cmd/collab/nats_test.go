@@ -12,6 +12,7 @@ import (
 
 	"github.com/collabdev/collab/internal/testsupport/bindfstest"
 	"github.com/collabdev/collab/internal/testsupport/natstest"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // natsServer starts an embedded nats-server with JetStream and returns its
@@ -59,7 +60,7 @@ func TestNATSInitSendParity(t *testing.T) {
 		t.Errorf("parity after a file-only send: exit %d, %q", r.code, r.stdout)
 	}
 	r = runCollab(t, env, "", "nats", "parity", "--channel", "c", "--json")
-	var p parityResult
+	var p natsbus.ParityReport
 	if err := json.Unmarshal([]byte(r.stdout), &p); r.code != 1 || err != nil {
 		t.Fatalf("parity --json: exit %d, %q (%v)", r.code, r.stdout, err)
 	}

@@ -2,7 +2,8 @@ package main
 
 // collab resume restarts the delegated agents of this host whose watcher
 // is gone (service.Delegations.Resume), and the workflow instances started
-// with start --background whose process is gone (resumeWorkflows).
+// with start --background whose process is gone
+// (service.Mount.ResumeWorkflows).
 
 import (
 	"context"
@@ -68,4 +69,23 @@ Flags:
 		return fmt.Errorf("resume: not restarted: %s", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// printResumed prints what service.Mount.ResumeWorkflows did, as collab
+// resume does, and returns the names of the instances that failed.
+func printResumed(res []service.WorkflowResumed, stdout, stderr io.Writer) (failed []string) {
+	for _, r := range res {
+		switch r.Outcome {
+		case service.ResumeRestarted:
+			fmt.Fprintf(stdout, "%s restarted (pid %d)\n", r.Name, r.PID)
+		case service.ResumeWould:
+			fmt.Fprintf(stdout, "would restart %s\n", r.Name)
+		case service.ResumeSkipped:
+			fmt.Fprintf(stderr, "collab: resume: skipping %s: %v\n", r.Name, r.Err)
+		default:
+			fmt.Fprintf(stderr, "collab: resume: %s: %v\n", r.Name, r.Err)
+			failed = append(failed, r.Name)
+		}
+	}
+	return failed
 }

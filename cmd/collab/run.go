@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/collabdev/collab/channel"
@@ -83,21 +84,9 @@ func printRunResult(res *runResult, asJSON bool, stdout io.Writer) {
 		fmt.Fprintf(stdout, "last message: %s from %s\n", res.Last.ID, tree.Printable(workflow.Display(res.Last.From)))
 	}
 	if len(res.Documents) > 0 {
-		fmt.Fprintf(stdout, "documents changed: %s\n", joinPrintable(res.Documents))
+		fmt.Fprintf(stdout, "documents changed: %s\n", tree.Printable(strings.Join(res.Documents, ", ")))
 	}
 	for _, a := range res.Agents {
 		fmt.Fprintf(stdout, "%-20s jobs %d (failed %d)  $%.4f  %d tokens\n", workflow.Display(a.Agent), a.Jobs, a.Failed, a.CostUSD, a.Tokens)
 	}
-}
-
-// joinPrintable joins names for a terminal.
-func joinPrintable(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += tree.Printable(n)
-	}
-	return s
 }

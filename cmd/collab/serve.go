@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/collabdev/collab/internal/agent/watchsetup"
 	"github.com/collabdev/collab/internal/identity/signing"
@@ -65,176 +62,119 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
 	}
-	listen := fs.String("listen", web.DefaultListen, "address to listen on (HOST:PORT)")
+	var c web.Config
+	var sv web.Serving
+	fs.StringVar(&sv.Listen, "listen", web.DefaultListen, "address to listen on (HOST:PORT)")
 	person := fs.String("person", "", "who the signed-in people post as (default your login name)")
-	certFile := fs.String("tls-cert", "", "TLS certificate file (PEM)")
-	keyFile := fs.String("tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&sv.CertFile, "tls-cert", "", "TLS certificate file (PEM)")
+	fs.StringVar(&sv.KeyFile, "tls-key", "", "TLS private key file (PEM)")
 	insecure := fs.Bool("insecure-http", false, "allow plain HTTP on a non-loopback address")
-	maxStreams := fs.Int("max-streams", web.DefaultMaxStreams, "open live event streams at most")
-	poll := fs.Duration("poll", web.DefaultPoll, "how often live streams look for new messages")
-	maxMCP := fs.Int("max-mcp", web.DefaultMaxMCP, "/mcp requests in progress at most")
-	hosts := fs.StringArray("host", nil, "a name the server answers to (repeatable): NAME at the listen port, or NAME:PORT behind a proxy or tunnel")
-	signInTTL := fs.Duration("signin-ttl", web.DefaultSignInTTL, "how long the printed sign-in URL works")
-	sessionIdle := fs.Duration("session-idle", web.DefaultSessionIdle, "a session unused this long ends")
-	sessionMax := fs.Duration("session-max", web.DefaultSessionMax, "a session ends this long after sign-in, however used")
-	maxStreamsPer := fs.Int("max-streams-per-person", 0, "one person's open live event streams at most (default a quarter of --max-streams, at least 1)")
-	maxMCPPer := fs.Int("max-mcp-per-token", 0, "one token's /mcp requests in progress at most (default a quarter of --max-mcp, at least 1)")
-	tokensf := tokensFlag(fs, getenv)
-	keyf := keyFlag(fs)
-	ringf := keyringFlag(fs)
-	nf := addNATSFlags(fs)
-	rootf := rootFlag(fs)
+	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "open live event streams at most")
+	fs.DurationVar(&c.Poll, "poll", web.DefaultPoll, "how often live streams look for new messages")
+	fs.IntVar(&c.MaxMCP, "max-mcp", web.DefaultMaxMCP, "/mcp requests in progress at most")
+	fs.StringArrayVar(&c.Hosts, "host", nil, "a name the server answers to (repeatable): NAME at the listen port, or NAME:PORT behind a proxy or tunnel")
+	fs.DurationVar(&c.SignInTTL, "signin-ttl", web.DefaultSignInTTL, "how long the printed sign-in URL works")
+	fs.DurationVar(&c.SessionIdle, "session-idle", web.DefaultSessionIdle, "a session unused this long ends")
+	fs.DurationVar(&c.SessionMax, "session-max", web.DefaultSessionMax, "a session ends this long after sign-in, however used")
+	fs.IntVar(&c.MaxStreamsPerPerson, "max-streams-per-person", 0, "one person's open live event streams at most (default a quarter of --max-streams, at least 1)")
+	fs.IntVar(&c.MaxMCPPerToken, "max-mcp-per-token", 0, "one token's /mcp requests in progress at most (default a quarter of --max-mcp, at least 1)")
+	fs.StringVar(&c.Tokens.Path, "tokens", web.DefaultTokensPath(getenv), tokensUsage)
+	keyf, ringf, nf, rootf := keyFlag(fs), keyringFlag(fs), addNATSFlags(fs), rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	root := tree.Resolve(*rootf, getenv)
+	c.Root = tree.Resolve(*rootf, getenv)
 	who, err := actingAgent(ctx, "serve", "person", *person)
 	if err != nil {
 		return err
 	}
-	lim := serveLimits{maxStreams: *maxStreams, maxMCP: *maxMCP, perPerson: *maxStreamsPer, perToken: *maxMCPPer,
-		poll: *poll, signInTTL: *signInTTL, sessionIdle: *sessionIdle, sessionMax: *sessionMax}
-	if err := lim.check(*listen, *certFile, *keyFile, *insecure); err != nil {
+	if err := checkServe(c, sv, *insecure); err != nil {
 		return err
 	}
-	useTLS := *certFile != ""
-	signer, err := signing.LoadAgentKey(*keyf, who, getenv)
-	if err != nil {
+	if c.Signer, err = signing.LoadAgentKey(*keyf, who, getenv); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	// The page verifies and signs for people: a keyring others could
 	// rewrite is refused, as a watcher refuses it.
-	ring, err := watchsetup.CheckedKeyring("serve", root, *ringf, signing.Known, true, stderr)
+	ring, err := watchsetup.CheckedKeyring("serve", c.Root, *ringf, signing.Known, true, stderr)
 	if err != nil {
 		return err
 	}
-	verifier := signing.NewVerifier(ring)
+	c.Verifier = signing.NewVerifier(ring)
 	// What the page posts is announced on NATS when it is configured.
-	svc, err := openService(ctx, serviceSpec{cmd: "serve", agent: who, root: root, nf: nf, verifier: verifier, nats: true}, getenv, stderr)
+	svc, err := openService(ctx, serviceSpec{cmd: "serve", agent: who, root: c.Root, nf: nf, verifier: c.Verifier, nats: true}, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	srv, err := web.New(web.Config{
-		Root: root, Person: who, Signer: signer, Verifier: verifier, Service: svc.Service,
-		Tokens:    web.Tokens{Path: *tokensf},
-		SignerFor: func(p string) (*signing.Signer, error) { return signing.LoadAgentKey("", p, getenv) },
-		// An agent's default key, as 'collab mcp --agent A' would load it.
-		AgentSigner: func(a string) (*signing.Signer, error) { return signing.LoadAgentKey("", a, getenv) },
-		MaxMCP:      *maxMCP,
-		TLS:         useTLS, MaxStreams: *maxStreams, Poll: *poll,
-		Hosts: *hosts, SignInTTL: *signInTTL, SessionIdle: *sessionIdle, SessionMax: *sessionMax,
-		MaxStreamsPerPerson: *maxStreamsPer, MaxMCPPerToken: *maxMCPPer,
-		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
-	})
+	// A person's key, or an agent's default key as 'collab mcp --agent A'
+	// would load it.
+	loadKey := func(name string) (*signing.Signer, error) { return signing.LoadAgentKey("", name, getenv) }
+	c.Person, c.Service, c.SignerFor, c.AgentSigner, c.TLS = who, svc.Service, loadKey, loadKey, sv.CertFile != ""
+	c.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	srv, err := web.New(c)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	return serveOn(ctx, srv, root, who, *listen, *certFile, *keyFile, stdout, stderr)
+	return serveOn(ctx, srv, c.Root, who, sv, stdout, stderr)
 }
 
 // serveOn serves srv on listen (TLS with the certificate and key when
 // given) until ctx ends, after printing the sign-in URL; SIGHUP prints a
 // new one.
-func serveOn(ctx context.Context, srv *web.Server, root tree.Root, who, listen, certFile, keyFile string, stdout, stderr io.Writer) error {
-	useTLS := certFile != ""
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	scheme := "http"
-	if useTLS {
-		scheme = "https"
-	}
-	base := scheme + "://" + ln.Addr().String()
+func serveOn(ctx context.Context, srv *web.Server, root tree.Root, who string, sv web.Serving, stdout, stderr io.Writer) error {
 	// Registered before the URL is printed: a SIGHUP sent on seeing it
 	// does not end the server.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	fmt.Fprintf(stdout, "collab: serving %s as %s; sign in (once, by %s) at:\n%s%s\n",
-		root, who, srv.SignInExpires().Format("15:04:05"), base, srv.SignInPath())
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	hupDone := make(chan struct{})
-	go func() {
-		defer close(hupDone)
-		if err := signInOnHangup(ctx, hup, srv, base, stdout); err != nil {
-			fmt.Fprintf(stderr, "collab: serve: %v: stopping\n", err)
-			cancel()
-		}
-	}()
-	err = srv.Serve(ctx, ln, certFile, keyFile, 5*time.Second)
-	cancel()
-	<-hupDone
-	if err != nil {
+	sv.Hangup = hup
+	sv.Announce = func(si web.SignIn) error { return printSignIn(si, root, who, stdout) }
+	sv.Stopping = func(err error) { fmt.Fprintf(stderr, "collab: serve: %v: stopping\n", err) }
+	if err := srv.ListenAndServe(ctx, sv); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
 }
 
-// serveLimits are serve's bounds, as its flags give them.
-type serveLimits struct {
-	maxStreams, maxMCP, perPerson, perToken  int
-	poll, signInTTL, sessionIdle, sessionMax time.Duration
+// printSignIn prints a sign-in URL: the first, or a fresh one.
+func printSignIn(si web.SignIn, root tree.Root, who string, stdout io.Writer) error {
+	if !si.Fresh {
+		_, err := fmt.Fprintf(stdout, "collab: serving %s as %s; sign in (once, by %s) at:\n%s\n", root, who, si.Until.Format("15:04:05"), si.URL)
+		return err
+	}
+	if _, err := fmt.Fprintf(stdout, "collab: a new sign-in URL (once, by %s; the last one no longer works):\n%s\n", si.Until.Format("15:04:05"), si.URL); err != nil {
+		return fmt.Errorf("print the new sign-in URL: %w", err)
+	}
+	return nil
 }
 
-// check refuses serve's flags that do not go together or are out of
-// range.
-func (l serveLimits) check(listen, certFile, keyFile string, insecure bool) error {
-	if (certFile == "") != (keyFile == "") {
+// checkServe refuses serve's flags that do not go together or are out
+// of range.
+func checkServe(c web.Config, sv web.Serving, insecure bool) error {
+	lerr := web.CheckListen(sv.Listen, sv.CertFile != "" || insecure)
+	switch {
+	case (sv.CertFile == "") != (sv.KeyFile == ""):
 		return usageErrorf("serve: --tls-cert and --tls-key go together")
-	}
-	if _, _, err := net.SplitHostPort(listen); err != nil {
-		return usageErrorf("serve: --listen %q: %v", listen, err)
-	}
-	if !web.IsLoopback(listen) && certFile == "" && !insecure {
-		return usageErrorf("serve: --listen %s is not loopback: use --tls-cert/--tls-key, or --insecure-http to serve plain HTTP anyway", listen)
-	}
-	if l.maxStreams <= 0 || l.poll <= 0 || l.maxMCP <= 0 {
+	case errors.Is(lerr, web.ErrPlainRemote):
+		return usageErrorf("serve: --listen %s is not loopback: use --tls-cert/--tls-key, or --insecure-http to serve plain HTTP anyway", sv.Listen)
+	case lerr != nil:
+		return usageErrorf("serve: --listen %q: %v", sv.Listen, lerr)
+	case c.MaxStreams <= 0 || c.Poll <= 0 || c.MaxMCP <= 0:
 		return usageErrorf("serve: --max-streams, --max-mcp and --poll must be positive")
-	}
-	if l.signInTTL <= 0 || l.sessionIdle <= 0 || l.sessionMax <= 0 {
+	case c.SignInTTL <= 0 || c.SessionIdle <= 0 || c.SessionMax <= 0:
 		return usageErrorf("serve: --signin-ttl, --session-idle and --session-max must be positive")
-	}
-	if l.perPerson < 0 || l.perToken < 0 {
+	case c.MaxStreamsPerPerson < 0 || c.MaxMCPPerToken < 0:
 		return usageErrorf("serve: --max-streams-per-person and --max-mcp-per-token must not be negative")
 	}
 	return nil
 }
 
-// signInOnHangup prints a fresh one-time sign-in URL (base, then its
-// path) for each signal on hup, until ctx ends; the URL before it stops
-// working. A person at the server's host signs in again this way without
-// a restart, which would sign everyone out. It returns the error of a
-// URL it could not make or print: printing fails when the terminal hung
-// up (the signal was the hangup, which ended the server before SIGHUP
-// meant this), and then the server stops.
-func signInOnHangup(ctx context.Context, hup <-chan os.Signal, srv *web.Server, base string, stdout io.Writer) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-hup:
-			path, until, err := srv.NewSignIn()
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(stdout, "collab: a new sign-in URL (once, by %s; the last one no longer works):\n%s%s\n",
-				until.Format("15:04:05"), base, path); err != nil {
-				return fmt.Errorf("print the new sign-in URL: %w", err)
-			}
-		}
-	}
-}
-
-// tokensFlag adds --tokens: the file of long-lived tokens.
-func tokensFlag(fs *pflag.FlagSet, getenv env) *string {
-	return fs.String("tokens", web.DefaultTokensPath(getenv), "file of the long-lived tokens (hashed)")
-}
+// tokensUsage is --tokens': the file of long-lived tokens.
+const tokensUsage = "file of the long-lived tokens (hashed)"
 
 // runServeToken makes, lists and revokes the long-lived tokens.
 func runServeToken(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
@@ -246,49 +186,17 @@ func runServeToken(ctx context.Context, args []string, getenv env, stdout, stder
 	person := fs.String("person", "", "new: who the token posts as (default your login name)")
 	agent := fs.String("agent", "", "new: an agent's token instead, for /mcp only: the agent it acts as")
 	ch := fs.String("channel", "", "new --agent: the only channel the token reaches (default: the one the URL names)")
-	tokensf := tokensFlag(fs, getenv)
+	toks := web.Tokens{}
+	fs.StringVar(&toks.Path, "tokens", web.DefaultTokensPath(getenv), tokensUsage)
 	if err := parse(fs, args[1:], getenv); err != nil {
 		return err
 	}
-	toks := web.Tokens{Path: *tokensf}
 	switch sub {
 	case "new":
 		if fs.NArg() > 0 {
 			return usageErrorf("serve token new: unexpected argument %q", fs.Arg(0))
 		}
-		var (
-			secret string
-			rec    web.TokenRecord
-			err    error
-		)
-		switch {
-		case *agent != "" && *person != "":
-			return usageErrorf("serve token new: --person or --agent, not both")
-		case *agent != "":
-			if err := namedAgent("serve token new", *agent); err != nil {
-				return err
-			}
-			if *ch != "" {
-				if err := checkChannel("serve token new", *ch); err != nil {
-					return err
-				}
-			}
-			secret, rec, err = toks.NewAgent(*agent, *ch)
-		case *ch != "":
-			return usageErrorf("serve token new: --channel goes with --agent")
-		default:
-			who, aerr := actingAgent(ctx, "serve token new", "person", *person)
-			if aerr != nil {
-				return aerr
-			}
-			secret, rec, err = toks.New(who)
-		}
-		if err != nil {
-			return fmt.Errorf("serve token new: %w", err)
-		}
-		fmt.Fprintf(stderr, "collab: %s token %s for %s (shown once; 'collab serve token rm %s' revokes it)\n", rec.KindName(), rec.ID, rec.Name(), rec.ID)
-		_, err = fmt.Fprintln(stdout, secret)
-		return err
+		return newServeToken(ctx, toks, *person, *agent, *ch, stdout, stderr)
 	case "ls":
 		recs, err := toks.List()
 		if err != nil {
@@ -302,16 +210,53 @@ func runServeToken(ctx context.Context, args []string, getenv env, stdout, stder
 			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name(), r.KindName(), r.Created.Format(time.RFC3339), where)
 		}
 		return nil
-	default:
-		if fs.NArg() != 1 {
-			return usageErrorf("serve token rm: give one token id")
-		}
-		if err := toks.Remove(fs.Arg(0)); err != nil {
-			if errors.Is(err, web.ErrNoToken) {
-				return &exitError{code: exitNothing, msg: fmt.Sprintf("serve token rm: %v", err)}
-			}
-			return fmt.Errorf("serve token rm: %w", err)
-		}
-		return nil
 	}
+	if fs.NArg() != 1 {
+		return usageErrorf("serve token rm: give one token id")
+	}
+	if err := toks.Remove(fs.Arg(0)); err != nil {
+		if errors.Is(err, web.ErrNoToken) {
+			return &exitError{code: exitNothing, msg: fmt.Sprintf("serve token rm: %v", err)}
+		}
+		return fmt.Errorf("serve token rm: %w", err)
+	}
+	return nil
+}
+
+// newServeToken is serve token new: a person's token, or an agent's
+// (for /mcp, on channel ch or the one the URL names).
+func newServeToken(ctx context.Context, toks web.Tokens, person, agent, ch string, stdout, stderr io.Writer) error {
+	var (
+		secret string
+		rec    web.TokenRecord
+		err    error
+	)
+	switch {
+	case agent != "" && person != "":
+		return usageErrorf("serve token new: --person or --agent, not both")
+	case agent != "":
+		if err := namedAgent("serve token new", agent); err != nil {
+			return err
+		}
+		if ch != "" {
+			if err := checkChannel("serve token new", ch); err != nil {
+				return err
+			}
+		}
+		secret, rec, err = toks.NewAgent(agent, ch)
+	case ch != "":
+		return usageErrorf("serve token new: --channel goes with --agent")
+	default:
+		who, aerr := actingAgent(ctx, "serve token new", "person", person)
+		if aerr != nil {
+			return aerr
+		}
+		secret, rec, err = toks.New(who)
+	}
+	if err != nil {
+		return fmt.Errorf("serve token new: %w", err)
+	}
+	fmt.Fprintf(stderr, "collab: %s token %s for %s (shown once; 'collab serve token rm %s' revokes it)\n", rec.KindName(), rec.ID, rec.Name(), rec.ID)
+	_, err = fmt.Fprintln(stdout, secret)
+	return err
 }

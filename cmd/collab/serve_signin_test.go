@@ -177,14 +177,15 @@ func TestSignInOnHangupStopsWhenItCannotPrint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	print := func(si web.SignIn) error { return printSignIn(si, "/t", "alice", failWriter{}) }
 	hup := make(chan os.Signal, 1)
 	hup <- syscall.SIGHUP
-	if err := signInOnHangup(context.Background(), hup, srv, "http://127.0.0.1:1", failWriter{}); !errors.Is(err, syscall.EIO) {
+	if err := srv.SignInOnSignal(context.Background(), hup, "http://127.0.0.1:1", print); !errors.Is(err, syscall.EIO) {
 		t.Errorf("printing to a terminal that hung up: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := signInOnHangup(ctx, hup, srv, "http://127.0.0.1:1", failWriter{}); err != nil {
+	if err := srv.SignInOnSignal(ctx, hup, "http://127.0.0.1:1", print); err != nil {
 		t.Errorf("ended: %v", err)
 	}
 }

@@ -6,20 +6,20 @@ package main
 // after that.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/service/bridged"
-	"github.com/collabdev/collab/internal/transport/mcpserver"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
 )
@@ -41,6 +41,10 @@ type serviceSpec struct {
 	// nats connects to NATS on the mount when configured (optional: an
 	// unreachable server is a warning): posts are announced, waits woken.
 	nats bool
+	// logger is the service's and its NATS connection's (default
+	// commandLogger); connName names the connection (default agent).
+	logger   *slog.Logger
+	connName string
 }
 
 // openedService is a command's service and what it holds.
@@ -72,14 +76,6 @@ func mountConfig(root tree.Root, stderr io.Writer) service.Config {
 	return service.Config{Root: root, Host: hostname(), Logger: commandLogger(stderr), Program: self}
 }
 
-// mcpMount is the service the MCP tools of cfg call, on the mount: the
-// server's, with this program to start delegated watchers.
-func mcpMount(cfg mcpserver.Config) *service.Mount {
-	sc := mcpserver.MountConfig(cfg)
-	sc.Program, _ = os.Executable()
-	return service.NewMount(sc)
-}
-
 // mount is the service of a command on the mount at root.
 func mount(root tree.Root, stderr io.Writer) *service.Mount {
 	return service.NewMount(mountConfig(root, stderr))
@@ -98,10 +94,10 @@ func openService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writ
 		return &openedService{Service: bridged.New(c), root: sp.root, client: c}, nil
 	}
 	cfg := mountConfig(sp.root, stderr)
-	cfg.Verifier = sp.verifier
+	cfg.Verifier, cfg.Logger = sp.verifier, cmp.Or(sp.logger, cfg.Logger)
 	out := &openedService{root: sp.root}
 	if sp.nats && sp.nf != nil {
-		if o, ok := sp.nf.options(getenv, natsbus.ConnName(sp.agent, hostname()), commandLogger(stderr)); ok {
+		if o, ok := sp.nf.options(getenv, natsbus.ConnName(cmp.Or(sp.connName, sp.agent), hostname()), cfg.Logger); ok {
 			bus, err := connectOptional(ctx, o, stderr)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", sp.cmd, err)
@@ -153,17 +149,5 @@ func openReadService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsF
 // busWake is the service's Wake on bus: the names of the message files
 // announced on a channel.
 func busWake(bus *natsbus.Bus) func(ctx context.Context, ch string) (<-chan string, func(), error) {
-	return func(_ context.Context, ch string) (<-chan string, func(), error) {
-		wake := make(chan string, 256)
-		sub, err := bus.Subscribe([]string{ch}, func(m channel.Message) {
-			select {
-			case wake <- m.File:
-			default: // the next poll finds it
-			}
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		return wake, sub.Stop, nil
-	}
+	return func(_ context.Context, ch string) (<-chan string, func(), error) { return bus.Wake(ch) }
 }

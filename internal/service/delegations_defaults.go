@@ -3,6 +3,14 @@ package service
 import (
 	"cmp"
 	"context"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/runenv"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/workspace/sessions"
 )
 
 // WithDelegateDefaults returns svc whose Delegate fills the fields a
@@ -37,4 +45,34 @@ func (d delegateDefaults) Delegate(ctx context.Context, a Actor, req DelegateReq
 	req.KeyDir = cmp.Or(req.KeyDir, def.KeyDir)
 	req.StartTimeout = cmp.Or(req.StartTimeout, def.StartTimeout)
 	return d.Service.Delegate(ctx, a, req)
+}
+
+// The variables of a delegation's defaults besides runenv's limits
+// (collab delegate's flags read them; collab mcp gives them to
+// delegate_to_worktree).
+const (
+	EnvDelegateCLI = "COLLAB_DELEGATE_CLI" // collab delegate --cli
+	EnvDelegateCmd = "COLLAB_DELEGATE_CMD" // collab mcp --delegate-cmd
+	EnvWorktrees   = "COLLAB_WORKTREES"    // collab delegate --worktrees
+)
+
+// DelegateDefaultsFrom are the defaults of a delegation asked from inside
+// a model run, from the environment a watcher passes on to its CLI
+// (getenv): the CLI, the worktree folder, the delegator's depth, its hops
+// and budgets, and the folder of the agents' keys.
+func DelegateDefaultsFrom(getenv func(string) string) DelegateRequest {
+	d := DelegateRequest{CLI: getenv(EnvDelegateCLI), Cmd: getenv(EnvDelegateCmd), Worktrees: getenv(EnvWorktrees),
+		Depth: sessions.Depth(getenv), KeyDir: filepath.Dir(signing.DefaultKeyPath("agent", getenv))}
+	d.MaxHops, _ = strconv.Atoi(getenv(runenv.MaxHops))
+	d.BudgetUSD, _ = strconv.ParseFloat(getenv(runenv.BudgetUSD), 64)
+	d.BudgetTokens, _ = strconv.ParseInt(getenv(runenv.BudgetTokens), 10, 64)
+	return d
+}
+
+// FromStart is the cursor that reads the session's channel from its
+// start: the channel is new, so a wait for the answer to the prompt reads
+// it from the session's creation, less the clock skew a message's name
+// may carry.
+func (d *Delegated) FromStart() channel.Cursor {
+	return channel.Cursor{Floor: d.Session.Created.Add(-channel.DefaultSkewWindow).Truncate(time.Second)}
 }

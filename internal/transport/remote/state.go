@@ -1,0 +1,12 @@
+package remote
+
+import (
+	"path/filepath"
+
+	"github.com/collabdev/collab/internal/plumbing/tree"
+)
+
+// MirrorTree is the tree a host without the mount keeps under its state
+// directory state: the mirror of its channels (collab watch --remote),
+// its keyring copy and its jobs; collab mcp --remote reads it.
+func MirrorTree(state string) tree.Root { return tree.Root(filepath.Join(state, "tree")) }
