@@ -325,7 +325,9 @@ func TestResume(t *testing.T) {
 		t.Fatalf("resume with nothing to do: %+v", r)
 	}
 	syscall.Kill(-s.PID, syscall.SIGKILL)
-	waitFor(t, func() bool { return !proc.PIDAlive(s.PID) || isZombie(s.PID) })
+	// Gone as resume judges it: no process of its group left with its
+	// session's variable (the group's last member may outlive the leader).
+	waitFor(t, func() bool { return !sessionAlive(s) })
 	r := runCollab(t, d.env, "", "resume")
 	if r.code != 0 || !strings.Contains(r.stdout, "session "+s.ID+": "+s.Agent+" restarted") {
 		t.Fatalf("resume: %+v", r)
@@ -432,7 +434,9 @@ func TestDelegateForeignRecord(t *testing.T) {
 		t.Fatalf("a refused command touched the session: %v", err)
 	}
 	syscall.Kill(-s.PID, syscall.SIGKILL)
-	waitFor(t, func() bool { return !proc.PIDAlive(s.PID) || isZombie(s.PID) })
+	// Gone as resume judges it: no process of its group left with its
+	// session's variable (the group's last member may outlive the leader).
+	waitFor(t, func() bool { return !sessionAlive(s) })
 	r := runCollab(t, d.env, "", "resume")
 	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "skipping session "+s.ID) {
 		t.Fatalf("resume of a foreign record: %+v", r)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,7 +77,16 @@ func TestReadTranscript(t *testing.T) {
 
 // A transcript's position to follow from passes over what it showed.
 func TestReadTranscriptThenFollow(t *testing.T) {
-	svc, _ := newMount(t, nil)
+	// A second between posts: ids of one second sort by sender and hex,
+	// not by time.
+	var mu sync.Mutex
+	at := time.Now().Add(-time.Minute)
+	svc := service.NewMount(service.Config{Root: tree.Root(t.TempDir()), Host: "vm-1", Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		at = at.Add(time.Second)
+		return at
+	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	post := func(text string) {
