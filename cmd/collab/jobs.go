@@ -75,7 +75,7 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return fmt.Errorf("jobs: %w", err)
 	}
 	for i := range all {
-		all[i].Agent = workflow.Address(all[i].Agent)
+		all[i].Agent, all[i].From = workflow.Address(all[i].Agent), workflow.Address(all[i].From)
 	}
 	if *asJSON {
 		for i := range all {
@@ -119,7 +119,7 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr 
 	if err != nil {
 		return exitAs(exitFailure, fmt.Errorf("jobs show: %w", err), errkind.NotFound)
 	}
-	j.Agent = workflow.Address(j.Agent)
+	j.Agent, j.From = workflow.Address(j.Agent), workflow.Address(j.From)
 	if *since != "" {
 		cut, err := parseSince(*since, time.Now())
 		if err != nil {
