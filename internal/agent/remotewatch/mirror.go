@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/watchsetup"
@@ -62,7 +61,7 @@ func (m *Mirror) AwaitCaughtUp(ctx context.Context, max time.Duration) error {
 // reply of a run finishing in its grace, the OFFLINE heartbeat) come
 // after ctx is done.
 func StartMirror(ctx context.Context, c *remote.Client, s watchsetup.Settings, state string, logger *slog.Logger) (*Mirror, error) {
-	mc := remote.MirrorConfig{Client: c, Channels: s.Channels, Dir: filepath.Join(state, "tree"), Logger: logger}
+	mc := remote.MirrorConfig{Client: c, Channels: s.Channels, Dir: string(remote.MirrorTree(state)), Logger: logger}
 	if s.Keyring != "" {
 		// --keyring: verify with it, kill requests included; no copy.
 		mc.LocalKeys = true
