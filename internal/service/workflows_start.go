@@ -93,16 +93,9 @@ func (t *team) hold(ctx context.Context) error {
 // and returns once its record says running (every agent AWAKE), or with
 // the process's error when it ends first.
 func (m *Mount) startBackground(ctx context.Context, req *StartRequest) (*Started, error) {
-	f, err := workflow.Load(req.File)
+	f, instance, err := m.loadInstance(req.File, req.Instance)
 	if err != nil {
-		return nil, errkind.Wrap(errkind.Invalid, err)
-	}
-	instance := req.Instance
-	if instance == "" {
-		instance = workflow.NewInstance(m.cfg.Now())
-	}
-	if err := workflow.CheckInstance(instance); err != nil {
-		return nil, errkind.New(errkind.Invalid, "--instance: %w", err)
+		return nil, err
 	}
 	if err := m.refuseRunning(f.Name, instance); err != nil {
 		return nil, err

@@ -57,22 +57,32 @@ type teamAgent struct {
 	stopped  atomic.Bool // stopped on its own (an agent's stop file)
 }
 
+// loadInstance loads the workflow file and names its instance: the one
+// given, else a new one (workflow.NewInstance). A bad file or instance
+// name is Invalid.
+func (m *Mount) loadInstance(file, instance string) (*workflow.File, string, error) {
+	f, err := workflow.Load(file)
+	if err != nil {
+		return nil, "", errkind.Wrap(errkind.Invalid, err)
+	}
+	if instance == "" {
+		instance = workflow.NewInstance(m.cfg.Now())
+	}
+	if err := workflow.CheckInstance(instance); err != nil {
+		return nil, "", errkind.New(errkind.Invalid, "--instance: %w", err)
+	}
+	return f, instance, nil
+}
+
 // openTeam loads the workflow, claims the instance, runs its setup and
 // renders its kickoff, and prepares every agent's watcher: everything
 // that may fail before an agent starts. A bad file, instance, variable
 // or agent setting is Invalid, as is an instance already running; a
 // setup step that fails is Failed.
 func (m *Mount) openTeam(ctx context.Context, req *TeamRequest) (*team, error) {
-	f, err := workflow.Load(req.File)
+	f, instance, err := m.loadInstance(req.File, req.Instance)
 	if err != nil {
-		return nil, errkind.Wrap(errkind.Invalid, err)
-	}
-	instance := req.Instance
-	if instance == "" {
-		instance = workflow.NewInstance(m.cfg.Now())
-	}
-	if err := workflow.CheckInstance(instance); err != nil {
-		return nil, errkind.New(errkind.Invalid, "--instance: %w", err)
+		return nil, err
 	}
 	t := &team{m: m, file: f, instance: instance, channel: f.Channel(instance), from: req.From, log: req.Log}
 	if t.log == nil {
