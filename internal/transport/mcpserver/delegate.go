@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -64,38 +65,35 @@ func (s *Server) sendAndWait(ctx context.Context, in SendAndWaitArgs) (SendAndWa
 	// The watcher's default trust policy: a reply in the name of an
 	// agent with keys must verify as that agent's.
 	var ignored []IgnoredReply
-	opt := delegate.Options{NotFrom: s.cfg.Agent, Poll: s.cfg.Poll, Trust: signing.DefaultPolicy, Verifier: s.cfg.Verifier,
-		Forged: func(m *channel.Message, v signing.Verdict) {
-			s.cfg.Logger.Warn("forged reply ignored", keyMsg, m.ID, keyFrom, m.From, keyVerdict, v.String())
-			if len(ignored) < maxIgnored {
-				ignored = append(ignored, IgnoredReply{ID: tree.Printable(m.ID), From: tree.Printable(m.From), Verdict: v.String()})
-			}
-		}}
-	// Before the request: the wait reads only what arrives after it.
-	waiter, err := s.svc.ExpectReply(ctx, s.cfg.Channel)
-	if err != nil {
-		return SendAndWaitResult{}, err
+	forged := func(m *channel.Message, v signing.Verdict) {
+		s.cfg.Logger.Warn("forged reply ignored", keyMsg, m.ID, keyFrom, m.From, keyVerdict, v.String())
+		if len(ignored) < maxIgnored {
+			ignored = append(ignored, IgnoredReply{ID: tree.Printable(m.ID), From: tree.Printable(m.From), Verdict: v.String()})
+		}
 	}
-	defer waiter.Close()
-	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) { r.AwaitReply = true })
-	if err != nil {
-		return SendAndWaitResult{}, err
-	}
-	if queued {
-		// Nobody can answer what has not reached the mount.
-		return SendAndWaitResult{ID: m.ID, Queued: true}, nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	reply, err := waiter.Wait(wctx, m.ID, opt)
+	opt := delegate.Options{Poll: s.cfg.Poll, Trust: signing.DefaultPolicy, Verifier: s.cfg.Verifier}
+	posted, got, err := service.Ask(ctx, s.svc, s.actor(), service.AskRequest{
+		Post:  service.PostRequest{Channel: s.cfg.Channel, To: in.To, Text: in.Message, Host: s.cfg.Host},
+		Await: service.AwaitRequest{Timeout: timeout, Options: opt, Forged: forged},
+	})
+	id := posted.Message.ID
 	switch {
+	case posted.Queued:
+		// Nobody can answer what has not reached the mount.
+		s.cfg.Logger.Warn("sent to the outbox only", keyMsg, id, keyErr, err)
+		return SendAndWaitResult{ID: id, Queued: true}, nil
+	case id == "":
+		if errkind.Is(err, errkind.Invalid) {
+			return SendAndWaitResult{}, err
+		}
+		return SendAndWaitResult{}, fmt.Errorf("send: %w", err)
 	case err == nil:
-		v := s.view(&reply)
-		return SendAndWaitResult{ID: m.ID, Reply: &v, Ignored: ignored}, nil
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return SendAndWaitResult{ID: m.ID, TimedOut: true, Ignored: ignored}, nil
+		v := s.view(&got.Message)
+		return SendAndWaitResult{ID: id, Reply: &v, Ignored: ignored}, nil
+	case errkind.Is(err, errkind.Timeout) && ctx.Err() == nil:
+		return SendAndWaitResult{ID: id, TimedOut: true, Ignored: ignored}, nil
 	default:
-		return SendAndWaitResult{ID: m.ID}, fmt.Errorf("wait for the reply to %s: %w", m.ID, err)
+		return SendAndWaitResult{ID: id}, fmt.Errorf("wait for the reply to %s: %w", id, err)
 	}
 }
 
