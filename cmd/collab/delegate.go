@@ -77,13 +77,13 @@ func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader
 		fmt.Fprintf(stdout, "%s (prompt %s)\n", line, m.ID)
 	}
 	fmt.Fprintf(stderr, "collab: sent %s; waiting for the answer\n", m.ID)
-	r, err := channel.NewReader(o.root, s.Channel, res.FromStart(), channel.ReaderOptions{})
-	if err != nil {
-		return fmt.Errorf("delegate: %w", err)
-	}
+	svc := mount(o.root, stderr)
 	rw := replyWait{root: o.root, channel: s.Channel, id: m.ID, timeout: o.timeout,
-		opt: delegate.Options{NotFrom: from, Poll: time.Second}, json: o.asJSON, reader: r, track: true}
-	return rw.run(ctx, &natsFlags{}, getenv, stdout, stderr)
+		opt: delegate.Options{NotFrom: from, Poll: time.Second}, json: o.asJSON, track: true,
+		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+			return svc.WaitReply(ctx, s.Channel, m.ID, opt)
+		}}
+	return rw.run(ctx, getenv, stdout, stderr)
 }
 
 // delegateOptions are collab delegate's flags.

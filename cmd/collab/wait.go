@@ -15,7 +15,6 @@ import (
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/workspace/delegate"
 )
 
@@ -92,7 +91,7 @@ func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
 			return svc.WaitReply(ctx, *ch, *replyTo, opt)
 		}}
-	return w.run(ctx, nil, getenv, stdout, stderr)
+	return w.run(ctx, getenv, stdout, stderr)
 }
 
 // trustFlags are --trust and --keyring of a command that waits for a
@@ -132,7 +131,6 @@ type replyWait struct {
 	timeout time.Duration // 0: none
 	opt     delegate.Options
 	json    bool
-	reader  *channel.Reader // if set, from delegate.Before the request was posted
 	// track: print each addressee's change of delivery state on stderr
 	// and end with exit 4 once every addressee is refused, failed or
 	// undeliverable. Guard notices are then not replies.
@@ -143,10 +141,8 @@ type replyWait struct {
 	remote bool
 }
 
-// run waits and prints the reply's text (or the reply as JSON). nf, if
-// set, is the NATS of a wait with a reader of its own (delegate --wait):
-// its announcements wake the wait.
-func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, stderr io.Writer) error {
+// run waits and prints the reply's text (or the reply as JSON).
+func (w replyWait) run(ctx context.Context, getenv env, stdout, stderr io.Writer) error {
 	if w.opt.Verifier == nil {
 		// A command without --trust and --keyring (delegate --wait).
 		trust, ring := cmp.Or(getenv(envTrust), string(signing.DefaultPolicy)), getenv(envKeyring)
@@ -155,12 +151,6 @@ func (w replyWait) run(ctx context.Context, nf *natsFlags, getenv env, stdout, s
 			return err
 		}
 		w.opt.Trust, w.opt.Verifier = judge.Trust, judge.Verifier
-	}
-	if w.reader != nil {
-		defer w.wake(ctx, nf, getenv, stderr)()
-		w.await = func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
-			return delegate.WaitWith(ctx, w.reader, w.id, opt)
-		}
 	}
 	req, stderr := w.request(stderr)
 	if w.track {
@@ -193,26 +183,6 @@ func (w replyWait) done(got service.Awaited, err error, stdout, stderr io.Writer
 		return w.failed(err)
 	}
 	return w.print(got, stdout, stderr)
-}
-
-// wake sets the wait's Wake from the NATS announcements of the channel,
-// when NATS is configured; the function returned ends it.
-func (w *replyWait) wake(ctx context.Context, nf *natsFlags, getenv env, stderr io.Writer) func() {
-	o, ok := nf.options(getenv, natsbus.ConnName("waiter", hostname()), commandLogger(stderr))
-	if !ok {
-		return func() {}
-	}
-	bus, err := connectOptional(ctx, o, stderr)
-	if err != nil || bus == nil {
-		return func() {}
-	}
-	wake, stop, err := busWake(bus)(ctx, w.channel)
-	if err != nil {
-		fmt.Fprintf(stderr, "collab: warning: waiting by polling only: %v\n", err)
-		return bus.Close
-	}
-	w.opt.Wake = wake
-	return func() { stop(); bus.Close() }
 }
 
 // failed is the error of a wait that got no reply.

@@ -5,9 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
-	"time"
 
-	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/workspace/sessions"
@@ -67,12 +65,4 @@ func DelegateDefaultsFrom(getenv func(string) string) DelegateRequest {
 	d.BudgetUSD, _ = strconv.ParseFloat(getenv(runenv.BudgetUSD), 64)
 	d.BudgetTokens, _ = strconv.ParseInt(getenv(runenv.BudgetTokens), 10, 64)
 	return d
-}
-
-// FromStart is the cursor that reads the session's channel from its
-// start: the channel is new, so a wait for the answer to the prompt reads
-// it from the session's creation, less the clock skew a message's name
-// may carry.
-func (d *Delegated) FromStart() channel.Cursor {
-	return channel.Cursor{Floor: d.Session.Created.Add(-channel.DefaultSkewWindow).Truncate(time.Second)}
 }
