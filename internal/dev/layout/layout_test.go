@@ -2,7 +2,10 @@ package layout
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -55,7 +58,18 @@ func TestLayout(t *testing.T) {
 }
 
 func TestMeasureSeesALongFunction(t *testing.T) {
-	r, err := Measure("testdata/long")
+	// A module with one library file over the limit, holding one method
+	// over the limit: written here, not kept as a long file in the tree.
+	dir := t.TempDir()
+	src := "package x\n\ntype T struct{}\n\nfunc (*T) Long() {\n" + strings.Repeat("\t_ = 1\n", 101) + "}\n\n" +
+		strings.Repeat("// pad\n", 600) + "func Short() {}\n"
+	if err := os.MkdirAll(filepath.Join(dir, "internal", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "internal", "x", "x.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Measure(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

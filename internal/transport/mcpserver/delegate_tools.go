@@ -10,13 +10,6 @@ import (
 	"github.com/collabdev/collab/internal/workspace/worktree"
 )
 
-// Delegator is no longer used: the delegation tools call the server's
-// service (Config.Service, service.Delegations), on every server with
-// the mount.
-//
-// Deprecated: remove it with Config.Delegator (i24 merge).
-type Delegator = any
-
 // DelegateArgs are delegate_to_worktree's arguments (seed 001's names).
 type DelegateArgs struct {
 	Prompt     string `json:"prompt" jsonschema:"the task for the new agent"`

@@ -27,7 +27,9 @@
 // delegate_to_worktree (prompt, baseBranch, branch, agentId: the CLI,
 // title) adds a git worktree of the repository of the server's working
 // directory ([Config.Workdir]; never an argument) and starts an agent in
-// it through [Config.Delegator], as the agent; get_session_status and
+// it through the server's service (service.Delegations: the same limits
+// and refusals as collab delegate, on every server with the mount), as
+// the agent; get_session_status and
 // send_message_to_session take sessionId, list_sessions nothing. They see
 // only the sessions the agent delegated, and send_message_to_session
 // posts on the session's channel, signed as channel_send. Results are
@@ -152,12 +154,10 @@ type Config struct {
 	Signer   *signing.Signer
 	Verifier *signing.Verifier
 
-	// Delegator, if set, serves delegate_to_worktree and
-	// get_session_status (without it they fail); Workdir is the folder
-	// whose git repository delegate_to_worktree works on (default: the
-	// process's working directory), never a tool argument.
-	Delegator Delegator
-	Workdir   string
+	// Workdir is the folder whose git repository delegate_to_worktree
+	// works on (default: the process's working directory), never a tool
+	// argument.
+	Workdir string
 
 	// Remote, if set, is a bridge client of a host without the tree
 	// (`collab mcp --remote`): the tools read and write through it, not
