@@ -1,11 +1,11 @@
-// Package doclinks checks the links of collab's Markdown documentation:
+// Package doccheck checks collab's Markdown documentation:
 // every relative link in README.md and docs/*.md names a file of the
 // repository, and every #anchor names a heading (or an explicit
 // <a id="…">) of its target, with the anchors GitHub makes of headings.
 //
 // It reads inline links, [text](target), outside fenced code blocks and
 // code spans; links with a scheme (https:, mailto:) are not followed.
-package doclinks
+package doccheck
 
 import (
 	"fmt"

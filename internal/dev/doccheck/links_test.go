@@ -1,4 +1,4 @@
-package doclinks
+package doccheck
 
 import (
 	"os"
