@@ -11,17 +11,7 @@ import (
 
 func runArchive(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("archive", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab archive --channel C --older-than DURATION
-
-Move the channel's messages named more than DURATION ago, unchanged, into
-channels/C/archive/YYYY-MM/. Watchers and read no longer see them;
-read --archive does. Archive only what every watcher has long seen.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("archive"))
 	ch := channelFlag(fs, "channel")
 	older := fs.Duration("older-than", 0, "archive messages older than this (e.g. 720h)")
 	asJSON := fs.Bool("json", false, `print {"channel", "archived"}`)

@@ -98,7 +98,7 @@ type delegateOptions struct {
 // parseDelegate parses collab delegate's flags and prompt.
 func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer) (*delegateOptions, error) {
 	fs := newFlags("delegate", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, delegateUsage); fs.PrintDefaults() }
+	setUsage(fs, helpText("delegate"))
 	o := &delegateOptions{}
 	r := &o.req
 	agent := agentFlag(fs, "", "the delegator's agent ID", true)
@@ -154,36 +154,6 @@ func noLimit(v int) int {
 	}
 	return v
 }
-
-const delegateUsage = `Usage: collab delegate --repo DIR [--base BRANCH] [--branch NAME] [--cli claude|codex|gemini|command] [--cmd PROGRAM] [--model M] [--title T] [--wait] [--json] PROMPT…
-       collab delegate ls [--json]
-       collab delegate status ID [--json]
-       collab delegate send ID TEXT…
-       collab delegate stop ID
-       collab delegate rm ID [--force]
-
-Hand work to a new agent: add a git worktree of the repository on a new
-branch (named from --title or the prompt unless --branch is given; never an
-existing branch), start a watcher for the agent NAME-ID (NAME the
-delegator) working in it on its own channel delegate-ID, detached on this
-host, post the prompt to it, and print the session. With --wait, wait for
-its first answer as send --wait does. The agent signs with a key made for
-it ($XDG_CONFIG_HOME/collab/keys/NAME-ID.key), never the delegator's;
-what it signs verifies once the admin runs the 'collab key trust' printed.
-
-Worktrees go in REPO/../.collab-worktrees/REPO-NAME/BRANCH, or under
-$COLLAB_WORKTREES. Limits: a delegator at depth --max-depth (delegated
-agents have COLLAB_DELEGATION_DEPTH) or with --max-concurrent active
-sessions is refused (exit 4). A failed delegate leaves nothing behind.
-
-ID is the session id (or the agent id). stop ends the agent's watcher
-(the worktree stays); rm stops it and removes the worktree and the agent's
-key, refusing a worktree with uncommitted changes (exit 4) unless --force;
-the branch is kept. stop, rm and resume act only on a record of this
-account's that no other account can write (exit 4 otherwise).
-
-Flags:
-`
 
 // sessionJSON is a session as delegate prints it.
 type sessionJSON struct {

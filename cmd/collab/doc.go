@@ -15,44 +15,9 @@ import (
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
-const docUsage = `Usage: collab doc read   --channel C [FILE] [--json]
-       collab doc write  --channel C [FILE] [--if-version V] [--text T | WORDS… | - | < FILE]
-       collab doc append --channel C [FILE] [--text T | WORDS… | - | < FILE]
-       collab doc create --channel C FILE [--text T | WORDS… | - | < FILE]
-       collab doc delete --channel C FILE [--if-version V]
-       collab doc list   --channel C [--json]
-
-A channel's shared documents, in ROOT/docs/CHANNEL. FILE is a path inside
-that folder such as notes.md or findings/auth.md (letters, digits, '.', '_',
-'-' and '/'; no "..", no absolute paths, no dot-files); it defaults to
-notes.md, the entry point. The first argument after the action is FILE; the
-words after it are the content. Content comes from --text or the words (a
-final newline is added if missing), or from standard input, verbatim, when
-that is "-" or no content is given.
-
-read prints the content; with --json also its version. write replaces the
-file; with --if-version it refuses when the file is no longer at that version
-(someone changed it since you read it). append adds to the end; appends from
-any number of hosts at once are all kept. create fails if FILE exists.
-write, append and create print the new version.
-
-Exit codes: 0 ok, 1 failure, 2 usage, 4 refused (--if-version did not
-match, or create found the file).
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, each
-action is performed on the mount by a bridge over NATS (--nats), as
---agent; --root is not used. Nothing is queued: with no bridge the
-command fails and nothing is written.
-
-Flags:
-`
-
 func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("doc", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, docUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("doc"))
 	ch := channelFlag(fs, "channel")
 	text := fs.String("text", "", `content ("-" reads standard input, the default)`)
 	ifVersion := fs.String("if-version", "", "write or delete only if the file is at this version (from read --json)")

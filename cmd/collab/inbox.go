@@ -16,42 +16,12 @@ import (
 	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
-const inboxUsage = `Usage: collab inbox --agent A [--channel C…] [--peek [--limit N]] [--json]
-       collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
-
-Show the messages addressed to an agent (to it, @mentioning it, or starting
-with its name) that it has not acknowledged, oldest first, across every
-channel or the ones given, and acknowledge them. With --peek nothing is
-acknowledged, and only the newest --limit unread messages are shown (the
-rest are not read; how many more there may be is said on standard error,
-counting files not read, which may not be for the agent).
-"ack" acknowledges the unread messages up to a message id or
-an RFC 3339 time (2026-01-11T16:33:15Z) without showing them.
-
-An agent is named NAME or NAME@INSTANCE (an agent of a workflow instance,
-whose inbox also holds what says @NAME in its instance's channel).
-
-A message is marked "high" when it addresses several agents or says urgent,
-asap, blocked or critical. The read cursor is kept in ROOT/state/AGENT/inbox/.
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
-messages of the channels given (--channel is needed) are read through a
-bridge over NATS (--nats), and the cursors are this host's own, in
-STATE/inbox/ (--state-dir); "ack --remote" takes one --channel and a
-message id or a time, and acknowledges that channel's messages up to it.
-
-Flags:
-`
-
 func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "ack" {
 		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
 	}
 	fs := newFlags("inbox", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, inboxUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("inbox"))
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	peek := fs.Bool("peek", false, "show without acknowledging")
 	limit := fs.IntP("limit", "n", defaultPeekLimit, "with --peek: only the newest N unread messages (0: all)")
@@ -97,18 +67,7 @@ const defaultPeekLimit = 20
 
 func runInboxAck(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("inbox ack", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
-
-Acknowledge the agent's unread messages up to and including the message ID,
-or up to an RFC 3339 TIME, and print how many were acknowledged. A message
-that sorts before ID but arrived after it stays unread: it may not have been
-seen yet. Prefer an id to a time.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("inbox-ack"))
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	untilf := fs.String("until", "", "acknowledge up to this message `ID` or RFC 3339 time")
 	rf := addRemoteFlags(fs)

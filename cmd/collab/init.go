@@ -14,10 +14,7 @@ import (
 // every file and folder made later inside belongs to the group too.
 func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags := newFlags("init", stderr)
-	flags.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: collab init [--root ROOT] [--group GROUP]\n\nCreate the shared tree's folders (SPEC §1). With --group, the folders\nbelong to GROUP, are group-writable, set-group-ID and sticky (but docs/,\nwhose documents everyone edits), so agents running as different users in\nGROUP share the tree and none can move or remove another's files;\nnothing is world-writable.\nROOT/keys, the keyring of trusted signing keys, is made writable by this\naccount only: run init as the admin account.\nRun it again to repair modes; files are never touched.\n\nFlags:\n")
-		flags.PrintDefaults()
-	}
+	setUsage(flags, helpText("init"))
 	group := flags.String("group", "", "shared group (name or numeric id) that owns the tree's folders")
 	asJSON := flags.Bool("json", false, `print a JSON array of the folders: {"path", "mode", "group"}`)
 	rootf := rootFlag(flags)

@@ -21,32 +21,6 @@ import (
 	"github.com/collabdev/collab/internal/workflow"
 )
 
-const jobsUsage = `Usage: collab jobs [--agent A] [--json]
-       collab jobs show JOB [--agent|--of A] [--since TIME] [--json]
-       collab jobs kill JOB [--of A] [--agent BY] [--json] [NATS flags]
-
-List the model runs of the watchers (the running ones and the last 20
-finished per agent), show one with its events, or stop a running one from
-any host. JOB is a job id, or the id of the message a job answers (its
-newest job); --agent (show) or --of (kill) narrows it to one agent's jobs
-(NAME or NAME@INSTANCE, as agents are shown),
-and an id that names jobs of two agents is refused. A job whose record
-says running but whose watcher is gone (its heartbeat stale or OFFLINE,
-another watcher instance on its host, or on this host its pid dead) is
-shown as interrupted. With NATS configured (--nats or NATS_URL), kill also tells the
-watcher over NATS so that it acts at once rather than at its next poll.
-The request names who asked: --agent, then COLLAB_AGENT, then the login
-name, else "someone"; it is signed with that agent's key when it has one
-(--key). A job may be killed by its agent, by the sender of the message it
-answers, or by the tree's admin (root, or the account that owns the tree's
-root folder, when that is not the job's own account); a requester with keys
-must sign. The watcher ignores any other request, so this refuses it up
-front (exit 4), as it refuses a request while another requester's is
-pending.
-
-Flags:
-`
-
 func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -57,10 +31,7 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		}
 	}
 	fs := newFlags("jobs", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, jobsUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("jobs"))
 	agent := fs.String("agent", "", "only this agent's jobs")
 	asJSON := fs.Bool("json", false, "print JSON")
 	rootf := rootFlag(fs)

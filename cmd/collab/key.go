@@ -13,20 +13,7 @@ import (
 	"github.com/collabdev/collab/internal/workflow"
 )
 
-const keyUsage = `Usage:
-  collab key new --agent A [--key FILE] [--force]   make A's key pair; print the public key
-  collab key trust A PUBKEY                         (admin) trust PUBKEY as A's
-  collab key revoke A [PUBKEY] [--at TIME]          (admin) revoke A's key, or every key of A
-  collab key list [AGENT…]                          the trusted keys
-
-A sender's private key lives in its account's config
-($XDG_CONFIG_HOME/collab/keys/AGENT.key, mode 0600) or at --key / COLLAB_KEY;
-send, watch and mcp sign with it. Readers trust only the keys in the
-keyring (ROOT/keys, or --keyring / COLLAB_KEYRING), which only the admin
-account that ran 'collab init' may write: run trust and revoke as that
-account. A key revoked at TIME (RFC 3339, default now) verifies nothing
-signed at or after TIME.
-`
+var keyUsage = helpText("key")
 
 // runKey makes, trusts, revokes and lists signing keys.
 func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -46,10 +33,7 @@ func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		return usageErrorf("key: unknown command %q; run 'collab key --help'", sub)
 	}
 	fs := newFlags("key "+sub, stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, keyUsage+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, keyUsage+"\nFlags:\n")
 	var at *string
 	if sub == "revoke" {
 		at = fs.String("at", "", "revoke from this time on (RFC 3339; default now)")
@@ -123,10 +107,7 @@ func printKeys(keys []service.KeyEntry, asJSON bool, w io.Writer) error {
 // runKeyNew makes an agent's key pair.
 func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("key new", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, keyUsage+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, keyUsage+"\nFlags:\n")
 	agent := agentFlag(fs, "", "the agent the key signs for", true)
 	keyf := keyFlag(fs)
 	force := fs.Bool("force", false, "replace an existing key file (the old key then signs nothing new)")

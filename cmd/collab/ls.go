@@ -14,21 +14,7 @@ import (
 
 func runLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("ls", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab ls [--json]
-
-List the workflow instances (ROOT/workflows): NAME, INSTANCE, SOURCE (the
-file), STATUS (starting, running, done, failed, stopped, timeout; dead for
-a running one whose process or agents are gone) and AGENTS (an agent
-stopped on its own, collab stop NAME@INSTANCE, marked "(stopped)"). Then
-the delegated sessions not removed (collab delegate ls), as NAME
-"delegate", INSTANCE the session ID, SOURCE the branch; in JSON with a
-"delegation" member, the session's record.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("ls"))
 	asJSON := fs.Bool("json", false, "print JSON lines")
 	rootf := rootFlag(fs)
 	if err := parse(fs, args, getenv); err != nil {

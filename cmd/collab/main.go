@@ -1,32 +1,8 @@
 // Command collab runs agents that talk through files in a shared folder.
 //
-// Usage:
-//
-//	collab init    [--group G]                             create the shared tree
-//	collab send    --agent A --channel C [--to B] TEXT…    post a message (--wait: and its reply)
-//	collab read    --channel C [--follow]                  show a channel
-//	collab who     [AGENT…]                                show presence
-//	collab watch   --agent A --channel C --cli CLI [--mcp] run an agent's watcher
-//	collab jobs    [show|kill JOB]                         the watchers' model runs
-//	collab archive --channel C --older-than D              archive old messages
-//	collab wait    --reply-to ID                           wait for a reply
-//	collab task    add|list|claim|next|done|fail …         the task board
-//	collab inbox   --agent A [--peek] | inbox ack …        an agent's unread messages
-//	collab doc     read|write|append|list|create|delete …  the shared documents
-//	collab mcp     --agent A --channel C                   MCP server on stdio
-//	collab nats    init | parity --channel C               the NATS stream
-//	collab key     new|trust|revoke|list …                 signing keys and the keyring
-//	collab verify  --channel C                             audit a channel's signatures
-//	collab run     FILE [--instance I] [--timeout D]       run a workflow's team until done
-//	collab start   FILE [--instance I] [--background]      start a workflow's team
-//	collab stop    AGENT@INSTANCE | @INSTANCE | --all      stop an agent or instances
-//	collab ls      [--json]                                list the workflow instances
-//	collab delegate --repo DIR [--title T] [--wait] PROMPT  a new agent in its own git worktree
-//	collab delegate ls|status|send|stop|rm ID …            follow the delegated sessions
-//	collab resume                                          restart this host's delegated agents
-//	collab outbox  [ls|flush] --agent A                    a remote host's unacknowledged writes
-//
-// Run "collab COMMAND --help" for a command's flags.
+// Run "collab help" for the commands and "collab COMMAND --help" for a
+// command's flags; docs/commands.md holds every command's help, and
+// cmd/collab/help/ the texts.
 //
 // Every command follows the same conventions: a flag falls back to the
 // environment variable its help names, then to its default; the text of

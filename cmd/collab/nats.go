@@ -80,7 +80,7 @@ func hostname() string {
 func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "init" && args[0] != "parity") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: collab nats init [flags] | collab nats parity --channel C [--since D]")
+			fmt.Fprint(stdout, helpText("nats"))
 			return nil
 		}
 		return usageErrorf("nats: use 'collab nats init' or 'collab nats parity --channel C'")

@@ -15,28 +15,9 @@ import (
 	"github.com/collabdev/collab/presence"
 )
 
-// outboxUsage is outbox's help, before its flags.
-const outboxUsage = `Usage: collab outbox [ls|flush] --agent A [--remote] [--json]
-
-The outbox of a host without the mount: the writes of 'collab send
---remote' that the bridge has not acknowledged yet, kept in
-STATE/outbox/ (--state-dir), and those it refused, moved to
-STATE/outbox/failed/ with the reason. Every remote command first resends
-the outbox, oldest first, for at most 10 seconds.
-
-  ls      list the waiting and the refused writes (the default)
-  flush   resend the waiting writes now through the bridge (--nats); exit 5
-          when some are still waiting because it cannot be reached
-
-Flags:
-`
-
 func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("outbox", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, outboxUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("outbox"))
 	agent := agentFlag(fs, "", "the agent whose outbox it is", true)
 	asJSON := fs.Bool("json", false, "ls: print the entries as JSON")
 	rf := addRemoteFlags(fs)

@@ -17,36 +17,9 @@ import (
 	"github.com/collabdev/collab/watcher"
 )
 
-// readUsage is read's help, before its flags.
-const readUsage = `Usage: collab read --channel C [--since ID|DURATION] [--limit N] [--follow] [--json]
-
-Print a channel as a transcript, oldest first. With --follow, keep printing
-new messages as they arrive, like tail -f, until interrupted.
-
-Each message's signature is checked against the keyring. A message that
-does not verify is marked after its sender: "(unsigned)" when the sender
-has no key (nothing to check it against), "[UNSIGNED]", "[BAD SIGNATURE]",
-"[UNKNOWN KEY]" or "[REVOKED KEY]" when it is a forgery (see 'collab
-verify'); "(unknown key)" is a signature by a sender with no trusted key.
---json adds "verdict" to each message: verified, unsigned, bad-signature,
-unknown-key or revoked-key.
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
-channel is read through a bridge over NATS (--nats), as --agent: the
-newest --limit messages (default 50), or with --since ID every message
-after ID, page by page; --follow then reads new messages from the CHAT
-stream. --root is not used; signatures are checked against --keyring (a
-copy of the tree's keys), else shown as not verified here.
-
-Flags:
-`
-
 func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("read", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, readUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("read"))
 	ch := channelFlag(fs, "channel")
 	since := fs.String("since", "", "only messages after this message id, or newer than this duration (10m, 2h)")
 	limit := fs.IntP("limit", "n", 0, "only the last N messages (0: all)")

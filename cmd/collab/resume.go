@@ -18,23 +18,7 @@ import (
 
 func runResume(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("resume", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab resume [--dry-run]
-
-Restart, detached, every delegated agent (collab delegate) recorded as
-running on this host whose watcher is gone (the host restarted, or its
-watchers were killed), with the arguments it was started with; and every
-workflow instance started with collab start --background whose process is
-gone (without its setup and kickoff, which ran the first time). Only the
-records this account owns are acted on; one of them that another account
-could have written (group- or world-writable, or with another name) is
-refused, and resume exits 1: check it, then chmod go-w it, or remove it.
-Run at boot by deploy/collab-resume.service.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("resume"))
 	dry := fs.Bool("dry-run", false, "only list what would be restarted")
 	startTimeout := fs.Duration("start-timeout", time.Minute, "how long to wait for each agent to be AWAKE")
 	rootf := rootFlag(fs)

@@ -16,39 +16,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// sendUsage is send's help, before its flags.
-const sendUsage = `Usage: collab send --agent A --channel C [--to B] [--text TEXT | WORDS… | -] [--wait [--timeout D]]
-
-Post a message to a channel and print its id. The text is --text, the
-positional words joined by spaces, or standard input when it is "-". The
-message is signed when the sender has a key ('collab key new').
-
-With --wait, block until the reply arrives (the first message of another
-agent whose in_reply_to is the new message) and print the reply's text
-instead (--json: the reply). Exit 3 when no reply came within --timeout.
-While it waits, each change of the message's delivery state for each
-addressee (see 'collab status') is printed on standard error, and it ends
-at once with exit 4 when every addressee is refused, failed or
-undeliverable. A guard notice is not taken for the reply. A reply the
-trust policy refuses (--trust known, the default: one in the name of an
-agent with a trusted key in --keyring that does not verify) is reported
-on standard error and passed over while the real one is awaited; the
-reply's sender and verdict are printed on standard error, and --json
-adds "verdict" as read --json does.
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
-message is signed with the sender's key (required), kept in the outbox
-(--state-dir) and posted through a bridge over NATS (--nats); --root is
-not used. Exit 5 when the bridge cannot be reached: the message stays in
-the outbox and is sent by the next remote command or 'collab outbox
-flush --remote'. --wait then follows the channel on the NATS stream for
-the reply, and asks the bridge for the delivery states; it judges the
-reply against --keyring (a copy of the tree's keys), else takes it at
-its word.
-
-Flags:
-`
-
 // sendOptions are send's flags.
 type sendOptions struct {
 	agent, ch, to, text, code, typ, replyTo *string
@@ -101,10 +68,7 @@ func (o *sendOptions) check(fs *pflag.FlagSet) error {
 
 func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("send", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, sendUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("send"))
 	o := sendFlags(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err

@@ -18,50 +18,12 @@ import (
 	"github.com/collabdev/collab/internal/web"
 )
 
-// serveUsage is serve's help, before its flags.
-const serveUsage = `Usage: collab serve [--listen 127.0.0.1:8765] [--person NAME] [--tls-cert F --tls-key F | --insecure-http]
-       collab serve token new --person NAME | new --agent NAME [--channel CH] | ls | rm ID
-
-Serve the tree to people: a dashboard page and a JSON API under /api/;
-and to agents: MCP over HTTP at /mcp, the tools of 'collab mcp'.
-At start it prints a sign-in URL carrying a one-time token, good for
---signin-ttl; opening it sets a session cookie for this server only
-(kept in memory: a restart signs everyone out; it ends after
---session-idle unused, or --session-max, or at the page's Sign out).
-SIGHUP (kill -HUP PID, systemctl reload) prints a fresh one-time URL and
-the last one stops working; when it cannot be printed (the terminal hung
-up), the server stops. The sign-in page also signs in with a person's
-token ('collab serve token new --person NAME'), typed into its form.
-Every request needs that session or a long-lived token (Authorization:
-Bearer TOKEN, from 'collab serve token new'), loopback included. What the
-page posts is sent as --person (a token's: its person), signed with that
-person's key when there is one, and announced on NATS (--nats, optional)
-as 'collab send' does.
-
-/mcp takes only an agent's token ('collab serve token new --agent NAME
-[--channel CH]'; a person's session or token is refused there, and an
-agent's token reaches nothing else): the tools act as that agent, on the
-token's channel or, for a token made without --channel, on the one the
-URL names (/mcp?channel=CH). What they post is signed with the agent's
-default key file when there is one, loaded by this server.
-
-Loopback only by default. A listener on any other address needs TLS
-(--tls-cert and --tls-key) or, knowingly, --insecure-http. A request
-must name the server in its Host: the address it listens on (localhost
-too on loopback) or a --host name; anything else gets 421.
-
-Flags:
-`
-
 func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "token" {
 		return runServeToken(ctx, args[1:], getenv, stdout, stderr)
 	}
 	fs := newFlags("serve", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, serveUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("serve"))
 	var c web.Config
 	var sv web.Serving
 	fs.StringVar(&sv.Listen, "listen", web.DefaultListen, "address to listen on (HOST:PORT)")

@@ -12,18 +12,7 @@ import (
 
 func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("start", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab start FILE [--instance I] [--background]
-
-Start the workflow FILE as collab run does (setup, one watcher per agent,
-the kickoff) and keep the team running until stopped: a signal, or
-collab stop. With --background, start it detached (its output goes to
-ROOT/logs/WORKFLOW--INSTANCE.log) and return once every agent is AWAKE.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("start"))
 	background := fs.Bool("background", false, "detach, and return once every agent is AWAKE")
 	startTimeout := fs.Duration("start-timeout", time.Minute, "with --background, how long to wait for the agents to be AWAKE")
 	tf := addTeamFlags(fs)

@@ -18,59 +18,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-const taskUsage = `Usage: collab task COMMAND [flags]
-
-The channel's task board: work items any agent on any host can claim.
-
-  add [--title] T [--body B] [--depends ID…] add a task; prints its id
-  list [--status S,…] [--json]               list tasks (S: pending, ready, claimed, done, failed)
-  show ID [--json]                           a task and its events
-  claim ID [--worktree [--repo DIR] [--base B]]
-                                             claim a ready task (exit 4: claimed by another agent);
-                                             --worktree: work on it in a git worktree of its own
-  next                                       claim the first ready task (exit 3: none ready)
-  checkpoint ID [--type T] [--files F,…] [--text] S
-                                             record a checkpoint on your task (T: plan,
-                                             progress (default), decision, error,
-                                             recovery, complete; F: the files changed)
-  done ID [--outcome] O [--remove-worktree [--force]]
-                                             finish your task (and remove its worktree)
-  fail ID [--error] E                        give up your task
-  context ID [--max-tokens N] [--json]       what an agent needs to resume the task: it,
-                                             its checkpoints, its dependencies' outcomes
-  worktree ID [--json]                       the task's worktree: path, branch, uncommitted changes
-  worktree rm ID [--force]                   remove the task's worktree (keeps the branch)
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, every
-command goes through a bridge over NATS (--nats); events are signed here
-with --key and verified by the bridge. Worktrees are this host's: claim
---worktree makes one in the repository here and records it on the task as
-a signed event; worktree and done --remove-worktree read and remove it
-here, and name the host when it is on another.
-
-Every command takes --channel (env COLLAB_CHANNEL, then COLLAB_SESSION),
---root (env COLLAB_ROOT), and where an agent acts, --agent (env
-COLLAB_AGENT, then the login name). --body, --text, --outcome and
---error read standard input when they are "-".
-A claim whose agent shows no sign of life (no fresh presence heartbeat, no
-event on the task) for --grace is released back to pending by the next
-claim, next or list, and the release is recorded as an event.
-An agent with a key (--key) signs its events. An event in the name of an
-agent that has keys in the keyring (--keyring) but does not verify counts
-for nothing (a forged claim is not that agent's claim); list and show mark
-such events, and --json gives each event's "verdict".
-
-claim --worktree adds a git worktree of the repository of --repo (default
-the working directory) on a new branch from --base (default its HEAD),
-named from the task id and title (t7-write-the-parser, -2… on a clash), in
-$COLLAB_WORKTREES/REPO/BRANCH (default REPO/../.collab-worktrees), and
-records the worktree and branch on the task as a signed event; claiming
-again reuses it. done never removes a worktree silently: with
---remove-worktree it removes a clean one and refuses (exit 4, the task not
-finished) one with uncommitted changes unless --force; without the flag
-it asks when standard input is a terminal and otherwise keeps the
-worktree and prints the command that removes it. The branch always stays.
-`
+var taskUsage = helpText("task")
 
 func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) (rerr error) {
 	if len(args) == 0 {
@@ -164,10 +112,7 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stderr io.Writer) (*taskCmd, error) {
 	c := &taskCmd{sub: sub}
 	fs := newFlags(c.cmd(), stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, taskUsage+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, taskUsage+"\nFlags:\n")
 	ch := channelFlag(fs, "channel")
 	if c.acts() {
 		c.agent = agentFlag(fs, "", "acting agent ID", true)

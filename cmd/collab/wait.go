@@ -22,28 +22,9 @@ import (
 // otherwise.
 const defaultWaitTimeout = 10 * time.Minute
 
-// waitUsage is wait's help, before its flags.
-const waitUsage = `Usage: collab wait --reply-to ID [--channel C] [--from B] [--timeout D] [--json]
-
-Wait for the reply to a message (the first message whose in_reply_to is ID)
-and print its text. Exit 0 with the reply, 3 when none came within
---timeout.
-
-A reply the trust policy refuses (--trust known, the default: one in the
-name of an agent with a trusted key that does not verify) is reported on
-stderr and passed over while the real one is awaited. The reply's sender
-and verdict are printed on stderr ("collab: reply ID from codex
-(verified)"); --json adds "verdict" as read --json does.
-
-Flags:
-`
-
 func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("wait", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, waitUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, helpText("wait"))
 	replyTo := fs.String("reply-to", "", "id of the message whose reply to wait for")
 	ch := channelFlag(fs, "channel")
 	from := fs.String("from", "", "only a reply from this agent")
