@@ -155,17 +155,30 @@ type File struct {
 	Dir     string  // the file's folder, absolute: setup steps run here, relative paths start here
 	Agents  []Agent // in file order
 	Setup   []Step  // in file order
-	Kickoff string  // raw text; Render it with the instance's Vars
+	Kickoff string  // raw text, "" when none; Render it with the instance's Vars
 	Context Context
+	// Warnings are what Load accepted but could not honour in full
+	// (what a CLI cannot restrict of tools:), each "file:line:col: …",
+	// for the commands to print before the team starts.
+	Warnings []string
 }
 
-// Context chooses the instance's channel and the documents' entry file.
-// An empty field takes its default when the instance is known: see
-// (*File).Channel and (*File).Document.
+// Context chooses the instance's channel and documents, and where they
+// are kept. An empty field takes its default when the instance is known:
+// see (*File).Channel and (*File).Document.
 type Context struct {
-	Channel  string
-	Document string
+	Off         bool     // context: false: no transcript in prompts, no documents
+	Provider    string   // ProviderFile ("" too) or ProviderMemory
+	Channel     string   // context.channel: the channel's name
+	Dir         string   // context.config.dir, as written (names the channel)
+	ChannelFile string   // context.config.channel, as written (names the channel)
+	Document    string   // the documents' entry file
+	Documents   []string // more documents, made (empty) when the instance starts
 }
+
+// Memory reports whether the instance keeps its channel and documents in
+// the process (context.provider: memory).
+func (c Context) Memory() bool { return c.Provider == ProviderMemory }
 
 // Agent is one agent of a workflow. A nil pointer or empty string means
 // the `collab watch` default.
@@ -194,6 +207,11 @@ type Agent struct {
 	PairRate       *int
 	Trust          string // any, known or signed
 	MCP            *bool
+	// Tools are the tools the agent may use (tools:), as written;
+	// ToolArgs the CLI's arguments that restrict it to them (see
+	// "Tools" in the package doc), added before CLIArgs.
+	Tools    []string
+	ToolArgs []string
 }
 
 // Step is one setup command.
