@@ -53,8 +53,8 @@ func Load(path string) (*File, error) {
 
 // loader collects the problems of one file.
 type loader struct {
-	name string // the file as the caller named it, for positions
-	dir  string // its folder, absolute
+	name  string // the file as the caller named it, for positions
+	dir   string // its folder, absolute
 	src   []byte
 	errs  []error
 	warns []string
