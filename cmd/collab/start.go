@@ -44,7 +44,7 @@ Flags:
 		if st.Resumed {
 			fmt.Fprintf(stdout, "%s@%s: resumed in channel %s\n", st.Workflow, st.Instance, st.Channel)
 		} else {
-			fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", st.Workflow, st.Instance, st.Channel, st.Kickoff)
+			fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", st.Workflow, st.Instance, st.Channel, map[bool]string{true: st.Kickoff, false: "none: waiting for the first message"}[st.Kickoff != ""])
 		}
 	}
 	_, err = mount(root, stderr).StartWorkflow(ctx, service.StartRequest{TeamRequest: team, Args: args,

@@ -382,5 +382,3 @@ func TestTeamToolsAndWarnings(t *testing.T) {
 		t.Errorf("claude's arguments %q", args)
 	}
 }
-
-
