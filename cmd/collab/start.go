@@ -66,7 +66,7 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 	}
 	root := tree.Resolve(*tf.root, getenv)
 	st, err := mount(root, stderr).StartWorkflow(ctx, service.StartRequest{
-		TeamRequest: service.TeamRequest{File: path, Instance: *tf.instance},
+		TeamRequest: service.TeamRequest{File: path, Instance: *tf.instance, Log: stderr},
 		Background:  true, StartTimeout: timeout, Args: child,
 	})
 	if err != nil {
