@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -380,5 +381,52 @@ func TestTeamToolsAndWarnings(t *testing.T) {
 	j := slices.Index(args, "Read")
 	if i < 0 || j != i+2 || args[i+1] != "--allowedTools" || args[j+1] != "Grep" || args[j+2] != "--disallowedTools" || !slices.Contains(args[j+2:], "Bash") || slices.Contains(args[j+2:], "Read") {
 		t.Errorf("claude's arguments %q", args)
+	}
+}
+
+// TestSweepStores: a memory store left by a process that is gone is
+// removed once older than storeStale; a live process's, a fresh one and
+// anything else named otherwise stay.
+func TestSweepStores(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead, live := cmd.Process.Pid, os.Getpid()
+	base := t.TempDir()
+	now := time.Now()
+	old := now.Add(-2 * storeStale)
+	mk := func(name string, dir bool, mtime time.Time) string {
+		p := filepath.Join(base, name)
+		var err error
+		if dir {
+			err = os.MkdirAll(filepath.Join(p, "channels"), 0o700)
+		} else {
+			err = os.WriteFile(p, nil, 0o600)
+		}
+		if err == nil {
+			err = os.Chtimes(p, mtime, mtime)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	gone := mk(fmt.Sprintf("collab-%d-wf--i1-123", dead), true, old)
+	kept := []string{
+		mk(fmt.Sprintf("collab-%d-wf--i2-123", live), true, old),
+		mk(fmt.Sprintf("collab-%d-wf--i3-123", dead), true, now),
+		mk(fmt.Sprintf("collab-%d-file", dead), false, old),
+		mk("collab-x-wf--i4-1", true, old),
+		mk("other-1-wf", true, old),
+	}
+	sweepStores(base, now)
+	if _, err := os.Stat(filepath.Join(base, gone)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s stays: %v", gone, err)
+	}
+	for _, k := range kept {
+		if _, err := os.Stat(filepath.Join(base, k)); err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
 	}
 }

@@ -26,6 +26,12 @@ package service
 // the agents' aliases. Nothing of the store is published on NATS. Other
 // accounts cannot read it: ls shows another account's memory instance as
 // dead.
+//
+// A store is named collab-PID-WORKFLOW--INSTANCE-RANDOM, PID its
+// process's. A process killed before it could remove its store leaves
+// it: the next memory instance of this account on the host removes the
+// stores whose process is gone and that are older than storeStale (a
+// host's /dev/shm is its own, so the pid says whether it runs).
 
 import (
 	"context"
@@ -33,8 +39,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/proc"
+	"github.com/collabdev/collab/internal/plumbing/safedir"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/documents"
@@ -72,7 +84,9 @@ func (t *team) openStore(ctx context.Context) error {
 	if !t.file.Context.Memory() {
 		return nil
 	}
-	dir, err := os.MkdirTemp(memoryBase(), "collab-"+t.file.Name+workflow.Sep+t.instance+"-")
+	base := memoryBase()
+	sweepStores(base, time.Now())
+	dir, err := os.MkdirTemp(base, fmt.Sprintf("%s%d-%s%s%s-", storePrefix, os.Getpid(), t.file.Name, workflow.Sep, t.instance))
 	if err != nil {
 		return errkind.Wrap(errkind.Failed, fmt.Errorf("memory context: %w", err))
 	}
@@ -85,6 +99,38 @@ func (t *team) openStore(ctx context.Context) error {
 		return errkind.Wrap(errkind.Failed, fmt.Errorf("memory context: %w", err))
 	}
 	return nil
+}
+
+// Memory stores' names and the age after which one whose process is gone
+// is removed.
+const (
+	storePrefix = "collab-"
+	storeStale  = time.Minute
+)
+
+// sweepStores removes the memory stores in base that this account made,
+// whose process is gone, older than storeStale.
+func sweepStores(base string, now time.Time) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), storePrefix)
+		pidText, _, found := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || !found || err != nil || !e.IsDir() || proc.PIDAlive(pid) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || now.Sub(fi.ModTime()) < storeStale {
+			continue
+		}
+		if owner, _, ok := safedir.Ownership(fi); !ok || owner != os.Geteuid() {
+			continue
+		}
+		os.RemoveAll(filepath.Join(base, e.Name()))
+	}
 }
 
 // dropStore removes a memory store, once nothing runs in it.
