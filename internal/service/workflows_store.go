@@ -23,7 +23,9 @@ package service
 // collab ls and collab stop see and stop it; the record's store names
 // the private tree, where ls reads the agents' presence
 // (workflow.StoreRoot), and a copy of the record in it gives its readers
-// the agents' aliases. Nothing of the store is published on NATS. Other
+// the agents' aliases. A person talks to a started memory team through
+// that tree (COLLAB_ROOT=STORE collab send). Nothing of the store is
+// published on NATS. Other
 // accounts cannot read it: ls shows another account's memory instance as
 // dead.
 //
