@@ -33,7 +33,7 @@ func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 		if st.Resumed {
 			fmt.Fprintf(stdout, "%s@%s: resumed in channel %s\n", st.Workflow, st.Instance, st.Channel)
 		} else {
-			fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", st.Workflow, st.Instance, st.Channel, st.Kickoff)
+			fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", st.Workflow, st.Instance, st.Channel, map[bool]string{true: st.Kickoff, false: "none: waiting for the first message"}[st.Kickoff != ""])
 		}
 	}
 	_, err = mount(root, stderr).StartWorkflow(ctx, service.StartRequest{TeamRequest: team, Args: args,
@@ -55,7 +55,7 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 	}
 	root := tree.Resolve(*tf.root, getenv)
 	st, err := mount(root, stderr).StartWorkflow(ctx, service.StartRequest{
-		TeamRequest: service.TeamRequest{File: path, Instance: *tf.instance},
+		TeamRequest: service.TeamRequest{File: path, Instance: *tf.instance, Log: stderr},
 		Background:  true, StartTimeout: timeout, Args: child,
 	})
 	if err != nil {

@@ -23,11 +23,12 @@ func (m *Mount) RunWorkflow(ctx context.Context, req RunRequest) (*RunResult, er
 	if req.Timeout <= 0 || req.Quiet <= 0 {
 		return nil, errkind.New(errkind.Invalid, "--timeout and --quiet must be positive")
 	}
-	t, err := m.openTeam(ctx, &req.TeamRequest)
+	t, err := m.openTeam(ctx, &req.TeamRequest, true)
 	if err != nil {
 		return nil, err
 	}
-	r, err := channel.NewReader(m.cfg.Root, t.channel, channel.Cursor{}, channel.ReaderOptions{})
+	defer t.dropStore()
+	r, err := channel.NewReader(t.store, t.channel, channel.Cursor{}, channel.ReaderOptions{})
 	if err == nil {
 		err = r.SeekEnd()
 	}
@@ -152,7 +153,7 @@ func (t *team) addressed(m *channel.Message) bool {
 // message held (seen, claimed, running) by one of its agents, or an agent
 // (not stopped on its own) not AWAKE and idle with an empty backlog.
 func (t *team) judge(st *runState) bool {
-	root, host := t.m.cfg.Root, t.m.cfg.Host
+	root, host := t.store, t.m.cfg.Host
 	busy := false
 	for key, m := range st.pending {
 		final := true
@@ -195,9 +196,12 @@ func (t *team) judge(st *runState) bool {
 // result is the run's result: the last message, the documents changed
 // and each agent's jobs since the start.
 func (t *team) result(st *runState, status string) *RunResult {
-	root := t.m.cfg.Root
+	root := t.store
 	res := &RunResult{Workflow: t.file.Name, Instance: t.instance, Channel: t.channel, Status: status,
-		Last: st.last, Documents: changedDocs(root, t.channel, t.started)}
+		Last: st.last, Documents: []string{}}
+	if !t.file.Context.Off {
+		res.Documents = changedDocs(root, t.channel, t.started)
+	}
 	for i, id := range t.ids {
 		a := AgentResult{Name: t.names[i], Agent: id}
 		js, _ := jobs.List(root, id) // at most jobs.Keep finished, and the running
