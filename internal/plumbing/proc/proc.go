@@ -65,15 +65,15 @@
 // If the calling process dies without returning from Run (SIGKILL, crash),
 // the group is left running.
 //
+// Killed descendants are reparented to the nearest subreaper, usually
+// PID 1, which must reap them: in a container, run an init (docker --init)
+// or zombies accumulate.
+//
 // # Liveness
 //
 // [PIDAlive] is the one rule for "does this process still run": a zombie
 // (exited, not yet reaped by its parent) is dead. [GroupHasEnv] skips
 // zombie members likewise.
-//
-// Killed descendants are reparented to the nearest subreaper, usually
-// PID 1, which must reap them: in a container, run an init (docker --init)
-// or zombies accumulate.
 package proc
 
 import (
