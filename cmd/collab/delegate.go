@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -60,29 +61,33 @@ func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
-	res, err := mount(o.root, stderr).Delegate(ctx, service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}, o.req)
+	svc := mount(o.root, stderr)
+	res, err := svc.Delegate(ctx, service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}, o.req)
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
 	s, m := res.Session, res.Prompt
-	if o.asJSON && !o.wait {
-		return writeJSON(stdout, sessionView(res))
-	}
 	line := fmt.Sprintf("session %s: agent %s, branch %s, worktree %s, channel %s", s.ID, s.Agent, s.Branch, s.Worktree, s.Channel)
-	if o.asJSON {
+	switch {
+	case o.asJSON && !o.wait:
+		return writeJSON(stdout, res.View())
+	case o.asJSON:
 		fmt.Fprintf(stderr, "collab: %s\n", line)
-	} else {
+	default:
 		fmt.Fprintf(stderr, "collab: %s signs with a key of its own (%s); until the admin who ran 'collab init' trusts it, nothing it signs verifies:\n  %s\n",
 			s.Agent, s.Key, res.Trust)
 		fmt.Fprintf(stdout, "%s (prompt %s)\n", line, m.ID)
 	}
+	if !o.wait {
+		return nil // the agent is started; follow it with delegate status, send --wait, wait
+	}
 	fmt.Fprintf(stderr, "collab: sent %s; waiting for the answer\n", m.ID)
-	svc := mount(o.root, stderr)
 	rw := replyWait{root: o.root, channel: s.Channel, id: m.ID, timeout: o.timeout,
 		opt: delegate.Options{NotFrom: from, Poll: time.Second}, json: o.asJSON, track: true,
 		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
 			return svc.WaitReply(ctx, s.Channel, m.ID, opt)
-		}}
+		},
+		answer: func(reply json.RawMessage) any { v := res.View(); v.Answer = reply; return v }}
 	return rw.run(ctx, getenv, stdout, stderr)
 }
 
@@ -155,19 +160,6 @@ func noLimit(v int) int {
 	return v
 }
 
-// sessionJSON is a session as delegate prints it.
-type sessionJSON struct {
-	*sessions.Session
-	SessionID    string `json:"sessionId"`
-	WorkerID     string `json:"workerId"`
-	WorktreePath string `json:"worktreePath"`
-	Trust        string `json:"trust,omitempty"` // the admin's command to trust its key
-}
-
-func sessionView(d *service.Delegated) sessionJSON {
-	s := d.Session
-	return sessionJSON{Session: s, SessionID: s.ID, WorkerID: s.Agent, WorktreePath: s.Worktree, Trust: d.Trust}
-}
 
 func runDelegateLs(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("delegate ls", stderr)

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -120,6 +121,9 @@ type replyWait struct {
 	// through a bridge.
 	await  func(ctx context.Context, opt delegate.Options) (channel.Message, error)
 	remote bool
+	// answer, if set, is what json prints: the reply's JSON in the
+	// caller's document (delegate --json --wait).
+	answer func(reply json.RawMessage) any
 }
 
 // run waits and prints the reply's text (or the reply as JSON).
@@ -190,6 +194,9 @@ func (w replyWait) print(got service.Awaited, stdout, stderr io.Writer) error {
 		data, err := m.EncodeVerdict(got.Verdict)
 		if err != nil {
 			return err
+		}
+		if w.answer != nil {
+			return writeJSON(stdout, w.answer(data))
 		}
 		_, err = fmt.Fprintf(stdout, "%s\n", data)
 		return err

@@ -361,11 +361,11 @@ func TestInboxTools(t *testing.T) {
 	a := post("human", "claude", "please look at the auth module")
 	post("human", "codex", "not for claude")
 	b := post("codex", "all", "@claude @gemini urgent: the build is blocked")
-	if got := unread("inbox_peek"); !slices.Equal(ids(got), []string{a.ID, b.ID}) || got[0].Priority != "normal" || got[1].Priority != "high" || !got[0].Message.Mentioned {
-		t.Fatalf("inbox_peek = %+v; want a (normal) and b (high)", got)
+	if got := unread("inbox_peek"); !slices.Equal(ids(got), []string{b.ID, a.ID}) || got[1].Priority != "normal" || got[0].Priority != "high" || !got[1].Message.Mentioned {
+		t.Fatalf("inbox_peek = %+v; want b (high), then a (normal)", got)
 	}
 	// Peek changes nothing; check shows the same and marks them read.
-	if got := unread("inbox_check"); !slices.Equal(ids(got), []string{a.ID, b.ID}) {
+	if got := unread("inbox_check"); !slices.Equal(ids(got), []string{b.ID, a.ID}) {
 		t.Errorf("inbox_check = %v", ids(got))
 	}
 	if got := unread("inbox_check"); len(got) != 0 {
