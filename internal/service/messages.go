@@ -28,6 +28,9 @@ type Messages interface {
 	// registry, sorted by name.
 	Who(ctx context.Context, req WhoRequest) ([]delivery.AgentRow, error)
 	// Read returns a page of a channel's messages (see [ReadRequest]).
+	// A channel with no folder is NotFound (but see EmptyIfMissing),
+	// its error naming the channels there are: a mistyped name is not an
+	// empty channel.
 	Read(ctx context.Context, req ReadRequest) (Page, error)
 	// ExpectReply prepares, before a request is posted on channel ch,
 	// the wait for its reply (see [Waiter]).
@@ -134,6 +137,11 @@ type ReadRequest struct {
 	Archive bool
 	Follow  bool
 	Skipped func(channel.Skip)
+
+	// EmptyIfMissing reads a channel with no folder yet as an empty
+	// page, not NotFound: for a door bound to one channel by whoever
+	// started it (MCP), where no message yet is the normal start.
+	EmptyIfMissing bool
 }
 
 // Page is a page of messages, oldest first. More says older ones (after

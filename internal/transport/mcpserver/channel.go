@@ -142,7 +142,7 @@ func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadRe
 	}
 	// Names before since are left unread; the newest limit after it are
 	// read, newest first.
-	page, err := s.svc.Read(ctx, service.ReadRequest{Channel: s.cfg.Channel, Since: in.Since, Limit: limit})
+	page, err := s.svc.Read(ctx, service.ReadRequest{Channel: s.cfg.Channel, Since: in.Since, Limit: limit, EmptyIfMissing: true})
 	if errkind.Is(err, errkind.Invalid) {
 		return ReadResult{}, err
 	}
