@@ -53,6 +53,31 @@ func channelList(root tree.Root) string {
 	return "(the channels: " + strings.Join(names, ", ") + more + ")"
 }
 
+// SetSince sets a transcript's start from since (collab read --since):
+// a message id (After), or a duration, the messages newer than now minus
+// it (Newer; not through a bridge, remote). "" leaves req as it is.
+// Anything else is Invalid.
+func (req *ReadRequest) SetSince(since string, remote bool) error {
+	if since == "" {
+		return nil
+	}
+	if d, err := time.ParseDuration(since); err == nil {
+		if remote {
+			return errkind.New(errkind.Invalid, "through a bridge, since takes a message id, not %q", since)
+		}
+		if d < 0 {
+			return errkind.New(errkind.Invalid, "%s is negative", since)
+		}
+		req.Newer = max(d, time.Nanosecond) // 0s: nothing older than now
+		return nil
+	}
+	if _, err := channel.ParseID(since); err != nil {
+		return errkind.New(errkind.Invalid, "%q is neither a message id nor a duration such as 10m", since)
+	}
+	req.After = since
+	return nil
+}
+
 // transcript is Read with All on the mount: the channel (the archive
 // first with Archive), the messages after After or newer than Newer, the
 // last Limit of them, and the position to follow from.

@@ -152,3 +152,27 @@ func TestReadMissingChannel(t *testing.T) {
 		t.Errorf("dev: %+v, %v", p, err)
 	}
 }
+
+// A post's artifacts are references that pass channel.Artifact.Check;
+// anything else is Invalid and nothing is written.
+func TestPostArtifacts(t *testing.T) {
+	svc, root := newMount(t, nil)
+	ctx := context.Background()
+	n := int64(1)
+	good := channel.Artifact{Path: "/a/b", Size: &n, SHA256: strings.Repeat("0", 64)}
+	res, err := svc.Post(ctx, service.Actor{Name: "alice", Hops: -1}, service.PostRequest{Channel: "dev", Text: "x", Artifacts: []channel.Artifact{good}})
+	if err != nil || len(res.Message.Content.ArtifactList()) != 1 {
+		t.Fatalf("Post = %+v, %v", res.Message.Content, err)
+	}
+	bad := good
+	bad.Path = "relative"
+	if _, err := svc.Post(ctx, service.Actor{Name: "alice", Hops: -1}, service.PostRequest{Channel: "dev", Text: "x", Artifacts: []channel.Artifact{good, bad}}); errkind.Of(err) != errkind.Invalid {
+		t.Errorf("bad artifact: %v (kind %v); want Invalid", err, errkind.Of(err))
+	}
+	if _, err := service.FileArtifacts([]string{string(root)}); errkind.Of(err) != errkind.Invalid {
+		t.Errorf("FileArtifacts(a folder) = %v; want Invalid", err)
+	}
+	if p, _ := svc.Read(ctx, service.ReadRequest{Channel: "dev", Limit: 10}); len(p.Messages) != 1 {
+		t.Errorf("%d messages; the refused post wrote one", len(p.Messages))
+	}
+}
