@@ -38,6 +38,9 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	for _, f := range res.Folders {
 		fmt.Fprintf(stdout, "%s %-8s %s\n", f.Mode, f.Group, f.Path)
 	}
+	for _, p := range res.Made {
+		fmt.Fprintf(stdout, "made %s\n", p)
+	}
 	if *group != "" {
 		fmt.Fprintln(stdout, "Each agent's files are writable by its own account alone; the folders are the group's, sticky (docs/ is everyone's).")
 	}

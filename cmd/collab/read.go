@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/collabdev/collab/channel"
@@ -48,8 +47,8 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return usageErrorf("read: --poll must be positive")
 	}
 	req := service.ReadRequest{Channel: *ch, Limit: *limit, All: true, Archive: *archive, Follow: *follow}
-	if err := readSince(&req, *since, rf.on); err != nil {
-		return err
+	if err := req.SetSince(*since, rf.on); err != nil {
+		return fmt.Errorf("read: --since: %w", err)
 	}
 	root := tree.Resolve(*rootf, getenv)
 	if rf.on && *archive {
@@ -83,29 +82,6 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return err
 	}
 	return svc.Follow(ctx, service.FollowRequest{Channel: *ch, From: &page.From, Poll: *poll, Skipped: req.Skipped}, p.messages)
-}
-
-// readSince sets req's start from --since: a message id (After), or a
-// duration (Newer: messages newer than now minus it; not with remote).
-func readSince(req *service.ReadRequest, since string, remote bool) error {
-	if since == "" {
-		return nil
-	}
-	if d, err := time.ParseDuration(since); err == nil {
-		if remote {
-			return usageErrorf("read: with --remote, --since takes a message id, not %q", since)
-		}
-		if d < 0 {
-			return usageErrorf("read: --since %s is negative", since)
-		}
-		req.Newer = max(d, time.Nanosecond) // 0s: nothing older than now
-		return nil
-	}
-	if _, err := channel.ParseID(since); err != nil {
-		return usageErrorf("read: --since %q is neither a message id nor a duration such as 10m", since)
-	}
-	req.After = since
-	return nil
 }
 
 // printer writes messages as a transcript or as JSON lines, with the
@@ -158,6 +134,9 @@ func (p printer) message(m *channel.Message, verdict signing.Verdict) error {
 		b.WriteString("  ```\n")
 		indent(&b, *m.Content.Code)
 		b.WriteString("  ```\n")
+	}
+	for _, a := range m.Content.ArtifactList() {
+		indent(&b, "artifact: "+a.String())
 	}
 	b.WriteByte('\n')
 	_, err := io.WriteString(p.w, b.String())

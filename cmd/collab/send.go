@@ -19,6 +19,7 @@ import (
 // sendOptions are send's flags.
 type sendOptions struct {
 	agent, ch, to, text, code, typ, replyTo *string
+	artifacts                               *[]string
 	asJSON, wait                            *bool
 	timeout, poll                           *time.Duration
 	tf                                      trustFlags
@@ -29,22 +30,23 @@ type sendOptions struct {
 
 func sendFlags(fs *pflag.FlagSet) *sendOptions {
 	return &sendOptions{
-		agent:   agentFlag(fs, "f", "sender agent ID", true, "from"),
-		ch:      channelFlag(fs, "channel"),
-		to:      fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, NAME@INSTANCE, or "all"`),
-		text:    fs.String("text", "", `message text ("-" reads standard input)`),
-		code:    fs.StringP("code", "c", "", "code block to attach"),
-		typ:     fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)"),
-		replyTo: fs.String("in-reply-to", "", "id of the message this answers"),
-		asJSON:  fs.Bool("json", false, "print the whole message as JSON instead of its id (with --wait: the reply)"),
-		wait:    fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)"),
-		timeout: fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)"),
-		poll:    fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply"),
-		tf:      addTrustFlags(fs),
-		keyf:    keyFlag(fs),
-		nf:      addNATSFlags(fs),
-		rf:      addRemoteFlags(fs),
-		rootf:   rootFlag(fs),
+		agent:     agentFlag(fs, "f", "sender agent ID", true, "from"),
+		ch:        channelFlag(fs, "channel"),
+		to:        fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, NAME@INSTANCE, or "all"`),
+		text:      fs.String("text", "", `message text ("-" reads standard input)`),
+		code:      fs.StringP("code", "c", "", "code block to attach"),
+		artifacts: fs.StringArray("artifact", nil, "file to refer to, repeatable: its path, size and sha256 go in content.artifacts (the file is not copied)"),
+		typ:       fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)"),
+		replyTo:   fs.String("in-reply-to", "", "id of the message this answers"),
+		asJSON:    fs.Bool("json", false, "print the whole message as JSON instead of its id (with --wait: the reply)"),
+		wait:      fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)"),
+		timeout:   fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)"),
+		poll:      fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply"),
+		tf:        addTrustFlags(fs),
+		keyf:      keyFlag(fs),
+		nf:        addNATSFlags(fs),
+		rf:        addRemoteFlags(fs),
+		rootf:     rootFlag(fs),
 	}
 }
 
@@ -92,6 +94,10 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err != nil {
 		return err
 	}
+	arts, err := service.FileArtifacts(*o.artifacts)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
 	signer, err := signing.LoadAgentKey(*o.keyf, from, getenv)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
@@ -105,7 +111,7 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	// Inside a watcher's model run the message is one hop deeper than the
 	// one being answered; outside a run it is 0.
 	actor := service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}
-	req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo}
+	req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo, Artifacts: arts}
 	if *o.wait {
 		judge.Poll = *o.poll
 		return askSent(ctx, svc, actor, req, o, judge, stdout, stderr)

@@ -48,7 +48,7 @@ func runWatch(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 
 // watchHost is what a watcher takes from this process.
 func watchHost(ctx context.Context, getenv env, stderr io.Writer) watchsetup.Host {
-	return watchsetup.Host{Getenv: getenv, Stderr: stderr, Hurry: func() <-chan struct{} { return takeHurry(ctx) }}
+	return watchsetup.Host{Getenv: getenv, Stderr: stderr, Hurry: func() <-chan struct{} { return takeHurry(ctx) }, Said: new(watchsetup.Said)}
 }
 
 // startMirror starts watch --remote's mirror; tests give a stand-in.

@@ -30,6 +30,9 @@ type Message struct {
 	// Mentioned is true when the message is addressed to this agent
 	// (to, an @mention, or its name first).
 	Mentioned bool `json:"mentioned,omitempty"`
+	// Artifacts are the files the message refers to (content.artifacts,
+	// read liberally: channel.Content.ArtifactList).
+	Artifacts []channel.Artifact `json:"artifacts,omitempty" jsonschema:"files the message refers to: path, and when its writer said them size and sha256; the files are not in the tree"`
 	// Verdict is the check of the message's signature against the
 	// keyring: verified, unsigned, bad-signature, unknown-key or
 	// revoked-key.
@@ -40,7 +43,8 @@ func (s *Server) view(m *channel.Message) Message {
 	v := Message{
 		ID: m.ID, Timestamp: m.Timestamp, From: m.From, To: m.To, Type: m.Type,
 		Text: m.Content.Text, InReplyTo: m.Metadata.InReplyTo, Mentioned: m.IsFor(s.cfg.Agent),
-		Verdict: m.Verify(s.cfg.Verifier, s.cfg.Channel).String(),
+		Verdict:   m.Verify(s.cfg.Verifier, s.cfg.Channel).String(),
+		Artifacts: m.Content.ArtifactList(),
 	}
 	if m.Content.Code != nil {
 		v.Code = *m.Content.Code
@@ -142,7 +146,7 @@ func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadRe
 	}
 	// Names before since are left unread; the newest limit after it are
 	// read, newest first.
-	page, err := s.svc.Read(ctx, service.ReadRequest{Channel: s.cfg.Channel, Since: in.Since, Limit: limit})
+	page, err := s.svc.Read(ctx, service.ReadRequest{Channel: s.cfg.Channel, Since: in.Since, Limit: limit, EmptyIfMissing: true})
 	if errkind.Is(err, errkind.Invalid) {
 		return ReadResult{}, err
 	}
