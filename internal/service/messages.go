@@ -12,6 +12,7 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
 // Messages is the operations on post, read and follow a channel, status, wait for a reply, who (see the package doc).
@@ -85,6 +86,9 @@ type PostRequest struct {
 	// AwaitReply marks the message as one whose sender waits for the
 	// reply (send --wait, send_and_wait).
 	AwaitReply bool
+	// Priority is "high", "normal" or "low" (inbox.ExtPriority); ""
+	// leaves it to the readers' rule (inbox.PriorityOf).
+	Priority string
 }
 
 // Posted is what a post did.
@@ -221,6 +225,13 @@ func NewMessage(a Actor, req PostRequest, host string) (*channel.Message, error)
 	}
 	if req.AwaitReply {
 		m.SetAwaitReply()
+	}
+	if req.Priority != "" {
+		p, err := inbox.ParsePriority(req.Priority)
+		if err != nil {
+			return nil, errkind.Wrap(errkind.Invalid, err)
+		}
+		inbox.SetPriority(m, p)
 	}
 	return m, nil
 }

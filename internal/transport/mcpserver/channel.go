@@ -59,6 +59,8 @@ func (s *Server) view(m *channel.Message) Message {
 type SendArgs struct {
 	Message string `json:"message" jsonschema:"the message to send; may @mention agents"`
 	To      string `json:"to,omitempty" jsonschema:"the agent it is for (default: all)"`
+	// Priority places the message in the addressee's inbox and queue.
+	Priority string `json:"priority,omitempty" jsonschema:"high, normal or low (default: by its words: urgent, blocked, several addressees make it high)"`
 }
 
 // SendResult is what channel_send returns.
@@ -95,7 +97,7 @@ func addChannelTools(s *Server) error {
 }
 
 func (s *Server) channelSend(ctx context.Context, in SendArgs) (SendResult, error) {
-	m, queued, err := s.post(ctx, in.Message, in.To, nil)
+	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) { r.Priority = in.Priority })
 	if err != nil {
 		return SendResult{}, err
 	}
