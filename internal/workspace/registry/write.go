@@ -118,6 +118,9 @@ func (a Agent) Encode() ([]byte, error) {
 	return append(b, '\n'), err
 }
 
+// MarshalJSON is a as its file holds it (Encode).
+func (a Agent) MarshalJSON() ([]byte, error) { return a.Encode() }
+
 // Write checks a and atomically replaces its agent's entry (a temp file,
 // fsync, rename, directory fsync), creating the folder if needed.
 func Write(root tree.Root, a Agent) error {

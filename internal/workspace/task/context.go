@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,19 +155,7 @@ func (b *Board) Context(id string, maxTokens int) (Context, error) {
 		}
 	}
 
-	var cps []ContextCheckpoint
-	for _, e := range evs {
-		if e.Event != EvCheckpoint || e.Ignored {
-			continue
-		}
-		typ := e.Type
-		if typ == "" {
-			typ = CkProgress
-		}
-		cp := ContextCheckpoint{Seq: e.Seq, Type: typ, Agent: e.Agent, Time: e.Time, Text: e.Summary, Files: e.Files}
-		cp.Detail, cp.DetailCut = fitDetail(e.Detail, budget/8)
-		cps = append(cps, cp)
-	}
+	cps := checkpoints(evs, budget/8)
 	var head strings.Builder
 	c.writeHead(&head)
 	used := head.Len() + markerRoom
@@ -197,6 +186,21 @@ func (b *Board) Context(id string, maxTokens int) (Context, error) {
 	c.Cut = c.Cut || c.Omitted > 0 || slices.ContainsFunc(c.Checkpoints, func(cp ContextCheckpoint) bool { return cp.Cut || cp.DetailCut })
 	c.Tokens = Tokens(c.Text())
 	return c, nil
+}
+
+// checkpoints are the checkpoints of evs that count (not Ignored), each
+// detail left out when longer than detailRoom.
+func checkpoints(evs []Event, detailRoom int) []ContextCheckpoint {
+	var cps []ContextCheckpoint
+	for _, e := range evs {
+		if e.Event != EvCheckpoint || e.Ignored {
+			continue
+		}
+		cp := ContextCheckpoint{Seq: e.Seq, Type: cmp.Or(e.Type, CkProgress), Agent: e.Agent, Time: e.Time, Text: e.Summary, Files: e.Files}
+		cp.Detail, cp.DetailCut = fitDetail(e.Detail, detailRoom)
+		cps = append(cps, cp)
+	}
+	return cps
 }
 
 // cutText returns s shortened to at most n bytes (at a rune boundary,
