@@ -138,7 +138,7 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 		fs.StringVar(&c.body, "body", "", `what to do ("-" reads standard input)`)
 		fs.StringSliceVar(&c.depends, "depends", nil, "ids of tasks that must be done first (repeat or comma-separate)")
 	case "list":
-		fs.StringSliceVar(&c.status, "status", nil, "only tasks in these states: pending, ready, claimed, done, failed")
+		fs.StringSliceVar(&c.status, "status", nil, "only tasks in these states: pending, ready, blocked, claimed, done, failed")
 	case "checkpoint", "done":
 		fs.StringVar(&c.detail, "detail", "", "a structured detail: a JSON object")
 		fs.StringVar(&c.detailFile, "detail-file", "", "a file holding the structured detail (a JSON object)")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -62,8 +61,8 @@ func TestTaskRetryLifecycle(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
 		t.Fatalf("show --json: %v\n%s", err, r.stdout)
 	}
-	if shown.Attempts != 2 || shown.LastError != "callback URL rejected" || compact(shown.OutcomeDetail) != `{"files_created":["src/auth.ts"]}` ||
-		len(shown.History) != 6 || compact(shown.History[1].Detail) != `{"reason":"API-first"}` {
+	if shown.Attempts != 2 || shown.LastError != "callback URL rejected" || shown.OutcomeDetail.String() != `{"files_created":["src/auth.ts"]}` ||
+		len(shown.History) != 6 || shown.History[1].Detail.String() != `{"reason":"API-first"}` {
 		t.Errorf("show --json = %s", r.stdout)
 	}
 	r = runCollab(t, env, "", "task", "context", "t1")
@@ -90,10 +89,3 @@ func TestTaskBlockedJSON(t *testing.T) {
 	}
 }
 
-func compact(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return string(raw)
-	}
-	return b.String()
-}

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,7 @@ import (
 // most task.MaxDetail*4 bytes read), not both. Neither is no detail (nil).
 // What is not a JSON object is Invalid; a file that cannot be read
 // NotFound or Failed.
-func ReadTaskDetail(inline, path string) (json.RawMessage, error) {
+func ReadTaskDetail(inline, path string) (task.Detail, error) {
 	data := []byte(inline)
 	switch {
 	case inline != "" && path != "":

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -91,12 +90,12 @@ func TestTaskDetails(t *testing.T) {
 		t.Fatal(err)
 	}
 	done, err := FinishTask(ctx, m, codex, q, "t1", TaskReport{Text: "works", Checkpoint: task.Checkpoint{Detail: od}}, DoneWorktree{})
-	if err != nil || string(done.OutcomeDetail) != `{"packages_added":["passport"]}` {
+	if err != nil || done.OutcomeDetail.String() != `{"packages_added":["passport"]}` {
 		t.Fatalf("done: %s, %v", done.OutcomeDetail, err)
 	}
 	c, err := m.TaskContext(ctx, q, "t1", 0)
-	if err != nil || len(c.Checkpoints) != 1 || string(c.Checkpoints[0].Detail) != `{"reason":"API-first"}` ||
-		!json.Valid(c.Task.OutcomeDetail) {
+	if err != nil || len(c.Checkpoints) != 1 || c.Checkpoints[0].Detail.String() != `{"reason":"API-first"}` ||
+		c.Task.OutcomeDetail.String() != done.OutcomeDetail.String() {
 		t.Errorf("context: %+v, %v", c, err)
 	}
 }

@@ -79,7 +79,7 @@ func writeEvent(b *strings.Builder, e task.Event, loc *time.Location) {
 		fmt.Fprintf(b, " [files: %s]", OneLine(strings.Join(e.Files, ", ")))
 	}
 	if len(e.Detail) > 0 {
-		fmt.Fprintf(b, " [detail: %s]", OneLine(string(e.Detail)))
+		fmt.Fprintf(b, " [detail: %s]", OneLine(e.Detail.String()))
 	}
 	switch {
 	case e.Ignored:

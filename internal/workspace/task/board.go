@@ -550,7 +550,7 @@ func (b *Board) Finish(id, agent, outcome string) (Task, error) {
 
 // FinishDetail is Finish with the outcome's structured detail (a JSON
 // object, see ParseDetail; nil: none).
-func (b *Board) FinishDetail(id, agent, outcome string, detail json.RawMessage) (Task, error) {
+func (b *Board) FinishDetail(id, agent, outcome string, detail Detail) (Task, error) {
 	return b.own(id, agent, EvDone, outcome, Checkpoint{Detail: detail})
 }
 

@@ -1,7 +1,6 @@
 package task
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,7 +41,7 @@ type Checkpoint struct {
 	Type   string
 	Text   string
 	Files  []string
-	Detail json.RawMessage
+	Detail Detail
 }
 
 // Record records checkpoint c on a task agent has claimed. Like

@@ -2,7 +2,6 @@ package task
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -52,8 +51,8 @@ type ContextTask struct {
 	LastError string    `json:"last_error,omitempty"` // the failure before the newest retry
 	// OutcomeDetail is the done event's structured detail; left out (and
 	// DetailCut set) when it does not fit the budget.
-	OutcomeDetail json.RawMessage `json:"outcome_detail,omitempty"`
-	DetailCut     bool            `json:"outcome_detail_cut,omitempty"`
+	OutcomeDetail Detail `json:"outcome_detail,omitempty"`
+	DetailCut     bool   `json:"outcome_detail_cut,omitempty"`
 }
 
 // DependencyOutcome is a task the task depends on, and what came of it.
@@ -66,8 +65,8 @@ type DependencyOutcome struct {
 	Error   string `json:"error,omitempty"`
 	// OutcomeDetail is its done event's structured detail, left out when
 	// it does not fit (Cut).
-	OutcomeDetail json.RawMessage `json:"outcome_detail,omitempty"`
-	Cut           bool            `json:"cut,omitempty"`
+	OutcomeDetail Detail `json:"outcome_detail,omitempty"`
+	Cut           bool   `json:"cut,omitempty"`
 }
 
 // ContextCheckpoint is one checkpoint in a Context.
@@ -80,9 +79,9 @@ type ContextCheckpoint struct {
 	Files []string  `json:"files,omitempty"`
 	// Detail is the checkpoint's structured detail, left out (DetailCut)
 	// when it does not fit.
-	Detail    json.RawMessage `json:"detail,omitempty"`
-	DetailCut bool            `json:"detail_cut,omitempty"`
-	Cut       bool            `json:"cut,omitempty"`
+	Detail    Detail `json:"detail,omitempty"`
+	DetailCut bool   `json:"detail_cut,omitempty"`
+	Cut       bool   `json:"cut,omitempty"`
 }
 
 // Tokens is the rough count of tokens of s: its bytes / 4, rounded up.
@@ -216,17 +215,16 @@ func cutText(s string, n int) (string, bool) {
 	return s[:n] + cutMark, true
 }
 
-// fitDetail returns a structured detail (canonical, compact) when it
-// fits in n bytes, else nil and true: a JSON object is not cut in half.
-func fitDetail(d json.RawMessage, n int) (json.RawMessage, bool) {
-	if len(d) == 0 {
+// fitDetail returns a structured detail when its canonical form fits in
+// n bytes, else nil and true: a JSON object is not cut in half.
+func fitDetail(d Detail, n int) (Detail, bool) {
+	switch {
+	case len(d) == 0:
 		return nil, false
-	}
-	c, err := canonicalDetail(d)
-	if err != nil || len(c) > n {
+	case len(d.String()) > n:
 		return nil, true
 	}
-	return c, false
+	return d, false
 }
 
 // Text returns c as a document to put in a prompt.
@@ -292,7 +290,7 @@ func (c Context) writeHead(b *strings.Builder) {
 
 // writeDetail writes a structured detail's line, or says it was left
 // out.
-func writeDetail(b *strings.Builder, indent string, d json.RawMessage, cut bool) {
+func writeDetail(b *strings.Builder, indent string, d Detail, cut bool) {
 	switch {
 	case len(d) > 0:
 		fmt.Fprintf(b, "%sdetail: %s\n", indent, d)

@@ -12,63 +12,78 @@ import (
 // task event holds, in bytes of its canonical form.
 const MaxDetail = 16 << 10
 
+// Detail is a checkpoint's or an outcome's structured detail: a JSON
+// object. Its numbers are kept as written (json.Number), so that its
+// canonical form, [Detail.String] (compact, keys sorted), is the same
+// however the object was indented or ordered: that form is what a
+// signature covers. Nil or empty is no detail.
+type Detail map[string]any
+
+// UnmarshalJSON reads a JSON object (or null), its numbers as written.
+func (d *Detail) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("detail: %w", err)
+	}
+	*d = m
+	return nil
+}
+
+// String is d's canonical form: compact JSON, keys sorted, numbers as
+// written; "" for no detail.
+func (d Detail) String() string {
+	if len(d) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(map[string]any(d))
+	if err != nil {
+		return fmt.Sprintf("%q", err.Error()) // only a value set in Go can fail
+	}
+	return string(b)
+}
+
 // ParseDetail checks a structured detail as given by a person or a tool
-// (a JSON object; empty: none) and returns it in its canonical form:
-// compact, keys sorted, numbers as written. What is not an object of at
-// most MaxDetail bytes is ErrInvalid.
-func ParseDetail(data []byte) (json.RawMessage, error) {
+// (a JSON object; empty: none). What is not one object of at most
+// MaxDetail bytes (canonical) is ErrInvalid; an empty object is no
+// detail.
+func ParseDetail(data []byte) (Detail, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
-	c, err := canonicalDetail(data)
-	if err != nil {
-		return nil, invalidError{fmt.Errorf("detail: %w", err)}
-	}
-	return c, nil
-}
-
-// canonicalDetail returns the canonical form of a JSON object: what a
-// signature covers, so that an event re-indented on disk (MarshalIndent)
-// or escaped otherwise still verifies.
-func canonicalDetail(data []byte) (json.RawMessage, error) {
 	if len(data) > 4*MaxDetail {
-		return nil, fmt.Errorf("longer than %d bytes", MaxDetail)
+		return nil, invalidError{fmt.Errorf("detail: longer than %d bytes", MaxDetail)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v map[string]any
-	if err := dec.Decode(&v); err != nil {
-		return nil, errors.New("not a JSON object")
-	}
-	if v == nil {
-		return nil, errors.New("not a JSON object (null)")
+	if err := dec.Decode(&v); err != nil || v == nil {
+		return nil, invalidError{errors.New("detail: not a JSON object")}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("more than one JSON value")
+		return nil, invalidError{errors.New("detail: more than one JSON value")}
 	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+	d := Detail(v)
+	if err := d.check(); err != nil {
+		return nil, invalidError{err}
 	}
-	if len(out) > MaxDetail {
-		return nil, fmt.Errorf("longer than %d bytes", MaxDetail)
+	if len(d) == 0 {
+		return nil, nil
 	}
-	return out, nil
+	return d, nil
 }
 
-// signedDetail is e's detail as its signature covers it: canonical, or
-// the bytes as they are when they do not parse (such an event does not
-// decode anyway).
-func signedDetail(d json.RawMessage) string {
-	c, err := canonicalDetail(d)
-	if err != nil {
-		return string(d)
+// check checks d's size.
+func (d Detail) check() error {
+	if n := len(d.String()); n > MaxDetail {
+		return fmt.Errorf("detail: %d bytes, longer than %d", n, MaxDetail)
 	}
-	return string(c)
+	return nil
 }
 
 // checkEventDetail checks an event's detail: only a checkpoint and a done
-// event have one, a JSON object of at most MaxDetail bytes.
+// event have one, of at most MaxDetail bytes.
 func checkEventDetail(e Event) error {
 	if len(e.Detail) == 0 {
 		return nil
@@ -76,8 +91,5 @@ func checkEventDetail(e Event) error {
 	if e.Event != EvCheckpoint && e.Event != EvDone {
 		return fmt.Errorf("event %s with a detail", e.Event)
 	}
-	if _, err := canonicalDetail(e.Detail); err != nil {
-		return fmt.Errorf("detail: %w", err)
-	}
-	return nil
+	return e.Detail.check()
 }

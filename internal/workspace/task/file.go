@@ -89,7 +89,7 @@ type Task struct {
 	// Attempts counts the claims made on the task, across retries.
 	Attempts int `json:"attempts,omitempty"`
 	// OutcomeDetail is the done event's structured detail (a JSON object).
-	OutcomeDetail json.RawMessage `json:"outcome_detail,omitempty"`
+	OutcomeDetail Detail `json:"outcome_detail,omitempty"`
 	// LastError is the error of the attempt that failed before the
 	// newest retry.
 	LastError string `json:"last_error,omitempty"`
@@ -137,7 +137,7 @@ type Event struct {
 	Branch   string `json:"branch,omitempty"`
 	// Detail is a checkpoint's or a done event's structured detail: a
 	// JSON object (detail.go).
-	Detail json.RawMessage `json:"detail,omitempty"`
+	Detail Detail `json:"detail,omitempty"`
 
 	Signature *signing.Signature `json:"signature,omitempty"`
 
@@ -242,9 +242,6 @@ func DecodeEvent(data []byte, seq int) (Event, error) {
 	}
 	if err := checkEvent(e, seq); err != nil {
 		return Event{}, fmt.Errorf("%w: event %d: %v", ErrMalformed, seq, err)
-	}
-	if len(e.Detail) > 0 {
-		e.Detail, _ = canonicalDetail(e.Detail) // checked above
 	}
 	return e, nil
 }

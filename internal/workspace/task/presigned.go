@@ -43,9 +43,11 @@ func OwnEvent(kind, agent, text string, c Checkpoint) (Event, error) {
 	if err := tree.CheckName("agent", agent); err != nil {
 		return Event{}, err
 	}
-	detail, err := ParseDetail(c.Detail)
-	if err != nil {
-		return Event{}, err
+	detail := c.Detail
+	if len(detail) == 0 {
+		detail = nil
+	} else if err := detail.check(); err != nil {
+		return Event{}, invalidError{err}
 	}
 	if detail != nil && kind != EvCheckpoint && kind != EvDone {
 		return Event{}, invalidError{fmt.Errorf("a %s event has no detail", kind)}

@@ -1,7 +1,6 @@
 package task_test
 
 import (
-	"encoding/json"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -176,15 +175,19 @@ func TestDetail(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{`[1]`, `"x"`, `null`, `{"a":1} {}`, `{`, `{"a":"` + strings.Repeat("x", task.MaxDetail) + `"}`} {
-		if _, err := b.Record(t1.ID, "codex", task.Checkpoint{Text: "x", Detail: json.RawMessage(bad)}); !errors.Is(err, task.ErrInvalid) {
+		if _, err := task.ParseDetail([]byte(bad)); !errors.Is(err, task.ErrInvalid) {
 			t.Errorf("detail %.20s: %v, want ErrInvalid", bad, err)
 		}
+	}
+	huge := task.Detail{"a": strings.Repeat("x", task.MaxDetail)}
+	if _, err := b.Record(t1.ID, "codex", task.Checkpoint{Text: "x", Detail: huge}); !errors.Is(err, task.ErrInvalid) {
+		t.Errorf("a detail too long: %v, want ErrInvalid", err)
 	}
 	if _, err := b.Fail(t1.ID, "codex", ""); err == nil {
 		t.Fatal("an empty error was taken")
 	}
 	if _, err := b.Record(t1.ID, "codex", task.Checkpoint{Type: task.CkDecision, Text: "JWT over cookies",
-		Detail: json.RawMessage(` { "reason" : "API-first", "<b>": 1.50 } `)}); err != nil {
+		Detail: detail(t, ` { "reason" : "API-first", "<b>": 1.50 } `)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Finish(t1.ID, "codex", "OAuth works"); err != nil {
@@ -195,7 +198,7 @@ func TestDetail(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := evs[1]
-	if want := `{"\u003cb\u003e":1.50,"reason":"API-first"}`; string(cp.Detail) != want {
+	if want := `{"\u003cb\u003e":1.50,"reason":"API-first"}`; cp.Detail.String() != want {
 		t.Errorf("detail %s, want %s", cp.Detail, want)
 	}
 	if cp.Verdict != signing.Verified {
@@ -205,7 +208,7 @@ func TestDetail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Checkpoints) != 1 || string(c.Checkpoints[0].Detail) != `{"\u003cb\u003e":1.50,"reason":"API-first"}` ||
+	if len(c.Checkpoints) != 1 || c.Checkpoints[0].Detail.String() != `{"\u003cb\u003e":1.50,"reason":"API-first"}` ||
 		!strings.Contains(c.Text(), `  detail: {"\u003cb\u003e":1.50,"reason":"API-first"}`) {
 		t.Errorf("context %+v:\n%s", c.Checkpoints, c.Text())
 	}
@@ -215,8 +218,8 @@ func TestDetail(t *testing.T) {
 	if _, err := b.Claim(t3.ID, "codex"); err != nil {
 		t.Fatal(err)
 	}
-	done, err := b.FinishDetail(t3.ID, "codex", "written", json.RawMessage(`{"files_created":["docs/auth.md"]}`))
-	if err != nil || string(done.OutcomeDetail) != `{"files_created":["docs/auth.md"]}` {
+	done, err := b.FinishDetail(t3.ID, "codex", "written", detail(t, `{"files_created":["docs/auth.md"]}`))
+	if err != nil || done.OutcomeDetail.String() != `{"files_created":["docs/auth.md"]}` {
 		t.Fatalf("done with detail: %+v, %v", done, err)
 	}
 	c, err = b.Context(t3.ID, 0)
@@ -233,7 +236,7 @@ func TestDetail(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := `{"log":"` + strings.Repeat("y", 2000) + `"}`
-	if _, err := b.Record(t4.ID, "codex", task.Checkpoint{Text: "noisy", Detail: json.RawMessage(big)}); err != nil {
+	if _, err := b.Record(t4.ID, "codex", task.Checkpoint{Text: "noisy", Detail: detail(t, big)}); err != nil {
 		t.Fatal(err)
 	}
 	c, err = b.Context(t4.ID, 500)
@@ -278,6 +281,15 @@ func TestClaimedBy(t *testing.T) {
 	if got, err := empty.ClaimedBy("codex", 0); err != nil || len(got) != 0 {
 		t.Errorf("no board: %+v, %v", got, err)
 	}
+}
+
+func detail(t *testing.T, s string) task.Detail {
+	t.Helper()
+	d, err := task.ParseDetail([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // keyed returns a signer for each of names and a verifier that knows

@@ -25,7 +25,7 @@ func (e Event) Payload(channel, id string) []byte {
 		fields = append(fields, e.Worktree, e.Branch)
 	}
 	if len(e.Detail) > 0 {
-		fields = append(fields, "detail", signedDetail(e.Detail))
+		fields = append(fields, "detail", e.Detail.String())
 	}
 	return signing.Payload(KindEvent, fields...)
 }
