@@ -88,4 +88,3 @@ func TestTaskBlockedJSON(t *testing.T) {
 		t.Errorf("list --json = %s (%v)", r.stdout, err)
 	}
 }
-
