@@ -128,9 +128,12 @@ Tools (arguments in brackets are optional):
   document_append  content [file]                 add to its end
   document_list                                   the channel's documents
   document_create  file content                   a new document
+  document_delete  file [if_version]              delete it (refused if changed since)
   who                                             who is awake, working, stale
   message_status   id                             where a message stands for each addressee
   task_list        [status]                       the task board
+  task_add         title [body] [depends]         add a task
+  task_retry       id [note]                      put a failed task back to pending
   task_claim       [task_id]                      claim a task (or the first ready one)
   task_update      id status …                    checkpoint, complete or fail it
   task_context     id [max_tokens]                what you need to resume a task

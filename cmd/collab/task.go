@@ -104,7 +104,7 @@ type taskCmd struct {
 	agent              *string // --agent: the acting agent, or with --remote whose connection
 	by                 string  // the acting agent's id ("" for list, show, context, worktree)
 	title, body, text  string
-	detail, detailFile string // checkpoint's and done's --detail, --detail-file
+	detail, detailFile string // --detail, --detail-file
 	depends, status    []string
 	ck                 task.Checkpoint
 	maxTokens          int
@@ -425,10 +425,7 @@ func (p taskPrinter) one(t task.Task) error {
 
 func (p taskPrinter) list(tasks []task.Task) error {
 	if p.json {
-		if tasks == nil {
-			tasks = []task.Task{} // [] when there are none
-		}
-		return writeJSON(p.w, tasks)
+		return writeJSON(p.w, tasks) // [] when there are none: the layer's TaskQuery.keep
 	}
 	if len(tasks) == 0 {
 		_, err := fmt.Fprintln(p.w, "no tasks")
