@@ -519,6 +519,8 @@ func decide(id string, t Task, e Event) (Event, error) {
 		return Event{}, fmt.Errorf("%w: task %s is %s", ErrNotFailed, id, t.Status)
 	case e.Event == EvRetried:
 		return e, nil
+	case e.Event == EvClaimed && t.Status == Pending && len(t.BlockedBy) > 0:
+		return Event{}, fmt.Errorf("%w: task %s is blocked by failed %s (retry it first)", ErrNotReady, id, strings.Join(t.BlockedBy, ", "))
 	case e.Event == EvClaimed && t.Status == Pending && !t.Ready:
 		return Event{}, fmt.Errorf("%w: task %s waits for %s", ErrNotReady, id, strings.Join(t.Blockers, ", "))
 	case e.Event == EvClaimed && t.Status == Pending:

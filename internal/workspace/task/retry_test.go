@@ -37,6 +37,9 @@ func TestBlockedByFailedDependency(t *testing.T) {
 	if s := got.State(nil); s != "pending, blocked by failed t1; waits for t2" {
 		t.Errorf("state %q", s)
 	}
+	if _, err := b.Claim(t3.ID, "claude"); !errors.Is(err, task.ErrNotReady) || !strings.Contains(err.Error(), "blocked by failed t1") {
+		t.Errorf("claim of a blocked task: %v", err)
+	}
 	tasks, _, err := b.List()
 	if err != nil {
 		t.Fatal(err)
