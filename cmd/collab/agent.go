@@ -53,8 +53,7 @@ func runAgent(ctx context.Context, args []string, getenv env, _ io.Reader, stdou
 	if fs.NArg() != 1 {
 		return usageErrorf("agent %s: give one agent NAME", sub)
 	}
-	name := fs.Arg(0)
-	id, err := service.AgentID(name)
+	id, err := service.AgentID(fs.Arg(0))
 	if err != nil {
 		return usageErrorf("agent %s: %v", sub, err)
 	}
@@ -65,7 +64,7 @@ func runAgent(ctx context.Context, args []string, getenv env, _ io.Reader, stdou
 	root := tree.Resolve(*rootf, getenv)
 	cfg := mountConfig(root, stderr)
 	cfg.Verifier = verifierFor(root, keyring.In(root, *ringf), stderr)
-	m, a := service.NewMount(cfg), service.Actor{Name: name, Signer: signer}
+	m, a := service.NewMount(cfg), service.Actor{Name: fs.Arg(0), Signer: signer}
 	var e registry.Agent
 	if sub == "register" {
 		e, err = m.RegisterAgent(ctx, a, r)

@@ -367,8 +367,7 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 		if c.wt.add {
 			return claimWorktree(ctx, b, c.id, c.wt, getenv, p)
 		}
-		t, err := b.svc.ClaimTask(ctx, b.a, b.q, c.id)
-		return cmp.Or(err, p.one(t))
+		return p.one(b.svc.ClaimTask(ctx, b.a, b.q, c.id))
 	case "done":
 		return c.done(ctx, b, p, stdin, stderr)
 	}
@@ -376,7 +375,7 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 		Text: c.text, Checkpoint: c.ck}
 	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, r)
 	if err != nil || p.json {
-		return cmp.Or(err, p.one(t))
+		return p.one(t, err)
 	}
 	_, err = fmt.Fprintln(stdout, service.Reported(r, t))
 	return err
@@ -401,7 +400,7 @@ func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr i
 // documents; the rest exit by their kind (a claim another agent holds 4,
 // no ready task 3).
 func taskFailure(err error) error {
-	for _, e := range []error{task.ErrNotFound, task.ErrNotReady, task.ErrClosed, task.ErrNotOwner} {
+	for _, e := range []error{task.ErrNotFound, task.ErrNotReady, task.ErrClosed, task.ErrNotOwner, task.ErrNotFailed} {
 		if errors.Is(err, e) {
 			return &exitError{code: exitFailure, msg: err.Error()}
 		}
@@ -415,11 +414,13 @@ type taskPrinter struct {
 	json bool
 }
 
-func (p taskPrinter) one(t task.Task) error {
-	if p.json {
-		return writeJSON(p.w, t)
+// one prints t, the result of a call, unless the call failed (err).
+func (p taskPrinter) one(t task.Task, err error) error {
+	if err == nil && p.json {
+		err = writeJSON(p.w, t)
+	} else if err == nil {
+		_, err = fmt.Fprintf(p.w, "%s %s\n", t.ID, t.State(workflow.Address))
 	}
-	_, err := fmt.Fprintf(p.w, "%s %s\n", t.ID, t.State(workflow.Address))
 	return err
 }
 

@@ -30,7 +30,7 @@ func TestTaskRetryLifecycle(t *testing.T) {
 	}{
 		{"add", []string{"add", "--agent", "lead", "--title", "oauth"}, 0, "t1\n", ""},
 		{"add dependent", []string{"add", "--agent", "lead", "--title", "login page", "--depends", "t1"}, 0, "t2\n", ""},
-		{"retry pending", []string{"retry", "t1", "--agent", "lead"}, 4, "", "not failed"},
+		{"retry pending", []string{"retry", "t1", "--agent", "lead"}, 1, "", "not failed"},
 		{"claim", []string{"claim", "t1", "--agent", "w3"}, 0, "t1 claimed by w3", ""},
 		{"bad detail", []string{"checkpoint", "t1", "--agent", "w3", "--detail", "[1]", "x"}, 2, "", "not a JSON object"},
 		{"checkpoint", []string{"checkpoint", "t1", "--agent", "w3", "--type", "decision", "--detail", `{"reason":"API-first"}`, "JWT over cookies"}, 0,
@@ -39,6 +39,7 @@ func TestTaskRetryLifecycle(t *testing.T) {
 		{"list blocked", []string{"list"}, 0, "t2  pending, blocked by failed t1", ""},
 		{"list --status blocked", []string{"list", "--status", "blocked"}, 0, "t2", ""},
 		{"show blocked", []string{"show", "t2"}, 0, "state:   pending, blocked by failed t1", ""},
+		{"claim blocked", []string{"claim", "t2", "--agent", "w4"}, 1, "", "blocked by failed t1 (retry it first)"},
 		{"retry", []string{"retry", "t1", "--agent", "lead", "--note", "the URL is fixed"}, 0, "t1 ready", ""},
 		{"claim again", []string{"claim", "t1", "--agent", "w4"}, 0, "t1 claimed by w4", ""},
 		{"done with detail", []string{"done", "t1", "--agent", "w4", "--outcome", "OAuth works", "--detail-file", detail}, 0, "t1 done", ""},
@@ -81,6 +82,10 @@ func TestTaskBlockedJSON(t *testing.T) {
 		if r := runCollab(t, env, "", append([]string{"task"}, args...)...); r.code != 0 {
 			t.Fatalf("%q: %d %s", args, r.code, r.stderr)
 		}
+	}
+	// A refused claim prints no task, only why.
+	if r := runCollab(t, env, "", "task", "claim", "t2", "--agent", "x"); r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "blocked by failed t1") {
+		t.Errorf("claim of a blocked task: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r := runCollab(t, env, "", "task", "list", "--json")
 	var tasks []task.Task

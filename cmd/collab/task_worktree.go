@@ -51,7 +51,7 @@ func claimWorktree(ctx context.Context, b taskBoard, id string, w worktreeFlags,
 	if err != nil {
 		return fmt.Errorf("task claim: %w", err)
 	}
-	if err := p.one(t); err != nil || p.json {
+	if err := p.one(t, nil); err != nil || p.json {
 		return err
 	}
 	_, err = fmt.Fprintf(p.w, "worktree %s (branch %s)\n", t.Worktree, t.Branch)
@@ -66,7 +66,7 @@ func (c *taskCmd) done(ctx context.Context, b taskBoard, p taskPrinter, stdin io
 	if err != nil {
 		return fmt.Errorf("task done: %w", err)
 	}
-	if err := p.one(t); err != nil {
+	if err := p.one(t, nil); err != nil {
 		return err
 	}
 	if terminalFor(ctx, stdin, c.stdinUsed) {
