@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -105,4 +106,26 @@ func TestSeedToolsViaBridge(t *testing.T) {
 	t.Cleanup(func() { viaBridge = false })
 	t.Run("tasks", TestSeedTaskTools)
 	t.Run("document_delete", TestDocumentDelete)
+}
+
+// FuzzStatusList: task_list's status, a string or a list, decodes to
+// trimmed, non-empty states, or fails.
+func FuzzStatusList(f *testing.F) {
+	for _, s := range []string{`"ready"`, `"failed, blocked"`, `["a","b"]`, `""`, `","`, `3`, `null`, `[1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var l StatusList
+		if err := l.UnmarshalJSON(data); err != nil {
+			return
+		}
+		var one string
+		if json.Unmarshal(data, &one) == nil {
+			for _, s := range l {
+				if s == "" || s != strings.TrimSpace(s) || strings.Contains(s, ",") {
+					t.Fatalf("%s: state %q", data, s)
+				}
+			}
+		}
+	})
 }
