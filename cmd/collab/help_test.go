@@ -54,11 +54,12 @@ const referencePath = "../../docs/commands.md"
 // outbox's ls and flush share their command's flags, and so its help.)
 var helpSubs = map[string][]string{
 	"jobs":     {"show", "kill"},
-	"task":     {"add", "list", "show", "claim", "next", "checkpoint", "done", "fail", "context", "worktree"},
+	"task":     {"add", "list", "show", "claim", "next", "checkpoint", "done", "fail", "retry", "context", "worktree"},
 	"nats":     {"init", "parity"},
 	"inbox":    {"ack"},
 	"key":      {"new", "trust", "revoke", "list"},
 	"delegate": {"ls", "status", "send", "stop", "rm"},
+	"agent":    {"register", "unregister"},
 	"serve":    {"token new", "token ls", "token rm"},
 }
 

@@ -166,6 +166,7 @@ func commands() []command {
 		{"wait", "wait for the reply to a message and print it", runWait},
 		{"status", "show where a message stands for each agent it is for", runStatus},
 		{"task", "the channel's task board: add, list, claim, next, done", runTask},
+		{"agent", "register or unregister an agent that has no watcher", runAgent},
 		{"mcp", "serve the bus to a model CLI over MCP (stdio)", runMCP},
 		{"nats", "create the NATS stream, or compare it with a channel", runNATS},
 		{"inbox", "show and acknowledge the messages for an agent", runInbox},

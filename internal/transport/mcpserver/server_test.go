@@ -105,9 +105,9 @@ func TestListTools(t *testing.T) {
 	slices.Sort(names)
 	want := []string{
 		"channel_peek", "channel_read", "channel_send",
-		"document_append", "document_create", "document_list", "document_read", "document_write",
+		"document_append", "document_create", "document_delete", "document_list", "document_read", "document_write",
 		"inbox_ack", "inbox_check", "inbox_peek", "job_list", "job_show", "message_status",
-		"send_and_wait", "task_claim", "task_context", "task_list", "task_update", "who",
+		"send_and_wait", "task_add", "task_claim", "task_context", "task_list", "task_retry", "task_update", "who",
 		"delegate_to_worktree", "get_session_status", "list_sessions", "send_message_to_session",
 	}
 	slices.Sort(want)
