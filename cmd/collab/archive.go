@@ -22,17 +22,11 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	ch := channelFlag(fs, "channel")
+	ch := needChannel(fs, "channel")
 	older := fs.Duration("older-than", 0, "archive messages older than this (e.g. 720h)")
 	asJSON := fs.Bool("json", false, `print {"channel", "archived"}`)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("archive: unexpected argument %q", fs.Arg(0))
-	}
-	if err := checkChannel("archive", *ch); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	svc, err := openService(ctx, serviceSpec{cmd: "archive", root: tree.Resolve(*rootf, getenv)}, getenv, stderr)

@@ -48,12 +48,8 @@ Flags:
 `
 
 func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("doc", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, docUsage)
-		fs.PrintDefaults()
-	}
-	ch := channelFlag(fs, "channel")
+	fs := cmdFlags("doc", docUsage, stderr)
+	ch := needChannel(fs, "channel")
 	text := fs.String("text", "", `content ("-" reads standard input, the default)`)
 	ifVersion := fs.String("if-version", "", "write or delete only if the file is at this version (from read --json)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -70,9 +66,6 @@ func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	action, rest := fs.Arg(0), fs.Args()[1:]
 	if !slices.Contains(service.DocActions, action) {
 		return usageErrorf("doc: unknown action %q: use one of %s", action, strings.Join(service.DocActions, ", "))
-	}
-	if err := checkChannel("doc", *ch); err != nil {
-		return err
 	}
 	file, named, words := documents.EntryPoint, false, []string(nil)
 	writes := action == "write" || action == "append" || action == "create"

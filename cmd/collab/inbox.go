@@ -47,11 +47,7 @@ func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	if len(args) > 0 && args[0] == "ack" {
 		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
 	}
-	fs := newFlags("inbox", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, inboxUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("inbox", inboxUsage, stderr)
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	peek := fs.Bool("peek", false, "show without acknowledging")
 	limit := fs.IntP("limit", "n", defaultPeekLimit, "with --peek: only the newest N unread messages (0: all)")
@@ -113,11 +109,8 @@ Flags:
 	untilf := fs.String("until", "", "acknowledge up to this message `ID` or RFC 3339 time")
 	rf := addRemoteFlags(fs)
 	nf := addNATSFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("inbox ack: unexpected argument %q", fs.Arg(0))
 	}
 	if *untilf == "" {
 		return usageErrorf("inbox ack: no --until: give a message id or a time")

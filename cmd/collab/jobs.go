@@ -56,11 +56,7 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return runJobsKill(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
-	fs := newFlags("jobs", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, jobsUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("jobs", jobsUsage, stderr)
 	agent := fs.String("agent", "", "only this agent's jobs")
 	asJSON := fs.Bool("json", false, "print JSON")
 	rootf := rootFlag(fs)
@@ -109,11 +105,8 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr 
 	of := fs.String("agent", "", "only this agent's jobs")
 	alias(fs, "of", "agent")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "give one job id"); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("jobs show: give one job id")
 	}
 	j, err := mount(tree.Resolve(*rootf, getenv), stderr).Job(ctx, service.JobQuery{Agent: *of}, fs.Arg(0))
 	if err != nil {
@@ -167,11 +160,8 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
 	nf := addNATSFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "give one job id"); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("jobs kill: give one job id")
 	}
 	root := tree.Resolve(*rootf, getenv)
 	// Who asks is only recorded: an unnamed request is still a request.

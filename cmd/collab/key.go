@@ -131,11 +131,8 @@ func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io
 	keyf := keyFlag(fs)
 	force := fs.Bool("force", false, "replace an existing key file (the old key then signs nothing new)")
 	asJSON := fs.Bool("json", false, `print {"agent", "key", "file", "trust"} as JSON`)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("key new: unexpected argument %q", fs.Arg(0))
 	}
 	a, err := actingAgent(ctx, "key new", "agent", *agent)
 	if err != nil {

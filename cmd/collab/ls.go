@@ -31,11 +31,8 @@ Flags:
 	}
 	asJSON := fs.Bool("json", false, "print JSON lines")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("ls: unexpected argument %q", fs.Arg(0))
 	}
 	list, err := mount(tree.Resolve(*rootf, getenv), stderr).Instances(ctx)
 	if err != nil {

@@ -1,43 +1,9 @@
 // Command collab runs agents that talk through files in a shared folder.
-//
-// Usage:
-//
-//	collab init    [--group G]                             create the shared tree
-//	collab send    --agent A --channel C [--to B] TEXT…    post a message (--wait: and its reply)
-//	collab read    --channel C [--follow]                  show a channel
-//	collab who     [AGENT…]                                show presence
-//	collab watch   --agent A --channel C --cli CLI [--mcp] run an agent's watcher
-//	collab jobs    [show|kill JOB]                         the watchers' model runs
-//	collab archive --channel C --older-than D              archive old messages
-//	collab wait    --reply-to ID                           wait for a reply
-//	collab task    add|list|claim|next|done|fail …         the task board
-//	collab inbox   --agent A [--peek] | inbox ack …        an agent's unread messages
-//	collab doc     read|write|append|list|create|delete …  the shared documents
-//	collab mcp     --agent A --channel C                   MCP server on stdio
-//	collab nats    init | parity --channel C               the NATS stream
-//	collab key     new|trust|revoke|list …                 signing keys and the keyring
-//	collab verify  --channel C                             audit a channel's signatures
-//	collab run     FILE [--instance I] [--timeout D]       run a workflow's team until done
-//	collab start   FILE [--instance I] [--background]      start a workflow's team
-//	collab stop    AGENT@INSTANCE | @INSTANCE | --all      stop an agent or instances
-//	collab ls      [--json]                                list the workflow instances
-//	collab delegate --repo DIR [--title T] [--wait] PROMPT  a new agent in its own git worktree
-//	collab delegate ls|status|send|stop|rm ID …            follow the delegated sessions
-//	collab resume                                          restart this host's delegated agents
-//	collab outbox  [ls|flush] --agent A                    a remote host's unacknowledged writes
-//
-// Run "collab COMMAND --help" for a command's flags.
-//
-// Every command follows the same conventions: a flag falls back to the
-// environment variable its help names, then to its default; the text of
-// send and doc is --text, the trailing words, or standard input given as
-// "-"; the agent a command acts as is --agent, then $COLLAB_AGENT, then
-// the login name (not for watch and mcp, which must be told whom they
-// serve); --json prints what the command prints as JSON. Exit codes: 0 ok,
-// 1 failure, 2 usage error, 3 nothing there or a timeout (no reply, no
-// ready task), 4 refused (a claim held by another, a write whose version
-// no longer matches), 5 queued (send --remote: the bridge cannot be
-// reached; the message waits in the outbox).
+// "collab help" lists its commands (commands below), "collab COMMAND
+// --help" gives a command's flags; flags.go states the conventions every
+// command follows, and exitCode the exit codes: 0 ok, 1 failure, 2 usage
+// error, 3 nothing there or a timeout, 4 refused, 5 queued in a remote
+// host's outbox.
 package main
 
 import (

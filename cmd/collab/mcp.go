@@ -18,8 +18,7 @@ import (
 )
 
 func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("mcp", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, mcpUsage); fs.PrintDefaults() }
+	fs := cmdFlags("mcp", mcpUsage, stderr)
 	agent := agentFlag(fs, "", "the agent every tool acts as", false)
 	ch := channelFlag(fs, "the channel")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
@@ -31,11 +30,8 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	rf := addRemoteFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("mcp: unexpected argument %q", fs.Arg(0))
 	}
 	if *agent == "" || *ch == "" {
 		return usageErrorf("mcp: --agent and --channel are required (or COLLAB_AGENT and COLLAB_CHANNEL)")

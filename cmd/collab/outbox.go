@@ -32,11 +32,7 @@ Flags:
 `
 
 func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("outbox", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, outboxUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("outbox", outboxUsage, stderr)
 	agent := agentFlag(fs, "", "the agent whose outbox it is", true)
 	asJSON := fs.Bool("json", false, "ls: print the entries as JSON")
 	rf := addRemoteFlags(fs)

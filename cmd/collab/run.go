@@ -47,11 +47,8 @@ Flags:
 	quiet := fs.Duration("quiet", defaultQuiet, "how long the channel must be quiet, every agent idle, to be done")
 	asJSON := fs.Bool("json", false, "print the messages and then the result as JSON lines")
 	tf := addTeamFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "want one workflow FILE (see 'collab run --help')"); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("run: want one workflow FILE (see 'collab run --help')")
 	}
 	root, team, err := tf.teamRequest(ctx, "run", fs.Arg(0), getenv, stderr)
 	if err != nil {

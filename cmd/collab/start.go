@@ -27,11 +27,8 @@ Flags:
 	background := fs.Bool("background", false, "detach, and return once every agent is AWAKE")
 	startTimeout := fs.Duration("start-timeout", time.Minute, "with --background, how long to wait for the agents to be AWAKE")
 	tf := addTeamFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "want one workflow FILE (see 'collab start --help')"); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("start: want one workflow FILE (see 'collab start --help')")
 	}
 	if *background {
 		return startBackground(ctx, args, fs.Arg(0), tf, *startTimeout, getenv, stdout, stderr)

@@ -40,11 +40,7 @@ Flags:
 `
 
 func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("status", stderr)
-	flags.Usage = func() {
-		fmt.Fprint(stderr, statusUsage)
-		flags.PrintDefaults()
-	}
+	flags := cmdFlags("status", statusUsage, stderr)
 	ch := channelFlag(flags, "the message's channel (default: look in every channel)")
 	asJSON := flags.Bool("json", false, "print the status as JSON: channel, id, from, to, time, broadcast, addressees")
 	rf := addRemoteFlags(flags)
@@ -52,11 +48,8 @@ func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	ragent := remoteAgentFlag(flags)
 	rootf := rootFlag(flags)
 	ringf := keyringFlag(flags)
-	if err := parse(flags, args, getenv); err != nil {
+	if err := parseOne(flags, args, getenv, "give one message id"); err != nil {
 		return err
-	}
-	if flags.NArg() != 1 {
-		return usageErrorf("status: give one message id")
 	}
 	svc, err := openReadService(ctx, "status", rf, nf, *ragent, tree.Resolve(*rootf, getenv), *ringf, getenv, stderr)
 	if err != nil {

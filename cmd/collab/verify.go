@@ -29,23 +29,13 @@ Flags:
 
 // runVerify audits the signatures of a channel's messages.
 func runVerify(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, verifyUsage)
-		fs.PrintDefaults()
-	}
-	ch := channelFlag(fs, "channel")
+	fs := cmdFlags("verify", verifyUsage, stderr)
+	ch := needChannel(fs, "channel")
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
 	asJSON := fs.Bool("json", false, `print {"channel", "messages", "verdicts": {VERDICT: N}, "forgeries": [{"id", "file", "from", "verdict"}], "forged_claims": [{"agent", "file", "kind", "verdict"}]}`)
 	ringf := keyringFlag(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("verify: unexpected argument %q", fs.Arg(0))
-	}
-	if err := checkChannel("verify", *ch); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	root := tree.Resolve(*rootf, getenv)

@@ -39,13 +39,9 @@ Flags:
 `
 
 func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("wait", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, waitUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("wait", waitUsage, stderr)
 	replyTo := fs.String("reply-to", "", "id of the message whose reply to wait for")
-	ch := channelFlag(fs, "channel")
+	ch := needChannel(fs, "channel")
 	from := fs.String("from", "", "only a reply from this agent")
 	timeout := fs.Duration("timeout", defaultWaitTimeout, "give up after this long (0: wait until interrupted)")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often to look at the channel")
@@ -53,13 +49,7 @@ func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	tf := addTrustFlags(fs)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("wait: unexpected argument %q", fs.Arg(0))
-	}
-	if err := checkChannel("wait", *ch); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	if *replyTo == "" {

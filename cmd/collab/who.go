@@ -67,11 +67,7 @@ Flags:
 `
 
 func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("who", stderr)
-	flags.Usage = func() {
-		fmt.Fprint(stderr, whoUsage)
-		flags.PrintDefaults()
-	}
+	flags := cmdFlags("who", whoUsage, stderr)
 	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, verdict, status (the heartbeat as written)")
 	staleAfter := secondsOrDuration(presence.DefaultStaleAfter)
 	flags.Var(&staleAfter, "stale-after", "show an AWAKE agent as STALE when its heartbeat is older than this (a duration, or seconds)")
