@@ -87,13 +87,6 @@ const (
 	exitQueued  = 5 // kept in a remote host's outbox, sent later
 )
 
-// Log attribute keys: the names the packages use for the same things.
-const (
-	keyAgent = "agent"
-	keyErr   = "err"
-	keyTook  = "took"
-)
-
 // exitError ends the program with a code and, if msg is set, a message.
 type exitError struct {
 	code int

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/keyring"
@@ -76,27 +75,20 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		def.Cmd = *delegateCmd
 		cfg.Service = service.WithDelegateDefaults(svc.Service, def)
 	}
-	return serveMCP(ctx, cfg, stdin, stdout)
+	return mcpserver.ServeStdio(ctx, cfg, stdin, stdout)
 }
 
 // mcpTree is the tree the tools of mcp read and the verifier they judge
-// signatures with. On the mount: --root, and its keyring, refused when
-// others could rewrite it. With --remote: this host's own tree (--root
-// when given, else STATE/tree, the mirror `watch --remote` keeps), which
-// gives the keyring (unless --keyring) and the jobs job_list shows; it
-// may be missing.
+// signatures with: on the mount --root and its keyring (verifierFor);
+// with --remote this host's own tree (remote.LocalTree), whose keyring
+// copy the mirror wrote as this account unless --keyring names another.
 func mcpTree(rf *remoteFlags, rootSet bool, rootFlag, ringFlag, agent string, getenv env, stderr io.Writer) (tree.Root, *signing.Verifier) {
 	if !rf.on {
 		root := tree.Resolve(rootFlag, getenv)
 		return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
 	}
-	root := remote.MirrorTree(rf.stateDir(agent, getenv))
-	if rootSet {
-		root = tree.Root(rootFlag)
-	}
+	root := remote.LocalTree(rf.stateDir(agent, getenv), rootSet, rootFlag)
 	if ringFlag == "" {
-		// The mirror wrote its keyring copy as this account: its being
-		// writable by this account is expected.
 		return root, signing.NewVerifier(keyring.In(root, ""))
 	}
 	return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
@@ -167,18 +159,3 @@ For Codex (~/.codex/config.toml):
 
 Flags:
 `
-
-// serveMCP serves cfg's tools on stdin and stdout until the client goes.
-func serveMCP(ctx context.Context, cfg mcpserver.Config, stdin io.Reader, stdout io.Writer) error {
-	s, err := mcpserver.New(cfg)
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	err = s.RunIO(ctx, stdin, stdout)
-	cfg.Logger.Info("mcp session ended", keyAgent, cfg.Agent, keyTook, time.Since(start).Round(time.Millisecond), keyErr, err)
-	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
-	}
-	return nil
-}
