@@ -109,18 +109,12 @@ func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 // bridge, and prints its result.
 func docDo(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootf, agent string, req service.DocRequest, asJSON bool, getenv env, stdout, stderr io.Writer) error {
 	cmd := "doc " + req.Action
-	if rf.on {
-		var err error
-		if agent, err = actingAgent(ctx, cmd, "agent", agent); err != nil {
-			return err
-		}
-	}
 	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	r, err := svc.Doc(ctx, service.Actor{Name: agent}, req)
+	r, err := svc.Doc(ctx, service.Actor{Name: svc.agent}, req)
 	if err != nil {
 		// A missing file, or one that is not the folder's: exit 1, as documented.
 		return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden)

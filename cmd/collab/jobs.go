@@ -177,7 +177,7 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 		return err
 	}
 	defer svc.Close()
-	k, told, err := service.KillJobNow(ctx, svc, svc.bus, hostname(), service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
+	k, told, err := service.KillJobNow(ctx, svc, svc.Bus, hostname(), service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
 	if err != nil {
 		// Nothing to stop: exit 1, as this command documents.
 		err = fmt.Errorf("jobs kill: %w", err)

@@ -69,7 +69,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		return err
 	}
 	defer svc.Close()
-	cfg.Remote, cfg.Service = svc.client, svc.Service
+	cfg.Remote, cfg.Service = svc.Client, svc.Service
 	if !svc.remote() {
 		def := service.DelegateDefaultsFrom(getenv)
 		def.Cmd = *delegateCmd

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,17 +58,6 @@ func (f *natsFlags) options(getenv env, name string, logger *slog.Logger) (natsb
 	o.Name = name
 	o.Logger = logger
 	return o, o.URL != ""
-}
-
-// connectOptional connects when NATS is configured. An unreachable server
-// is a warning (the files deliver everything); bad credentials are an error.
-func connectOptional(ctx context.Context, o natsbus.Options, stderr io.Writer) (*natsbus.Bus, error) {
-	b, err := natsbus.Connect(ctx, o)
-	if errors.Is(err, natsbus.ErrUnreachable) {
-		fmt.Fprintf(stderr, "collab: warning: %v; going on with files only\n", err)
-		return nil, nil
-	}
-	return b, err
 }
 
 func hostname() string {

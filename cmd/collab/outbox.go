@@ -53,13 +53,14 @@ func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 		return usageErrorf("outbox: no state directory: use --state-dir or set HOME")
 	}
 	if sub == "flush" {
-		// remoteClient resends the outbox and reports it.
-		c, err := remoteClient(ctx, "outbox flush", rf, nf, who, "", false, getenv, stderr)
+		// Opening resends the outbox and reports it.
+		rf.on = true
+		svc, err := openService(ctx, serviceSpec{cmd: "outbox flush", agent: who, rf: rf, nf: nf}, getenv, stderr)
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		if err := c.Queued(); err != nil {
+		defer svc.Close()
+		if err := svc.Client.Queued(); err != nil {
 			return fmt.Errorf("outbox flush: %w", err)
 		}
 		fmt.Fprintln(stdout, "outbox empty")
