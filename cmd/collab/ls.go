@@ -43,11 +43,9 @@ Flags:
 	}
 	for _, r := range list {
 		if *asJSON {
-			data, err := json.Marshal(r)
-			if err != nil {
+			if err := json.NewEncoder(stdout).Encode(r); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s\n", data)
 			continue
 		}
 		var agents []string

@@ -72,8 +72,7 @@ Flags:
 // printRunResult prints the run's result.
 func printRunResult(res *runResult, asJSON bool, stdout io.Writer) {
 	if asJSON {
-		data, _ := json.Marshal(map[string]any{"result": res})
-		fmt.Fprintf(stdout, "%s\n", data)
+		json.NewEncoder(stdout).Encode(map[string]any{"result": res})
 		return
 	}
 	fmt.Fprintf(stdout, "── %s@%s: %s\n", res.Workflow, res.Instance, res.Status)
