@@ -153,16 +153,6 @@ func cmdErr(cmd string, err error) error {
 	return fmt.Errorf("%s: %w", cmd, err)
 }
 
-// printLines prints lines, each on its own.
-func printLines(w io.Writer, lines []string) error {
-	for _, l := range lines {
-		if _, err := fmt.Fprintln(w, l); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // cmdName is the command of fs as errors name it ("jobs show").
 func cmdName(fs *pflag.FlagSet) string { return strings.TrimPrefix(fs.Name(), "collab ") }
 

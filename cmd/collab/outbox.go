@@ -75,5 +75,8 @@ func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	case l.Empty():
 		fmt.Fprintf(stderr, "collab: the outbox %s is empty\n", filepath.Join(state, remote.OutboxDir))
 	}
-	return printLines(stdout, l.Lines())
+	for _, line := range l.Lines() {
+		fmt.Fprintln(stdout, line)
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/collabdev/collab/internal/service/dial"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
+	"github.com/spf13/pflag"
 )
 
 // serviceSpec is what a command's service needs.
@@ -112,14 +113,29 @@ func (o *openedService) fail(cmd string, err error) error {
 	return fmt.Errorf("%s: %w", cmd, err)
 }
 
-// openReadService opens the service of a command that reads (read, who,
-// status): on the mount at root, judging signatures by the keyring ring
-// (--keyring); through a bridge as agent (--agent, for its subjects and
-// state).
-func openReadService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, agent string, root tree.Root, ring string, getenv env, stderr io.Writer) (*openedService, error) {
-	sp := serviceSpec{cmd: cmd, agent: agent, root: root, rf: rf, nf: nf}
-	if !rf.on {
-		sp.verifier = verifierFor(root, keyring.In(root, ring), stderr)
+// readFlags are the flags of a command that reads (who, status): on the
+// mount --root, judging signatures by --keyring; through a bridge
+// (--remote) as --agent, for its subjects and state.
+type readFlags struct {
+	rf                *remoteFlags
+	nf                *natsFlags
+	agent, root, ring *string
+}
+
+func addReadFlags(fs *pflag.FlagSet) *readFlags {
+	return &readFlags{rf: addRemoteFlags(fs), nf: addNATSFlags(fs), agent: remoteAgentFlag(fs), root: rootFlag(fs), ring: keyringFlag(fs)}
+}
+
+// open opens the service of command cmd.
+func (f *readFlags) open(ctx context.Context, cmd string, getenv env, stderr io.Writer) (*openedService, error) {
+	sp := serviceSpec{cmd: cmd, agent: *f.agent, root: tree.Resolve(*f.root, getenv), rf: f.rf, nf: f.nf}
+	if !f.rf.on {
+		sp.verifier = verifierFor(sp.root, keyring.In(sp.root, *f.ring), stderr)
 	}
 	return openService(ctx, sp, getenv, stderr)
+}
+
+// warner is a Warn that writes "collab: warning: MSG" on stderr.
+func warner(stderr io.Writer) func(string) {
+	return func(msg string) { fmt.Fprintf(stderr, "collab: warning: %s\n", msg) }
 }

@@ -43,15 +43,11 @@ func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	flags := cmdFlags("status", statusUsage, stderr)
 	ch := channelFlag(flags, "the message's channel (default: look in every channel)")
 	asJSON := flags.Bool("json", false, "print the status as JSON: channel, id, from, to, time, broadcast, addressees")
-	rf := addRemoteFlags(flags)
-	nf := addNATSFlags(flags)
-	ragent := remoteAgentFlag(flags)
-	rootf := rootFlag(flags)
-	ringf := keyringFlag(flags)
+	rd := addReadFlags(flags)
 	if err := parseOne(flags, args, getenv, "give one message id"); err != nil {
 		return err
 	}
-	svc, err := openReadService(ctx, "status", rf, nf, *ragent, tree.Resolve(*rootf, getenv), *ringf, getenv, stderr)
+	svc, err := rd.open(ctx, "status", getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -55,9 +55,6 @@ func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if *replyTo == "" {
 		return usageErrorf("wait: --reply-to is required")
 	}
-	if _, err := channel.ParseID(*replyTo); err != nil {
-		return usageErrorf("wait: --reply-to %q is not a message id", *replyTo)
-	}
 	if *from != "" {
 		if err := tree.CheckName("agent", *from); err != nil {
 			return usageErrorf("wait: %v", err)
@@ -103,9 +100,7 @@ func (tf trustFlags) judge(cmd string, root tree.Root, stderr io.Writer) (delega
 	if err != nil {
 		return delegate.Options{}, usageErrorf("%s: --%v", cmd, err)
 	}
-	opt, err := service.ReplyTrust(root, trust, *tf.keyring, func(msg string) {
-		fmt.Fprintf(stderr, "collab: warning: %s\n", msg)
-	})
+	opt, err := service.ReplyTrust(root, trust, *tf.keyring, warner(stderr))
 	if err != nil {
 		return opt, fmt.Errorf("%s: %w", cmd, err)
 	}

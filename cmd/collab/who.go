@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/delivery"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/presence"
@@ -74,11 +73,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
 	maxBacklogAge := flags.Duration("max-backlog-age", 0, "with --check: fail when the oldest unanswered message is older than this (0: no limit)")
-	rf := addRemoteFlags(flags)
-	nf := addNATSFlags(flags)
-	ragent := remoteAgentFlag(flags)
-	rootf := rootFlag(flags)
-	ringf := keyringFlag(flags)
+	rd := addReadFlags(flags)
 	if err := parse(flags, args, getenv); err != nil {
 		return err
 	}
@@ -97,15 +92,12 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if staleAfter <= 0 {
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
 	}
-	root := tree.Resolve(*rootf, getenv)
-	svc, err := openReadService(ctx, "who", rf, nf, *ragent, root, *ringf, getenv, stderr)
+	svc, err := rd.open(ctx, "who", getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: func(msg string) {
-		fmt.Fprintf(stderr, "collab: warning: %s\n", msg)
-	}})
+	rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: warner(stderr)})
 	if err != nil {
 		return svc.fail("who", err)
 	}
@@ -120,7 +112,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		if svc.remote() {
 			fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
 		} else {
-			fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", root.Presence())
+			fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", svc.root.Presence())
 		}
 	}
 	return whoTable(stdout, rows, now)
