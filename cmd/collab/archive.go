@@ -45,8 +45,5 @@ Flags:
 	} else {
 		fmt.Fprintf(stdout, "archived %d messages of %s\n", n, *ch)
 	}
-	if err != nil {
-		return fmt.Errorf("archive: %w", err)
-	}
-	return nil
+	return cmdErr("archive", err)
 }

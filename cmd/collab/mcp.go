@@ -19,7 +19,7 @@ import (
 func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("mcp", mcpUsage, stderr)
 	agent := agentFlag(fs, "", "the agent every tool acts as", false)
-	ch := channelFlag(fs, "the channel")
+	ch := needChannel(fs, "the channel")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
 	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
 	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+service.EnvDelegateCmd+")")
@@ -32,13 +32,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	if *agent == "" || *ch == "" {
-		return usageErrorf("mcp: --agent and --channel are required (or COLLAB_AGENT and COLLAB_CHANNEL)")
-	}
 	if err := namedAgent("mcp", *agent); err != nil {
-		return err
-	}
-	if err := checkChannel("mcp", *ch); err != nil {
 		return err
 	}
 	if *poll <= 0 {
@@ -52,17 +46,13 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
-	if rf.on && signer == nil {
-		// Everything it writes goes through a bridge, which writes only
-		// what the agent's key signed.
-		return usageErrorf("mcp --remote: %v", remote.ErrNoKey)
-	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg := mcpserver.Config{Agent: *agent, Channel: *ch, Host: hostname(), Logger: logger, Poll: *poll, Signer: signer,
 		// Inside a watcher's model run, what the agent sends is one hop
 		// deeper than the message it answers.
 		Hops: runenv.RunHops(getenv)}
 	cfg.Root, cfg.Verifier = mcpTree(rf, fs.Changed("root"), *rootf, *ringf, *agent, getenv, stderr)
+	// Through a bridge everything it writes must be signed (needKey).
 	svc, err := openService(ctx, serviceSpec{cmd: "mcp", agent: *agent, root: cfg.Root, rf: rf, nf: nf, keyPath: *keyf, needKey: true,
 		verifier: cfg.Verifier, nats: true, logger: logger, connName: *agent + "-mcp"}, getenv, stderr)
 	if err != nil {

@@ -63,10 +63,7 @@ Flags:
 	if res != nil {
 		printRunResult(res, *asJSON, stdout)
 	}
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	return nil
+	return cmdErr("run", err)
 }
 
 // printRunResult prints the run's result.

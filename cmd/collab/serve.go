@@ -126,10 +126,7 @@ func serveOn(ctx context.Context, srv *web.Server, root tree.Root, who string, s
 	sv.Hangup = hup
 	sv.Announce = func(si web.SignIn) error { return printSignIn(si, root, who, stdout) }
 	sv.Stopping = func(err error) { fmt.Fprintf(stderr, "collab: serve: %v: stopping\n", err) }
-	if err := srv.ListenAndServe(ctx, sv); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
+	return cmdErr("serve", srv.ListenAndServe(ctx, sv))
 }
 
 // printSignIn prints a sign-in URL: the first, or a fresh one.

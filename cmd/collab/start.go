@@ -46,10 +46,7 @@ Flags:
 	}
 	_, err = mount(root, stderr).StartWorkflow(ctx, service.StartRequest{TeamRequest: team, Args: args,
 		Detached: getenv(service.EnvWorkflowChild) == "1", Running: running})
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	return nil
+	return cmdErr("start", err)
 }
 
 // startBackground starts the team detached: collab start with the same
