@@ -101,10 +101,7 @@ func (tf trustFlags) judge(cmd string, root tree.Root, stderr io.Writer) (delega
 		return delegate.Options{}, usageErrorf("%s: --%v", cmd, err)
 	}
 	opt, err := service.ReplyTrust(root, trust, *tf.keyring, warner(stderr))
-	if err != nil {
-		return opt, fmt.Errorf("%s: %w", cmd, err)
-	}
-	return opt, nil
+	return opt, cmdErr(cmd, err)
 }
 
 // replyWait is one wait for a reply, as send --wait, wait and delegate
