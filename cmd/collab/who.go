@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/presence"
@@ -196,20 +197,12 @@ func printTable(w io.Writer, rows [][]string) error {
 	return tw.Flush()
 }
 
-// cell makes a value from a file safe for one table cell: control
-// characters (tabs and newlines included) and spaces are escaped, and an
-// empty value is "-".
+// cell makes a value from a file safe for one table cell: what
+// tree.Printable escapes and spaces are shown as \xNN, and an empty value
+// is "-".
 func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	var b strings.Builder
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f || r >= 0x80 && r <= 0x9f {
-			fmt.Fprintf(&b, "\\x%02x", r)
-		} else {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return strings.ReplaceAll(tree.Printable(s), " ", `\x20`)
 }

@@ -27,9 +27,10 @@
 // errkind.Unavailable there. The Mount alone also makes the tree
 // ([Mount.Init]) and serves the bridge's requests ([Mount.Relay]).
 //
-// A door gets its Service once, at its start (cmd/collab: openService,
-// from --remote; web, MCP and bridge: their Config.Service), and calls it
-// for everything after.
+// A door gets its Service once, at its start (package dial opens the
+// Mount, with NATS when configured, or a bridge client: cmd/collab from
+// --remote; web, MCP and bridge: their Config.Service), and calls it for
+// everything after.
 //
 // # Who acts
 //
