@@ -112,20 +112,17 @@ func exitCode(err error, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "collab:", err)
-	// The service layer's kinds, mapped once (see package service).
-	if k, ok := errkind.Carried(err); ok {
-		switch k {
-		case errkind.Invalid:
-			return exitUsage
-		case errkind.NotFound, errkind.Timeout:
-			return exitNothing
-		case errkind.Conflict, errkind.Forbidden:
-			return exitRefused
-		case errkind.Queued:
-			return exitQueued
-		}
+	if k, ok := errkind.Carried(err); ok && kindExit[k] != 0 {
+		return kindExit[k]
 	}
 	return exitFailure
+}
+
+// kindExit maps the service layer's error kinds to exit codes, once (see
+// package service); a kind not here exits 1.
+var kindExit = map[errkind.Kind]int{
+	errkind.Invalid: exitUsage, errkind.NotFound: exitNothing, errkind.Timeout: exitNothing,
+	errkind.Conflict: exitRefused, errkind.Forbidden: exitRefused, errkind.Queued: exitQueued,
 }
 
 // env is how commands read the environment; tests pass a map's lookup.
