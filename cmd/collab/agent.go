@@ -26,8 +26,7 @@ func runAgent(ctx context.Context, args []string, getenv env, _ io.Reader, stdou
 		return &exitError{code: exitUsage}
 	}
 	sub, args := args[0], args[1:]
-	fs := newFlags("agent "+sub, stderr)
-	setUsage(fs, helpText("agent")+"\nFlags:\n")
+	fs := cmdFlags("agent "+sub, helpText("agent")+"\nFlags:\n", stderr)
 	var r service.AgentRegistration
 	if sub == "register" {
 		fs.StringVar(&r.Runtime, "runtime", "", "the agent's runtime: claude_code, codex, a script… (required)")

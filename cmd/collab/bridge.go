@@ -14,19 +14,15 @@ import (
 )
 
 func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("bridge", stderr)
-	setUsage(fs, helpText("bridge"))
+	fs := cmdFlags("bridge", helpText("bridge"), stderr)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	ringf := keyringFlag(fs)
 	backfill := fs.Duration("backfill", bridge.DefaultBackfill, "on the first start, publish each channel's messages this recent")
 	workers := fs.Int("workers", bridge.DefaultWorkers, "requests performed at once")
 	logLevel := fs.String("log-level", defaultLogLevel, "debug, info, warn or error")
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("bridge: unexpected argument %q", fs.Arg(0))
 	}
 	if *workers <= 0 || *backfill <= 0 {
 		return usageErrorf("bridge: --workers and --backfill must be positive")

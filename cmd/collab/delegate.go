@@ -102,8 +102,7 @@ type delegateOptions struct {
 
 // parseDelegate parses collab delegate's flags and prompt.
 func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer) (*delegateOptions, error) {
-	fs := newFlags("delegate", stderr)
-	setUsage(fs, helpText("delegate"))
+	fs := cmdFlags("delegate", helpText("delegate"), stderr)
 	o := &delegateOptions{}
 	r := &o.req
 	agent := agentFlag(fs, "", "the delegator's agent ID", true)
@@ -159,7 +158,6 @@ func noLimit(v int) int {
 	}
 	return v
 }
-
 
 func runDelegateLs(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := newFlags("delegate ls", stderr)

@@ -20,8 +20,7 @@ func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	if len(args) > 0 && args[0] == "ack" {
 		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
 	}
-	fs := newFlags("inbox", stderr)
-	setUsage(fs, helpText("inbox"))
+	fs := cmdFlags("inbox", helpText("inbox"), stderr)
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	peek := fs.Bool("peek", false, "show without acknowledging")
 	limit := fs.IntP("limit", "n", defaultPeekLimit, "with --peek: only the newest N unread messages (0: all)")
@@ -39,12 +38,12 @@ func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	if *limit < 0 {
 		return usageErrorf("inbox: --limit must not be negative")
 	}
-	who, svc, done, err := openInboxService(ctx, "inbox", rf, nf, *rootf, *agent, getenv, stderr)
+	svc, err := openInboxService(ctx, "inbox", rf, nf, *rootf, *agent, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
-	res, err := svc.Inbox(ctx, service.InboxRequest{Agent: who, Channels: *chans, Peek: *peek, Limit: *limit})
+	defer svc.Close()
+	res, err := svc.Inbox(ctx, service.InboxRequest{Agent: svc.agent, Channels: *chans, Peek: *peek, Limit: *limit})
 	if err != nil {
 		return fmt.Errorf("inbox: %w", err)
 	}
@@ -66,27 +65,23 @@ func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 const defaultPeekLimit = 20
 
 func runInboxAck(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	fs := newFlags("inbox ack", stderr)
-	setUsage(fs, helpText("inbox-ack"))
+	fs := cmdFlags("inbox ack", helpText("inbox-ack"), stderr)
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	untilf := fs.String("until", "", "acknowledge up to this message `ID` or RFC 3339 time")
 	rf := addRemoteFlags(fs)
 	nf := addNATSFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("inbox ack: unexpected argument %q", fs.Arg(0))
 	}
 	if *untilf == "" {
 		return usageErrorf("inbox ack: no --until: give a message id or a time")
 	}
-	who, svc, done, err := openInboxService(ctx, "inbox ack", rf, nf, *rootf, *agent, getenv, stderr)
+	svc, err := openInboxService(ctx, "inbox ack", rf, nf, *rootf, *agent, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
-	res, err := svc.AckInbox(ctx, service.AckRequest{Agent: who, Channels: *chans, Until: *untilf})
+	defer svc.Close()
+	res, err := svc.AckInbox(ctx, service.AckRequest{Agent: svc.agent, Channels: *chans, Until: *untilf})
 	if err != nil {
 		// An id in none of the channels: exit 1, as this command documents.
 		return exitAs(exitFailure, fmt.Errorf("inbox ack: %w", err), errkind.NotFound)
@@ -109,19 +104,14 @@ func printAcked(stdout io.Writer, res service.Acked, asJSON bool) error {
 	return err
 }
 
-// openInboxService is the service of inbox and inbox ack: a bridge acts
-// as one agent, checked here (--agent or the login name), as it names
-// the NATS connection; on the mount the service reads the name.
-func openInboxService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent string, getenv env, stderr io.Writer) (string, service.Workspace, func(), error) {
+// openInboxService is the service of inbox and inbox ack, as the agent
+// actorName gives.
+func openInboxService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent string, getenv env, stderr io.Writer) (*openedService, error) {
 	agent, err := actorName(ctx, cmd, rf.on, agent)
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	return agent, svc, svc.Close, nil
+	return openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
 }
 
 func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool, rootf *string) {
@@ -135,12 +125,7 @@ func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool
 // printItem prints one inbox item as a transcript entry or a JSON line.
 func printItem(w io.Writer, it inbox.Item, asJSON bool) error {
 	if asJSON {
-		data, err := json.Marshal(it)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
+		return json.NewEncoder(w).Encode(it)
 	}
 	m := &it.Message
 	var b strings.Builder

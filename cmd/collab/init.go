@@ -13,8 +13,7 @@ import (
 // shared group: owned by the group, group-writable and set-group-ID, so
 // every file and folder made later inside belongs to the group too.
 func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("init", stderr)
-	setUsage(flags, helpText("init"))
+	flags := cmdFlags("init", helpText("init"), stderr)
 	group := flags.String("group", "", "shared group (name or numeric id) that owns the tree's folders")
 	asJSON := flags.Bool("json", false, `print a JSON array of the folders: {"path", "mode", "group"}`)
 	rootf := rootFlag(flags)

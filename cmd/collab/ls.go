@@ -13,15 +13,11 @@ import (
 )
 
 func runLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("ls", stderr)
-	setUsage(fs, helpText("ls"))
+	fs := cmdFlags("ls", helpText("ls"), stderr)
 	asJSON := fs.Bool("json", false, "print JSON lines")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("ls: unexpected argument %q", fs.Arg(0))
 	}
 	list, err := mount(tree.Resolve(*rootf, getenv), stderr).Instances(ctx)
 	if err != nil {
@@ -32,11 +28,9 @@ func runLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdo
 	}
 	for _, r := range list {
 		if *asJSON {
-			data, err := json.Marshal(r)
-			if err != nil {
+			if err := json.NewEncoder(stdout).Encode(r); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s\n", data)
 			continue
 		}
 		var agents []string

@@ -1,19 +1,10 @@
 // Command collab runs agents that talk through files in a shared folder.
-//
-// Run "collab help" for the commands and "collab COMMAND --help" for a
-// command's flags; docs/commands.md holds every command's help, and
-// cmd/collab/help/ the texts.
-//
-// Every command follows the same conventions: a flag falls back to the
-// environment variable its help names, then to its default; the text of
-// send and doc is --text, the trailing words, or standard input given as
-// "-"; the agent a command acts as is --agent, then $COLLAB_AGENT, then
-// the login name (not for watch and mcp, which must be told whom they
-// serve); --json prints what the command prints as JSON. Exit codes: 0 ok,
-// 1 failure, 2 usage error, 3 nothing there or a timeout (no reply, no
-// ready task), 4 refused (a claim held by another, a write whose version
-// no longer matches), 5 queued (send --remote: the bridge cannot be
-// reached; the message waits in the outbox).
+// "collab help" lists its commands (commands below), "collab COMMAND
+// --help" gives a command's flags (help/NAME.txt; docs/commands.md is
+// generated from them); flags.go states the conventions every
+// command follows, and exitCode the exit codes: 0 ok, 1 failure, 2 usage
+// error, 3 nothing there or a timeout, 4 refused, 5 queued in a remote
+// host's outbox.
 package main
 
 import (
@@ -97,13 +88,6 @@ const (
 	exitQueued  = 5 // kept in a remote host's outbox, sent later
 )
 
-// Log attribute keys: the names the packages use for the same things.
-const (
-	keyAgent = "agent"
-	keyErr   = "err"
-	keyTook  = "took"
-)
-
 // exitError ends the program with a code and, if msg is set, a message.
 type exitError struct {
 	code int
@@ -129,20 +113,17 @@ func exitCode(err error, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "collab:", err)
-	// The service layer's kinds, mapped once (see package service).
-	if k, ok := errkind.Carried(err); ok {
-		switch k {
-		case errkind.Invalid:
-			return exitUsage
-		case errkind.NotFound, errkind.Timeout:
-			return exitNothing
-		case errkind.Conflict, errkind.Forbidden:
-			return exitRefused
-		case errkind.Queued:
-			return exitQueued
-		}
+	if k, ok := errkind.Carried(err); ok && kindExit[k] != 0 {
+		return kindExit[k]
 	}
 	return exitFailure
+}
+
+// kindExit maps the service layer's error kinds to exit codes, once (see
+// package service); a kind not here exits 1.
+var kindExit = map[errkind.Kind]int{
+	errkind.Invalid: exitUsage, errkind.NotFound: exitNothing, errkind.Timeout: exitNothing,
+	errkind.Conflict: exitRefused, errkind.Forbidden: exitRefused, errkind.Queued: exitQueued,
 }
 
 // env is how commands read the environment; tests pass a map's lookup.

@@ -17,8 +17,7 @@ import (
 )
 
 func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("read", stderr)
-	setUsage(fs, helpText("read"))
+	fs := cmdFlags("read", helpText("read"), stderr)
 	ch := channelFlag(fs, "channel")
 	since := fs.String("since", "", "only messages after this message id, or newer than this duration (10m, 2h)")
 	limit := fs.IntP("limit", "n", 0, "only the last N messages (0: all)")

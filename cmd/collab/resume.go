@@ -17,16 +17,12 @@ import (
 )
 
 func runResume(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("resume", stderr)
-	setUsage(fs, helpText("resume"))
+	fs := cmdFlags("resume", helpText("resume"), stderr)
 	dry := fs.Bool("dry-run", false, "only list what would be restarted")
 	startTimeout := fs.Duration("start-timeout", time.Minute, "how long to wait for each agent to be AWAKE")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("resume: unexpected argument %q", fs.Arg(0))
 	}
 	root := tree.Resolve(*rootf, getenv)
 	res, err := mount(root, stderr).Resume(ctx, service.ResumeRequest{DryRun: *dry, StartTimeout: *startTimeout})

@@ -23,17 +23,13 @@ const defaultQuiet = 3 * time.Second
 type runResult = service.RunResult
 
 func runRun(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("run", stderr)
-	setUsage(fs, helpText("run"))
+	fs := cmdFlags("run", helpText("run"), stderr)
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long (exit 3)")
 	quiet := fs.Duration("quiet", defaultQuiet, "how long the channel must be quiet, every agent idle, to be done")
 	asJSON := fs.Bool("json", false, "print the messages and then the result as JSON lines")
 	tf := addTeamFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "want one workflow FILE (see 'collab run --help')"); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("run: want one workflow FILE (see 'collab run --help')")
 	}
 	root, team, err := tf.teamRequest(ctx, "run", fs.Arg(0), getenv, stderr)
 	if err != nil {
@@ -48,17 +44,13 @@ func runRun(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if res != nil {
 		printRunResult(res, *asJSON, stdout)
 	}
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	return nil
+	return cmdErr("run", err)
 }
 
 // printRunResult prints the run's result.
 func printRunResult(res *runResult, asJSON bool, stdout io.Writer) {
 	if asJSON {
-		data, _ := json.Marshal(map[string]any{"result": res})
-		fmt.Fprintf(stdout, "%s\n", data)
+		json.NewEncoder(stdout).Encode(map[string]any{"result": res})
 		return
 	}
 	fmt.Fprintf(stdout, "── %s@%s: %s\n", res.Workflow, res.Instance, res.Status)

@@ -71,8 +71,7 @@ func (o *sendOptions) check(fs *pflag.FlagSet) error {
 }
 
 func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("send", stderr)
-	setUsage(fs, helpText("send"))
+	fs := cmdFlags("send", helpText("send"), stderr)
 	o := sendFlags(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err

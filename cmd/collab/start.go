@@ -11,16 +11,12 @@ import (
 )
 
 func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("start", stderr)
-	setUsage(fs, helpText("start"))
+	fs := cmdFlags("start", helpText("start"), stderr)
 	background := fs.Bool("background", false, "detach, and return once every agent is AWAKE")
 	startTimeout := fs.Duration("start-timeout", time.Minute, "with --background, how long to wait for the agents to be AWAKE")
 	tf := addTeamFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "want one workflow FILE (see 'collab start --help')"); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("start: want one workflow FILE (see 'collab start --help')")
 	}
 	if *background {
 		return startBackground(ctx, args, fs.Arg(0), tf, *startTimeout, getenv, stdout, stderr)
@@ -38,10 +34,7 @@ func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	}
 	_, err = mount(root, stderr).StartWorkflow(ctx, service.StartRequest{TeamRequest: team, Args: args,
 		Detached: getenv(service.EnvWorkflowChild) == "1", Running: running})
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	return nil
+	return cmdErr("start", err)
 }
 
 // startBackground starts the team detached: collab start with the same

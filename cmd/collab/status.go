@@ -14,22 +14,14 @@ import (
 )
 
 func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("status", stderr)
-	setUsage(flags, helpText("status"))
+	flags := cmdFlags("status", helpText("status"), stderr)
 	ch := channelFlag(flags, "the message's channel (default: look in every channel)")
 	asJSON := flags.Bool("json", false, "print the status as JSON: channel, id, from, to, time, broadcast, addressees")
-	rf := addRemoteFlags(flags)
-	nf := addNATSFlags(flags)
-	ragent := remoteAgentFlag(flags)
-	rootf := rootFlag(flags)
-	ringf := keyringFlag(flags)
-	if err := parse(flags, args, getenv); err != nil {
+	rd := addReadFlags(flags)
+	if err := parseOne(flags, args, getenv, "give one message id"); err != nil {
 		return err
 	}
-	if flags.NArg() != 1 {
-		return usageErrorf("status: give one message id")
-	}
-	svc, err := openReadService(ctx, "status", rf, nf, *ragent, tree.Resolve(*rootf, getenv), *ringf, getenv, stderr)
+	svc, err := rd.open(ctx, "status", getenv, stderr)
 	if err != nil {
 		return err
 	}

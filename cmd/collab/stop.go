@@ -11,8 +11,7 @@ import (
 )
 
 func runStop(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("stop", stderr)
-	setUsage(fs, helpText("stop"))
+	fs := cmdFlags("stop", helpText("stop"), stderr)
 	all := fs.Bool("all", false, "stop every running instance")
 	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the agents to be OFFLINE (then exit 3)")
 	rootf := rootFlag(fs)

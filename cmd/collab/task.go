@@ -119,8 +119,7 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 // given as "-" from stdin.
 func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stderr io.Writer) (*taskCmd, error) {
 	c := &taskCmd{sub: sub}
-	fs := newFlags(c.cmd(), stderr)
-	setUsage(fs, taskUsage+"\nFlags:\n")
+	fs := cmdFlags(c.cmd(), taskUsage+"\nFlags:\n", stderr)
 	ch := channelFlag(fs, "channel")
 	if c.acts() {
 		c.agent = agentFlag(fs, "", "acting agent ID", true)

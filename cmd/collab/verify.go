@@ -14,20 +14,13 @@ import (
 
 // runVerify audits the signatures of a channel's messages.
 func runVerify(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", stderr)
-	setUsage(fs, helpText("verify"))
-	ch := channelFlag(fs, "channel")
+	fs := cmdFlags("verify", helpText("verify"), stderr)
+	ch := needChannel(fs, "channel")
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
 	asJSON := fs.Bool("json", false, `print {"channel", "messages", "verdicts": {VERDICT: N}, "forgeries": [{"id", "file", "from", "verdict"}], "forged_claims": [{"agent", "file", "kind", "verdict"}]}`)
 	ringf := keyringFlag(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("verify: unexpected argument %q", fs.Arg(0))
-	}
-	if err := checkChannel("verify", *ch); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	root := tree.Resolve(*rootf, getenv)

@@ -24,10 +24,9 @@ import (
 const defaultWaitTimeout = 10 * time.Minute
 
 func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("wait", stderr)
-	setUsage(fs, helpText("wait"))
+	fs := cmdFlags("wait", helpText("wait"), stderr)
 	replyTo := fs.String("reply-to", "", "id of the message whose reply to wait for")
-	ch := channelFlag(fs, "channel")
+	ch := needChannel(fs, "channel")
 	from := fs.String("from", "", "only a reply from this agent")
 	timeout := fs.Duration("timeout", defaultWaitTimeout, "give up after this long (0: wait until interrupted)")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often to look at the channel")
@@ -35,20 +34,11 @@ func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	tf := addTrustFlags(fs)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("wait: unexpected argument %q", fs.Arg(0))
-	}
-	if err := checkChannel("wait", *ch); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	if *replyTo == "" {
 		return usageErrorf("wait: --reply-to is required")
-	}
-	if _, err := channel.ParseID(*replyTo); err != nil {
-		return usageErrorf("wait: --reply-to %q is not a message id", *replyTo)
 	}
 	if *from != "" {
 		if err := tree.CheckName("agent", *from); err != nil {
@@ -95,13 +85,8 @@ func (tf trustFlags) judge(cmd string, root tree.Root, stderr io.Writer) (delega
 	if err != nil {
 		return delegate.Options{}, usageErrorf("%s: --%v", cmd, err)
 	}
-	opt, err := service.ReplyTrust(root, trust, *tf.keyring, func(msg string) {
-		fmt.Fprintf(stderr, "collab: warning: %s\n", msg)
-	})
-	if err != nil {
-		return opt, fmt.Errorf("%s: %w", cmd, err)
-	}
-	return opt, nil
+	opt, err := service.ReplyTrust(root, trust, *tf.keyring, warner(stderr))
+	return opt, cmdErr(cmd, err)
 }
 
 // replyWait is one wait for a reply, as send --wait, wait and delegate

@@ -21,8 +21,7 @@ import (
 type watchSettings = watchsetup.Settings
 
 func runWatch(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("watch", stderr)
-	setUsage(fs, helpText("watch"))
+	fs := cmdFlags("watch", helpText("watch"), stderr)
 	var s watchSettings
 	wf := addWatchFlags(fs, &s)
 	nf := addNATSFlags(fs)

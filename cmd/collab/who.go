@@ -18,19 +18,14 @@ import (
 )
 
 func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("who", stderr)
-	setUsage(flags, helpText("who"))
+	flags := cmdFlags("who", helpText("who"), stderr)
 	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, verdict, status (the heartbeat as written)")
 	staleAfter := secondsOrDuration(presence.DefaultStaleAfter)
 	flags.Var(&staleAfter, "stale-after", "show an AWAKE agent as STALE when its heartbeat is older than this (a duration, or seconds)")
 	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
 	maxBacklogAge := flags.Duration("max-backlog-age", 0, "with --check: fail when the oldest unanswered message is older than this (0: no limit)")
-	rf := addRemoteFlags(flags)
-	nf := addNATSFlags(flags)
-	ragent := remoteAgentFlag(flags)
-	rootf := rootFlag(flags)
-	ringf := keyringFlag(flags)
+	rd := addReadFlags(flags)
 	if err := parse(flags, args, getenv); err != nil {
 		return err
 	}
@@ -49,15 +44,12 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if staleAfter <= 0 {
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
 	}
-	root := tree.Resolve(*rootf, getenv)
-	svc, err := openReadService(ctx, "who", rf, nf, *ragent, root, *ringf, getenv, stderr)
+	svc, err := rd.open(ctx, "who", getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: func(msg string) {
-		fmt.Fprintf(stderr, "collab: warning: %s\n", msg)
-	}})
+	rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: warner(stderr)})
 	if err != nil {
 		return svc.fail("who", err)
 	}
@@ -72,7 +64,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		if svc.remote() {
 			fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
 		} else {
-			fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", root.Presence())
+			fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", svc.root.Presence())
 		}
 	}
 	return whoTable(stdout, rows, now)
@@ -156,20 +148,12 @@ func printTable(w io.Writer, rows [][]string) error {
 	return tw.Flush()
 }
 
-// cell makes a value from a file safe for one table cell: control
-// characters (tabs and newlines included) and spaces are escaped, and an
-// empty value is "-".
+// cell makes a value from a file safe for one table cell: what
+// tree.Printable escapes and spaces are shown as \xNN, and an empty value
+// is "-".
 func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	var b strings.Builder
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f || r >= 0x80 && r <= 0x9f {
-			fmt.Fprintf(&b, "\\x%02x", r)
-		} else {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return strings.ReplaceAll(tree.Printable(s), " ", `\x20`)
 }

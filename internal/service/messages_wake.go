@@ -42,7 +42,7 @@ func (m *Mount) replyWakes(ctx context.Context, ch string, extra <-chan string) 
 		}
 	}
 	out, wg := mergeWakes(ctx, ins...)
-	if ctx.Err() == nil { // else a last look: one scan, no watch
+	if ctx.Err() == nil && !m.cfg.NoFSWake { // else a last look: one scan, no watch
 		wg.Go(func() { m.watchChannel(ctx, ch, out) })
 	}
 	return out, func() {

@@ -37,7 +37,7 @@ func connect(t *testing.T, root tree.Root) (*Server, *mcp.ClientSession) {
 // connectAs is connect as agent in channel ch.
 func connectAs(t *testing.T, root tree.Root, agent, ch string) (*Server, *mcp.ClientSession) {
 	t.Helper()
-	return connectWith(t, Config{Root: root, Agent: agent, Channel: ch, Host: "vm-1", Hops: 2, Poll: 10 * time.Millisecond})
+	return connectWith(t, Config{Root: root, Agent: agent, Channel: ch, Host: "vm-1", Hops: 2, Poll: 10 * time.Millisecond, NoFSWake: true})
 }
 
 // connectWith is connect with this Config.
