@@ -73,9 +73,10 @@ if [ -n "$shared_bin" ]; then
 	echo "installed $root/bin/$arch/collab"
 fi
 for s in "$src"/scripts/*; do
+	case $s in *.go) continue ;; esac # scripts.go embeds them for collab init
 	put "$s" "$root/scripts/$(basename -- "$s")" 0755
 done
-echo "installed $root/scripts: $(cd "$src/scripts" && echo *)"
+echo "installed $root/scripts: $(cd "$src/scripts" && ls | grep -v '\.go$' | tr '\n' ' ')"
 
 if [ -n "$systemd" ]; then
 	put "$src/deploy/collab-watcher@.service" /etc/systemd/system/collab-watcher@.service 0644

@@ -97,6 +97,10 @@ type Config struct {
 	// request is ignored and a forged claim taken over, both logged.
 	Verifier *signing.Verifier
 	Trust    signing.Policy
+	// KeysNoticed says the caller has told the user that the tree has
+	// no signing keys yet (watchsetup does, once per process): the
+	// start's warnings about unsigned messages are then not repeated.
+	KeysNoticed bool
 	// ClaimDirs opens the agent's claims folders (claim.Store.Dirs): nil,
 	// the files under Root; a remote watcher's (collab watch --remote)
 	// decides its claims and reply tokens on the mount through a bridge,

@@ -7,8 +7,10 @@
 // One goroutine owns all state. It polls every channel (polling is the
 // truth: on NFS no notification sees other hosts' writes); [Waker]s such as
 // fsnotify only make the next poll sooner and are never required. Messages
-// for the agent are queued and handled one at a time, oldest first, each in
-// a goroutine of its own while the loop keeps the heartbeat going.
+// for the agent are queued and handled one at a time, high priority first,
+// then normal, then low (as the agent's inbox lists them, package inbox),
+// each priority oldest first, each in a goroutine of its own while the loop
+// keeps the heartbeat going.
 //
 // # Exactly one reply
 //

@@ -209,6 +209,7 @@ func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
 		Host:    w.cfg.Host,
 		Role:    w.cfg.Role,
 		Memory:  prompt.LoadMemory(w.cfg.Memory, 0),
+		Tasks:   prompt.LoadTasks(w.cfg.Root, m.SessionID, w.cfg.Agent, w.cfg.Verifier), // context recovery
 		// Checked whole, then cut to a byte budget, whatever the template.
 		Transcript: prompt.CutContext(w.senders(transcript, m.SessionID, keyed)),
 		Message:    w.sender(&m, m.SessionID, keyed),

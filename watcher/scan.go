@@ -14,7 +14,8 @@ import (
 )
 
 // poll retries the outbox, scans every channel and queues what is for
-// the agent. Only a poll at the poll interval (or asked for by a wake-up)
+// the agent, in the order it is answered: by priority (high, normal,
+// low; package inbox), then oldest first. Only a poll at the poll interval (or asked for by a wake-up)
 // lists the channels' folders; between those, the files named by hints
 // are read, so that a message a notification named is answered without
 // waiting for a listing.
@@ -30,7 +31,7 @@ func (w *watcher) poll() {
 	w.reportForgedFiles()
 	w.replay = nil
 	slices.SortStableFunc(w.queue, func(a, b *item) int {
-		return cmp.Or(a.msg.Time().Compare(b.msg.Time()), cmp.Compare(a.msg.File, b.msg.File))
+		return cmp.Or(cmp.Compare(a.rank(), b.rank()), a.msg.Time().Compare(b.msg.Time()), cmp.Compare(a.msg.File, b.msg.File))
 	})
 }
 

@@ -185,7 +185,7 @@ func (w *watcher) answerTrusted(it *item, asker string) bool {
 // questions from senders without a key.
 func (w *watcher) warnTrust() {
 	a := w.cfg.Agent
-	if w.cfg.Signer == nil {
+	if w.cfg.Signer == nil && !w.cfg.KeysNoticed {
 		w.log.Warn(fmt.Sprintf("no key for %s: its messages are unsigned, so under --trust known or signed they can be forged; make one with 'collab key new --agent %s', then an admin runs 'collab key trust %s PUBKEY'", a, a, a),
 			keyTrust, string(w.cfg.Trust))
 	}
@@ -203,6 +203,9 @@ func (w *watcher) warnTrust() {
 		w.log.Warn("trust any: messages and answers to permission questions are taken at their word; anyone who can write the tree can answer for anyone",
 			keyTrust, string(w.cfg.Trust))
 	case signing.Known:
+		if w.cfg.KeysNoticed {
+			break
+		}
 		w.log.Warn("permission questions to senders without a key can be answered by anyone who can write the tree; give a sender a key with 'collab key new --agent NAME', then an admin runs 'collab key trust NAME PUBKEY'",
 			keyTrust, string(w.cfg.Trust))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/prompt"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/workspace/inbox"
 	"github.com/collabdev/collab/presence"
 )
 
@@ -83,6 +84,16 @@ type item struct {
 	msg     channel.Message
 	retryAt time.Time       // not before: a claim held by another watcher
 	verdict signing.Verdict // on msg's signature; unchecked (Unsigned) under trust any
+	prio    inbox.Priority  // msg's, once worked out (rank)
+}
+
+// rank is the item's place by priority (inbox.Priority.Rank): the
+// queue is answered as the inbox lists, high first.
+func (it *item) rank() int {
+	if it.prio == "" {
+		it.prio = inbox.PriorityOf(&it.msg)
+	}
+	return it.prio.Rank()
 }
 
 func (it *item) ref() ref { return ref{Channel: it.msg.SessionID, ID: it.msg.Key()} }

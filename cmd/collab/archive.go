@@ -10,29 +10,12 @@ import (
 )
 
 func runArchive(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("archive", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab archive --channel C --older-than DURATION
-
-Move the channel's messages named more than DURATION ago, unchanged, into
-channels/C/archive/YYYY-MM/. Watchers and read no longer see them;
-read --archive does. Archive only what every watcher has long seen.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	ch := channelFlag(fs, "channel")
+	fs := cmdFlags("archive", helpText("archive"), stderr)
+	ch := needChannel(fs, "channel")
 	older := fs.Duration("older-than", 0, "archive messages older than this (e.g. 720h)")
 	asJSON := fs.Bool("json", false, `print {"channel", "archived"}`)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("archive: unexpected argument %q", fs.Arg(0))
-	}
-	if err := checkChannel("archive", *ch); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	svc, err := openService(ctx, serviceSpec{cmd: "archive", root: tree.Resolve(*rootf, getenv)}, getenv, stderr)
@@ -51,8 +34,5 @@ Flags:
 	} else {
 		fmt.Fprintf(stdout, "archived %d messages of %s\n", n, *ch)
 	}
-	if err != nil {
-		return fmt.Errorf("archive: %w", err)
-	}
-	return nil
+	return cmdErr("archive", err)
 }

@@ -13,38 +13,16 @@ import (
 	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
-// bridgeUsage is bridge's help, before its flags.
-const bridgeUsage = `Usage: collab bridge --nats URL [--root DIR] [--workers N] [--backfill D]
-
-Serve the tree to hosts without the mount (README "Hosts without the
-mount"): answer the requests on collab.bridge.v1.OP.AGENT (post, presence,
-read, who, status, kill), in the queue group collab-bridge, by doing each on
-the files as the local commands do; and publish every message that lands in
-any channel to the stream CHAT (create it first: collab nats init). Only
-files signed by the acting agent's key, trusted in the keyring, are
-written. Runs until SIGINT or SIGTERM; several bridges on several hosts
-share the load.
-
-Flags:
-`
-
 func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("bridge", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, bridgeUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("bridge", helpText("bridge"), stderr)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
 	ringf := keyringFlag(fs)
 	backfill := fs.Duration("backfill", bridge.DefaultBackfill, "on the first start, publish each channel's messages this recent")
 	workers := fs.Int("workers", bridge.DefaultWorkers, "requests performed at once")
 	logLevel := fs.String("log-level", defaultLogLevel, "debug, info, warn or error")
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("bridge: unexpected argument %q", fs.Arg(0))
 	}
 	if *workers <= 0 || *backfill <= 0 {
 		return usageErrorf("bridge: --workers and --backfill must be positive")

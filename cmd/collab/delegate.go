@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -60,29 +61,33 @@ func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
-	res, err := mount(o.root, stderr).Delegate(ctx, service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}, o.req)
+	svc := mount(o.root, stderr)
+	res, err := svc.Delegate(ctx, service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}, o.req)
 	if err != nil {
 		return fmt.Errorf("delegate: %w", err)
 	}
 	s, m := res.Session, res.Prompt
-	if o.asJSON && !o.wait {
-		return writeJSON(stdout, sessionView(res))
-	}
 	line := fmt.Sprintf("session %s: agent %s, branch %s, worktree %s, channel %s", s.ID, s.Agent, s.Branch, s.Worktree, s.Channel)
-	if o.asJSON {
+	switch {
+	case o.asJSON && !o.wait:
+		return writeJSON(stdout, res.View())
+	case o.asJSON:
 		fmt.Fprintf(stderr, "collab: %s\n", line)
-	} else {
+	default:
 		fmt.Fprintf(stderr, "collab: %s signs with a key of its own (%s); until the admin who ran 'collab init' trusts it, nothing it signs verifies:\n  %s\n",
 			s.Agent, s.Key, res.Trust)
 		fmt.Fprintf(stdout, "%s (prompt %s)\n", line, m.ID)
 	}
+	if !o.wait {
+		return nil // the agent is started; follow it with delegate status, send --wait, wait
+	}
 	fmt.Fprintf(stderr, "collab: sent %s; waiting for the answer\n", m.ID)
-	svc := mount(o.root, stderr)
 	rw := replyWait{root: o.root, channel: s.Channel, id: m.ID, timeout: o.timeout,
 		opt: delegate.Options{NotFrom: from, Poll: time.Second}, json: o.asJSON, track: true,
 		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
 			return svc.WaitReply(ctx, s.Channel, m.ID, opt)
-		}}
+		},
+		answer: func(reply json.RawMessage) any { v := res.View(); v.Answer = reply; return v }}
 	return rw.run(ctx, getenv, stdout, stderr)
 }
 
@@ -97,8 +102,7 @@ type delegateOptions struct {
 
 // parseDelegate parses collab delegate's flags and prompt.
 func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer) (*delegateOptions, error) {
-	fs := newFlags("delegate", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, delegateUsage); fs.PrintDefaults() }
+	fs := cmdFlags("delegate", helpText("delegate"), stderr)
 	o := &delegateOptions{}
 	r := &o.req
 	agent := agentFlag(fs, "", "the delegator's agent ID", true)
@@ -153,50 +157,6 @@ func noLimit(v int) int {
 		return -1
 	}
 	return v
-}
-
-const delegateUsage = `Usage: collab delegate --repo DIR [--base BRANCH] [--branch NAME] [--cli claude|codex|gemini|command] [--cmd PROGRAM] [--model M] [--title T] [--wait] [--json] PROMPT…
-       collab delegate ls [--json]
-       collab delegate status ID [--json]
-       collab delegate send ID TEXT…
-       collab delegate stop ID
-       collab delegate rm ID [--force]
-
-Hand work to a new agent: add a git worktree of the repository on a new
-branch (named from --title or the prompt unless --branch is given; never an
-existing branch), start a watcher for the agent NAME-ID (NAME the
-delegator) working in it on its own channel delegate-ID, detached on this
-host, post the prompt to it, and print the session. With --wait, wait for
-its first answer as send --wait does. The agent signs with a key made for
-it ($XDG_CONFIG_HOME/collab/keys/NAME-ID.key), never the delegator's;
-what it signs verifies once the admin runs the 'collab key trust' printed.
-
-Worktrees go in REPO/../.collab-worktrees/REPO-NAME/BRANCH, or under
-$COLLAB_WORKTREES. Limits: a delegator at depth --max-depth (delegated
-agents have COLLAB_DELEGATION_DEPTH) or with --max-concurrent active
-sessions is refused (exit 4). A failed delegate leaves nothing behind.
-
-ID is the session id (or the agent id). stop ends the agent's watcher
-(the worktree stays); rm stops it and removes the worktree and the agent's
-key, refusing a worktree with uncommitted changes (exit 4) unless --force;
-the branch is kept. stop, rm and resume act only on a record of this
-account's that no other account can write (exit 4 otherwise).
-
-Flags:
-`
-
-// sessionJSON is a session as delegate prints it.
-type sessionJSON struct {
-	*sessions.Session
-	SessionID    string `json:"sessionId"`
-	WorkerID     string `json:"workerId"`
-	WorktreePath string `json:"worktreePath"`
-	Trust        string `json:"trust,omitempty"` // the admin's command to trust its key
-}
-
-func sessionView(d *service.Delegated) sessionJSON {
-	s := d.Session
-	return sessionJSON{Session: s, SessionID: s.ID, WorkerID: s.Agent, WorktreePath: s.Worktree, Trust: d.Trust}
 }
 
 func runDelegateLs(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,45 +14,9 @@ import (
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
 
-const docUsage = `Usage: collab doc read   --channel C [FILE] [--json]
-       collab doc write  --channel C [FILE] [--if-version V] [--text T | WORDS… | - | < FILE]
-       collab doc append --channel C [FILE] [--text T | WORDS… | - | < FILE]
-       collab doc create --channel C FILE [--text T | WORDS… | - | < FILE]
-       collab doc delete --channel C FILE [--if-version V]
-       collab doc list   --channel C [--json]
-
-A channel's shared documents, in ROOT/docs/CHANNEL. FILE is a path inside
-that folder such as notes.md or findings/auth.md (letters, digits, '.', '_',
-'-' and '/'; no "..", no absolute paths, no dot-files); it defaults to
-notes.md, the entry point. The first argument after the action is FILE; the
-words after it are the content. Content comes from --text or the words (a
-final newline is added if missing), or from standard input, verbatim, when
-that is "-" or no content is given.
-
-read prints the content; with --json also its version. write replaces the
-file; with --if-version it refuses when the file is no longer at that version
-(someone changed it since you read it). append adds to the end; appends from
-any number of hosts at once are all kept. create fails if FILE exists.
-write, append and create print the new version.
-
-Exit codes: 0 ok, 1 failure, 2 usage, 4 refused (--if-version did not
-match, or create found the file).
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, each
-action is performed on the mount by a bridge over NATS (--nats), as
---agent; --root is not used. Nothing is queued: with no bridge the
-command fails and nothing is written.
-
-Flags:
-`
-
 func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("doc", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, docUsage)
-		fs.PrintDefaults()
-	}
-	ch := channelFlag(fs, "channel")
+	fs := cmdFlags("doc", helpText("doc"), stderr)
+	ch := needChannel(fs, "channel")
 	text := fs.String("text", "", `content ("-" reads standard input, the default)`)
 	ifVersion := fs.String("if-version", "", "write or delete only if the file is at this version (from read --json)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -67,42 +30,30 @@ func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if fs.NArg() == 0 {
 		return usageErrorf("doc: no action: use one of %s", strings.Join(service.DocActions, ", "))
 	}
-	action, rest := fs.Arg(0), fs.Args()[1:]
-	if !slices.Contains(service.DocActions, action) {
-		return usageErrorf("doc: unknown action %q: use one of %s", action, strings.Join(service.DocActions, ", "))
-	}
-	if err := checkChannel("doc", *ch); err != nil {
-		return err
-	}
-	file, named, words := documents.EntryPoint, false, []string(nil)
-	writes := action == "write" || action == "append" || action == "create"
+	req := service.DocRequest{Action: fs.Arg(0), Channel: *ch, IfVersion: *ifVersion}
+	action, rest, words := req.Action, fs.Args()[1:], []string(nil)
 	switch {
-	case writes && len(rest) > 0 && rest[0] == "-":
+	case req.Writes() && len(rest) > 0 && rest[0] == "-":
 		words = rest // no FILE: standard input into the default file
-	case writes && len(rest) > 0:
-		file, named, words = rest[0], true, rest[1:]
+	case req.Writes() && len(rest) > 0:
+		req.File, words = rest[0], rest[1:]
 	case len(rest) > 1:
 		return usageErrorf("doc %s: one file at a time, got %q", action, rest)
 	case len(rest) == 1:
-		file, named = rest[0], true
+		req.File = rest[0]
 	}
-	if action == "list" && len(rest) > 0 {
+	switch {
+	case action == "list" && len(rest) > 0:
 		return usageErrorf("doc list: unexpected argument %q", rest[0])
-	}
-	if *ifVersion != "" && action != "write" && action != "delete" {
+	case *ifVersion != "" && action != "write" && action != "delete":
 		return usageErrorf("doc %s: --if-version is for write and delete", action)
-	}
-	if fs.Changed("text") && !writes {
+	case fs.Changed("text") && !req.Writes():
 		return usageErrorf("doc %s: --text is for write, append and create", action)
-	}
-	req := service.DocRequest{Action: action, Channel: *ch, IfVersion: *ifVersion}
-	if named {
-		req.File = file
 	}
 	if _, err := req.Check(); err != nil {
 		return fmt.Errorf("doc %s: %w", action, err)
 	}
-	if writes {
+	if req.Writes() {
 		content, err := docContent(action, fs.Changed("text"), *text, words, stdin)
 		if err != nil {
 			return err
@@ -116,18 +67,12 @@ func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 // bridge, and prints its result.
 func docDo(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootf, agent string, req service.DocRequest, asJSON bool, getenv env, stdout, stderr io.Writer) error {
 	cmd := "doc " + req.Action
-	if rf.on {
-		var err error
-		if agent, err = actingAgent(ctx, cmd, "agent", agent); err != nil {
-			return err
-		}
-	}
 	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	r, err := svc.Doc(ctx, service.Actor{Name: agent}, req)
+	r, err := svc.Doc(ctx, service.Actor{Name: svc.agent}, req)
 	if err != nil {
 		// A missing file, or one that is not the folder's: exit 1, as documented.
 		return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden)

@@ -40,8 +40,9 @@ const (
 // Annotations on a flag: the variables it falls back to, and after parse,
 // the one its value came from.
 const (
-	annotEnv     = "collab-env"
-	annotEnvUsed = "collab-env-used"
+	annotEnv      = "collab-env"
+	annotEnvUsed  = "collab-env-used"
+	annotRequired = "collab-required" // parse refuses the flag missing
 )
 
 // newFlags returns a command's flag set. Parse errors are usage errors.
@@ -49,6 +50,13 @@ func newFlags(name string, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("collab "+name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
+	return fs
+}
+
+// cmdFlags is newFlags whose --help prints usage, then the flags.
+func cmdFlags(name, usage string, stderr io.Writer) *pflag.FlagSet {
+	fs := newFlags(name, stderr)
+	setUsage(fs, usage)
 	return fs
 }
 
@@ -105,8 +113,48 @@ func parse(fs *pflag.FlagSet, args []string, getenv env) error {
 	if err != nil {
 		return err
 	}
-	return checkRoot(fs, getenv)
+	if err := checkRoot(fs, getenv); err != nil {
+		return err
+	}
+	if f := fs.Lookup("channel"); f != nil && f.Annotations[annotRequired] != nil {
+		return checkChannel(cmdName(fs), f.Value.String())
+	}
+	return nil
 }
+
+// parseNone is parse for a command that takes no arguments.
+func parseNone(fs *pflag.FlagSet, args []string, getenv env) error {
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("%s: unexpected argument %q", cmdName(fs), fs.Arg(0))
+	}
+	return nil
+}
+
+// parseOne is parse for a command that takes one argument; want says
+// what it is when it is missing ("give one job id").
+func parseOne(fs *pflag.FlagSet, args []string, getenv env, want string) error {
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("%s: %s", cmdName(fs), want)
+	}
+	return nil
+}
+
+// cmdErr is err with the command's context, nil for nil.
+func cmdErr(cmd string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
+}
+
+// cmdName is the command of fs as errors name it ("jobs show").
+func cmdName(fs *pflag.FlagSet) string { return strings.TrimPrefix(fs.Name(), "collab ") }
 
 // checkRoot refuses a --root that is not a collab tree, for every command
 // that has the flag but init, the one command that makes a tree: on a host
@@ -152,6 +200,16 @@ func channelFlag(fs *pflag.FlagSet, usage string) *string {
 	p := fs.StringP("channel", "s", "", usage)
 	alias(fs, "session", "channel")
 	fromEnv(fs, "channel", envChannel, envSession)
+	return p
+}
+
+// needChannel is channelFlag for a command that needs one: parse checks
+// it (checkChannel).
+func needChannel(fs *pflag.FlagSet, usage string) *string {
+	p := channelFlag(fs, usage)
+	if err := fs.SetAnnotation("channel", annotRequired, []string{"true"}); err != nil {
+		panic(err) // the flag was just added
+	}
 	return p
 }
 

@@ -16,42 +16,11 @@ import (
 	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
-const inboxUsage = `Usage: collab inbox --agent A [--channel C…] [--peek [--limit N]] [--json]
-       collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
-
-Show the messages addressed to an agent (to it, @mentioning it, or starting
-with its name) that it has not acknowledged, oldest first, across every
-channel or the ones given, and acknowledge them. With --peek nothing is
-acknowledged, and only the newest --limit unread messages are shown (the
-rest are not read; how many more there may be is said on standard error,
-counting files not read, which may not be for the agent).
-"ack" acknowledges the unread messages up to a message id or
-an RFC 3339 time (2026-01-11T16:33:15Z) without showing them.
-
-An agent is named NAME or NAME@INSTANCE (an agent of a workflow instance,
-whose inbox also holds what says @NAME in its instance's channel).
-
-A message is marked "high" when it addresses several agents or says urgent,
-asap, blocked or critical. The read cursor is kept in ROOT/state/AGENT/inbox/.
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
-messages of the channels given (--channel is needed) are read through a
-bridge over NATS (--nats), and the cursors are this host's own, in
-STATE/inbox/ (--state-dir); "ack --remote" takes one --channel and a
-message id or a time, and acknowledges that channel's messages up to it.
-
-Flags:
-`
-
 func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "ack" {
 		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
 	}
-	fs := newFlags("inbox", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, inboxUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("inbox", helpText("inbox"), stderr)
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	peek := fs.Bool("peek", false, "show without acknowledging")
 	limit := fs.IntP("limit", "n", defaultPeekLimit, "with --peek: only the newest N unread messages (0: all)")
@@ -69,12 +38,12 @@ func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	if *limit < 0 {
 		return usageErrorf("inbox: --limit must not be negative")
 	}
-	who, svc, done, err := openInboxService(ctx, "inbox", rf, nf, *rootf, *agent, getenv, stderr)
+	svc, err := openInboxService(ctx, "inbox", rf, nf, *rootf, *agent, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
-	res, err := svc.Inbox(ctx, service.InboxRequest{Agent: who, Channels: *chans, Peek: *peek, Limit: *limit})
+	defer svc.Close()
+	res, err := svc.Inbox(ctx, service.InboxRequest{Agent: svc.agent, Channels: *chans, Peek: *peek, Limit: *limit})
 	if err != nil {
 		return fmt.Errorf("inbox: %w", err)
 	}
@@ -96,38 +65,23 @@ func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 const defaultPeekLimit = 20
 
 func runInboxAck(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	fs := newFlags("inbox ack", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab inbox ack --agent A --until ID|TIME [--channel C…] [--json]
-
-Acknowledge the agent's unread messages up to and including the message ID,
-or up to an RFC 3339 TIME, and print how many were acknowledged. A message
-that sorts before ID but arrived after it stays unread: it may not have been
-seen yet. Prefer an id to a time.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("inbox ack", helpText("inbox-ack"), stderr)
 	agent, chans, asJSON, rootf := inboxFlags(fs)
 	untilf := fs.String("until", "", "acknowledge up to this message `ID` or RFC 3339 time")
 	rf := addRemoteFlags(fs)
 	nf := addNATSFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("inbox ack: unexpected argument %q", fs.Arg(0))
 	}
 	if *untilf == "" {
 		return usageErrorf("inbox ack: no --until: give a message id or a time")
 	}
-	who, svc, done, err := openInboxService(ctx, "inbox ack", rf, nf, *rootf, *agent, getenv, stderr)
+	svc, err := openInboxService(ctx, "inbox ack", rf, nf, *rootf, *agent, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
-	res, err := svc.AckInbox(ctx, service.AckRequest{Agent: who, Channels: *chans, Until: *untilf})
+	defer svc.Close()
+	res, err := svc.AckInbox(ctx, service.AckRequest{Agent: svc.agent, Channels: *chans, Until: *untilf})
 	if err != nil {
 		// An id in none of the channels: exit 1, as this command documents.
 		return exitAs(exitFailure, fmt.Errorf("inbox ack: %w", err), errkind.NotFound)
@@ -150,19 +104,14 @@ func printAcked(stdout io.Writer, res service.Acked, asJSON bool) error {
 	return err
 }
 
-// openInboxService is the service of inbox and inbox ack: a bridge acts
-// as one agent, checked here (--agent or the login name), as it names
-// the NATS connection; on the mount the service reads the name.
-func openInboxService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent string, getenv env, stderr io.Writer) (string, service.Workspace, func(), error) {
+// openInboxService is the service of inbox and inbox ack, as the agent
+// actorName gives.
+func openInboxService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent string, getenv env, stderr io.Writer) (*openedService, error) {
 	agent, err := actorName(ctx, cmd, rf.on, agent)
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	return agent, svc, svc.Close, nil
+	return openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
 }
 
 func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool, rootf *string) {
@@ -176,12 +125,7 @@ func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool
 // printItem prints one inbox item as a transcript entry or a JSON line.
 func printItem(w io.Writer, it inbox.Item, asJSON bool) error {
 	if asJSON {
-		data, err := json.Marshal(it)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
+		return json.NewEncoder(w).Encode(it)
 	}
 	m := &it.Message
 	var b strings.Builder

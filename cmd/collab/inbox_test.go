@@ -46,8 +46,8 @@ func TestInbox(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	want := "2026-01-11 16:33:00  #dev  claude → codex  " + m1.ID + "\n  please review\n  the \\x1b[31mdiff\n\n" +
-		"2026-01-11 16:33:03  #ops  gemini → all  " + m4.ID + "  [high]\n  @codex @claude the build is blocked\n\n"
+	want := "2026-01-11 16:33:03  #ops  gemini → all  " + m4.ID + "  [high]\n  @codex @claude the build is blocked\n\n" +
+		"2026-01-11 16:33:00  #dev  claude → codex  " + m1.ID + "\n  please review\n  the \\x1b[31mdiff\n\n" // high first
 	if r.stdout != want {
 		t.Errorf("inbox:\n%s\nwant:\n%s", r.stdout, want)
 	}
@@ -59,7 +59,7 @@ func TestInbox(t *testing.T) {
 	// Check acknowledges what it shows; every run is a fresh process, so
 	// the cursor is read back from the tree each time.
 	r = runCollab(t, env, "", "inbox", "--json", "--agent", "codex")
-	if ids, _ := inboxIDs(t, r.stdout); strings.Join(ids, ",") != "dev/"+m1.ID+",ops/"+m4.ID {
+	if ids, _ := inboxIDs(t, r.stdout); strings.Join(ids, ",") != "ops/"+m4.ID+",dev/"+m1.ID {
 		t.Errorf("check = %v (%s)", ids, r.stderr)
 	}
 	if r := runCollab(t, env, "", "inbox"); r.code != 0 || r.stdout != "" {

@@ -13,11 +13,7 @@ import (
 // shared group: owned by the group, group-writable and set-group-ID, so
 // every file and folder made later inside belongs to the group too.
 func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("init", stderr)
-	flags.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: collab init [--root ROOT] [--group GROUP]\n\nCreate the shared tree's folders (SPEC §1). With --group, the folders\nbelong to GROUP, are group-writable, set-group-ID and sticky (but docs/,\nwhose documents everyone edits), so agents running as different users in\nGROUP share the tree and none can move or remove another's files;\nnothing is world-writable.\nROOT/keys, the keyring of trusted signing keys, is made writable by this\naccount only: run init as the admin account.\nRun it again to repair modes; files are never touched.\n\nFlags:\n")
-		flags.PrintDefaults()
-	}
+	flags := cmdFlags("init", helpText("init"), stderr)
 	group := flags.String("group", "", "shared group (name or numeric id) that owns the tree's folders")
 	asJSON := flags.Bool("json", false, `print a JSON array of the folders: {"path", "mode", "group"}`)
 	rootf := rootFlag(flags)
@@ -40,6 +36,9 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	}
 	for _, f := range res.Folders {
 		fmt.Fprintf(stdout, "%s %-8s %s\n", f.Mode, f.Group, f.Path)
+	}
+	for _, p := range res.Made {
+		fmt.Fprintf(stdout, "made %s\n", p)
 	}
 	if *group != "" {
 		fmt.Fprintln(stdout, "Each agent's files are writable by its own account alone; the folders are the group's, sticky (docs/ is everyone's).")

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/jobs"
-	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
@@ -20,32 +18,6 @@ import (
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 )
-
-const jobsUsage = `Usage: collab jobs [--agent A] [--json]
-       collab jobs show JOB [--agent|--of A] [--since TIME] [--json]
-       collab jobs kill JOB [--of A] [--agent BY] [--json] [NATS flags]
-
-List the model runs of the watchers (the running ones and the last 20
-finished per agent), show one with its events, or stop a running one from
-any host. JOB is a job id, or the id of the message a job answers (its
-newest job); --agent (show) or --of (kill) narrows it to one agent's jobs
-(NAME or NAME@INSTANCE, as agents are shown),
-and an id that names jobs of two agents is refused. A job whose record
-says running but whose watcher is gone (its heartbeat stale or OFFLINE,
-another watcher instance on its host, or on this host its pid dead) is
-shown as interrupted. With NATS configured (--nats or NATS_URL), kill also tells the
-watcher over NATS so that it acts at once rather than at its next poll.
-The request names who asked: --agent, then COLLAB_AGENT, then the login
-name, else "someone"; it is signed with that agent's key when it has one
-(--key). A job may be killed by its agent, by the sender of the message it
-answers, or by the tree's admin (root, or the account that owns the tree's
-root folder, when that is not the job's own account); a requester with keys
-must sign. The watcher ignores any other request, so this refuses it up
-front (exit 4), as it refuses a request while another requester's is
-pending.
-
-Flags:
-`
 
 func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
@@ -56,11 +28,7 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return runJobsKill(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
-	fs := newFlags("jobs", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, jobsUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("jobs", helpText("jobs"), stderr)
 	agent := fs.String("agent", "", "only this agent's jobs")
 	asJSON := fs.Bool("json", false, "print JSON")
 	rootf := rootFlag(fs)
@@ -74,32 +42,26 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
-	for i := range all {
-		all[i].Agent, all[i].From = workflow.Address(all[i].Agent), workflow.Address(all[i].From)
-	}
-	if *asJSON {
-		for i := range all {
-			all[i].Events = nil // jobs show has them
-		}
-		return writeJSON(stdout, all)
-	}
-	rows := make([][]string, len(all))
-	now := time.Now()
+	rows, now := [][]string{{"JOB", "AGENT", "STATUS", "STARTED", "TOOK", "CLI", "COST", "FROM", "CHANNEL"}}, time.Now()
 	for i, j := range all {
-		took := "-"
+		j.Agent, j.From, j.Events = workflow.Address(j.Agent), workflow.Address(j.From), nil // jobs show has the events
+		all[i] = j
+		took, cost := "-", "-"
 		switch {
 		case !j.Ended.IsZero():
 			took = j.Ended.Sub(j.Started).Round(100 * time.Millisecond).String()
 		case j.Status == jobs.Running:
 			took = now.Sub(j.Started).Round(time.Second).String() + "…"
 		}
-		cost := "-"
 		if j.CostUSD > 0 {
 			cost = fmt.Sprintf("$%.4f", j.CostUSD)
 		}
-		rows[i] = []string{j.ID, j.Agent, j.Status, j.Started.Local().Format(time.DateTime), took, j.CLI, cost, j.From, j.Channel}
+		rows = append(rows, []string{j.ID, j.Agent, j.Status, j.Started.Local().Format(time.DateTime), took, j.CLI, cost, j.From, j.Channel})
 	}
-	return printTable(stdout, append([][]string{[]string{"JOB", "AGENT", "STATUS", "STARTED", "TOOK", "CLI", "COST", "FROM", "CHANNEL"}}, rows...))
+	if *asJSON {
+		return writeJSON(stdout, all)
+	}
+	return printTable(stdout, rows)
 }
 
 func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
@@ -109,24 +71,21 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr 
 	of := fs.String("agent", "", "only this agent's jobs")
 	alias(fs, "of", "agent")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "give one job id"); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("jobs show: give one job id")
+	q := service.JobQuery{Agent: *of}
+	if *since != "" {
+		var err error
+		if q.Since, err = parseSince(*since, time.Now()); err != nil {
+			return err
+		}
 	}
-	j, err := mount(tree.Resolve(*rootf, getenv), stderr).Job(ctx, service.JobQuery{Agent: *of}, fs.Arg(0))
+	j, err := mount(tree.Resolve(*rootf, getenv), stderr).Job(ctx, q, fs.Arg(0))
 	if err != nil {
 		return exitAs(exitFailure, fmt.Errorf("jobs show: %w", err), errkind.NotFound)
 	}
 	j.Agent, j.From = workflow.Address(j.Agent), workflow.Address(j.From)
-	if *since != "" {
-		cut, err := parseSince(*since, time.Now())
-		if err != nil {
-			return err
-		}
-		j.Events = slices.DeleteFunc(j.Events, func(e modelcli.Event) bool { return e.Time.Before(cut) })
-	}
 	if *asJSON {
 		return writeJSON(stdout, j)
 	}
@@ -167,11 +126,8 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 	keyf := keyFlag(fs)
 	ringf := keyringFlag(fs)
 	nf := addNATSFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "give one job id"); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("jobs kill: give one job id")
 	}
 	root := tree.Resolve(*rootf, getenv)
 	// Who asks is only recorded: an unnamed request is still a request.
@@ -187,7 +143,7 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr 
 		return err
 	}
 	defer svc.Close()
-	k, told, err := service.KillJobNow(ctx, svc, svc.bus, hostname(), service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
+	k, told, err := service.KillJobNow(ctx, svc, svc.Bus, hostname(), service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
 	if err != nil {
 		// Nothing to stop: exit 1, as this command documents.
 		err = fmt.Errorf("jobs kill: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -13,20 +14,7 @@ import (
 	"github.com/collabdev/collab/internal/workflow"
 )
 
-const keyUsage = `Usage:
-  collab key new --agent A [--key FILE] [--force]   make A's key pair; print the public key
-  collab key trust A PUBKEY                         (admin) trust PUBKEY as A's
-  collab key revoke A [PUBKEY] [--at TIME]          (admin) revoke A's key, or every key of A
-  collab key list [AGENT…]                          the trusted keys
-
-A sender's private key lives in its account's config
-($XDG_CONFIG_HOME/collab/keys/AGENT.key, mode 0600) or at --key / COLLAB_KEY;
-send, watch and mcp sign with it. Readers trust only the keys in the
-keyring (ROOT/keys, or --keyring / COLLAB_KEYRING), which only the admin
-account that ran 'collab init' may write: run trust and revoke as that
-account. A key revoked at TIME (RFC 3339, default now) verifies nothing
-signed at or after TIME.
-`
+var keyUsage = helpText("key")
 
 // runKey makes, trusts, revokes and lists signing keys.
 func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -45,12 +33,8 @@ func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	default:
 		return usageErrorf("key: unknown command %q; run 'collab key --help'", sub)
 	}
-	fs := newFlags("key "+sub, stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, keyUsage+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	var at *string
+	fs := cmdFlags("key "+sub, keyUsage+"\nFlags:\n", stderr)
+	at := new(string)
 	if sub == "revoke" {
 		at = fs.String("at", "", "revoke from this time on (RFC 3339; default now)")
 	}
@@ -60,49 +44,37 @@ func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	l, err := keyOp(ctx, mount(tree.Resolve(*rootf, getenv), stderr), sub, service.KeyRequest{Keyring: *ringf}, fs.Args(), at)
+	req, words := service.KeyRequest{Keyring: *ringf}, fs.Args()
+	svc := mount(tree.Resolve(*rootf, getenv), stderr)
+	var l service.KeyList
+	var err error
+	switch {
+	case sub == "list":
+		l, err = svc.Keys(ctx, req, words)
+	case sub == "trust" && len(words) != 2:
+		return usageErrorf("key trust: want AGENT PUBKEY (the public key 'collab key new' printed)")
+	case sub == "trust":
+		req.Agent, req.Public = words[0], words[1]
+		l, err = svc.TrustKey(ctx, req)
+	case len(words) < 1 || len(words) > 2:
+		return usageErrorf("key revoke: want AGENT [PUBKEY] (no PUBKEY: every key of AGENT)")
+	default:
+		req.Agent, req.Public = words[0], strings.Join(words[1:], "") // no PUBKEY: every key
+		if *at != "" {
+			if req.At, err = time.Parse(time.RFC3339, *at); err != nil {
+				return usageErrorf("key revoke: --at %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", *at)
+			}
+		}
+		l, err = svc.RevokeKey(ctx, req)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("key %s: %w", sub, err)
 	}
 	if l.Unsafe != nil {
 		fmt.Fprintf(stderr, "collab: warning: %v\n", l.Unsafe)
 		fmt.Fprintf(stderr, "collab: warning: until that is fixed, an agent account could replace a key and the verdicts prove nothing; the keyring (%s) and its files must be owned by root or the tree's owner and writable by no one else\n", l.Dir)
 	}
 	return printKeys(l.Keys, *asJSON, stdout)
-}
-
-// keyOp makes the one call of key trust, revoke or list.
-func keyOp(ctx context.Context, svc service.Workspace, sub string, req service.KeyRequest, words []string, at *string) (service.KeyList, error) {
-	var l service.KeyList
-	var err error
-	switch sub {
-	case "trust":
-		if len(words) != 2 {
-			return l, usageErrorf("key trust: want AGENT PUBKEY (the public key 'collab key new' printed)")
-		}
-		req.Agent, req.Public = words[0], words[1]
-		l, err = svc.TrustKey(ctx, req)
-	case "revoke":
-		if len(words) < 1 || len(words) > 2 {
-			return l, usageErrorf("key revoke: want AGENT [PUBKEY] (no PUBKEY: every key of AGENT)")
-		}
-		req.Agent = words[0]
-		if len(words) == 2 {
-			req.Public = words[1]
-		}
-		if *at != "" {
-			if req.At, err = time.Parse(time.RFC3339, *at); err != nil {
-				return l, usageErrorf("key revoke: --at %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", *at)
-			}
-		}
-		l, err = svc.RevokeKey(ctx, req)
-	case "list":
-		l, err = svc.Keys(ctx, req, words)
-	}
-	if err != nil {
-		return l, fmt.Errorf("key %s: %w", sub, err)
-	}
-	return l, nil
 }
 
 // printKeys prints keys, by agent.
@@ -122,29 +94,19 @@ func printKeys(keys []service.KeyEntry, asJSON bool, w io.Writer) error {
 
 // runKeyNew makes an agent's key pair.
 func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	fs := newFlags("key new", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, keyUsage+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("key new", keyUsage+"\nFlags:\n", stderr)
 	agent := agentFlag(fs, "", "the agent the key signs for", true)
 	keyf := keyFlag(fs)
 	force := fs.Bool("force", false, "replace an existing key file (the old key then signs nothing new)")
 	asJSON := fs.Bool("json", false, `print {"agent", "key", "file", "trust"} as JSON`)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("key new: unexpected argument %q", fs.Arg(0))
 	}
 	a, err := actingAgent(ctx, "key new", "agent", *agent)
 	if err != nil {
 		return err
 	}
-	path := *keyf
-	if path == "" {
-		path = signing.DefaultKeyPath(a, getenv)
-	}
+	path := cmp.Or(*keyf, signing.DefaultKeyPath(a, getenv))
 	s, err := signing.NewKey(path, a, *force)
 	if err != nil {
 		return fmt.Errorf("key new: %w", err)
@@ -153,10 +115,7 @@ func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io
 	if *asJSON {
 		return writeJSON(stdout, map[string]string{"agent": a, "key": s.PublicKey(), "file": path, "trust": trust})
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n", s.PublicKey())
-	fmt.Fprintf(&b, "Wrote %s's private key to %s (mode 0600: keep it to this account).\n", a, path)
-	fmt.Fprintf(&b, "Until the admin who ran 'collab init' trusts the public key above, nothing signed with it verifies:\n  %s\n", trust)
-	_, err = io.WriteString(stdout, b.String())
+	_, err = fmt.Fprintf(stdout, "%s\nWrote %s's private key to %s (mode 0600: keep it to this account).\n"+
+		"Until the admin who ran 'collab init' trusts the public key above, nothing signed with it verifies:\n  %s\n", s.PublicKey(), a, path, trust)
 	return err
 }

@@ -13,29 +13,11 @@ import (
 )
 
 func runLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("ls", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab ls [--json]
-
-List the workflow instances (ROOT/workflows): NAME, INSTANCE, SOURCE (the
-file), STATUS (starting, running, done, failed, stopped, timeout; dead for
-a running one whose process or agents are gone) and AGENTS (an agent
-stopped on its own, collab stop NAME@INSTANCE, marked "(stopped)"). Then
-the delegated sessions not removed (collab delegate ls), as NAME
-"delegate", INSTANCE the session ID, SOURCE the branch; in JSON with a
-"delegation" member, the session's record.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("ls", helpText("ls"), stderr)
 	asJSON := fs.Bool("json", false, "print JSON lines")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("ls: unexpected argument %q", fs.Arg(0))
 	}
 	list, err := mount(tree.Resolve(*rootf, getenv), stderr).Instances(ctx)
 	if err != nil {
@@ -46,11 +28,9 @@ Flags:
 	}
 	for _, r := range list {
 		if *asJSON {
-			data, err := json.Marshal(r)
-			if err != nil {
+			if err := json.NewEncoder(stdout).Encode(r); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s\n", data)
 			continue
 		}
 		var agents []string

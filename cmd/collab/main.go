@@ -1,43 +1,10 @@
 // Command collab runs agents that talk through files in a shared folder.
-//
-// Usage:
-//
-//	collab init    [--group G]                             create the shared tree
-//	collab send    --agent A --channel C [--to B] TEXT…    post a message (--wait: and its reply)
-//	collab read    --channel C [--follow]                  show a channel
-//	collab who     [AGENT…]                                show presence
-//	collab watch   --agent A --channel C --cli CLI [--mcp] run an agent's watcher
-//	collab jobs    [show|kill JOB]                         the watchers' model runs
-//	collab archive --channel C --older-than D              archive old messages
-//	collab wait    --reply-to ID                           wait for a reply
-//	collab task    add|list|claim|next|done|fail …         the task board
-//	collab inbox   --agent A [--peek] | inbox ack …        an agent's unread messages
-//	collab doc     read|write|append|list|create|delete …  the shared documents
-//	collab mcp     --agent A --channel C                   MCP server on stdio
-//	collab nats    init | parity --channel C               the NATS stream
-//	collab key     new|trust|revoke|list …                 signing keys and the keyring
-//	collab verify  --channel C                             audit a channel's signatures
-//	collab run     FILE [--instance I] [--timeout D]       run a workflow's team until done
-//	collab start   FILE [--instance I] [--background]      start a workflow's team
-//	collab stop    AGENT@INSTANCE | @INSTANCE | --all      stop an agent or instances
-//	collab ls      [--json]                                list the workflow instances
-//	collab delegate --repo DIR [--title T] [--wait] PROMPT  a new agent in its own git worktree
-//	collab delegate ls|status|send|stop|rm ID …            follow the delegated sessions
-//	collab resume                                          restart this host's delegated agents
-//	collab outbox  [ls|flush] --agent A                    a remote host's unacknowledged writes
-//
-// Run "collab COMMAND --help" for a command's flags.
-//
-// Every command follows the same conventions: a flag falls back to the
-// environment variable its help names, then to its default; the text of
-// send and doc is --text, the trailing words, or standard input given as
-// "-"; the agent a command acts as is --agent, then $COLLAB_AGENT, then
-// the login name (not for watch and mcp, which must be told whom they
-// serve); --json prints what the command prints as JSON. Exit codes: 0 ok,
-// 1 failure, 2 usage error, 3 nothing there or a timeout (no reply, no
-// ready task), 4 refused (a claim held by another, a write whose version
-// no longer matches), 5 queued (send --remote: the bridge cannot be
-// reached; the message waits in the outbox).
+// "collab help" lists its commands (commands below), "collab COMMAND
+// --help" gives a command's flags (help/NAME.txt; docs/commands.md is
+// generated from them); flags.go states the conventions every
+// command follows, and exitCode the exit codes: 0 ok, 1 failure, 2 usage
+// error, 3 nothing there or a timeout, 4 refused, 5 queued in a remote
+// host's outbox.
 package main
 
 import (
@@ -121,13 +88,6 @@ const (
 	exitQueued  = 5 // kept in a remote host's outbox, sent later
 )
 
-// Log attribute keys: the names the packages use for the same things.
-const (
-	keyAgent = "agent"
-	keyErr   = "err"
-	keyTook  = "took"
-)
-
 // exitError ends the program with a code and, if msg is set, a message.
 type exitError struct {
 	code int
@@ -153,20 +113,17 @@ func exitCode(err error, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "collab:", err)
-	// The service layer's kinds, mapped once (see package service).
-	if k, ok := errkind.Carried(err); ok {
-		switch k {
-		case errkind.Invalid:
-			return exitUsage
-		case errkind.NotFound, errkind.Timeout:
-			return exitNothing
-		case errkind.Conflict, errkind.Forbidden:
-			return exitRefused
-		case errkind.Queued:
-			return exitQueued
-		}
+	if k, ok := errkind.Carried(err); ok && kindExit[k] != 0 {
+		return kindExit[k]
 	}
 	return exitFailure
+}
+
+// kindExit maps the service layer's error kinds to exit codes, once (see
+// package service); a kind not here exits 1.
+var kindExit = map[errkind.Kind]int{
+	errkind.Invalid: exitUsage, errkind.NotFound: exitNothing, errkind.Timeout: exitNothing,
+	errkind.Conflict: exitRefused, errkind.Forbidden: exitRefused, errkind.Queued: exitQueued,
 }
 
 // env is how commands read the environment; tests pass a map's lookup.
@@ -190,6 +147,7 @@ func commands() []command {
 		{"wait", "wait for the reply to a message and print it", runWait},
 		{"status", "show where a message stands for each agent it is for", runStatus},
 		{"task", "the channel's task board: add, list, claim, next, done", runTask},
+		{"agent", "register or unregister an agent that has no watcher", runAgent},
 		{"mcp", "serve the bus to a model CLI over MCP (stdio)", runMCP},
 		{"nats", "create the NATS stream, or compare it with a channel", runNATS},
 		{"inbox", "show and acknowledge the messages for an agent", runInbox},

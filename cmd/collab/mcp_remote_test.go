@@ -83,7 +83,7 @@ func TestMCPRemote(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	if got, want := names(cs), names(mounted); !slices.Equal(got, want) || len(got) != 24 {
+	if got, want := names(cs), names(mounted); !slices.Equal(got, want) || len(got) != 27 {
 		t.Fatalf("remote tools %q; mounted %q", got, want)
 	}
 

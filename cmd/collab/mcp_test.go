@@ -37,8 +37,8 @@ func TestMCPOverStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 24 {
-		t.Fatalf("tools: %v, %v; want the 16 of issue 7, task_context, job_list, job_show, message_status and the 4 delegation tools", tools, err)
+	if err != nil || len(tools.Tools) != 27 {
+		t.Fatalf("tools: %v, %v; want the 16 of issue 7, task_context, job_list, job_show, message_status, task_add, task_retry, document_delete and the 4 delegation tools", tools, err)
 	}
 	// --help lists every tool.
 	help := runCollab(t, nil, "", "mcp", "--help").stderr

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -61,17 +60,6 @@ func (f *natsFlags) options(getenv env, name string, logger *slog.Logger) (natsb
 	return o, o.URL != ""
 }
 
-// connectOptional connects when NATS is configured. An unreachable server
-// is a warning (the files deliver everything); bad credentials are an error.
-func connectOptional(ctx context.Context, o natsbus.Options, stderr io.Writer) (*natsbus.Bus, error) {
-	b, err := natsbus.Connect(ctx, o)
-	if errors.Is(err, natsbus.ErrUnreachable) {
-		fmt.Fprintf(stderr, "collab: warning: %v; going on with files only\n", err)
-		return nil, nil
-	}
-	return b, err
-}
-
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
@@ -80,7 +68,7 @@ func hostname() string {
 func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "init" && args[0] != "parity") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: collab nats init [flags] | collab nats parity --channel C [--since D]")
+			fmt.Fprint(stdout, helpText("nats"))
 			return nil
 		}
 		return usageErrorf("nats: use 'collab nats init' or 'collab nats parity --channel C'")
@@ -95,11 +83,8 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	ch := channelFlag(fs, "parity: the channel to compare")
 	since := fs.Duration("since", defaultParitySince, "parity: compare messages named this recently")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parse(fs, args[1:], getenv); err != nil {
+	if err := parseNone(fs, args[1:], getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("nats %s: unexpected argument %q", sub, fs.Arg(0))
 	}
 	if sub == "parity" {
 		if err := checkChannel("nats parity", *ch); err != nil {
@@ -134,8 +119,8 @@ func natsInit(ctx context.Context, b *natsbus.Bus, c natsbus.StreamConfig, asJSO
 	if created {
 		verb = "created"
 	}
-	fmt.Fprintf(stdout, "%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName)
-	return nil
+	_, err = fmt.Fprintf(stdout, "%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName)
+	return err
 }
 
 // natsParity is collab nats parity: compare channel ch's files with the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/collabdev/collab/channel"
@@ -17,36 +16,8 @@ import (
 	"github.com/collabdev/collab/watcher"
 )
 
-// readUsage is read's help, before its flags.
-const readUsage = `Usage: collab read --channel C [--since ID|DURATION] [--limit N] [--follow] [--json]
-
-Print a channel as a transcript, oldest first. With --follow, keep printing
-new messages as they arrive, like tail -f, until interrupted.
-
-Each message's signature is checked against the keyring. A message that
-does not verify is marked after its sender: "(unsigned)" when the sender
-has no key (nothing to check it against), "[UNSIGNED]", "[BAD SIGNATURE]",
-"[UNKNOWN KEY]" or "[REVOKED KEY]" when it is a forgery (see 'collab
-verify'); "(unknown key)" is a signature by a sender with no trusted key.
---json adds "verdict" to each message: verified, unsigned, bad-signature,
-unknown-key or revoked-key.
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
-channel is read through a bridge over NATS (--nats), as --agent: the
-newest --limit messages (default 50), or with --since ID every message
-after ID, page by page; --follow then reads new messages from the CHAT
-stream. --root is not used; signatures are checked against --keyring (a
-copy of the tree's keys), else shown as not verified here.
-
-Flags:
-`
-
 func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("read", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, readUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("read", helpText("read"), stderr)
 	ch := channelFlag(fs, "channel")
 	since := fs.String("since", "", "only messages after this message id, or newer than this duration (10m, 2h)")
 	limit := fs.IntP("limit", "n", 0, "only the last N messages (0: all)")
@@ -75,8 +46,8 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return usageErrorf("read: --poll must be positive")
 	}
 	req := service.ReadRequest{Channel: *ch, Limit: *limit, All: true, Archive: *archive, Follow: *follow}
-	if err := readSince(&req, *since, rf.on); err != nil {
-		return err
+	if err := req.SetSince(*since, rf.on); err != nil {
+		return fmt.Errorf("read: --since: %w", err)
 	}
 	root := tree.Resolve(*rootf, getenv)
 	if rf.on && *archive {
@@ -110,29 +81,6 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return err
 	}
 	return svc.Follow(ctx, service.FollowRequest{Channel: *ch, From: &page.From, Poll: *poll, Skipped: req.Skipped}, p.messages)
-}
-
-// readSince sets req's start from --since: a message id (After), or a
-// duration (Newer: messages newer than now minus it; not with remote).
-func readSince(req *service.ReadRequest, since string, remote bool) error {
-	if since == "" {
-		return nil
-	}
-	if d, err := time.ParseDuration(since); err == nil {
-		if remote {
-			return usageErrorf("read: with --remote, --since takes a message id, not %q", since)
-		}
-		if d < 0 {
-			return usageErrorf("read: --since %s is negative", since)
-		}
-		req.Newer = max(d, time.Nanosecond) // 0s: nothing older than now
-		return nil
-	}
-	if _, err := channel.ParseID(since); err != nil {
-		return usageErrorf("read: --since %q is neither a message id nor a duration such as 10m", since)
-	}
-	req.After = since
-	return nil
 }
 
 // printer writes messages as a transcript or as JSON lines, with the
@@ -185,6 +133,9 @@ func (p printer) message(m *channel.Message, verdict signing.Verdict) error {
 		b.WriteString("  ```\n")
 		indent(&b, *m.Content.Code)
 		b.WriteString("  ```\n")
+	}
+	for _, a := range m.Content.ArtifactList() {
+		indent(&b, "artifact: "+a.String())
 	}
 	b.WriteByte('\n')
 	_, err := io.WriteString(p.w, b.String())

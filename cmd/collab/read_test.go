@@ -187,3 +187,25 @@ func TestReadLimitReadsTheTail(t *testing.T) {
 		t.Errorf("follow with --limit 1 printed:\n%s", out.String())
 	}
 }
+
+// A channel that does not exist is an error (exit 3) naming the channels
+// that do, not an empty transcript.
+func TestReadNoSuchChannel(t *testing.T) {
+	root := newTree(t)
+	env := map[string]string{"COLLAB_ROOT": root}
+	r := runCollab(t, env, "", "read", "--channel", "nosuch")
+	if r.code != exitNothing || !strings.Contains(r.stderr, `no channel "nosuch"`) || !strings.Contains(r.stderr, "no channel yet") {
+		t.Errorf("empty tree: exit %d, stderr %q; want 3 and no channel yet", r.code, r.stderr)
+	}
+	post(t, root, "general", "bob", "all", "hi", time.Now())
+	post(t, root, "ops", "bob", "all", "hi", time.Now())
+	for _, args := range [][]string{{"read", "--channel", "nosuch"}, {"read", "--channel", "nosuch", "--json", "-n", "1"}} {
+		r = runCollab(t, env, "", args...)
+		if r.code != exitNothing || r.stdout != "" || !strings.Contains(r.stderr, "(the channels: general, ops)") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 3 naming general and ops", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := runCollab(t, env, "", "read", "--channel", "general"); r.code != 0 || !strings.Contains(r.stdout, "hi") {
+		t.Errorf("general: exit %d, %q", r.code, r.stdout)
+	}
+}

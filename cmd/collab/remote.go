@@ -5,15 +5,9 @@ package main
 
 import (
 	"cmp"
-	"context"
-	"errors"
-	"fmt"
-	"io"
 
 	"github.com/spf13/pflag"
 
-	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
 )
 
@@ -50,42 +44,4 @@ func remoteOn(fs *pflag.FlagSet) bool {
 // are used.
 func remoteAgentFlag(fs *pflag.FlagSet) *string {
 	return agentFlag(fs, "", "with --remote: the agent whose NATS subjects and local state are used", true)
-}
-
-// remoteClient connects as agent, signing with the agent's key (needKey:
-// refuse without one), and first resends what the agent's outbox holds,
-// reporting it on stderr. A NATS server that cannot be reached is not an
-// error: the client queues its writes and its reads fail.
-func remoteClient(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, agent, keyPath string, needKey bool, getenv env, stderr io.Writer) (*remote.Client, error) {
-	signer, err := signing.LoadAgentKey(keyPath, agent, getenv)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cmd, err)
-	}
-	if signer == nil && needKey {
-		return nil, fmt.Errorf("%s: %w", cmd, remote.ErrNoKey)
-	}
-	logger := commandLogger(stderr)
-	o, ok := nf.options(getenv, natsbus.ConnName(agent, hostname()), logger)
-	if !ok {
-		return nil, usageErrorf("%s --remote: no NATS server: use --nats URL or set NATS_URL", cmd)
-	}
-	c, err := remote.Dial(ctx, o, remote.Config{Agent: agent, Signer: signer, StateDir: rf.stateDir(agent, getenv), Logger: logger})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cmd, err)
-	}
-	reportFlush(c.Flush(ctx), c.OutboxPath(), stderr)
-	return c, nil
-}
-
-// reportFlush says on stderr what a flush did, when it did anything.
-func reportFlush(res remote.FlushResult, path string, stderr io.Writer) {
-	if n := len(res.Sent); n > 0 {
-		fmt.Fprintf(stderr, "collab: sent %d queued write(s) from the outbox %s\n", n, path)
-	}
-	for _, err := range res.Refused {
-		fmt.Fprintf(stderr, "collab: warning: %v\n", err)
-	}
-	if res.Err != nil && !errors.Is(res.Err, remote.ErrQueued) {
-		fmt.Fprintf(stderr, "collab: warning: outbox: %v\n", res.Err)
-	}
 }

@@ -17,32 +17,12 @@ import (
 )
 
 func runResume(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("resume", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab resume [--dry-run]
-
-Restart, detached, every delegated agent (collab delegate) recorded as
-running on this host whose watcher is gone (the host restarted, or its
-watchers were killed), with the arguments it was started with; and every
-workflow instance started with collab start --background whose process is
-gone (without its setup and kickoff, which ran the first time). Only the
-records this account owns are acted on; one of them that another account
-could have written (group- or world-writable, or with another name) is
-refused, and resume exits 1: check it, then chmod go-w it, or remove it.
-Run at boot by deploy/collab-resume.service.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("resume", helpText("resume"), stderr)
 	dry := fs.Bool("dry-run", false, "only list what would be restarted")
 	startTimeout := fs.Duration("start-timeout", time.Minute, "how long to wait for each agent to be AWAKE")
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("resume: unexpected argument %q", fs.Arg(0))
 	}
 	root := tree.Resolve(*rootf, getenv)
 	res, err := mount(root, stderr).Resume(ctx, service.ResumeRequest{DryRun: *dry, StartTimeout: *startTimeout})

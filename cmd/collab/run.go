@@ -23,35 +23,13 @@ const defaultQuiet = 3 * time.Second
 type runResult = service.RunResult
 
 func runRun(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("run", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab run FILE [--instance I] [--timeout D] [--json] [--verbose] [--agent A]
-
-Run the workflow FILE once: run its setup steps, start one watcher per
-agent in this process, post the kickoff as --agent into the instance's
-channel, print the conversation as it happens, and stop when the team is
-done: no job running, no message addressed to one of its agents left
-unanswered, and nothing new in the channel for --quiet. Then print the
-result (the last message, the documents changed, each agent's jobs, cost
-and tokens) and stop every watcher.
-
-Exit codes: 0 done; 1 a setup step failed, a job failed, or a guard
-refused the last message; 2 a bad file or an unknown variable (nothing
-started); 3 --timeout passed.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("run", helpText("run"), stderr)
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long (exit 3)")
 	quiet := fs.Duration("quiet", defaultQuiet, "how long the channel must be quiet, every agent idle, to be done")
 	asJSON := fs.Bool("json", false, "print the messages and then the result as JSON lines")
 	tf := addTeamFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "want one workflow FILE (see 'collab run --help')"); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("run: want one workflow FILE (see 'collab run --help')")
 	}
 	root, team, err := tf.teamRequest(ctx, "run", fs.Arg(0), getenv, stderr)
 	if err != nil {
@@ -66,17 +44,13 @@ Flags:
 	if res != nil {
 		printRunResult(res, *asJSON, stdout)
 	}
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	return nil
+	return cmdErr("run", err)
 }
 
 // printRunResult prints the run's result.
 func printRunResult(res *runResult, asJSON bool, stdout io.Writer) {
 	if asJSON {
-		data, _ := json.Marshal(map[string]any{"result": res})
-		fmt.Fprintf(stdout, "%s\n", data)
+		json.NewEncoder(stdout).Encode(map[string]any{"result": res})
 		return
 	}
 	fmt.Fprintf(stdout, "── %s@%s: %s\n", res.Workflow, res.Instance, res.Status)

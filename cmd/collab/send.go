@@ -16,42 +16,11 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// sendUsage is send's help, before its flags.
-const sendUsage = `Usage: collab send --agent A --channel C [--to B] [--text TEXT | WORDS… | -] [--wait [--timeout D]]
-
-Post a message to a channel and print its id. The text is --text, the
-positional words joined by spaces, or standard input when it is "-". The
-message is signed when the sender has a key ('collab key new').
-
-With --wait, block until the reply arrives (the first message of another
-agent whose in_reply_to is the new message) and print the reply's text
-instead (--json: the reply). Exit 3 when no reply came within --timeout.
-While it waits, each change of the message's delivery state for each
-addressee (see 'collab status') is printed on standard error, and it ends
-at once with exit 4 when every addressee is refused, failed or
-undeliverable. A guard notice is not taken for the reply. A reply the
-trust policy refuses (--trust known, the default: one in the name of an
-agent with a trusted key in --keyring that does not verify) is reported
-on standard error and passed over while the real one is awaited; the
-reply's sender and verdict are printed on standard error, and --json
-adds "verdict" as read --json does.
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
-message is signed with the sender's key (required), kept in the outbox
-(--state-dir) and posted through a bridge over NATS (--nats); --root is
-not used. Exit 5 when the bridge cannot be reached: the message stays in
-the outbox and is sent by the next remote command or 'collab outbox
-flush --remote'. --wait then follows the channel on the NATS stream for
-the reply, and asks the bridge for the delivery states; it judges the
-reply against --keyring (a copy of the tree's keys), else takes it at
-its word.
-
-Flags:
-`
-
 // sendOptions are send's flags.
 type sendOptions struct {
 	agent, ch, to, text, code, typ, replyTo *string
+	artifacts                               *[]string
+	priority                                *string
 	asJSON, wait                            *bool
 	timeout, poll                           *time.Duration
 	tf                                      trustFlags
@@ -62,22 +31,24 @@ type sendOptions struct {
 
 func sendFlags(fs *pflag.FlagSet) *sendOptions {
 	return &sendOptions{
-		agent:   agentFlag(fs, "f", "sender agent ID", true, "from"),
-		ch:      channelFlag(fs, "channel"),
-		to:      fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, NAME@INSTANCE, or "all"`),
-		text:    fs.String("text", "", `message text ("-" reads standard input)`),
-		code:    fs.StringP("code", "c", "", "code block to attach"),
-		typ:     fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)"),
-		replyTo: fs.String("in-reply-to", "", "id of the message this answers"),
-		asJSON:  fs.Bool("json", false, "print the whole message as JSON instead of its id (with --wait: the reply)"),
-		wait:    fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)"),
-		timeout: fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)"),
-		poll:    fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply"),
-		tf:      addTrustFlags(fs),
-		keyf:    keyFlag(fs),
-		nf:      addNATSFlags(fs),
-		rf:      addRemoteFlags(fs),
-		rootf:   rootFlag(fs),
+		agent:     agentFlag(fs, "f", "sender agent ID", true, "from"),
+		ch:        channelFlag(fs, "channel"),
+		to:        fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, NAME@INSTANCE, or "all"`),
+		text:      fs.String("text", "", `message text ("-" reads standard input)`),
+		code:      fs.StringP("code", "c", "", "code block to attach"),
+		priority:  fs.String("priority", "", "high, normal or low: where the message goes in the addressee's inbox and watcher queue (default: by its words)"),
+		artifacts: fs.StringArray("artifact", nil, "file to refer to, repeatable: its path, size and sha256 go in content.artifacts (the file is not copied)"),
+		typ:       fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)"),
+		replyTo:   fs.String("in-reply-to", "", "id of the message this answers"),
+		asJSON:    fs.Bool("json", false, "print the whole message as JSON instead of its id (with --wait: the reply)"),
+		wait:      fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)"),
+		timeout:   fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)"),
+		poll:      fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply"),
+		tf:        addTrustFlags(fs),
+		keyf:      keyFlag(fs),
+		nf:        addNATSFlags(fs),
+		rf:        addRemoteFlags(fs),
+		rootf:     rootFlag(fs),
 	}
 }
 
@@ -100,11 +71,7 @@ func (o *sendOptions) check(fs *pflag.FlagSet) error {
 }
 
 func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("send", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, sendUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("send", helpText("send"), stderr)
 	o := sendFlags(fs)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -128,6 +95,10 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err != nil {
 		return err
 	}
+	arts, err := service.FileArtifacts(*o.artifacts)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
 	signer, err := signing.LoadAgentKey(*o.keyf, from, getenv)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
@@ -141,7 +112,7 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	// Inside a watcher's model run the message is one hop deeper than the
 	// one being answered; outside a run it is 0.
 	actor := service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}
-	req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo}
+	req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo, Artifacts: arts, Priority: *o.priority}
 	if *o.wait {
 		judge.Poll = *o.poll
 		return askSent(ctx, svc, actor, req, o, judge, stdout, stderr)

@@ -199,3 +199,53 @@ func TestSendReplyThreadAndHops(t *testing.T) {
 		t.Errorf("reply to a missing message: exit %d, stderr %q; want 0 and a warning", r.code, r.stderr)
 	}
 }
+
+// send --artifact refers to files (path, size, sha256 in
+// content.artifacts; the file is not copied), read shows them, in text
+// and JSON, for collab's messages and another writer's.
+func TestSendArtifacts(t *testing.T) {
+	root := newTree(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b b.bin")
+	os.WriteFile(a, []byte("hello\n"), 0o644)
+	os.WriteFile(b, nil, 0o644)
+	env := map[string]string{"COLLAB_ROOT": root, "COLLAB_AGENT": "alice"}
+	r := runCollab(t, env, "", "send", "--channel", "c", "--artifact", a, "--artifact", b, "see", "these")
+	if r.code != 0 {
+		t.Fatalf("send: exit %d: %s", r.code, r.stderr)
+	}
+	m, err := channel.Lookup(tree.Root(root), "c", strings.TrimSpace(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.Content.ArtifactList()
+	if len(got) != 2 || got[0].Path != a || *got[0].Size != 6 || got[0].SHA256 != "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03" || got[1].Path != b || *got[1].Size != 0 {
+		t.Errorf("artifacts %+v", got)
+	}
+	post := func(data string) {
+		os.WriteFile(filepath.Join(root, "channels", "c", "msg-20200101-000000-seed-0001.json"), []byte(data), 0o644)
+	}
+	post(`{"from":"seed","content":{"text":"old style","artifacts":["notes.md",{"path":"/srv/x.tar","size":9}]}}`)
+
+	r = runCollab(t, env, "", "read", "--channel", "c")
+	for _, want := range []string{"  artifact: " + a + " (6 bytes, sha256 5891b5b522d5)\n", "  artifact: " + b + " (0 bytes, sha256 e3b0c44298fc)\n",
+		"  artifact: notes.md\n", "  artifact: /srv/x.tar (9 bytes)\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("read does not show %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCollab(t, env, "", "read", "--channel", "c", "--json")
+	if !strings.Contains(r.stdout, `"artifacts":[{"path":"`+a+`","size":6,"sha256":"5891b5b5`) || !strings.Contains(r.stdout, `"artifacts":["notes.md",{"path":"/srv/x.tar","size":9}]`) {
+		t.Errorf("read --json:\n%s", r.stdout)
+	}
+
+	for _, bad := range []string{filepath.Join(dir, "missing"), dir} {
+		r = runCollab(t, env, "", "send", "--channel", "c", "--artifact", bad, "x")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "artifact") {
+			t.Errorf("--artifact %s: exit %d, %q; want 2", bad, r.code, r.stderr)
+		}
+	}
+	if n := len(filesUnder(t, filepath.Join(root, "channels", "c"))); n != 2 {
+		t.Errorf("%d messages in c; a refused artifact must send nothing", n)
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,50 +17,11 @@ import (
 	"github.com/collabdev/collab/internal/web"
 )
 
-// serveUsage is serve's help, before its flags.
-const serveUsage = `Usage: collab serve [--listen 127.0.0.1:8765] [--person NAME] [--tls-cert F --tls-key F | --insecure-http]
-       collab serve token new --person NAME | new --agent NAME [--channel CH] | ls | rm ID
-
-Serve the tree to people: a dashboard page and a JSON API under /api/;
-and to agents: MCP over HTTP at /mcp, the tools of 'collab mcp'.
-At start it prints a sign-in URL carrying a one-time token, good for
---signin-ttl; opening it sets a session cookie for this server only
-(kept in memory: a restart signs everyone out; it ends after
---session-idle unused, or --session-max, or at the page's Sign out).
-SIGHUP (kill -HUP PID, systemctl reload) prints a fresh one-time URL and
-the last one stops working; when it cannot be printed (the terminal hung
-up), the server stops. The sign-in page also signs in with a person's
-token ('collab serve token new --person NAME'), typed into its form.
-Every request needs that session or a long-lived token (Authorization:
-Bearer TOKEN, from 'collab serve token new'), loopback included. What the
-page posts is sent as --person (a token's: its person), signed with that
-person's key when there is one, and announced on NATS (--nats, optional)
-as 'collab send' does.
-
-/mcp takes only an agent's token ('collab serve token new --agent NAME
-[--channel CH]'; a person's session or token is refused there, and an
-agent's token reaches nothing else): the tools act as that agent, on the
-token's channel or, for a token made without --channel, on the one the
-URL names (/mcp?channel=CH). What they post is signed with the agent's
-default key file when there is one, loaded by this server.
-
-Loopback only by default. A listener on any other address needs TLS
-(--tls-cert and --tls-key) or, knowingly, --insecure-http. A request
-must name the server in its Host: the address it listens on (localhost
-too on loopback) or a --host name; anything else gets 421.
-
-Flags:
-`
-
 func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "token" {
 		return runServeToken(ctx, args[1:], getenv, stdout, stderr)
 	}
-	fs := newFlags("serve", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, serveUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("serve", helpText("serve"), stderr)
 	var c web.Config
 	var sv web.Serving
 	fs.StringVar(&sv.Listen, "listen", web.DefaultListen, "address to listen on (HOST:PORT)")
@@ -80,11 +40,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	fs.IntVar(&c.MaxMCPPerToken, "max-mcp-per-token", 0, "one token's /mcp requests in progress at most (default a quarter of --max-mcp, at least 1)")
 	fs.StringVar(&c.Tokens.Path, "tokens", web.DefaultTokensPath(getenv), tokensUsage)
 	keyf, ringf, nf, rootf := keyFlag(fs), keyringFlag(fs), addNATSFlags(fs), rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("serve: unexpected argument %q", fs.Arg(0))
 	}
 	c.Root = tree.Resolve(*rootf, getenv)
 	who, err := actingAgent(ctx, "serve", "person", *person)
@@ -134,10 +91,7 @@ func serveOn(ctx context.Context, srv *web.Server, root tree.Root, who string, s
 	sv.Hangup = hup
 	sv.Announce = func(si web.SignIn) error { return printSignIn(si, root, who, stdout) }
 	sv.Stopping = func(err error) { fmt.Fprintf(stderr, "collab: serve: %v: stopping\n", err) }
-	if err := srv.ListenAndServe(ctx, sv); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
+	return cmdErr("serve", srv.ListenAndServe(ctx, sv))
 }
 
 // printSignIn prints a sign-in URL: the first, or a fresh one.
@@ -176,83 +130,43 @@ func checkServe(c web.Config, sv web.Serving, insecure bool) error {
 // tokensUsage is --tokens': the file of long-lived tokens.
 const tokensUsage = "file of the long-lived tokens (hashed)"
 
-// runServeToken makes, lists and revokes the long-lived tokens.
+// runServeToken makes, lists and revokes the long-lived tokens
+// (web.Tokens).
 func runServeToken(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "new" && args[0] != "ls" && args[0] != "rm") {
 		return usageErrorf("serve token: use 'collab serve token new --person NAME', 'new --agent NAME [--channel CH]', 'ls' or 'rm ID'")
 	}
 	sub := args[0]
 	fs := newFlags("serve token "+sub, stderr)
-	person := fs.String("person", "", "new: who the token posts as (default your login name)")
-	agent := fs.String("agent", "", "new: an agent's token instead, for /mcp only: the agent it acts as")
-	ch := fs.String("channel", "", "new --agent: the only channel the token reaches (default: the one the URL names)")
+	req := web.TokenRequest{}
+	fs.StringVar(&req.Person, "person", "", "new: who the token posts as (default your login name)")
+	fs.StringVar(&req.Agent, "agent", "", "new: an agent's token instead, for /mcp only: the agent it acts as")
+	fs.StringVar(&req.Channel, "channel", "", "new --agent: the only channel the token reaches (default: the one the URL names)")
 	toks := web.Tokens{}
 	fs.StringVar(&toks.Path, "tokens", web.DefaultTokensPath(getenv), tokensUsage)
-	if err := parse(fs, args[1:], getenv); err != nil {
-		return err
-	}
-	switch sub {
-	case "new":
-		if fs.NArg() > 0 {
-			return usageErrorf("serve token new: unexpected argument %q", fs.Arg(0))
-		}
-		return newServeToken(ctx, toks, *person, *agent, *ch, stdout, stderr)
-	case "ls":
-		recs, err := toks.List()
-		if err != nil {
-			return fmt.Errorf("serve token ls: %w", err)
-		}
-		for _, r := range recs {
-			where := "-" // a person's token: no channel
-			if r.IsAgent() {
-				where = cmp.Or(r.Channel, "*") // *: the URL names it
-			}
-			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name(), r.KindName(), r.Created.Format(time.RFC3339), where)
-		}
-		return nil
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("serve token rm: give one token id")
-	}
-	if err := toks.Remove(fs.Arg(0)); err != nil {
-		if errors.Is(err, web.ErrNoToken) {
-			return &exitError{code: exitNothing, msg: fmt.Sprintf("serve token rm: %v", err)}
-		}
-		return fmt.Errorf("serve token rm: %w", err)
-	}
-	return nil
-}
-
-// newServeToken is serve token new: a person's token, or an agent's
-// (for /mcp, on channel ch or the one the URL names).
-func newServeToken(ctx context.Context, toks web.Tokens, person, agent, ch string, stdout, stderr io.Writer) error {
-	var (
-		secret string
-		rec    web.TokenRecord
-		err    error
-	)
-	switch {
-	case agent != "" && person != "":
-		return usageErrorf("serve token new: --person or --agent, not both")
-	case agent != "":
-		if err := namedAgent("serve token new", agent); err != nil {
+	if sub == "rm" {
+		if err := parseOne(fs, args[1:], getenv, "give one token id"); err != nil {
 			return err
 		}
-		if ch != "" {
-			if err := checkChannel("serve token new", ch); err != nil {
-				return err
-			}
-		}
-		secret, rec, err = toks.NewAgent(agent, ch)
-	case ch != "":
-		return usageErrorf("serve token new: --channel goes with --agent")
-	default:
-		who, aerr := actingAgent(ctx, "serve token new", "person", person)
-		if aerr != nil {
-			return aerr
-		}
-		secret, rec, err = toks.New(who)
+		return cmdErr("serve token rm", toks.Remove(fs.Arg(0)))
 	}
+	if err := parseNone(fs, args[1:], getenv); err != nil {
+		return err
+	}
+	if sub == "ls" {
+		recs, err := toks.List()
+		for _, r := range recs {
+			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name(), r.KindName(), r.Created.Format(time.RFC3339), r.Reach())
+		}
+		return cmdErr("serve token ls", err)
+	}
+	var err error
+	if req.Agent == "" {
+		if req.Person, err = actingAgent(ctx, "serve token new", "person", req.Person); err != nil {
+			return err
+		}
+	}
+	secret, rec, err := toks.Issue(req)
 	if err != nil {
 		return fmt.Errorf("serve token new: %w", err)
 	}

@@ -19,9 +19,10 @@ import (
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/service/bridged"
+	"github.com/collabdev/collab/internal/service/dial"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
+	"github.com/spf13/pflag"
 )
 
 // serviceSpec is what a command's service needs.
@@ -49,24 +50,13 @@ type serviceSpec struct {
 
 // openedService is a command's service and what it holds.
 type openedService struct {
-	service.Service
-	root   tree.Root      // the mount's (serviceSpec.root)
-	client *remote.Client // through a bridge; nil on the mount
-	bus    *natsbus.Bus   // NATS on the mount; nil without
-}
-
-// Close releases the bridge client or the NATS connection.
-func (o *openedService) Close() {
-	if o.client != nil {
-		o.client.Close()
-	}
-	if o.bus != nil {
-		o.bus.Close()
-	}
+	*dial.Opened
+	root  tree.Root // the mount's (serviceSpec.root)
+	agent string    // who acts: serviceSpec.agent, through a bridge as actingAgent resolved it
 }
 
 // remote reports whether the service goes through a bridge.
-func (o *openedService) remote() bool { return o.client != nil }
+func (o *openedService) remote() bool { return o.Remote() }
 
 // mountConfig is the service's configuration of every command on the
 // mount at root: this host, warnings to stderr, and this program to run
@@ -81,73 +71,71 @@ func mount(root tree.Root, stderr io.Writer) *service.Mount {
 	return service.NewMount(mountConfig(root, stderr))
 }
 
-// openService opens the service a command works through: through a bridge
-// when --remote is on (after the outbox is resent, as every remote
-// command does), else on the mount, with NATS when sp.nats and
-// configured (bad credentials fail here, before anything is written).
+// openService opens the service a command works through (dial.Open):
+// through a bridge when --remote is on, as the agent --agent or the login
+// name gives (actingAgent), else on the mount, with NATS when sp.nats and
+// configured.
 func openService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writer) (*openedService, error) {
+	cfg := mountConfig(sp.root, stderr)
+	cfg.Verifier, cfg.Logger = sp.verifier, cmp.Or(sp.logger, cfg.Logger)
+	o := dial.Options{Mount: cfg, MountNATS: sp.nats, Warn: func(msg string) { fmt.Fprintf(stderr, "collab: %s\n", msg) }}
+	name := cmp.Or(sp.connName, sp.agent)
 	if sp.rf != nil && sp.rf.on {
-		c, err := remoteClient(ctx, sp.cmd, sp.rf, sp.nf, sp.agent, sp.keyPath, sp.needKey, getenv, stderr)
+		agent, err := actingAgent(ctx, sp.cmd, "agent", sp.agent)
 		if err != nil {
 			return nil, err
 		}
-		return &openedService{Service: bridged.New(c), root: sp.root, client: c}, nil
+		sp.agent, name, o.Mount.Logger = agent, agent, commandLogger(stderr)
+		o.Remote = &dial.Remote{Agent: agent, KeyPath: sp.keyPath, NeedKey: sp.needKey, Getenv: getenv, StateDir: sp.rf.stateDir(agent, getenv)}
 	}
-	cfg := mountConfig(sp.root, stderr)
-	cfg.Verifier, cfg.Logger = sp.verifier, cmp.Or(sp.logger, cfg.Logger)
-	out := &openedService{root: sp.root}
-	if sp.nats && sp.nf != nil {
-		if o, ok := sp.nf.options(getenv, natsbus.ConnName(cmp.Or(sp.connName, sp.agent), hostname()), cfg.Logger); ok {
-			bus, err := connectOptional(ctx, o, stderr)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", sp.cmd, err)
-			}
-			if bus != nil {
-				out.bus = bus
-				cfg.Publish = bus.PublishMessage
-				cfg.Wake = busWake(bus)
-			}
-		}
+	if sp.nf != nil {
+		o.NATS, _ = sp.nf.options(getenv, natsbus.ConnName(name, hostname()), o.Mount.Logger)
 	}
-	out.Service = service.NewMount(cfg)
-	return out, nil
+	d, err := dial.Open(ctx, o)
+	if err != nil {
+		return nil, cmdErr(sp.cmd, err)
+	}
+	return &openedService{Opened: d, root: sp.root, agent: sp.agent}, nil
 }
 
 // fail is a command's error of the service layer, with its context: its
 // kind gives the exit code (main's exitCode). A write kept in a remote
 // host's outbox says where it waits and how it goes out.
 func (o *openedService) fail(cmd string, err error) error {
-	if o.client != nil && errkind.Is(err, errkind.Queued) {
+	if o.Client != nil && errkind.Is(err, errkind.Queued) {
 		var qe *remote.QueuedError
 		if errors.As(err, &qe) {
 			err = qe.Err
 		}
 		return errkind.New(errkind.Queued, "%s: %v; the message is kept in the outbox %s and is sent by the next remote command or `collab outbox flush --remote`",
-			cmd, err, o.client.OutboxPath())
+			cmd, err, o.Client.OutboxPath())
 	}
 	return fmt.Errorf("%s: %w", cmd, err)
 }
 
-// openReadService opens the service of a command that reads (read, who,
-// status): on the mount at root, judging signatures by the keyring ring
-// (--keyring); through a bridge as agent (--agent, for its subjects and
-// state).
-func openReadService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, agent string, root tree.Root, ring string, getenv env, stderr io.Writer) (*openedService, error) {
-	sp := serviceSpec{cmd: cmd, root: root, rf: rf, nf: nf}
-	if rf.on {
-		a, err := actingAgent(ctx, cmd, "agent", agent)
-		if err != nil {
-			return nil, err
-		}
-		sp.agent = a
-	} else {
-		sp.verifier = verifierFor(root, keyring.In(root, ring), stderr)
+// readFlags are the flags of a command that reads (who, status): on the
+// mount --root, judging signatures by --keyring; through a bridge
+// (--remote) as --agent, for its subjects and state.
+type readFlags struct {
+	rf                *remoteFlags
+	nf                *natsFlags
+	agent, root, ring *string
+}
+
+func addReadFlags(fs *pflag.FlagSet) *readFlags {
+	return &readFlags{rf: addRemoteFlags(fs), nf: addNATSFlags(fs), agent: remoteAgentFlag(fs), root: rootFlag(fs), ring: keyringFlag(fs)}
+}
+
+// open opens the service of command cmd.
+func (f *readFlags) open(ctx context.Context, cmd string, getenv env, stderr io.Writer) (*openedService, error) {
+	sp := serviceSpec{cmd: cmd, agent: *f.agent, root: tree.Resolve(*f.root, getenv), rf: f.rf, nf: f.nf}
+	if !f.rf.on {
+		sp.verifier = verifierFor(sp.root, keyring.In(sp.root, *f.ring), stderr)
 	}
 	return openService(ctx, sp, getenv, stderr)
 }
 
-// busWake is the service's Wake on bus: the names of the message files
-// announced on a channel.
-func busWake(bus *natsbus.Bus) func(ctx context.Context, ch string) (<-chan string, func(), error) {
-	return func(_ context.Context, ch string) (<-chan string, func(), error) { return bus.Wake(ch) }
+// warner is a Warn that writes "collab: warning: MSG" on stderr.
+func warner(stderr io.Writer) func(string) {
+	return func(msg string) { fmt.Fprintf(stderr, "collab: warning: %s\n", msg) }
 }

@@ -11,27 +11,12 @@ import (
 )
 
 func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("start", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab start FILE [--instance I] [--background]
-
-Start the workflow FILE as collab run does (setup, one watcher per agent,
-the kickoff) and keep the team running until stopped: a signal, or
-collab stop. With --background, start it detached (its output goes to
-ROOT/logs/WORKFLOW--INSTANCE.log) and return once every agent is AWAKE.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("start", helpText("start"), stderr)
 	background := fs.Bool("background", false, "detach, and return once every agent is AWAKE")
 	startTimeout := fs.Duration("start-timeout", time.Minute, "with --background, how long to wait for the agents to be AWAKE")
 	tf := addTeamFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := parseOne(fs, args, getenv, "want one workflow FILE (see 'collab start --help')"); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("start: want one workflow FILE (see 'collab start --help')")
 	}
 	if *background {
 		return startBackground(ctx, args, fs.Arg(0), tf, *startTimeout, getenv, stdout, stderr)
@@ -44,15 +29,12 @@ Flags:
 		if st.Resumed {
 			fmt.Fprintf(stdout, "%s@%s: resumed in channel %s\n", st.Workflow, st.Instance, st.Channel)
 		} else {
-			fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", st.Workflow, st.Instance, st.Channel, st.Kickoff)
+			fmt.Fprintf(stdout, "%s@%s: running in channel %s (kickoff %s)\n", st.Workflow, st.Instance, st.Channel, map[bool]string{true: st.Kickoff, false: "none: waiting for the first message"}[st.Kickoff != ""])
 		}
 	}
 	_, err = mount(root, stderr).StartWorkflow(ctx, service.StartRequest{TeamRequest: team, Args: args,
 		Detached: getenv(service.EnvWorkflowChild) == "1", Running: running})
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	return nil
+	return cmdErr("start", err)
 }
 
 // startBackground starts the team detached: collab start with the same
@@ -66,7 +48,7 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 	}
 	root := tree.Resolve(*tf.root, getenv)
 	st, err := mount(root, stderr).StartWorkflow(ctx, service.StartRequest{
-		TeamRequest: service.TeamRequest{File: path, Instance: *tf.instance},
+		TeamRequest: service.TeamRequest{File: path, Instance: *tf.instance, Log: stderr},
 		Background:  true, StartTimeout: timeout, Args: child,
 	})
 	if err != nil {

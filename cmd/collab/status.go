@@ -13,52 +13,15 @@ import (
 	"github.com/collabdev/collab/presence"
 )
 
-// statusUsage is status's help, before its flags.
-const statusUsage = `Usage: collab status MSG-ID [--channel C] [--json]
-
-Show where a message stands for each agent it is addressed to (to, its
-@mentions, a known agent named by its first word):
-
-  waiting        no watcher has noticed it yet (how long; the agent's presence)
-  seen           a watcher noticed it and queued it
-  claimed        a watcher claimed it (host, pid, since when)
-  running        its model run goes on (the job id)
-  answered       the reply (its id, how long it took)
-  refused        a guard stopped it (max-hops, pair-rate, trust)
-  failed         the model CLI failed (its error)
-  undeliverable  no such agent: no registry entry, never present
-
-A message to "all" that names no one is a broadcast: it has no addressee.
-Without --channel (or $COLLAB_CHANNEL) the message is looked for in every
-channel. Exit 0 when the message is found, 3 when it is not.
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
-status is asked of a bridge over NATS (--nats), as --agent; --root is not
-used.
-
-Flags:
-`
-
 func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("status", stderr)
-	flags.Usage = func() {
-		fmt.Fprint(stderr, statusUsage)
-		flags.PrintDefaults()
-	}
+	flags := cmdFlags("status", helpText("status"), stderr)
 	ch := channelFlag(flags, "the message's channel (default: look in every channel)")
 	asJSON := flags.Bool("json", false, "print the status as JSON: channel, id, from, to, time, broadcast, addressees")
-	rf := addRemoteFlags(flags)
-	nf := addNATSFlags(flags)
-	ragent := remoteAgentFlag(flags)
-	rootf := rootFlag(flags)
-	ringf := keyringFlag(flags)
-	if err := parse(flags, args, getenv); err != nil {
+	rd := addReadFlags(flags)
+	if err := parseOne(flags, args, getenv, "give one message id"); err != nil {
 		return err
 	}
-	if flags.NArg() != 1 {
-		return usageErrorf("status: give one message id")
-	}
-	svc, err := openReadService(ctx, "status", rf, nf, *ragent, tree.Resolve(*rootf, getenv), *ringf, getenv, stderr)
+	svc, err := rd.open(ctx, "status", getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -11,22 +11,7 @@ import (
 )
 
 func runStop(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("stop", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: collab stop NAME@INSTANCE | WORKFLOW@INSTANCE | @INSTANCE | --all
-
-Stop running workflow instances, or one agent of one: write a stop file
-in ROOT/workflows, which the process running the instance polls on any
-host, and wait until the agents stopped are OFFLINE. NAME@INSTANCE
-stops that one agent (its watcher goes OFFLINE, the others run on);
-WORKFLOW@INSTANCE the whole instance; @INSTANCE every instance of that
-name. Only the account that runs an instance, root or the tree's owner
-may stop it (exit 4).
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("stop", helpText("stop"), stderr)
 	all := fs.Bool("all", false, "stop every running instance")
 	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the agents to be OFFLINE (then exit 3)")
 	rootf := rootFlag(fs)

@@ -18,59 +18,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-const taskUsage = `Usage: collab task COMMAND [flags]
-
-The channel's task board: work items any agent on any host can claim.
-
-  add [--title] T [--body B] [--depends ID…] add a task; prints its id
-  list [--status S,…] [--json]               list tasks (S: pending, ready, claimed, done, failed)
-  show ID [--json]                           a task and its events
-  claim ID [--worktree [--repo DIR] [--base B]]
-                                             claim a ready task (exit 4: claimed by another agent);
-                                             --worktree: work on it in a git worktree of its own
-  next                                       claim the first ready task (exit 3: none ready)
-  checkpoint ID [--type T] [--files F,…] [--text] S
-                                             record a checkpoint on your task (T: plan,
-                                             progress (default), decision, error,
-                                             recovery, complete; F: the files changed)
-  done ID [--outcome] O [--remove-worktree [--force]]
-                                             finish your task (and remove its worktree)
-  fail ID [--error] E                        give up your task
-  context ID [--max-tokens N] [--json]       what an agent needs to resume the task: it,
-                                             its checkpoints, its dependencies' outcomes
-  worktree ID [--json]                       the task's worktree: path, branch, uncommitted changes
-  worktree rm ID [--force]                   remove the task's worktree (keeps the branch)
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, every
-command goes through a bridge over NATS (--nats); events are signed here
-with --key and verified by the bridge. Worktrees are this host's: claim
---worktree makes one in the repository here and records it on the task as
-a signed event; worktree and done --remove-worktree read and remove it
-here, and name the host when it is on another.
-
-Every command takes --channel (env COLLAB_CHANNEL, then COLLAB_SESSION),
---root (env COLLAB_ROOT), and where an agent acts, --agent (env
-COLLAB_AGENT, then the login name). --body, --text, --outcome and
---error read standard input when they are "-".
-A claim whose agent shows no sign of life (no fresh presence heartbeat, no
-event on the task) for --grace is released back to pending by the next
-claim, next or list, and the release is recorded as an event.
-An agent with a key (--key) signs its events. An event in the name of an
-agent that has keys in the keyring (--keyring) but does not verify counts
-for nothing (a forged claim is not that agent's claim); list and show mark
-such events, and --json gives each event's "verdict".
-
-claim --worktree adds a git worktree of the repository of --repo (default
-the working directory) on a new branch from --base (default its HEAD),
-named from the task id and title (t7-write-the-parser, -2… on a clash), in
-$COLLAB_WORKTREES/REPO/BRANCH (default REPO/../.collab-worktrees), and
-records the worktree and branch on the task as a signed event; claiming
-again reuses it. done never removes a worktree silently: with
---remove-worktree it removes a clean one and refuses (exit 4, the task not
-finished) one with uncommitted changes unless --force; without the flag
-it asks when standard input is a terminal and otherwise keeps the
-worktree and prints the command that removes it. The branch always stays.
-`
+var taskUsage = helpText("task")
 
 func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) (rerr error) {
 	if len(args) == 0 {
@@ -99,20 +47,21 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 
 // taskCmd is a task command as parsed.
 type taskCmd struct {
-	sub, ch, id       string
-	agent             *string // --agent: the acting agent, or with --remote whose connection
-	by                string  // the acting agent's id ("" for list, show, context, worktree)
-	title, body, text string
-	depends, status   []string
-	ck                task.Checkpoint
-	maxTokens         int
-	grace             time.Duration
-	wt                worktreeFlags
-	asJSON, stdinUsed bool
-	rootf, ringf      *string
-	keyf              *string // nil where no agent acts
-	rf                *remoteFlags
-	nf                *natsFlags
+	sub, ch, id        string
+	agent              *string // --agent: the acting agent, or with --remote whose connection
+	by                 string  // the acting agent's id ("" for list, show, context, worktree)
+	title, body, text  string
+	detail, detailFile string // --detail, --detail-file
+	depends, status    []string
+	ck                 task.Checkpoint
+	maxTokens          int
+	grace              time.Duration
+	wt                 worktreeFlags
+	asJSON, stdinUsed  bool
+	rootf, ringf       *string
+	keyf               *string // nil where no agent acts
+	rf                 *remoteFlags
+	nf                 *natsFlags
 }
 
 func (c *taskCmd) cmd() string { return "task " + c.sub }
@@ -121,7 +70,7 @@ func (c *taskCmd) cmd() string { return "task " + c.sub }
 // after it, and makes events as its agent.
 var taskSubs = map[string]struct{ id, text, acts bool }{
 	"add": {acts: true}, "list": {}, "show": {id: true}, "claim": {id: true, acts: true}, "next": {acts: true},
-	"checkpoint": {true, true, true}, "done": {true, true, true}, "fail": {true, true, true},
+	"checkpoint": {true, true, true}, "done": {true, true, true}, "fail": {true, true, true}, "retry": {true, true, true},
 	"context": {id: true}, "worktree": {id: true},
 }
 
@@ -136,7 +85,12 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 		fs.StringVar(&c.body, "body", "", `what to do ("-" reads standard input)`)
 		fs.StringSliceVar(&c.depends, "depends", nil, "ids of tasks that must be done first (repeat or comma-separate)")
 	case "list":
-		fs.StringSliceVar(&c.status, "status", nil, "only tasks in these states: pending, ready, claimed, done, failed")
+		fs.StringSliceVar(&c.status, "status", nil, "only tasks in these states: pending, ready, blocked, claimed, done, failed")
+	case "checkpoint", "done":
+		fs.StringVar(&c.detail, "detail", "", "a structured detail: a JSON object")
+		fs.StringVar(&c.detailFile, "detail-file", "", "a file holding the structured detail (a JSON object)")
+	}
+	switch c.sub {
 	case "checkpoint":
 		fs.StringVar(&c.text, "text", "", `the detail: what was done, decided or went wrong ("-" reads standard input)`)
 		alias(fs, "summary", "text")
@@ -156,6 +110,8 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 		fs.BoolVar(&c.wt.force, "force", false, "rm: remove the worktree even with uncommitted changes")
 	case "fail":
 		fs.StringVar(&c.text, "error", "", `why it failed ("-" reads standard input)`)
+	case "retry":
+		fs.StringVar(&c.text, "note", "", `why it is retried ("-" reads standard input)`)
 	}
 }
 
@@ -163,11 +119,7 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 // given as "-" from stdin.
 func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stderr io.Writer) (*taskCmd, error) {
 	c := &taskCmd{sub: sub}
-	fs := newFlags(c.cmd(), stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, taskUsage+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags(c.cmd(), taskUsage+"\nFlags:\n", stderr)
 	ch := channelFlag(fs, "channel")
 	if c.acts() {
 		c.agent = agentFlag(fs, "", "acting agent ID", true)
@@ -200,6 +152,10 @@ func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin
 	}
 	if err := c.words(fs.Args(), fs.Changed); err != nil {
 		return nil, err
+	}
+	var err error
+	if c.ck.Detail, err = service.ReadTaskDetail(c.detail, c.detailFile); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.cmd(), err)
 	}
 	return c, c.readTexts(stdin)
 }
@@ -336,7 +292,11 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 		if s.More {
 			fmt.Fprintln(stderr, "collab: older events left out of what a bridge reply holds; show on the mount for all")
 		}
-		return p.show(s)
+		if p.json {
+			return writeJSON(stdout, s.History())
+		}
+		_, err = io.WriteString(stdout, s.Text(time.Local))
+		return err
 	case "context":
 		tc, err := b.svc.TaskContext(ctx, b.q, c.id, c.maxTokens)
 		if err != nil || p.json {
@@ -350,14 +310,18 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 		if c.wt.add {
 			return claimWorktree(ctx, b, c.id, c.wt, getenv, p)
 		}
-		t, err := b.svc.ClaimTask(ctx, b.a, b.q, c.id)
-		return cmp.Or(err, p.one(t))
+		return p.one(b.svc.ClaimTask(ctx, b.a, b.q, c.id))
 	case "done":
 		return c.done(ctx, b, p, stdin, stderr)
 	}
-	kind := map[string]string{"checkpoint": task.EvCheckpoint, "fail": task.EvFailed}[c.sub]
-	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, service.TaskReport{Kind: kind, Text: c.text, Checkpoint: c.ck})
-	return cmp.Or(err, p.one(t))
+	r := service.TaskReport{Kind: map[string]string{"checkpoint": task.EvCheckpoint, "fail": task.EvFailed, "retry": task.EvRetried}[c.sub],
+		Text: c.text, Checkpoint: c.ck}
+	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, r)
+	if err != nil || p.json {
+		return p.one(t, err)
+	}
+	_, err = fmt.Fprintln(stdout, service.Reported(r, t))
+	return err
 }
 
 func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr io.Writer) error {
@@ -379,7 +343,7 @@ func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr i
 // documents; the rest exit by their kind (a claim another agent holds 4,
 // no ready task 3).
 func taskFailure(err error) error {
-	for _, e := range []error{task.ErrNotFound, task.ErrNotReady, task.ErrClosed, task.ErrNotOwner} {
+	for _, e := range []error{task.ErrNotFound, task.ErrNotReady, task.ErrClosed, task.ErrNotOwner, task.ErrNotFailed} {
 		if errors.Is(err, e) {
 			return &exitError{code: exitFailure, msg: err.Error()}
 		}
@@ -393,20 +357,19 @@ type taskPrinter struct {
 	json bool
 }
 
-func (p taskPrinter) one(t task.Task) error {
-	if p.json {
-		return writeJSON(p.w, t)
+// one prints t, the result of a call, unless the call failed (err).
+func (p taskPrinter) one(t task.Task, err error) error {
+	if err == nil && p.json {
+		err = writeJSON(p.w, t)
+	} else if err == nil {
+		_, err = fmt.Fprintf(p.w, "%s %s\n", t.ID, t.State(workflow.Address))
 	}
-	_, err := fmt.Fprintf(p.w, "%s %s\n", t.ID, stateText(t))
 	return err
 }
 
 func (p taskPrinter) list(tasks []task.Task) error {
 	if p.json {
-		if tasks == nil {
-			tasks = []task.Task{} // [] when there are none
-		}
-		return writeJSON(p.w, tasks)
+		return writeJSON(p.w, tasks) // [] when there are none: the layer's TaskQuery.keep
 	}
 	if len(tasks) == 0 {
 		_, err := fmt.Fprintln(p.w, "no tasks")
@@ -415,93 +378,13 @@ func (p taskPrinter) list(tasks []task.Task) error {
 	rows := make([][]string, len(tasks))
 	now := time.Now()
 	for i, t := range tasks {
-		state := stateText(t)
+		state := t.State(workflow.Address)
 		if t.Unverified > 0 {
 			state += fmt.Sprintf(" [%d unverified]", t.Unverified)
 		}
-		rows[i] = []string{t.ID, state, shortAge(now.Sub(t.Updated)), oneLine(t.Title)}
+		rows[i] = []string{t.ID, state, shortAge(now.Sub(t.Updated)), service.OneLine(t.Title)}
 	}
 	return printTable(p.w, append([][]string{[]string{"ID", "STATE", "AGE", "TITLE"}}, rows...))
-}
-
-func (p taskPrinter) show(s service.TaskShown) error {
-	if p.json {
-		return writeJSON(p.w, s.History())
-	}
-	t, evs := s.Task, s.Events
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %s\n", t.ID, oneLine(t.Title))
-	fmt.Fprintf(&b, "state:   %s\n", stateText(t))
-	fmt.Fprintf(&b, "added:   %s by %s\n", t.Created.Local().Format(time.DateTime), workflow.Address(t.CreatedBy))
-	if len(t.Depends) > 0 {
-		fmt.Fprintf(&b, "depends: %s\n", strings.Join(t.Depends, ", "))
-	}
-	if t.Worktree != "" {
-		fmt.Fprintf(&b, "worktree: %s (branch %s, host %s)\n", oneLine(t.Worktree), oneLine(t.Branch), t.WorktreeHost)
-	}
-	if t.Body != "" {
-		b.WriteString("\n")
-		indent(&b, t.Body)
-	}
-	if len(evs) > 0 {
-		b.WriteString("\nevents:\n")
-	}
-	for _, e := range evs {
-		fmt.Fprintf(&b, "  %s  %-10s %s", e.Time.Local().Format(time.DateTime), e.Event, workflow.Address(e.Agent))
-		if e.Host != "" {
-			fmt.Fprintf(&b, "@%s", e.Host)
-		}
-		if e.Type != "" {
-			fmt.Fprintf(&b, " (%s)", e.Type)
-		}
-		if s := cmp.Or(e.Summary, e.Outcome, e.Error, e.Note); s != "" {
-			fmt.Fprintf(&b, ": %s", oneLine(s))
-		}
-		if len(e.Files) > 0 {
-			fmt.Fprintf(&b, " [files: %s]", oneLine(strings.Join(e.Files, ", ")))
-		}
-		switch {
-		case e.Ignored:
-			fmt.Fprintf(&b, "  [%s: ignored]", e.Verdict)
-		case e.Verdict != signing.Verified && e.Verdict != signing.Unsigned:
-			fmt.Fprintf(&b, "  [%s]", e.Verdict)
-		}
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(p.w, b.String())
-	return err
-}
-
-// stateText is a task's state in words: "claimed by codex", "pending,
-// waits for t1".
-func stateText(t task.Task) string {
-	switch {
-	case t.Status == task.Claimed:
-		return "claimed by " + workflow.Address(t.Owner)
-	case t.Status == task.Pending && !t.Ready:
-		return "pending, waits for " + strings.Join(t.Blockers, ", ")
-	case t.Status == task.Pending:
-		return "ready"
-	}
-	return t.Status
-}
-
-// oneLine shortens text to its first line, with control characters shown
-// escaped.
-func oneLine(s string) string {
-	line, _, cut := strings.Cut(s, "\n")
-	var b strings.Builder
-	for _, r := range line {
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	if cut {
-		b.WriteString(" …")
-	}
-	return b.String()
 }
 
 func shortAge(d time.Duration) string {

@@ -33,7 +33,7 @@ func TestTaskCommands(t *testing.T) {
 		{"claim held", "", []string{"claim", "t1", "--agent", "gemini"}, 4, "", "task t1 is claimed by codex"},
 		{"next none ready", "", []string{"next", "--agent", "gemini"}, 3, "", "no ready task"},
 		{"checkpoint by another", "", []string{"checkpoint", "t1", "--agent", "gemini", "--summary", "x"}, 1, "", "claimed by codex"},
-		{"checkpoint", "", []string{"checkpoint", "t1", "--agent", "codex", "--summary", "lexer done"}, 0, "t1 claimed by codex", ""},
+		{"checkpoint", "", []string{"checkpoint", "t1", "--agent", "codex", "--summary", "lexer done"}, 0, "t1: checkpoint (progress) recorded", ""},
 		{"done", "", []string{"done", "t1", "--agent", "codex", "--outcome", "merged"}, 0, "t1 done", ""},
 		{"list ready", "", []string{"list", "--status", "ready"}, 0, "t2  ready", ""},
 		{"claim", "", []string{"claim", "t2", "--agent", "gemini"}, 0, "t2 claimed by gemini", ""},

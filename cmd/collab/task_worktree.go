@@ -51,7 +51,7 @@ func claimWorktree(ctx context.Context, b taskBoard, id string, w worktreeFlags,
 	if err != nil {
 		return fmt.Errorf("task claim: %w", err)
 	}
-	if err := p.one(t); err != nil || p.json {
+	if err := p.one(t, nil); err != nil || p.json {
 		return err
 	}
 	_, err = fmt.Fprintf(p.w, "worktree %s (branch %s)\n", t.Worktree, t.Branch)
@@ -62,11 +62,11 @@ func claimWorktree(ctx context.Context, b taskBoard, id string, w worktreeFlags,
 // --remove-worktree says (or, on a terminal, as the user answers).
 func (c *taskCmd) done(ctx context.Context, b taskBoard, p taskPrinter, stdin io.Reader, stderr io.Writer) error {
 	w := service.DoneWorktree{Remove: c.wt.remove, Force: c.wt.force}
-	t, err := service.FinishTask(ctx, b.svc, b.a, b.q, c.id, c.text, w)
+	t, err := service.FinishTask(ctx, b.svc, b.a, b.q, c.id, service.TaskReport{Text: c.text, Checkpoint: c.ck}, w)
 	if err != nil {
 		return fmt.Errorf("task done: %w", err)
 	}
-	if err := p.one(t); err != nil {
+	if err := p.one(t, nil); err != nil {
 		return err
 	}
 	if terminalFor(ctx, stdin, c.stdinUsed) {
@@ -85,17 +85,8 @@ func (c *taskCmd) done(ctx context.Context, b taskBoard, p taskPrinter, stdin io
 	if b.remote {
 		rm += " --remote"
 	}
-	switch fate {
-	case service.WorktreeElsewhere:
-		fmt.Fprintf(stderr, "collab: the worktree of %s is on host %s: %s (branch %s); remove it there with: %s\n", t.ID, t.WorktreeHost, t.Worktree, t.Branch, rm)
-	case service.WorktreeRemoved:
-		fmt.Fprintf(stderr, "collab: removed worktree %s (branch %s kept)\n", t.Worktree, t.Branch)
-	case service.WorktreeKept:
-		fmt.Fprintf(stderr, "collab: worktree %s (branch %s) kept; remove it with: %s\n", t.Worktree, t.Branch, rm)
-	case service.WorktreeDirty:
-		fmt.Fprintf(stderr, "collab: worktree %s (branch %s) kept: it has %d uncommitted changes; %s --force removes it anyway\n", t.Worktree, t.Branch, dirty, rm)
-	case service.WorktreeDeclined:
-		fmt.Fprintf(stderr, "collab: worktree kept; remove it with: %s\n", rm)
+	if note := service.FateNote(fate, t, dirty, rm); note != "" {
+		fmt.Fprintf(stderr, "collab: %s\n", note)
 	}
 	return nil
 }
@@ -122,22 +113,7 @@ func taskWorktree(ctx context.Context, b taskBoard, id string, w worktreeFlags, 
 	case p.json:
 		return writeJSON(p.w, out)
 	}
-	host := b.svc.TaskHost()
-	var s strings.Builder
-	fmt.Fprintf(&s, "%s  worktree %s (branch %s", id, out.Worktree, out.Branch)
-	if out.Host != "" && out.Host != host {
-		fmt.Fprintf(&s, ", on host %s", out.Host)
-	}
-	s.WriteString(")\n")
-	switch {
-	case out.Host == host && !out.Exists:
-		s.WriteString("gone\n")
-	case len(out.Dirty) > 0:
-		fmt.Fprintf(&s, "uncommitted: %s\n", strings.Join(out.Dirty, ", "))
-	case out.Exists:
-		s.WriteString("clean\n")
-	}
-	_, err = io.WriteString(p.w, s.String())
+	_, err = io.WriteString(p.w, out.Text(b.svc.TaskHost()))
 	return err
 }
 

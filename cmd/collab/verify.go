@@ -12,40 +12,15 @@ import (
 	"github.com/collabdev/collab/internal/service"
 )
 
-// verifyUsage is verify's help, before its flags.
-const verifyUsage = `Usage: collab verify --channel C [--archive] [--json]
-
-Check the signature of every message of a channel against the keyring and
-print how many messages got each verdict (verified, unsigned, bad-signature,
-unknown-key, revoked-key), then each forgery: a bad signature, a revoked
-key, or a message that names a sender who has keys but is unsigned or
-signed with a key not theirs. Then each claim, reply token and seen file
-of the channel (ROOT/claims/C/AGENT) forged in the same way in an agent's
-name: what someone writes to keep that agent from answering. Exit 1 when
-there is a forgery, 0 otherwise.
-
-Flags:
-`
-
 // runVerify audits the signatures of a channel's messages.
 func runVerify(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, verifyUsage)
-		fs.PrintDefaults()
-	}
-	ch := channelFlag(fs, "channel")
+	fs := cmdFlags("verify", helpText("verify"), stderr)
+	ch := needChannel(fs, "channel")
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
 	asJSON := fs.Bool("json", false, `print {"channel", "messages", "verdicts": {VERDICT: N}, "forgeries": [{"id", "file", "from", "verdict"}], "forged_claims": [{"agent", "file", "kind", "verdict"}]}`)
 	ringf := keyringFlag(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("verify: unexpected argument %q", fs.Arg(0))
-	}
-	if err := checkChannel("verify", *ch); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	root := tree.Resolve(*rootf, getenv)

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,30 +23,10 @@ import (
 // otherwise.
 const defaultWaitTimeout = 10 * time.Minute
 
-// waitUsage is wait's help, before its flags.
-const waitUsage = `Usage: collab wait --reply-to ID [--channel C] [--from B] [--timeout D] [--json]
-
-Wait for the reply to a message (the first message whose in_reply_to is ID)
-and print its text. Exit 0 with the reply, 3 when none came within
---timeout.
-
-A reply the trust policy refuses (--trust known, the default: one in the
-name of an agent with a trusted key that does not verify) is reported on
-stderr and passed over while the real one is awaited. The reply's sender
-and verdict are printed on stderr ("collab: reply ID from codex
-(verified)"); --json adds "verdict" as read --json does.
-
-Flags:
-`
-
 func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("wait", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, waitUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("wait", helpText("wait"), stderr)
 	replyTo := fs.String("reply-to", "", "id of the message whose reply to wait for")
-	ch := channelFlag(fs, "channel")
+	ch := needChannel(fs, "channel")
 	from := fs.String("from", "", "only a reply from this agent")
 	timeout := fs.Duration("timeout", defaultWaitTimeout, "give up after this long (0: wait until interrupted)")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often to look at the channel")
@@ -53,20 +34,11 @@ func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	tf := addTrustFlags(fs)
 	nf := addNATSFlags(fs)
 	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("wait: unexpected argument %q", fs.Arg(0))
-	}
-	if err := checkChannel("wait", *ch); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	if *replyTo == "" {
 		return usageErrorf("wait: --reply-to is required")
-	}
-	if _, err := channel.ParseID(*replyTo); err != nil {
-		return usageErrorf("wait: --reply-to %q is not a message id", *replyTo)
 	}
 	if *from != "" {
 		if err := tree.CheckName("agent", *from); err != nil {
@@ -113,13 +85,8 @@ func (tf trustFlags) judge(cmd string, root tree.Root, stderr io.Writer) (delega
 	if err != nil {
 		return delegate.Options{}, usageErrorf("%s: --%v", cmd, err)
 	}
-	opt, err := service.ReplyTrust(root, trust, *tf.keyring, func(msg string) {
-		fmt.Fprintf(stderr, "collab: warning: %s\n", msg)
-	})
-	if err != nil {
-		return opt, fmt.Errorf("%s: %w", cmd, err)
-	}
-	return opt, nil
+	opt, err := service.ReplyTrust(root, trust, *tf.keyring, warner(stderr))
+	return opt, cmdErr(cmd, err)
 }
 
 // replyWait is one wait for a reply, as send --wait, wait and delegate
@@ -139,6 +106,9 @@ type replyWait struct {
 	// through a bridge.
 	await  func(ctx context.Context, opt delegate.Options) (channel.Message, error)
 	remote bool
+	// answer, if set, is what json prints: the reply's JSON in the
+	// caller's document (delegate --json --wait).
+	answer func(reply json.RawMessage) any
 }
 
 // run waits and prints the reply's text (or the reply as JSON).
@@ -209,6 +179,9 @@ func (w replyWait) print(got service.Awaited, stdout, stderr io.Writer) error {
 		data, err := m.EncodeVerdict(got.Verdict)
 		if err != nil {
 			return err
+		}
+		if w.answer != nil {
+			return writeJSON(stdout, w.answer(data))
 		}
 		_, err = fmt.Fprintf(stdout, "%s\n", data)
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
@@ -22,11 +21,7 @@ import (
 type watchSettings = watchsetup.Settings
 
 func runWatch(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("watch", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, watchUsage)
-		fs.PrintDefaults()
-	}
+	fs := cmdFlags("watch", helpText("watch"), stderr)
 	var s watchSettings
 	wf := addWatchFlags(fs, &s)
 	nf := addNATSFlags(fs)
@@ -52,7 +47,7 @@ func runWatch(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 
 // watchHost is what a watcher takes from this process.
 func watchHost(ctx context.Context, getenv env, stderr io.Writer) watchsetup.Host {
-	return watchsetup.Host{Getenv: getenv, Stderr: stderr, Hurry: func() <-chan struct{} { return takeHurry(ctx) }}
+	return watchsetup.Host{Getenv: getenv, Stderr: stderr, Hurry: func() <-chan struct{} { return takeHurry(ctx) }, Said: new(watchsetup.Said)}
 }
 
 // startMirror starts watch --remote's mirror; tests give a stand-in.
@@ -67,27 +62,6 @@ func (f *natsFlags) conn(getenv env) *natsbus.Options {
 	}
 	return &o
 }
-
-const watchUsage = `Usage: collab watch --agent A --channel C [--channel C2 …] --cli command --cmd 'PROGRAM ARGS…' [flags]
-
-Run the watcher daemon of agent A: answer every message addressed to A in
-the channels by running the model CLI, and post its output as the reply.
-The prompt goes to the CLI's standard input, or replaces a {prompt}
-argument. One signal stops it gracefully; a second one at once.
-
-The agent is required (--agent or COLLAB_AGENT) and, unlike the commands a
-person runs, never taken from the login name: a watcher is a daemon that
-answers as the agent it serves, often under a service account.
-
-On a host without the mount, --remote (or COLLAB_REMOTE=1) runs the same
-watcher on a local mirror of its channels, STATE/tree (--state-dir): the
-messages come from the NATS stream, its claims are decided on the mount
-and everything it writes goes there through a bridge (collab bridge on a
-mounted host). It needs --nats (or NATS_URL) and the agent's signing key;
---root is not used. See README "Hosts without the mount".
-
-Flags:
-`
 
 // watchFlagValues are the flags of collab watch that do not go straight
 // into the settings.

@@ -17,72 +17,15 @@ import (
 	"github.com/collabdev/collab/presence"
 )
 
-// whoUsage is who's help, before its flags.
-const whoUsage = `Usage: collab who [AGENT…] [--json] [--stale-after D]
-       collab who --check AGENT [--max-backlog-age D]
-
-Show the presence of every agent, or of the named ones, sorted by name:
-state, age of the last heartbeat, host, channels and, while it works, the
-message it works on. Agents come from ROOT/signals/presence and from the
-registry (ROOT/registry/agents). A presence or registry file that cannot be
-read gets one warning on standard error and is otherwise skipped.
-
-States:
-  AWAKE/IDLE     the watcher runs and waits for messages
-  AWAKE/WORKING  the watcher is answering MESSAGE
-  STALE          AWAKE, but the heartbeat is older than --stale-after, or the
-                 watcher's process is gone (checked only on its own host)
-  AHEAD          AWAKE, but the heartbeat is dated more than a minute in the
-                 future: the writer's clock is ahead, so its age says nothing
-  OFFLINE        the watcher stopped cleanly, or the agent is registered but
-                 has no heartbeat
-  UNKNOWN        a named agent with neither a heartbeat nor a registry entry,
-                 or one whose heartbeat file cannot be read
-
-AGE is s, m, h or d; a negative AGE means the writer's clock is ahead.
-
-When a heartbeat reports them, three more columns show what its watcher
-holds: BACKLOG, the messages addressed to the agent not answered yet
-(queued, and the one it works on); OLDEST, the age of the oldest of them;
-REPLIED, how long ago the agent last answered. The backlog of an agent
-that is not awake is not known ("-"): its watcher is gone.
-
-A heartbeat that does not verify against the keyring (--keyring) is
-marked in a SIGNATURE column: one with a bad signature or a key not
-trusted for its agent, or an unsigned one of an agent that has keys.
-
-With --check AGENT nothing is printed: the exit code is 0 if AGENT is
-AWAKE/IDLE or AWAKE/WORKING and 1 otherwise, or when AGENT has keys but
-its heartbeat does not verify (a forged heartbeat). With
---max-backlog-age D it also fails (and says why on standard error) when
-the oldest message AGENT's watcher holds unanswered is older than D: a
-stuck agent, not only a dead one.
-
-With --remote (or COLLAB_REMOTE=1), on a host without the mount, the
-agents are asked of a bridge over NATS (--nats), as --agent; --root is not
-used. --check then goes by the bridge's judgement of the heartbeat (its
-state and whether it is forged).
-
-Flags:
-`
-
 func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	flags := newFlags("who", stderr)
-	flags.Usage = func() {
-		fmt.Fprint(stderr, whoUsage)
-		flags.PrintDefaults()
-	}
+	flags := cmdFlags("who", helpText("who"), stderr)
 	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, verdict, status (the heartbeat as written)")
 	staleAfter := secondsOrDuration(presence.DefaultStaleAfter)
 	flags.Var(&staleAfter, "stale-after", "show an AWAKE agent as STALE when its heartbeat is older than this (a duration, or seconds)")
 	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
 	maxBacklogAge := flags.Duration("max-backlog-age", 0, "with --check: fail when the oldest unanswered message is older than this (0: no limit)")
-	rf := addRemoteFlags(flags)
-	nf := addNATSFlags(flags)
-	ragent := remoteAgentFlag(flags)
-	rootf := rootFlag(flags)
-	ringf := keyringFlag(flags)
+	rd := addReadFlags(flags)
 	if err := parse(flags, args, getenv); err != nil {
 		return err
 	}
@@ -101,15 +44,12 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if staleAfter <= 0 {
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
 	}
-	root := tree.Resolve(*rootf, getenv)
-	svc, err := openReadService(ctx, "who", rf, nf, *ragent, root, *ringf, getenv, stderr)
+	svc, err := rd.open(ctx, "who", getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: func(msg string) {
-		fmt.Fprintf(stderr, "collab: warning: %s\n", msg)
-	}})
+	rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: warner(stderr)})
 	if err != nil {
 		return svc.fail("who", err)
 	}
@@ -124,7 +64,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		if svc.remote() {
 			fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
 		} else {
-			fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", root.Presence())
+			fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", svc.root.Presence())
 		}
 	}
 	return whoTable(stdout, rows, now)
@@ -208,20 +148,12 @@ func printTable(w io.Writer, rows [][]string) error {
 	return tw.Flush()
 }
 
-// cell makes a value from a file safe for one table cell: control
-// characters (tabs and newlines included) and spaces are escaped, and an
-// empty value is "-".
+// cell makes a value from a file safe for one table cell: what
+// tree.Printable escapes and spaces are shown as \xNN, and an empty value
+// is "-".
 func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	var b strings.Builder
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f || r >= 0x80 && r <= 0x9f {
-			fmt.Fprintf(&b, "\\x%02x", r)
-		} else {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return strings.ReplaceAll(tree.Printable(s), " ", `\x20`)
 }

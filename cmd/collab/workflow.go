@@ -30,7 +30,7 @@ type teamFlags struct {
 
 func addTeamFlags(fs *pflag.FlagSet) *teamFlags {
 	tf := &teamFlags{
-		instance: fs.String("instance", "", "the instance's name (default: MMDD-HHMM-xx from the time)"),
+		instance: fs.String("instance", "", "the instance's name (default: MMDD-HHMM-xxxx from the time and 4 random hex digits)"),
 		agent:    agentFlag(fs, "", "who posts the kickoff", true),
 		verbose:  fs.Bool("verbose", false, "also show the watchers' logs on standard error"),
 	}

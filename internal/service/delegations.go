@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/collabdev/collab/channel"
@@ -100,6 +101,32 @@ type Delegated struct {
 	// Trust is the command the tree's admin runs so that what the agent
 	// signs verifies ("" when it has no key).
 	Trust string
+}
+
+// DelegatedView is a delegation as the doors print it in JSON (delegate
+// --json): the session's record, with seed 001's names for its id, agent
+// and worktree, the id of the prompt posted, the trust command and, once
+// a door waited for it (delegate --json --wait), the answer.
+type DelegatedView struct {
+	*sessions.Session
+	SessionID    string `json:"sessionId"`
+	WorkerID     string `json:"workerId"`
+	WorktreePath string `json:"worktreePath"`
+	PromptID     string `json:"prompt_id,omitempty"`
+	Trust        string `json:"trust,omitempty"` // the admin's command to trust its key
+	// Answer is the agent's first answer, as read --json shows a
+	// message (with its verdict); absent until a door waits for it.
+	Answer json.RawMessage `json:"answer,omitempty"`
+}
+
+// View is d as the doors print it, without an answer.
+func (d *Delegated) View() DelegatedView {
+	s := d.Session
+	v := DelegatedView{Session: s, SessionID: s.ID, WorkerID: s.Agent, WorktreePath: s.Worktree, Trust: d.Trust}
+	if d.Prompt != nil {
+		v.PromptID = d.Prompt.ID
+	}
+	return v
 }
 
 // SessionsQuery selects sessions.

@@ -35,8 +35,12 @@ type Folder struct {
 // Initialized is what Init did.
 type Initialized struct {
 	Folders []Folder
+	// Made are the seed's entry points Init installed in ROOT/scripts
+	// and the link ROOT/presence, when it made them.
+	Made []string
 	// Warnings are the folders Init could not repair (another account's,
-	// when not run as root): they stay without the sticky bit.
+	// when not run as root): they stay without the sticky bit; and the
+	// scripts and the presence link it left as they were.
 	Warnings []string
 }
 
@@ -49,6 +53,15 @@ type Initialized struct {
 // folders made inside before the sticky bit get it too. The keyring is
 // writable by this (admin) account only. A link where a folder should
 // be is refused.
+//
+// Init also installs what the seed's scripts expect: the entry points of
+// package scripts (who, send-message, watcher, collab-exec) in
+// ROOT/scripts, each written when missing and never replaced (one that
+// differs is left, with a warning: remove it and run Init again to take
+// this collab's), and ROOT/presence, a relative link to
+// signals/presence, where the original project's scripts read the
+// heartbeats (made when nothing has that name; anything else there is
+// left, with a warning).
 func (m *Mount) Init(_ context.Context, req InitRequest) (Initialized, error) {
 	root := m.cfg.Root
 	var out Initialized
@@ -78,6 +91,11 @@ func (m *Mount) Init(_ context.Context, req InitRequest) (Initialized, error) {
 	if err := keyring.Open(root.Keys()).Create(); err != nil {
 		return out, err
 	}
+	made, warnings, err := seedLayout(root)
+	if err != nil {
+		return out, err
+	}
+	out.Made, out.Warnings = made, append(out.Warnings, warnings...)
 	for _, dir := range append(root.Folders(), root.Keys()) {
 		fi, err := statFolder(dir)
 		if err != nil {

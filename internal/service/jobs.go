@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
+	"time"
 
 	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -29,6 +32,8 @@ type JobQuery struct {
 	// messages; anywhere, the jobs of the sessions it delegated.
 	Viewer  string
 	Channel string
+	// Since, when set, keeps only the events at or after it (Job).
+	Since time.Time
 }
 
 // KillRequest names the job KillJob stops.
@@ -134,6 +139,9 @@ func (m *Mount) Job(_ context.Context, q JobQuery, id string) (jobs.Job, error) 
 	}
 	one := []jobs.Job{j}
 	m.judgeJobs(one)
+	if !q.Since.IsZero() {
+		one[0].Events = slices.DeleteFunc(one[0].Events, func(e modelcli.Event) bool { return e.Time.Before(q.Since) })
+	}
 	return one[0], nil
 }
 

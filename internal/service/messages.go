@@ -12,6 +12,7 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/delegate"
+	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
 // Messages is the operations on post, read and follow a channel, status, wait for a reply, who (see the package doc).
@@ -28,6 +29,9 @@ type Messages interface {
 	// registry, sorted by name.
 	Who(ctx context.Context, req WhoRequest) ([]delivery.AgentRow, error)
 	// Read returns a page of a channel's messages (see [ReadRequest]).
+	// A channel with no folder is NotFound (but see EmptyIfMissing),
+	// its error naming the channels there are: a mistyped name is not an
+	// empty channel.
 	Read(ctx context.Context, req ReadRequest) (Page, error)
 	// ExpectReply prepares, before a request is posted on channel ch,
 	// the wait for its reply (see [Waiter]).
@@ -57,6 +61,11 @@ type Messages interface {
 //   - Channel "" with To NAME@INSTANCE posts on that instance's channel
 //     (its workflow instance record's).
 //   - Type is a word (a tree name: chat, the default, task_assign, …).
+//   - Artifacts are references to files (channel.Artifact: path, size,
+//     sha256), written in content.artifacts; each must pass
+//     channel.Artifact.Check. The files are not copied: a door that
+//     takes paths makes the references on its own host
+//     (channel.FileArtifact), where the files are.
 //   - InReplyTo is a message id: the post threads on the parent when the
 //     channel holds it, else on the bare id, with a warning.
 //   - The message is one hop deeper than the one the actor answers
@@ -68,6 +77,7 @@ type PostRequest struct {
 	To        string
 	Text      string
 	Code      string // a code block; "" for none
+	Artifacts []channel.Artifact
 	Type      string // default "chat"
 	InReplyTo string
 	// Host is written in metadata.host; default the Service's (the
@@ -76,6 +86,9 @@ type PostRequest struct {
 	// AwaitReply marks the message as one whose sender waits for the
 	// reply (send --wait, send_and_wait).
 	AwaitReply bool
+	// Priority is "high", "normal" or "low" (inbox.ExtPriority); ""
+	// leaves it to the readers' rule (inbox.PriorityOf).
+	Priority string
 }
 
 // Posted is what a post did.
@@ -134,6 +147,11 @@ type ReadRequest struct {
 	Archive bool
 	Follow  bool
 	Skipped func(channel.Skip)
+
+	// EmptyIfMissing reads a channel with no folder yet as an empty
+	// page, not NotFound: for a door bound to one channel by whoever
+	// started it (MCP), where no message yet is the normal start.
+	EmptyIfMissing bool
 }
 
 // Page is a page of messages, oldest first. More says older ones (after
@@ -194,11 +212,26 @@ func NewMessage(a Actor, req PostRequest, host string) (*channel.Message, error)
 	if req.Code != "" {
 		m.Content.Code = &req.Code
 	}
+	for _, a := range req.Artifacts {
+		if err := a.Check(); err != nil {
+			return nil, errkind.Wrap(errkind.Invalid, err)
+		}
+	}
+	if err := m.Content.SetArtifacts(req.Artifacts); err != nil {
+		return nil, err
+	}
 	if req.InReplyTo != "" {
 		m.SetParent(&channel.Message{ID: req.InReplyTo})
 	}
 	if req.AwaitReply {
 		m.SetAwaitReply()
+	}
+	if req.Priority != "" {
+		p, err := inbox.ParsePriority(req.Priority)
+		if err != nil {
+			return nil, errkind.Wrap(errkind.Invalid, err)
+		}
+		inbox.SetPriority(m, p)
 	}
 	return m, nil
 }
@@ -220,4 +253,19 @@ func Addressee(to string) (string, error) {
 // know.
 func unknownWarning(to string) string {
 	return fmt.Sprintf("%q is not a known agent (no registry entry or presence); sending anyway", workflow.Address(to))
+}
+
+// FileArtifacts makes the references of the files at paths, on this
+// host (channel.FileArtifact): a path that is not a regular file is
+// Invalid.
+func FileArtifacts(paths []string) ([]channel.Artifact, error) {
+	var out []channel.Artifact
+	for _, p := range paths {
+		a, err := channel.FileArtifact(p)
+		if err != nil {
+			return nil, errkind.Wrap(errkind.Invalid, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }

@@ -184,6 +184,9 @@ func (m *Mount) Read(_ context.Context, req ReadRequest) (Page, error) {
 	if req.Limit < 0 {
 		return Page{}, errkind.New(errkind.Invalid, "limit must not be negative")
 	}
+	if err := m.channelExists(req.Channel); err != nil && !req.EmptyIfMissing {
+		return Page{}, err
+	}
 	if req.All {
 		return m.transcript(req)
 	}

@@ -2,12 +2,81 @@ package service
 
 import (
 	"errors"
+	"fmt"
 	iofs "io/fs"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/tree"
 )
+
+// maxNamed is how many channels a not-found error names at most.
+const maxNamed = 20
+
+// channelExists returns nil when channel ch has a folder (or when that
+// cannot be known: the reader then says why), else a NotFound error
+// naming the tree's channels.
+func (m *Mount) channelExists(ch string) error {
+	_, err := os.Lstat(m.cfg.Root.Channel(ch))
+	if !errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	return errkind.New(errkind.NotFound, "no channel %q %s", ch, channelList(m.cfg.Root))
+}
+
+// channelList says which channels the tree has, for an error: "(the
+// channels: a, b)", at most maxNamed of them.
+func channelList(root tree.Root) string {
+	entries, err := os.ReadDir(root.Channels())
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && tree.ValidName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	switch {
+	case err != nil && len(names) == 0:
+		return fmt.Sprintf("(cannot list the channels: %v)", err)
+	case len(names) == 0:
+		return "(the tree has no channel yet: 'collab send' makes one)"
+	}
+	slices.Sort(names)
+	more := ""
+	if len(names) > maxNamed {
+		more = fmt.Sprintf(" and %d more", len(names)-maxNamed)
+		names = names[:maxNamed]
+	}
+	return "(the channels: " + strings.Join(names, ", ") + more + ")"
+}
+
+// SetSince sets a transcript's start from since (collab read --since):
+// a message id (After), or a duration, the messages newer than now minus
+// it (Newer; not through a bridge, remote). "" leaves req as it is.
+// Anything else is Invalid.
+func (req *ReadRequest) SetSince(since string, remote bool) error {
+	if since == "" {
+		return nil
+	}
+	if d, err := time.ParseDuration(since); err == nil {
+		if remote {
+			return errkind.New(errkind.Invalid, "through a bridge, since takes a message id, not %q", since)
+		}
+		if d < 0 {
+			return errkind.New(errkind.Invalid, "%s is negative", since)
+		}
+		req.Newer = max(d, time.Nanosecond) // 0s: nothing older than now
+		return nil
+	}
+	if _, err := channel.ParseID(since); err != nil {
+		return errkind.New(errkind.Invalid, "%q is neither a message id nor a duration such as 10m", since)
+	}
+	req.After = since
+	return nil
+}
 
 // transcript is Read with All on the mount: the channel (the archive
 // first with Archive), the messages after After or newer than Newer, the

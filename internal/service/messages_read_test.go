@@ -122,3 +122,57 @@ func TestReadPages(t *testing.T) {
 		}
 	}
 }
+
+// A channel with no folder is NotFound, naming the channels there are,
+// in every kind of read; EmptyIfMissing reads it as empty.
+func TestReadMissingChannel(t *testing.T) {
+	svc, _ := newMount(t, nil)
+	ctx := context.Background()
+	if _, err := svc.Post(ctx, service.Actor{Name: "alice", Hops: -1}, service.PostRequest{Channel: "dev", Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []service.ReadRequest{
+		{Channel: "nosuch"},
+		{Channel: "nosuch", Limit: 5},
+		{Channel: "nosuch", Before: "msg-20260101-000000-x-abcd"},
+		{Channel: "nosuch", After: "msg-20260101-000000-x-abcd"},
+		{Channel: "nosuch", All: true},
+		{Channel: "nosuch", All: true, Limit: 1, Follow: true},
+	} {
+		_, err := svc.Read(ctx, req)
+		if errkind.Of(err) != errkind.NotFound || !strings.Contains(fmt.Sprint(err), "(the channels: dev)") {
+			t.Errorf("Read(%+v) = %v (kind %v); want NotFound naming dev", req, err, errkind.Of(err))
+		}
+		req.EmptyIfMissing = true
+		if p, err := svc.Read(ctx, req); err != nil || len(p.Messages) != 0 {
+			t.Errorf("Read(%+v) = %+v, %v; want an empty page", req, p, err)
+		}
+	}
+	if p, err := svc.Read(ctx, service.ReadRequest{Channel: "dev", Limit: 10}); err != nil || len(p.Messages) != 1 {
+		t.Errorf("dev: %+v, %v", p, err)
+	}
+}
+
+// A post's artifacts are references that pass channel.Artifact.Check;
+// anything else is Invalid and nothing is written.
+func TestPostArtifacts(t *testing.T) {
+	svc, root := newMount(t, nil)
+	ctx := context.Background()
+	n := int64(1)
+	good := channel.Artifact{Path: "/a/b", Size: &n, SHA256: strings.Repeat("0", 64)}
+	res, err := svc.Post(ctx, service.Actor{Name: "alice", Hops: -1}, service.PostRequest{Channel: "dev", Text: "x", Artifacts: []channel.Artifact{good}})
+	if err != nil || len(res.Message.Content.ArtifactList()) != 1 {
+		t.Fatalf("Post = %+v, %v", res.Message.Content, err)
+	}
+	bad := good
+	bad.Path = "relative"
+	if _, err := svc.Post(ctx, service.Actor{Name: "alice", Hops: -1}, service.PostRequest{Channel: "dev", Text: "x", Artifacts: []channel.Artifact{good, bad}}); errkind.Of(err) != errkind.Invalid {
+		t.Errorf("bad artifact: %v (kind %v); want Invalid", err, errkind.Of(err))
+	}
+	if _, err := service.FileArtifacts([]string{string(root)}); errkind.Of(err) != errkind.Invalid {
+		t.Errorf("FileArtifacts(a folder) = %v; want Invalid", err)
+	}
+	if p, _ := svc.Read(ctx, service.ReadRequest{Channel: "dev", Limit: 10}); len(p.Messages) != 1 {
+		t.Errorf("%d messages; the refused post wrote one", len(p.Messages))
+	}
+}

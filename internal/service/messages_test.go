@@ -12,6 +12,7 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
 func newMount(t *testing.T, publish func(context.Context, *channel.Message) error) (*service.Mount, tree.Root) {
@@ -55,6 +56,13 @@ func TestPostRules(t *testing.T) {
 					t.Errorf("posted %+v; want await_reply, the code, task_assign", m)
 				}
 			}},
+		{name: "sender's priority", actor: person, req: service.PostRequest{Channel: "dev", To: "codex", Text: "urgent: blocked", Priority: "low"},
+			check: func(t *testing.T, m channel.Message) {
+				if p := inbox.PriorityOf(&m); p != inbox.Low {
+					t.Errorf("priority %q, want low (the sender's, over the words)", p)
+				}
+			}},
+		{name: "bad priority", actor: person, req: service.PostRequest{Channel: "dev", Text: "hi", Priority: "urgent"}, kind: errkind.Invalid, want: `priority "urgent"`},
 		{name: "empty text", actor: person, req: service.PostRequest{Channel: "dev", Text: "  "}, kind: errkind.Invalid, want: "the message text is empty"},
 		{name: "bad recipient", actor: person, req: service.PostRequest{Channel: "dev", To: "../x", Text: "hi"}, kind: errkind.Invalid, want: "recipient"},
 		{name: "instance only", actor: person, req: service.PostRequest{Channel: "dev", To: "@pr-1", Text: "hi"}, kind: errkind.Invalid, want: "to:"},

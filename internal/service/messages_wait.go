@@ -25,20 +25,14 @@ type Waiter interface {
 
 // ExpectReply prepares, before a request is posted on ch, the wait for
 // its reply. On the mount the channel is polled (opt.Poll) from now on,
-// and the NATS announcements (Config.Wake) read at once.
+// and the files fsnotify sees land in it and the NATS announcements
+// (Config.Wake) are read at once (see replyWakes).
 func (m *Mount) ExpectReply(ctx context.Context, ch string) (Waiter, error) {
 	if err := tree.CheckName("channel", ch); err != nil {
 		return nil, errkind.Wrap(errkind.Invalid, err)
 	}
-	w := &mountWaiter{stop: func() {}}
-	if m.cfg.Wake != nil {
-		wake, stop, err := m.cfg.Wake(ctx, ch)
-		if err != nil {
-			m.cfg.Logger.Warn("waiting by polling only", keyErr, err)
-		} else {
-			w.wake, w.stop = wake, stop
-		}
-	}
+	w := &mountWaiter{}
+	w.wake, w.stop = m.replyWakes(ctx, ch, nil)
 	r, err := delegate.Before(m.cfg.Root, ch, delegate.Options{})
 	if err != nil {
 		w.stop()
@@ -55,7 +49,13 @@ type mountWaiter struct {
 }
 
 func (w *mountWaiter) Wait(ctx context.Context, id string, opt delegate.Options) (channel.Message, error) {
-	if opt.Wake == nil {
+	if opt.Wake != nil { // the caller's too
+		wctx, cancel := context.WithCancel(ctx)
+		both, wg := mergeWakes(wctx, w.wake, opt.Wake)
+		defer wg.Wait()
+		defer cancel()
+		opt.Wake = both
+	} else {
 		opt.Wake = w.wake
 	}
 	return delegate.WaitWith(ctx, w.r, id, opt)
@@ -65,8 +65,9 @@ func (w *mountWaiter) Close() { w.stop() }
 
 // WaitReply waits for the reply to message id of channel ch, posted
 // already (it may have come): the first message after it that opt
-// accepts, as [Waiter.Wait]; the NATS announcements (Config.Wake) are
-// read at once.
+// accepts, as [Waiter.Wait]. The files fsnotify sees land in the channel,
+// the NATS announcements (Config.Wake) and opt.Wake are read at once
+// (see replyWakes).
 func (m *Mount) WaitReply(ctx context.Context, ch, id string, opt delegate.Options) (channel.Message, error) {
 	if err := tree.CheckName("channel", ch); err != nil {
 		return channel.Message{}, errkind.Wrap(errkind.Invalid, err)
@@ -74,14 +75,8 @@ func (m *Mount) WaitReply(ctx context.Context, ch, id string, opt delegate.Optio
 	if _, err := channel.ParseID(id); err != nil {
 		return channel.Message{}, errkind.New(errkind.Invalid, "%q is not a message id", id)
 	}
-	if opt.Wake == nil && m.cfg.Wake != nil {
-		wake, stop, err := m.cfg.Wake(ctx, ch)
-		if err != nil {
-			m.cfg.Logger.Warn("waiting by polling only", keyErr, err)
-		} else {
-			defer stop()
-			opt.Wake = wake
-		}
-	}
+	wake, stop := m.replyWakes(ctx, ch, opt.Wake)
+	defer stop()
+	opt.Wake = wake
 	return delegate.Wait(ctx, m.cfg.Root, ch, id, opt)
 }

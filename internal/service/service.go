@@ -27,9 +27,10 @@
 // errkind.Unavailable there. The Mount alone also makes the tree
 // ([Mount.Init]) and serves the bridge's requests ([Mount.Relay]).
 //
-// A door gets its Service once, at its start (cmd/collab: openService,
-// from --remote; web, MCP and bridge: their Config.Service), and calls it
-// for everything after.
+// A door gets its Service once, at its start (package dial opens the
+// Mount, with NATS when configured, or a bridge client: cmd/collab from
+// --remote; web, MCP and bridge: their Config.Service), and calls it for
+// everything after.
 //
 // # Who acts
 //
@@ -127,6 +128,11 @@ type Config struct {
 	// channel ch and a function to stop; waits read them at once instead
 	// of at their next poll.
 	Wake func(ctx context.Context, ch string) (<-chan string, func(), error)
+	// NoFSWake turns off the fsnotify watch a wait for a reply keeps on
+	// its channel's folder (messages_wake.go): for tests in a
+	// testing/synctest bubble, where a goroutine reading inotify is never
+	// durably blocked and the bubble's clock would stand still.
+	NoFSWake bool
 	// Program is the collab executable that detached processes run
 	// (delegated agents' watchers, `start --background`, resume). Empty,
 	// the operations that start one answer Unavailable: a door that

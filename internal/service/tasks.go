@@ -33,7 +33,8 @@ type Tasks interface {
 	// ready task.
 	ClaimTask(ctx context.Context, a Actor, q TaskQuery, id string) (task.Task, error)
 	// ReportTask records the actor's checkpoint, outcome or failure on
-	// the task it holds.
+	// the task it holds, or its retry of a failed task (anyone may; a task
+	// not failed is Conflict wrapping task.ErrNotFailed).
 	ReportTask(ctx context.Context, a Actor, q TaskQuery, id string, r TaskReport) (task.Task, error)
 	// RecordTaskWorktree records on the actor's task the git worktree
 	// and branch it works in, on TaskHost.
@@ -79,16 +80,20 @@ type NewTask struct {
 
 // TaskReport is an agent's report on its task.
 type TaskReport struct {
-	// Kind is task.EvCheckpoint, task.EvDone or task.EvFailed.
+	// Kind is task.EvCheckpoint, task.EvDone, task.EvFailed or
+	// task.EvRetried.
 	Kind string
-	// Text is the checkpoint's summary, the outcome or the error.
+	// Text is the checkpoint's summary, the outcome, the error or the
+	// retry's note.
 	Text string
-	// Checkpoint is a checkpoint's type and files (its Text is Text).
+	// Checkpoint is a checkpoint's type and files (its Text is Text), and
+	// the structured detail of a checkpoint or an outcome (task.ParseDetail).
 	Checkpoint task.Checkpoint
 }
 
-// TaskStatuses are the states a TaskQuery's Status may name.
-var TaskStatuses = []string{task.Pending, "ready", task.Claimed, task.Done, task.Failed}
+// TaskStatuses are the states a TaskQuery's Status may name: blocked is
+// a pending task whose dependency failed.
+var TaskStatuses = []string{task.Pending, "ready", "blocked", task.Claimed, task.Done, task.Failed}
 
 // statusFilter is the filter of q.Status: the one rule for every door.
 func statusFilter(status []string) (func(task.Task) bool, error) {
@@ -100,7 +105,9 @@ func statusFilter(status []string) (func(task.Task) bool, error) {
 		}
 		want[s] = true
 	}
-	return func(t task.Task) bool { return len(want) == 0 || want[t.Status] || want["ready"] && t.Ready }, nil
+	return func(t task.Task) bool {
+		return len(want) == 0 || want[t.Status] || want["ready"] && t.Ready || want["blocked"] && t.Status == task.Pending && len(t.BlockedBy) > 0
+	}, nil
 }
 
 // keep applies q.Status to tasks.
@@ -133,7 +140,7 @@ func TaskError(err error) error {
 	case errors.As(err, &ce):
 		return errkind.Wrap(errkind.Conflict, claimedError{ce})
 	case errors.Is(err, task.ErrNotReady), errors.Is(err, task.ErrClosed),
-		errors.Is(err, task.ErrNotOwner), errors.Is(err, task.ErrStale):
+		errors.Is(err, task.ErrNotOwner), errors.Is(err, task.ErrStale), errors.Is(err, task.ErrNotFailed):
 		return errkind.Wrap(errkind.Conflict, err)
 	case errors.Is(err, task.ErrInvalid), errors.Is(err, task.ErrBadID), errors.Is(err, tree.ErrBadName):
 		return errkind.Wrap(errkind.Invalid, err)
@@ -286,9 +293,11 @@ func (m *Mount) ReportTask(_ context.Context, a Actor, q TaskQuery, id string, r
 		ck.Text = r.Text
 		t, err = b.Record(id, by, ck)
 	case task.EvDone:
-		t, err = b.Finish(id, by, r.Text)
+		t, err = b.FinishDetail(id, by, r.Text, r.Checkpoint.Detail)
 	case task.EvFailed:
 		t, err = b.Fail(id, by, r.Text)
+	case task.EvRetried:
+		t, err = b.Retry(id, by, r.Text)
 	default:
 		return task.Task{}, errkind.New(errkind.Invalid, "unknown task report %q", tree.Printable(r.Kind))
 	}

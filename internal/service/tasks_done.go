@@ -31,15 +31,17 @@ type DoneWorktree struct {
 	Ask func(t task.Task) bool
 }
 
-// FinishTask finishes a's task id with outcome text: a Remove that could
-// not be done (CheckRemove) refuses it before the task is finished.
-func FinishTask(ctx context.Context, b Tasks, a Actor, q TaskQuery, id, text string, w DoneWorktree) (task.Task, error) {
+// FinishTask finishes a's task id with r's outcome (r.Text) and its
+// detail (r.Checkpoint.Detail): a Remove that could not be done
+// (CheckRemove) refuses it before the task is finished.
+func FinishTask(ctx context.Context, b Tasks, a Actor, q TaskQuery, id string, r TaskReport, w DoneWorktree) (task.Task, error) {
 	if w.Remove {
 		if err := CheckRemove(ctx, b, a, q, id, w.Force); err != nil {
 			return task.Task{}, err
 		}
 	}
-	return b.ReportTask(ctx, a, q, id, TaskReport{Kind: task.EvDone, Text: text})
+	r.Kind = task.EvDone
+	return b.ReportTask(ctx, a, q, id, r)
 }
 
 // FinishWorktree deals with the worktree of finished task t: removes it

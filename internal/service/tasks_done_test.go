@@ -39,7 +39,7 @@ func TestFinishWorktree(t *testing.T) {
 	}
 	finish := func(c task.Task, d DoneWorktree) (WorktreeFate, int, error) {
 		t.Helper()
-		done, err := FinishTask(ctx, m, coder, q, c.ID, "ok", d)
+		done, err := FinishTask(ctx, m, coder, q, c.ID, TaskReport{Text: "ok"}, d)
 		if err != nil {
 			return WorktreeNone, 0, err
 		}

@@ -20,11 +20,13 @@ type Workflows interface {
 	// addressed to an agent left unanswered, the channel quiet), the
 	// timeout passes (Timeout), ctx ends or a stop file stops it, and
 	// returns its result: also with the error of a failed run, a refused
-	// last message (Failed) or the timeout.
+	// last message (Failed) or the timeout. A file without a kickoff is
+	// Invalid: a run is done when the conversation its kickoff starts is.
 	RunWorkflow(ctx context.Context, req RunRequest) (*RunResult, error)
 	// StartWorkflow keeps a team running until ctx ends or it is stopped; with
 	// Background, it starts Config.Program detached to do so and returns
-	// once every agent is AWAKE.
+	// once every agent is AWAKE. Without a kickoff the team waits for the
+	// first message.
 	StartWorkflow(ctx context.Context, req StartRequest) (*Started, error)
 	// Instances lists what collab ls lists, oldest first: the workflow
 	// instances, their status judged, then the delegated sessions not
@@ -60,7 +62,8 @@ type TeamRequest struct {
 	// the second signal.
 	WatchHost watchsetup.Host
 	// Log takes the setup steps' standard error and the team's notices
-	// (a stop file it ignores); nil: dropped.
+	// (a stop file it ignores, the workflow file's warnings: what a CLI
+	// cannot restrict of an agent's tools); nil: dropped.
 	Log io.Writer
 	// Resumed: collab resume restarts the instance, whose kickoff was
 	// posted: neither the setup nor the kickoff runs again.
@@ -128,7 +131,7 @@ type Started struct {
 	Workflow string `json:"workflow"`
 	Instance string `json:"instance"`
 	Channel  string `json:"channel"`
-	Kickoff  string `json:"kickoff,omitempty"` // the kickoff message's id; "" resumed
+	Kickoff  string `json:"kickoff,omitempty"` // the kickoff message's id; "" resumed, or no kickoff
 	Resumed  bool   `json:"resumed,omitempty"`
 	// PID and Log are a background start's process and log file.
 	PID int    `json:"pid,omitempty"`

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -23,22 +22,25 @@ func (m *Mount) RunWorkflow(ctx context.Context, req RunRequest) (*RunResult, er
 	if req.Timeout <= 0 || req.Quiet <= 0 {
 		return nil, errkind.New(errkind.Invalid, "--timeout and --quiet must be positive")
 	}
-	t, err := m.openTeam(ctx, &req.TeamRequest)
+	t, err := m.openTeam(ctx, &req.TeamRequest, true)
 	if err != nil {
 		return nil, err
 	}
-	r, err := channel.NewReader(m.cfg.Root, t.channel, channel.Cursor{}, channel.ReaderOptions{})
-	if err == nil {
-		err = r.SeekEnd()
-	}
+	defer t.dropStore()
+	// What lands from now on, the kickoff included, is followed, in the
+	// tree the team talks in (a memory team's own).
+	fctx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	seen, err := t.sm.followSeen(fctx, t.channel)
 	if err != nil {
 		t.close()
-		return nil, errkind.Wrap(errkind.Failed, err)
+		return nil, err
 	}
 	if err := t.start(ctx); err != nil {
 		return nil, err
 	}
-	res, status, runErr := t.follow(ctx, r, &req)
+	res, status, runErr := t.follow(ctx, seen, &req)
+	stopFollow()
 	t.stop()
 	if werr := t.watcherErr(); werr != nil && runErr == nil {
 		status, runErr = workflow.Failed, werr
@@ -58,11 +60,47 @@ type runState struct {
 	refused bool                        // the last message was refused (or is a guard notice)
 }
 
-// follow posts the kickoff and follows the channel until the team is
-// done, the timeout passes, ctx is done or a stop file appears. It
-// returns the result (when the run got that far), the status for the
-// record, and the error.
-func (t *team) follow(ctx context.Context, r *channel.Reader, req *RunRequest) (*RunResult, string, error) {
+// followed is what Follow handed on at once: new messages, or a file it
+// passed over.
+type followed struct {
+	msgs  []channel.Message
+	skips []channel.Skip
+}
+
+// followSeen follows channel ch from now (Follow, looking each runPoll)
+// until ctx ends, handing on what it finds; it returns once the position
+// is taken.
+func (m *Mount) followSeen(ctx context.Context, ch string) (<-chan followed, error) {
+	out, started, failed := make(chan followed), make(chan struct{}), make(chan error, 1)
+	hand := func(f followed) error {
+		select {
+		case out <- f:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	go func() {
+		failed <- m.Follow(ctx, FollowRequest{Channel: ch, Poll: runPoll, Started: func() { close(started) },
+			Skipped: func(s channel.Skip) { hand(followed{skips: []channel.Skip{s}}) }},
+			func(msgs []channel.Message) error { return hand(followed{msgs: msgs}) })
+	}()
+	select {
+	case <-started:
+		return out, nil
+	case err := <-failed:
+		return nil, err
+	}
+}
+
+// runPoll is how often a run looks at its channel and judges its team.
+const runPoll = 250 * time.Millisecond
+
+// follow posts the kickoff and takes what the channel's follower hands
+// on until the team is done, the timeout passes, ctx is done or a stop
+// file appears. It returns the result (when the run got that far), the
+// status for the record, and the error.
+func (t *team) follow(ctx context.Context, seen <-chan followed, req *RunRequest) (*RunResult, string, error) {
 	if err := t.setStatus(workflow.Running); err != nil {
 		return nil, workflow.Failed, err
 	}
@@ -71,7 +109,7 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, req *RunRequest) (
 	}
 	st := &runState{lastAt: time.Now(), pending: map[string]*channel.Message{}}
 	deadline := time.After(req.Timeout)
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(runPoll)
 	defer tick.Stop()
 	for {
 		select {
@@ -79,6 +117,11 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, req *RunRequest) (
 			return nil, workflow.Stopped, errkind.Wrap(errkind.Failed, ctx.Err())
 		case <-deadline:
 			return t.result(st, workflow.Timeout), workflow.Timeout, errkind.New(errkind.Timeout, "not done after %v", req.Timeout)
+		case f := <-seen:
+			if err := t.take(f, st, req.Seen); err != nil {
+				return nil, workflow.Failed, err
+			}
+			continue
 		case <-tick.C:
 		}
 		if t.stopRequested() {
@@ -87,7 +130,7 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, req *RunRequest) (
 		if err := t.watcherErr(); err != nil {
 			return nil, workflow.Failed, err
 		}
-		if err := t.scan(r, st, req.Seen); err != nil {
+		if err := t.takeWaiting(seen, st, req.Seen); err != nil {
 			return nil, workflow.Failed, err
 		}
 		busy := t.judge(st)
@@ -100,20 +143,30 @@ func (t *team) follow(ctx context.Context, r *channel.Reader, req *RunRequest) (
 	}
 }
 
-// scan reads what is new in the channel into st and hands it to seen.
-func (t *team) scan(r *channel.Reader, st *runState, seen func(string, []channel.Message, []channel.Skip, *signing.Verifier) error) error {
-	msgs, skips, err := r.Scan()
-	if err != nil {
-		fmt.Fprintf(t.log, "collab: %v\n", err)
-		return nil // the next tick tries again
+// takeWaiting takes what the follower has ready, so that the team is
+// judged on every message found so far.
+func (t *team) takeWaiting(seen <-chan followed, st *runState, fn func(string, []channel.Message, []channel.Skip, *signing.Verifier) error) error {
+	for {
+		select {
+		case f := <-seen:
+			if err := t.take(f, st, fn); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
 	}
-	if seen != nil {
-		if err := seen(t.channel, msgs, skips, t.verifier()); err != nil {
+}
+
+// take records what the follower found in st and hands it to fn.
+func (t *team) take(f followed, st *runState, fn func(string, []channel.Message, []channel.Skip, *signing.Verifier) error) error {
+	if fn != nil {
+		if err := fn(t.channel, f.msgs, f.skips, t.verifier()); err != nil {
 			return errkind.Wrap(errkind.Failed, err)
 		}
 	}
-	for i := range msgs {
-		m := &msgs[i]
+	for i := range f.msgs {
+		m := &f.msgs[i]
 		st.last, st.lastAt = m, time.Now()
 		if !delivery.IsNotice(m) && t.addressed(m) {
 			st.pending[m.Key()] = m
@@ -152,7 +205,7 @@ func (t *team) addressed(m *channel.Message) bool {
 // message held (seen, claimed, running) by one of its agents, or an agent
 // (not stopped on its own) not AWAKE and idle with an empty backlog.
 func (t *team) judge(st *runState) bool {
-	root, host := t.m.cfg.Root, t.m.cfg.Host
+	root, host := t.store, t.m.cfg.Host
 	busy := false
 	for key, m := range st.pending {
 		final := true
@@ -195,9 +248,12 @@ func (t *team) judge(st *runState) bool {
 // result is the run's result: the last message, the documents changed
 // and each agent's jobs since the start.
 func (t *team) result(st *runState, status string) *RunResult {
-	root := t.m.cfg.Root
+	root := t.store
 	res := &RunResult{Workflow: t.file.Name, Instance: t.instance, Channel: t.channel, Status: status,
-		Last: st.last, Documents: changedDocs(root, t.channel, t.started)}
+		Last: st.last, Documents: []string{}}
+	if !t.file.Context.Off {
+		res.Documents = changedDocs(root, t.channel, t.started)
+	}
 	for i, id := range t.ids {
 		a := AgentResult{Name: t.names[i], Agent: id}
 		js, _ := jobs.List(root, id) // at most jobs.Keep finished, and the running

@@ -26,10 +26,11 @@ func (m *Mount) StartWorkflow(ctx context.Context, req StartRequest) (*Started, 
 	if req.Background {
 		return m.startBackground(ctx, &req)
 	}
-	t, err := m.openTeam(ctx, &req.TeamRequest)
+	t, err := m.openTeam(ctx, &req.TeamRequest, false)
 	if err != nil {
 		return nil, err
 	}
+	defer t.dropStore()
 	if err := t.start(ctx); err != nil {
 		return nil, err
 	}
@@ -40,9 +41,10 @@ func (m *Mount) StartWorkflow(ctx context.Context, req StartRequest) (*Started, 
 	st := &Started{Workflow: t.file.Name, Instance: t.instance, Channel: t.channel, Resumed: req.Resumed}
 	// The kickoff is posted before the record says running: start
 	// --background returns once it does, and resume (which restarts a
-	// running instance) never posts it again.
+	// running instance) never posts it again. Without a kickoff the team
+	// waits for the first message.
 	var runErr error
-	if !req.Resumed {
+	if !req.Resumed && t.kickoff != "" {
 		if msg, err := t.postKickoff(ctx); err != nil {
 			runErr = err
 		} else {
@@ -96,6 +98,9 @@ func (m *Mount) startBackground(ctx context.Context, req *StartRequest) (*Starte
 	f, instance, err := m.loadInstance(req.File, req.Instance)
 	if err != nil {
 		return nil, err
+	}
+	if req.Log != nil {
+		printWarnings(req.Log, f)
 	}
 	if err := m.refuseRunning(f.Name, instance); err != nil {
 		return nil, err

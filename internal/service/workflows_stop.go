@@ -181,7 +181,7 @@ func (m *Mount) awaitStopped(ctx context.Context, targets []StoppedTarget, wait 
 				agents = []string{t.Agent}
 			}
 			for _, a := range agents {
-				if s, err := presence.Read(m.cfg.Root, a); err == nil && presence.IsAwake(s.Effective(m.cfg.Now(), 0, m.cfg.Host, nil)) {
+				if s, err := presence.Read(workflow.StoreRoot(m.cfg.Root, t.Record), a); err == nil && presence.IsAwake(s.Effective(m.cfg.Now(), 0, m.cfg.Host, nil)) {
 					left++
 				}
 			}

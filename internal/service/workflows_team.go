@@ -39,6 +39,11 @@ type team struct {
 	agents   []*teamAgent // in file order, once prepared
 	started  time.Time
 	log      io.Writer
+	// store holds the instance's channel, documents, presence and jobs,
+	// and sm is the Mount on it: the mount's tree, or a memory store
+	// (workflows_store.go). The record and stop files are the mount's.
+	store tree.Root
+	sm    *Mount
 
 	prior *workflow.Record // the record claim replaced, if any
 	mu    sync.Mutex
@@ -74,20 +79,27 @@ func (m *Mount) loadInstance(file, instance string) (*workflow.File, string, err
 	return f, instance, nil
 }
 
-// openTeam loads the workflow, claims the instance, runs its setup and
-// renders its kickoff, and prepares every agent's watcher: everything
-// that may fail before an agent starts. A bad file, instance, variable
-// or agent setting is Invalid, as is an instance already running; a
-// setup step that fails is Failed.
-func (m *Mount) openTeam(ctx context.Context, req *TeamRequest) (*team, error) {
+// openTeam loads the workflow, claims the instance, opens its store,
+// runs its setup and renders its kickoff, makes its documents, and
+// prepares every agent's watcher: everything that may fail before an
+// agent starts. It prints the file's warnings on req.Log. A bad file,
+// instance, variable or agent setting is Invalid, as is an instance
+// already running and, for a run (which is done when the kickoff's
+// conversation is), a file without a kickoff; a setup step that fails
+// is Failed.
+func (m *Mount) openTeam(ctx context.Context, req *TeamRequest, run bool) (*team, error) {
 	f, instance, err := m.loadInstance(req.File, req.Instance)
 	if err != nil {
 		return nil, err
+	}
+	if run && f.Kickoff == "" && !req.Resumed {
+		return nil, errkind.New(errkind.Invalid, "%s has no kickoff: a run is done when the conversation its kickoff starts is; add kickoff:, or use start, which waits for the first message", req.File)
 	}
 	t := &team{m: m, file: f, instance: instance, channel: f.Channel(instance), from: req.From, log: req.Log}
 	if t.log == nil {
 		t.log = io.Discard
 	}
+	printWarnings(t.log, f)
 	if err := tree.CheckName("channel", t.channel); err != nil {
 		return nil, errkind.Wrap(errkind.Invalid, err)
 	}
@@ -105,19 +117,26 @@ func (m *Mount) openTeam(ctx context.Context, req *TeamRequest) (*team, error) {
 	defer func() {
 		if !ok {
 			t.close()
+			t.dropStore()
 			t.unclaim()
 		}
 	}()
 	if err := t.clearStops(); err != nil {
 		return nil, err
 	}
+	if err := t.openStore(ctx); err != nil {
+		return nil, err
+	}
 	if !req.Resumed {
 		if err := t.setup(ctx, req.Env); err != nil {
 			return nil, err
 		}
+		if err := t.makeDocuments(ctx); err != nil {
+			return nil, err
+		}
 	}
 	for i, a := range f.Agents {
-		w, err := watchsetup.Prepare(ctx, m.cfg.Root, agentSettings(req.Watch, a, t.ids[i], t.channel), req.WatchHost)
+		w, err := watchsetup.Prepare(ctx, t.store, t.agentSettings(req.Watch, a, i), req.WatchHost)
 		if err != nil {
 			k, _ := errkind.Carried(err)
 			return nil, errkind.Wrap(k, fmt.Errorf("agent %s: %w", a.Name, err))
@@ -126,6 +145,14 @@ func (m *Mount) openTeam(ctx context.Context, req *TeamRequest) (*team, error) {
 	}
 	ok = true
 	return t, nil
+}
+
+// printWarnings prints what the workflow file asks that cannot be
+// honoured in full (workflow.File.Warnings), on w.
+func printWarnings(w io.Writer, f *workflow.File) {
+	for _, msg := range f.Warnings {
+		fmt.Fprintf(w, "collab: warning: %s\n", msg)
+	}
 }
 
 // clearStops removes the stop files left from an earlier run of this
@@ -150,6 +177,9 @@ func (t *team) setup(ctx context.Context, env func(string) string) error {
 	outputs, err := t.file.RunSetup(ctx, nil, t.log)
 	if err != nil {
 		return errkind.Wrap(errkind.Failed, fmt.Errorf("setup: %w", err))
+	}
+	if t.file.Kickoff == "" {
+		return nil // start: the team waits for the first message
 	}
 	t.kickoff, err = workflow.Render(t.file.Kickoff, workflow.Vars{
 		Outputs: outputs, Env: env, Workflow: t.file.Name, Instance: t.instance,
@@ -234,7 +264,7 @@ func (t *team) setStatus(status string) error {
 	if status != workflow.Starting && status != workflow.Running {
 		t.record.Finished = t.m.cfg.Now().UTC()
 	}
-	return errkind.Wrap(errkind.Failed, workflow.WriteRecord(t.m.cfg.Root, &t.record))
+	return errkind.Wrap(errkind.Failed, t.writeRecord())
 }
 
 // start writes the record, starts every watcher and waits until each is
@@ -284,7 +314,7 @@ func (t *team) awaitAwake(ctx context.Context) error {
 		}
 		all := true
 		for _, id := range t.ids {
-			s, err := presence.Read(t.m.cfg.Root, id)
+			s, err := presence.Read(t.store, id)
 			st, ok := s.Time()
 			if err != nil || !ok || !strings.EqualFold(s.State, presence.StateAwake) || s.WatcherPID != os.Getpid() || st.Before(since) {
 				all = false
@@ -365,7 +395,7 @@ func (t *team) stopAgent(a *teamAgent) {
 		a.done = nil
 	}
 	t.record.Stopped = append(t.record.Stopped, a.id)
-	if err := workflow.WriteRecord(t.m.cfg.Root, &t.record); err != nil {
+	if err := t.writeRecord(); err != nil {
 		fmt.Fprintf(t.log, "collab: %s: %v\n", a.id, err)
 	}
 }

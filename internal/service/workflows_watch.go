@@ -5,6 +5,7 @@ package service
 
 import (
 	"cmp"
+	"slices"
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/watchsetup"
@@ -15,11 +16,12 @@ import (
 // agentSettings are the watch settings of workflow agent a, whose id is
 // id, in channel ch, over base (the door's flags: keyring, NATS, poll,
 // heartbeat, grace, log level): a key left out keeps the zero value, the
-// default.
+// default. The arguments that restrict its tools (tools:) come after its
+// cli_args, last: each CLI's list flag then swallows no other word.
 func agentSettings(base watchsetup.Settings, a workflow.Agent, id, ch string) watchsetup.Settings {
 	s := watchsetup.Settings{
 		Agent: id, Aliases: []string{a.Name}, Channels: []string{ch},
-		CLI: a.CLI, Cmd: a.Cmd, CLIArgs: a.CLIArgs, Model: a.Model,
+		CLI: a.CLI, Cmd: a.Cmd, CLIArgs: append(slices.Clip(a.CLIArgs), a.ToolArgs...), Model: a.Model,
 		SessionScope: a.SessionScope, Role: a.SystemPrompt, Memory: a.Memory,
 		PromptTemplate: a.PromptTemplate, Workdir: a.Workdir, Trust: a.Trust,
 		Keyring: base.Keyring, AllowWritableKeyring: base.AllowWritableKeyring, NATS: base.NATS,
@@ -55,6 +57,17 @@ func agentSettings(base watchsetup.Settings, a workflow.Agent, id, ch string) wa
 	}
 	if a.MCP != nil {
 		s.MCP = *a.MCP
+	}
+	return s
+}
+
+// agentSettings are the watch settings of the team's agent number i:
+// those of its keys over base, in the team's channel; a memory store's
+// watchers use no NATS (nothing of the store leaves the process).
+func (t *team) agentSettings(base watchsetup.Settings, a workflow.Agent, i int) watchsetup.Settings {
+	s := agentSettings(base, a, t.ids[i], t.channel)
+	if t.store != t.m.cfg.Root {
+		s.NATS = nil
 	}
 	return s
 }

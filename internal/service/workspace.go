@@ -8,7 +8,7 @@ import (
 
 // Workspace is the operations on an agent's workspace: its inbox, a
 // channel's shared documents and task board, the watchers' jobs, the
-// keyring (see the package doc).
+// keyring, the registry of agents (see the package doc).
 //
 // Agents are named NAME or NAME@INSTANCE (workflow.ParseAddress); what the
 // operations return names them by their id on disk (NAME--INSTANCE), which
@@ -16,6 +16,7 @@ import (
 type Workspace interface {
 	Tasks
 	Keys
+	Agents
 
 	// Inbox returns the unread messages for an agent, oldest first, and
 	// acknowledges them unless the request only peeks.

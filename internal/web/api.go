@@ -115,6 +115,9 @@ type MessageView struct {
 	InReplyTo string    `json:"in_reply_to,omitempty"`
 	Thread    string    `json:"thread,omitempty"`
 	Host      string    `json:"host,omitempty"`
+	// Artifacts are the files the message refers to (content.artifacts,
+	// read liberally: channel.Content.ArtifactList); not in the tree.
+	Artifacts []channel.Artifact `json:"artifacts,omitempty"`
 	// Verdict is the signature's: verified, unsigned, bad-signature,
 	// unknown-key or revoked-key.
 	Verdict string `json:"verdict"`
@@ -165,7 +168,7 @@ func (s *Server) view(ch string, m *channel.Message) MessageView {
 	return MessageView{
 		ID: m.Key(), Channel: ch, Time: m.Time(), From: m.From, To: m.To, Type: m.Type,
 		Text: m.Content.Text, Code: m.Content.Code, InReplyTo: m.Metadata.InReplyTo,
-		Thread: m.ThreadID(), Host: t.Metadata.Host,
+		Thread: m.ThreadID(), Host: t.Metadata.Host, Artifacts: m.Content.ArtifactList(),
 		Verdict:    m.Verify(s.cfg.Verifier, ch).String(),
 		NeedsInput: needsInput(&t),
 	}

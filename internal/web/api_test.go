@@ -114,7 +114,9 @@ func TestAPIMessagesPages(t *testing.T) {
 	if code, body := ts.do(t, "GET", "/api/channels/Bad!/messages", ""); code != http.StatusBadRequest {
 		t.Errorf("bad channel name: %d %s", code, body)
 	}
-	if code, body := ts.do(t, "GET", "/api/channels/none/messages", ""); code != 200 || !strings.Contains(body, `"messages":[]`) {
+	// A channel that does not exist is not found (service.Messages.Read),
+	// the error naming the channels there are.
+	if code, body := ts.do(t, "GET", "/api/channels/none/messages", ""); code != http.StatusNotFound || !strings.Contains(body, "(the channels: dev)") {
 		t.Errorf("missing channel: %d %s", code, body)
 	}
 }

@@ -14,10 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
-// ErrNoToken is returned by Tokens.Remove for an unknown id.
+// ErrNoToken is returned by Tokens.Remove for an unknown id (of kind
+// errkind.NotFound).
 var ErrNoToken = errors.New("web: no such token")
 
 // tokenPrefix starts every long-lived token, so one is recognised in a
@@ -68,6 +70,39 @@ func (r TokenRecord) KindName() string {
 	return KindPerson
 }
 
+// Reach is where the token reaches, as `collab serve token ls` shows it:
+// "-" for a person's (no channel), an agent's channel, or "*" for an
+// agent's made without one (the URL names it).
+func (r TokenRecord) Reach() string {
+	switch {
+	case !r.IsAgent():
+		return "-"
+	case r.Channel == "":
+		return "*"
+	}
+	return r.Channel
+}
+
+// TokenRequest asks Issue for a token: an agent's when Agent is set (for
+// /mcp only; Channel, when set, the only channel it reaches), else
+// Person's.
+type TokenRequest struct{ Person, Agent, Channel string }
+
+// Issue makes the token req asks for and returns it: the only time it is
+// shown. A request naming both a person and an agent, a channel without
+// an agent, or a name that is not valid is errkind.Invalid.
+func (t Tokens) Issue(req TokenRequest) (string, TokenRecord, error) {
+	switch {
+	case req.Agent != "" && req.Person != "":
+		return "", TokenRecord{}, errkind.New(errkind.Invalid, "a token is a person's or an agent's, not both")
+	case req.Agent != "":
+		return t.NewAgent(req.Agent, req.Channel)
+	case req.Channel != "":
+		return "", TokenRecord{}, errkind.New(errkind.Invalid, "only an agent's token has a channel")
+	}
+	return t.New(req.Person)
+}
+
 // DefaultTokensPath is $XDG_CONFIG_HOME/collab/serve-tokens.json (else
 // ~/.config/…).
 func DefaultTokensPath(getenv func(string) string) string {
@@ -106,7 +141,7 @@ func (t Tokens) List() ([]TokenRecord, error) {
 // New makes a token for person and returns it: the only time it is shown.
 func (t Tokens) New(person string) (string, TokenRecord, error) {
 	if err := tree.CheckName("person", person); err != nil {
-		return "", TokenRecord{}, err
+		return "", TokenRecord{}, errkind.Wrap(errkind.Invalid, err)
 	}
 	return t.add(TokenRecord{Kind: KindPerson, Person: person})
 }
@@ -115,11 +150,11 @@ func (t Tokens) New(person string) (string, TokenRecord, error) {
 // only time it is shown. ch, when not "", is the only channel it reaches.
 func (t Tokens) NewAgent(agent, ch string) (string, TokenRecord, error) {
 	if err := tree.CheckName("agent", agent); err != nil {
-		return "", TokenRecord{}, err
+		return "", TokenRecord{}, errkind.Wrap(errkind.Invalid, err)
 	}
 	if ch != "" {
 		if err := tree.CheckName("channel", ch); err != nil {
-			return "", TokenRecord{}, err
+			return "", TokenRecord{}, errkind.Wrap(errkind.Invalid, err)
 		}
 	}
 	return t.add(TokenRecord{Kind: KindAgent, Agent: agent, Channel: ch})
@@ -152,7 +187,7 @@ func (t Tokens) Remove(id string) error {
 	}
 	i := slices.IndexFunc(recs, func(r TokenRecord) bool { return r.ID == id })
 	if i < 0 {
-		return fmt.Errorf("%w: %s", ErrNoToken, id)
+		return errkind.Wrap(errkind.NotFound, fmt.Errorf("%w: %s", ErrNoToken, id))
 	}
 	return t.write(slices.Delete(recs, i, i+1))
 }

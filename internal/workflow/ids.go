@@ -99,16 +99,32 @@ func NewInstance(now time.Time) string {
 	return now.Format("0102-1504") + "-" + randhex.String(2)
 }
 
-// Channel is the instance's channel: context.channel, or NAME--INSTANCE.
+// Channel is the instance's channel: context.channel; else the name
+// context.config's dir and channel make (DIR, STEM or DIR-STEM: see
+// "Context" in the package doc); else NAME--INSTANCE. The caller checks
+// it with tree.CheckName (a long name, a dir naming a variable).
 func (f *File) Channel(instance string) string {
-	if f.Context.Channel != "" {
-		return f.Context.Channel
+	c := f.Context
+	if c.Channel != "" {
+		return c.Channel
+	}
+	dir, _ := c.dirName(instance, f.Name)
+	stem, _ := c.fileName()
+	switch {
+	case dir != "" && stem != "":
+		return dir + "-" + stem
+	case dir != "" || stem != "":
+		return dir + stem
 	}
 	return f.Name + Sep + instance
 }
 
-// Document is the documents' entry file: context.document, or notes.md.
+// Document is the documents' entry file: context.document (or
+// context.config.document), or notes.md; "" with context: false.
 func (f *File) Document() string {
+	if f.Context.Off {
+		return ""
+	}
 	if f.Context.Document != "" {
 		return f.Context.Document
 	}

@@ -47,6 +47,10 @@ type Record struct {
 	// Stopped are the agents (ids) stopped on their own while the others
 	// run on (an agent's stop file, see [AgentStopNameBy]).
 	Stopped []string `json:"stopped,omitempty"`
+	// Store is the private tree of an instance whose context is kept in
+	// memory (context.provider: memory): its channel, documents,
+	// presence and jobs, removed when the instance ends ("": the tree).
+	Store string `json:"store,omitempty"`
 
 	file sessions.FileStat // what readRecord saw of its file
 }
@@ -171,6 +175,16 @@ func CheckFile(dir, path string, uid int) error {
 		}
 	}
 	return nil
+}
+
+// StoreRoot is the tree that holds the channel, documents, presence and
+// jobs of r's instance: its Store when that is an absolute path, else
+// root.
+func StoreRoot(root tree.Root, r Record) tree.Root {
+	if r.Store != "" && filepath.IsAbs(r.Store) {
+		return tree.Root(r.Store)
+	}
+	return root
 }
 
 // Records reads every instance record; one that cannot be read is

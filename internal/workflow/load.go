@@ -53,10 +53,11 @@ func Load(path string) (*File, error) {
 
 // loader collects the problems of one file.
 type loader struct {
-	name string // the file as the caller named it, for positions
-	dir  string // its folder, absolute
-	src  []byte
-	errs []error
+	name  string // the file as the caller named it, for positions
+	dir   string // its folder, absolute
+	src   []byte
+	errs  []error
+	warns []string
 }
 
 // parse validates data, the content of the file name (absolute: abs).
@@ -82,7 +83,7 @@ func parse(name, abs string, data []byte) (*File, error) {
 		body = doc.Body
 	}
 	if body == nil {
-		return nil, &Error{Pos: Pos{name, 1, 1}, Msg: "empty workflow file: it needs agents: and kickoff:"}
+		return nil, &Error{Pos: Pos{name, 1, 1}, Msg: "empty workflow file: it needs agents:"}
 	}
 	top := l.mapping(body, "the workflow file")
 	if top == nil {
@@ -128,19 +129,37 @@ func parse(name, abs string, data []byte) (*File, error) {
 	if setup != nil && !isNull(setup) {
 		f.Setup = l.setup(setup)
 	}
-	if kickoff == nil || strings.TrimSpace(f.Kickoff) == "" {
-		at := Pos{name, 1, 1}
-		if kickoff != nil {
-			at = l.pos(kickoff)
-		}
-		l.errs = append(l.errs, &Error{Pos: at, Msg: "no kickoff: the file needs kickoff: with the first message"})
-	} else {
-		l.checkRefs(kickoff, f.Kickoff, f.Setup)
+	switch {
+	case kickoff == nil || isNull(kickoff):
+		f.Kickoff = "" // none: the team waits for the first message (start)
+	case strings.TrimSpace(f.Kickoff) == "":
+		l.errorf(kickoff, "kickoff: an empty message; leave kickoff: out to start without one")
+	default:
+		l.checkRefs(kickoff, f.Kickoff, f.Setup, f.Context.Off)
+	}
+	if f.Context.Off {
+		l.contextOff(f)
 	}
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)
 	}
+	f.Warnings = l.warns
 	return f, nil
+}
+
+// contextOff gives every agent of a file with context: false no
+// transcript in its prompt (context: 0); an agent's own context: count
+// contradicts it.
+func (l *loader) contextOff(f *File) {
+	for i := range f.Agents {
+		a := &f.Agents[i]
+		if a.Context != nil && *a.Context != 0 {
+			l.errs = append(l.errs, &Error{Pos: a.Pos, Msg: fmt.Sprintf("agent %q: context: %d, but the file has context: false (no shared context)", a.Name, *a.Context)})
+			continue
+		}
+		zero := 0
+		a.Context = &zero
+	}
 }
 
 // yamlError turns a parse error into an *Error at its token.

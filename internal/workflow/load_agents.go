@@ -1,6 +1,6 @@
 package workflow
 
-// A workflow file's context and agents.
+// A workflow file's agents.
 
 import (
 	"errors"
@@ -14,41 +14,13 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/watchconf"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
-	"github.com/collabdev/collab/internal/workspace/documents"
 )
-
-func (l *loader) context(e kv, c *Context) {
-	if e.value == nil || isNull(e.value) {
-		return
-	}
-	for _, kv := range l.mapping(e.value, "context") {
-		switch kv.key {
-		case "channel":
-			if s, ok := l.str(kv); ok {
-				if err := tree.CheckName("channel", s); err != nil {
-					l.errorf(kv.value, "context.channel: %v", err)
-				}
-				c.Channel = s
-			}
-		case "document":
-			if s, ok := l.str(kv); ok {
-				if err := documents.CheckPath(s); err != nil {
-					l.errorf(kv.value, "context.document: %v", err)
-				}
-				c.Document = s
-			}
-		default:
-			l.unknown(kv, "context", "channel", "document")
-		}
-	}
-}
 
 // agentKeys are the keys of an agent, in the order the error lists them.
 var agentKeys = []string{"cli", "cmd", "cli_args", "model", "session_scope", "session_ttl",
 	"budget_usd", "budget_tokens", "max_turns", "system_prompt", "role", "memory", "context",
 	"prompt_template", "workdir", "timeout", "post_errors", "max_hops", "rate", "pair_rate",
-	"trust", "mcp"}
+	"trust", "mcp", "tools"}
 
 func (l *loader) agents(n ast.Node) []Agent {
 	before := len(l.errs)
@@ -73,7 +45,7 @@ func (l *loader) agents(n ast.Node) []Agent {
 
 func (l *loader) agent(e kv, a *Agent) {
 	where := fmt.Sprintf("agent %q", a.Name)
-	var prompt *kv
+	var prompt, model, tools *kv
 	cliBad := false
 	m := l.mapping(orEmpty(e.value), where)
 	if m == nil && e.value != nil && !isNull(e.value) {
@@ -89,7 +61,7 @@ func (l *loader) agent(e kv, a *Agent) {
 		case "cli_args":
 			a.CLIArgs = l.strs(kv)
 		case "model":
-			a.Model, _ = l.str(kv)
+			model = &kv
 		case "session_scope":
 			a.SessionScope = l.oneOf(kv, sessionScopes)
 		case "session_ttl":
@@ -143,12 +115,27 @@ func (l *loader) agent(e kv, a *Agent) {
 			}
 		case "mcp":
 			a.MCP = l.boolPtr(kv)
+		case "tools":
+			tools = &kv
 		default:
 			l.unknown(kv, where, agentKeys...)
 		}
 	}
-	if watchconf.NeedsCmd(a.CLI, a.Cmd) && !cliBad {
-		l.errorf(e.at, "%s: cli %s needs cmd: (the command line to run), or choose cli: claude, codex or gemini", where, "command")
+	cliSet := a.CLI != "" || cliBad
+	if model != nil {
+		l.model(*model, a, where, cliSet)
+	}
+	switch {
+	case cliBad || !watchconf.NeedsCmd(a.CLI, a.Cmd):
+	case a.CLI == "" && model != nil && !isNull(model.value):
+		// model reported why it names no CLI
+	case a.CLI == "":
+		l.errorf(e.at, "%s: no model: give model: %s, or cli: with cmd:", where, providerChoices)
+	case a.CLI == "" || a.CLI == "command":
+		l.errorf(e.at, "%s: cli command needs cmd: (the command line to run), or choose cli: claude, codex or gemini", where)
+	}
+	if tools != nil {
+		l.tools(*tools, a, where)
 	}
 }
 

@@ -83,7 +83,7 @@ func orNode(n, alt ast.Node) ast.Node {
 }
 
 // checkRefs checks every ${{ … }} of the kickoff.
-func (l *loader) checkRefs(n ast.Node, text string, steps []Step) {
+func (l *loader) checkRefs(n ast.Node, text string, steps []Step, contextOff bool) {
 	outputs := map[string]bool{}
 	for _, st := range steps {
 		if st.As != "" {
@@ -98,6 +98,9 @@ func (l *loader) checkRefs(n ast.Node, text string, steps []Step) {
 		msg := r.err
 		if msg == "" {
 			msg = checkName(r.name, outputs)
+		}
+		if msg == "" && contextOff && r.name == "context.document" {
+			msg = "${{ context.document }}: the file has context: false, so no document"
 		}
 		if msg == "" {
 			continue

@@ -9,36 +9,90 @@
 // # The file
 //
 //	name: code-review          # optional; default: the file's name without .yaml/.yml
-//	context:                   # optional
+//	context:                   # optional; see Context
 //	  channel: review          # default: NAME--INSTANCE (a channel per instance)
 //	  document: notes.md       # default: notes.md (in ROOT/docs/CHANNEL)
 //	agents:                    # required, at least one; kept in file order
 //	  reviewer:
-//	    cli: claude            # claude | codex | gemini | command (then cmd:)
-//	    model: sonnet
+//	    model: anthropic/claude-sonnet-4-5   # PROVIDER/NAME: the CLI, and its --model
 //	    system_prompt: prompts/reviewer.md
+//	    tools: [Read, Grep]    # see Tools
 //	    memory: [NOTES.md]
 //	    workdir: .
 //	    mcp: true
+//	  coder:
+//	    cli: command           # claude | codex | gemini | command (then cmd:)
+//	    cmd: ./my-model
 //	setup:                     # optional; run in order before the kickoff
 //	  - shell: git diff main
 //	    as: diff
 //	    timeout: 30s           # default 2m
-//	kickoff: |                 # required
+//	kickoff: |                 # optional: without one, start waits for the first message
 //	  ${{ diff }}
 //	  @reviewer please review these changes.
+//
+// Seed 000's files load as they are written: an agent given only model:
+// (and system_prompt:), context: false or a provider with its config,
+// tools:, no kickoff.
 //
 // An agent's keys are the `collab watch` settings an agent can have, named
 // by the flag in snake_case: cli, cmd, cli_args (list), model,
 // session_scope, session_ttl, budget_usd, budget_tokens, max_turns,
 // system_prompt (alias: role), memory (list), context (count of recent
 // messages), prompt_template, workdir, timeout, post_errors, max_hops,
-// rate, pair_rate, trust, mcp. A key left out keeps the watch default (the
-// commands apply the defaults; Agent holds nil or "").
+// rate, pair_rate, trust, mcp; and tools (list). A key left out keeps the
+// watch default (the commands apply the defaults; Agent holds nil or "").
 // There is no env: key, as `collab watch` has no such setting: an agent's
 // CLI inherits the environment of the process that runs the team. Watch
 // settings of the process rather than of an agent (poll, heartbeat, grace,
 // prices, keys, NATS) are not keys either.
+//
+// A model written PROVIDER/NAME names its CLI ([Providers]: anthropic is
+// claude, openai codex, google gemini) and NAME goes to that CLI's
+// --model; cli: may say the same CLI again, and cmd: then names the
+// program to run instead of the one on PATH. Another provider, or a model
+// without one, needs cli: (its name then goes to --model as written); an
+// agent with neither model: nor cli: is refused, naming the choices.
+//
+// # Context
+//
+// context: false gives the instance no shared context: the agents'
+// prompts show no transcript (context: 0 for each; an agent's own count
+// is refused) and the instance has no documents (none made or listed,
+// ${{ context.document }} refused). The channel stays, as the @mentions
+// that wake the agents travel in it. Left out or empty, the context is
+// the default: the file provider.
+//
+// context.provider is file (the tree: ROOT/channels/CHANNEL and
+// ROOT/docs/CHANNEL) or memory (a private tree of the running process,
+// gone when it ends: see the service's workflows_store.go). Its config
+// maps seed 000's folder of context onto the channel and its documents:
+// dir names the channel by its last element (${{ instance }},
+// ${{ workflow.instance }} and ${{ workflow.name }} replaced), channel by
+// its file's name without the extension (discussion.md: discussion), both
+// by DIR-STEM; the seed's defaults (.workflow/${{ instance }}/,
+// channel.md) leave the default channel. document is the entry file (as
+// context.document), and documents are made, empty, in the channel's
+// documents folder when the instance starts, if missing. A memory
+// provider has no dir. context.channel and config's dir or channel are
+// one or the other.
+//
+// # Tools
+//
+// tools: lists the tools an agent may use, each one argument of its CLI
+// (never starting with '-'). What each CLI can restrict (ToolArgs, added
+// after cli_args):
+//
+//   - claude: --allowedTools with the list (they run without asking) and
+//     --disallowedTools with every built-in tool Claude Code has that the
+//     list does not name (a rule such as "Bash(git diff:*)" names Bash).
+//   - gemini: --allowed-tools with the list; Gemini CLI cannot take a
+//     built-in tool away by flag.
+//   - codex: nothing; codex exec has no flag that limits its tools.
+//   - command: nothing.
+//
+// Load says what a CLI cannot restrict in File.Warnings, which the
+// commands print before the team starts.
 //
 // Paths in the file (system_prompt, prompt_template, memory, workdir) are
 // relative to the workflow file's folder and are made absolute by Load.
@@ -55,7 +109,8 @@
 //
 // Every problem Load finds is an *Error carrying the file, line and column
 // ("review.yaml:12:5: agent \"re viewer\": …"); Load reports all it finds,
-// joined with errors.Join, before anything starts.
+// joined with errors.Join, before anything starts. A warning is not an
+// error: the file loads, and File.Warnings says what it cannot honour.
 //
 // # Variables
 //
@@ -155,17 +210,30 @@ type File struct {
 	Dir     string  // the file's folder, absolute: setup steps run here, relative paths start here
 	Agents  []Agent // in file order
 	Setup   []Step  // in file order
-	Kickoff string  // raw text; Render it with the instance's Vars
+	Kickoff string  // raw text, "" when none; Render it with the instance's Vars
 	Context Context
+	// Warnings are what Load accepted but could not honour in full
+	// (what a CLI cannot restrict of tools:), each "file:line:col: …",
+	// for the commands to print before the team starts.
+	Warnings []string
 }
 
-// Context chooses the instance's channel and the documents' entry file.
-// An empty field takes its default when the instance is known: see
-// (*File).Channel and (*File).Document.
+// Context chooses the instance's channel and documents, and where they
+// are kept. An empty field takes its default when the instance is known:
+// see (*File).Channel and (*File).Document.
 type Context struct {
-	Channel  string
-	Document string
+	Off         bool     // context: false: no transcript in prompts, no documents
+	Provider    string   // ProviderFile ("" too) or ProviderMemory
+	Channel     string   // context.channel: the channel's name
+	Dir         string   // context.config.dir, as written (names the channel)
+	ChannelFile string   // context.config.channel, as written (names the channel)
+	Document    string   // the documents' entry file
+	Documents   []string // more documents, made (empty) when the instance starts
 }
+
+// Memory reports whether the instance keeps its channel and documents in
+// the process (context.provider: memory).
+func (c Context) Memory() bool { return c.Provider == ProviderMemory }
 
 // Agent is one agent of a workflow. A nil pointer or empty string means
 // the `collab watch` default.
@@ -194,6 +262,11 @@ type Agent struct {
 	PairRate       *int
 	Trust          string // any, known or signed
 	MCP            *bool
+	// Tools are the tools the agent may use (tools:), as written;
+	// ToolArgs the CLI's arguments that restrict it to them (see
+	// "Tools" in the package doc), added before CLIArgs.
+	Tools    []string
+	ToolArgs []string
 }
 
 // Step is one setup command.

@@ -13,8 +13,10 @@
 // the message's channel and id ([ForMessage] finds the newest job of a
 // message). Records of older watchers are named "job-" plus the message id;
 // they are read and listed as any other. Only the watcher that runs a job writes its record; the
-// running job and the last [Keep] finished ones are kept, older records are
-// removed when a new job's record is first written. A watcher may
+// running jobs and exactly the last [Keep] finished ones are kept (the last
+// by when they ended): older records are removed when a job's record is
+// first written and again each time a job ends, so the count holds
+// whatever the order in which jobs start and end. A watcher may
 // [Prepare] a record in memory and [Recorder.Persist] it once the CLI is
 // started, so that no write delays the start. A kill file asks the
 // watcher to stop the run; it notices the file within a poll and, when the
@@ -270,11 +272,26 @@ func (r *Recorder) Update(f func(*Job)) {
 	r.writeLocked()
 }
 
-// Finish ends the job with status and the run's response and error.
+// Finish ends the job with status and the run's response and error, and
+// prunes the records beyond the last [Keep] finished.
 func (r *Recorder) Finish(status string, resp modelcli.Response, runErr error) Job {
 	if r == nil {
 		return Job{}
 	}
+	j, persisted := r.finish(status, resp, runErr)
+	if persisted {
+		if err := prune(r.root, j.Agent, Keep); err != nil {
+			r.mu.Lock()
+			if r.err == nil {
+				r.err = err
+			}
+			r.mu.Unlock()
+		}
+	}
+	return j
+}
+
+func (r *Recorder) finish(status string, resp modelcli.Response, runErr error) (Job, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j := &r.job
@@ -291,7 +308,7 @@ func (r *Recorder) Finish(status string, resp modelcli.Response, runErr error) J
 		}
 	}
 	r.writeLocked()
-	return *j
+	return *j, !r.held
 }
 
 // Job returns a copy of the record as it stands.
@@ -342,8 +359,10 @@ func save(root tree.Root, j *Job) error {
 	return nil
 }
 
-// prune removes finished records beyond the newest keep, and their kill
-// files.
+// prune removes finished records beyond the keep that ended last, and
+// their kill files. A record another job adds while it runs is one it does
+// not see: it then removes fewer, never one of the last keep, and that
+// job's own prune, when it ends, removes the rest.
 func prune(root tree.Root, agent string, keep int) error {
 	all, err := List(root, agent)
 	if err != nil {
@@ -358,17 +377,26 @@ func prune(root tree.Root, agent string, keep int) error {
 	if len(done) <= keep {
 		return nil
 	}
+	// The last to end first; a record without an end (one marked
+	// interrupted) counts from its start.
+	slices.SortStableFunc(done, func(a, b Job) int { return b.endedOrStarted().Compare(a.endedOrStarted()) })
 	d, err := safedir.Open(root.Jobs(agent))
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	// List is newest first.
 	for _, j := range done[keep:] {
 		d.Remove(j.ID + ".json")
 		d.Remove(j.ID + ".kill")
 	}
 	return nil
+}
+
+func (j *Job) endedOrStarted() time.Time {
+	if j.Ended.IsZero() {
+		return j.Started
+	}
+	return j.Ended
 }
 
 // openJobs checks agent and job id and opens agent's jobs folder: every
@@ -607,13 +635,16 @@ func ReadKill(root tree.Root, agent, id string) (Kill, error) {
 const maxKill = 64 << 10
 
 // SetStatus changes the status of a finished job of agent (a job that asked
-// a question is completed when the answer arrives). Only the agent's
-// watcher calls it.
+// a question is completed when the answer arrives) and prunes the records
+// beyond the last [Keep] finished. Only the agent's watcher calls it.
 func SetStatus(root tree.Root, agent, id, status string) error {
 	j, err := Read(root, agent, id)
 	if err != nil {
 		return err
 	}
 	j.Status = status
-	return save(root, &j)
+	if err := save(root, &j); err != nil {
+		return err
+	}
+	return prune(root, agent, Keep)
 }

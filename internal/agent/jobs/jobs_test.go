@@ -705,9 +705,9 @@ func TestPrepareHoldsWrites(t *testing.T) {
 	if _, err := jobs.Read(root, agent, oldID(msg(99))); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("before Persist, reading the record: %v, want not exist", err)
 	}
-	// Each Start pruned before writing: Keep+1 finished records now.
-	if list, _ := jobs.List(root, agent); len(list) != jobs.Keep+1 {
-		t.Fatalf("before Persist, %d records, want %d: nothing pruned yet", len(list), jobs.Keep+1)
+	// Each Finish pruned: Keep finished records now, and Prepare wrote none.
+	if list, _ := jobs.List(root, agent); len(list) != jobs.Keep {
+		t.Fatalf("before Persist, %d records, want %d: nothing written yet", len(list), jobs.Keep)
 	}
 	if err := r.Persist(); err != nil {
 		t.Fatal(err)

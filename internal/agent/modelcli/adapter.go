@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -15,12 +16,21 @@ import (
 // What the CLI adapters (claude, codex, gemini) share: running a CLI whose
 // standard output is a JSON object a line, gathering its events into a
 // response, and the small text helpers their parsers use.
+//
+// A line of standard output that is not a JSON object (a warning, a stack
+// trace, a banner a CLI prints outside its protocol) is a stray line: it
+// becomes an [EventError] carrying the line, cut to [MaxStrayLine] bytes
+// and then marked Truncated, whether the run then succeeds or fails. The
+// first [MaxStrayLines] do; the rest are counted in one more error event
+// before the last. Blank lines are nothing.
 
 // Bounds on what an adapter's event carries.
 const (
-	MaxEventText = 4 << 10 // Event.Text is cut to this many bytes
-	MaxEventData = 4 << 10 // Event.Data: a larger record is left out
-	maxOther     = 2 << 10 // output that was not JSON, kept for error messages
+	MaxEventText  = 4 << 10 // Event.Text is cut to this many bytes
+	MaxEventData  = 4 << 10 // Event.Data: a larger record is left out
+	MaxStrayLine  = 2 << 10 // a stray line's event carries at most this many bytes of it
+	MaxStrayLines = 100     // stray lines that become events, each; the rest are counted
+	maxOther      = 2 << 10 // output that was not JSON, kept for error messages
 )
 
 // LineParser is an adapter's parser: it turns a CLI's standard output, a
@@ -104,23 +114,43 @@ func Environ(defaults, base []string, more ...[]string) []string {
 type Collector struct {
 	Resp Response // the response so far; Add appends to its Events
 
-	other []byte
-	cut   bool
+	other  []byte
+	cut    bool
+	strays int // stray lines seen
 }
 
 // Decode trims line and, if it is a JSON object, unmarshals it into v and
-// returns the trimmed line and true. A blank line returns false; any other
-// is kept in part (see Other) and returns false.
-func (c *Collector) Decode(line []byte, v any) ([]byte, bool) {
+// returns the trimmed line and true. A blank line returns false. Any other
+// is a stray line: it is kept in part (see Other), becomes an error event
+// (see the bounds above) at the time at returns, and Decode returns false.
+// at is called only then, and just before the event is added: a parser
+// that holds text back adds it there first, so events stay in order.
+func (c *Collector) Decode(line []byte, v any, at func() time.Time) ([]byte, bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil, false
 	}
 	if line[0] != '{' || json.Unmarshal(line, v) != nil {
 		c.noteOther(line)
+		c.stray(line, at)
 		return nil, false
 	}
 	return line, true
+}
+
+// stray adds the error event of a stray line, or counts it past
+// MaxStrayLines.
+func (c *Collector) stray(line []byte, at func() time.Time) {
+	c.strays++
+	if c.strays > MaxStrayLines {
+		return
+	}
+	t := time.Now()
+	if at != nil {
+		t = at()
+	}
+	text := strings.ToValidUTF8(string(line), "\uFFFD")
+	c.Add(Event{Time: t, Kind: EventError, Text: Clip(text, MaxStrayLine), Truncated: len(text) > MaxStrayLine})
 }
 
 func (c *Collector) noteOther(line []byte) {
@@ -147,12 +177,16 @@ func (c *Collector) Add(e Event) {
 func (c *Collector) Cut() { c.cut = true }
 
 // Finish returns the response with its last event, at time t: on err, no
-// text and an EventError; else text and an EventCompleted. The response
-// is marked truncated if a line was cut or truncated is true. The
-// Collector is left as it was.
+// text and an EventError; else text and an EventCompleted. Before it, the
+// count of stray lines past MaxStrayLines, if any, is one more error
+// event. The response is marked truncated if a line was cut or truncated
+// is true. The Collector is left as it was.
 func (c *Collector) Finish(t time.Time, text string, truncated bool, err error) (Response, error) {
 	resp := c.Resp
 	resp.Events = append([]Event(nil), c.Resp.Events...)
+	if more := c.strays - MaxStrayLines; more > 0 {
+		resp.Events = append(resp.Events, Event{Time: t, Kind: EventError, Text: fmt.Sprintf("… %d more lines not JSON", more)})
+	}
 	resp.Truncated = c.cut
 	if err != nil {
 		resp.Text = ""

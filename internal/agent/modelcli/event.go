@@ -12,7 +12,7 @@ const (
 	EventToolCall   = "tool_call"   // the model called a tool
 	EventNeedsInput = "needs_input" // the CLI stopped to ask a question or for permission
 	EventInputSent  = "input_sent"  // an answer was sent back into the session
-	EventError      = "error"       // the run failed (API error, turn limit, killed)
+	EventError      = "error"       // the run failed (API error, turn limit, killed), or a stray line of output
 	EventCompleted  = "completed"   // the run finished with a result
 )
 
@@ -23,6 +23,9 @@ type Event struct {
 	Text string          `json:"text,omitempty"` // progress text, the question, the error, the result
 	Tool string          `json:"tool,omitempty"` // tool_call: the tool's name
 	Data json.RawMessage `json:"data,omitempty"` // the CLI's own record, for the curious
+	// Truncated marks an event whose Text is the start of a longer text:
+	// a stray line (not JSON) cut to MaxStrayLine.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Usage counts tokens.

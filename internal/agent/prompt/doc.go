@@ -17,6 +17,10 @@
 //	.Agent, .Channel, .Host   who answers, in which channel, on which host
 //	.Role                     the role text ("" if none)
 //	.Memory                   []Memory: .Path, .Text, .Size, .Truncated, .Err
+//	.Tasks                    []Task: the agent's claimed, unfinished tasks
+//	                          in .Channel (LoadTasks): .ID, .Title, and the
+//	                          newest checkpoint's .Checkpoint, .Type, .Time
+//	                          and .Files ("" when none yet)
 //	.Transcript               []Message before .Message, oldest first
 //	.Message                  the Message to answer
 //	.MaxHops                  the watcher's hop limit (0: unknown or none)
@@ -80,7 +84,9 @@
 //
 // # Size
 //
-// Each memory file is read fresh for every prompt, at most
+// The claimed tasks are read fresh for every prompt too, at most
+// [MaxTasks] of them, each checkpoint's text at most [TaskCheckpointSize]
+// bytes. Each memory file is read fresh for every prompt, at most
 // [DefaultMemoryBytes] of it unless the caller asks otherwise. The default
 // template shows at most 4 KiB of each transcript message's text and code
 // and 64 KiB of the answered message's. Whatever the template, the watcher

@@ -28,6 +28,7 @@ type Data struct {
 	Role    string // the role text; the caller reads --role FILE
 
 	Memory     []Memory  // from LoadMemory
+	Tasks      []Task    // the agent's claimed tasks in Channel, from LoadTasks
 	Transcript []Message // messages before Message, oldest first
 	Message    Message   // the message to answer
 
@@ -260,6 +261,10 @@ func sample() Data {
 		Transcript: []Message{
 			msg("msg-20260111-163000-alice-0001", "alice", "all", "hello", nil, 0),
 			msg("msg-20260111-163010-codex-0002", "codex", "alice", "hi", &code, 1),
+		},
+		Tasks: []Task{
+			{ID: "t3", Title: "review the parser", Checkpoint: "half done", Type: "progress", Time: at, Files: "parser.go"},
+			{ID: "t4", Title: "fuzz it"},
 		},
 		Message: msg("msg-20260111-163315-claude-0003", "claude", "codex", "@codex review?", &code, 2),
 		MaxHops: 6,

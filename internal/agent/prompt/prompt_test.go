@@ -66,6 +66,11 @@ func fullData() Data {
 			{Path: "CURRENT-STATE.md", Text: "# Current state\n\n- Phase 1 (channel, presence) merged.\n- Phase 2 (watcher) in review.\n\n```sh\nmake test\n```\n", Size: 70000, Truncated: true},
 			{Path: "/srv/notes/decisions.md", Err: syscall.ENOENT},
 		},
+		Tasks: []Task{
+			{ID: "t7", Title: "review docs/watcher.md", Checkpoint: "Read the loop section; the backoff is next.\nNothing sent yet.",
+				Type: "progress", Time: t0.Add(140 * time.Second), Files: "docs/watcher.md"},
+			{ID: "t9", Title: "check the NFS notes"},
+		},
 		Transcript: []Message{ask, draft, own, qc, fake},
 		Message:    m,
 		MaxHops:    6,

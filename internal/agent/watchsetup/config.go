@@ -55,7 +55,7 @@ func config(root tree.Root, s Settings, policy signing.Policy, h Host) (watcher.
 	if err != nil {
 		return watcher.Config{}, invalid("watch: --prices: %v", err)
 	}
-	ring, signer, err := identity(root, s, policy, h)
+	ring, signer, noticed, err := identity(root, s, policy, h)
 	if err != nil {
 		return watcher.Config{}, err
 	}
@@ -67,7 +67,7 @@ func config(root tree.Root, s Settings, policy signing.Policy, h Host) (watcher.
 		Memory: s.Memory, Context: s.Context, Workdir: s.Workdir, Timeout: s.Timeout, PostErrors: s.PostErrors,
 		Poll: s.Poll, Heartbeat: s.Heartbeat, Grace: s.Grace, ClaimGrace: s.ClaimGrace,
 		MaxHops: s.MaxHops, Rate: s.Rate, PairRate: s.PairRate,
-		Signer: signer, Verifier: signing.NewVerifier(ring), Trust: policy,
+		Signer: signer, Verifier: signing.NewVerifier(ring), Trust: policy, KeysNoticed: noticed,
 	}
 	if h.Hurry != nil {
 		cfg.Hurry = h.Hurry()

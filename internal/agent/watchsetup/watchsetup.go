@@ -86,6 +86,9 @@ type Host struct {
 	// Hurry, if set, is called once the watcher is configured: it takes
 	// the channel closed on a second signal (watcher.Config.Hurry).
 	Hurry func() <-chan struct{}
+	// Said, if set, makes the notices that concern the whole tree (no
+	// signing keys yet) said once for every watcher prepared with it.
+	Said *Said
 }
 
 func (h Host) getenv(k string) string {

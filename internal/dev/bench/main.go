@@ -37,6 +37,16 @@
 //     (as deployed: publishes wait for the stream's ack); the sender
 //     publishes each message after its file, the watcher has natsbus.Waker
 //     and Announce; gaps as in (a).
+//   - send --wait on the mount, "reply landed → wait returned", p50 and
+//     p99: service.Mount.ExpectReply, the question posted, Waiter.Wait
+//     (poll 1 s, woken by fsnotify on the channel's folder) in a
+//     goroutine; the reply posted with channel.Writer.Post 50–150 ms later
+//     (landed: Post returned; a wait woken as the name appears can return
+//     before that, so a figure can be negative), until Wait returns it.
+//     Again polling only: the same reader (delegate.Before, WaitWith)
+//     without wakes, as the wait was before it had them, the reply at a
+//     random point of the poll cycle; slow (about a second a reply), so
+//     the runs go side by side.
 //   - Sign and verify, in-process, per message, for a 1 KiB and a 1 MB
 //     message: channel.Message.Sign with a signing.Signer; Message.Verify
 //     with a new signing.Verifier over a keyring each time (a first check:
@@ -178,11 +188,13 @@ type sizes struct {
 	remote            int           // remote send → reply messages per run
 	remoteThru        int           // remote posts per throughput run
 	remoteCatchup     int           // messages a remote follow catches up on
+	waitLocal         int           // send --wait replies per run, fsnotify
+	waitPoll          int           // send --wait replies per run, polling only
 }
 
 var (
-	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10, signSmall: 2000, signLarge: 50, remote: 50, remoteThru: 2000, remoteCatchup: 10_000}
-	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5, signSmall: 500, signLarge: 10, remote: 10, remoteThru: 400, remoteCatchup: 10_000}
+	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10, signSmall: 2000, signLarge: 50, remote: 50, remoteThru: 2000, remoteCatchup: 10_000, waitLocal: 50, waitPoll: 20}
+	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5, signSmall: 500, signLarge: 10, remote: 10, remoteThru: 400, remoteCatchup: 10_000, waitLocal: 10, waitPoll: 5}
 )
 
 // part is one group of figures measured together.
@@ -196,6 +208,7 @@ func parts() []part {
 		{"latency-local", (*bench).latencyLocal},
 		{"latency-poll", (*bench).latencyPoll},
 		{"latency-nats", (*bench).latencyNATS},
+		{"wait", (*bench).waitReply},
 		{"sign", (*bench).sign},
 		{"backlog", (*bench).backlog},
 		{"idle", (*bench).idle},

@@ -68,6 +68,12 @@
 // Killed descendants are reparented to the nearest subreaper, usually
 // PID 1, which must reap them: in a container, run an init (docker --init)
 // or zombies accumulate.
+//
+// # Liveness
+//
+// [PIDAlive] is the one rule for "does this process still run": a zombie
+// (exited, not yet reaped by its parent) is dead. [GroupHasEnv] skips
+// zombie members likewise.
 package proc
 
 import (
@@ -424,16 +430,8 @@ func GroupHasEnv(pgid int, kv string) bool {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp …: comm may hold anything but ')'.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		if f := strings.Fields(string(stat[i+1:])); len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+		st, err := readStat(pid)
+		if err != nil || st.pgrp != pgid || st.exited() {
 			continue
 		}
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))

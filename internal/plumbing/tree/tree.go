@@ -202,6 +202,14 @@ func (r Root) Channel(name string) string { return r.join("channels", name) }
 // Presence is the folder of presence heartbeats.
 func (r Root) Presence() string { return r.join("signals", "presence") }
 
+// PresenceLink is ROOT/presence, where the original project's scripts
+// look for heartbeats: a relative link to signals/presence ('collab
+// init' makes it).
+func (r Root) PresenceLink() string { return r.join("presence") }
+
+// PresenceLinkTarget is what PresenceLink points at, relative to ROOT.
+const PresenceLinkTarget = "signals/presence"
+
 // Registry is the folder of registered agents.
 func (r Root) Registry() string { return r.join("registry", "agents") }
 

@@ -138,6 +138,9 @@ func (s *Service) Read(ctx context.Context, req service.ReadRequest) (service.Pa
 	} else {
 		p, err = s.c.ReadSince(ctx, req.Channel, req.Since, req.Limit)
 	}
+	if err != nil && req.EmptyIfMissing && errkind.Is(kindOf(err), errkind.NotFound) {
+		return service.Page{}, nil // the bridge's Read has no EmptyIfMissing
+	}
 	if err != nil {
 		return service.Page{}, kindOf(err)
 	}

@@ -50,11 +50,12 @@ func (s *Service) Inbox(ctx context.Context, req service.InboxRequest) (service.
 	slices.SortStableFunc(res.Items, func(a, b inbox.Item) int {
 		return cmp.Or(a.Message.Time().Compare(b.Message.Time()), strings.Compare(a.Message.ID, b.Message.ID))
 	})
+	if req.Peek && req.Limit > 0 && len(res.Items) > req.Limit {
+		res.More = len(res.Items) - req.Limit
+		res.Items = res.Items[res.More:]
+	}
+	inbox.ByPriority(res.Items)
 	if req.Peek {
-		if req.Limit > 0 && len(res.Items) > req.Limit {
-			res.More = len(res.Items) - req.Limit
-			res.Items = res.Items[res.More:]
-		}
 		return res, nil
 	}
 	for _, ch := range req.Channels {

@@ -30,6 +30,9 @@ type Message struct {
 	// Mentioned is true when the message is addressed to this agent
 	// (to, an @mention, or its name first).
 	Mentioned bool `json:"mentioned,omitempty"`
+	// Artifacts are the files the message refers to (content.artifacts,
+	// read liberally: channel.Content.ArtifactList).
+	Artifacts []channel.Artifact `json:"artifacts,omitempty" jsonschema:"files the message refers to: path, and when its writer said them size and sha256; the files are not in the tree"`
 	// Verdict is the check of the message's signature against the
 	// keyring: verified, unsigned, bad-signature, unknown-key or
 	// revoked-key.
@@ -40,7 +43,8 @@ func (s *Server) view(m *channel.Message) Message {
 	v := Message{
 		ID: m.ID, Timestamp: m.Timestamp, From: m.From, To: m.To, Type: m.Type,
 		Text: m.Content.Text, InReplyTo: m.Metadata.InReplyTo, Mentioned: m.IsFor(s.cfg.Agent),
-		Verdict: m.Verify(s.cfg.Verifier, s.cfg.Channel).String(),
+		Verdict:   m.Verify(s.cfg.Verifier, s.cfg.Channel).String(),
+		Artifacts: m.Content.ArtifactList(),
 	}
 	if m.Content.Code != nil {
 		v.Code = *m.Content.Code
@@ -55,6 +59,8 @@ func (s *Server) view(m *channel.Message) Message {
 type SendArgs struct {
 	Message string `json:"message" jsonschema:"the message to send; may @mention agents"`
 	To      string `json:"to,omitempty" jsonschema:"the agent it is for (default: all)"`
+	// Priority places the message in the addressee's inbox and queue.
+	Priority string `json:"priority,omitempty" jsonschema:"high, normal or low (default: by its words: urgent, blocked, several addressees make it high)"`
 }
 
 // SendResult is what channel_send returns.
@@ -91,7 +97,7 @@ func addChannelTools(s *Server) error {
 }
 
 func (s *Server) channelSend(ctx context.Context, in SendArgs) (SendResult, error) {
-	m, queued, err := s.post(ctx, in.Message, in.To, nil)
+	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) { r.Priority = in.Priority })
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -142,7 +148,7 @@ func (s *Server) channelRead(ctx context.Context, in ReadArgs, ack bool) (ReadRe
 	}
 	// Names before since are left unread; the newest limit after it are
 	// read, newest first.
-	page, err := s.svc.Read(ctx, service.ReadRequest{Channel: s.cfg.Channel, Since: in.Since, Limit: limit})
+	page, err := s.svc.Read(ctx, service.ReadRequest{Channel: s.cfg.Channel, Since: in.Since, Limit: limit, EmptyIfMissing: true})
 	if errkind.Is(err, errkind.Invalid) {
 		return ReadResult{}, err
 	}

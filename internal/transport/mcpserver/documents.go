@@ -54,6 +54,18 @@ type DocWriteResult struct {
 	Version string `json:"version"` // the new version
 }
 
+// DocDeleteArgs are document_delete's arguments.
+type DocDeleteArgs struct {
+	File      string `json:"file" jsonschema:"the document to delete, a relative path such as findings/auth.md"`
+	IfVersion string `json:"if_version,omitempty" jsonschema:"delete only if the document is still at this version (from document_read)"`
+}
+
+// DocDeleteResult is what document_delete returns.
+type DocDeleteResult struct {
+	File    string `json:"file"`
+	Deleted bool   `json:"deleted"`
+}
+
 // DocListArgs are document_list's arguments: none.
 type DocListArgs struct{}
 
@@ -80,6 +92,7 @@ func addDocumentTools(s *Server) error {
 			return DocListResult{Channel: s.cfg.Channel, Documents: r.Entries}, nil
 		})
 	addTool(s, "document_create", "Create a new shared document; fails if it exists.", d.create)
+	addTool(s, "document_delete", "Delete a shared document. Pass if_version from document_read so that a change made meanwhile is not lost.", d.delete)
 	return nil
 }
 
@@ -128,6 +141,20 @@ func (d docTools) create(ctx context.Context, in DocCreateArgs) (DocWriteResult,
 		return DocWriteResult{}, fmt.Errorf("%s exists already (document_write changes it)", in.File)
 	}
 	return r, err
+}
+
+func (d docTools) delete(ctx context.Context, in DocDeleteArgs) (DocDeleteResult, error) {
+	if in.File == "" {
+		return DocDeleteResult{}, errors.New("file is required")
+	}
+	r, err := d.do(ctx, service.DocRequest{Action: "delete", File: in.File, IfVersion: in.IfVersion})
+	if errkind.Is(err, errkind.NotFound) {
+		return DocDeleteResult{}, fmt.Errorf("no document %s (document_list shows them)", in.File)
+	}
+	if err != nil {
+		return DocDeleteResult{}, err
+	}
+	return DocDeleteResult{File: r.File, Deleted: true}, nil
 }
 
 func (d docTools) change(ctx context.Context, req service.DocRequest) (DocWriteResult, error) {

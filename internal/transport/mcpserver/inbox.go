@@ -15,7 +15,7 @@ type InboxArgs struct{}
 
 // InboxItem is one unread message for the agent.
 type InboxItem struct {
-	Priority string  `json:"priority"` // normal or high
+	Priority string  `json:"priority"` // high, normal or low
 	Message  Message `json:"message"`
 }
 
@@ -40,7 +40,7 @@ type InboxAckResult struct {
 // addInboxTools registers the inbox tools and makes channel_read
 // acknowledge what it returned.
 func addInboxTools(s *Server) error {
-	addTool(s, "inbox_check", "Show the unread messages addressed to this agent (to it, @mentioning it, or starting with its name), oldest first, "+
+	addTool(s, "inbox_check", "Show the unread messages addressed to this agent (to it, @mentioning it, or starting with its name), high priority first (each priority oldest first), "+
 		"with their priority, and mark them as read.",
 		func(ctx context.Context, _ InboxArgs) (InboxResult, error) { return s.unread(ctx, false) })
 	addTool(s, "inbox_peek", "Like inbox_check, but marks nothing as read.",

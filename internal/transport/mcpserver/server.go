@@ -147,6 +147,8 @@ type Config struct {
 	// channel (NATS) and a function to stop; send_and_wait reads them at
 	// once instead of waiting for its next poll.
 	Wake func(ctx context.Context) (<-chan string, func(), error)
+	// NoFSWake is service.Config's: for tests in a synctest bubble.
+	NoFSWake bool
 
 	// Signer, if set, signs every message the agent posts (its agent must
 	// be Agent). Verifier checks the signatures of the messages the tools

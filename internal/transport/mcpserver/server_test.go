@@ -37,7 +37,7 @@ func connect(t *testing.T, root tree.Root) (*Server, *mcp.ClientSession) {
 // connectAs is connect as agent in channel ch.
 func connectAs(t *testing.T, root tree.Root, agent, ch string) (*Server, *mcp.ClientSession) {
 	t.Helper()
-	return connectWith(t, Config{Root: root, Agent: agent, Channel: ch, Host: "vm-1", Hops: 2, Poll: 10 * time.Millisecond})
+	return connectWith(t, Config{Root: root, Agent: agent, Channel: ch, Host: "vm-1", Hops: 2, Poll: 10 * time.Millisecond, NoFSWake: true})
 }
 
 // connectWith is connect with this Config.
@@ -105,9 +105,9 @@ func TestListTools(t *testing.T) {
 	slices.Sort(names)
 	want := []string{
 		"channel_peek", "channel_read", "channel_send",
-		"document_append", "document_create", "document_list", "document_read", "document_write",
+		"document_append", "document_create", "document_delete", "document_list", "document_read", "document_write",
 		"inbox_ack", "inbox_check", "inbox_peek", "job_list", "job_show", "message_status",
-		"send_and_wait", "task_claim", "task_context", "task_list", "task_update", "who",
+		"send_and_wait", "task_add", "task_claim", "task_context", "task_list", "task_retry", "task_update", "who",
 		"delegate_to_worktree", "get_session_status", "list_sessions", "send_message_to_session",
 	}
 	slices.Sort(want)
@@ -361,11 +361,11 @@ func TestInboxTools(t *testing.T) {
 	a := post("human", "claude", "please look at the auth module")
 	post("human", "codex", "not for claude")
 	b := post("codex", "all", "@claude @gemini urgent: the build is blocked")
-	if got := unread("inbox_peek"); !slices.Equal(ids(got), []string{a.ID, b.ID}) || got[0].Priority != "normal" || got[1].Priority != "high" || !got[0].Message.Mentioned {
-		t.Fatalf("inbox_peek = %+v; want a (normal) and b (high)", got)
+	if got := unread("inbox_peek"); !slices.Equal(ids(got), []string{b.ID, a.ID}) || got[1].Priority != "normal" || got[0].Priority != "high" || !got[1].Message.Mentioned {
+		t.Fatalf("inbox_peek = %+v; want b (high), then a (normal)", got)
 	}
 	// Peek changes nothing; check shows the same and marks them read.
-	if got := unread("inbox_check"); !slices.Equal(ids(got), []string{a.ID, b.ID}) {
+	if got := unread("inbox_check"); !slices.Equal(ids(got), []string{b.ID, a.ID}) {
 		t.Errorf("inbox_check = %v", ids(got))
 	}
 	if got := unread("inbox_check"); len(got) != 0 {

@@ -22,7 +22,7 @@ func defaultService(cfg Config) service.Service {
 // its Program.
 func MountConfig(cfg Config) service.Config {
 	sc := service.Config{Root: cfg.Root, Host: cfg.Host, Now: cfg.Now, Logger: cfg.Logger,
-		Verifier: cfg.Verifier, Publish: cfg.Publish}
+		Verifier: cfg.Verifier, Publish: cfg.Publish, NoFSWake: cfg.NoFSWake}
 	if cfg.Wake != nil {
 		sc.Wake = func(ctx context.Context, _ string) (<-chan string, func(), error) { return cfg.Wake(ctx) }
 	}

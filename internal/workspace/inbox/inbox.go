@@ -24,7 +24,8 @@
 // the watcher's own reader; a message named further back than that when it
 // arrives is not shown.
 //
-// [Inbox.Check] returns the unread messages and acknowledges exactly the
+// [Inbox.Check] returns the unread messages (in priority order, see
+// Priority) and acknowledges exactly the
 // messages it looked at; [Inbox.Peek] returns them and changes nothing
 // ([Inbox.PeekNewest]: only the newest few, reading little more);
 // [Inbox.Ack] acknowledges the messages present now up to a message id or a
@@ -39,9 +40,17 @@
 //
 // # Priority
 //
-// A message is [High] when it addresses several agents (its "to" and its
-// @mentions name more than one) or says urgent, asap, blocked or critical as
-// a whole word, in any case; otherwise [Normal].
+// A message's sender may set its priority: the metadata extension
+// "priority" ([ExtPriority]) as "high", "normal" or "low" (a signed
+// message's only when its extras are signed, [channel.Message.Extension]).
+// Otherwise a message is [High] when it addresses several agents (its "to"
+// and its @mentions name more than one) or says urgent, asap, blocked or
+// critical as a whole word, in any case; otherwise [Normal]. Only its
+// sender makes a message [Low].
+//
+// The inbox lists [High] first, then [Normal], then [Low], each in channel
+// order, oldest first ([ByPriority]); the watcher answers its backlog in
+// the same order.
 package inbox
 
 import (
@@ -67,7 +76,46 @@ type Priority string
 const (
 	Normal Priority = "normal"
 	High   Priority = "high"
+	Low    Priority = "low"
 )
+
+// ExtPriority is the metadata extension in which a sender sets its
+// message's priority.
+const ExtPriority = "priority"
+
+// Rank is p's place in the inbox's order: High 0, Normal 1, Low 2 (an
+// unknown priority is Normal's).
+func (p Priority) Rank() int {
+	switch p {
+	case High:
+		return 0
+	case Low:
+		return 2
+	}
+	return 1
+}
+
+// ParsePriority parses "high", "normal" or "low".
+func ParsePriority(s string) (Priority, error) {
+	switch p := Priority(s); p {
+	case High, Normal, Low:
+		return p, nil
+	}
+	return "", fmt.Errorf("priority %q is not high, normal or low", s)
+}
+
+// SetPriority sets m's priority ([ExtPriority]); its sender signs it
+// with the extras when it posts m.
+func SetPriority(m *channel.Message, p Priority) {
+	v, _ := json.Marshal(string(p))
+	m.SetExtension(ExtPriority, v)
+}
+
+// ByPriority orders items High first, then Normal, then Low, keeping
+// their order within each priority.
+func ByPriority(items []Item) {
+	slices.SortStableFunc(items, func(a, b Item) int { return cmp.Compare(a.Priority.Rank(), b.Priority.Rank()) })
+}
 
 // ErrUnknownMessage is returned by Ack for an id found in none of the
 // inbox's channels.
@@ -123,11 +171,12 @@ func New(root tree.Root, agent string, opt Options) (*Inbox, error) {
 	return &Inbox{root: root, agent: agent, opt: opt}, nil
 }
 
-// Peek returns the unread messages, oldest first, and acknowledges nothing.
+// Peek returns the unread messages in priority order (each priority's
+// oldest first) and acknowledges nothing.
 func (b *Inbox) Peek() ([]Item, error) { return b.unread(false) }
 
 // PeekNewest is Peek bounded: it returns the newest limit unread messages
-// (across the channels), oldest first, and how many more there may be (the
+// (across the channels), in priority order, and how many more there may be (the
 // unread messages left out, and the unread files it did not read, which
 // may not be for the agent). It acknowledges nothing.
 //
@@ -159,6 +208,7 @@ func (b *Inbox) PeekNewest(limit int) (items []Item, more int, err error) {
 		more += len(items) - limit
 		items = items[len(items)-limit:]
 	}
+	ByPriority(items)
 	return items, more, nil
 }
 
@@ -168,7 +218,8 @@ func (b *Inbox) isFor(c string, m *channel.Message) bool {
 	return m.IsForAny(b.agent, b.opt.Aliases[c]...)
 }
 
-// Check returns the unread messages, oldest first, and acknowledges them.
+// Check returns the unread messages in priority order (each priority's
+// oldest first) and acknowledges them.
 func (b *Inbox) Check() ([]Item, error) { return b.unread(true) }
 
 func (b *Inbox) unread(ack bool) ([]Item, error) {
@@ -194,6 +245,7 @@ func (b *Inbox) unread(ack bool) ([]Item, error) {
 		}
 	}
 	sortItems(items)
+	ByPriority(items)
 	return items, nil
 }
 
@@ -513,8 +565,17 @@ func WriteCursor(dir, c string, cur channel.Cursor, saved time.Time, perm fs.Fil
 
 var urgent = regexp.MustCompile(`(?i)\b(urgent|asap|blocked|critical)\b`)
 
-// PriorityOf returns a message's priority.
+// PriorityOf returns a message's priority: its sender's ([ExtPriority]),
+// else high or normal by its addressees and words (see the package doc).
 func PriorityOf(m *channel.Message) Priority {
+	if v, ok := m.Extension(ExtPriority); ok {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			if p, err := ParsePriority(s); err == nil {
+				return p
+			}
+		}
+	}
 	who := Mentioned(m.Content.Text)
 	if to := strings.ToLower(m.To); to != "" && to != channel.Broadcast && !slices.Contains(who, to) {
 		who = append(who, to)

@@ -67,18 +67,18 @@ func TestCheckPeekAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want(t, "peek", peek, m1, m4, m5)
-	if peek[1].Channel != "ops" || peek[1].Priority != High || peek[0].Priority != Normal {
+	want(t, "peek", peek, m4, m1, m5) // high first
+	if peek[0].Channel != "ops" || peek[0].Priority != High || peek[1].Priority != Normal {
 		t.Errorf("items = %+v", peek)
 	}
 	again, _ := b.Peek()
-	want(t, "second peek", again, m1, m4, m5)
+	want(t, "second peek", again, m4, m1, m5)
 
 	got, err := b.Check()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want(t, "check", got, m1, m4, m5)
+	want(t, "check", got, m4, m1, m5)
 	got, _ = b.Check()
 	want(t, "check after check", got)
 

@@ -1,13 +1,21 @@
-// Package registry reads the optional list of known agents: one JSON file
-// per agent at ROOT/registry/agents/AGENT.json (SPEC §1), such as
+// Package registry reads and writes the optional list of known agents:
+// one JSON file per agent at ROOT/registry/agents/AGENT.json (SPEC §1),
+// such as
 //
-//	{"id": "codex", "role": "reviewer", "host": "vm-2"}
+//	{"id": "codex", "role": "reviewer", "host": "vm-2",
+//	 "runtime": "claude_code", "capabilities": ["go", "testing"],
+//	 "registered": "2026-01-11T16:00:00Z", "signature": {…}}
 //
 // The file name is the agent: a missing id is taken from it, and a file whose
 // id names someone else is skipped. Other fields are kept in [Agent.Extra].
 //
-// collab only reads the registry; people and deploy scripts write it. A
-// missing folder means no registered agents. Dot-files and names not ending
+// People and deploy scripts write entries by hand; an agent without a
+// watcher registers itself ([Write], collab agent register) and removes its
+// entry ([Remove], collab agent unregister), so that who and a message's
+// delivery status know it. [Write] replaces the file atomically. An agent
+// with a key signs its entry (package signing, kind "registry", over
+// [Agent.Payload]); [Agent.Verify] checks it. The extra members are not
+// signed. A missing folder means no registered agents. Dot-files and names not ending
 // in ".json" are ignored; a file that is a symlink (never followed), not a
 // regular file, larger than [MaxSize], named for an invalid agent name or not
 // a JSON object with string id, role and host is skipped and reported as an
@@ -21,6 +29,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/agentfiles"
 	"github.com/collabdev/collab/internal/plumbing/jsonobj"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
@@ -38,6 +47,11 @@ type Agent struct {
 	ID   string
 	Role string
 	Host string
+
+	Runtime      string   // the agent's runtime: claude_code, codex, a script…
+	Capabilities []string // what it can do, one word each
+	Registered   string   // when it registered (RFC 3339, UTC)
+	Signature    *signing.Signature
 
 	// Extra holds the file's other fields, verbatim.
 	Extra map[string]json.RawMessage
@@ -80,6 +94,10 @@ func decode(data []byte, id string) (Agent, error) {
 			return Agent{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
 	}
+	f.Lenient("runtime", &a.Runtime)
+	f.Lenient("capabilities", &a.Capabilities)
+	f.Lenient("registered", &a.Registered)
+	f.Lenient(signing.Field, &a.Signature)
 	if a.ID == "" {
 		a.ID = id
 	}

@@ -295,14 +295,18 @@ func (b *Board) load(d *safedir.Dir, id string, atLeast int) (Task, []Event, int
 	return t, evs, next, nil
 }
 
-// readiness fills in t.Ready and t.Blockers from the statuses of the
+// readiness fills in t.Ready, t.Blockers and t.BlockedBy from the statuses of the
 // other tasks (status of id, "" if unknown).
 func readiness(t *Task, status func(id string) string) {
-	t.Blockers = nil
+	t.Blockers, t.BlockedBy = nil, nil
 	for _, dep := range t.Depends {
-		if status(dep) != Done {
-			t.Blockers = append(t.Blockers, dep)
+		switch status(dep) {
+		case Done:
+			continue
+		case Failed:
+			t.BlockedBy = append(t.BlockedBy, dep)
 		}
+		t.Blockers = append(t.Blockers, dep)
 	}
 	t.Ready = t.Status == Pending && len(t.Blockers) == 0
 }
@@ -504,13 +508,19 @@ func (b *Board) byOwner(id, agent string, e Event) (Task, error) {
 
 // decide is the board's rule for an agent's own event e on task id, whose
 // state is t: a claim (e.Event EvClaimed) takes a ready pending task and
-// is no event (Event{}) when the agent already owns it; a checkpoint,
-// done or failed needs the task claimed by e.Agent. It returns the event
-// to write or why not (ErrNotReady, *ClaimedError, ErrClosed,
-// ErrNotOwner). Releasing a gone owner's claim is the caller's, before.
+// is no event (Event{}) when the agent already owns it; a retry takes a
+// failed task, whoever makes it; a checkpoint, done or failed needs the
+// task claimed by e.Agent. It returns the event to write or why not
+// (ErrNotReady, *ClaimedError, ErrClosed, ErrNotOwner, ErrNotFailed). Releasing a gone owner's claim is the caller's, before.
 // Claim, byOwner and ApplySigned all decide with it.
 func decide(id string, t Task, e Event) (Event, error) {
 	switch {
+	case e.Event == EvRetried && t.Status != Failed:
+		return Event{}, fmt.Errorf("%w: task %s is %s", ErrNotFailed, id, t.Status)
+	case e.Event == EvRetried:
+		return e, nil
+	case e.Event == EvClaimed && t.Status == Pending && len(t.BlockedBy) > 0:
+		return Event{}, fmt.Errorf("%w: task %s is blocked by failed %s (retry it first)", ErrNotReady, id, strings.Join(t.BlockedBy, ", "))
 	case e.Event == EvClaimed && t.Status == Pending && !t.Ready:
 		return Event{}, fmt.Errorf("%w: task %s waits for %s", ErrNotReady, id, strings.Join(t.Blockers, ", "))
 	case e.Event == EvClaimed && t.Status == Pending:
@@ -538,6 +548,12 @@ func (b *Board) Checkpoint(id, agent, summary string) (Task, error) {
 // Finish marks a task agent has claimed done, with an outcome.
 func (b *Board) Finish(id, agent, outcome string) (Task, error) {
 	return b.own(id, agent, EvDone, outcome, Checkpoint{})
+}
+
+// FinishDetail is Finish with the outcome's structured detail (a JSON
+// object, see ParseDetail; nil: none).
+func (b *Board) FinishDetail(id, agent, outcome string, detail Detail) (Task, error) {
+	return b.own(id, agent, EvDone, outcome, Checkpoint{Detail: detail})
 }
 
 // Fail marks a task agent has claimed failed, with an error.

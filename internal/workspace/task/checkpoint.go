@@ -35,11 +35,13 @@ func CheckType(typ string) error {
 }
 
 // Checkpoint is what Record records: a type (default CkProgress), the
-// detail text and the files changed.
+// detail text, the files changed and a structured detail (a JSON object,
+// see ParseDetail; nil: none). Finish takes its Detail as the outcome's.
 type Checkpoint struct {
-	Type  string
-	Text  string
-	Files []string
+	Type   string
+	Text   string
+	Files  []string
+	Detail Detail
 }
 
 // Record records checkpoint c on a task agent has claimed. Like

@@ -164,7 +164,7 @@ func TestContext(t *testing.T) {
 		t.Errorf("dependencies %+v, want %+v", c.Dependencies, want)
 	}
 	text := c.Text()
-	for _, w := range []string{"# Task t3: fuzz it", "state: pending, waits for t2", "fuzz the parser", "- t1 (done): write the parser", "outcome: merged as 3f2c1a", "error: no grammar", "## Checkpoints"} {
+	for _, w := range []string{"# Task t3: fuzz it", "state: pending, blocked by failed t2", "fuzz the parser", "- t1 (done): write the parser", "outcome: merged as 3f2c1a", "error: no grammar", "## Checkpoints"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("text lacks %q:\n%s", w, text)
 		}

@@ -1,9 +1,11 @@
 package task
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,11 +41,18 @@ type ContextTask struct {
 	Owner     string    `json:"owner,omitempty"`
 	Ready     bool      `json:"ready"`
 	Blockers  []string  `json:"blockers,omitempty"`
+	BlockedBy []string  `json:"blocked_by,omitempty"` // failed dependencies
 	Depends   []string  `json:"depends,omitempty"`
 	CreatedBy string    `json:"created_by"`
 	Created   time.Time `json:"created"`
 	Outcome   string    `json:"outcome,omitempty"`
 	Error     string    `json:"error,omitempty"`
+	Attempts  int       `json:"attempts,omitempty"`
+	LastError string    `json:"last_error,omitempty"` // the failure before the newest retry
+	// OutcomeDetail is the done event's structured detail; left out (and
+	// DetailCut set) when it does not fit the budget.
+	OutcomeDetail Detail `json:"outcome_detail,omitempty"`
+	DetailCut     bool   `json:"outcome_detail_cut,omitempty"`
 }
 
 // DependencyOutcome is a task the task depends on, and what came of it.
@@ -54,7 +63,10 @@ type DependencyOutcome struct {
 	Owner   string `json:"owner,omitempty"`
 	Outcome string `json:"outcome,omitempty"`
 	Error   string `json:"error,omitempty"`
-	Cut     bool   `json:"cut,omitempty"`
+	// OutcomeDetail is its done event's structured detail, left out when
+	// it does not fit (Cut).
+	OutcomeDetail Detail `json:"outcome_detail,omitempty"`
+	Cut           bool   `json:"cut,omitempty"`
 }
 
 // ContextCheckpoint is one checkpoint in a Context.
@@ -65,7 +77,11 @@ type ContextCheckpoint struct {
 	Time  time.Time `json:"time"`
 	Text  string    `json:"text"`
 	Files []string  `json:"files,omitempty"`
-	Cut   bool      `json:"cut,omitempty"`
+	// Detail is the checkpoint's structured detail, left out (DetailCut)
+	// when it does not fit.
+	Detail    Detail `json:"detail,omitempty"`
+	DetailCut bool   `json:"detail_cut,omitempty"`
+	Cut       bool   `json:"cut,omitempty"`
 }
 
 // Tokens is the rough count of tokens of s: its bytes / 4, rounded up.
@@ -109,41 +125,36 @@ func (b *Board) Context(id string, maxTokens int) (Context, error) {
 			continue
 		}
 		status[dep] = dt.Status
-		deps = append(deps, DependencyOutcome{ID: dep, Title: dt.Title, Status: dt.Status, Owner: dt.Owner, Outcome: dt.Outcome, Error: dt.Error})
+		deps = append(deps, DependencyOutcome{ID: dep, Title: dt.Title, Status: dt.Status, Owner: dt.Owner,
+			Outcome: dt.Outcome, Error: dt.Error, OutcomeDetail: dt.OutcomeDetail})
 	}
 	readiness(&t, func(dep string) string { return status[dep] })
 
 	budget := maxTokens * 4
 	c := Context{MaxTokens: maxTokens, Dependencies: deps, Checkpoints: []ContextCheckpoint{}}
 	c.Task = ContextTask{ID: t.ID, Channel: t.Channel, Title: t.Title, Status: t.Status, Owner: t.Owner,
-		Ready: t.Ready, Blockers: t.Blockers, Depends: t.Depends, CreatedBy: t.CreatedBy, Created: t.Created}
+		Ready: t.Ready, Blockers: t.Blockers, BlockedBy: t.BlockedBy, Depends: t.Depends, CreatedBy: t.CreatedBy, Created: t.Created,
+		Attempts: t.Attempts}
 	c.Task.Body, c.Task.BodyCut = cutText(t.Body, budget/4)
-	var cut1, cut2 bool
+	var cut1, cut2, cut3 bool
 	c.Task.Outcome, cut1 = cutText(t.Outcome, budget/8)
 	c.Task.Error, cut2 = cutText(t.Error, budget/8)
-	c.Cut = c.Task.BodyCut || cut1 || cut2
+	c.Task.LastError, cut3 = cutText(t.LastError, budget/16)
+	c.Task.OutcomeDetail, c.Task.DetailCut = fitDetail(t.OutcomeDetail, budget/8)
+	c.Cut = c.Task.BodyCut || cut1 || cut2 || cut3 || c.Task.DetailCut
 	if len(deps) > 0 {
 		share := max(budget/4/len(deps), 64)
 		for i := range c.Dependencies {
 			dp := &c.Dependencies[i]
 			dp.Outcome, cut1 = cutText(dp.Outcome, share)
 			dp.Error, cut2 = cutText(dp.Error, share)
-			dp.Cut = cut1 || cut2
+			dp.OutcomeDetail, cut3 = fitDetail(dp.OutcomeDetail, share)
+			dp.Cut = cut1 || cut2 || cut3
 			c.Cut = c.Cut || dp.Cut
 		}
 	}
 
-	var cps []ContextCheckpoint
-	for _, e := range evs {
-		if e.Event != EvCheckpoint || e.Ignored {
-			continue
-		}
-		typ := e.Type
-		if typ == "" {
-			typ = CkProgress
-		}
-		cps = append(cps, ContextCheckpoint{Seq: e.Seq, Type: typ, Agent: e.Agent, Time: e.Time, Text: e.Summary, Files: e.Files})
-	}
+	cps := checkpoints(evs, budget/8)
 	var head strings.Builder
 	c.writeHead(&head)
 	used := head.Len() + markerRoom
@@ -171,9 +182,24 @@ func (b *Board) Context(id string, maxTokens int) (Context, error) {
 	}
 	c.Checkpoints = append(c.Checkpoints, cps[len(cps)-kept:]...)
 	c.Omitted = len(cps) - kept
-	c.Cut = c.Cut || c.Omitted > 0 || kept > 0 && c.Checkpoints[0].Cut
+	c.Cut = c.Cut || c.Omitted > 0 || slices.ContainsFunc(c.Checkpoints, func(cp ContextCheckpoint) bool { return cp.Cut || cp.DetailCut })
 	c.Tokens = Tokens(c.Text())
 	return c, nil
+}
+
+// checkpoints are the checkpoints of evs that count (not Ignored), each
+// detail left out when longer than detailRoom.
+func checkpoints(evs []Event, detailRoom int) []ContextCheckpoint {
+	var cps []ContextCheckpoint
+	for _, e := range evs {
+		if e.Event != EvCheckpoint || e.Ignored {
+			continue
+		}
+		cp := ContextCheckpoint{Seq: e.Seq, Type: cmp.Or(e.Type, CkProgress), Agent: e.Agent, Time: e.Time, Text: e.Summary, Files: e.Files}
+		cp.Detail, cp.DetailCut = fitDetail(e.Detail, detailRoom)
+		cps = append(cps, cp)
+	}
+	return cps
 }
 
 // cutText returns s shortened to at most n bytes (at a rune boundary,
@@ -187,6 +213,18 @@ func cutText(s string, n int) (string, bool) {
 		n--
 	}
 	return s[:n] + cutMark, true
+}
+
+// fitDetail returns a structured detail when its canonical form fits in
+// n bytes, else nil and true: a JSON object is not cut in half.
+func fitDetail(d Detail, n int) (Detail, bool) {
+	switch {
+	case len(d) == 0:
+		return nil, false
+	case len(d.String()) > n:
+		return nil, true
+	}
+	return d, false
 }
 
 // Text returns c as a document to put in a prompt.
@@ -210,16 +248,10 @@ func (c Context) writeHead(b *strings.Builder) {
 	t := c.Task
 	fmt.Fprintf(b, "# Task %s: %s\n\n", t.ID, t.Title)
 	fmt.Fprintf(b, "channel: %s\n", t.Channel)
-	state := t.Status
-	switch {
-	case t.Status == Claimed:
-		state = "claimed by " + t.Owner
-	case t.Status == Pending && len(t.Blockers) > 0:
-		state = "pending, waits for " + strings.Join(t.Blockers, ", ")
-	case t.Status == Pending:
-		state = "ready"
+	fmt.Fprintf(b, "state: %s\n", stateText(t.Status, t.Owner, t.Blockers, t.BlockedBy, nil))
+	if t.Attempts > 1 {
+		fmt.Fprintf(b, "attempts: %d\n", t.Attempts)
 	}
-	fmt.Fprintf(b, "state: %s\n", state)
 	fmt.Fprintf(b, "added: %s by %s\n", t.Created.UTC().Format(time.RFC3339), t.CreatedBy)
 	if len(t.Depends) > 0 {
 		fmt.Fprintf(b, "depends on: %s\n", strings.Join(t.Depends, ", "))
@@ -230,8 +262,12 @@ func (c Context) writeHead(b *strings.Builder) {
 	if t.Outcome != "" {
 		fmt.Fprintf(b, "\n## Outcome\n%s\n", t.Outcome)
 	}
+	writeDetail(b, "", t.OutcomeDetail, t.DetailCut)
 	if t.Error != "" {
 		fmt.Fprintf(b, "\n## Error\n%s\n", t.Error)
+	}
+	if t.LastError != "" {
+		fmt.Fprintf(b, "\n## The previous attempt failed\n%s\n", t.LastError)
 	}
 	if len(c.Dependencies) > 0 {
 		b.WriteString("\n## Dependencies\n")
@@ -248,6 +284,18 @@ func (c Context) writeHead(b *strings.Builder) {
 		if d.Error != "" {
 			fmt.Fprintf(b, "  error: %s\n", d.Error)
 		}
+		writeDetail(b, "  ", d.OutcomeDetail, false)
+	}
+}
+
+// writeDetail writes a structured detail's line, or says it was left
+// out.
+func writeDetail(b *strings.Builder, indent string, d Detail, cut bool) {
+	switch {
+	case len(d) > 0:
+		fmt.Fprintf(b, "%sdetail: %s\n", indent, d)
+	case cut:
+		fmt.Fprintf(b, "%sdetail: [left out to fit]\n", indent)
 	}
 }
 
@@ -257,4 +305,5 @@ func writeCheckpoint(b *strings.Builder, cp ContextCheckpoint) {
 	if len(cp.Files) > 0 {
 		fmt.Fprintf(b, "  files: %s\n", strings.Join(cp.Files, ", "))
 	}
+	writeDetail(b, "  ", cp.Detail, cp.DetailCut)
 }

@@ -35,9 +35,27 @@
 //	claimed  --done-->        done           (owner only, with an outcome)
 //	claimed  --fail-->        failed         (owner only, with an error)
 //	claimed  --release-->     pending        (owner gone; see below)
+//	failed   --retry-->       pending        (anyone on the board, with an optional note)
 //
 // A pending task is ready when every task it depends on is done; only a
-// ready task can be claimed. Done and failed are final.
+// ready task can be claimed. One whose dependency failed is blocked by it
+// ([Task.BlockedBy], "pending, blocked by failed t1") until that one is
+// retried and done. Done is final; a failed task stays failed until
+// someone retries it ([Board.Retry]): anyone may, as anyone may add a
+// task, and the "retried" event names (and with a key is signed by) who
+// did. A retry keeps the task's events: its checkpoints stay in its
+// context, [Task.Attempts] counts its claims, [Task.LastError] keeps the
+// failure. A reader older than retries finds the kind unknown and leaves
+// the event out: to it the task stays failed.
+//
+// # Detail
+//
+// A checkpoint and a done event may carry a structured detail
+// ([Event.Detail], "detail"): a JSON object of at most [MaxDetail] bytes,
+// kept in its canonical form ([ParseDetail]: compact, keys sorted, numbers
+// as written). A done event's is the task's [Task.OutcomeDetail]. The
+// context shows them, leaving out one that does not fit rather than
+// cutting it.
 //
 // # Checkpoints
 //
@@ -99,11 +117,12 @@
 //	time (RFC 3339 in UTC, the fraction's trailing zeros dropped, as Go's
 //	RFC3339Nano), summary, outcome, error, note
 //
-// and, only for a checkpoint with a type or files or a worktree event,
-// then: type, the number of files (decimal), each file; and only for a
-// worktree event, then: worktree, branch. An event without them has the
-// payload it had before checkpoint types, so events signed then still
-// verify.
+// and, only for a checkpoint with a type or files, a worktree event or an
+// event with a detail, then: type, the number of files (decimal), each
+// file; only for a worktree event, then: worktree, branch; and only for an
+// event with a detail, then: "detail", the detail in its canonical form.
+// An event without them has the payload it had before checkpoint types,
+// so events signed then still verify.
 //
 // so an event copied to another task, number or channel does not verify.
 // A reader checks every event as its agent's. The rule for one that does

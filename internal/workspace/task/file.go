@@ -28,6 +28,7 @@ const (
 	EvDone       = "done"
 	EvFailed     = "failed"
 	EvReleased   = "released"
+	EvRetried    = "retried" // a failed task back to pending (retry.go)
 )
 
 // Limits on what a task and an event may hold.
@@ -82,6 +83,16 @@ type Task struct {
 	Events   int       `json:"events"`             // how many events it has
 	Ready    bool      `json:"ready"`              // pending, every dependency done
 	Blockers []string  `json:"blockers,omitempty"` // dependencies not yet done
+	// BlockedBy are the Blockers that failed: the task cannot become
+	// ready until they are retried (Board.Retry) and done.
+	BlockedBy []string `json:"blocked_by,omitempty"`
+	// Attempts counts the claims made on the task, across retries.
+	Attempts int `json:"attempts,omitempty"`
+	// OutcomeDetail is the done event's structured detail (a JSON object).
+	OutcomeDetail Detail `json:"outcome_detail,omitempty"`
+	// LastError is the error of the attempt that failed before the
+	// newest retry.
+	LastError string `json:"last_error,omitempty"`
 	// The git worktree and branch of the newest worktree event (collab
 	// task claim --worktree), and the host they are on.
 	Worktree     string `json:"worktree,omitempty"`
@@ -116,7 +127,7 @@ type Event struct {
 	Summary string    `json:"summary,omitempty"` // checkpoint
 	Outcome string    `json:"outcome,omitempty"` // done
 	Error   string    `json:"error,omitempty"`   // failed
-	Note    string    `json:"note,omitempty"`    // released: why
+	Note    string    `json:"note,omitempty"`    // released, retried: why
 	// A checkpoint's type (CheckpointTypes; "" in events written before
 	// types, read as progress) and the files it changed.
 	Type  string   `json:"type,omitempty"`
@@ -124,6 +135,9 @@ type Event struct {
 	// A worktree event's worktree (absolute path on Host) and branch.
 	Worktree string `json:"worktree,omitempty"`
 	Branch   string `json:"branch,omitempty"`
+	// Detail is a checkpoint's or a done event's structured detail: a
+	// JSON object (detail.go).
+	Detail Detail `json:"detail,omitempty"`
 
 	Signature *signing.Signature `json:"signature,omitempty"`
 
@@ -241,7 +255,7 @@ func checkEvent(e Event, seq int) error {
 	}
 	want := map[string]string{
 		EvClaimed: Claimed, EvCheckpoint: Claimed, EvDone: Done, EvFailed: Failed, EvReleased: Pending,
-		EvWorktree: Claimed,
+		EvWorktree: Claimed, EvRetried: Pending,
 	}[e.Event]
 	if want == "" {
 		return fmt.Errorf("unknown event %q", e.Event)
@@ -262,6 +276,9 @@ func checkEvent(e Event, seq int) error {
 	if err := checkWorktree(e); err != nil {
 		return err
 	}
+	if err := checkEventDetail(e); err != nil {
+		return err
+	}
 	for _, t := range []struct{ what, s string }{{"summary", e.Summary}, {"outcome", e.Outcome}, {"error", e.Error}, {"note", e.Note}} {
 		if err := checkText(t.what, t.s); err != nil {
 			return err
@@ -275,12 +292,17 @@ func apply(t Task, e Event) Task {
 	t.Status, t.Owner, t.Updated = e.Status, e.Owner, e.Time
 	t.Events = max(t.Events, e.Seq)
 	switch e.Event {
-	case EvClaimed, EvReleased:
+	case EvClaimed:
 		t.Summary = ""
+		t.Attempts++
+	case EvReleased:
+		t.Summary = ""
+	case EvRetried:
+		t.Summary, t.LastError, t.Error = "", t.Error, ""
 	case EvCheckpoint:
 		t.Summary = e.Summary
 	case EvDone:
-		t.Outcome = e.Outcome
+		t.Outcome, t.OutcomeDetail = e.Outcome, e.Detail
 	case EvFailed:
 		t.Error = e.Error
 	case EvWorktree:

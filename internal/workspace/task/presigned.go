@@ -30,17 +30,27 @@ var ErrStale = errors.New("task: the task changed meanwhile; sign the event agai
 // does not verify as its agent's.
 var ErrForged = errors.New("task: the event's signature does not verify")
 
-// OwnEvent returns the event agent makes on a task with event kind
-// (EvClaimed, EvCheckpoint, EvDone or EvFailed), as Claim, Record, Finish
-// and Fail make it: text is the checkpoint's text, the outcome or the
-// error; c's Type and Files are a checkpoint's. Seq, Time and Host are the
-// caller's to set.
 // emptyText names, by event, the text an agent's own event must have.
 var emptyText = map[string]string{EvCheckpoint: "checkpoint: the text", EvDone: "done: the outcome", EvFailed: "fail: the error"}
 
+// OwnEvent returns the event agent makes on a task with event kind
+// (EvClaimed, EvCheckpoint, EvDone, EvFailed or EvRetried), as Claim,
+// Record, Finish, Fail and Retry make it: text is the checkpoint's text,
+// the outcome, the error or the retry's note; c's Type and Files are a
+// checkpoint's, its Detail a checkpoint's or a done event's. Seq, Time
+// and Host are the caller's to set.
 func OwnEvent(kind, agent, text string, c Checkpoint) (Event, error) {
 	if err := tree.CheckName("agent", agent); err != nil {
 		return Event{}, err
+	}
+	detail := c.Detail
+	if len(detail) == 0 {
+		detail = nil
+	} else if err := detail.check(); err != nil {
+		return Event{}, invalidError{err}
+	}
+	if detail != nil && kind != EvCheckpoint && kind != EvDone {
+		return Event{}, invalidError{fmt.Errorf("a %s event has no detail", kind)}
 	}
 	var e Event
 	switch kind {
@@ -61,13 +71,18 @@ func OwnEvent(kind, agent, text string, c Checkpoint) (Event, error) {
 		e = Event{Event: EvDone, Status: Done, Outcome: text}
 	case EvFailed:
 		e = Event{Event: EvFailed, Status: Failed, Error: text}
+	case EvRetried:
+		e = Event{Event: EvRetried, Status: Pending, Note: text}
+		if err := checkText("note", text); err != nil {
+			return Event{}, invalidError{err}
+		}
 	default:
 		return Event{}, fmt.Errorf("%w: event %q is not one an agent signs for itself", ErrInvalid, kind)
 	}
 	if what := emptyText[kind]; what != "" && strings.TrimSpace(text) == "" {
 		return Event{}, invalidError{errors.New(what + " is empty")}
 	}
-	e.Agent = agent
+	e.Agent, e.Detail = agent, detail
 	return e, nil
 }
 
@@ -108,8 +123,9 @@ func (b *Board) Prepare(id string) (Task, error) {
 // event e.Seq. It refuses (without writing) an event whose signature does
 // not verify as its agent's (ErrForged), whose time is more than MaxSkew
 // from the board's clock, that the rules do not make of the task's state
-// (ErrNotReady, ErrClosed, ErrNotOwner, *ClaimedError, ErrInvalid: as
-// Claim, Record, Finish, Fail and RecordWorktree), or whose number is
+// (ErrNotReady, ErrClosed, ErrNotOwner, ErrNotFailed, *ClaimedError,
+// ErrInvalid: as Claim, Record, Finish, Fail, Retry and RecordWorktree),
+// or whose number is
 // taken (ErrStale). A claim already the agent's is no event: the task is
 // returned as it is.
 func (b *Board) ApplySigned(id string, e Event) (Task, error) {
@@ -130,7 +146,7 @@ func (b *Board) ApplySigned(id string, e Event) (Task, error) {
 		return Task{}, err
 	}
 	want.Seq, want.Time, want.Host, want.Signature = e.Seq, e.Time, e.Host, e.Signature
-	if string(want.Payload(b.Channel, id)) != string(e.Payload(b.Channel, id)) || e.Note != "" || e.Event != EvWorktree && (e.Worktree != "" || e.Branch != "") {
+	if string(want.Payload(b.Channel, id)) != string(e.Payload(b.Channel, id)) || e.Event != EvRetried && e.Note != "" || e.Event != EvWorktree && (e.Worktree != "" || e.Branch != "") {
 		return Task{}, fmt.Errorf("%w: not a %s event as an agent makes it", ErrInvalid, e.Event)
 	}
 	return b.transition(id, func(t Task) (Event, error) {
@@ -142,11 +158,14 @@ func (b *Board) ApplySigned(id string, e Event) (Task, error) {
 }
 
 // agentsEvent is the event e's agent makes of e's kind with e's texts,
-// files, worktree and branch: by OwnEvent, or WorktreeEvent for a
+// files, detail, worktree and branch: by OwnEvent, or WorktreeEvent for a
 // worktree event.
 func agentsEvent(e Event) (Event, error) {
-	if e.Event == EvWorktree {
+	switch e.Event {
+	case EvWorktree:
 		return WorktreeEvent(e.Agent, e.Worktree, e.Branch)
+	case EvRetried:
+		return OwnEvent(e.Event, e.Agent, e.Note, Checkpoint{Detail: e.Detail})
 	}
-	return OwnEvent(e.Event, e.Agent, e.Summary+e.Outcome+e.Error, Checkpoint{Type: e.Type, Files: e.Files})
+	return OwnEvent(e.Event, e.Agent, e.Summary+e.Outcome+e.Error, Checkpoint{Type: e.Type, Files: e.Files, Detail: e.Detail})
 }

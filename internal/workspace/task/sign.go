@@ -17,12 +17,15 @@ func (e Event) Payload(channel, id string) []byte {
 		e.Agent, e.Host, e.Time.UTC().Format(time.RFC3339Nano), e.Summary, e.Outcome, e.Error, e.Note}
 	// Appended only when present, so events written before checkpoint
 	// types keep their payload and still verify.
-	if e.Type != "" || len(e.Files) > 0 || e.Worktree != "" || e.Branch != "" {
+	if e.Type != "" || len(e.Files) > 0 || e.Worktree != "" || e.Branch != "" || len(e.Detail) > 0 {
 		fields = append(fields, e.Type, strconv.Itoa(len(e.Files)))
 		fields = append(fields, e.Files...)
 	}
 	if e.Worktree != "" || e.Branch != "" {
 		fields = append(fields, e.Worktree, e.Branch)
+	}
+	if len(e.Detail) > 0 {
+		fields = append(fields, "detail", e.Detail.String())
 	}
 	return signing.Payload(KindEvent, fields...)
 }

@@ -43,7 +43,10 @@
 //   - Resume (--resume): [modelcli.Request.Session], the session id of an
 //     earlier [modelcli.Response].
 //
-// Adapter.Args come last, each exactly one argument.
+// Adapter.Args come last, each exactly one argument. A workflow agent's
+// tools: become Args with [ToolArgs]: --allowedTools with the list and
+// --disallowedTools with the other [BuiltinTools] (--allowedTools alone
+// only adds to what Claude Code may use).
 //
 // # Environment
 //

@@ -64,7 +64,7 @@ func TestParseFixtures(t *testing.T) {
 			file: "claude-resume-missing.json", session: "00000000-0000-4000-8000-000000000000",
 			wantErr: "No conversation found", wantIs: modelcli.ErrSessionGone, wantKinds: []string{"error"},
 		},
-		{file: "claude-text.txt", wantErr: "claude: no result in the output: echo: Say hello.", wantIs: errNoResult, wantKinds: []string{"error"}},
+		{file: "claude-text.txt", wantErr: "claude: no result in the output: echo: Say hello.", wantIs: errNoResult, wantKinds: []string{"error", "error"}},
 		{
 			file: "testdata/denied.jsonl", wantQ: "Bash(echo hi > /tmp/exp/shellran)",
 			wantKinds: []string{"started", "tool_call:Bash", "progress", "needs_input", "completed"},

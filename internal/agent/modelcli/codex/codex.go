@@ -45,7 +45,9 @@
 //     an open pipe (Codex would wait for it).
 //
 // Adapter.Args come before "resume", each exactly one argument: they must
-// be options of codex exec itself (-c key=value is the usual one).
+// be options of codex exec itself (-c key=value is the usual one). A
+// workflow agent's tools: cannot be applied: codex exec has no flag that
+// limits its tools by name ([ToolLimits]).
 //
 // # Environment
 //

@@ -86,15 +86,16 @@ func (p *Parser) Events() int { return len(p.c.Resp.Events) }
 func (p *Parser) Turns() int { return p.turns }
 
 // Line parses one line of output (without its newline) and returns the
-// events it produced. A line that is not a JSON object is kept, in part,
-// for error messages.
+// events it produced. A line that is not a JSON object is a stray line:
+// an error event carrying it (see modelcli.Collector.Decode), and kept,
+// in part, for error messages.
 func (p *Parser) Line(line []byte) []modelcli.Event {
 	var r record
-	line, ok := p.c.Decode(line, &r)
-	if !ok {
-		return nil
-	}
 	n := len(p.c.Resp.Events)
+	line, ok := p.c.Decode(line, &r, p.now)
+	if !ok {
+		return p.c.Resp.Events[n:]
+	}
 	t := p.now()
 	switch r.Type {
 	case "thread.started":

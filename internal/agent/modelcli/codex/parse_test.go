@@ -69,7 +69,7 @@ func TestParseFixtures(t *testing.T) {
 			file: "codex-resume-missing.jsonl", session: "00000000-0000-7000-8000-000000000000",
 			wantErr: "no rollout found for thread id", wantIs: modelcli.ErrSessionGone, wantKinds: []string{"error"},
 		},
-		{file: "codex-text.txt", wantIs: errNoResult, wantKinds: []string{"error"}},
+		{file: "codex-text.txt", wantIs: errNoResult, wantKinds: []string{"error", "error"}},
 		{file: "testdata/model-warning.jsonl", wantKinds: []string{"started", "progress", "progress", "completed"}},
 		{
 			file:      "testdata/api-error-401.jsonl",

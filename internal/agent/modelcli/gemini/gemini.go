@@ -35,7 +35,10 @@
 //     mode, and no prompt is ever an argument. Gemini CLI appends the
 //     (empty) --prompt to what it reads.
 //
-// Adapter.Args come before --prompt, each exactly one argument.
+// Adapter.Args come before --prompt, each exactly one argument. A
+// workflow agent's tools: become Args with [ToolArgs] (--allowed-tools:
+// they run without asking); Gemini CLI has no flag that takes a tool
+// away ([ToolLimits]).
 //
 // # Environment
 //

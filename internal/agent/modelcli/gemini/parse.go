@@ -91,16 +91,24 @@ func (p *Parser) flush() {
 	p.chunk.Reset()
 }
 
+// strayAt is the time of a stray line's event: the text gathered before
+// the line goes first.
+func (p *Parser) strayAt() time.Time {
+	p.flush()
+	return p.now()
+}
+
 // Line parses one line of output (without its newline) and returns the
-// events it produced. A line that is not a JSON object is kept, in part,
-// for error messages.
+// events it produced. A line that is not a JSON object is a stray line:
+// an error event carrying it (see modelcli.Collector.Decode), and kept,
+// in part, for error messages.
 func (p *Parser) Line(line []byte) []modelcli.Event {
 	var r record
-	line, ok := p.c.Decode(line, &r)
-	if !ok {
-		return nil
-	}
 	n := len(p.c.Resp.Events)
+	line, ok := p.c.Decode(line, &r, p.strayAt)
+	if !ok {
+		return p.c.Resp.Events[n:]
+	}
 	t := p.now()
 	if r.Type == "message" && r.Role == "assistant" {
 		// Text comes in chunks: gather them until something else happens.

@@ -67,8 +67,8 @@ func TestParseFixtures(t *testing.T) {
 			wantErr: `Error resuming session: Invalid session identifier "00000000-0000-4000-8000-000000000000".`,
 			wantIs:  modelcli.ErrSessionGone, wantKinds: []string{"error"},
 		},
-		{file: "gemini-json.json", wantIs: errNoResult, wantKinds: []string{"error"}},
-		{file: "gemini-text.txt", wantIs: errNoResult, wantKinds: []string{"error"}},
+		{file: "gemini-json.json", wantIs: errNoResult, wantKinds: slices.Repeat([]string{"error"}, 58+1)}, // each line is a stray one
+		{file: "gemini-text.txt", wantIs: errNoResult, wantKinds: []string{"error", "error"}},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

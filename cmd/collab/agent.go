@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/service"
+	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/internal/workspace/registry"
+)
+
+// runAgent registers and unregisters an agent in the tree's registry.
+func runAgent(ctx context.Context, args []string, getenv env, _ io.Reader, stdout, stderr io.Writer) error {
+	switch sub := append(args, "")[0]; sub {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, helpText("agent"))
+		return nil
+	case "register", "unregister":
+	default:
+		fmt.Fprint(stderr, helpText("agent"))
+		return &exitError{code: exitUsage}
+	}
+	sub, args := args[0], args[1:]
+	fs := cmdFlags("agent "+sub, helpText("agent")+"\nFlags:\n", stderr)
+	var r service.AgentRegistration
+	if sub == "register" {
+		fs.StringVar(&r.Runtime, "runtime", "", "the agent's runtime: claude_code, codex, a script… (required)")
+		fs.StringVar(&r.Role, "role", "worker", "the agent's role")
+		fs.StringSliceVar(&r.Capabilities, "capabilities", nil, "what it can do, one word each (repeat or comma-separate)")
+		fs.StringVar(&r.Host, "host", "", "the host it runs on (default this host)")
+	}
+	asJSON := fs.Bool("json", false, "print the entry as JSON")
+	rootf, ringf, keyf := rootFlag(fs), keyringFlag(fs), keyFlag(fs)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("agent %s: give one agent NAME", sub)
+	}
+	id, err := service.AgentID(fs.Arg(0))
+	if err != nil {
+		return usageErrorf("agent %s: %v", sub, err)
+	}
+	signer, err := signing.LoadAgentKey(*keyf, id, getenv) // none: unsigned
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", sub, err)
+	}
+	root := tree.Resolve(*rootf, getenv)
+	cfg := mountConfig(root, stderr)
+	cfg.Verifier = verifierFor(root, keyring.In(root, *ringf), stderr)
+	m, a := service.NewMount(cfg), service.Actor{Name: fs.Arg(0), Signer: signer}
+	var e registry.Agent
+	if sub == "register" {
+		e, err = m.RegisterAgent(ctx, a, r)
+	} else {
+		e, err = m.UnregisterAgent(ctx, a)
+	}
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", sub, err)
+	}
+	if *asJSON {
+		return writeJSON(stdout, e) // the entry as its file holds it
+	}
+	_, err = fmt.Fprintf(stdout, "%s %sed (%s, %s: %s)\n", workflow.Address(e.ID), sub, e.Role, e.Runtime, strings.Join(e.Capabilities, ","))
+	return err
+}
