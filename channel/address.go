@@ -6,7 +6,7 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
-// IsFor reports whether m is addressed to agent (SPEC §3). A message from
+// IsFor reports whether m is addressed to agent (docs/protocol.md#addressing). A message from
 // agent is never for it. Otherwise it is when "to" is agent, when the text
 // mentions @agent as a whole token (@qc-1 is not @qc-10), or when the first
 // line of the text starts with agent as a whole word, ignoring case ("codex

@@ -1,5 +1,5 @@
 // Package channel reads and writes collab messages: one immutable JSON file
-// per message in ROOT/channels/CHANNEL (SPEC §2).
+// per message in ROOT/channels/CHANNEL (docs/protocol.md#messages).
 //
 // # Files
 //

@@ -212,7 +212,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*m = Message{}
-	// Only "from" and "content.text" are required (SPEC §2): a field of the
+	// Only "from" and "content.text" are required (docs/protocol.md#messages): a field of the
 	// wrong type elsewhere is dropped, so one foreign writer's odd field does
 	// not make the message malformed.
 	err = errors.Join(

@@ -14,7 +14,7 @@ import (
 
 const seedFile = "msg-20260111-163315-claude-4c78.json"
 
-// seedMessage is SPEC §2's example.
+// seedMessage is docs/protocol.md#messages's example.
 const seedMessage = `{
   "id": "msg-20260111-163315-claude-4c78",
   "timestamp": "2026-01-11T16:33:15.123Z",
@@ -147,7 +147,7 @@ func TestDecode(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// TestDecodeLenient: SPEC §2 makes a file malformed only when it is not
+// TestDecodeLenient: docs/protocol.md#messages makes a file malformed only when it is not
 // JSON, is too large, or lacks "from" or "content.text". An optional field
 // of an unexpected type, as a foreign writer might produce (an epoch
 // timestamp, a list of recipients, "hops":"two"), must not lose the whole
@@ -257,7 +257,7 @@ func TestThreadID(t *testing.T) {
 }
 
 // TestUnknownFieldsRoundTrip: unknown fields at the top level, in content
-// and in metadata survive Decode, Encode, Decode (SPEC §2).
+// and in metadata survive Decode, Encode, Decode (docs/protocol.md#messages).
 func TestUnknownFieldsRoundTrip(t *testing.T) {
 	const in = `{
 	  "id": "msg-20260111-163315-claude-4c78",

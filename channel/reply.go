@@ -6,7 +6,7 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
-// The metadata extensions collab writes (SPEC §2 lets metadata carry more
+// The metadata extensions collab writes (docs/protocol.md#messages lets metadata carry more
 // fields; old readers keep them verbatim). Each key has one constant.
 const (
 	// ExtAwaitReply marks a message whose reply a running process waits

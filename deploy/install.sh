@@ -9,7 +9,7 @@
 #   share one tree (skip with --no-shared-bin);
 # - installs the seed-compatible entry points into ROOT/scripts, so
 #   ROOT/scripts/who and ROOT/scripts/send-message work as in the seed;
-# - creates the tree's folders (SPEC §1) with `collab init`; with --group,
+# - creates the tree's folders (docs/protocol.md#the-shared-tree) with `collab init`; with --group,
 #   they belong to GROUP, group-writable and set-group-ID;
 # - with --systemd, installs collab-watcher@.service and /etc/collab/ with an
 #   example agent file (never overwriting one that exists).

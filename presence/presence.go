@@ -1,5 +1,5 @@
 // Package presence reads and writes agent heartbeats: one JSON file per
-// agent at ROOT/signals/presence/AGENT.json (SPEC §4).
+// agent at ROOT/signals/presence/AGENT.json (docs/protocol.md#presence).
 //
 // # Files
 //

@@ -1,6 +1,6 @@
 // Package scripts holds the seed-compatible entry points of this folder
 // (send-message, who, watcher and the collab-exec they call), embedded,
-// so that 'collab init' installs them into ROOT/scripts (SPEC §1, §5)
+// so that 'collab init' installs them into ROOT/scripts (docs/protocol.md#the-shared-tree, #commands)
 // without deploy/install.sh. Only the files named in [Names] are
 // scripts; this Go file is not one.
 package scripts

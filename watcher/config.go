@@ -36,7 +36,7 @@ type Config struct {
 	Memory     []string // files read fresh for every prompt
 	Context    int      // messages of transcript; default 10, <0 none
 	Workdir    string
-	Env        []string      // more KEY=VALUE for the CLI, before SPEC §7's
+	Env        []string      // more KEY=VALUE for the CLI, before docs/protocol.md#the-model-run's
 	Timeout    time.Duration // per CLI run; default 10m
 	PostErrors bool          // post a short error reply when the CLI fails
 

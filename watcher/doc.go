@@ -1,6 +1,6 @@
 // Package watcher is collab's agent daemon: it notices messages addressed to
 // one agent in its channels, runs the agent's model CLI on each, and posts
-// the reply (SPEC §3, §4, §7).
+// the reply (docs/protocol.md#addressing, #presence, #the-model-run).
 //
 // # The loop
 //

@@ -256,7 +256,7 @@ func (w *watcher) endPrevious(m *channel.Message, rec *jobs.Recorder) {
 		return
 	}
 	// The group id may have been reused since: end it only if a member
-	// still runs for this message (the CLI's environment, SPEC §7).
+	// still runs for this message (the CLI's environment, docs/protocol.md#the-model-run).
 	if !proc.GroupHasEnv(old.PID, runenv.MessageID+"="+m.ID) {
 		return
 	}
@@ -284,7 +284,7 @@ func (w *watcher) runCLI(ctx context.Context, req *runRequest, cli modelcli.Requ
 	return jobResult{it: req.it, resp: resp, err: err, fresh: true}
 }
 
-// env is SPEC §7's environment for the CLI.
+// env is docs/protocol.md#the-model-run's environment for the CLI.
 func (w *watcher) env(m *channel.Message) []string {
 	run := runenv.Message{Root: string(w.cfg.Root), Agent: w.cfg.Agent, Channel: m.SessionID, ID: m.ID, From: m.From, Hops: m.Metadata.Hops}
 	return append(slices.Clip(w.cfg.Env), run.Env()...)

@@ -22,7 +22,7 @@ import (
 )
 
 // TestConfigRefused: a bad configuration is an error before any file is
-// touched (SPEC §1 names).
+// touched (docs/protocol.md#the-shared-tree names).
 func TestConfigRefused(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -62,7 +62,7 @@ func TestConfigRefused(t *testing.T) {
 }
 
 // TestReply: a message to the agent gets exactly one reply, addressed and
-// linked as SPEC §2 says, and the CLI gets SPEC §7's environment.
+// linked as docs/protocol.md#messages says, and the CLI gets docs/protocol.md#the-model-run's environment.
 func TestReply(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
@@ -219,7 +219,7 @@ func TestPromptTranscript(t *testing.T) {
 }
 
 // TestPromptTranscriptSameSecond: within one second, channel order is the
-// JSON timestamp (SPEC §2), so the transcript of B holds A (posted before
+// JSON timestamp (docs/protocol.md#messages), so the transcript of B holds A (posted before
 // B in the same second) and not C (posted after it), whatever their
 // random hex says.
 func TestPromptTranscriptSameSecond(t *testing.T) {
@@ -248,7 +248,7 @@ func TestPromptTranscriptSameSecond(t *testing.T) {
 	}
 }
 
-// TestAddressing: SPEC §3 in the loop.
+// TestAddressing: docs/protocol.md#addressing in the loop.
 func TestAddressing(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
@@ -300,7 +300,7 @@ func TestAddressing(t *testing.T) {
 }
 
 // TestPresence: AWAKE/IDLE at start, AWAKE/WORKING with the message while
-// the CLI runs, IDLE after, OFFLINE after shutdown (SPEC §4).
+// the CLI runs, IDLE after, OFFLINE after shutdown (docs/protocol.md#presence).
 func TestPresence(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
@@ -632,7 +632,7 @@ func writeRaw(t *testing.T, root tree.Root, name, content string) {
 	}
 }
 
-// TestForeignWriter: messages from other writers (SPEC §2: be liberal) are
+// TestForeignWriter: messages from other writers (docs/protocol.md#messages: be liberal) are
 // answered in the channel they were found in, under the id their file name
 // gives them.
 func TestForeignWriter(t *testing.T) {

@@ -393,7 +393,7 @@ func TestWatchProcessTwoMountsOneAgent(t *testing.T) {
 	}
 }
 
-// TestWatchBadNames: a name that breaks SPEC §1, from a flag or the
+// TestWatchBadNames: a name that breaks docs/protocol.md#the-shared-tree, from a flag or the
 // environment, exits 2 with a clear message before anything is created.
 func TestWatchBadNames(t *testing.T) {
 	base := []string{"--cli", "command", "--cmd", "cat"}

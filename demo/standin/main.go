@@ -1,7 +1,7 @@
 // Command standin is a stand-in model CLI for the demo and for trying
 // collab without a real model. It reads the prompt on standard input (and
 // ignores it), reads the message it is answering from the tree through the
-// variables the watcher sets (SPEC §7), and answers by a fixed rule:
+// variables the watcher sets (docs/protocol.md#the-model-run), and answers by a fixed rule:
 //
 //   - a person's message (hops 0) that says "ask NAME" is passed on to NAME
 //     with an @mention;

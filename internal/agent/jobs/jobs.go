@@ -1,6 +1,6 @@
 // Package jobs keeps the record of every model run a watcher makes: who
 // asked, which CLI and session, cost and tokens, and the run's normalised
-// event stream (SPEC §1: ROOT/state/AGENT/jobs).
+// event stream (docs/protocol.md#the-shared-tree: ROOT/state/AGENT/jobs).
 //
 // # Files
 //

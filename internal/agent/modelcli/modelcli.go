@@ -44,7 +44,7 @@ var ErrEmpty = errors.New("modelcli: empty output")
 // Request is one run of a model CLI.
 type Request struct {
 	Prompt  string
-	Env     []string      // added to the inherited environment (SPEC §7 variables)
+	Env     []string      // added to the inherited environment (docs/protocol.md#the-model-run variables)
 	Dir     string        // working directory; "" is the watcher's
 	Timeout time.Duration // 0: none
 	// Session, when set, resumes that CLI session (adapters that have

@@ -1,4 +1,4 @@
-// Package runenv is a model run's environment (SPEC §7): the variables a
+// Package runenv is a model run's environment (docs/protocol.md#the-model-run): the variables a
 // watcher gives each CLI run, and what a program inside the run (collab
 // send, collab mcp, collab delegate) reads back. It is the one owner of
 // their names and values, and of how long a run may finish once its

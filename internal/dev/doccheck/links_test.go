@@ -1,8 +1,10 @@
 package doccheck
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -96,4 +98,42 @@ func FuzzLinks(f *testing.F) {
 		}
 		Anchors(s)
 	})
+}
+
+// TestCodeCitesProtocol: every citation of the protocol in a Go file
+// (docs/protocol.md, a hash and a heading's anchor, and any ", #anchor"
+// after it) names a heading of the protocol.
+func TestCodeCitesProtocol(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	data, err := os.ReadFile(filepath.Join(root, "docs", "protocol.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := Anchors(string(data))
+	cite := regexp.MustCompile(`docs/protocol\.md((?:,? ?#[a-z0-9_-]+)+)`)
+	n := 0
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return err
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range cite.FindAllStringSubmatch(string(src), -1) {
+			for _, a := range regexp.MustCompile(`#([a-z0-9_-]+)`).FindAllStringSubmatch(m[1], -1) {
+				n++
+				if !slices.Contains(anchors, a[1]) {
+					t.Errorf("%s cites docs/protocol.md#%s: no such heading", p, a[1])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 30 {
+		t.Errorf("found %d citations of docs/protocol.md in the code; the code cites it about 40 times", n)
+	}
 }

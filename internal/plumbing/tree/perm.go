@@ -11,7 +11,7 @@ import (
 // tree can be written by every user of a host and lacks the sticky bit.
 var ErrWorldWritable = errors.New("tree: world-writable without the sticky bit")
 
-// Folders returns the tree's fixed folders (SPEC §1), parents first, and
+// Folders returns the tree's fixed folders (docs/protocol.md#the-shared-tree), parents first, and
 // the folders of records that the first collab run, delegate or bridge
 // would make: 'collab init' makes them all, so that each belongs to the
 // tree's owner with the tree's modes (sticky), not to whichever member of

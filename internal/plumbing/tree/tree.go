@@ -1,4 +1,4 @@
-// Package tree is the layout of collab's shared tree (SPEC §1) and the rule
+// Package tree is the layout of collab's shared tree (docs/protocol.md#the-shared-tree) and the rule
 // for the names that may appear in it.
 //
 // One root is shared by every host, normally over NFS:

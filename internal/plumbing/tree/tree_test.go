@@ -12,7 +12,7 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
-// nameRE is SPEC §1's rule for a channel or agent name, written
+// nameRE is docs/protocol.md#the-shared-tree's rule for a channel or agent name, written
 // independently of the code under test.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`)
 

@@ -2,7 +2,7 @@
 // request/reply, for hosts that cannot mount the tree (README "Hosts
 // without the mount"). A bridge runs on a host that has the mount and
 // performs every request on the files with the same code the local
-// commands use, so the files stay the one truth (SPEC §6) and several
+// commands use, so the files stay the one truth (docs/protocol.md#nats) and several
 // bridges on several hosts are safe together: the no-replace writes decide
 // every race. This comment is the protocol (v1); it extends the contract.
 //
@@ -45,8 +45,8 @@
 //	task      {"action": A, "channel": C, ...}: the task board; events signed by AGENT (tasks.go)
 //
 // MESSAGE, STATUS and KILL are the JSON of the file the request
-// writes, exactly as it would be on the mount, signed by AGENT's key (SPEC
-// and README "Who really said it"). The bridge never signs for anyone: it
+// writes, exactly as it would be on the mount, signed by AGENT's key
+// (docs/protocol.md#signatures). The bridge never signs for anyone: it
 // decodes the file with the owning package's decoder, requires that it is
 // AGENT's (a message's from and a presence's or kill's agent or asker is
 // AGENT; a message's session_id is C) and that its signature is Verified

@@ -327,7 +327,7 @@ func TestInboxTools(t *testing.T) {
 	root := tree.Root(t.TempDir())
 	_, cs := connect(t, root)
 	// A second apart: messages posted within one millisecond would be in
-	// no fixed order (SPEC §2), and ack until an id covers what sorts
+	// no fixed order (docs/protocol.md#messages), and ack until an id covers what sorts
 	// before it.
 	clock := time.Now().Add(-time.Hour)
 	w := &channel.Writer{Root: root, Now: func() time.Time { clock = clock.Add(time.Second); return clock }}

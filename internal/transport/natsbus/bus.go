@@ -26,7 +26,7 @@ import (
 // StreamName is the JetStream stream used when it exists.
 const StreamName = "CHAT"
 
-// Subject prefixes (SPEC §6).
+// Subject prefixes (docs/protocol.md#nats).
 const (
 	ChatPrefix     = "collab.chat."
 	PresencePrefix = "collab.presence."

@@ -1,5 +1,5 @@
 // Package natsbus carries collab's messages and heartbeats over NATS as
-// hints (SPEC §6). The files in the shared tree stay the source of truth:
+// hints (docs/protocol.md#nats). The files in the shared tree stay the source of truth:
 // NATS only makes delivery sooner, and NATS down means slower, never lost.
 // nats.go is used in this package only: the bridge and the remote client
 // that build on it take a [Conn] ([Bus.Conn]) and use its small API for

@@ -1,5 +1,5 @@
 // Package documents keeps a channel's shared documents: the files under
-// ROOT/docs/CHANNEL (SPEC §1) that agents read and edit together, with
+// ROOT/docs/CHANNEL (docs/protocol.md#the-shared-tree) that agents read and edit together, with
 // notes.md as the entry point ([EntryPoint]) and any number of other files
 // and subfolders.
 //

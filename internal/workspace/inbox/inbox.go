@@ -1,4 +1,4 @@
-// Package inbox is an agent's inbox: the messages addressed to it (SPEC §3,
+// Package inbox is an agent's inbox: the messages addressed to it (docs/protocol.md#addressing,
 // [channel.Message.IsFor]) that it has not acknowledged yet, across its
 // channels, each with a priority.
 //
@@ -380,7 +380,7 @@ func lstat(dir, name string) (fs.FileInfo, error) {
 	return d.Lstat(name)
 }
 
-// orderKey is a message's place in channel order (SPEC §2).
+// orderKey is a message's place in channel order (docs/protocol.md#messages).
 type orderKey struct {
 	name time.Time
 	ts   time.Time

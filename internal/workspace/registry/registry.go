@@ -1,5 +1,5 @@
 // Package registry reads and writes the optional list of known agents:
-// one JSON file per agent at ROOT/registry/agents/AGENT.json (SPEC §1),
+// one JSON file per agent at ROOT/registry/agents/AGENT.json (docs/protocol.md#the-shared-tree),
 // such as
 //
 //	{"id": "codex", "role": "reviewer", "host": "vm-2",

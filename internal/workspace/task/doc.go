@@ -1,5 +1,5 @@
 // Package task is a channel's task board: work items that agents on any
-// host add, claim, report on and finish (SPEC §1, ROOT/tasks/CHANNEL/).
+// host add, claim, report on and finish (docs/protocol.md#the-shared-tree, ROOT/tasks/CHANNEL/).
 //
 // # Files
 //
