@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/collabdev/collab/docs"
+	"github.com/collabdev/collab/internal/dev/doccheck"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
@@ -167,3 +170,40 @@ func at(lines []string, i int) string {
 	}
 	return "(end)"
 }
+
+// TestHelpTopics: every command names the page of the manual that says
+// more, and that page and heading exist; 'collab help' prints a command's
+// help and a page of the manual, and refuses what is neither.
+func TestHelpTopics(t *testing.T) {
+	for _, c := range commands() {
+		ref, ok := docOf[c.name]
+		if !ok {
+			t.Errorf("command %s has no page in docOf", c.name)
+			continue
+		}
+		file, anchor, _ := strings.Cut(ref, "#")
+		page, ok := docs.Page(strings.TrimSuffix(file, ".md"))
+		if !ok {
+			t.Errorf("%s: docs/%s is not a page of the manual", c.name, file)
+			continue
+		}
+		if !slices.Contains(doccheck.Anchors(string(page)), anchor) {
+			t.Errorf("%s: docs/%s has no heading #%s", c.name, file, anchor)
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"help", "protocol"}, noEnv, nil, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "# collab protocol") {
+		t.Errorf("help protocol = %v, %.40q", err, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"help", "archive"}, noEnv, nil, &out, &errb); err != nil ||
+		!strings.Contains(out.String(), "Usage: collab archive") || !strings.Contains(out.String(), "More: collab help messaging (docs/messaging.md#big-channels)") {
+		t.Errorf("help archive = %v, %q", err, out.String())
+	}
+	err := run(context.Background(), []string{"help", "nosuch"}, noEnv, nil, &out, &errb)
+	if code := exitCode(err, &errb); code != exitUsage || !strings.Contains(errb.String(), "topics: benchmarks") {
+		t.Errorf("help nosuch: exit %d, %q", code, errb.String())
+	}
+}
+
+func noEnv(string) string { return "" }

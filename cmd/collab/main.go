@@ -15,11 +15,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
+	"github.com/collabdev/collab/docs"
 	"github.com/collabdev/collab/internal/errkind"
 )
 
@@ -167,7 +169,10 @@ func commands() []command {
 }
 
 func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) > 0 && args[0] == "help" {
+		return runHelp(ctx, args[1:], getenv, stdout, stderr)
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
 			return &exitError{code: exitUsage}
@@ -188,5 +193,5 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'collab COMMAND --help' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'collab COMMAND --help' for a command's flags, and 'collab help TOPIC' for a\npage of the manual:", strings.Join(docs.Topics(), ", ")+".")
 }
