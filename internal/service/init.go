@@ -91,7 +91,7 @@ func (m *Mount) Init(_ context.Context, req InitRequest) (Initialized, error) {
 	if err := keyring.Open(root.Keys()).Create(); err != nil {
 		return out, err
 	}
-	made, warnings, err := seedLayout(root)
+	made, warnings, err := seedLayout(root, m.cfg.Now())
 	if err != nil {
 		return out, err
 	}

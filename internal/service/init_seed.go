@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -17,7 +18,10 @@ import (
 // entry points of package scripts in ROOT/scripts, and ROOT/presence, a
 // link to signals/presence for the original project's scripts. It
 // returns the paths it made and warnings for what it left as it was.
-func seedLayout(root tree.Root) (made, warnings []string, err error) {
+func seedLayout(root tree.Root, now time.Time) (made, warnings []string, err error) {
+	if err := writeVersion(root, now); err != nil {
+		return nil, nil, err
+	}
 	made, warnings, err = installScripts(root)
 	if err != nil {
 		return nil, nil, err
@@ -103,4 +107,24 @@ func linkPresence(root tree.Root) (made, warning string, err error) {
 		return "", "", nil
 	}
 	return "", "", fmt.Errorf("link %s: it keeps changing", path)
+}
+
+// writeVersion publishes ROOT/collab.json, the tree's protocol version
+// (tree.Protocol), when it is missing; one there is never replaced by
+// init (raising it is a migration's). A tree in a newer protocol than
+// this collab's is refused.
+func writeVersion(root tree.Root, now time.Time) error {
+	if err := root.CheckProtocol(); err != nil {
+		return err
+	}
+	d, err := safedir.Open(string(root))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	err = d.Publish(tree.VersionName, tree.NewVersion(now), 0o644)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("write the protocol version: %w", err)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/collabdev/collab/internal/errkind"
@@ -44,5 +45,32 @@ func TestInit(t *testing.T) {
 	_, err = NewMount(Config{Root: linked}).Init(ctx, InitRequest{})
 	if err == nil || errkind.Of(err) == errkind.Invalid {
 		t.Errorf("channels/ a link: %v (kind %v), want a refusal that is not the caller's input", err, errkind.Of(err))
+	}
+}
+
+// TestInitWritesTheProtocolVersion: init publishes ROOT/collab.json with
+// this collab's protocol, never replaces it, and refuses a tree written
+// in a newer protocol.
+func TestInitWritesTheProtocolVersion(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	m := NewMount(Config{Root: root})
+	if _, err := m.Init(context.Background(), InitRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(string(root), tree.VersionName)
+	first, err := os.ReadFile(p)
+	if err != nil || !strings.Contains(string(first), `"protocol":1`) {
+		t.Fatalf("collab.json = %s, %v", first, err)
+	}
+	if _, err := m.Init(context.Background(), InitRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(p); string(again) != string(first) {
+		t.Errorf("init again replaced collab.json: %s", again)
+	}
+	os.Remove(p)
+	os.WriteFile(p, []byte(`{"protocol": 2}`), 0o644)
+	if _, err := m.Init(context.Background(), InitRequest{}); err == nil || !strings.Contains(err.Error(), "upgrade collab") {
+		t.Errorf("init of a protocol 2 tree = %v, want a refusal", err)
 	}
 }

@@ -121,7 +121,8 @@ func (e *notTreeError) Unwrap() error { return ErrNotTree }
 // folder exist and are folders. Only 'collab init' makes a tree; every
 // other command checks first, so that on a host where the shared folder
 // is not mounted nothing lands on the local disk under the mount point.
-// The error wraps [ErrNotTree] and says what is missing.
+// The error wraps [ErrNotTree] and says what is missing. A tree written
+// in a newer protocol than this code's is refused too (CheckProtocol).
 func (r Root) Check() error {
 	for _, dir := range []struct{ path, name string }{{string(r), "the folder"}, {r.Channels(), "channels/"}} {
 		fi, err := os.Stat(dir.path)
@@ -137,5 +138,5 @@ func (r Root) Check() error {
 			return &notTreeError{r, dir.path + " is not a folder"}
 		}
 	}
-	return nil
+	return r.CheckProtocol()
 }
