@@ -32,7 +32,9 @@
 //	               note, [RefusalNote]) or trust (the seen file's guard)
 //	failed         the CLI failed or the job was killed (the claim's note)
 //	undeliverable  no claim, no seen file, and the agent has neither a
-//	               registry entry nor a presence file
+//	               registry entry nor a presence file (with a Verifier,
+//	               a forged registry entry does not count:
+//	               registry.KnownTo)
 //
 // Refused, failed and undeliverable are the final bad states ([Bad]);
 // answered too is final ([Final]).

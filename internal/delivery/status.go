@@ -87,8 +87,11 @@ type Options struct {
 	Host       string             // this host: presence PIDs are checked only here
 	StaleAfter time.Duration      // default presence.DefaultStaleAfter
 	Alive      func(pid int) bool // default proc.PIDAlive
-	// Verifier, if set, judges seen files: one that does not verify as
-	// its agent's while the agent has keys is ignored.
+	// Verifier, if set, judges seen files and registry entries: a seen
+	// file that does not verify as its agent's while the agent has keys
+	// is ignored, and so is a forged registry entry
+	// (registry.KnownTo): it neither names an addressee nor keeps a
+	// message waiting rather than undeliverable.
 	Verifier *signing.Verifier
 }
 
@@ -113,7 +116,7 @@ func For(root tree.Root, ch string, m *channel.Message, opt Options) Status {
 	s := Status{Channel: ch, ID: id, From: m.From, To: m.To, Time: m.Time(), Addressees: []Addressee{}}
 	// An agent of a workflow instance is also named by its alias in
 	// the instance's channel (package workflow's "Aliases").
-	names := AddresseesIn(m, func(a string) bool { return registry.Known(root, a) }, workflow.Aliases(root, ch))
+	names := AddresseesIn(m, func(a string) bool { return registry.KnownTo(root, a, opt.Verifier) }, workflow.Aliases(root, ch))
 	if len(names) == 0 {
 		s.Broadcast = true
 		return s
@@ -267,9 +270,12 @@ func state(root tree.Root, ch string, m *channel.Message, agent string, opt Opti
 		a.State, a.Since = Seen, seen.Time
 		a.Host, a.PID, a.Instance = seen.Host, seen.PID, seen.Instance
 		a.Presence = presenceOf(root, agent, opt)
-	case !registry.Known(root, agent):
+	case !registry.KnownTo(root, agent, opt.Verifier):
 		a.State = Undeliverable
 		a.Note = "no registry entry and no presence file"
+		if registry.Known(root, agent) {
+			a.Note = "no presence file, and its registry entry does not verify"
+		}
 	default:
 		a.State, a.Since = Waiting, m.Time()
 		a.Presence = presenceOf(root, agent, opt)

@@ -30,14 +30,21 @@ type AgentRow struct {
 	Age    time.Duration
 	HasAge bool
 
-	Verdict signing.Verdict // of Status, if any
-	Marked  bool            // the heartbeat does not verify and should
+	// Verdict is the heartbeat's (Status), or for a row without one the
+	// registry entry's (Reg); Marked: that file does not verify and
+	// should (collab who's SIGNATURE).
+	Verdict signing.Verdict
+	Marked  bool
+
+	RegVerdict signing.Verdict // of Reg, if any
+	RegMarked  bool            // the registry entry does not verify and should
 }
 
-// VerifyRows sets each row's verdict, checking the heartbeats in
-// parallel. A row is marked when its heartbeat's signature fails, or the
-// heartbeat is unsigned and its agent has keys.
+// VerifyRows sets each row's verdicts, checking the heartbeats in
+// parallel. A heartbeat or registry entry is marked when its signature
+// fails, or it is unsigned and its agent has keys: one rule for both.
 func VerifyRows(v *signing.Verifier, rows []AgentRow) {
+	defer verifyRegistry(v, rows)
 	var all []presence.Status
 	var at []int
 	for i, r := range rows {
@@ -49,8 +56,30 @@ func VerifyRows(v *signing.Verifier, rows []AgentRow) {
 	for k, verdict := range presence.VerifyAll(v, all) {
 		r := &rows[at[k]]
 		r.Verdict = verdict
-		r.Marked = verdict != signing.Verified && (verdict != signing.Unsigned || v.HasKeys(r.Agent))
+		r.Marked = marked(v, r.Agent, verdict)
 	}
+}
+
+// verifyRegistry sets the rows' registry verdicts; a row without a
+// heartbeat takes its entry's as its own.
+func verifyRegistry(v *signing.Verifier, rows []AgentRow) {
+	for i := range rows {
+		r := &rows[i]
+		if r.Reg == nil {
+			continue
+		}
+		r.RegVerdict = r.Reg.Verify(v)
+		r.RegMarked = marked(v, r.Agent, r.RegVerdict)
+		if r.Status == nil {
+			r.Verdict, r.Marked = r.RegVerdict, r.RegMarked
+		}
+	}
+}
+
+// marked is whether a file of agent's with verdict is shown marked: it
+// does not verify, and it is signed or agent has keys.
+func marked(v *signing.Verifier, agent string, verdict signing.Verdict) bool {
+	return verdict != signing.Verified && (verdict != signing.Unsigned || v.HasKeys(agent))
 }
 
 // Who gathers the agents, all or the named ones, sorted by name: from the
@@ -148,11 +177,16 @@ type WhoEntry struct {
 	Host       string `json:"host,omitempty"`
 	Channels   string `json:"channels,omitempty"` // comma-separated
 	Role       string `json:"role,omitempty"`
-	Verdict    string `json:"verdict,omitempty"` // of status; absent without one
-	// Forged: the heartbeat does not verify and should (a failed
-	// signature, or unsigned for an agent with keys); not to be trusted.
-	Forged bool             `json:"forged,omitempty"`
-	Status *presence.Status `json:"status"` // null: no readable heartbeat
+	// Verdict is the heartbeat's, or without one the registry entry's;
+	// absent with neither.
+	Verdict string `json:"verdict,omitempty"`
+	// Forged: that file does not verify and should (a failed signature,
+	// or unsigned for an agent with keys); not to be trusted.
+	Forged bool `json:"forged,omitempty"`
+	// RegistryForged: the agent's registry entry (its role, and its host
+	// without a heartbeat) does not verify and should.
+	RegistryForged bool             `json:"registry_forged,omitempty"`
+	Status         *presence.Status `json:"status"` // null: no readable heartbeat
 	WhoBacklog
 }
 
@@ -209,8 +243,9 @@ func WhoEntries(rows []AgentRow, now time.Time) []WhoEntry {
 		}
 		if r.Reg != nil {
 			out[i].Role = r.Reg.Role
+			out[i].RegistryForged = r.RegMarked
 		}
-		if r.Status != nil {
+		if r.Status != nil || r.Reg != nil {
 			out[i].Verdict = r.Verdict.String()
 			out[i].Forged = r.Marked
 		}

@@ -35,7 +35,8 @@ func TestBrowserWork(t *testing.T) {
 		}
 	}
 
-	// The board: t1 claimed by coder, t2 waits for it, t3 done, t4 failed.
+	// The board: t1 claimed by coder, t2 waits for it, t3 done, t4 failed,
+	// t5 blocked by the failed t4.
 	b, err := task.New(d.root, "review")
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +46,7 @@ func TestBrowserWork(t *testing.T) {
 		{Title: "Document the lease renewal", Depends: []string{"t1"}, By: "ann"},
 		{Title: "Fix the flaky NFS rename test", By: "ann"},
 		{Title: "Port the bench to arm64", By: "ann"},
+		{Title: "Publish the arm64 numbers", Depends: []string{"t4"}, By: "ann"},
 	} {
 		if _, err := b.Add(nt); err != nil {
 			t.Fatal(err)
@@ -71,8 +73,13 @@ func TestBrowserWork(t *testing.T) {
 	}
 	where, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](
 		`Object.fromEntries([...document.querySelectorAll("#taskboard li.task")].map(e => [e.dataset.id, e.closest("section").dataset.state]))`))
-	if err != nil || where["t1"] != "claimed" || where["t2"] != "pending" || where["t3"] != "done" || where["t4"] != "failed" {
+	if err != nil || where["t1"] != "claimed" || where["t2"] != "pending" || where["t3"] != "done" || where["t4"] != "failed" || where["t5"] != "pending" {
 		t.Errorf("columns %v (%v)", where, err)
+	}
+	states, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](
+		`Object.fromEntries([...document.querySelectorAll("#taskboard [data-state=pending] li.task")].map(e => [e.dataset.id, e.querySelector(".blocked, .ready").textContent]))`))
+	if err != nil || states["t2"] != "pending, waits for t1" || states["t5"] != "pending, blocked by failed t4" {
+		t.Errorf("the pending tasks read %q (%v); want t2 waiting for t1, t5 blocked by the failed t4", states, err)
 	}
 	screenshot(t, ctx, "tasks")
 

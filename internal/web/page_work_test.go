@@ -11,6 +11,7 @@ import (
 
 	"github.com/collabdev/collab/internal/workspace/documents"
 	"github.com/collabdev/collab/internal/workspace/sessions"
+	"github.com/collabdev/collab/internal/workspace/task"
 )
 
 // form is the headers of a same-origin form post.
@@ -43,6 +44,63 @@ func TestPageTasks(t *testing.T) {
 	}
 	if code, _ := ts.do(t, "GET", "/tasks?channel=Bad!", ""); code != http.StatusBadRequest {
 		t.Errorf("bad channel: %d", code)
+	}
+}
+
+// TestPageTasksBlockedByFailed: a task whose dependency failed is shown
+// blocked by it, in the words of Task.State (as collab task list says it),
+// not as waiting for it.
+func TestPageTasksBlockedByFailed(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	b, err := task.New(ts.root, "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nt := range []task.NewTask{
+		{Title: "port to arm64", By: "ann"},
+		{Title: "bench it", By: "ann"},
+		{Title: "ship arm64", Depends: []string{"t1", "t2"}, By: "ann"},
+		{Title: "announce", Depends: []string{"t1"}, By: "ann"},
+	} {
+		if _, err := b.Add(nt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Claim("t1", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Fail("t1", "bob", "no arm64 runner"); err != nil {
+		t.Fatal(err)
+	}
+	code, body := ts.do(t, "GET", "/tasks?channel=dev", "")
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	for id, want := range map[string]string{
+		"t2": `<p class="ready">ready</p>`,
+		"t3": `<p class="blocked failed">pending, blocked by failed t1; waits for t2</p>`,
+		"t4": `<p class="blocked failed">pending, blocked by failed t1</p>`,
+	} {
+		i := strings.Index(body, `data-id="`+id+`"`)
+		if i < 0 {
+			t.Fatalf("%s not on the board", id)
+		}
+		card := body[i:]
+		card = card[:strings.Index(card, "</li>")]
+		if !strings.Contains(card, want) {
+			t.Errorf("%s shows %s; want %s", id, card, want)
+		}
+		if strings.Contains(card, "waits for t1") {
+			t.Errorf("%s waits for the failed t1: %s", id, card)
+		}
+	}
+	// The words are the task package's one rule.
+	t4, err := b.Get("t4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := t4.State(nil); !strings.Contains(body, html.EscapeString(st)) {
+		t.Errorf("the board lacks t4's state %q", st)
 	}
 }
 

@@ -13,16 +13,32 @@
 // Names starting with "." (writers' temp files) never wake. The call
 // wake("", "") means "look at everything": once the watches are in place
 // (a file made before then has no event) and after lost events.
+//
+// # One watcher per process
+//
+// Every Watch of a process shares one fsnotify watcher (one inotify
+// instance: a user has fs.inotify.max_user_instances of them, 128 by
+// default, for every process of theirs), so that a server with many
+// waits and event streams at once leaves instances for the others. A
+// folder is watched while at least one Watch holds it; the watcher is
+// open while there is a Watch at all. One goroutine reads its events and
+// hands each to the Watches of its folder without waiting: a Watch whose
+// wake is slow (64 events behind) loses events, and is woken with ("", "")
+// when it is ready again, never holding up the others. A failure of the
+// watcher ends every Watch with its error. Being shared, it is no tool
+// for a testing/synctest bubble (the first Watch's goroutines would be
+// the bubble's): code run in one turns its wakes off (as
+// service.Config.NoFSWake does) and polls.
+//
+// Two paths to one folder (a bind mount, a symlinked ROOT) share one
+// inotify watch, whose events carry the first path: a Watch of the other
+// path is not woken (its polling finds the files).
 package fswake
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"os"
 	"path/filepath"
-	"strings"
-
-	"github.com/fsnotify/fsnotify"
 
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
@@ -50,16 +66,11 @@ func Watch(ctx context.Context, dirs []string, wake func(dir, name string)) erro
 
 // Watch is [Watch] on f's folders.
 func (f Folders) Watch(ctx context.Context, wake func(dir, name string)) error {
-	fw, err := fsnotify.NewWatcher()
+	s, err := shared.subscribe(f.Dirs, f.Lax)
 	if err != nil {
-		return fmt.Errorf("fsnotify: %w", err)
+		return err
 	}
-	defer fw.Close()
-	for _, dir := range f.Dirs {
-		if err := fw.Add(dir); err != nil && !f.Lax {
-			return fmt.Errorf("fsnotify %s: %w", dir, err)
-		}
-	}
+	defer shared.unsubscribe(s)
 	grow := ""
 	if f.Grow != "" {
 		grow = filepath.Clean(f.Grow)
@@ -69,28 +80,20 @@ func (f Folders) Watch(ctx context.Context, wake func(dir, name string)) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-fw.Events:
-			if !ok {
-				return nil
+		case e := <-s.events:
+			if grow != "" && e.dir == grow && e.create {
+				path := filepath.Join(e.dir, e.name)
+				if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+					_ = shared.add(s, path) // a new folder (gone already: nothing to watch)
+				}
 			}
-			dir, name := filepath.Split(ev.Name)
-			if !ev.Has(fsnotify.Create|fsnotify.Write) || strings.HasPrefix(name, ".") {
-				continue
-			}
-			dir = filepath.Clean(dir)
-			if grow != "" && dir == grow && ev.Has(fsnotify.Create) {
-				_ = fw.Add(ev.Name) // a new folder (a file is refused: nothing to watch)
-			}
-			wake(dir, name)
-		case err, ok := <-fw.Errors:
-			if !ok {
-				return nil
-			}
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
+			wake(e.dir, e.name)
+		case <-s.kick:
+			if s.lost.Swap(false) {
 				wake("", "") // events were lost: list now
-				continue
 			}
-			return fmt.Errorf("fsnotify: %w", err)
+		case err := <-s.errc:
+			return err
 		}
 	}
 }

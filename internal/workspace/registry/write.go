@@ -72,6 +72,13 @@ func (a Agent) Verify(v *signing.Verifier) signing.Verdict {
 	return v.Verify(a.ID, at, a.Payload(), a.Signature)
 }
 
+// Forged reports whether a is a forgery under v ([signing.Verifier.Forged]):
+// a bad or revoked signature, or anything but a good one for an agent
+// with keys. A nil v judges nothing: false.
+func (a Agent) Forged(v *signing.Verifier) bool {
+	return v != nil && v.Forged(a.ID, a.Verify(v))
+}
+
 // Check checks an entry before it is written: a valid agent name, one
 // line of printable UTF-8 for role, runtime and host, at most
 // MaxCapabilities capabilities of one word each (no comma or space).
