@@ -124,7 +124,7 @@ func (w replyWait) run(ctx context.Context, getenv env, stdout, stderr io.Writer
 	}
 	req, stderr := w.request(stderr)
 	if w.track {
-		req.Status = service.MountStatus(w.root, w.channel, w.id, hostname())
+		req.Status = service.MountStatus(w.root, w.channel, w.id, hostname(), w.opt.Verifier)
 	}
 	got, err := service.AwaitReply(ctx, req)
 	return w.done(got, err, stdout, stderr)

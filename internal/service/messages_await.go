@@ -197,13 +197,14 @@ func trackStatus(ctx context.Context, cancel context.CancelFunc, req AwaitReques
 
 // MountStatus is the delivery status of message id of channel ch on the
 // mount at root, for AwaitRequest.Status (nil when the message cannot be
-// found: nothing to track).
-func MountStatus(root tree.Root, ch, id, host string) func(context.Context) (delivery.Status, error) {
+// found: nothing to track). v judges the registry entries and heartbeats
+// as the wait's trust policy does (nil: every key unknown).
+func MountStatus(root tree.Root, ch, id, host string, v *signing.Verifier) func(context.Context) (delivery.Status, error) {
 	m, err := channel.Lookup(root, ch, id)
 	if err != nil {
 		return nil
 	}
-	opt := delivery.Options{Host: host}
+	opt := delivery.Options{Host: host, Verifier: v}
 	return func(context.Context) (delivery.Status, error) { return delivery.For(root, ch, &m, opt), nil }
 }
 
