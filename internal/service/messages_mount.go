@@ -45,7 +45,7 @@ func (m *Mount) Post(ctx context.Context, a Actor, req PostRequest) (Posted, err
 			res.Warnings = append(res.Warnings, fmt.Sprintf("replying to %s, which is not in channel %s: %v", req.InReplyTo, req.Channel, shortErr(err)))
 		}
 	}
-	if msg.To != channel.Broadcast && !registry.Known(m.cfg.Root, msg.To) {
+	if msg.To != channel.Broadcast && !registry.KnownTo(m.cfg.Root, msg.To, m.cfg.Verifier) {
 		res.Warnings = append(res.Warnings, unknownWarning(msg.To))
 	}
 	w := &channel.Writer{Root: m.cfg.Root, Now: m.cfg.Now, Signer: a.Signer}
