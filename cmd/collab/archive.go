@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/collabdev/collab/internal/errkind"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
 func runArchive(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -14,11 +13,11 @@ func runArchive(ctx context.Context, args []string, getenv env, stdin io.Reader,
 	ch := needChannel(fs, "channel")
 	older := fs.Duration("older-than", 0, "archive messages older than this (e.g. 720h)")
 	asJSON := fs.Bool("json", false, `print {"channel", "archived"}`)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withRoot)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	svc, err := openService(ctx, serviceSpec{cmd: "archive", root: tree.Resolve(*rootf, getenv)}, getenv, stderr)
+	svc, err := c.open(ctx, "", getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -34,21 +34,10 @@ const (
 	envWorktrees    = service.EnvWorktrees
 )
 
-func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "ls":
-			return runDelegateLs(ctx, args[1:], getenv, stdout, stderr)
-		case "status":
-			return runDelegateStatus(ctx, args[1:], getenv, stdout, stderr)
-		case "send":
-			return runDelegateSend(ctx, args[1:], getenv, stdin, stdout, stderr)
-		case "stop":
-			return runDelegateStop(ctx, args[1:], getenv, stdout, stderr, false)
-		case "rm":
-			return runDelegateStop(ctx, args[1:], getenv, stdout, stderr, true)
-		}
-	}
+var runDelegate = subcommands("delegate", mergeRuns(map[string]runFunc{"ls": runDelegateLs, "status": runDelegateStatus, "send": runDelegateSend},
+	bySub(runDelegateStop, "stop", "rm")), runDelegateNew)
+
+func runDelegateNew(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	o, err := parseDelegate(args, getenv, stdin, stderr)
 	if err != nil {
 		return err
@@ -130,8 +119,7 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	fs.DurationVar(&r.Poll, "poll", watcher.DefaultPoll, "the delegated watcher's poll interval")
 	fs.DurationVar(&r.Heartbeat, "heartbeat", watcher.DefaultHeartbeat, "the delegated watcher's heartbeat interval")
 	fs.DurationVar(&r.StartTimeout, "start-timeout", time.Minute, "how long to wait for the delegated agent to be AWAKE")
-	keyf := keyFlag(fs)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withKey, withRoot)
 	if err := parse(fs, args, getenv); err != nil {
 		return nil, err
 	}
@@ -146,7 +134,7 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	r.MaxDepth, r.MaxConcurrent = noLimit(*maxDepth), noLimit(*maxConc)
 	def := service.DelegateDefaultsFrom(getenv)
 	r.Depth, r.KeyDir = def.Depth, def.KeyDir
-	o.root, o.agent, o.key = tree.Resolve(*rootf, getenv), *agent, *keyf
+	o.root, o.agent, o.key = c.tree(getenv), *agent, c.keyPath()
 	return o, nil
 }
 
@@ -159,15 +147,15 @@ func noLimit(v int) int {
 	return v
 }
 
-func runDelegateLs(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+func runDelegateLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("delegate ls", stderr)
 	asJSON := fs.Bool("json", false, "print the sessions as JSON")
 	all := fs.Bool("all", false, "also removed sessions")
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withRoot)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	rows, err := mount(tree.Resolve(*rootf, getenv), stderr).Sessions(ctx, service.SessionsQuery{All: *all})
+	rows, err := c.mount(getenv, stderr).Sessions(ctx, service.SessionsQuery{All: *all})
 	if err != nil {
 		return fmt.Errorf("delegate ls: %w", err)
 	}
@@ -183,17 +171,14 @@ func runDelegateLs(ctx context.Context, args []string, getenv env, stdout, stder
 	return tw.Flush()
 }
 
-func runDelegateStatus(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+func runDelegateStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("delegate status", stderr)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
-	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	c := addCommon(fs, withRoot)
+	if err := parseOne(fs, args, getenv, "want one session ID"); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("delegate status: want one session ID")
-	}
-	out, err := mount(tree.Resolve(*rootf, getenv), stderr).SessionStatus(ctx, service.SessionRef{ID: fs.Arg(0)})
+	out, err := c.mount(getenv, stderr).SessionStatus(ctx, service.SessionRef{ID: fs.Arg(0)})
 	if err != nil {
 		return fmt.Errorf("delegate status: %w", err)
 	}
@@ -251,27 +236,21 @@ func runDelegateSend(ctx context.Context, args []string, getenv env, stdin io.Re
 	return runSend(ctx, append([]string{"--channel", s.Channel, "--to", s.Agent}, rest...), getenv, stdin, stdout, stderr)
 }
 
-// runDelegateStop is delegate stop, and delegate rm with remove.
-func runDelegateStop(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer, remove bool) error {
-	cmd := "delegate stop"
-	if remove {
-		cmd = "delegate rm"
-	}
+// runDelegateStop is delegate stop, and delegate rm.
+func runDelegateStop(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := "delegate " + sub
 	fs := newFlags(cmd, stderr)
 	force := fs.Bool("force", false, "rm: remove the worktree even with uncommitted changes")
 	grace := fs.Duration("timeout", service.DefaultStopGrace, "how long the watcher may take to stop before it is killed")
-	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	c := addCommon(fs, withRoot)
+	if err := parseOne(fs, args, getenv, "want one session ID"); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("%s: want one session ID", cmd)
-	}
-	if !remove && *force {
+	if sub == "stop" && *force {
 		return usageErrorf("%s: --force is rm's", cmd)
 	}
-	svc, ref := mount(tree.Resolve(*rootf, getenv), stderr), service.SessionRef{ID: fs.Arg(0)}
-	if !remove {
+	svc, ref := c.mount(getenv, stderr), service.SessionRef{ID: fs.Arg(0)}
+	if sub == "stop" {
 		s, err := svc.StopSession(ctx, service.StopSessionRequest{Session: ref, Grace: *grace})
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)

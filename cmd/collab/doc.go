@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/errkind"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
@@ -20,10 +19,7 @@ func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	text := fs.String("text", "", `content ("-" reads standard input, the default)`)
 	ifVersion := fs.String("if-version", "", "write or delete only if the file is at this version (from read --json)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	rf := addRemoteFlags(fs)
-	nf := addNATSFlags(fs)
-	ragent := remoteAgentFlag(fs)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withRemote, withNATS, withRemoteAgent, withRoot)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -60,14 +56,16 @@ func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		}
 		req.Content = content
 	}
-	return docDo(ctx, rf, nf, *rootf, *ragent, req, *asJSON, getenv, stdout, stderr)
+	return docDo(ctx, c, req, *asJSON, getenv, stdout, stderr)
 }
 
 // docDo makes the one call of collab doc, on the mount or through a
 // bridge, and prints its result.
-func docDo(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootf, agent string, req service.DocRequest, asJSON bool, getenv env, stdout, stderr io.Writer) error {
+func docDo(ctx context.Context, c *common, req service.DocRequest, asJSON bool, getenv env, stdout, stderr io.Writer) error {
 	cmd := "doc " + req.Action
-	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
+	sp := c.spec(getenv)
+	sp.cmd = cmd
+	svc, err := openService(ctx, sp, getenv, stderr)
 	if err != nil {
 		return err
 	}

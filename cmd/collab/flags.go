@@ -187,13 +187,6 @@ func source(fs *pflag.FlagSet, name string) string {
 	return "--" + f.Name
 }
 
-// rootFlag adds --root, from $COLLAB_ROOT, default tree.DefaultRoot.
-func rootFlag(fs *pflag.FlagSet) *string {
-	p := fs.String("root", tree.DefaultRoot, "shared tree root")
-	fromEnv(fs, "root", envRoot)
-	return p
-}
-
 // channelFlag adds --channel (-s, also --session), from $COLLAB_CHANNEL
 // then $COLLAB_SESSION.
 func channelFlag(fs *pflag.FlagSet, usage string) *string {

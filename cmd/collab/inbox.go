@@ -16,16 +16,14 @@ import (
 	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
-func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "ack" {
-		return runInboxAck(ctx, args[1:], getenv, stdout, stderr)
-	}
+var runInbox = subcommands("inbox", map[string]runFunc{"ack": runInboxAck}, runInboxShow)
+
+func runInboxShow(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("inbox", helpText("inbox"), stderr)
-	agent, chans, asJSON, rootf := inboxFlags(fs)
+	c, chans, asJSON := inboxFlags(fs)
 	peek := fs.Bool("peek", false, "show without acknowledging")
 	limit := fs.IntP("limit", "n", defaultPeekLimit, "with --peek: only the newest N unread messages (0: all)")
-	rf := addRemoteFlags(fs)
-	nf := addNATSFlags(fs)
+	c.add(withRemote, withNATS)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -38,7 +36,7 @@ func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	if *limit < 0 {
 		return usageErrorf("inbox: --limit must not be negative")
 	}
-	svc, err := openInboxService(ctx, "inbox", rf, nf, *rootf, *agent, getenv, stderr)
+	svc, err := openInbox(ctx, c, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -64,19 +62,18 @@ func runInbox(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 // defaultPeekLimit is how many unread messages inbox --peek shows.
 const defaultPeekLimit = 20
 
-func runInboxAck(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+func runInboxAck(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("inbox ack", helpText("inbox-ack"), stderr)
-	agent, chans, asJSON, rootf := inboxFlags(fs)
+	c, chans, asJSON := inboxFlags(fs)
 	untilf := fs.String("until", "", "acknowledge up to this message `ID` or RFC 3339 time")
-	rf := addRemoteFlags(fs)
-	nf := addNATSFlags(fs)
+	c.add(withRemote, withNATS)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	if *untilf == "" {
 		return usageErrorf("inbox ack: no --until: give a message id or a time")
 	}
-	svc, err := openInboxService(ctx, "inbox ack", rf, nf, *rootf, *agent, getenv, stderr)
+	svc, err := openInbox(ctx, c, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -104,22 +101,21 @@ func printAcked(stdout io.Writer, res service.Acked, asJSON bool) error {
 	return err
 }
 
-// openInboxService is the service of inbox and inbox ack, as the agent
+// openInbox is the service of inbox and inbox ack, as the agent
 // actorName gives.
-func openInboxService(ctx context.Context, cmd string, rf *remoteFlags, nf *natsFlags, rootf, agent string, getenv env, stderr io.Writer) (*openedService, error) {
-	agent, err := actorName(ctx, cmd, rf.on, agent)
+func openInbox(ctx context.Context, c *common, getenv env, stderr io.Writer) (*openedService, error) {
+	agent, err := actorName(ctx, c.cmd(), c.remote(), *c.agent)
 	if err != nil {
 		return nil, err
 	}
-	return openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
+	return c.open(ctx, agent, getenv, stderr)
 }
 
-func inboxFlags(fs *pflag.FlagSet) (agent *string, chans *[]string, asJSON *bool, rootf *string) {
-	agent = agentFlag(fs, "", "whose inbox", true)
+func inboxFlags(fs *pflag.FlagSet) (c *common, chans *[]string, asJSON *bool) {
+	c = &common{fs: fs, agent: agentFlag(fs, "", "whose inbox", true)}
 	chans = fs.StringSlice("channel", nil, "only this channel (repeatable; default: every channel)")
 	asJSON = fs.Bool("json", false, `print one JSON object per line: {"channel", "priority", "message"}`)
-	rootf = rootFlag(fs)
-	return
+	return c.add(withRoot), chans, asJSON
 }
 
 // printItem prints one inbox item as a transcript entry or a JSON line.

@@ -12,33 +12,25 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/errkind"
-	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 )
 
-func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "show":
-			return runJobsShow(ctx, args[1:], getenv, stdout, stderr)
-		case "kill":
-			return runJobsKill(ctx, args[1:], getenv, stdout, stderr)
-		}
-	}
+var runJobs = subcommands("jobs", map[string]runFunc{"show": runJobsShow, "kill": runJobsKill}, runJobsList)
+
+func runJobsList(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("jobs", helpText("jobs"), stderr)
 	agent := fs.String("agent", "", "only this agent's jobs")
 	asJSON := fs.Bool("json", false, "print JSON")
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withRoot)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("jobs: unexpected argument %q (subcommands: show, kill)", fs.Arg(0))
 	}
-	all, err := mount(tree.Resolve(*rootf, getenv), stderr).Jobs(ctx, service.JobQuery{Agent: *agent})
+	all, err := c.mount(getenv, stderr).Jobs(ctx, service.JobQuery{Agent: *agent})
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -64,13 +56,13 @@ func runJobs(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	return printTable(stdout, rows)
 }
 
-func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+func runJobsShow(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs show", stderr)
 	since := fs.String("since", "", "only events at or after this time (RFC 3339) or this long ago (10m)")
 	asJSON := fs.Bool("json", false, "print the record as JSON")
 	of := fs.String("agent", "", "only this agent's jobs")
 	alias(fs, "of", "agent")
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withRoot)
 	if err := parseOne(fs, args, getenv, "give one job id"); err != nil {
 		return err
 	}
@@ -81,7 +73,7 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr 
 			return err
 		}
 	}
-	j, err := mount(tree.Resolve(*rootf, getenv), stderr).Job(ctx, q, fs.Arg(0))
+	j, err := c.mount(getenv, stderr).Job(ctx, q, fs.Arg(0))
 	if err != nil {
 		return exitAs(exitFailure, fmt.Errorf("jobs show: %w", err), errkind.NotFound)
 	}
@@ -117,28 +109,25 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdout, stderr 
 	return nil
 }
 
-func runJobsKill(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+func runJobsKill(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs kill", stderr)
 	agent := agentFlag(fs, "", "who asks", true)
 	of := fs.String("of", "", "only this agent's jobs")
 	asJSON := fs.Bool("json", false, `print {"job", "agent", "host", "by"}`)
-	rootf := rootFlag(fs)
-	keyf := keyFlag(fs)
-	ringf := keyringFlag(fs)
-	nf := addNATSFlags(fs)
+	c := addCommon(fs, withRoot, withKey, withKeyring, withNATS)
 	if err := parseOne(fs, args, getenv, "give one job id"); err != nil {
 		return err
 	}
-	root := tree.Resolve(*rootf, getenv)
 	// Who asks is only recorded: an unnamed request is still a request.
 	who := cmp.Or(*agent, loginName(ctx), "someone")
-	signer, err := signing.LoadAgentKey(*keyf, who, getenv)
+	signer, err := signing.LoadAgentKey(c.keyPath(), who, getenv)
 	if err != nil {
 		return fmt.Errorf("jobs kill: %w", err)
 	}
 	// NATS before the kill file: bad credentials fail before anything is asked.
-	svc, err := openService(ctx, serviceSpec{cmd: "jobs kill", agent: who, root: root, nf: nf, nats: true,
-		verifier: verifierFor(root, keyring.In(root, *ringf), stderr)}, getenv, stderr)
+	sp := c.judged(getenv, stderr)
+	sp.agent, sp.nats = who, true
+	svc, err := openService(ctx, sp, getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 )
@@ -17,21 +16,11 @@ import (
 var keyUsage = helpText("key")
 
 // runKey makes, trusts, revokes and lists signing keys.
-func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, keyUsage)
-		return &exitError{code: exitUsage}
-	}
-	sub, args := args[0], args[1:]
-	switch sub {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, keyUsage)
-		return nil
-	case "new":
+var runKey = subcommands("key", bySub(runKeySub, "new", "trust", "revoke", "list"), nil)
+
+func runKeySub(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if sub == "new" {
 		return runKeyNew(ctx, args, getenv, stdout, stderr)
-	case "trust", "revoke", "list":
-	default:
-		return usageErrorf("key: unknown command %q; run 'collab key --help'", sub)
 	}
 	fs := cmdFlags("key "+sub, keyUsage+"\nFlags:\n", stderr)
 	at := new(string)
@@ -39,13 +28,11 @@ func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		at = fs.String("at", "", "revoke from this time on (RFC 3339; default now)")
 	}
 	asJSON := fs.Bool("json", false, "print the agents' keys as JSON")
-	ringf := keyringFlag(fs)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withKeyring, withRoot)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	req, words := service.KeyRequest{Keyring: *ringf}, fs.Args()
-	svc := mount(tree.Resolve(*rootf, getenv), stderr)
+	req, words, svc := service.KeyRequest{Keyring: *c.ring}, fs.Args(), c.mount(getenv, stderr)
 	var l service.KeyList
 	var err error
 	switch {
@@ -96,7 +83,7 @@ func printKeys(keys []service.KeyEntry, asJSON bool, w io.Writer) error {
 func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := cmdFlags("key new", keyUsage+"\nFlags:\n", stderr)
 	agent := agentFlag(fs, "", "the agent the key signs for", true)
-	keyf := keyFlag(fs)
+	c := addCommon(fs, withKey)
 	force := fs.Bool("force", false, "replace an existing key file (the old key then signs nothing new)")
 	asJSON := fs.Bool("json", false, `print {"agent", "key", "file", "trust"} as JSON`)
 	if err := parseNone(fs, args, getenv); err != nil {
@@ -106,7 +93,7 @@ func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	path := cmp.Or(*keyf, signing.DefaultKeyPath(a, getenv))
+	path := cmp.Or(c.keyPath(), signing.DefaultKeyPath(a, getenv))
 	s, err := signing.NewKey(path, a, *force)
 	if err != nil {
 		return fmt.Errorf("key new: %w", err)

@@ -15,11 +15,11 @@ import (
 func runLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("ls", helpText("ls"), stderr)
 	asJSON := fs.Bool("json", false, "print JSON lines")
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withRoot)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	list, err := mount(tree.Resolve(*rootf, getenv), stderr).Instances(ctx)
+	list, err := c.mount(getenv, stderr).Instances(ctx)
 	if err != nil {
 		return fmt.Errorf("ls: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -129,10 +130,56 @@ var kindExit = map[errkind.Kind]int{
 // env is how commands read the environment; tests pass a map's lookup.
 type env func(string) string
 
+// runFunc runs a command or subcommand with its arguments.
+type runFunc func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error
+
 type command struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error
+	run     runFunc
+}
+
+// subFunc runs subcommand sub of a command.
+type subFunc func(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error
+
+// bySub maps each of names to run as that subcommand.
+func bySub(run subFunc, names ...string) map[string]runFunc {
+	m := map[string]runFunc{}
+	for _, sub := range names {
+		m[sub] = func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+			return run(ctx, sub, args, getenv, stdin, stdout, stderr)
+		}
+	}
+	return m
+}
+
+// mergeRuns is the subcommands of a and b.
+func mergeRuns(a, b map[string]runFunc) map[string]runFunc {
+	maps.Copy(a, b)
+	return a
+}
+
+// subcommands is the run of command cmd whose first argument names one of
+// subs, run with the rest. With none named it runs def, or when def is
+// nil: no argument is cmd's help on stderr and exit 2, -h, --help or help
+// its help, another an unknown command.
+func subcommands(cmd string, subs map[string]runFunc, def runFunc) runFunc {
+	return func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+		if len(args) > 0 && subs[args[0]] != nil {
+			return subs[args[0]](ctx, args[1:], getenv, stdin, stdout, stderr)
+		}
+		switch {
+		case def != nil:
+			return def(ctx, args, getenv, stdin, stdout, stderr)
+		case len(args) == 0:
+			fmt.Fprint(stderr, helpText(cmd))
+			return &exitError{code: exitUsage}
+		case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+			fmt.Fprint(stdout, helpText(cmd))
+			return nil
+		}
+		return usageErrorf("%s: unknown command %q; run 'collab %s --help'", cmd, args[0], cmd)
+	}
 }
 
 func commands() []command {

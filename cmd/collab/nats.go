@@ -65,25 +65,18 @@ func hostname() string {
 	return h
 }
 
-func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "init" && args[0] != "parity") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(stdout, helpText("nats"))
-			return nil
-		}
-		return usageErrorf("nats: use 'collab nats init' or 'collab nats parity --channel C'")
-	}
-	sub := args[0]
+var runNATS = subcommands("nats", bySub(runNATSSub, "init", "parity"), nil)
+
+func runNATSSub(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("nats "+sub, stderr)
-	nf := addNATSFlags(fs)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withNATS, withRoot)
 	maxAge := fs.Duration("max-age", natsbus.DefaultMaxAge, "init: how long the stream keeps messages")
 	maxBytes := fs.Int64("max-bytes", natsbus.DefaultMaxBytes, "init: the stream's size limit in bytes")
 	dup := fs.Duration("duplicates", natsbus.DefaultDuplicates, "init: the stream's duplicate window")
 	ch := channelFlag(fs, "parity: the channel to compare")
 	since := fs.Duration("since", defaultParitySince, "parity: compare messages named this recently")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parseNone(fs, args[1:], getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	if sub == "parity" {
@@ -91,7 +84,7 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return err
 		}
 	}
-	o, ok := nf.options(getenv, natsbus.ConnName("cli", hostname()), commandLogger(stderr))
+	o, ok := c.nf.options(getenv, natsbus.ConnName("cli", hostname()), commandLogger(stderr))
 	if !ok {
 		return usageErrorf("nats %s: no server: use --nats URL or set NATS_URL", sub)
 	}
@@ -103,7 +96,7 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if sub == "init" {
 		return natsInit(ctx, b, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup}, *asJSON, stdout)
 	}
-	return natsParity(ctx, b, tree.Resolve(*rootf, getenv), *ch, *since, *asJSON, stdout)
+	return natsParity(ctx, b, c.tree(getenv), *ch, *since, *asJSON, stdout)
 }
 
 // natsInit is collab nats init: create or update the stream.

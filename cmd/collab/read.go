@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -25,16 +24,9 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	asJSON := fs.Bool("json", false, `print one JSON message per line, with its "verdict"`)
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
 	poll := fs.Duration("poll", watcher.DefaultPoll, "how often --follow looks for new messages (a watcher's poll)")
-	nf := addNATSFlags(fs)
-	rf := addRemoteFlags(fs)
-	ragent := remoteAgentFlag(fs)
-	ringf := keyringFlag(fs)
-	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	c := addCommon(fs, withNATS, withRemote, withRemoteAgent, withKeyring, withRoot)
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("read: unexpected argument %q", fs.Arg(0))
 	}
 	if err := checkChannel("read", *ch); err != nil {
 		return err
@@ -46,20 +38,14 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return usageErrorf("read: --poll must be positive")
 	}
 	req := service.ReadRequest{Channel: *ch, Limit: *limit, All: true, Archive: *archive, Follow: *follow}
-	if err := req.SetSince(*since, rf.on); err != nil {
+	if err := req.SetSince(*since, c.remote()); err != nil {
 		return fmt.Errorf("read: --since: %w", err)
 	}
-	root := tree.Resolve(*rootf, getenv)
-	if rf.on && *archive {
+	if c.remote() && *archive {
 		return usageErrorf("read: --archive does not work with --remote")
 	}
-	sp := serviceSpec{cmd: "read", root: root, rf: rf, nf: nf, nats: *follow}
-	if rf.on {
-		var err error
-		if sp.agent, err = actingAgent(ctx, "read", "agent", *ragent); err != nil {
-			return err
-		}
-	}
+	sp := c.judged(getenv, stderr)
+	sp.nats = *follow
 	svc, err := openService(ctx, sp, getenv, stderr)
 	if err != nil {
 		return err
@@ -67,8 +53,10 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	defer svc.Close()
 	// Signatures are judged against --keyring: the tree's, or on a host
 	// without the mount a copy of it.
-	p := printer{w: stdout, errw: stderr, json: *asJSON, channel: *ch,
-		verifier: verifierFor(root, keyring.In(root, *ringf), stderr)}
+	p := printer{w: stdout, errw: stderr, json: *asJSON, channel: *ch, verifier: sp.verifier}
+	if p.verifier == nil { // through a bridge: judged by this host's copy
+		p.verifier = c.verifier(sp.root, stderr)
+	}
 	req.Skipped = func(s channel.Skip) { p.skips([]channel.Skip{s}) }
 	page, err := svc.Read(ctx, req)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 )
 
@@ -46,7 +45,7 @@ func startBackground(ctx context.Context, args []string, path string, tf *teamFl
 			child = append(child, a)
 		}
 	}
-	root := tree.Resolve(*tf.root, getenv)
+	root := tf.tree(getenv)
 	st, err := mount(root, stderr).StartWorkflow(ctx, service.StartRequest{
 		TeamRequest: service.TeamRequest{File: path, Instance: *tf.instance, Log: stderr},
 		Background:  true, StartTimeout: timeout, Args: child,

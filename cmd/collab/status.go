@@ -17,11 +17,11 @@ func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	flags := cmdFlags("status", helpText("status"), stderr)
 	ch := channelFlag(flags, "the message's channel (default: look in every channel)")
 	asJSON := flags.Bool("json", false, "print the status as JSON: channel, id, from, to, time, broadcast, addressees")
-	rd := addReadFlags(flags)
+	c := addCommon(flags, withRemote, withNATS, withRemoteAgent, withRoot, withKeyring)
 	if err := parseOne(flags, args, getenv, "give one message id"); err != nil {
 		return err
 	}
-	svc, err := rd.open(ctx, "status", getenv, stderr)
+	svc, err := c.open(ctx, "", getenv, stderr)
 	if err != nil {
 		return err
 	}

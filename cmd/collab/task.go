@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -20,19 +22,10 @@ import (
 
 var taskUsage = helpText("task")
 
-func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) (rerr error) {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, taskUsage)
-		return &exitError{code: 2}
-	}
-	sub, args := args[0], args[1:]
-	if sub == "-h" || sub == "--help" || sub == "help" {
-		fmt.Fprint(stdout, taskUsage)
-		return nil
-	}
-	if _, ok := taskSubs[sub]; !ok {
-		return usageErrorf("task: unknown command %q; run 'collab task --help'", sub)
-	}
+// runTask runs the task command args[0] names (taskSubs).
+var runTask = subcommands("task", bySub(runTaskSub, slices.Collect(maps.Keys(taskSubs))...), nil)
+
+func runTaskSub(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	c, err := parseTask(ctx, sub, args, getenv, stdin, stderr)
 	if err != nil {
 		return err
@@ -48,8 +41,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 // taskCmd is a task command as parsed.
 type taskCmd struct {
 	sub, ch, id        string
-	agent              *string // --agent: the acting agent, or with --remote whose connection
-	by                 string  // the acting agent's id ("" for list, show, context, worktree)
+	by                 string // the acting agent's id ("" for list, show, context, worktree)
 	title, body, text  string
 	detail, detailFile string // --detail, --detail-file
 	depends, status    []string
@@ -58,13 +50,8 @@ type taskCmd struct {
 	grace              time.Duration
 	wt                 worktreeFlags
 	asJSON, stdinUsed  bool
-	rootf, ringf       *string
-	keyf               *string // nil where no agent acts
-	rf                 *remoteFlags
-	nf                 *natsFlags
+	*common            // --key only where an agent acts
 }
-
-func (c *taskCmd) cmd() string { return "task " + c.sub }
 
 // taskSubs are the task commands: whether each takes a task id, text
 // after it, and makes events as its agent.
@@ -119,21 +106,23 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 // given as "-" from stdin.
 func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stderr io.Writer) (*taskCmd, error) {
 	c := &taskCmd{sub: sub}
-	fs := cmdFlags(c.cmd(), taskUsage+"\nFlags:\n", stderr)
+	fs := cmdFlags("task "+sub, taskUsage+"\nFlags:\n", stderr)
 	ch := channelFlag(fs, "channel")
+	var agent *string
 	if c.acts() {
-		c.agent = agentFlag(fs, "", "acting agent ID", true)
+		agent = agentFlag(fs, "", "acting agent ID", true)
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	grace := fs.Duration("grace", task.DefaultGrace, "release a claim whose agent shows no sign of life for this long")
 	c.flags(fs)
-	c.rootf, c.ringf = rootFlag(fs), keyringFlag(fs)
-	if c.agent != nil {
-		c.keyf = keyFlag(fs)
+	c.common = addCommon(fs, withRoot, withKeyring)
+	c.agent = agent // --agent: the acting agent, or with --remote whose connection
+	if c.acts() {
+		c.add(withKey)
 	}
-	c.rf, c.nf = addRemoteFlags(fs), addNATSFlags(fs)
-	if c.agent == nil {
-		c.agent = remoteAgentFlag(fs)
+	c.add(withRemote, withNATS)
+	if !c.acts() {
+		c.add(withRemoteAgent)
 	}
 	if err := parse(fs, args, getenv); err != nil {
 		return nil, err
@@ -142,7 +131,7 @@ func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin
 	if err := checkChannel(c.cmd(), c.ch); err != nil {
 		return nil, err
 	}
-	if c.keyf != nil {
+	if c.acts() {
 		if err := c.actingAgent(ctx); err != nil {
 			return nil, err
 		}
@@ -163,8 +152,8 @@ func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin
 // actingAgent sets by: --agent (NAME or NAME@INSTANCE), else the login
 // name; with --remote, the name of the bridge connection as given.
 func (c *taskCmd) actingAgent(ctx context.Context) error {
-	name, err := actorName(ctx, c.cmd(), c.rf.on, *c.agent)
-	if c.by = name; err != nil || c.rf.on {
+	name, err := actorName(ctx, c.cmd(), c.remote(), *c.agent)
+	if c.by = name; err != nil || c.remote() {
 		return err
 	}
 	if c.by, err = service.AgentID(name); err != nil {
@@ -241,25 +230,18 @@ func (c *taskCmd) readTexts(stdin io.Reader) error {
 // (events signed there with the key; the reads need none), else on the
 // mount, judging signatures with the keyring.
 func (c *taskCmd) open(ctx context.Context, getenv env, stderr io.Writer) (taskBoard, func(), error) {
-	b := taskBoard{q: service.TaskQuery{Channel: c.ch, Status: c.status, Grace: c.grace}, remote: c.rf.on}
-	sp := serviceSpec{cmd: c.cmd(), rf: c.rf, nf: c.nf, needKey: c.acts() && c.sub != "add"}
-	if c.keyf != nil {
-		sp.keyPath = *c.keyf
-	}
+	b := taskBoard{q: service.TaskQuery{Channel: c.ch, Status: c.status, Grace: c.grace}, remote: c.remote()}
+	sp := c.judged(getenv, stderr)
+	sp.agent, sp.needKey = cmp.Or(c.by, sp.agent), c.acts() && c.sub != "add"
 	var err error
-	if c.rf.on {
-		if sp.agent, err = actingAgent(ctx, c.cmd(), "agent", cmp.Or(c.by, *c.agent)); err != nil {
+	if c.remote() {
+		if sp.agent, err = actingAgent(ctx, c.cmd(), "agent", sp.agent); err != nil {
 			return b, nil, err
 		}
 		b.a.Name = sp.agent
-	} else {
-		sp.root = tree.Resolve(*c.rootf, getenv)
-		sp.verifier = verifierFor(sp.root, keyring.In(sp.root, *c.ringf), stderr)
-		b.a.Name = c.by
-		if c.keyf != nil {
-			if b.a.Signer, err = signing.LoadAgentKey(sp.keyPath, c.by, getenv); err != nil {
-				return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
-			}
+	} else if b.a.Name = c.by; c.acts() {
+		if b.a.Signer, err = signing.LoadAgentKey(sp.keyPath, c.by, getenv); err != nil {
+			return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
 		}
 	}
 	svc, err := openService(ctx, sp, getenv, stderr)
@@ -382,19 +364,7 @@ func (p taskPrinter) list(tasks []task.Task) error {
 		if t.Unverified > 0 {
 			state += fmt.Sprintf(" [%d unverified]", t.Unverified)
 		}
-		rows[i] = []string{t.ID, state, shortAge(now.Sub(t.Updated)), service.OneLine(t.Title)}
+		rows[i] = []string{t.ID, state, delivery.FormatAge(now.Sub(t.Updated)), service.OneLine(t.Title)}
 	}
 	return printTable(p.w, append([][]string{[]string{"ID", "STATE", "AGE", "TITLE"}}, rows...))
-}
-
-func shortAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(int(d.Seconds()), 0))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }

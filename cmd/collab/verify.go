@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -18,13 +17,11 @@ func runVerify(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	ch := needChannel(fs, "channel")
 	archive := fs.Bool("archive", false, "include archived messages (channels/C/archive/)")
 	asJSON := fs.Bool("json", false, `print {"channel", "messages", "verdicts": {VERDICT: N}, "forgeries": [{"id", "file", "from", "verdict"}], "forged_claims": [{"agent", "file", "kind", "verdict"}]}`)
-	ringf := keyringFlag(fs)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withKeyring, withRoot)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	root := tree.Resolve(*rootf, getenv)
-	svc, err := openService(ctx, serviceSpec{cmd: "verify", root: root, verifier: verifierFor(root, keyring.In(root, *ringf), stderr)}, getenv, stderr)
+	svc, err := c.open(ctx, "", getenv, stderr)
 	if err != nil {
 		return err
 	}

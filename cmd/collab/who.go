@@ -25,7 +25,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
 	maxBacklogAge := flags.Duration("max-backlog-age", 0, "with --check: fail when the oldest unanswered message is older than this (0: no limit)")
-	rd := addReadFlags(flags)
+	c := addCommon(flags, withRemote, withNATS, withRemoteAgent, withRoot, withKeyring)
 	if err := parse(flags, args, getenv); err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if staleAfter <= 0 {
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
 	}
-	svc, err := rd.open(ctx, "who", getenv, stderr)
+	svc, err := c.open(ctx, "", getenv, stderr)
 	if err != nil {
 		return err
 	}
