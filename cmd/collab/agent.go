@@ -52,9 +52,6 @@ func runAgentSub(ctx context.Context, sub string, args []string, getenv env, _ i
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", sub, err)
 	}
-	if *asJSON {
-		return writeJSON(stdout, e) // the entry as its file holds it
-	}
-	_, err = fmt.Fprintf(stdout, "%s %sed (%s, %s: %s)\n", workflow.Address(e.ID), sub, e.Role, e.Runtime, strings.Join(e.Capabilities, ","))
-	return err
+	// JSON: the entry as its file holds it.
+	return show(stdout, *asJSON, e, fmt.Sprintf("%s %sed (%s, %s: %s)", workflow.Address(e.ID), sub, e.Role, e.Runtime, strings.Join(e.Capabilities, ",")))
 }

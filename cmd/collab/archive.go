@@ -17,21 +17,18 @@ func runArchive(ctx context.Context, args []string, getenv env, stdin io.Reader,
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	svc, err := c.open(ctx, "", getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	n, err := svc.Archive(ctx, *ch, *older)
-	if errkind.Is(err, errkind.Invalid) {
-		return fmt.Errorf("archive: %w", err)
-	}
-	if *asJSON {
-		if jerr := writeJSON(stdout, map[string]any{"channel": *ch, "archived": n}); jerr != nil && err == nil {
-			err = jerr
+	return c.use(ctx, "", getenv, stderr, func(svc *openedService) error {
+		n, err := svc.Archive(ctx, *ch, *older)
+		if errkind.Is(err, errkind.Invalid) {
+			return fmt.Errorf("archive: %w", err)
 		}
-	} else {
-		fmt.Fprintf(stdout, "archived %d messages of %s\n", n, *ch)
-	}
-	return cmdErr("archive", err)
+		if *asJSON {
+			if jerr := writeJSON(stdout, map[string]any{"channel": *ch, "archived": n}); jerr != nil && err == nil {
+				err = jerr
+			}
+		} else {
+			fmt.Fprintf(stdout, "archived %d messages of %s\n", n, *ch)
+		}
+		return cmdErr("archive", err)
+	})
 }

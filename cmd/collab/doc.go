@@ -65,32 +65,29 @@ func docDo(ctx context.Context, c *common, req service.DocRequest, asJSON bool, 
 	cmd := "doc " + req.Action
 	sp := c.spec(getenv)
 	sp.cmd = cmd
-	svc, err := openService(ctx, sp, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	r, err := svc.Doc(ctx, service.Actor{Name: svc.agent}, req)
-	if err != nil {
-		// A missing file, or one that is not the folder's: exit 1, as documented.
-		return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden)
-	}
-	switch req.Action {
-	case "read":
-		if asJSON {
-			return json.NewEncoder(stdout).Encode(r.Doc)
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		r, err := svc.Doc(ctx, service.Actor{Name: svc.agent}, req)
+		if err != nil {
+			// A missing file, or one that is not the folder's: exit 1, as documented.
+			return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden)
 		}
-		_, err = io.WriteString(stdout, r.Doc.Content)
-		return err
-	case "list":
-		if r.More {
-			fmt.Fprintln(stderr, "collab: the listing is cut to what a bridge reply holds; list on the mount for all")
+		switch req.Action {
+		case "read":
+			if asJSON {
+				return json.NewEncoder(stdout).Encode(r.Doc)
+			}
+			_, err = io.WriteString(stdout, r.Doc.Content)
+			return err
+		case "list":
+			if r.More {
+				fmt.Fprintln(stderr, "collab: the listing is cut to what a bridge reply holds; list on the mount for all")
+			}
+			return docList(stdout, r.Entries, asJSON)
+		case "delete":
+			return nil
 		}
-		return docList(stdout, r.Entries, asJSON)
-	case "delete":
-		return nil
-	}
-	return docVersion(stdout, r.File, r.Version, asJSON)
+		return docVersion(stdout, r.File, r.Version, asJSON)
+	})
 }
 
 // docVersion prints the version a change made.

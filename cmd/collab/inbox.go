@@ -95,7 +95,7 @@ func printAcked(stdout io.Writer, res service.Acked, asJSON bool) error {
 		out["channel"], where = res.Channel, " in channel "+res.Channel
 	}
 	if asJSON {
-		return json.NewEncoder(stdout).Encode(out)
+		return jsonLine(stdout, out)
 	}
 	_, err := fmt.Fprintf(stdout, "acknowledged %d message(s)%s up to %s\n", res.N, where, res.Until)
 	return err

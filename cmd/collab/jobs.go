@@ -127,29 +127,23 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdin io.Reader
 	// NATS before the kill file: bad credentials fail before anything is asked.
 	sp := c.judged(getenv, stderr)
 	sp.agent, sp.nats = who, true
-	svc, err := openService(ctx, sp, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	k, told, err := service.KillJobNow(ctx, svc, svc.Bus, hostname(), service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
-	if err != nil {
-		// Nothing to stop: exit 1, as this command documents.
-		err = fmt.Errorf("jobs kill: %w", err)
-		if errors.Is(err, service.ErrNotRunning) {
-			return &exitError{code: exitFailure, msg: err.Error()}
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		k, told, err := service.KillJobNow(ctx, svc, svc.Bus, hostname(), service.Actor{Name: who, Signer: signer}, service.KillRequest{Job: fs.Arg(0), Of: *of, Local: true})
+		if err != nil {
+			// Nothing to stop: exit 1, as this command documents.
+			err = fmt.Errorf("jobs kill: %w", err)
+			if errors.Is(err, service.ErrNotRunning) {
+				return &exitError{code: exitFailure, msg: err.Error()}
+			}
+			return exitAs(exitFailure, err, errkind.NotFound)
 		}
-		return exitAs(exitFailure, err, errkind.NotFound)
-	}
-	if told != nil {
-		fmt.Fprintf(stderr, "collab: warning: asked by file only (the watcher sees it at its next poll): %v\n", told)
-	}
-	j := k.Job
-	if *asJSON {
-		return writeJSON(stdout, map[string]string{"job": j.ID, "agent": workflow.Address(j.Agent), "host": j.Host, "by": k.By})
-	}
-	fmt.Fprintf(stdout, "asked %s's watcher on %s to stop %s\n", workflow.Address(j.Agent), j.Host, j.ID)
-	return nil
+		if told != nil {
+			fmt.Fprintf(stderr, "collab: warning: asked by file only (the watcher sees it at its next poll): %v\n", told)
+		}
+		j, agent := k.Job, workflow.Address(k.Job.Agent)
+		return show(stdout, *asJSON, map[string]string{"job": j.ID, "agent": agent, "host": j.Host, "by": k.By},
+			fmt.Sprintf("asked %s's watcher on %s to stop %s", agent, j.Host, j.ID))
+	})
 }
 
 // parseSince reads a time (RFC 3339) or a duration ago.
@@ -162,6 +156,18 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	return time.Time{}, usageErrorf("--since %q is neither a time (2026-01-11T16:33:15Z) nor a duration (10m)", s)
 }
+
+// show prints v as JSON (writeJSON) with asJSON, else the line text.
+func show(w io.Writer, asJSON bool, v any, text string) error {
+	if asJSON {
+		return writeJSON(w, v)
+	}
+	_, err := fmt.Fprintln(w, text)
+	return err
+}
+
+// jsonLine prints v as one line of JSON.
+func jsonLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

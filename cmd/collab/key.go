@@ -99,10 +99,7 @@ func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io
 		return fmt.Errorf("key new: %w", err)
 	}
 	trust := "collab key trust " + a + " " + s.PublicKey()
-	if *asJSON {
-		return writeJSON(stdout, map[string]string{"agent": a, "key": s.PublicKey(), "file": path, "trust": trust})
-	}
-	_, err = fmt.Fprintf(stdout, "%s\nWrote %s's private key to %s (mode 0600: keep it to this account).\n"+
-		"Until the admin who ran 'collab init' trusts the public key above, nothing signed with it verifies:\n  %s\n", s.PublicKey(), a, path, trust)
-	return err
+	return show(stdout, *asJSON, map[string]string{"agent": a, "key": s.PublicKey(), "file": path, "trust": trust},
+		fmt.Sprintf("%s\nWrote %s's private key to %s (mode 0600: keep it to this account).\n"+
+			"Until the admin who ran 'collab init' trusts the public key above, nothing signed with it verifies:\n  %s", s.PublicKey(), a, path, trust))
 }

@@ -51,18 +51,15 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	// Through a bridge everything it writes must be signed (needKey).
 	sp := c.spec(getenv)
 	sp.agent, sp.root, sp.needKey, sp.verifier, sp.nats, sp.logger, sp.connName = *agent, cfg.Root, true, cfg.Verifier, true, logger, *agent+"-mcp"
-	svc, err := openService(ctx, sp, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	cfg.Remote, cfg.Service = svc.Client, svc.Service
-	if !svc.remote() {
-		def := service.DelegateDefaultsFrom(getenv)
-		def.Cmd = *delegateCmd
-		cfg.Service = service.WithDelegateDefaults(svc.Service, def)
-	}
-	return mcpserver.ServeStdio(ctx, cfg, stdin, stdout)
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		cfg.Remote, cfg.Service = svc.Client, svc.Service
+		if !svc.remote() {
+			def := service.DelegateDefaultsFrom(getenv)
+			def.Cmd = *delegateCmd
+			cfg.Service = service.WithDelegateDefaults(svc.Service, def)
+		}
+		return mcpserver.ServeStdio(ctx, cfg, stdin, stdout)
+	})
 }
 
 // mcpTree is the tree the tools of mcp read and the verifier they judge

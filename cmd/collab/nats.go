@@ -105,15 +105,9 @@ func natsInit(ctx context.Context, b *natsbus.Bus, c natsbus.StreamConfig, asJSO
 	if err != nil {
 		return fmt.Errorf("nats init: %w", err)
 	}
-	if asJSON {
-		return writeJSON(stdout, map[string]any{"stream": natsbus.StreamName, "created": created})
-	}
-	verb := "updated"
-	if created {
-		verb = "created"
-	}
-	_, err = fmt.Fprintf(stdout, "%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName)
-	return err
+	verb := map[bool]string{true: "created", false: "updated"}[created]
+	return show(stdout, asJSON, map[string]any{"stream": natsbus.StreamName, "created": created},
+		fmt.Sprintf("%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)", verb, natsbus.StreamName))
 }
 
 // natsParity is collab nats parity: compare channel ch's files with the

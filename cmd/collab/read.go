@@ -46,29 +46,26 @@ func runRead(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	}
 	sp := c.judged(getenv, stderr)
 	sp.nats = *follow
-	svc, err := openService(ctx, sp, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	// Signatures are judged against --keyring: the tree's, or on a host
-	// without the mount a copy of it.
-	p := printer{w: stdout, errw: stderr, json: *asJSON, channel: *ch, verifier: sp.verifier}
-	if p.verifier == nil { // through a bridge: judged by this host's copy
-		p.verifier = c.verifier(sp.root, stderr)
-	}
-	req.Skipped = func(s channel.Skip) { p.skips([]channel.Skip{s}) }
-	page, err := svc.Read(ctx, req)
-	if err != nil {
-		return err
-	}
-	for _, id := range page.Omitted {
-		fmt.Fprintf(stderr, "collab: message %s not shown: larger than a bridge reply; read it on the mount\n", tree.Printable(id))
-	}
-	if err := p.messages(page.Messages); err != nil || !*follow {
-		return err
-	}
-	return svc.Follow(ctx, service.FollowRequest{Channel: *ch, From: &page.From, Poll: *poll, Skipped: req.Skipped}, p.messages)
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		// Signatures are judged against --keyring: the tree's, or on a host
+		// without the mount a copy of it.
+		p := printer{w: stdout, errw: stderr, json: *asJSON, channel: *ch, verifier: sp.verifier}
+		if p.verifier == nil { // through a bridge: judged by this host's copy
+			p.verifier = c.verifier(sp.root, stderr)
+		}
+		req.Skipped = func(s channel.Skip) { p.skips([]channel.Skip{s}) }
+		page, err := svc.Read(ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, id := range page.Omitted {
+			fmt.Fprintf(stderr, "collab: message %s not shown: larger than a bridge reply; read it on the mount\n", tree.Printable(id))
+		}
+		if err := p.messages(page.Messages); err != nil || !*follow {
+			return err
+		}
+		return svc.Follow(ctx, service.FollowRequest{Channel: *ch, From: &page.From, Poll: *poll, Skipped: req.Skipped}, p.messages)
+	})
 }
 
 // printer writes messages as a transcript or as JSON lines, with the

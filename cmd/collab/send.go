@@ -103,25 +103,22 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	// Before the file: bad NATS credentials fail before anything is sent.
 	sp := o.spec(getenv)
 	sp.agent, sp.needKey, sp.nats = from, true, true
-	svc, err := openService(ctx, sp, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	// Inside a watcher's model run the message is one hop deeper than the
-	// one being answered; outside a run it is 0.
-	actor := service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}
-	req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo, Artifacts: arts, Priority: *o.priority}
-	if *o.wait {
-		judge.Poll = *o.poll
-		return askSent(ctx, svc, actor, req, o, judge, stdout, stderr)
-	}
-	res, err := svc.Post(ctx, actor, req)
-	if err != nil {
-		return svc.fail("send", err)
-	}
-	sendWarnings(res, stderr)
-	return printSent(stdout, &res.Message, *o.asJSON)
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		// Inside a watcher's model run the message is one hop deeper than the
+		// one being answered; outside a run it is 0.
+		actor := service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}
+		req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo, Artifacts: arts, Priority: *o.priority}
+		if *o.wait {
+			judge.Poll = *o.poll
+			return askSent(ctx, svc, actor, req, o, judge, stdout, stderr)
+		}
+		res, err := svc.Post(ctx, actor, req)
+		if err != nil {
+			return svc.fail("send", err)
+		}
+		sendWarnings(res, stderr)
+		return printSent(stdout, &res.Message, *o.asJSON)
+	})
 }
 
 // askSent is send --wait: the post, then the reply (service.Ask), the

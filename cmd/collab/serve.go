@@ -63,21 +63,18 @@ func runServeWeb(ctx context.Context, args []string, getenv env, stdin io.Reader
 	// What the page posts is announced on NATS when it is configured.
 	sp := cf.spec(getenv)
 	sp.agent, sp.verifier, sp.nats = who, c.Verifier, true
-	svc, err := openService(ctx, sp, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	// A person's key, or an agent's default key as 'collab mcp --agent A'
-	// would load it.
-	loadKey := func(name string) (*signing.Signer, error) { return signing.LoadAgentKey("", name, getenv) }
-	c.Person, c.Service, c.SignerFor, c.AgentSigner, c.TLS = who, svc.Service, loadKey, loadKey, sv.CertFile != ""
-	c.Logger = slog.New(slog.NewTextHandler(stderr, nil))
-	srv, err := web.New(c)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return serveOn(ctx, srv, c.Root, who, sv, stdout, stderr)
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		// A person's key, or an agent's default key as 'collab mcp --agent A'
+		// would load it.
+		loadKey := func(name string) (*signing.Signer, error) { return signing.LoadAgentKey("", name, getenv) }
+		c.Person, c.Service, c.SignerFor, c.AgentSigner, c.TLS = who, svc.Service, loadKey, loadKey, sv.CertFile != ""
+		c.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+		srv, err := web.New(c)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return serveOn(ctx, srv, c.Root, who, sv, stdout, stderr)
+	})
 }
 
 // serveOn serves srv on listen (TLS with the certificate and key when

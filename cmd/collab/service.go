@@ -234,6 +234,23 @@ func openService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writ
 	return &openedService{Opened: d, root: sp.root, agent: sp.agent}, nil
 }
 
+// useService opens the service of sp, runs fn with it and closes it.
+func useService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writer, fn func(*openedService) error) error {
+	svc, err := openService(ctx, sp, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	return fn(svc)
+}
+
+// use is useService of judged, as the agent agent when it is set.
+func (c *common) use(ctx context.Context, agent string, getenv env, stderr io.Writer, fn func(*openedService) error) error {
+	sp := c.judged(getenv, stderr)
+	sp.agent = cmp.Or(agent, sp.agent)
+	return useService(ctx, sp, getenv, stderr, fn)
+}
+
 // fail is a command's error of the service layer, with its context: its
 // kind gives the exit code (main's exitCode). A write kept in a remote
 // host's outbox says where it waits and how it goes out.

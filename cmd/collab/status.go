@@ -21,19 +21,16 @@ func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	if err := parseOne(flags, args, getenv, "give one message id"); err != nil {
 		return err
 	}
-	svc, err := c.open(ctx, "", getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	st, err := svc.Status(ctx, service.StatusRequest{Channel: *ch, ID: flags.Arg(0)})
-	if err != nil {
-		return svc.fail("status", err)
-	}
-	if *asJSON {
-		return writeJSON(stdout, st)
-	}
-	return statusText(stdout, st, time.Now())
+	return c.use(ctx, "", getenv, stderr, func(svc *openedService) error {
+		st, err := svc.Status(ctx, service.StatusRequest{Channel: *ch, ID: flags.Arg(0)})
+		if err != nil {
+			return svc.fail("status", err)
+		}
+		if *asJSON {
+			return writeJSON(stdout, st)
+		}
+		return statusText(stdout, st, time.Now())
+	})
 }
 
 // statusText prints st as a header line and a table of addressees.

@@ -21,31 +21,28 @@ func runVerify(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	svc, err := c.open(ctx, "", getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	p := printer{errw: stderr}
-	a, err := svc.Audit(ctx, service.AuditRequest{Channel: *ch, Archive: *archive, Skipped: func(s channel.Skip) { p.skips([]channel.Skip{s}) }})
-	if err != nil {
-		return fmt.Errorf("verify: %w", err)
-	}
-	if a.ClaimsErr != "" {
-		fmt.Fprintf(stderr, "collab: verify: claims: %s\n", a.ClaimsErr)
-	}
-	if *asJSON {
-		err = writeJSON(stdout, a)
-	} else {
-		auditText(stdout, a)
-	}
-	if err != nil {
-		return err
-	}
-	if len(a.Forgeries) > 0 || len(a.Claims) > 0 {
-		return &exitError{code: exitFailure, msg: fmt.Sprintf("verify: %d forged message(s) and %d forged claim file(s) in channel %s", len(a.Forgeries), len(a.Claims), tree.Printable(*ch))}
-	}
-	return nil
+	return c.use(ctx, "", getenv, stderr, func(svc *openedService) error {
+		p := printer{errw: stderr}
+		a, err := svc.Audit(ctx, service.AuditRequest{Channel: *ch, Archive: *archive, Skipped: func(s channel.Skip) { p.skips([]channel.Skip{s}) }})
+		if err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+		if a.ClaimsErr != "" {
+			fmt.Fprintf(stderr, "collab: verify: claims: %s\n", a.ClaimsErr)
+		}
+		if *asJSON {
+			err = writeJSON(stdout, a)
+		} else {
+			auditText(stdout, a)
+		}
+		if err != nil {
+			return err
+		}
+		if len(a.Forgeries) > 0 || len(a.Claims) > 0 {
+			return &exitError{code: exitFailure, msg: fmt.Sprintf("verify: %d forged message(s) and %d forged claim file(s) in channel %s", len(a.Forgeries), len(a.Claims), tree.Printable(*ch))}
+		}
+		return nil
+	})
 }
 
 // auditText prints an audit: the count of each verdict, then each

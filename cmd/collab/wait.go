@@ -51,17 +51,14 @@ func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err != nil {
 		return err
 	}
-	svc, err := openService(ctx, serviceSpec{cmd: "wait", root: root, nf: c.nf, nats: true}, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	judge.From, judge.Poll = *from, *poll
-	w := replyWait{root: root, channel: *ch, id: *replyTo, timeout: *timeout, opt: judge, json: *asJSON,
-		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
-			return svc.WaitReply(ctx, *ch, *replyTo, opt)
-		}}
-	return w.run(ctx, getenv, stdout, stderr)
+	return useService(ctx, serviceSpec{cmd: "wait", root: root, nf: c.nf, nats: true}, getenv, stderr, func(svc *openedService) error {
+		judge.From, judge.Poll = *from, *poll
+		w := replyWait{root: root, channel: *ch, id: *replyTo, timeout: *timeout, opt: judge, json: *asJSON,
+			await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+				return svc.WaitReply(ctx, *ch, *replyTo, opt)
+			}}
+		return w.run(ctx, getenv, stdout, stderr)
+	})
 }
 
 // trustFlags are --trust and --keyring of a command that waits for a

@@ -44,30 +44,27 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if staleAfter <= 0 {
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
 	}
-	svc, err := c.open(ctx, "", getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: warner(stderr)})
-	if err != nil {
-		return svc.fail("who", err)
-	}
-	now := time.Now()
-	if flags.Changed("check") {
-		return whoChecked(rows, time.Duration(staleAfter), now, *maxBacklogAge)
-	}
-	if *asJSON {
-		return writeJSON(stdout, delivery.WhoEntries(rows, now))
-	}
-	if len(rows) == 0 {
-		if svc.remote() {
-			fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
-		} else {
-			fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", svc.root.Presence())
+	return c.use(ctx, "", getenv, stderr, func(svc *openedService) error {
+		rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: warner(stderr)})
+		if err != nil {
+			return svc.fail("who", err)
 		}
-	}
-	return whoTable(stdout, rows, now)
+		now := time.Now()
+		if flags.Changed("check") {
+			return whoChecked(rows, time.Duration(staleAfter), now, *maxBacklogAge)
+		}
+		if *asJSON {
+			return writeJSON(stdout, delivery.WhoEntries(rows, now))
+		}
+		if len(rows) == 0 {
+			if svc.remote() {
+				fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
+			} else {
+				fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", svc.root.Presence())
+			}
+		}
+		return whoTable(stdout, rows, now)
+	})
 }
 
 // whoChecked is who --check's exit: 0 when the agent is alive and not stuck
