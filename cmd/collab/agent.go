@@ -53,5 +53,5 @@ func runAgentSub(ctx context.Context, sub string, args []string, getenv env, _ i
 		return fmt.Errorf("agent %s: %w", sub, err)
 	}
 	// JSON: the entry as its file holds it.
-	return show(stdout, *asJSON, e, fmt.Sprintf("%s %sed (%s, %s: %s)", workflow.Address(e.ID), sub, e.Role, e.Runtime, strings.Join(e.Capabilities, ",")))
+	return show(stdout, *asJSON, e, fmt.Sprintf("%s %sed (%s, %s: %s)\n", workflow.Address(e.ID), sub, e.Role, e.Runtime, strings.Join(e.Capabilities, ",")))
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/channel"
@@ -162,13 +161,11 @@ func runDelegateLs(ctx context.Context, args []string, getenv env, stdin io.Read
 	if *asJSON {
 		return writeJSON(stdout, rows)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tSTATUS\tBY\tBRANCH\tWORKTREE")
+	t := [][]string{{"ID", "AGENT", "STATE", "STATUS", "BY", "BRANCH", "WORKTREE"}}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Agent, r.State, r.Status, r.DelegatedBy,
-			tree.Printable(r.Branch), tree.Printable(r.Worktree))
+		t = append(t, []string{r.ID, r.Agent, r.State, r.Status, r.DelegatedBy, tree.Printable(r.Branch), tree.Printable(r.Worktree)})
 	}
-	return tw.Flush()
+	return printTable(stdout, t)
 }
 
 func runDelegateStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -182,33 +179,7 @@ func runDelegateStatus(ctx context.Context, args []string, getenv env, stdin io.
 	if err != nil {
 		return fmt.Errorf("delegate status: %w", err)
 	}
-	if *asJSON {
-		return writeJSON(stdout, out)
-	}
-	s, p := out.Session, tree.Printable
-	fmt.Fprintf(stdout, "session %s: agent %s %s (%s), delegated by %s\n", s.ID, s.Agent, out.State, s.Status, s.DelegatedBy)
-	fmt.Fprintf(stdout, "branch %s from %s, worktree %s, channel %s\n", p(s.Branch), p(s.Base), p(s.Worktree), s.Channel)
-	if out.Git != nil {
-		fmt.Fprintf(stdout, "commits ahead of %s: %d\n", p(s.Base), out.Git.Ahead)
-		if len(out.Git.Dirty) > 0 {
-			fmt.Fprintf(stdout, "uncommitted: %s\n", p(strings.Join(out.Git.Dirty, ", ")))
-		} else {
-			fmt.Fprintln(stdout, "uncommitted: none")
-		}
-	} else if out.GitError != "" {
-		fmt.Fprintf(stdout, "git: %s\n", p(out.GitError))
-	}
-	for _, j := range out.Jobs {
-		fmt.Fprintf(stdout, "job %s %s (message %s)\n", j.ID, j.Status, j.Message)
-	}
-	if m := out.Last; m != nil {
-		text := m.Content.Text
-		if len(text) > 500 {
-			text = text[:500] + "…"
-		}
-		fmt.Fprintf(stdout, "last message %s from %s:\n%s\n", m.ID, m.From, p(text))
-	}
-	return nil
+	return show(stdout, *asJSON, out, out.Text())
 }
 
 // runDelegateSend is collab send to the session's agent in its channel:

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
-	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/service"
@@ -34,26 +32,13 @@ func runJobsList(ctx context.Context, args []string, getenv env, stdin io.Reader
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
-	rows, now := [][]string{{"JOB", "AGENT", "STATUS", "STARTED", "TOOK", "CLI", "COST", "FROM", "CHANNEL"}}, time.Now()
 	for i, j := range all {
-		j.Agent, j.From, j.Events = workflow.Address(j.Agent), workflow.Address(j.From), nil // jobs show has the events
-		all[i] = j
-		took, cost := "-", "-"
-		switch {
-		case !j.Ended.IsZero():
-			took = j.Ended.Sub(j.Started).Round(100 * time.Millisecond).String()
-		case j.Status == jobs.Running:
-			took = now.Sub(j.Started).Round(time.Second).String() + "…"
-		}
-		if j.CostUSD > 0 {
-			cost = fmt.Sprintf("$%.4f", j.CostUSD)
-		}
-		rows = append(rows, []string{j.ID, j.Agent, j.Status, j.Started.Local().Format(time.DateTime), took, j.CLI, cost, j.From, j.Channel})
+		all[i].Agent, all[i].From, all[i].Events = workflow.Address(j.Agent), workflow.Address(j.From), nil // jobs show has the events
 	}
 	if *asJSON {
 		return writeJSON(stdout, all)
 	}
-	return printTable(stdout, rows)
+	return printTable(stdout, service.JobsTable(all, time.Now()))
 }
 
 func runJobsShow(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -78,35 +63,7 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdin io.Reader
 		return exitAs(exitFailure, fmt.Errorf("jobs show: %w", err), errkind.NotFound)
 	}
 	j.Agent, j.From = workflow.Address(j.Agent), workflow.Address(j.From)
-	if *asJSON {
-		return writeJSON(stdout, j)
-	}
-	fmt.Fprintf(stdout, "job %s  agent %s@%s  %s  cli %s\n", j.ID, j.Agent, j.Host, j.Status, j.CLI)
-	fmt.Fprintf(stdout, "message %s from %s in %s\n", j.Message, j.From, j.Channel)
-	if j.Session != "" {
-		fmt.Fprintf(stdout, "session %s (resumed: %v)\n", j.Session, j.Resumed)
-	}
-	if j.CostUSD > 0 || j.Usage.Input > 0 {
-		fmt.Fprintf(stdout, "cost $%.4f  tokens in %d out %d\n", j.CostUSD, j.Usage.Input, j.Usage.Output)
-	}
-	if j.Reply != "" {
-		fmt.Fprintf(stdout, "reply %s\n", j.Reply)
-	}
-	if j.Error != "" {
-		fmt.Fprintf(stdout, "error %s\n", j.Error)
-	}
-	for _, e := range j.Events {
-		line := e.Text
-		if e.Tool != "" {
-			line = e.Tool + " " + line
-		}
-		line = strings.ReplaceAll(strings.TrimSpace(line), "\n", " ⏎ ")
-		if len(line) > 200 {
-			line = line[:200] + "…"
-		}
-		fmt.Fprintf(stdout, "%s  %-11s %s\n", e.Time.Local().Format("15:04:05.000"), e.Kind, line)
-	}
-	return nil
+	return show(stdout, *asJSON, j, service.JobText(j))
 }
 
 func runJobsKill(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -142,7 +99,7 @@ func runJobsKill(ctx context.Context, args []string, getenv env, stdin io.Reader
 		}
 		j, agent := k.Job, workflow.Address(k.Job.Agent)
 		return show(stdout, *asJSON, map[string]string{"job": j.ID, "agent": agent, "host": j.Host, "by": k.By},
-			fmt.Sprintf("asked %s's watcher on %s to stop %s", agent, j.Host, j.ID))
+			fmt.Sprintf("asked %s's watcher on %s to stop %s\n", agent, j.Host, j.ID))
 	})
 }
 
@@ -157,12 +114,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, usageErrorf("--since %q is neither a time (2026-01-11T16:33:15Z) nor a duration (10m)", s)
 }
 
-// show prints v as JSON (writeJSON) with asJSON, else the line text.
+// show prints v as JSON (writeJSON) with asJSON, else text.
 func show(w io.Writer, asJSON bool, v any, text string) error {
 	if asJSON {
 		return writeJSON(w, v)
 	}
-	_, err := fmt.Fprintln(w, text)
+	_, err := io.WriteString(w, text)
 	return err
 }
 

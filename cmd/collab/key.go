@@ -101,5 +101,5 @@ func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io
 	trust := "collab key trust " + a + " " + s.PublicKey()
 	return show(stdout, *asJSON, map[string]string{"agent": a, "key": s.PublicKey(), "file": path, "trust": trust},
 		fmt.Sprintf("%s\nWrote %s's private key to %s (mode 0600: keep it to this account).\n"+
-			"Until the admin who ran 'collab init' trusts the public key above, nothing signed with it verifies:\n  %s", s.PublicKey(), a, path, trust))
+			"Until the admin who ran 'collab init' trusts the public key above, nothing signed with it verifies:\n  %s\n", s.PublicKey(), a, path, trust))
 }

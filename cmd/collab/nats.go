@@ -107,7 +107,7 @@ func natsInit(ctx context.Context, b *natsbus.Bus, c natsbus.StreamConfig, asJSO
 	}
 	verb := map[bool]string{true: "created", false: "updated"}[created]
 	return show(stdout, asJSON, map[string]any{"stream": natsbus.StreamName, "created": created},
-		fmt.Sprintf("%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)", verb, natsbus.StreamName))
+		fmt.Sprintf("%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName))
 }
 
 // natsParity is collab nats parity: compare channel ch's files with the

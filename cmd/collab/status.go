@@ -7,10 +7,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/delivery"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/workflow"
-	"github.com/collabdev/collab/presence"
 )
 
 func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -35,14 +32,10 @@ func runStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 
 // statusText prints st as a header line and a table of addressees.
 func statusText(w io.Writer, st delivery.Status, now time.Time) error {
-	fmt.Fprintf(w, "%s in %s from %s to %s, %s\n", st.ID, cell(st.Channel), cell(workflow.Display(st.From)), cell(workflow.Display(st.To)), presence.FormatTime(st.Time))
+	fmt.Fprintln(w, st.Header())
 	if st.Broadcast {
 		_, err := fmt.Fprintln(w, "broadcast: no addressee")
 		return err
 	}
-	t := [][]string{{"AGENT", "STATE", "DETAIL"}}
-	for _, a := range st.Addressees {
-		t = append(t, []string{tree.Printable(workflow.Display(a.Agent)), a.State, tree.Printable(a.Describe(now))})
-	}
-	return printTable(w, t)
+	return printTable(w, st.Table(now))
 }

@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/delivery"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/presence"
 )
 
@@ -63,7 +60,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 				fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", svc.root.Presence())
 			}
 		}
-		return whoTable(stdout, rows, now)
+		return printTable(stdout, delivery.WhoTable(rows, now))
 	})
 }
 
@@ -81,60 +78,6 @@ func whoChecked(rows []delivery.AgentRow, staleAfter time.Duration, now time.Tim
 	return nil
 }
 
-func whoTable(w io.Writer, rows []delivery.AgentRow, now time.Time) error {
-	marks := slices.ContainsFunc(rows, func(r delivery.AgentRow) bool { return r.Marked })
-	backlogs := slices.ContainsFunc(rows, func(r delivery.AgentRow) bool {
-		s := r.Status
-		return s != nil && (s.Backlog > 0 || s.OldestUnanswered != "" || s.LastReply != "")
-	})
-	t := [][]string{{"AGENT", "STATE", "AGE", "HOST", "CHANNEL", "MESSAGE"}}
-	if backlogs {
-		t[0] = append(t[0], "BACKLOG", "OLDEST", "REPLIED")
-	}
-	if marks {
-		t[0] = append(t[0], "SIGNATURE")
-	}
-	for _, r := range rows {
-		host, channels := r.Where()
-		var msg string
-		if r.Status != nil && r.State == presence.AwakeWorking {
-			msg = r.Status.MessageID
-		}
-		row := []string{workflow.Display(r.Agent), r.State, ageCell(r.HasAge, r.Age), cell(host), cell(channels), cell(msg)}
-		if backlogs {
-			b, n := r.Backlog(now), "-"
-			if b.Backlog != nil {
-				n = strconv.Itoa(*b.Backlog)
-			}
-			row = append(row, n, secondsCell(b.OldestAge), secondsCell(b.RepliedAge))
-		}
-		if v := "-"; marks {
-			if r.Marked {
-				v = r.Verdict.String()
-			}
-			row = append(row, v)
-		}
-		t = append(t, row)
-	}
-	return printTable(w, t)
-}
-
-// ageCell is an age's cell: "-" when unknown.
-func ageCell(known bool, d time.Duration) string {
-	if !known {
-		return "-"
-	}
-	return delivery.FormatAge(d)
-}
-
-// secondsCell is the cell of an age in seconds, nil when unknown.
-func secondsCell(secs *int64) string {
-	if secs == nil {
-		return "-"
-	}
-	return delivery.FormatAge(time.Duration(*secs) * time.Second)
-}
-
 // printTable prints rows (the first the header) as a table of columns
 // two spaces apart.
 func printTable(w io.Writer, rows [][]string) error {
@@ -143,14 +86,4 @@ func printTable(w io.Writer, rows [][]string) error {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
-}
-
-// cell makes a value from a file safe for one table cell: what
-// tree.Printable escapes and spaces are shown as \xNN, and an empty value
-// is "-".
-func cell(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return strings.ReplaceAll(tree.Printable(s), " ", `\x20`)
 }

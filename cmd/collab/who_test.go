@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/presence"
@@ -356,7 +357,7 @@ func TestCell(t *testing.T) {
 		{"höst", "höst"},
 	}
 	for _, tt := range tests {
-		if got := cell(tt.in); got != tt.want {
+		if got := delivery.Cell(tt.in); got != tt.want {
 			t.Errorf("cell(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
