@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/collabdev/collab/internal/errkind"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
@@ -121,17 +117,8 @@ func inboxFlags(fs *pflag.FlagSet) (c *common, chans *[]string, asJSON *bool) {
 // printItem prints one inbox item as a transcript entry or a JSON line.
 func printItem(w io.Writer, it inbox.Item, asJSON bool) error {
 	if asJSON {
-		return json.NewEncoder(w).Encode(it)
+		return jsonLine(w, it)
 	}
-	m := &it.Message
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s  #%s  %s → %s  %s", m.Time().Format("2006-01-02 15:04:05"), it.Channel, tree.Printable(workflow.Display(m.From)), tree.Printable(workflow.Display(m.To)), tree.Printable(m.ID))
-	if it.Priority == inbox.High {
-		b.WriteString("  [high]")
-	}
-	b.WriteByte('\n')
-	indent(&b, m.Content.Text)
-	b.WriteByte('\n')
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, service.InboxText(it))
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -117,19 +116,7 @@ func natsParity(ctx context.Context, b *natsbus.Bus, root tree.Root, ch string, 
 	if err != nil {
 		return fmt.Errorf("nats parity: %w", err)
 	}
-	if asJSON {
-		err = writeJSON(stdout, p)
-	} else {
-		fmt.Fprintf(stdout, "channel %s since %s: %d files, %d in the stream\n", ch, p.Since.Format(time.RFC3339), p.Files, p.Stream)
-		for _, l := range []struct {
-			what string
-			ids  []string
-		}{{"missing in the stream", p.MissingInStream}, {"missing in the folder", p.MissingInFolder}, {"stored twice in the stream", p.Duplicates}} {
-			if len(l.ids) > 0 {
-				fmt.Fprintf(stdout, "%s (%d):\n  %s\n", l.what, len(l.ids), strings.Join(l.ids, "\n  "))
-			}
-		}
-	}
+	err = show(stdout, asJSON, p, p.Text())
 	if err == nil && p.Differ() {
 		err = &exitError{code: exitFailure}
 	}

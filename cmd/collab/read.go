@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/watcher"
 )
 
@@ -102,61 +99,7 @@ func (p printer) message(m *channel.Message, verdict signing.Verdict) error {
 		_, err = fmt.Fprintf(p.w, "%s\n", data)
 		return err
 	}
-	var b strings.Builder
-	ts := m.Time().Format("2006-01-02 15:04:05")
-	fmt.Fprintf(&b, "%s  %s%s → %s", ts, tree.Printable(workflow.Display(m.From)), p.mark(m.From, verdict), tree.Printable(workflow.Display(m.To)))
-	if m.Type != "" && m.Type != "chat" {
-		fmt.Fprintf(&b, "  [%s]", tree.Printable(m.Type))
-	}
-	fmt.Fprintf(&b, "  %s", tree.Printable(m.ID))
-	if m.Metadata.InReplyTo != "" {
-		fmt.Fprintf(&b, "  (re %s)", tree.Printable(m.Metadata.InReplyTo))
-	}
-	b.WriteByte('\n')
-	indent(&b, m.Content.Text)
-	if m.Content.Code != nil && *m.Content.Code != "" {
-		b.WriteString("  ```\n")
-		indent(&b, *m.Content.Code)
-		b.WriteString("  ```\n")
-	}
-	for _, a := range m.Content.ArtifactList() {
-		indent(&b, "artifact: "+a.String())
-	}
-	b.WriteByte('\n')
-	_, err := io.WriteString(p.w, b.String())
+	tag, _ := p.verifier.Mark(m.From, verdict)
+	_, err := io.WriteString(p.w, service.Transcript(m, tag))
 	return err
-}
-
-// mark returns the tag read shows after the sender of a message that does
-// not verify (signing.Verifier.Mark), with its leading space.
-func (p printer) mark(from string, verdict signing.Verdict) string {
-	if tag, _ := p.verifier.Mark(from, verdict); tag != "" {
-		return " " + tag
-	}
-	return ""
-}
-
-// indent writes text indented by two spaces. Control characters other
-// than tab are shown escaped: a message must not drive the terminal.
-func indent(b *strings.Builder, text string) {
-	b.Grow(len(text) + 2*strings.Count(text, "\n") + 3)
-	for line := range strings.SplitSeq(strings.TrimRight(text, "\n"), "\n") {
-		b.WriteString("  ")
-		start := 0 // of the run of printable text not yet written
-		for i, r := range line {
-			if r == '\t' || r >= 0x20 && r < 0x7f || r > 0x9f && r != utf8.RuneError {
-				continue
-			}
-			b.WriteString(line[start:i])
-			if r == utf8.RuneError {
-				b.WriteRune(r) // an invalid byte, or U+FFFD itself
-			} else {
-				fmt.Fprintf(b, "\\x%02x", r)
-			}
-			_, n := utf8.DecodeRuneInString(line[i:])
-			start = i + n
-		}
-		b.WriteString(line[start:])
-		b.WriteByte('\n')
-	}
 }
