@@ -32,27 +32,24 @@ func runInboxShow(ctx context.Context, args []string, getenv env, stdin io.Reade
 	if *limit < 0 {
 		return usageErrorf("inbox: --limit must not be negative")
 	}
-	svc, err := openInbox(ctx, c, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	res, err := svc.Inbox(ctx, service.InboxRequest{Agent: svc.agent, Channels: *chans, Peek: *peek, Limit: *limit})
-	if err != nil {
-		return fmt.Errorf("inbox: %w", err)
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(stderr, "collab: %s\n", n)
-	}
-	for _, it := range res.Items {
-		if err := printItem(stdout, it, *asJSON); err != nil {
-			return err
+	return c.useActor(ctx, getenv, stderr, func(svc *openedService) error {
+		res, err := svc.Inbox(ctx, service.InboxRequest{Agent: svc.agent, Channels: *chans, Peek: *peek, Limit: *limit})
+		if err != nil {
+			return fmt.Errorf("inbox: %w", err)
 		}
-	}
-	if res.More > 0 {
-		fmt.Fprintf(stderr, "collab: showing the newest %d unread; up to %d more unread (--limit 0 shows all)\n", len(res.Items), res.More)
-	}
-	return nil
+		for _, n := range res.Notes {
+			fmt.Fprintf(stderr, "collab: %s\n", n)
+		}
+		for _, it := range res.Items {
+			if err := printItem(stdout, it, *asJSON); err != nil {
+				return err
+			}
+		}
+		if res.More > 0 {
+			fmt.Fprintf(stderr, "collab: showing the newest %d unread; up to %d more unread (--limit 0 shows all)\n", len(res.Items), res.More)
+		}
+		return nil
+	})
 }
 
 // defaultPeekLimit is how many unread messages inbox --peek shows.
@@ -69,17 +66,14 @@ func runInboxAck(ctx context.Context, args []string, getenv env, stdin io.Reader
 	if *untilf == "" {
 		return usageErrorf("inbox ack: no --until: give a message id or a time")
 	}
-	svc, err := openInbox(ctx, c, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	res, err := svc.AckInbox(ctx, service.AckRequest{Agent: svc.agent, Channels: *chans, Until: *untilf})
-	if err != nil {
-		// An id in none of the channels: exit 1, as this command documents.
-		return exitAs(exitFailure, fmt.Errorf("inbox ack: %w", err), errkind.NotFound)
-	}
-	return printAcked(stdout, res, *asJSON)
+	return c.useActor(ctx, getenv, stderr, func(svc *openedService) error {
+		res, err := svc.AckInbox(ctx, service.AckRequest{Agent: svc.agent, Channels: *chans, Until: *untilf})
+		if err != nil {
+			// An id in none of the channels: exit 1, as this command documents.
+			return exitAs(exitFailure, fmt.Errorf("inbox ack: %w", err), errkind.NotFound)
+		}
+		return printAcked(stdout, res, *asJSON)
+	})
 }
 
 // printAcked prints what inbox ack acknowledged; through a bridge, in
@@ -95,16 +89,6 @@ func printAcked(stdout io.Writer, res service.Acked, asJSON bool) error {
 	}
 	_, err := fmt.Fprintf(stdout, "acknowledged %d message(s)%s up to %s\n", res.N, where, res.Until)
 	return err
-}
-
-// openInbox is the service of inbox and inbox ack, as the agent
-// actorName gives.
-func openInbox(ctx context.Context, c *common, getenv env, stderr io.Writer) (*openedService, error) {
-	agent, err := actorName(ctx, c.cmd(), c.remote(), *c.agent)
-	if err != nil {
-		return nil, err
-	}
-	return c.open(ctx, agent, getenv, stderr)
 }
 
 func inboxFlags(fs *pflag.FlagSet) (c *common, chans *[]string, asJSON *bool) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/workflow"
 )
 
 var keyUsage = helpText("key")
@@ -61,22 +60,7 @@ func runKeySub(ctx context.Context, sub string, args []string, getenv env, stdin
 		fmt.Fprintf(stderr, "collab: warning: %v\n", l.Unsafe)
 		fmt.Fprintf(stderr, "collab: warning: until that is fixed, an agent account could replace a key and the verdicts prove nothing; the keyring (%s) and its files must be owned by root or the tree's owner and writable by no one else\n", l.Dir)
 	}
-	return printKeys(l.Keys, *asJSON, stdout)
-}
-
-// printKeys prints keys, by agent.
-func printKeys(keys []service.KeyEntry, asJSON bool, w io.Writer) error {
-	if asJSON {
-		return writeJSON(w, keys)
-	}
-	for _, r := range keys {
-		state := "trusted"
-		if r.Revoked != nil {
-			state = "revoked " + r.Revoked.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(w, "%-12s %s  added %s  %s\n", workflow.Address(r.Agent), r.Key, r.Added.UTC().Format(time.RFC3339), state)
-	}
-	return nil
+	return show(stdout, *asJSON, l.Keys, service.KeysText(l.Keys))
 }
 
 // runKeyNew makes an agent's key pair.

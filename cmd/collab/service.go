@@ -137,13 +137,6 @@ func (c *common) judged(getenv env, stderr io.Writer) serviceSpec {
 	return sp
 }
 
-// open opens the service of judged, as the agent agent when it is set.
-func (c *common) open(ctx context.Context, agent string, getenv env, stderr io.Writer) (*openedService, error) {
-	sp := c.judged(getenv, stderr)
-	sp.agent = cmp.Or(agent, sp.agent)
-	return openService(ctx, sp, getenv, stderr)
-}
-
 // remoteFlags are --remote and --state-dir.
 type remoteFlags struct {
 	on    bool
@@ -249,6 +242,15 @@ func (c *common) use(ctx context.Context, agent string, getenv env, stderr io.Wr
 	sp := c.judged(getenv, stderr)
 	sp.agent = cmp.Or(agent, sp.agent)
 	return useService(ctx, sp, getenv, stderr, fn)
+}
+
+// useActor is use as the agent actorName gives.
+func (c *common) useActor(ctx context.Context, getenv env, stderr io.Writer, fn func(*openedService) error) error {
+	agent, err := actorName(ctx, c.cmd(), c.remote(), *c.agent)
+	if err != nil {
+		return err
+	}
+	return c.use(ctx, agent, getenv, stderr, fn)
 }
 
 // fail is a command's error of the service layer, with its context: its

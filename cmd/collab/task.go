@@ -107,30 +107,23 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stderr io.Writer) (*taskCmd, error) {
 	c := &taskCmd{sub: sub}
 	fs := cmdFlags("task "+sub, taskUsage+"\nFlags:\n", stderr)
-	ch := channelFlag(fs, "channel")
-	var agent *string
-	if c.acts() {
-		agent = agentFlag(fs, "", "acting agent ID", true)
+	c.common = &common{fs: fs}
+	ch := needChannel(fs, "channel")
+	if c.acts() { // --agent: the acting agent, or with --remote whose connection
+		c.agent = agentFlag(fs, "", "acting agent ID", true)
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	grace := fs.Duration("grace", task.DefaultGrace, "release a claim whose agent shows no sign of life for this long")
 	c.flags(fs)
-	c.common = addCommon(fs, withRoot, withKeyring)
-	c.agent = agent // --agent: the acting agent, or with --remote whose connection
 	if c.acts() {
-		c.add(withKey)
-	}
-	c.add(withRemote, withNATS)
-	if !c.acts() {
-		c.add(withRemoteAgent)
+		c.add(withRoot, withKeyring, withKey, withRemote, withNATS)
+	} else {
+		c.add(withRoot, withKeyring, withRemote, withNATS, withRemoteAgent)
 	}
 	if err := parse(fs, args, getenv); err != nil {
 		return nil, err
 	}
 	c.ch, c.asJSON, c.grace = *ch, *asJSON, *grace
-	if err := checkChannel(c.cmd(), c.ch); err != nil {
-		return nil, err
-	}
 	if c.acts() {
 		if err := c.actingAgent(ctx); err != nil {
 			return nil, err
