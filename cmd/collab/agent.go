@@ -13,7 +13,7 @@ import (
 )
 
 // runAgent registers and unregisters an agent in the tree's registry.
-var runAgent = subcommands("agent", bySub(runAgentSub, "register", "unregister"), nil)
+var runAgent = subcommands("agent", same(runAgentSub, "register", "unregister"), nil)
 
 func runAgentSub(ctx context.Context, sub string, args []string, getenv env, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("agent "+sub, helpText("agent")+"\nFlags:\n", stderr)

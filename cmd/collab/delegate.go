@@ -33,8 +33,8 @@ const (
 	envWorktrees    = service.EnvWorktrees
 )
 
-var runDelegate = subcommands("delegate", mergeRuns(map[string]runFunc{"ls": runDelegateLs, "status": runDelegateStatus, "send": runDelegateSend},
-	bySub(runDelegateStop, "stop", "rm")), runDelegateNew)
+var runDelegate = subcommands("delegate", map[string]subFunc{"ls": runDelegateLs, "status": runDelegateStatus, "send": runDelegateSend,
+	"stop": runDelegateStop, "rm": runDelegateStop}, runDelegateNew)
 
 func runDelegateNew(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	o, err := parseDelegate(args, getenv, stdin, stderr)
@@ -146,7 +146,7 @@ func noLimit(v int) int {
 	return v
 }
 
-func runDelegateLs(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+func runDelegateLs(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("delegate ls", stderr)
 	asJSON := fs.Bool("json", false, "print the sessions as JSON")
 	all := fs.Bool("all", false, "also removed sessions")
@@ -168,7 +168,7 @@ func runDelegateLs(ctx context.Context, args []string, getenv env, stdin io.Read
 	return printTable(stdout, t)
 }
 
-func runDelegateStatus(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+func runDelegateStatus(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("delegate status", stderr)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	c := addCommon(fs, withRoot)
@@ -184,7 +184,7 @@ func runDelegateStatus(ctx context.Context, args []string, getenv env, stdin io.
 
 // runDelegateSend is collab send to the session's agent in its channel:
 // delegate send ID [send's flags] TEXT….
-func runDelegateSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+func runDelegateSend(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return runSend(ctx, args, getenv, stdin, stdout, stderr)

@@ -12,7 +12,7 @@ import (
 	"github.com/collabdev/collab/internal/workspace/inbox"
 )
 
-var runInbox = subcommands("inbox", map[string]runFunc{"ack": runInboxAck}, runInboxShow)
+var runInbox = subcommands("inbox", map[string]subFunc{"ack": runInboxAck}, runInboxShow)
 
 func runInboxShow(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("inbox", helpText("inbox"), stderr)
@@ -55,7 +55,7 @@ func runInboxShow(ctx context.Context, args []string, getenv env, stdin io.Reade
 // defaultPeekLimit is how many unread messages inbox --peek shows.
 const defaultPeekLimit = 20
 
-func runInboxAck(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+func runInboxAck(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("inbox ack", helpText("inbox-ack"), stderr)
 	c, chans, asJSON := inboxFlags(fs)
 	untilf := fs.String("until", "", "acknowledge up to this message `ID` or RFC 3339 time")

@@ -15,7 +15,7 @@ import (
 	"github.com/collabdev/collab/internal/workflow"
 )
 
-var runJobs = subcommands("jobs", map[string]runFunc{"show": runJobsShow, "kill": runJobsKill}, runJobsList)
+var runJobs = subcommands("jobs", map[string]subFunc{"show": runJobsShow, "kill": runJobsKill}, runJobsList)
 
 func runJobsList(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("jobs", helpText("jobs"), stderr)
@@ -41,7 +41,7 @@ func runJobsList(ctx context.Context, args []string, getenv env, stdin io.Reader
 	return printTable(stdout, service.JobsTable(all, time.Now()))
 }
 
-func runJobsShow(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+func runJobsShow(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs show", stderr)
 	since := fs.String("since", "", "only events at or after this time (RFC 3339) or this long ago (10m)")
 	asJSON := fs.Bool("json", false, "print the record as JSON")
@@ -66,7 +66,7 @@ func runJobsShow(ctx context.Context, args []string, getenv env, stdin io.Reader
 	return show(stdout, *asJSON, j, service.JobText(j))
 }
 
-func runJobsKill(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+func runJobsKill(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs kill", stderr)
 	agent := agentFlag(fs, "", "who asks", true)
 	of := fs.String("of", "", "only this agent's jobs")

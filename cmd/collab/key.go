@@ -15,7 +15,7 @@ import (
 var keyUsage = helpText("key")
 
 // runKey makes, trusts, revokes and lists signing keys.
-var runKey = subcommands("key", bySub(runKeySub, "new", "trust", "revoke", "list"), nil)
+var runKey = subcommands("key", same(runKeySub, "new", "trust", "revoke", "list"), nil)
 
 func runKeySub(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if sub == "new" {

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -139,34 +138,26 @@ type command struct {
 	run     runFunc
 }
 
-// subFunc runs subcommand sub of a command.
+// subFunc runs subcommand sub of a command with its arguments.
 type subFunc func(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error
 
-// bySub maps each of names to run as that subcommand.
-func bySub(run subFunc, names ...string) map[string]runFunc {
-	m := map[string]runFunc{}
-	for _, sub := range names {
-		m[sub] = func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-			return run(ctx, sub, args, getenv, stdin, stdout, stderr)
-		}
+// same maps each of names to run.
+func same(run subFunc, names ...string) map[string]subFunc {
+	m := map[string]subFunc{}
+	for _, n := range names {
+		m[n] = run
 	}
 	return m
-}
-
-// mergeRuns is the subcommands of a and b.
-func mergeRuns(a, b map[string]runFunc) map[string]runFunc {
-	maps.Copy(a, b)
-	return a
 }
 
 // subcommands is the run of command cmd whose first argument names one of
 // subs, run with the rest. With none named it runs def, or when def is
 // nil: no argument is cmd's help on stderr and exit 2, -h, --help or help
 // its help, another an unknown command.
-func subcommands(cmd string, subs map[string]runFunc, def runFunc) runFunc {
+func subcommands(cmd string, subs map[string]subFunc, def runFunc) runFunc {
 	return func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 		if len(args) > 0 && subs[args[0]] != nil {
-			return subs[args[0]](ctx, args[1:], getenv, stdin, stdout, stderr)
+			return subs[args[0]](ctx, args[0], args[1:], getenv, stdin, stdout, stderr)
 		}
 		switch {
 		case def != nil:

@@ -53,7 +53,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	sp.agent, sp.root, sp.needKey, sp.verifier, sp.nats, sp.logger, sp.connName = *agent, cfg.Root, true, cfg.Verifier, true, logger, *agent+"-mcp"
 	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
 		cfg.Remote, cfg.Service = svc.Client, svc.Service
-		if !svc.remote() {
+		if !svc.Remote() {
 			def := service.DelegateDefaultsFrom(getenv)
 			def.Cmd = *delegateCmd
 			cfg.Service = service.WithDelegateDefaults(svc.Service, def)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
@@ -64,7 +63,7 @@ func hostname() string {
 	return h
 }
 
-var runNATS = subcommands("nats", bySub(runNATSSub, "init", "parity"), nil)
+var runNATS = subcommands("nats", same(runNATSSub, "init", "parity"), nil)
 
 func runNATSSub(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("nats "+sub, stderr)
@@ -93,31 +92,20 @@ func runNATSSub(ctx context.Context, sub string, args []string, getenv env, stdi
 	}
 	defer b.Close()
 	if sub == "init" {
-		return natsInit(ctx, b, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup}, *asJSON, stdout)
+		created, err := b.InitStream(ctx, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup})
+		if err != nil {
+			return fmt.Errorf("nats init: %w", err)
+		}
+		verb := map[bool]string{true: "created", false: "updated"}[created]
+		return show(stdout, *asJSON, map[string]any{"stream": natsbus.StreamName, "created": created},
+			fmt.Sprintf("%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName))
 	}
-	return natsParity(ctx, b, c.tree(getenv), *ch, *since, *asJSON, stdout)
-}
-
-// natsInit is collab nats init: create or update the stream.
-func natsInit(ctx context.Context, b *natsbus.Bus, c natsbus.StreamConfig, asJSON bool, stdout io.Writer) error {
-	created, err := b.InitStream(ctx, c)
-	if err != nil {
-		return fmt.Errorf("nats init: %w", err)
-	}
-	verb := map[bool]string{true: "created", false: "updated"}[created]
-	return show(stdout, asJSON, map[string]any{"stream": natsbus.StreamName, "created": created},
-		fmt.Sprintf("%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName))
-}
-
-// natsParity is collab nats parity: compare channel ch's files with the
-// stream over the last since; a difference exits 1.
-func natsParity(ctx context.Context, b *natsbus.Bus, root tree.Root, ch string, since time.Duration, asJSON bool, stdout io.Writer) error {
-	p, err := b.CheckParity(ctx, root, ch, since)
+	// parity: the channel's files against the stream; a difference exits 1.
+	p, err := b.CheckParity(ctx, c.tree(getenv), *ch, *since)
 	if err != nil {
 		return fmt.Errorf("nats parity: %w", err)
 	}
-	err = show(stdout, asJSON, p, p.Text())
-	if err == nil && p.Differ() {
+	if err = show(stdout, *asJSON, p, p.Text()); err == nil && p.Differ() {
 		err = &exitError{code: exitFailure}
 	}
 	return err

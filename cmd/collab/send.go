@@ -124,7 +124,7 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 // askSent is send --wait: the post, then the reply (service.Ask), the
 // delivery states told as they change, judged as judge says.
 func askSent(ctx context.Context, svc *openedService, actor service.Actor, req service.PostRequest, o *sendOptions, judge delegate.Options, stdout, stderr io.Writer) error {
-	rw := replyWait{root: svc.root, timeout: *o.timeout, opt: judge, json: *o.asJSON, remote: svc.remote()}
+	rw := replyWait{root: svc.root, timeout: *o.timeout, opt: judge, json: *o.asJSON, remote: svc.Remote()}
 	await, stderr := rw.request(stderr)
 	sent := false
 	_, got, err := service.Ask(ctx, svc, actor, service.AskRequest{Post: req, Await: await, Track: true, Sent: func(p service.Posted) {

@@ -17,7 +17,7 @@ import (
 	"github.com/collabdev/collab/internal/web"
 )
 
-var runServe = subcommands("serve", map[string]runFunc{"token": runServeToken}, runServeWeb)
+var runServe = subcommands("serve", map[string]subFunc{"token": runServeToken}, runServeWeb)
 
 func runServeWeb(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("serve", helpText("serve"), stderr)
@@ -130,7 +130,7 @@ const tokensUsage = "file of the long-lived tokens (hashed)"
 
 // runServeToken makes, lists and revokes the long-lived tokens
 // (web.Tokens).
-func runServeToken(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+func runServeToken(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "new" && args[0] != "ls" && args[0] != "rm") {
 		return usageErrorf("serve token: use 'collab serve token new --person NAME', 'new --agent NAME [--channel CH]', 'ls' or 'rm ID'")
 	}

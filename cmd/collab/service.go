@@ -184,9 +184,6 @@ type openedService struct {
 	agent string    // who acts: serviceSpec.agent, through a bridge as actingAgent resolved it
 }
 
-// remote reports whether the service goes through a bridge.
-func (o *openedService) remote() bool { return o.Remote() }
-
 // mountConfig is the service's configuration of every command on the
 // mount at root: this host, warnings to stderr, and this program to run
 // the watchers it starts (delegated agents, background teams).

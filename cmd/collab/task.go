@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -23,7 +22,7 @@ import (
 var taskUsage = helpText("task")
 
 // runTask runs the task command args[0] names (taskSubs).
-var runTask = subcommands("task", bySub(runTaskSub, slices.Collect(maps.Keys(taskSubs))...), nil)
+var runTask = subcommands("task", same(runTaskSub, slices.Collect(maps.Keys(taskSubs))...), nil)
 
 func runTaskSub(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	c, err := parseTask(ctx, sub, args, getenv, stdin, stderr)
@@ -252,11 +251,10 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 	switch c.sub {
 	case "add":
 		t, err := b.svc.AddTask(ctx, b.a, b.q, service.NewTask{Title: c.title, Body: c.body, Depends: c.depends})
-		if err != nil || p.json {
-			return cmp.Or(err, writeJSON(stdout, t))
+		if err != nil {
+			return err
 		}
-		_, err = fmt.Fprintln(stdout, t.ID)
-		return err
+		return show(stdout, p.json, t, t.ID+"\n")
 	case "list":
 		return c.list(ctx, b, p, stderr)
 	case "show":
@@ -267,18 +265,13 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 		if s.More {
 			fmt.Fprintln(stderr, "collab: older events left out of what a bridge reply holds; show on the mount for all")
 		}
-		if p.json {
-			return writeJSON(stdout, s.History())
-		}
-		_, err = io.WriteString(stdout, s.Text(time.Local))
-		return err
+		return show(stdout, p.json, s.History(), s.Text(time.Local))
 	case "context":
 		tc, err := b.svc.TaskContext(ctx, b.q, c.id, c.maxTokens)
-		if err != nil || p.json {
-			return cmp.Or(err, writeJSON(stdout, tc))
+		if err != nil {
+			return err
 		}
-		_, err = io.WriteString(stdout, tc.Text())
-		return err
+		return show(stdout, p.json, tc, tc.Text())
 	case "worktree":
 		return taskWorktree(ctx, b, c.id, c.wt, p, stderr)
 	case "claim", "next":
@@ -292,11 +285,10 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 	r := service.TaskReport{Kind: map[string]string{"checkpoint": task.EvCheckpoint, "fail": task.EvFailed, "retry": task.EvRetried}[c.sub],
 		Text: c.text, Checkpoint: c.ck}
 	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, r)
-	if err != nil || p.json {
-		return p.one(t, err)
+	if err != nil {
+		return err
 	}
-	_, err = fmt.Fprintln(stdout, service.Reported(r, t))
-	return err
+	return show(stdout, p.json, t, service.Reported(r, t)+"\n")
 }
 
 func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr io.Writer) error {
@@ -334,12 +326,10 @@ type taskPrinter struct {
 
 // one prints t, the result of a call, unless the call failed (err).
 func (p taskPrinter) one(t task.Task, err error) error {
-	if err == nil && p.json {
-		err = writeJSON(p.w, t)
-	} else if err == nil {
-		_, err = fmt.Fprintf(p.w, "%s %s\n", t.ID, t.State(workflow.Address))
+	if err != nil {
+		return err
 	}
-	return err
+	return show(p.w, p.json, t, t.ID+" "+t.State(workflow.Address)+"\n")
 }
 
 func (p taskPrinter) list(tasks []task.Task) error {
@@ -350,14 +340,5 @@ func (p taskPrinter) list(tasks []task.Task) error {
 		_, err := fmt.Fprintln(p.w, "no tasks")
 		return err
 	}
-	rows := make([][]string, len(tasks))
-	now := time.Now()
-	for i, t := range tasks {
-		state := t.State(workflow.Address)
-		if t.Unverified > 0 {
-			state += fmt.Sprintf(" [%d unverified]", t.Unverified)
-		}
-		rows[i] = []string{t.ID, state, delivery.FormatAge(now.Sub(t.Updated)), service.OneLine(t.Title)}
-	}
-	return printTable(p.w, append([][]string{[]string{"ID", "STATE", "AGE", "TITLE"}}, rows...))
+	return printTable(p.w, service.TasksTable(tasks, time.Now()))
 }

@@ -54,7 +54,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 			return writeJSON(stdout, delivery.WhoEntries(rows, now))
 		}
 		if len(rows) == 0 {
-			if svc.remote() {
+			if svc.Remote() {
 				fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
 			} else {
 				fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", svc.root.Presence())
