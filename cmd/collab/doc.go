@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -73,11 +72,7 @@ func docDo(ctx context.Context, c *common, req service.DocRequest, asJSON bool, 
 		}
 		switch req.Action {
 		case "read":
-			if asJSON {
-				return json.NewEncoder(stdout).Encode(r.Doc)
-			}
-			_, err = io.WriteString(stdout, r.Doc.Content)
-			return err
+			return showLine(stdout, asJSON, r.Doc, r.Doc.Content)
 		case "list":
 			if r.More {
 				fmt.Fprintln(stderr, "collab: the listing is cut to what a bridge reply holds; list on the mount for all")
@@ -86,32 +81,21 @@ func docDo(ctx context.Context, c *common, req service.DocRequest, asJSON bool, 
 		case "delete":
 			return nil
 		}
-		return docVersion(stdout, r.File, r.Version, asJSON)
+		// A change: the version it made.
+		return showLine(stdout, asJSON, map[string]string{"file": r.File, "version": r.Version}, r.Version+"\n")
 	})
-}
-
-// docVersion prints the version a change made.
-func docVersion(stdout io.Writer, file, version string, asJSON bool) error {
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]string{"file": file, "version": version})
-	}
-	_, err := fmt.Fprintln(stdout, version)
-	return err
 }
 
 // docList prints a listing.
 func docList(stdout io.Writer, list []documents.Entry, asJSON bool) error {
 	if asJSON {
-		if list == nil {
-			list = []documents.Entry{}
-		}
-		return json.NewEncoder(stdout).Encode(list)
+		return jsonLine(stdout, append([]documents.Entry{}, list...)) // [], not null
 	}
-	rows := make([][]string, len(list))
-	for i, e := range list {
-		rows[i] = []string{e.File, fmt.Sprint(e.Size), e.Modified.Format(time.RFC3339)}
+	rows := [][]string{{"FILE", "SIZE", "MODIFIED"}}
+	for _, e := range list {
+		rows = append(rows, []string{e.File, fmt.Sprint(e.Size), e.Modified.Format(time.RFC3339)})
 	}
-	return printTable(stdout, append([][]string{[]string{"FILE", "SIZE", "MODIFIED"}}, rows...))
+	return printTable(stdout, rows)
 }
 
 // docContent returns the content: --text or the words with a final

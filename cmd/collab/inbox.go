@@ -84,11 +84,7 @@ func printAcked(stdout io.Writer, res service.Acked, asJSON bool) error {
 	if res.Channel != "" {
 		out["channel"], where = res.Channel, " in channel "+res.Channel
 	}
-	if asJSON {
-		return jsonLine(stdout, out)
-	}
-	_, err := fmt.Fprintf(stdout, "acknowledged %d message(s)%s up to %s\n", res.N, where, res.Until)
-	return err
+	return showLine(stdout, asJSON, out, fmt.Sprintf("acknowledged %d message(s)%s up to %s\n", res.N, where, res.Until))
 }
 
 func inboxFlags(fs *pflag.FlagSet) (c *common, chans *[]string, asJSON *bool) {
@@ -100,9 +96,5 @@ func inboxFlags(fs *pflag.FlagSet) (c *common, chans *[]string, asJSON *bool) {
 
 // printItem prints one inbox item as a transcript entry or a JSON line.
 func printItem(w io.Writer, it inbox.Item, asJSON bool) error {
-	if asJSON {
-		return jsonLine(w, it)
-	}
-	_, err := io.WriteString(w, service.InboxText(it))
-	return err
+	return showLine(w, asJSON, it, service.InboxText(it))
 }

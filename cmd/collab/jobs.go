@@ -123,6 +123,14 @@ func show(w io.Writer, asJSON bool, v any, text string) error {
 	return err
 }
 
+// showLine is show with v on one line (jsonLine).
+func showLine(w io.Writer, asJSON bool, v any, text string) error {
+	if asJSON {
+		return jsonLine(w, v)
+	}
+	return show(w, false, nil, text)
+}
+
 // jsonLine prints v as one line of JSON.
 func jsonLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
