@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -112,31 +111,4 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, usageErrorf("--since %q is neither a time (2026-01-11T16:33:15Z) nor a duration (10m)", s)
-}
-
-// show prints v as JSON (writeJSON) with asJSON, else text.
-func show(w io.Writer, asJSON bool, v any, text string) error {
-	if asJSON {
-		return writeJSON(w, v)
-	}
-	_, err := io.WriteString(w, text)
-	return err
-}
-
-// showLine is show with v on one line (jsonLine).
-func showLine(w io.Writer, asJSON bool, v any, text string) error {
-	if asJSON {
-		return jsonLine(w, v)
-	}
-	return show(w, false, nil, text)
-}
-
-// jsonLine prints v as one line of JSON.
-func jsonLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/delivery"
@@ -76,14 +74,4 @@ func whoChecked(rows []delivery.AgentRow, staleAfter time.Duration, now time.Tim
 			stuck.Agent, stuck.Oldest.Round(time.Second), limit, stuck.Backlog)}
 	}
 	return nil
-}
-
-// printTable prints rows (the first the header) as a table of columns
-// two spaces apart.
-func printTable(w io.Writer, rows [][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	return tw.Flush()
 }

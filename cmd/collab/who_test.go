@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/presence"
@@ -344,22 +343,6 @@ func TestWhoHelp(t *testing.T) {
 	}
 	if r.code != 0 {
 		t.Errorf("exit code %d, want 0", r.code)
-	}
-}
-
-func TestCell(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"", "-"},
-		{"vm-2", "vm-2"},
-		{"a b", `a\x20b`},
-		{"a\tb\nc", `a\x09b\x0ac`},
-		{"\x1b[31mred", `\x1b[31mred`},
-		{"höst", "höst"},
-	}
-	for _, tt := range tests {
-		if got := delivery.Cell(tt.in); got != tt.want {
-			t.Errorf("cell(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }
 
