@@ -6,26 +6,16 @@ import (
 	"io"
 	"strings"
 
-	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/internal/workspace/registry"
 )
 
 // runAgent registers and unregisters an agent in the tree's registry.
-func runAgent(ctx context.Context, args []string, getenv env, _ io.Reader, stdout, stderr io.Writer) error {
-	switch sub := append(args, "")[0]; sub {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, helpText("agent"))
-		return nil
-	case "register", "unregister":
-	default:
-		fmt.Fprint(stderr, helpText("agent"))
-		return &exitError{code: exitUsage}
-	}
-	sub, args := args[0], args[1:]
+var runAgent = subcommands("agent", same(runAgentSub, "register", "unregister"), nil)
+
+func runAgentSub(ctx context.Context, sub string, args []string, getenv env, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("agent "+sub, helpText("agent")+"\nFlags:\n", stderr)
 	var r service.AgentRegistration
 	if sub == "register" {
@@ -35,7 +25,7 @@ func runAgent(ctx context.Context, args []string, getenv env, _ io.Reader, stdou
 		fs.StringVar(&r.Host, "host", "", "the host it runs on (default this host)")
 	}
 	asJSON := fs.Bool("json", false, "print the entry as JSON")
-	rootf, ringf, keyf := rootFlag(fs), keyringFlag(fs), keyFlag(fs)
+	c := addCommon(fs, withRoot, withKeyring, withKey)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -46,13 +36,12 @@ func runAgent(ctx context.Context, args []string, getenv env, _ io.Reader, stdou
 	if err != nil {
 		return usageErrorf("agent %s: %v", sub, err)
 	}
-	signer, err := signing.LoadAgentKey(*keyf, id, getenv) // none: unsigned
+	signer, err := signing.LoadAgentKey(c.keyPath(), id, getenv) // none: unsigned
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", sub, err)
 	}
-	root := tree.Resolve(*rootf, getenv)
-	cfg := mountConfig(root, stderr)
-	cfg.Verifier = verifierFor(root, keyring.In(root, *ringf), stderr)
+	cfg := mountConfig(c.tree(getenv), stderr)
+	cfg.Verifier = c.verifier(cfg.Root, stderr)
 	m, a := service.NewMount(cfg), service.Actor{Name: fs.Arg(0), Signer: signer}
 	var e registry.Agent
 	if sub == "register" {
@@ -63,9 +52,6 @@ func runAgent(ctx context.Context, args []string, getenv env, _ io.Reader, stdou
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", sub, err)
 	}
-	if *asJSON {
-		return writeJSON(stdout, e) // the entry as its file holds it
-	}
-	_, err = fmt.Fprintf(stdout, "%s %sed (%s, %s: %s)\n", workflow.Address(e.ID), sub, e.Role, e.Runtime, strings.Join(e.Capabilities, ","))
-	return err
+	// JSON: the entry as its file holds it.
+	return show(stdout, *asJSON, e, fmt.Sprintf("%s %sed (%s, %s: %s)\n", workflow.Address(e.ID), sub, e.Role, e.Runtime, strings.Join(e.Capabilities, ",")))
 }

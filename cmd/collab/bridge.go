@@ -8,16 +8,13 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/watchsetup"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/bridge"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("bridge", helpText("bridge"), stderr)
-	nf := addNATSFlags(fs)
-	rootf := rootFlag(fs)
-	ringf := keyringFlag(fs)
+	c := addCommon(fs, withNATS, withRoot, withKeyring)
 	backfill := fs.Duration("backfill", bridge.DefaultBackfill, "on the first start, publish each channel's messages this recent")
 	workers := fs.Int("workers", bridge.DefaultWorkers, "requests performed at once")
 	logLevel := fs.String("log-level", defaultLogLevel, "debug, info, warn or error")
@@ -33,18 +30,18 @@ func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	host := hostname()
-	o, ok := nf.options(getenv, natsbus.ConnName("bridge", host), logger)
+	o, ok := c.nf.options(getenv, natsbus.ConnName("bridge", host), logger)
 	if !ok {
 		return usageErrorf("bridge: no server: use --nats URL or set NATS_URL")
 	}
-	root := tree.Resolve(*rootf, getenv)
+	root := c.tree(getenv)
 	if err := root.Check(); err != nil {
 		return fmt.Errorf("bridge: %w", err)
 	}
 	// The bridge hands the keyring to every remote host (the keys op) and
 	// checks every remote write against it: one others could rewrite is
 	// refused, as a watcher refuses it.
-	ring, err := watchsetup.CheckedKeyring("bridge", root, *ringf, signing.Known, true, stderr)
+	ring, err := watchsetup.CheckedKeyring("bridge", root, *c.ring, signing.Known, true, stderr)
 	if err != nil {
 		return err
 	}

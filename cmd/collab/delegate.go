@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/channel"
@@ -34,21 +33,10 @@ const (
 	envWorktrees    = service.EnvWorktrees
 )
 
-func runDelegate(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "ls":
-			return runDelegateLs(ctx, args[1:], getenv, stdout, stderr)
-		case "status":
-			return runDelegateStatus(ctx, args[1:], getenv, stdout, stderr)
-		case "send":
-			return runDelegateSend(ctx, args[1:], getenv, stdin, stdout, stderr)
-		case "stop":
-			return runDelegateStop(ctx, args[1:], getenv, stdout, stderr, false)
-		case "rm":
-			return runDelegateStop(ctx, args[1:], getenv, stdout, stderr, true)
-		}
-	}
+var runDelegate = subcommands("delegate", map[string]subFunc{"ls": runDelegateLs, "status": runDelegateStatus, "send": runDelegateSend,
+	"stop": runDelegateStop, "rm": runDelegateStop}, runDelegateNew)
+
+func runDelegateNew(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	o, err := parseDelegate(args, getenv, stdin, stderr)
 	if err != nil {
 		return err
@@ -130,8 +118,7 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	fs.DurationVar(&r.Poll, "poll", watcher.DefaultPoll, "the delegated watcher's poll interval")
 	fs.DurationVar(&r.Heartbeat, "heartbeat", watcher.DefaultHeartbeat, "the delegated watcher's heartbeat interval")
 	fs.DurationVar(&r.StartTimeout, "start-timeout", time.Minute, "how long to wait for the delegated agent to be AWAKE")
-	keyf := keyFlag(fs)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withKey, withRoot)
 	if err := parse(fs, args, getenv); err != nil {
 		return nil, err
 	}
@@ -146,7 +133,7 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	r.MaxDepth, r.MaxConcurrent = noLimit(*maxDepth), noLimit(*maxConc)
 	def := service.DelegateDefaultsFrom(getenv)
 	r.Depth, r.KeyDir = def.Depth, def.KeyDir
-	o.root, o.agent, o.key = tree.Resolve(*rootf, getenv), *agent, *keyf
+	o.root, o.agent, o.key = c.tree(getenv), *agent, c.keyPath()
 	return o, nil
 }
 
@@ -159,76 +146,45 @@ func noLimit(v int) int {
 	return v
 }
 
-func runDelegateLs(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+func runDelegateLs(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("delegate ls", stderr)
 	asJSON := fs.Bool("json", false, "print the sessions as JSON")
 	all := fs.Bool("all", false, "also removed sessions")
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withRoot)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	rows, err := mount(tree.Resolve(*rootf, getenv), stderr).Sessions(ctx, service.SessionsQuery{All: *all})
+	rows, err := c.mount(getenv, stderr).Sessions(ctx, service.SessionsQuery{All: *all})
 	if err != nil {
 		return fmt.Errorf("delegate ls: %w", err)
 	}
 	if *asJSON {
 		return writeJSON(stdout, rows)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tSTATUS\tBY\tBRANCH\tWORKTREE")
+	t := [][]string{{"ID", "AGENT", "STATE", "STATUS", "BY", "BRANCH", "WORKTREE"}}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Agent, r.State, r.Status, r.DelegatedBy,
-			tree.Printable(r.Branch), tree.Printable(r.Worktree))
+		t = append(t, []string{r.ID, r.Agent, r.State, r.Status, r.DelegatedBy, tree.Printable(r.Branch), tree.Printable(r.Worktree)})
 	}
-	return tw.Flush()
+	return printTable(stdout, t)
 }
 
-func runDelegateStatus(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+func runDelegateStatus(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("delegate status", stderr)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
-	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	c := addCommon(fs, withRoot)
+	if err := parseOne(fs, args, getenv, "want one session ID"); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("delegate status: want one session ID")
-	}
-	out, err := mount(tree.Resolve(*rootf, getenv), stderr).SessionStatus(ctx, service.SessionRef{ID: fs.Arg(0)})
+	out, err := c.mount(getenv, stderr).SessionStatus(ctx, service.SessionRef{ID: fs.Arg(0)})
 	if err != nil {
 		return fmt.Errorf("delegate status: %w", err)
 	}
-	if *asJSON {
-		return writeJSON(stdout, out)
-	}
-	s, p := out.Session, tree.Printable
-	fmt.Fprintf(stdout, "session %s: agent %s %s (%s), delegated by %s\n", s.ID, s.Agent, out.State, s.Status, s.DelegatedBy)
-	fmt.Fprintf(stdout, "branch %s from %s, worktree %s, channel %s\n", p(s.Branch), p(s.Base), p(s.Worktree), s.Channel)
-	if out.Git != nil {
-		fmt.Fprintf(stdout, "commits ahead of %s: %d\n", p(s.Base), out.Git.Ahead)
-		if len(out.Git.Dirty) > 0 {
-			fmt.Fprintf(stdout, "uncommitted: %s\n", p(strings.Join(out.Git.Dirty, ", ")))
-		} else {
-			fmt.Fprintln(stdout, "uncommitted: none")
-		}
-	} else if out.GitError != "" {
-		fmt.Fprintf(stdout, "git: %s\n", p(out.GitError))
-	}
-	for _, j := range out.Jobs {
-		fmt.Fprintf(stdout, "job %s %s (message %s)\n", j.ID, j.Status, j.Message)
-	}
-	if m := out.Last; m != nil {
-		text := m.Content.Text
-		if len(text) > 500 {
-			text = text[:500] + "…"
-		}
-		fmt.Fprintf(stdout, "last message %s from %s:\n%s\n", m.ID, m.From, p(text))
-	}
-	return nil
+	return show(stdout, *asJSON, out, out.Text())
 }
 
 // runDelegateSend is collab send to the session's agent in its channel:
 // delegate send ID [send's flags] TEXT….
-func runDelegateSend(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+func runDelegateSend(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return runSend(ctx, args, getenv, stdin, stdout, stderr)
@@ -251,27 +207,21 @@ func runDelegateSend(ctx context.Context, args []string, getenv env, stdin io.Re
 	return runSend(ctx, append([]string{"--channel", s.Channel, "--to", s.Agent}, rest...), getenv, stdin, stdout, stderr)
 }
 
-// runDelegateStop is delegate stop, and delegate rm with remove.
-func runDelegateStop(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer, remove bool) error {
-	cmd := "delegate stop"
-	if remove {
-		cmd = "delegate rm"
-	}
+// runDelegateStop is delegate stop, and delegate rm.
+func runDelegateStop(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := "delegate " + sub
 	fs := newFlags(cmd, stderr)
 	force := fs.Bool("force", false, "rm: remove the worktree even with uncommitted changes")
 	grace := fs.Duration("timeout", service.DefaultStopGrace, "how long the watcher may take to stop before it is killed")
-	rootf := rootFlag(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	c := addCommon(fs, withRoot)
+	if err := parseOne(fs, args, getenv, "want one session ID"); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("%s: want one session ID", cmd)
-	}
-	if !remove && *force {
+	if sub == "stop" && *force {
 		return usageErrorf("%s: --force is rm's", cmd)
 	}
-	svc, ref := mount(tree.Resolve(*rootf, getenv), stderr), service.SessionRef{ID: fs.Arg(0)}
-	if !remove {
+	svc, ref := c.mount(getenv, stderr), service.SessionRef{ID: fs.Arg(0)}
+	if sub == "stop" {
 		s, err := svc.StopSession(ctx, service.StopSessionRequest{Session: ref, Grace: *grace})
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/collabdev/collab/internal/errkind"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/documents"
 )
@@ -20,10 +18,7 @@ func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	text := fs.String("text", "", `content ("-" reads standard input, the default)`)
 	ifVersion := fs.String("if-version", "", "write or delete only if the file is at this version (from read --json)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	rf := addRemoteFlags(fs)
-	nf := addNATSFlags(fs)
-	ragent := remoteAgentFlag(fs)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withRemote, withNATS, withRemoteAgent, withRoot)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -60,63 +55,47 @@ func runDoc(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		}
 		req.Content = content
 	}
-	return docDo(ctx, rf, nf, *rootf, *ragent, req, *asJSON, getenv, stdout, stderr)
+	return docDo(ctx, c, req, *asJSON, getenv, stdout, stderr)
 }
 
 // docDo makes the one call of collab doc, on the mount or through a
 // bridge, and prints its result.
-func docDo(ctx context.Context, rf *remoteFlags, nf *natsFlags, rootf, agent string, req service.DocRequest, asJSON bool, getenv env, stdout, stderr io.Writer) error {
+func docDo(ctx context.Context, c *common, req service.DocRequest, asJSON bool, getenv env, stdout, stderr io.Writer) error {
 	cmd := "doc " + req.Action
-	svc, err := openService(ctx, serviceSpec{cmd: cmd, agent: agent, root: tree.Resolve(rootf, getenv), rf: rf, nf: nf}, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	r, err := svc.Doc(ctx, service.Actor{Name: svc.agent}, req)
-	if err != nil {
-		// A missing file, or one that is not the folder's: exit 1, as documented.
-		return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden)
-	}
-	switch req.Action {
-	case "read":
-		if asJSON {
-			return json.NewEncoder(stdout).Encode(r.Doc)
+	sp := c.spec(getenv)
+	sp.cmd = cmd
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		r, err := svc.Doc(ctx, service.Actor{Name: svc.agent}, req)
+		if err != nil {
+			// A missing file, or one that is not the folder's: exit 1, as documented.
+			return exitAs(exitFailure, fmt.Errorf("%s: %w", cmd, err), errkind.NotFound, errkind.Forbidden)
 		}
-		_, err = io.WriteString(stdout, r.Doc.Content)
-		return err
-	case "list":
-		if r.More {
-			fmt.Fprintln(stderr, "collab: the listing is cut to what a bridge reply holds; list on the mount for all")
+		switch req.Action {
+		case "read":
+			return showLine(stdout, asJSON, r.Doc, r.Doc.Content)
+		case "list":
+			if r.More {
+				fmt.Fprintln(stderr, "collab: the listing is cut to what a bridge reply holds; list on the mount for all")
+			}
+			return docList(stdout, r.Entries, asJSON)
+		case "delete":
+			return nil
 		}
-		return docList(stdout, r.Entries, asJSON)
-	case "delete":
-		return nil
-	}
-	return docVersion(stdout, r.File, r.Version, asJSON)
-}
-
-// docVersion prints the version a change made.
-func docVersion(stdout io.Writer, file, version string, asJSON bool) error {
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]string{"file": file, "version": version})
-	}
-	_, err := fmt.Fprintln(stdout, version)
-	return err
+		// A change: the version it made.
+		return showLine(stdout, asJSON, map[string]string{"file": r.File, "version": r.Version}, r.Version+"\n")
+	})
 }
 
 // docList prints a listing.
 func docList(stdout io.Writer, list []documents.Entry, asJSON bool) error {
 	if asJSON {
-		if list == nil {
-			list = []documents.Entry{}
-		}
-		return json.NewEncoder(stdout).Encode(list)
+		return jsonLine(stdout, append([]documents.Entry{}, list...)) // [], not null
 	}
-	rows := make([][]string, len(list))
-	for i, e := range list {
-		rows[i] = []string{e.File, fmt.Sprint(e.Size), e.Modified.Format(time.RFC3339)}
+	rows := [][]string{{"FILE", "SIZE", "MODIFIED"}}
+	for _, e := range list {
+		rows = append(rows, []string{e.File, fmt.Sprint(e.Size), e.Modified.Format(time.RFC3339)})
 	}
-	return printTable(stdout, append([][]string{[]string{"FILE", "SIZE", "MODIFIED"}}, rows...))
+	return printTable(stdout, rows)
 }
 
 // docContent returns the content: --text or the words with a final

@@ -11,10 +11,15 @@ package main
 //     (watch, mcp) take no login name: they must be told whom they serve.
 //   - Text: --text, the trailing words, or standard input when either is
 //     "-" (readText).
+//   - Shared flags (--root, --keyring, --key, --remote, NATS) are added
+//     as one bundle, common (service.go), which also opens the service.
+//   - Subcommands: one dispatch, subcommands (main.go).
+//   - Output: JSON with --json (show, showLine), tables by printTable.
 //   - Exit codes: the exit* constants of main.go.
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +27,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -187,13 +193,6 @@ func source(fs *pflag.FlagSet, name string) string {
 	return "--" + f.Name
 }
 
-// rootFlag adds --root, from $COLLAB_ROOT, default tree.DefaultRoot.
-func rootFlag(fs *pflag.FlagSet) *string {
-	p := fs.String("root", tree.DefaultRoot, "shared tree root")
-	fromEnv(fs, "root", envRoot)
-	return p
-}
-
 // channelFlag adds --channel (-s, also --session), from $COLLAB_CHANNEL
 // then $COLLAB_SESSION.
 func channelFlag(fs *pflag.FlagSet, usage string) *string {
@@ -356,3 +355,41 @@ func (d *secondsOrDuration) Set(s string) error {
 
 func (d *secondsOrDuration) String() string { return time.Duration(*d).String() }
 func (d *secondsOrDuration) Type() string   { return "duration" }
+
+// show prints v as JSON (writeJSON) with asJSON, else text.
+func show(w io.Writer, asJSON bool, v any, text string) error {
+	if asJSON {
+		return writeJSON(w, v)
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
+// showLine is show with v on one line (jsonLine).
+func showLine(w io.Writer, asJSON bool, v any, text string) error {
+	if asJSON {
+		return jsonLine(w, v)
+	}
+	return show(w, false, nil, text)
+}
+
+// jsonLine prints v as one line of JSON.
+func jsonLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+// writeJSON prints v as indented JSON, HTML characters as they are.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// printTable prints rows (the first the header) as a table of columns
+// two spaces apart.
+func printTable(w io.Writer, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 )
 
@@ -16,15 +15,11 @@ func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	flags := cmdFlags("init", helpText("init"), stderr)
 	group := flags.String("group", "", "shared group (name or numeric id) that owns the tree's folders")
 	asJSON := flags.Bool("json", false, `print a JSON array of the folders: {"path", "mode", "group"}`)
-	rootf := rootFlag(flags)
-	if err := parse(flags, args, getenv); err != nil {
+	c := addCommon(flags, withRoot)
+	if err := parseNone(flags, args, getenv); err != nil {
 		return err
 	}
-	if flags.NArg() > 0 {
-		return usageErrorf("init: unexpected argument %q", flags.Arg(0))
-	}
-	root := tree.Resolve(*rootf, getenv)
-	res, err := service.NewMount(mountConfig(root, stderr)).Init(ctx, service.InitRequest{Group: *group})
+	res, err := c.mount(getenv, stderr).Init(ctx, service.InitRequest{Group: *group})
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}

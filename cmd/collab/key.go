@@ -9,29 +9,17 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/workflow"
 )
 
 var keyUsage = helpText("key")
 
 // runKey makes, trusts, revokes and lists signing keys.
-func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, keyUsage)
-		return &exitError{code: exitUsage}
-	}
-	sub, args := args[0], args[1:]
-	switch sub {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, keyUsage)
-		return nil
-	case "new":
+var runKey = subcommands("key", same(runKeySub, "new", "trust", "revoke", "list"), nil)
+
+func runKeySub(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if sub == "new" {
 		return runKeyNew(ctx, args, getenv, stdout, stderr)
-	case "trust", "revoke", "list":
-	default:
-		return usageErrorf("key: unknown command %q; run 'collab key --help'", sub)
 	}
 	fs := cmdFlags("key "+sub, keyUsage+"\nFlags:\n", stderr)
 	at := new(string)
@@ -39,13 +27,11 @@ func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		at = fs.String("at", "", "revoke from this time on (RFC 3339; default now)")
 	}
 	asJSON := fs.Bool("json", false, "print the agents' keys as JSON")
-	ringf := keyringFlag(fs)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withKeyring, withRoot)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	req, words := service.KeyRequest{Keyring: *ringf}, fs.Args()
-	svc := mount(tree.Resolve(*rootf, getenv), stderr)
+	req, words, svc := service.KeyRequest{Keyring: *c.ring}, fs.Args(), c.mount(getenv, stderr)
 	var l service.KeyList
 	var err error
 	switch {
@@ -74,29 +60,14 @@ func runKey(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		fmt.Fprintf(stderr, "collab: warning: %v\n", l.Unsafe)
 		fmt.Fprintf(stderr, "collab: warning: until that is fixed, an agent account could replace a key and the verdicts prove nothing; the keyring (%s) and its files must be owned by root or the tree's owner and writable by no one else\n", l.Dir)
 	}
-	return printKeys(l.Keys, *asJSON, stdout)
-}
-
-// printKeys prints keys, by agent.
-func printKeys(keys []service.KeyEntry, asJSON bool, w io.Writer) error {
-	if asJSON {
-		return writeJSON(w, keys)
-	}
-	for _, r := range keys {
-		state := "trusted"
-		if r.Revoked != nil {
-			state = "revoked " + r.Revoked.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(w, "%-12s %s  added %s  %s\n", workflow.Address(r.Agent), r.Key, r.Added.UTC().Format(time.RFC3339), state)
-	}
-	return nil
+	return show(stdout, *asJSON, l.Keys, service.KeysText(l.Keys))
 }
 
 // runKeyNew makes an agent's key pair.
 func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := cmdFlags("key new", keyUsage+"\nFlags:\n", stderr)
 	agent := agentFlag(fs, "", "the agent the key signs for", true)
-	keyf := keyFlag(fs)
+	c := addCommon(fs, withKey)
 	force := fs.Bool("force", false, "replace an existing key file (the old key then signs nothing new)")
 	asJSON := fs.Bool("json", false, `print {"agent", "key", "file", "trust"} as JSON`)
 	if err := parseNone(fs, args, getenv); err != nil {
@@ -106,16 +77,13 @@ func runKeyNew(ctx context.Context, args []string, getenv env, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	path := cmp.Or(*keyf, signing.DefaultKeyPath(a, getenv))
+	path := cmp.Or(c.keyPath(), signing.DefaultKeyPath(a, getenv))
 	s, err := signing.NewKey(path, a, *force)
 	if err != nil {
 		return fmt.Errorf("key new: %w", err)
 	}
 	trust := "collab key trust " + a + " " + s.PublicKey()
-	if *asJSON {
-		return writeJSON(stdout, map[string]string{"agent": a, "key": s.PublicKey(), "file": path, "trust": trust})
-	}
-	_, err = fmt.Fprintf(stdout, "%s\nWrote %s's private key to %s (mode 0600: keep it to this account).\n"+
-		"Until the admin who ran 'collab init' trusts the public key above, nothing signed with it verifies:\n  %s\n", s.PublicKey(), a, path, trust)
-	return err
+	return show(stdout, *asJSON, map[string]string{"agent": a, "key": s.PublicKey(), "file": path, "trust": trust},
+		fmt.Sprintf("%s\nWrote %s's private key to %s (mode 0600: keep it to this account).\n"+
+			"Until the admin who ran 'collab init' trusts the public key above, nothing signed with it verifies:\n  %s\n", s.PublicKey(), a, path, trust))
 }

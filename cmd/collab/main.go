@@ -131,10 +131,48 @@ var kindExit = map[errkind.Kind]int{
 // env is how commands read the environment; tests pass a map's lookup.
 type env func(string) string
 
+// runFunc runs a command or subcommand with its arguments.
+type runFunc func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error
+
 type command struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error
+	run     runFunc
+}
+
+// subFunc runs subcommand sub of a command with its arguments.
+type subFunc func(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error
+
+// same maps each of names to run.
+func same(run subFunc, names ...string) map[string]subFunc {
+	m := map[string]subFunc{}
+	for _, n := range names {
+		m[n] = run
+	}
+	return m
+}
+
+// subcommands is the run of command cmd whose first argument names one of
+// subs, run with the rest. With none named it runs def, or when def is
+// nil: no argument is cmd's help on stderr and exit 2, -h, --help or help
+// its help, another an unknown command.
+func subcommands(cmd string, subs map[string]subFunc, def runFunc) runFunc {
+	return func(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+		if len(args) > 0 && subs[args[0]] != nil {
+			return subs[args[0]](ctx, args[0], args[1:], getenv, stdin, stdout, stderr)
+		}
+		switch {
+		case def != nil:
+			return def(ctx, args, getenv, stdin, stdout, stderr)
+		case len(args) == 0:
+			fmt.Fprint(stderr, helpText(cmd))
+			return &exitError{code: exitUsage}
+		case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+			fmt.Fprint(stdout, helpText(cmd))
+			return nil
+		}
+		return usageErrorf("%s: unknown command %q; run 'collab %s --help'", cmd, args[0], cmd)
+	}
 }
 
 func commands() []command {

@@ -90,3 +90,24 @@ func TestUsage(t *testing.T) {
 }
 
 var _ io.Writer = (*syncBuffer)(nil)
+
+// TestSubcommandDispatch: every command that needs a subcommand answers
+// alike (subcommands): none is its help on stderr and exit 2, -h its help
+// on stdout, an unknown one a usage error that names it.
+func TestSubcommandDispatch(t *testing.T) {
+	for _, cmd := range []string{"task", "key", "agent", "nats"} {
+		t.Run(cmd, func(t *testing.T) {
+			help := helpText(cmd)
+			if r := runCollab(t, nil, "", cmd); r.code != exitUsage || r.stderr != help || r.stdout != "" {
+				t.Errorf("collab %s: exit %d, stderr %q; want 2 and its help", cmd, r.code, r.stderr)
+			}
+			if r := runCollab(t, nil, "", cmd, "-h"); r.code != 0 || r.stdout != help {
+				t.Errorf("collab %s -h: exit %d, stdout %q; want 0 and its help", cmd, r.code, r.stdout)
+			}
+			want := "collab: " + cmd + `: unknown command "frob"; run 'collab ` + cmd + " --help'\n"
+			if r := runCollab(t, nil, "", cmd, "frob"); r.code != exitUsage || r.stderr != want {
+				t.Errorf("collab %s frob: exit %d, stderr %q; want 2 and %q", cmd, r.code, r.stderr, want)
+			}
+		})
+	}
+}

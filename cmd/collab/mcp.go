@@ -24,11 +24,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
 	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+service.EnvDelegateCmd+")")
 	fromEnv(fs, "delegate-cmd", service.EnvDelegateCmd)
-	keyf := keyFlag(fs)
-	ringf := keyringFlag(fs)
-	nf := addNATSFlags(fs)
-	rootf := rootFlag(fs)
-	rf := addRemoteFlags(fs)
+	c := addCommon(fs, withKey, withKeyring, withNATS, withRoot, withRemote)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
@@ -42,7 +38,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if *verbose {
 		level = slog.LevelInfo
 	}
-	signer, err := signing.LoadAgentKey(*keyf, *agent, getenv)
+	signer, err := signing.LoadAgentKey(c.keyPath(), *agent, getenv)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
@@ -51,35 +47,33 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		// Inside a watcher's model run, what the agent sends is one hop
 		// deeper than the message it answers.
 		Hops: runenv.RunHops(getenv)}
-	cfg.Root, cfg.Verifier = mcpTree(rf, fs.Changed("root"), *rootf, *ringf, *agent, getenv, stderr)
+	cfg.Root, cfg.Verifier = mcpTree(c, *agent, getenv, stderr)
 	// Through a bridge everything it writes must be signed (needKey).
-	svc, err := openService(ctx, serviceSpec{cmd: "mcp", agent: *agent, root: cfg.Root, rf: rf, nf: nf, keyPath: *keyf, needKey: true,
-		verifier: cfg.Verifier, nats: true, logger: logger, connName: *agent + "-mcp"}, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	cfg.Remote, cfg.Service = svc.Client, svc.Service
-	if !svc.remote() {
-		def := service.DelegateDefaultsFrom(getenv)
-		def.Cmd = *delegateCmd
-		cfg.Service = service.WithDelegateDefaults(svc.Service, def)
-	}
-	return mcpserver.ServeStdio(ctx, cfg, stdin, stdout)
+	sp := c.spec(getenv)
+	sp.agent, sp.root, sp.needKey, sp.verifier, sp.nats, sp.logger, sp.connName = *agent, cfg.Root, true, cfg.Verifier, true, logger, *agent+"-mcp"
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		cfg.Remote, cfg.Service = svc.Client, svc.Service
+		if !svc.Remote() {
+			def := service.DelegateDefaultsFrom(getenv)
+			def.Cmd = *delegateCmd
+			cfg.Service = service.WithDelegateDefaults(svc.Service, def)
+		}
+		return mcpserver.ServeStdio(ctx, cfg, stdin, stdout)
+	})
 }
 
 // mcpTree is the tree the tools of mcp read and the verifier they judge
 // signatures with: on the mount --root and its keyring (verifierFor);
 // with --remote this host's own tree (remote.LocalTree), whose keyring
 // copy the mirror wrote as this account unless --keyring names another.
-func mcpTree(rf *remoteFlags, rootSet bool, rootFlag, ringFlag, agent string, getenv env, stderr io.Writer) (tree.Root, *signing.Verifier) {
-	if !rf.on {
-		root := tree.Resolve(rootFlag, getenv)
-		return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
+func mcpTree(c *common, agent string, getenv env, stderr io.Writer) (tree.Root, *signing.Verifier) {
+	if !c.remote() {
+		root := c.tree(getenv)
+		return root, c.verifier(root, stderr)
 	}
-	root := remote.LocalTree(rf.stateDir(agent, getenv), rootSet, rootFlag)
-	if ringFlag == "" {
+	root := remote.LocalTree(c.rf.stateDir(agent, getenv), c.fs.Changed("root"), *c.root)
+	if *c.ring == "" {
 		return root, signing.NewVerifier(keyring.In(root, ""))
 	}
-	return root, verifierFor(root, keyring.In(root, ringFlag), stderr)
+	return root, c.verifier(root, stderr)
 }

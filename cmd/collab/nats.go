@@ -6,12 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
@@ -65,25 +63,18 @@ func hostname() string {
 	return h
 }
 
-func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "init" && args[0] != "parity") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(stdout, helpText("nats"))
-			return nil
-		}
-		return usageErrorf("nats: use 'collab nats init' or 'collab nats parity --channel C'")
-	}
-	sub := args[0]
+var runNATS = subcommands("nats", same(runNATSSub, "init", "parity"), nil)
+
+func runNATSSub(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("nats "+sub, stderr)
-	nf := addNATSFlags(fs)
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withNATS, withRoot)
 	maxAge := fs.Duration("max-age", natsbus.DefaultMaxAge, "init: how long the stream keeps messages")
 	maxBytes := fs.Int64("max-bytes", natsbus.DefaultMaxBytes, "init: the stream's size limit in bytes")
 	dup := fs.Duration("duplicates", natsbus.DefaultDuplicates, "init: the stream's duplicate window")
 	ch := channelFlag(fs, "parity: the channel to compare")
 	since := fs.Duration("since", defaultParitySince, "parity: compare messages named this recently")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parseNone(fs, args[1:], getenv); err != nil {
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
 	if sub == "parity" {
@@ -91,7 +82,7 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 			return err
 		}
 	}
-	o, ok := nf.options(getenv, natsbus.ConnName("cli", hostname()), commandLogger(stderr))
+	o, ok := c.nf.options(getenv, natsbus.ConnName("cli", hostname()), commandLogger(stderr))
 	if !ok {
 		return usageErrorf("nats %s: no server: use --nats URL or set NATS_URL", sub)
 	}
@@ -101,49 +92,20 @@ func runNATS(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	}
 	defer b.Close()
 	if sub == "init" {
-		return natsInit(ctx, b, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup}, *asJSON, stdout)
+		created, err := b.InitStream(ctx, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup})
+		if err != nil {
+			return fmt.Errorf("nats init: %w", err)
+		}
+		verb := map[bool]string{true: "created", false: "updated"}[created]
+		return show(stdout, *asJSON, map[string]any{"stream": natsbus.StreamName, "created": created},
+			fmt.Sprintf("%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName))
 	}
-	return natsParity(ctx, b, tree.Resolve(*rootf, getenv), *ch, *since, *asJSON, stdout)
-}
-
-// natsInit is collab nats init: create or update the stream.
-func natsInit(ctx context.Context, b *natsbus.Bus, c natsbus.StreamConfig, asJSON bool, stdout io.Writer) error {
-	created, err := b.InitStream(ctx, c)
-	if err != nil {
-		return fmt.Errorf("nats init: %w", err)
-	}
-	if asJSON {
-		return writeJSON(stdout, map[string]any{"stream": natsbus.StreamName, "created": created})
-	}
-	verb := "updated"
-	if created {
-		verb = "created"
-	}
-	_, err = fmt.Fprintf(stdout, "%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName)
-	return err
-}
-
-// natsParity is collab nats parity: compare channel ch's files with the
-// stream over the last since; a difference exits 1.
-func natsParity(ctx context.Context, b *natsbus.Bus, root tree.Root, ch string, since time.Duration, asJSON bool, stdout io.Writer) error {
-	p, err := b.CheckParity(ctx, root, ch, since)
+	// parity: the channel's files against the stream; a difference exits 1.
+	p, err := b.CheckParity(ctx, c.tree(getenv), *ch, *since)
 	if err != nil {
 		return fmt.Errorf("nats parity: %w", err)
 	}
-	if asJSON {
-		err = writeJSON(stdout, p)
-	} else {
-		fmt.Fprintf(stdout, "channel %s since %s: %d files, %d in the stream\n", ch, p.Since.Format(time.RFC3339), p.Files, p.Stream)
-		for _, l := range []struct {
-			what string
-			ids  []string
-		}{{"missing in the stream", p.MissingInStream}, {"missing in the folder", p.MissingInFolder}, {"stored twice in the stream", p.Duplicates}} {
-			if len(l.ids) > 0 {
-				fmt.Fprintf(stdout, "%s (%d):\n  %s\n", l.what, len(l.ids), strings.Join(l.ids, "\n  "))
-			}
-		}
-	}
-	if err == nil && p.Differ() {
+	if err = show(stdout, *asJSON, p, p.Text()); err == nil && p.Differ() {
 		err = &exitError{code: exitFailure}
 	}
 	return err

@@ -16,8 +16,7 @@ func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	fs := cmdFlags("outbox", helpText("outbox"), stderr)
 	agent := agentFlag(fs, "", "the agent whose outbox it is", true)
 	asJSON := fs.Bool("json", false, "ls: print the entries as JSON")
-	rf := addRemoteFlags(fs)
-	nf := addNATSFlags(fs)
+	c := addCommon(fs, withRemote, withNATS)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -32,14 +31,14 @@ func runOutbox(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	if err != nil {
 		return err
 	}
-	state := rf.stateDir(who, getenv)
+	state := c.rf.stateDir(who, getenv)
 	if state == "" {
 		return usageErrorf("outbox: no state directory: use --state-dir or set HOME")
 	}
 	if sub == "flush" {
 		// Opening resends the outbox and reports it.
-		rf.on = true
-		svc, err := openService(ctx, serviceSpec{cmd: "outbox flush", agent: who, rf: rf, nf: nf}, getenv, stderr)
+		c.rf.on = true
+		svc, err := openService(ctx, serviceSpec{cmd: "outbox flush", agent: who, rf: c.rf, nf: c.nf}, getenv, stderr)
 		if err != nil {
 			return err
 		}

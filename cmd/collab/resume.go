@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 )
 
@@ -20,12 +19,12 @@ func runResume(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	fs := cmdFlags("resume", helpText("resume"), stderr)
 	dry := fs.Bool("dry-run", false, "only list what would be restarted")
 	startTimeout := fs.Duration("start-timeout", time.Minute, "how long to wait for each agent to be AWAKE")
-	rootf := rootFlag(fs)
+	c := addCommon(fs, withRoot)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	root := tree.Resolve(*rootf, getenv)
-	res, err := mount(root, stderr).Resume(ctx, service.ResumeRequest{DryRun: *dry, StartTimeout: *startTimeout})
+	m := c.mount(getenv, stderr)
+	res, err := m.Resume(ctx, service.ResumeRequest{DryRun: *dry, StartTimeout: *startTimeout})
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
@@ -44,7 +43,7 @@ func runResume(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 			fmt.Fprintf(stdout, "session %s: %s restarted (pid %d)\n", s.ID, s.Agent, s.PID)
 		}
 	}
-	failed = append(failed, printResumed(mount(root, stderr).ResumeWorkflows(ctx, service.WorkflowResumeRequest{Dry: *dry, Timeout: *startTimeout}), stdout, stderr)...)
+	failed = append(failed, printResumed(m.ResumeWorkflows(ctx, service.WorkflowResumeRequest{Dry: *dry, Timeout: *startTimeout}), stdout, stderr)...)
 	if len(failed) > 0 {
 		return fmt.Errorf("resume: not restarted: %s", strings.Join(failed, ", "))
 	}

@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/workflow"
 )
 
 // defaultQuiet is how long nothing new may happen in the channel, with
@@ -41,26 +36,10 @@ func runRun(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		return p.messages(msgs)
 	}
 	res, err := mount(root, stderr).RunWorkflow(ctx, service.RunRequest{TeamRequest: team, Timeout: *timeout, Quiet: *quiet, Seen: seen})
-	if res != nil {
-		printRunResult(res, *asJSON, stdout)
+	if res != nil && *asJSON {
+		jsonLine(stdout, map[string]any{"result": res})
+	} else if res != nil {
+		io.WriteString(stdout, res.Text())
 	}
 	return cmdErr("run", err)
-}
-
-// printRunResult prints the run's result.
-func printRunResult(res *runResult, asJSON bool, stdout io.Writer) {
-	if asJSON {
-		json.NewEncoder(stdout).Encode(map[string]any{"result": res})
-		return
-	}
-	fmt.Fprintf(stdout, "── %s@%s: %s\n", res.Workflow, res.Instance, res.Status)
-	if res.Last != nil {
-		fmt.Fprintf(stdout, "last message: %s from %s\n", res.Last.ID, tree.Printable(workflow.Display(res.Last.From)))
-	}
-	if len(res.Documents) > 0 {
-		fmt.Fprintf(stdout, "documents changed: %s\n", tree.Printable(strings.Join(res.Documents, ", ")))
-	}
-	for _, a := range res.Agents {
-		fmt.Fprintf(stdout, "%-20s jobs %d (failed %d)  $%.4f  %d tokens\n", workflow.Display(a.Agent), a.Jobs, a.Failed, a.CostUSD, a.Tokens)
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/delegate"
 	"github.com/spf13/pflag"
@@ -24,13 +23,12 @@ type sendOptions struct {
 	asJSON, wait                            *bool
 	timeout, poll                           *time.Duration
 	tf                                      trustFlags
-	keyf, rootf                             *string
-	nf                                      *natsFlags
-	rf                                      *remoteFlags
+	*common
 }
 
 func sendFlags(fs *pflag.FlagSet) *sendOptions {
-	return &sendOptions{
+	c := &common{fs: fs}
+	o := &sendOptions{
 		agent:     agentFlag(fs, "f", "sender agent ID", true, "from"),
 		ch:        channelFlag(fs, "channel"),
 		to:        fs.StringP("to", "t", channel.Broadcast, `recipient agent ID, NAME@INSTANCE, or "all"`),
@@ -44,12 +42,11 @@ func sendFlags(fs *pflag.FlagSet) *sendOptions {
 		wait:      fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)"),
 		timeout:   fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)"),
 		poll:      fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply"),
-		tf:        addTrustFlags(fs),
-		keyf:      keyFlag(fs),
-		nf:        addNATSFlags(fs),
-		rf:        addRemoteFlags(fs),
-		rootf:     rootFlag(fs),
+		tf:        addTrustFlags(c),
+		common:    c,
 	}
+	c.add(withKey, withNATS, withRemote, withRoot)
+	return o
 }
 
 // check refuses the flags that do not go together.
@@ -76,7 +73,7 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	root := tree.Resolve(*o.rootf, getenv)
+	root := o.tree(getenv)
 	from, err := actingAgent(ctx, "send", "sender", *o.agent)
 	if err != nil {
 		return err
@@ -99,36 +96,35 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
-	signer, err := signing.LoadAgentKey(*o.keyf, from, getenv)
+	signer, err := signing.LoadAgentKey(o.keyPath(), from, getenv)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	// Before the file: bad NATS credentials fail before anything is sent.
-	svc, err := openService(ctx, serviceSpec{cmd: "send", agent: from, root: root, rf: o.rf, nf: o.nf, keyPath: *o.keyf, needKey: true, nats: true}, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	// Inside a watcher's model run the message is one hop deeper than the
-	// one being answered; outside a run it is 0.
-	actor := service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}
-	req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo, Artifacts: arts, Priority: *o.priority}
-	if *o.wait {
-		judge.Poll = *o.poll
-		return askSent(ctx, svc, actor, req, o, judge, stdout, stderr)
-	}
-	res, err := svc.Post(ctx, actor, req)
-	if err != nil {
-		return svc.fail("send", err)
-	}
-	sendWarnings(res, stderr)
-	return printSent(stdout, &res.Message, *o.asJSON)
+	sp := o.spec(getenv)
+	sp.agent, sp.needKey, sp.nats = from, true, true
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		// Inside a watcher's model run the message is one hop deeper than the
+		// one being answered; outside a run it is 0.
+		actor := service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}
+		req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo, Artifacts: arts, Priority: *o.priority}
+		if *o.wait {
+			judge.Poll = *o.poll
+			return askSent(ctx, svc, actor, req, o, judge, stdout, stderr)
+		}
+		res, err := svc.Post(ctx, actor, req)
+		if err != nil {
+			return svc.fail("send", err)
+		}
+		sendWarnings(res, stderr)
+		return printSent(stdout, &res.Message, *o.asJSON)
+	})
 }
 
 // askSent is send --wait: the post, then the reply (service.Ask), the
 // delivery states told as they change, judged as judge says.
 func askSent(ctx context.Context, svc *openedService, actor service.Actor, req service.PostRequest, o *sendOptions, judge delegate.Options, stdout, stderr io.Writer) error {
-	rw := replyWait{root: svc.root, timeout: *o.timeout, opt: judge, json: *o.asJSON, remote: svc.remote()}
+	rw := replyWait{root: svc.root, timeout: *o.timeout, opt: judge, json: *o.asJSON, remote: svc.Remote()}
 	await, stderr := rw.request(stderr)
 	sent := false
 	_, got, err := service.Ask(ctx, svc, actor, service.AskRequest{Post: req, Await: await, Track: true, Sent: func(p service.Posted) {

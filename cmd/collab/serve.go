@@ -17,10 +17,9 @@ import (
 	"github.com/collabdev/collab/internal/web"
 )
 
-func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "token" {
-		return runServeToken(ctx, args[1:], getenv, stdout, stderr)
-	}
+var runServe = subcommands("serve", map[string]subFunc{"token": runServeToken}, runServeWeb)
+
+func runServeWeb(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cmdFlags("serve", helpText("serve"), stderr)
 	var c web.Config
 	var sv web.Serving
@@ -39,11 +38,11 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	fs.IntVar(&c.MaxStreamsPerPerson, "max-streams-per-person", 0, "one person's open live event streams at most (default a quarter of --max-streams, at least 1)")
 	fs.IntVar(&c.MaxMCPPerToken, "max-mcp-per-token", 0, "one token's /mcp requests in progress at most (default a quarter of --max-mcp, at least 1)")
 	fs.StringVar(&c.Tokens.Path, "tokens", web.DefaultTokensPath(getenv), tokensUsage)
-	keyf, ringf, nf, rootf := keyFlag(fs), keyringFlag(fs), addNATSFlags(fs), rootFlag(fs)
+	cf := addCommon(fs, withKey, withKeyring, withNATS, withRoot)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	c.Root = tree.Resolve(*rootf, getenv)
+	c.Root = cf.tree(getenv)
 	who, err := actingAgent(ctx, "serve", "person", *person)
 	if err != nil {
 		return err
@@ -51,32 +50,31 @@ func runServe(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	if err := checkServe(c, sv, *insecure); err != nil {
 		return err
 	}
-	if c.Signer, err = signing.LoadAgentKey(*keyf, who, getenv); err != nil {
+	if c.Signer, err = signing.LoadAgentKey(cf.keyPath(), who, getenv); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	// The page verifies and signs for people: a keyring others could
 	// rewrite is refused, as a watcher refuses it.
-	ring, err := watchsetup.CheckedKeyring("serve", c.Root, *ringf, signing.Known, true, stderr)
+	ring, err := watchsetup.CheckedKeyring("serve", c.Root, *cf.ring, signing.Known, true, stderr)
 	if err != nil {
 		return err
 	}
 	c.Verifier = signing.NewVerifier(ring)
 	// What the page posts is announced on NATS when it is configured.
-	svc, err := openService(ctx, serviceSpec{cmd: "serve", agent: who, root: c.Root, nf: nf, verifier: c.Verifier, nats: true}, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	// A person's key, or an agent's default key as 'collab mcp --agent A'
-	// would load it.
-	loadKey := func(name string) (*signing.Signer, error) { return signing.LoadAgentKey("", name, getenv) }
-	c.Person, c.Service, c.SignerFor, c.AgentSigner, c.TLS = who, svc.Service, loadKey, loadKey, sv.CertFile != ""
-	c.Logger = slog.New(slog.NewTextHandler(stderr, nil))
-	srv, err := web.New(c)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return serveOn(ctx, srv, c.Root, who, sv, stdout, stderr)
+	sp := cf.spec(getenv)
+	sp.agent, sp.verifier, sp.nats = who, c.Verifier, true
+	return useService(ctx, sp, getenv, stderr, func(svc *openedService) error {
+		// A person's key, or an agent's default key as 'collab mcp --agent A'
+		// would load it.
+		loadKey := func(name string) (*signing.Signer, error) { return signing.LoadAgentKey("", name, getenv) }
+		c.Person, c.Service, c.SignerFor, c.AgentSigner, c.TLS = who, svc.Service, loadKey, loadKey, sv.CertFile != ""
+		c.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+		srv, err := web.New(c)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return serveOn(ctx, srv, c.Root, who, sv, stdout, stderr)
+	})
 }
 
 // serveOn serves srv on listen (TLS with the certificate and key when
@@ -132,7 +130,7 @@ const tokensUsage = "file of the long-lived tokens (hashed)"
 
 // runServeToken makes, lists and revokes the long-lived tokens
 // (web.Tokens).
-func runServeToken(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+func runServeToken(ctx context.Context, _ string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "new" && args[0] != "ls" && args[0] != "rm") {
 		return usageErrorf("serve token: use 'collab serve token new --person NAME', 'new --agent NAME [--channel CH]', 'ls' or 'rm ID'")
 	}

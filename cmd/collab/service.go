@@ -3,7 +3,7 @@ package main
 // The choice of a command's service (internal/service): on the mount at
 // --root, or through a bridge with --remote (COLLAB_REMOTE=1). A command
 // opens it once and makes its calls; no command branches on --remote
-// after that.
+// after that. The flags that choose it are shared (common).
 
 import (
 	"cmp"
@@ -13,6 +13,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+
+	"github.com/spf13/pflag"
 
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/keyring"
@@ -22,8 +25,134 @@ import (
 	"github.com/collabdev/collab/internal/service/dial"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/transport/remote"
-	"github.com/spf13/pflag"
 )
+
+// The variables of the shared flags.
+const (
+	envKeyring = "COLLAB_KEYRING"
+	envKey     = "COLLAB_KEY"
+	envRemote  = "COLLAB_REMOTE"
+)
+
+// A flag many commands share. A command adds those it has (common.add) in
+// the order its --help lists them.
+type shared int
+
+const (
+	withRoot        shared = iota // --root, from $COLLAB_ROOT: the tree
+	withKeyring                   // --keyring: the trusted keys (default ROOT/keys)
+	withKey                       // --key: the private key to sign with
+	withRemote                    // --remote and --state-dir: through a bridge
+	withNATS                      // the NATS connection's flags
+	withRemoteAgent               // --agent of a command that has none of its own: the bridge connection's agent
+)
+
+// common are a command's shared flags as parsed (nil: not added), and
+// the service they open.
+type common struct {
+	fs                     *pflag.FlagSet
+	root, ring, key, agent *string
+	rf                     *remoteFlags
+	nf                     *natsFlags
+}
+
+// addCommon adds kinds to fs, in that order.
+func addCommon(fs *pflag.FlagSet, kinds ...shared) *common {
+	return (&common{fs: fs}).add(kinds...)
+}
+
+// add adds kinds to c's flag set, in that order.
+func (c *common) add(kinds ...shared) *common {
+	str := func(name, usage, env string) *string {
+		p := c.fs.String(name, "", usage)
+		fromEnv(c.fs, name, env)
+		return p
+	}
+	for _, k := range kinds {
+		switch k {
+		case withRoot:
+			c.root = c.fs.String("root", tree.DefaultRoot, "shared tree root")
+			fromEnv(c.fs, "root", envRoot)
+		case withKeyring:
+			c.ring = str("keyring", "folder of trusted public keys (default ROOT/keys)", envKeyring)
+		case withKey:
+			c.key = str("key", "private key file to sign with (default $XDG_CONFIG_HOME/collab/keys/AGENT.key)", envKey)
+		case withRemote:
+			c.rf = &remoteFlags{}
+			c.fs.BoolVar(&c.rf.on, "remote", false, "no mount: go through a bridge over NATS (--nats); --root is not used")
+			fromEnv(c.fs, "remote", envRemote)
+			c.fs.StringVar(&c.rf.state, "state-dir", "", "with --remote: this host's state for the agent, its outbox (default $XDG_STATE_HOME/collab/remote/AGENT)")
+			fromEnv(c.fs, "state-dir", "COLLAB_STATE_DIR")
+		case withNATS:
+			c.nf = addNATSFlags(c.fs)
+		case withRemoteAgent:
+			c.agent = agentFlag(c.fs, "", "with --remote: the agent whose NATS subjects and local state are used", true)
+		}
+	}
+	return c
+}
+
+// val is a flag's value, "" for a flag not added.
+func val(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (c *common) cmd() string     { return cmdName(c.fs) }
+func (c *common) remote() bool    { return c.rf != nil && c.rf.on }
+func (c *common) keyPath() string { return val(c.key) }
+
+// tree is the tree at --root.
+func (c *common) tree(getenv env) tree.Root { return tree.Resolve(*c.root, getenv) }
+
+// mount is the service on the mount at --root.
+func (c *common) mount(getenv env, stderr io.Writer) *service.Mount {
+	return mount(c.tree(getenv), stderr)
+}
+
+// verifier judges signatures with --keyring of root (verifierFor).
+func (c *common) verifier(root tree.Root, stderr io.Writer) *signing.Verifier {
+	return verifierFor(root, keyring.In(root, val(c.ring)), stderr)
+}
+
+// spec is the service the flags describe: the tree at --root; --remote,
+// NATS, --key and --agent as given.
+func (c *common) spec(getenv env) serviceSpec {
+	sp := serviceSpec{cmd: c.cmd(), agent: val(c.agent), rf: c.rf, nf: c.nf, keyPath: val(c.key)}
+	if c.root != nil {
+		sp.root = c.tree(getenv)
+	}
+	return sp
+}
+
+// judged is spec judging signatures on the mount by --keyring, when the
+// command has it.
+func (c *common) judged(getenv env, stderr io.Writer) serviceSpec {
+	sp := c.spec(getenv)
+	if c.ring != nil && !c.remote() {
+		sp.verifier = c.verifier(sp.root, stderr)
+	}
+	return sp
+}
+
+// remoteFlags are --remote and --state-dir.
+type remoteFlags struct {
+	on    bool
+	state string
+}
+
+// stateDir is this host's state for agent: --state-dir, or its default.
+func (f *remoteFlags) stateDir(agent string, getenv env) string {
+	return cmp.Or(f.state, remote.DefaultStateDir(agent, getenv))
+}
+
+// remoteOn reports whether fs has --remote set (by flag or variable).
+func remoteOn(fs *pflag.FlagSet) bool {
+	f := fs.Lookup("remote")
+	return f != nil && f.Value.String() == "true"
+}
 
 // serviceSpec is what a command's service needs.
 type serviceSpec struct {
@@ -54,9 +183,6 @@ type openedService struct {
 	root  tree.Root // the mount's (serviceSpec.root)
 	agent string    // who acts: serviceSpec.agent, through a bridge as actingAgent resolved it
 }
-
-// remote reports whether the service goes through a bridge.
-func (o *openedService) remote() bool { return o.Remote() }
 
 // mountConfig is the service's configuration of every command on the
 // mount at root: this host, warnings to stderr, and this program to run
@@ -98,6 +224,32 @@ func openService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writ
 	return &openedService{Opened: d, root: sp.root, agent: sp.agent}, nil
 }
 
+// useService opens the service of sp, runs fn with it and closes it.
+func useService(ctx context.Context, sp serviceSpec, getenv env, stderr io.Writer, fn func(*openedService) error) error {
+	svc, err := openService(ctx, sp, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	return fn(svc)
+}
+
+// use is useService of judged, as the agent agent when it is set.
+func (c *common) use(ctx context.Context, agent string, getenv env, stderr io.Writer, fn func(*openedService) error) error {
+	sp := c.judged(getenv, stderr)
+	sp.agent = cmp.Or(agent, sp.agent)
+	return useService(ctx, sp, getenv, stderr, fn)
+}
+
+// useActor is use as the agent actorName gives.
+func (c *common) useActor(ctx context.Context, getenv env, stderr io.Writer, fn func(*openedService) error) error {
+	agent, err := actorName(ctx, c.cmd(), c.remote(), *c.agent)
+	if err != nil {
+		return err
+	}
+	return c.use(ctx, agent, getenv, stderr, fn)
+}
+
 // fail is a command's error of the service layer, with its context: its
 // kind gives the exit code (main's exitCode). A write kept in a remote
 // host's outbox says where it waits and how it goes out.
@@ -113,26 +265,39 @@ func (o *openedService) fail(cmd string, err error) error {
 	return fmt.Errorf("%s: %w", cmd, err)
 }
 
-// readFlags are the flags of a command that reads (who, status): on the
-// mount --root, judging signatures by --keyring; through a bridge
-// (--remote) as --agent, for its subjects and state.
-type readFlags struct {
-	rf                *remoteFlags
-	nf                *natsFlags
-	agent, root, ring *string
-}
-
-func addReadFlags(fs *pflag.FlagSet) *readFlags {
-	return &readFlags{rf: addRemoteFlags(fs), nf: addNATSFlags(fs), agent: remoteAgentFlag(fs), root: rootFlag(fs), ring: keyringFlag(fs)}
-}
-
-// open opens the service of command cmd.
-func (f *readFlags) open(ctx context.Context, cmd string, getenv env, stderr io.Writer) (*openedService, error) {
-	sp := serviceSpec{cmd: cmd, agent: *f.agent, root: tree.Resolve(*f.root, getenv), rf: f.rf, nf: f.nf}
-	if !f.rf.on {
-		sp.verifier = verifierFor(sp.root, keyring.In(sp.root, *f.ring), stderr)
+// verifierFor returns a verifier over ring, after checking the ring as a
+// reader: an unsafe keyring is reported on stderr (its verdicts prove
+// nothing) but still used, since a reader only shows them.
+func verifierFor(root tree.Root, ring *keyring.Ring, stderr io.Writer) *signing.Verifier {
+	if err := ring.Check(keyring.Owner(string(root)), true); err != nil {
+		fmt.Fprintf(stderr, "collab: warning: %v\n", err)
 	}
-	return openService(ctx, sp, getenv, stderr)
+	return signing.NewVerifier(ring).Forgetful() // a command reads each file once
+}
+
+// actorName returns the agent a workspace command acts for: on the mount
+// --agent as given (NAME or NAME@INSTANCE; the service checks it); else,
+// and through a bridge always (the name is the connection's), --agent or
+// the login name, checked here.
+func actorName(ctx context.Context, cmd string, remote bool, agent string) (string, error) {
+	if agent != "" && !remote {
+		return agent, nil
+	}
+	return actingAgent(ctx, cmd, "agent", agent)
+}
+
+// exitAs gives err, when it is of one of kinds, the exit code a command
+// documents for it (exit 1 where its help promised 1 before the service
+// layer had kinds), keeping its message. Other errors pass as they are.
+func exitAs(code int, err error, kinds ...errkind.Kind) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) || !slices.Contains(kinds, errkind.Of(err)) {
+		return err
+	}
+	return &exitError{code: code, msg: err.Error()}
 }
 
 // warner is a Warn that writes "collab: warning: MSG" on stderr.

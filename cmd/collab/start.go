@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 )
 
@@ -18,8 +18,15 @@ func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	if err := parseOne(fs, args, getenv, "want one workflow FILE (see 'collab start --help')"); err != nil {
 		return err
 	}
-	if *background {
-		return startBackground(ctx, args, fs.Arg(0), tf, *startTimeout, getenv, stdout, stderr)
+	if *background { // collab start with the same arguments but --background; back once every agent is AWAKE
+		child := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--background" || a == "--background=true" })
+		st, err := tf.mount(getenv, stderr).StartWorkflow(ctx, service.StartRequest{Background: true, StartTimeout: *startTimeout, Args: child,
+			TeamRequest: service.TeamRequest{File: fs.Arg(0), Instance: *tf.instance, Log: stderr}})
+		if err != nil {
+			return fmt.Errorf("start: %w", err)
+		}
+		_, err = fmt.Fprintf(stdout, "%s@%s: running in the background (pid %d, log %s)\n", st.Workflow, st.Instance, st.PID, st.Log)
+		return err
 	}
 	root, team, err := tf.teamRequest(ctx, "start", fs.Arg(0), getenv, stderr)
 	if err != nil {
@@ -35,25 +42,4 @@ func runStart(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	_, err = mount(root, stderr).StartWorkflow(ctx, service.StartRequest{TeamRequest: team, Args: args,
 		Detached: getenv(service.EnvWorkflowChild) == "1", Running: running})
 	return cmdErr("start", err)
-}
-
-// startBackground starts the team detached: collab start with the same
-// arguments but --background, and returns once every agent is AWAKE.
-func startBackground(ctx context.Context, args []string, path string, tf *teamFlags, timeout time.Duration, getenv env, stdout, stderr io.Writer) error {
-	var child []string
-	for _, a := range args {
-		if a != "--background" && a != "--background=true" {
-			child = append(child, a)
-		}
-	}
-	root := tree.Resolve(*tf.root, getenv)
-	st, err := mount(root, stderr).StartWorkflow(ctx, service.StartRequest{
-		TeamRequest: service.TeamRequest{File: path, Instance: *tf.instance, Log: stderr},
-		Background:  true, StartTimeout: timeout, Args: child,
-	})
-	if err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	fmt.Fprintf(stdout, "%s@%s: running in the background (pid %d, log %s)\n", st.Workflow, st.Instance, st.PID, st.Log)
-	return nil
 }

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
@@ -20,19 +21,10 @@ import (
 
 var taskUsage = helpText("task")
 
-func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) (rerr error) {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, taskUsage)
-		return &exitError{code: 2}
-	}
-	sub, args := args[0], args[1:]
-	if sub == "-h" || sub == "--help" || sub == "help" {
-		fmt.Fprint(stdout, taskUsage)
-		return nil
-	}
-	if _, ok := taskSubs[sub]; !ok {
-		return usageErrorf("task: unknown command %q; run 'collab task --help'", sub)
-	}
+// runTask runs the task command args[0] names (taskSubs).
+var runTask = subcommands("task", same(runTaskSub, slices.Collect(maps.Keys(taskSubs))...), nil)
+
+func runTaskSub(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	c, err := parseTask(ctx, sub, args, getenv, stdin, stderr)
 	if err != nil {
 		return err
@@ -48,8 +40,7 @@ func runTask(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 // taskCmd is a task command as parsed.
 type taskCmd struct {
 	sub, ch, id        string
-	agent              *string // --agent: the acting agent, or with --remote whose connection
-	by                 string  // the acting agent's id ("" for list, show, context, worktree)
+	by                 string // the acting agent's id ("" for list, show, context, worktree)
 	title, body, text  string
 	detail, detailFile string // --detail, --detail-file
 	depends, status    []string
@@ -58,13 +49,8 @@ type taskCmd struct {
 	grace              time.Duration
 	wt                 worktreeFlags
 	asJSON, stdinUsed  bool
-	rootf, ringf       *string
-	keyf               *string // nil where no agent acts
-	rf                 *remoteFlags
-	nf                 *natsFlags
+	*common            // --key only where an agent acts
 }
-
-func (c *taskCmd) cmd() string { return "task " + c.sub }
 
 // taskSubs are the task commands: whether each takes a task id, text
 // after it, and makes events as its agent.
@@ -119,30 +105,25 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 // given as "-" from stdin.
 func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin io.Reader, stderr io.Writer) (*taskCmd, error) {
 	c := &taskCmd{sub: sub}
-	fs := cmdFlags(c.cmd(), taskUsage+"\nFlags:\n", stderr)
-	ch := channelFlag(fs, "channel")
-	if c.acts() {
+	fs := cmdFlags("task "+sub, taskUsage+"\nFlags:\n", stderr)
+	c.common = &common{fs: fs}
+	ch := needChannel(fs, "channel")
+	if c.acts() { // --agent: the acting agent, or with --remote whose connection
 		c.agent = agentFlag(fs, "", "acting agent ID", true)
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	grace := fs.Duration("grace", task.DefaultGrace, "release a claim whose agent shows no sign of life for this long")
 	c.flags(fs)
-	c.rootf, c.ringf = rootFlag(fs), keyringFlag(fs)
-	if c.agent != nil {
-		c.keyf = keyFlag(fs)
-	}
-	c.rf, c.nf = addRemoteFlags(fs), addNATSFlags(fs)
-	if c.agent == nil {
-		c.agent = remoteAgentFlag(fs)
+	if c.acts() {
+		c.add(withRoot, withKeyring, withKey, withRemote, withNATS)
+	} else {
+		c.add(withRoot, withKeyring, withRemote, withNATS, withRemoteAgent)
 	}
 	if err := parse(fs, args, getenv); err != nil {
 		return nil, err
 	}
 	c.ch, c.asJSON, c.grace = *ch, *asJSON, *grace
-	if err := checkChannel(c.cmd(), c.ch); err != nil {
-		return nil, err
-	}
-	if c.keyf != nil {
+	if c.acts() {
 		if err := c.actingAgent(ctx); err != nil {
 			return nil, err
 		}
@@ -163,8 +144,8 @@ func parseTask(ctx context.Context, sub string, args []string, getenv env, stdin
 // actingAgent sets by: --agent (NAME or NAME@INSTANCE), else the login
 // name; with --remote, the name of the bridge connection as given.
 func (c *taskCmd) actingAgent(ctx context.Context) error {
-	name, err := actorName(ctx, c.cmd(), c.rf.on, *c.agent)
-	if c.by = name; err != nil || c.rf.on {
+	name, err := actorName(ctx, c.cmd(), c.remote(), *c.agent)
+	if c.by = name; err != nil || c.remote() {
 		return err
 	}
 	if c.by, err = service.AgentID(name); err != nil {
@@ -241,25 +222,18 @@ func (c *taskCmd) readTexts(stdin io.Reader) error {
 // (events signed there with the key; the reads need none), else on the
 // mount, judging signatures with the keyring.
 func (c *taskCmd) open(ctx context.Context, getenv env, stderr io.Writer) (taskBoard, func(), error) {
-	b := taskBoard{q: service.TaskQuery{Channel: c.ch, Status: c.status, Grace: c.grace}, remote: c.rf.on}
-	sp := serviceSpec{cmd: c.cmd(), rf: c.rf, nf: c.nf, needKey: c.acts() && c.sub != "add"}
-	if c.keyf != nil {
-		sp.keyPath = *c.keyf
-	}
+	b := taskBoard{q: service.TaskQuery{Channel: c.ch, Status: c.status, Grace: c.grace}, remote: c.remote()}
+	sp := c.judged(getenv, stderr)
+	sp.agent, sp.needKey = cmp.Or(c.by, sp.agent), c.acts() && c.sub != "add"
 	var err error
-	if c.rf.on {
-		if sp.agent, err = actingAgent(ctx, c.cmd(), "agent", cmp.Or(c.by, *c.agent)); err != nil {
+	if c.remote() {
+		if sp.agent, err = actingAgent(ctx, c.cmd(), "agent", sp.agent); err != nil {
 			return b, nil, err
 		}
 		b.a.Name = sp.agent
-	} else {
-		sp.root = tree.Resolve(*c.rootf, getenv)
-		sp.verifier = verifierFor(sp.root, keyring.In(sp.root, *c.ringf), stderr)
-		b.a.Name = c.by
-		if c.keyf != nil {
-			if b.a.Signer, err = signing.LoadAgentKey(sp.keyPath, c.by, getenv); err != nil {
-				return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
-			}
+	} else if b.a.Name = c.by; c.acts() {
+		if b.a.Signer, err = signing.LoadAgentKey(sp.keyPath, c.by, getenv); err != nil {
+			return b, nil, fmt.Errorf("%s: %w", c.cmd(), err)
 		}
 	}
 	svc, err := openService(ctx, sp, getenv, stderr)
@@ -277,11 +251,10 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 	switch c.sub {
 	case "add":
 		t, err := b.svc.AddTask(ctx, b.a, b.q, service.NewTask{Title: c.title, Body: c.body, Depends: c.depends})
-		if err != nil || p.json {
-			return cmp.Or(err, writeJSON(stdout, t))
+		if err != nil {
+			return err
 		}
-		_, err = fmt.Fprintln(stdout, t.ID)
-		return err
+		return show(stdout, p.json, t, t.ID+"\n")
 	case "list":
 		return c.list(ctx, b, p, stderr)
 	case "show":
@@ -292,18 +265,13 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 		if s.More {
 			fmt.Fprintln(stderr, "collab: older events left out of what a bridge reply holds; show on the mount for all")
 		}
-		if p.json {
-			return writeJSON(stdout, s.History())
-		}
-		_, err = io.WriteString(stdout, s.Text(time.Local))
-		return err
+		return show(stdout, p.json, s.History(), s.Text(time.Local))
 	case "context":
 		tc, err := b.svc.TaskContext(ctx, b.q, c.id, c.maxTokens)
-		if err != nil || p.json {
-			return cmp.Or(err, writeJSON(stdout, tc))
+		if err != nil {
+			return err
 		}
-		_, err = io.WriteString(stdout, tc.Text())
-		return err
+		return show(stdout, p.json, tc, tc.Text())
 	case "worktree":
 		return taskWorktree(ctx, b, c.id, c.wt, p, stderr)
 	case "claim", "next":
@@ -317,11 +285,10 @@ func (c *taskCmd) run(ctx context.Context, b taskBoard, getenv env, stdin io.Rea
 	r := service.TaskReport{Kind: map[string]string{"checkpoint": task.EvCheckpoint, "fail": task.EvFailed, "retry": task.EvRetried}[c.sub],
 		Text: c.text, Checkpoint: c.ck}
 	t, err := b.svc.ReportTask(ctx, b.a, b.q, c.id, r)
-	if err != nil || p.json {
-		return p.one(t, err)
+	if err != nil {
+		return err
 	}
-	_, err = fmt.Fprintln(stdout, service.Reported(r, t))
-	return err
+	return show(stdout, p.json, t, service.Reported(r, t)+"\n")
 }
 
 func (c *taskCmd) list(ctx context.Context, b taskBoard, p taskPrinter, stderr io.Writer) error {
@@ -359,12 +326,10 @@ type taskPrinter struct {
 
 // one prints t, the result of a call, unless the call failed (err).
 func (p taskPrinter) one(t task.Task, err error) error {
-	if err == nil && p.json {
-		err = writeJSON(p.w, t)
-	} else if err == nil {
-		_, err = fmt.Fprintf(p.w, "%s %s\n", t.ID, t.State(workflow.Address))
+	if err != nil {
+		return err
 	}
-	return err
+	return show(p.w, p.json, t, t.ID+" "+t.State(workflow.Address)+"\n")
 }
 
 func (p taskPrinter) list(tasks []task.Task) error {
@@ -375,26 +340,5 @@ func (p taskPrinter) list(tasks []task.Task) error {
 		_, err := fmt.Fprintln(p.w, "no tasks")
 		return err
 	}
-	rows := make([][]string, len(tasks))
-	now := time.Now()
-	for i, t := range tasks {
-		state := t.State(workflow.Address)
-		if t.Unverified > 0 {
-			state += fmt.Sprintf(" [%d unverified]", t.Unverified)
-		}
-		rows[i] = []string{t.ID, state, shortAge(now.Sub(t.Updated)), service.OneLine(t.Title)}
-	}
-	return printTable(p.w, append([][]string{[]string{"ID", "STATE", "AGE", "TITLE"}}, rows...))
-}
-
-func shortAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(int(d.Seconds()), 0))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
+	return printTable(p.w, service.TasksTable(tasks, time.Now()))
 }

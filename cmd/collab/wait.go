@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -31,9 +29,9 @@ func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	timeout := fs.Duration("timeout", defaultWaitTimeout, "give up after this long (0: wait until interrupted)")
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often to look at the channel")
 	asJSON := fs.Bool("json", false, `print the whole reply as JSON, with its "verdict"`)
-	tf := addTrustFlags(fs)
-	nf := addNATSFlags(fs)
-	rootf := rootFlag(fs)
+	c := &common{fs: fs}
+	tf := addTrustFlags(c)
+	c.add(withNATS, withRoot)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
@@ -48,22 +46,19 @@ func runWait(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if *timeout < 0 || *poll <= 0 {
 		return usageErrorf("wait: --timeout must not be negative and --poll must be positive")
 	}
-	root := tree.Resolve(*rootf, getenv)
+	root := c.tree(getenv)
 	judge, err := tf.judge("wait", root, stderr)
 	if err != nil {
 		return err
 	}
-	svc, err := openService(ctx, serviceSpec{cmd: "wait", root: root, nf: nf, nats: true}, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	judge.From, judge.Poll = *from, *poll
-	w := replyWait{root: root, channel: *ch, id: *replyTo, timeout: *timeout, opt: judge, json: *asJSON,
-		await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
-			return svc.WaitReply(ctx, *ch, *replyTo, opt)
-		}}
-	return w.run(ctx, getenv, stdout, stderr)
+	return useService(ctx, serviceSpec{cmd: "wait", root: root, nf: c.nf, nats: true}, getenv, stderr, func(svc *openedService) error {
+		judge.From, judge.Poll = *from, *poll
+		w := replyWait{root: root, channel: *ch, id: *replyTo, timeout: *timeout, opt: judge, json: *asJSON,
+			await: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+				return svc.WaitReply(ctx, *ch, *replyTo, opt)
+			}}
+		return w.run(ctx, getenv, stdout, stderr)
+	})
 }
 
 // trustFlags are --trust and --keyring of a command that waits for a
@@ -72,10 +67,11 @@ type trustFlags struct {
 	trust, keyring *string
 }
 
-func addTrustFlags(fs *pflag.FlagSet) trustFlags {
-	trust := fs.String("trust", string(signing.DefaultPolicy), "which replies to take: any, known (a reply in the name of an agent with a trusted key must verify) or signed (verified replies only)")
-	fromEnv(fs, "trust", envTrust)
-	return trustFlags{trust: trust, keyring: keyringFlag(fs)}
+// addTrustFlags adds --trust, and --keyring to c.
+func addTrustFlags(c *common) trustFlags {
+	trust := c.fs.String("trust", string(signing.DefaultPolicy), "which replies to take: any, known (a reply in the name of an agent with a trusted key must verify) or signed (verified replies only)")
+	fromEnv(c.fs, "trust", envTrust)
+	return trustFlags{trust: trust, keyring: c.add(withKeyring).ring}
 }
 
 // judge is the trust policy and keyring a wait judges replies by

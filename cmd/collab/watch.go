@@ -11,7 +11,6 @@ import (
 	"github.com/collabdev/collab/internal/agent/watchconf"
 	"github.com/collabdev/collab/internal/agent/watchsetup"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/watcher"
 )
@@ -24,25 +23,20 @@ func runWatch(ctx context.Context, args []string, getenv env, stdin io.Reader, s
 	fs := cmdFlags("watch", helpText("watch"), stderr)
 	var s watchSettings
 	wf := addWatchFlags(fs, &s)
-	nf := addNATSFlags(fs)
-	rootf := rootFlag(fs)
-	rf := addRemoteFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	wf.add(withNATS, withRoot, withRemote)
+	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageErrorf("watch: unexpected argument %q", fs.Arg(0))
-	}
-	s.Agent, s.Key, s.Keyring, s.NATS = *wf.agent, *wf.key, *wf.keyring, nf.conn(getenv)
+	s.Agent, s.Key, s.Keyring, s.NATS = *wf.agent, *wf.key, *wf.ring, wf.nf.conn(getenv)
 	s.Context = *wf.context
 	if s.Context == 0 {
 		s.Context = -1 // the flag's 0 is none; the settings' 0 is the default
 	}
 	h := watchHost(ctx, getenv, stderr)
-	if rf.on {
-		return remotewatch.Run(ctx, remotewatch.Request{Settings: s, Host: h, State: rf.state, StartMirror: startMirror})
+	if wf.remote() {
+		return remotewatch.Run(ctx, remotewatch.Request{Settings: s, Host: h, State: wf.rf.state, StartMirror: startMirror})
 	}
-	return watchsetup.Run(ctx, tree.Resolve(*rootf, getenv), s, h)
+	return watchsetup.Run(ctx, wf.tree(getenv), s, h)
 }
 
 // watchHost is what a watcher takes from this process.
@@ -66,14 +60,13 @@ func (f *natsFlags) conn(getenv env) *natsbus.Options {
 // watchFlagValues are the flags of collab watch that do not go straight
 // into the settings.
 type watchFlagValues struct {
-	agent, key, keyring *string
-	context             *int
+	*common
+	context *int
 }
 
 // addWatchFlags adds the watcher's flags to fs, bound to s.
 func addWatchFlags(fs *pflag.FlagSet, s *watchSettings) watchFlagValues {
-	var v watchFlagValues
-	v.agent = agentFlag(fs, "", "agent ID", false)
+	v := watchFlagValues{common: &common{fs: fs, agent: agentFlag(fs, "", "agent ID", false)}}
 	fs.StringArrayVar(&s.Channels, "channel", nil, "channel to watch, repeatable; in the variable, comma-separated")
 	fromEnv(fs, "channel", envChannel)
 	addCLIFlags(fs, s)
@@ -93,8 +86,7 @@ func addWatchFlags(fs *pflag.FlagSet, s *watchSettings) watchFlagValues {
 	addLoopFlags(fs, s)
 	fs.StringVar(&s.Trust, "trust", string(signing.DefaultPolicy), "which senders to act on: any, known (a sender with a trusted key must verify) or signed (verified senders only)")
 	fromEnv(fs, "trust", envTrust)
-	v.key = keyFlag(fs)
-	v.keyring = keyringFlag(fs)
+	v.add(withKey, withKeyring)
 	fs.BoolVar(&s.AllowWritableKeyring, "allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)")
 	fs.BoolVar(&s.MCP, "mcp", false, "give the model the bus as MCP tools mid-task (collab mcp as this agent, on the message's channel); claude and codex")
 	return v

@@ -5,15 +5,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collabdev/collab/internal/delivery"
-	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
-	"github.com/collabdev/collab/internal/workflow"
 	"github.com/collabdev/collab/presence"
 )
 
@@ -25,7 +20,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
 	maxBacklogAge := flags.Duration("max-backlog-age", 0, "with --check: fail when the oldest unanswered message is older than this (0: no limit)")
-	rd := addReadFlags(flags)
+	c := addCommon(flags, withRemote, withNATS, withRemoteAgent, withRoot, withKeyring)
 	if err := parse(flags, args, getenv); err != nil {
 		return err
 	}
@@ -44,30 +39,27 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	if staleAfter <= 0 {
 		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
 	}
-	svc, err := rd.open(ctx, "who", getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: warner(stderr)})
-	if err != nil {
-		return svc.fail("who", err)
-	}
-	now := time.Now()
-	if flags.Changed("check") {
-		return whoChecked(rows, time.Duration(staleAfter), now, *maxBacklogAge)
-	}
-	if *asJSON {
-		return writeJSON(stdout, delivery.WhoEntries(rows, now))
-	}
-	if len(rows) == 0 {
-		if svc.remote() {
-			fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
-		} else {
-			fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", svc.root.Presence())
+	return c.use(ctx, "", getenv, stderr, func(svc *openedService) error {
+		rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: warner(stderr)})
+		if err != nil {
+			return svc.fail("who", err)
 		}
-	}
-	return whoTable(stdout, rows, now)
+		now := time.Now()
+		if flags.Changed("check") {
+			return whoChecked(rows, time.Duration(staleAfter), now, *maxBacklogAge)
+		}
+		if *asJSON {
+			return writeJSON(stdout, delivery.WhoEntries(rows, now))
+		}
+		if len(rows) == 0 {
+			if svc.Remote() {
+				fmt.Fprintln(stderr, "collab: no agents: the bridge knows none")
+			} else {
+				fmt.Fprintf(stderr, "collab: no agents: no heartbeats in %s and no registry\n", svc.root.Presence())
+			}
+		}
+		return printTable(stdout, delivery.WhoTable(rows, now))
+	})
 }
 
 // whoChecked is who --check's exit: 0 when the agent is alive and not stuck
@@ -82,78 +74,4 @@ func whoChecked(rows []delivery.AgentRow, staleAfter time.Duration, now time.Tim
 			stuck.Agent, stuck.Oldest.Round(time.Second), limit, stuck.Backlog)}
 	}
 	return nil
-}
-
-func whoTable(w io.Writer, rows []delivery.AgentRow, now time.Time) error {
-	marks := slices.ContainsFunc(rows, func(r delivery.AgentRow) bool { return r.Marked })
-	backlogs := slices.ContainsFunc(rows, func(r delivery.AgentRow) bool {
-		s := r.Status
-		return s != nil && (s.Backlog > 0 || s.OldestUnanswered != "" || s.LastReply != "")
-	})
-	t := [][]string{{"AGENT", "STATE", "AGE", "HOST", "CHANNEL", "MESSAGE"}}
-	if backlogs {
-		t[0] = append(t[0], "BACKLOG", "OLDEST", "REPLIED")
-	}
-	if marks {
-		t[0] = append(t[0], "SIGNATURE")
-	}
-	for _, r := range rows {
-		host, channels := r.Where()
-		var msg string
-		if r.Status != nil && r.State == presence.AwakeWorking {
-			msg = r.Status.MessageID
-		}
-		row := []string{workflow.Display(r.Agent), r.State, ageCell(r.HasAge, r.Age), cell(host), cell(channels), cell(msg)}
-		if backlogs {
-			b, n := r.Backlog(now), "-"
-			if b.Backlog != nil {
-				n = strconv.Itoa(*b.Backlog)
-			}
-			row = append(row, n, secondsCell(b.OldestAge), secondsCell(b.RepliedAge))
-		}
-		if v := "-"; marks {
-			if r.Marked {
-				v = r.Verdict.String()
-			}
-			row = append(row, v)
-		}
-		t = append(t, row)
-	}
-	return printTable(w, t)
-}
-
-// ageCell is an age's cell: "-" when unknown.
-func ageCell(known bool, d time.Duration) string {
-	if !known {
-		return "-"
-	}
-	return delivery.FormatAge(d)
-}
-
-// secondsCell is the cell of an age in seconds, nil when unknown.
-func secondsCell(secs *int64) string {
-	if secs == nil {
-		return "-"
-	}
-	return delivery.FormatAge(time.Duration(*secs) * time.Second)
-}
-
-// printTable prints rows (the first the header) as a table of columns
-// two spaces apart.
-func printTable(w io.Writer, rows [][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	return tw.Flush()
-}
-
-// cell makes a value from a file safe for one table cell: what
-// tree.Printable escapes and spaces are shown as \xNN, and an empty value
-// is "-".
-func cell(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return strings.ReplaceAll(tree.Printable(s), " ", `\x20`)
 }

@@ -346,22 +346,6 @@ func TestWhoHelp(t *testing.T) {
 	}
 }
 
-func TestCell(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"", "-"},
-		{"vm-2", "vm-2"},
-		{"a b", `a\x20b`},
-		{"a\tb\nc", `a\x09b\x0ac`},
-		{"\x1b[31mred", `\x1b[31mred`},
-		{"höst", "höst"},
-	}
-	for _, tt := range tests {
-		if got := cell(tt.in); got != tt.want {
-			t.Errorf("cell(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // BenchmarkWho1000 runs "collab who" over 1,000 heartbeats.
 func BenchmarkWho1000(b *testing.B) {
 	root := tree.Root(newTree(b))

@@ -21,11 +21,10 @@ import (
 // teamFlags are the flags run and start share; watch holds those every
 // agent's watcher shares.
 type teamFlags struct {
-	instance, agent, root *string
-	keyring               *string
-	verbose               *bool
-	watch                 watchSettings
-	nats                  *natsFlags
+	instance, agent *string
+	verbose         *bool
+	watch           watchSettings
+	*common
 }
 
 func addTeamFlags(fs *pflag.FlagSet) *teamFlags {
@@ -35,21 +34,20 @@ func addTeamFlags(fs *pflag.FlagSet) *teamFlags {
 		verbose:  fs.Bool("verbose", false, "also show the watchers' logs on standard error"),
 	}
 	w := &tf.watch
-	tf.keyring = keyringFlag(fs)
+	tf.common = addCommon(fs, withKeyring)
 	fs.BoolVar(&w.AllowWritableKeyring, "allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)")
 	fs.DurationVar(&w.Poll, "poll", watcher.DefaultPoll, "the watchers' poll interval")
 	fs.DurationVar(&w.Heartbeat, "heartbeat", watcher.DefaultHeartbeat, "the watchers' presence heartbeat interval")
 	fs.DurationVar(&w.Grace, "grace", runenv.Grace, "on stop, how long a running CLI may finish")
 	fs.StringVar(&w.LogLevel, "log-level", defaultLogLevel, "the watchers' log level: debug, info, warn or error")
-	tf.nats = addNATSFlags(fs)
-	tf.root = rootFlag(fs)
+	tf.add(withNATS, withRoot)
 	return tf
 }
 
 // teamRequest is the request of run or start (cmd) of the workflow at
 // path.
 func (tf *teamFlags) teamRequest(ctx context.Context, cmd, path string, getenv env, stderr io.Writer) (tree.Root, service.TeamRequest, error) {
-	root := tree.Resolve(*tf.root, getenv)
+	root := tf.tree(getenv)
 	from, err := actingAgent(ctx, cmd, "sender", *tf.agent)
 	if err != nil {
 		return root, service.TeamRequest{}, err
@@ -58,7 +56,7 @@ func (tf *teamFlags) teamRequest(ctx context.Context, cmd, path string, getenv e
 	if err != nil {
 		return root, service.TeamRequest{}, fmt.Errorf("%s: %w", cmd, err)
 	}
-	tf.watch.Keyring, tf.watch.NATS = *tf.keyring, tf.nats.conn(getenv)
+	tf.watch.Keyring, tf.watch.NATS = *tf.ring, tf.nf.conn(getenv)
 	logs := io.Discard
 	if *tf.verbose {
 		logs = stderr

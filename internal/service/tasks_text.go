@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workflow"
@@ -138,4 +139,18 @@ func FateNote(fate WorktreeFate, t task.Task, dirty int, rm string) string {
 		return "worktree kept; remove it with: " + rm
 	}
 	return ""
+}
+
+// TasksTable is tasks as collab task list shows them: a header, then one
+// row a task (its age at now).
+func TasksTable(tasks []task.Task, now time.Time) [][]string {
+	rows := [][]string{{"ID", "STATE", "AGE", "TITLE"}}
+	for _, t := range tasks {
+		state := t.State(workflow.Address)
+		if t.Unverified > 0 {
+			state += fmt.Sprintf(" [%d unverified]", t.Unverified)
+		}
+		rows = append(rows, []string{t.ID, state, delivery.FormatAge(now.Sub(t.Updated)), OneLine(t.Title)})
+	}
+	return rows
 }

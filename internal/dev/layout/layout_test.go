@@ -13,9 +13,10 @@ import (
 // when listed. Shrink them; never add to this list to make a change pass.
 var debts = map[string]int{}
 
-// maxCmdLines is the budget of cmd/collab's non-test lines until it meets
-// MaxCmdLines; lower it as the command shrinks.
-var maxCmdLines = 4514
+// maxCmdLines is the budget of cmd/collab's non-test lines, within
+// MaxCmdLines since it met it; lower it as the command shrinks, never
+// raise it.
+var maxCmdLines = 3498
 
 func TestLayout(t *testing.T) {
 	r, err := Measure("../../..")
