@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workspace/task"
 )
@@ -370,9 +371,9 @@ func TestParseEnv(t *testing.T) {
 			fs := newFlags("test", new(strings.Builder))
 			ch := channelFlag(fs, "channel")
 			n := fs.Int("n", 3, "a number")
-			fromEnv(fs, "n", "N")
+			envflag.FromEnv(fs, "n", "N")
 			list := fs.StringArray("list", nil, "a list")
-			fromEnv(fs, "list", "LIST")
+			envflag.FromEnv(fs, "list", "LIST")
 			err := parse(fs, tt.args, func(k string) string { return tt.env[k] })
 			if tt.wantErr != "" {
 				if exitCode(err, new(strings.Builder)) != exitUsage || !strings.Contains(err.Error(), tt.wantErr) {
@@ -383,7 +384,7 @@ func TestParseEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := got{*ch, source(fs, "channel"), *n, *list}
+			g := got{*ch, envflag.Source(fs, "channel"), *n, *list}
 			if g.ch != tt.want.ch || g.src != tt.want.src || g.n != tt.want.n || strings.Join(g.list, ",") != strings.Join(tt.want.list, ",") {
 				t.Errorf("got %+v, want %+v", g, tt.want)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/delegate"
@@ -98,7 +99,7 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	fs.StringVar(&r.Base, "base", "", "the branch (or commit) the new branch starts from (default: the repository's current branch)")
 	fs.StringVar(&r.Branch, "branch", "", "the new branch's name (default: made from --title or the prompt)")
 	fs.StringVar(&r.CLI, "cli", "claude", "the delegated agent's CLI adapter: claude, codex, gemini or command")
-	fromEnv(fs, "cli", service.EnvDelegateCLI)
+	envflag.FromEnv(fs, "cli", service.EnvDelegateCLI)
 	fs.StringVar(&r.Cmd, "cmd", "", "command line of its CLI (as collab watch --cmd)")
 	fs.StringVar(&r.Model, "model", "", "model for its CLI")
 	fs.StringVar(&r.Title, "title", "", "the session's title")
@@ -106,15 +107,15 @@ func parseDelegate(args []string, getenv env, stdin io.Reader, stderr io.Writer)
 	fs.DurationVar(&o.timeout, "timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the session as JSON (with --wait: and the answer)")
 	fs.StringVar(&r.Worktrees, "worktrees", "", "the folder worktrees go under (default REPO/../.collab-worktrees; "+envWorktrees+")")
-	fromEnv(fs, "worktrees", envWorktrees)
+	envflag.FromEnv(fs, "worktrees", envWorktrees)
 	maxDepth := fs.Int("max-depth", sessions.DefaultMaxDepth, "refuse when the delegator's own delegation depth is this (0: no limit)")
 	maxConc := fs.Int("max-concurrent", sessions.DefaultMaxConcurrent, "refuse when the delegator has this many active sessions (0: no limit)")
 	fs.IntVar(&r.MaxHops, "max-hops", 0, "the delegated watcher's --max-hops (default: the delegator's, "+envMaxHops+")")
-	fromEnv(fs, "max-hops", envMaxHops)
+	envflag.FromEnv(fs, "max-hops", envMaxHops)
 	fs.Float64Var(&r.BudgetUSD, "budget-usd", 0, "the delegated watcher's --budget-usd (default: the delegator's, "+envBudgetUSD+")")
-	fromEnv(fs, "budget-usd", envBudgetUSD)
+	envflag.FromEnv(fs, "budget-usd", envBudgetUSD)
 	fs.Int64Var(&r.BudgetTokens, "budget-tokens", 0, "the delegated watcher's --budget-tokens (default: the delegator's, "+envBudgetTokens+")")
-	fromEnv(fs, "budget-tokens", envBudgetTokens)
+	envflag.FromEnv(fs, "budget-tokens", envBudgetTokens)
 	fs.DurationVar(&r.Poll, "poll", watcher.DefaultPoll, "the delegated watcher's poll interval")
 	fs.DurationVar(&r.Heartbeat, "heartbeat", watcher.DefaultHeartbeat, "the delegated watcher's heartbeat interval")
 	fs.DurationVar(&r.StartTimeout, "start-timeout", time.Minute, "how long to wait for the delegated agent to be AWAKE")

@@ -3,7 +3,7 @@ package main
 // The conventions every subcommand follows, in one place:
 //
 //   - Precedence is flag, then environment variable, then default. A flag
-//     bound with fromEnv names its variables in its help, and parse fills
+//     bound with envflag.FromEnv names its variables in its help, and parse fills
 //     it from the first one set when the flag is not on the command line.
 //     Defaults are the packages' exported constants.
 //   - Identity: --agent, then $COLLAB_AGENT, then, for a person at a shell,
@@ -23,15 +23,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os/user"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
@@ -43,13 +41,8 @@ const (
 	envSession = "COLLAB_SESSION" // the seed's name for the channel
 )
 
-// Annotations on a flag: the variables it falls back to, and after parse,
-// the one its value came from.
-const (
-	annotEnv      = "collab-env"
-	annotEnvUsed  = "collab-env-used"
-	annotRequired = "collab-required" // parse refuses the flag missing
-)
+// annotRequired marks a flag parse refuses missing (needChannel).
+const annotRequired = "collab-required"
 
 // newFlags returns a command's flag set. Parse errors are usage errors.
 func newFlags(name string, stderr io.Writer) *pflag.FlagSet {
@@ -66,57 +59,14 @@ func cmdFlags(name, usage string, stderr io.Writer) *pflag.FlagSet {
 	return fs
 }
 
-// fromEnv makes flag name fall back to the first of vars that is set, and
-// names them in its help. A list flag takes a comma-separated value.
-func fromEnv(fs *pflag.FlagSet, name string, vars ...string) {
-	f := fs.Lookup(name)
-	f.Usage += " (env " + strings.Join(vars, ", then ") + ")"
-	if err := fs.SetAnnotation(name, annotEnv, vars); err != nil {
-		panic(err) // the flag was just looked up
-	}
-}
-
-// alias makes --old a second name of flag name, for the seed's and older
-// spellings: one value, and name counts as given whichever is used.
-func alias(fs *pflag.FlagSet, old, name string) {
-	prev := fs.GetNormalizeFunc()
-	fs.SetNormalizeFunc(func(f *pflag.FlagSet, n string) pflag.NormalizedName {
-		if n == old {
-			return pflag.NormalizedName(name)
-		}
-		return prev(f, n)
-	})
-	f := fs.Lookup(name)
-	f.Usage += " (also --" + old + ")"
-}
-
-// parse parses args, then fills the flags not given from their variables.
-// A bad flag or variable is a usage error, --help is pflag.ErrHelp.
+// parse parses args (envflag.Parse: a flag not given takes its
+// variable), then checks --root and a needed --channel. A bad flag or
+// variable is a usage error, --help is pflag.ErrHelp.
 func parse(fs *pflag.FlagSet, args []string, getenv env) error {
-	err := fs.Parse(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return err
-	}
-	if err != nil {
-		return usageErrorf("%v (see '%s --help')", err, fs.Name())
-	}
-	fs.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed {
-			return
-		}
-		for _, v := range f.Annotations[annotEnv] {
-			val := getenv(v)
-			if val == "" {
-				continue
-			}
-			if serr := setValue(f.Value, val); serr != nil {
-				err = usageErrorf("%s=%q: %v (see '%s --help')", v, val, serr, fs.Name())
-			}
-			f.Annotations[annotEnvUsed] = []string{v}
-			return
-		}
-	})
-	if err != nil {
+	var ue *envflag.UsageError
+	if err := envflag.Parse(fs, args, getenv); errors.As(err, &ue) {
+		return usageErrorf("%s", ue.Msg)
+	} else if err != nil {
 		return err
 	}
 	if err := checkRoot(fs, getenv); err != nil {
@@ -174,31 +124,12 @@ func checkRoot(fs *pflag.FlagSet, getenv env) error {
 	return tree.Resolve(f.Value.String(), getenv).Check()
 }
 
-// setValue sets a flag's value from a variable: a list is comma-separated
-// and replaces the default.
-func setValue(v pflag.Value, s string) error {
-	if sv, ok := v.(pflag.SliceValue); ok {
-		return sv.Replace(strings.Split(s, ","))
-	}
-	return v.Set(s)
-}
-
-// source names where flag name's value came from, for error messages: its
-// variable when parse took it from there, else the flag.
-func source(fs *pflag.FlagSet, name string) string {
-	f := fs.Lookup(name)
-	if used := f.Annotations[annotEnvUsed]; len(used) > 0 {
-		return used[0]
-	}
-	return "--" + f.Name
-}
-
 // channelFlag adds --channel (-s, also --session), from $COLLAB_CHANNEL
 // then $COLLAB_SESSION.
 func channelFlag(fs *pflag.FlagSet, usage string) *string {
 	p := fs.StringP("channel", "s", "", usage)
-	alias(fs, "session", "channel")
-	fromEnv(fs, "channel", envChannel, envSession)
+	envflag.Alias(fs, "session", "channel")
+	envflag.FromEnv(fs, "channel", envChannel, envSession)
 	return p
 }
 
@@ -228,9 +159,9 @@ func checkChannel(cmd, ch string) error {
 func agentFlag(fs *pflag.FlagSet, short, usage string, login bool, aliases ...string) *string {
 	p := fs.StringP("agent", short, "", usage)
 	for _, a := range aliases {
-		alias(fs, a, "agent")
+		envflag.Alias(fs, a, "agent")
 	}
-	fromEnv(fs, "agent", envAgent)
+	envflag.FromEnv(fs, "agent", envAgent)
 	if login {
 		f := fs.Lookup("agent")
 		f.Usage = strings.TrimSuffix(f.Usage, ")") + ", then the login name)"
@@ -335,26 +266,6 @@ func readStdin(cmd string, stdin io.Reader, limit int, what string) (string, err
 	}
 	return string(data), nil
 }
-
-// secondsOrDuration is a duration flag that also takes a number of seconds
-// ("90" is 90s), as the seed's variables gave them.
-type secondsOrDuration time.Duration
-
-func (d *secondsOrDuration) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		n, nerr := strconv.ParseFloat(s, 64)
-		if nerr != nil || math.IsNaN(n) || math.Abs(n) >= 1e9 { // NaN, ±Inf, overflow
-			return fmt.Errorf("not a duration such as 90s")
-		}
-		v = time.Duration(n * float64(time.Second))
-	}
-	*d = secondsOrDuration(v)
-	return nil
-}
-
-func (d *secondsOrDuration) String() string { return time.Duration(*d).String() }
-func (d *secondsOrDuration) Type() string   { return "duration" }
 
 // show prints v as JSON (writeJSON) with asJSON, else text.
 func show(w io.Writer, asJSON bool, v any, text string) error {

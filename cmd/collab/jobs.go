@@ -10,6 +10,7 @@ import (
 
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
 )
@@ -45,7 +46,7 @@ func runJobsShow(ctx context.Context, _ string, args []string, getenv env, stdin
 	since := fs.String("since", "", "only events at or after this time (RFC 3339) or this long ago (10m)")
 	asJSON := fs.Bool("json", false, "print the record as JSON")
 	of := fs.String("agent", "", "only this agent's jobs")
-	alias(fs, "of", "agent")
+	envflag.Alias(fs, "of", "agent")
 	c := addCommon(fs, withRoot)
 	if err := parseOne(fs, args, getenv, "give one job id"); err != nil {
 		return err

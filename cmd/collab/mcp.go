@@ -9,6 +9,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/transport/mcpserver"
@@ -23,7 +24,7 @@ func runMCP(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 	poll := fs.Duration("poll", delegate.DefaultPoll, "how often send_and_wait looks for the reply")
 	verbose := fs.BoolP("verbose", "v", false, "log every failed tool call to standard error")
 	delegateCmd := fs.String("delegate-cmd", "", "delegate_to_worktree: the command line of the delegated agent's CLI (collab delegate --cmd; "+service.EnvDelegateCmd+")")
-	fromEnv(fs, "delegate-cmd", service.EnvDelegateCmd)
+	envflag.FromEnv(fs, "delegate-cmd", service.EnvDelegateCmd)
 	c := addCommon(fs, withKey, withKeyring, withNATS, withRoot, withRemote)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err

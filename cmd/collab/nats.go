@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
@@ -34,7 +35,7 @@ func addNATSFlags(fs *pflag.FlagSet) *natsFlags {
 		{&f.key, "nats-key", "client key for NATS TLS", "NATS_KEY"},
 	} {
 		fs.StringVar(nf.p, nf.name, "", nf.usage)
-		fromEnv(fs, nf.name, nf.env)
+		envflag.FromEnv(fs, nf.name, nf.env)
 	}
 	return f
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/service/dial"
@@ -65,14 +66,14 @@ func addCommon(fs *pflag.FlagSet, kinds ...shared) *common {
 func (c *common) add(kinds ...shared) *common {
 	str := func(name, usage, env string) *string {
 		p := c.fs.String(name, "", usage)
-		fromEnv(c.fs, name, env)
+		envflag.FromEnv(c.fs, name, env)
 		return p
 	}
 	for _, k := range kinds {
 		switch k {
 		case withRoot:
 			c.root = c.fs.String("root", tree.DefaultRoot, "shared tree root")
-			fromEnv(c.fs, "root", envRoot)
+			envflag.FromEnv(c.fs, "root", envRoot)
 		case withKeyring:
 			c.ring = str("keyring", "folder of trusted public keys (default ROOT/keys)", envKeyring)
 		case withKey:
@@ -80,9 +81,9 @@ func (c *common) add(kinds ...shared) *common {
 		case withRemote:
 			c.rf = &remoteFlags{}
 			c.fs.BoolVar(&c.rf.on, "remote", false, "no mount: go through a bridge over NATS (--nats); --root is not used")
-			fromEnv(c.fs, "remote", envRemote)
+			envflag.FromEnv(c.fs, "remote", envRemote)
 			c.fs.StringVar(&c.rf.state, "state-dir", "", "with --remote: this host's state for the agent, its outbox (default $XDG_STATE_HOME/collab/remote/AGENT)")
-			fromEnv(c.fs, "state-dir", "COLLAB_STATE_DIR")
+			envflag.FromEnv(c.fs, "state-dir", "COLLAB_STATE_DIR")
 		case withNATS:
 			c.nf = addNATSFlags(c.fs)
 		case withRemoteAgent:

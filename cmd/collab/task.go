@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workflow"
@@ -79,7 +80,7 @@ func (c *taskCmd) flags(fs *pflag.FlagSet) {
 	switch c.sub {
 	case "checkpoint":
 		fs.StringVar(&c.text, "text", "", `the detail: what was done, decided or went wrong ("-" reads standard input)`)
-		alias(fs, "summary", "text")
+		envflag.Alias(fs, "summary", "text")
 		fs.StringVar(&c.ck.Type, "type", task.CkProgress, "the checkpoint's type: "+strings.Join(task.CheckpointTypes, ", "))
 		fs.StringSliceVar(&c.ck.Files, "files", nil, "the files changed (repeat or comma-separate)")
 	case "context":

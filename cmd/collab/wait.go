@@ -12,6 +12,7 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/internal/workspace/delegate"
@@ -70,7 +71,7 @@ type trustFlags struct {
 // addTrustFlags adds --trust, and --keyring to c.
 func addTrustFlags(c *common) trustFlags {
 	trust := c.fs.String("trust", string(signing.DefaultPolicy), "which replies to take: any, known (a reply in the name of an agent with a trusted key must verify) or signed (verified replies only)")
-	fromEnv(c.fs, "trust", envTrust)
+	envflag.FromEnv(c.fs, "trust", envTrust)
 	return trustFlags{trust: trust, keyring: c.add(withKeyring).ring}
 }
 

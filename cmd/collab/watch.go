@@ -11,6 +11,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/watchconf"
 	"github.com/collabdev/collab/internal/agent/watchsetup"
 	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/watcher"
 )
@@ -68,24 +69,24 @@ type watchFlagValues struct {
 func addWatchFlags(fs *pflag.FlagSet, s *watchSettings) watchFlagValues {
 	v := watchFlagValues{common: &common{fs: fs, agent: agentFlag(fs, "", "agent ID", false)}}
 	fs.StringArrayVar(&s.Channels, "channel", nil, "channel to watch, repeatable; in the variable, comma-separated")
-	fromEnv(fs, "channel", envChannel)
+	envflag.FromEnv(fs, "channel", envChannel)
 	addCLIFlags(fs, s)
 	fs.Float64Var(&s.BudgetUSD, "budget-usd", 0, "stop running the CLI for the rest of the UTC day once its runs cost this much (0: no limit); codex's and gemini's tokens are priced from --prices")
 	fs.Int64Var(&s.BudgetTokens, "budget-tokens", 0, "stop running the CLI for the rest of the UTC day once its runs used this many tokens, input and output (0: no limit)")
 	fs.StringVar(&s.Prices, "prices", "", "JSON price table whose models replace or add to the shipped prices, in USD per million tokens (see README)")
-	fromEnv(fs, "prices", envPrices)
+	envflag.FromEnv(fs, "prices", envPrices)
 	fs.IntVar(&s.MaxTurns, "max-turns", 0, "stop a CLI run after this many turns, a failure (claude: its --max-turns; others: counted by the watcher) (0: no limit)")
 	fs.StringVar(&s.Role, "role", "", "the agent's role: a file to read, or the text itself")
 	fs.StringArrayVar(&s.Memory, "memory", nil, "file read fresh into every prompt, repeatable (e.g. CURRENT-STATE.md)")
 	v.context = fs.Int("context", watcher.DefaultContext, "recent messages in the prompt's transcript (0: none)")
 	fs.StringVar(&s.PromptTemplate, "prompt-template", "", "Go text/template file that replaces the built-in prompt")
 	fs.StringVar(&s.Workdir, "workdir", "", "working directory of the CLI")
-	fromEnv(fs, "workdir", "COLLAB_WORKDIR")
+	envflag.FromEnv(fs, "workdir", "COLLAB_WORKDIR")
 	fs.DurationVar(&s.Timeout, "timeout", watcher.DefaultTimeout, "longest CLI run; then its process group is killed")
 	fs.BoolVar(&s.PostErrors, "post-errors", false, "post a short error reply when the CLI fails")
 	addLoopFlags(fs, s)
 	fs.StringVar(&s.Trust, "trust", string(signing.DefaultPolicy), "which senders to act on: any, known (a sender with a trusted key must verify) or signed (verified senders only)")
-	fromEnv(fs, "trust", envTrust)
+	envflag.FromEnv(fs, "trust", envTrust)
 	v.add(withKey, withKeyring)
 	fs.BoolVar(&s.AllowWritableKeyring, "allow-writable-keyring", false, "accept a keyring this account can write (a single-account setup)")
 	fs.BoolVar(&s.MCP, "mcp", false, "give the model the bus as MCP tools mid-task (collab mcp as this agent, on the message's channel); claude and codex")
@@ -95,12 +96,12 @@ func addWatchFlags(fs *pflag.FlagSet, s *watchSettings) watchFlagValues {
 // addCLIFlags adds the flags of the model CLI and its sessions.
 func addCLIFlags(fs *pflag.FlagSet, s *watchSettings) {
 	fs.StringVar(&s.CLI, "cli", defaultCLI, "CLI adapter: claude, codex, gemini or command")
-	fromEnv(fs, "cli", "COLLAB_CLI")
+	envflag.FromEnv(fs, "cli", "COLLAB_CLI")
 	fs.StringVar(&s.Cmd, "cmd", "", "command line of the CLI, split like shell words but run without a shell")
-	fromEnv(fs, "cmd", "COLLAB_CMD")
+	envflag.FromEnv(fs, "cmd", "COLLAB_CMD")
 	fs.StringArrayVar(&s.CLIArgs, "cli-arg", nil, "extra argument for the CLI, repeatable; each value is exactly one argument")
 	fs.StringVar(&s.Model, "model", "", "model for the CLI")
-	fromEnv(fs, "model", "COLLAB_MODEL")
+	envflag.FromEnv(fs, "model", "COLLAB_MODEL")
 	fs.StringVar(&s.SessionScope, "session-scope", watcher.DefaultSessionScope, "which messages resume one CLI session: channel, thread or none")
 	fs.DurationVar(&s.SessionTTL, "session-ttl", watcher.DefaultSessionTTL, "how long an unused CLI session is resumed")
 }

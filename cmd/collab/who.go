@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
 	"github.com/collabdev/collab/internal/service"
 	"github.com/collabdev/collab/presence"
 )
@@ -15,9 +16,9 @@ import (
 func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags := cmdFlags("who", helpText("who"), stderr)
 	asJSON := flags.Bool("json", false, "print a JSON array: agent, state, age_seconds, role, verdict, status (the heartbeat as written)")
-	staleAfter := secondsOrDuration(presence.DefaultStaleAfter)
+	staleAfter := envflag.Seconds(presence.DefaultStaleAfter)
 	flags.Var(&staleAfter, "stale-after", "show an AWAKE agent as STALE when its heartbeat is older than this (a duration, or seconds)")
-	fromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
+	envflag.FromEnv(flags, "stale-after", "COLLAB_STALE_AFTER")
 	check := flags.String("check", "", "exit 0 if `AGENT` is awake with a fresh heartbeat, else 1; print nothing")
 	maxBacklogAge := flags.Duration("max-backlog-age", 0, "with --check: fail when the oldest unanswered message is older than this (0: no limit)")
 	c := addCommon(flags, withRemote, withNATS, withRemoteAgent, withRoot, withKeyring)
@@ -37,7 +38,7 @@ func runWho(ctx context.Context, args []string, getenv env, stdin io.Reader, std
 		return usageErrorf("who: --max-backlog-age must not be negative")
 	}
 	if staleAfter <= 0 {
-		return usageErrorf("who: %s must be positive, not %v", source(flags, "stale-after"), time.Duration(staleAfter))
+		return usageErrorf("who: %s must be positive, not %v", envflag.Source(flags, "stale-after"), time.Duration(staleAfter))
 	}
 	return c.use(ctx, "", getenv, stderr, func(svc *openedService) error {
 		rows, err := svc.Who(ctx, service.WhoRequest{Names: names, StaleAfter: time.Duration(staleAfter), Warn: warner(stderr)})
