@@ -283,7 +283,10 @@ func state(root tree.Root, ch string, m *channel.Message, agent string, opt Opti
 	return a
 }
 
-// answered sets a to answered by reply, looked up for its latency.
+// answered sets a to answered by reply, looked up for its latency. A
+// reply this host cannot read yet (another host's file, not yet through
+// the mount's attribute cache) is timed by at, when its claim or token
+// recorded it.
 func answered(root tree.Root, ch string, m *channel.Message, a *Addressee, reply string, at time.Time) {
 	a.State, a.Reply, a.Since = Answered, reply, at
 	if reply == "" {
@@ -291,9 +294,9 @@ func answered(root tree.Root, ch string, m *channel.Message, a *Addressee, reply
 	}
 	if r, err := channel.Lookup(root, ch, reply); err == nil {
 		a.Since = r.Time()
-		if d := r.Time().Sub(m.Time()); d > 0 {
-			a.Latency = d.Seconds()
-		}
+	}
+	if d := a.Since.Sub(m.Time()); d > 0 {
+		a.Latency = d.Seconds()
 	}
 }
 
