@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/agent/watchconf"
 )
 
 // Defaults of a zero Config.
 const (
-	DefaultIdle = 5 * time.Minute // collab watch --live-idle
-	DefaultMax  = 4               // collab watch --live-max
+	DefaultIdle = watchconf.DefaultLiveIdle // collab watch --live-idle
+	DefaultMax  = watchconf.DefaultLiveMax  // collab watch --live-max
 )
 
 // Config configures a Pool. Zero fields take the defaults.
