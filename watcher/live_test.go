@@ -20,7 +20,8 @@ import (
 // with Config.Live (collab watch --live): three messages in a row are
 // answered by one process, the later prompts carrying only what is new;
 // the process SIGKILLed between turns is restarted resuming the session,
-// and the next message is answered once. Without the binary it is
+// and the next message is answered once; jobs kill interrupts a turn and
+// the process carries on. Without the binary it is
 // skipped, or fails when $COLLAB_TEST_REQUIRE_CLIS is 1.
 func TestRealClaudeLive(t *testing.T) {
 	if testing.Short() {
@@ -71,6 +72,26 @@ func TestRealClaudeLive(t *testing.T) {
 	holds(t, 300*time.Millisecond, "one reply", func() bool { return len(repliesTo(messages(t, root), m.ID)) == 1 })
 	if tr := srv.Requests()[len(srv.Requests())-1].Transcript(); !strings.Contains(tr, "Third question.") {
 		t.Errorf("the resumed turn did not carry the earlier ones:\n%s", tr)
+	}
+
+	// jobs kill interrupts the turn through the protocol: the job is
+	// killed, no reply, and the same process answers the next message.
+	srv.Next(fakemodel.Text("an answer that never ends").Hung())
+	n := len(srv.Requests())
+	hung := send(t, root, agent, "Fifth question.")
+	running := waitJob(t, root, hung.ID, "running", func(j jobs.Job) bool { return j.Status == jobs.Running && j.PID > 0 })
+	waitForIn(t, time.Minute, "the hung model call", func() bool { return len(srv.Requests()) > n })
+	if err := jobs.RequestKill(root, agent, running.ID, "alice", nil); err != nil {
+		t.Fatal(err)
+	}
+	killed := waitJob(t, root, hung.ID, "killed", func(j jobs.Job) bool { return j.Done() })
+	if killed.Status != jobs.Killed || len(repliesTo(messages(t, root), hung.ID)) != 0 {
+		t.Errorf("killed job: %s, %d replies; want killed, none", killed.Status, len(repliesTo(messages(t, root), hung.ID)))
+	}
+	m = send(t, root, agent, "Sixth question.")
+	waitReply(t, root, m.ID)
+	if j := waitJob(t, root, m.ID, "finished", func(j jobs.Job) bool { return j.Done() && j.Reply != "" }); j.PID != running.PID {
+		t.Errorf("after the interrupt: pid %d, want the same process %d", j.PID, running.PID)
 	}
 }
 

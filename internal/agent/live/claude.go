@@ -254,7 +254,11 @@ func (s *claudeSession) await(ctx context.Context, p *claude.Parser, emit func([
 			return resp, err
 		case <-stop:
 			stop = nil
-			go s.interruptFor(s.intGrace)
+			if errors.Is(context.Cause(ctx), proc.ErrKill) {
+				go proc.EndGroup(s.pid, 0) // told to hurry: no interrupt, no grace
+			} else {
+				go s.interruptFor(s.intGrace)
+			}
 		}
 	}
 }

@@ -110,17 +110,24 @@ func TestRealClaudeKilledBetweenTurns(t *testing.T) {
 func TestRealClaudeKilledMidTurn(t *testing.T) {
 	p, s, req := realPool(t)
 	req.Prompt = "Remember the word pelican."
-	first, err := p.Turn(context.Background(), "ch", req)
+	done, err := p.Turn(context.Background(), "ch", req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitSaved(t, first.Session, "echo: Remember the word pelican.")
+	waitSaved(t, done.Session, "echo: Remember the word pelican.")
 	s.Next(fakemodel.Text("never finished").Hung())
 	var pids []int
-	req.Prompt, req.OnStart = "Which word?", func(n int) { pids = append(pids, n) }
+	first := make(chan int, 1)
+	req.Prompt, req.OnStart = "Which word?", func(n int) {
+		if len(pids) == 0 {
+			first <- n
+		}
+		pids = append(pids, n)
+	}
 	go func() {
+		pid := <-first
 		if _, err := s.WaitRequests(context.Background(), 2); err == nil {
-			syscall.Kill(-pids[0], syscall.SIGKILL)
+			syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	}()
 	resp, err := p.Turn(context.Background(), "ch", req)

@@ -15,9 +15,10 @@
 //
 // A turn whose context ends (a kill, the watcher's --timeout, a
 // shutdown) is interrupted through the protocol; if the CLI does not end
-// the turn within the session's grace, its process group is ended. A
-// process that dies mid-turn fails the turn with an error wrapping
-// [ErrDied].
+// the turn within the session's grace, its process group is ended; a
+// context ended with the cause proc.ErrKill (the watcher told to hurry)
+// ends the process group at once. A process that dies mid-turn fails the
+// turn with an error wrapping [ErrDied].
 //
 // # The pool
 //
