@@ -39,10 +39,12 @@
 // # Caveats
 //
 // A process keeps the environment it was started with: the per-message
-// variables (SPEC §7: COLLAB_MESSAGE_ID, COLLAB_FROM, COLLAB_HOPS) are
-// those of the message that started it, for what the model runs itself
-// (collab send, the MCP server). The watcher's own reply carries the
-// right ones. A process whose watcher dies reads the end of its standard
+// variables (SPEC §7: COLLAB_MESSAGE_ID, COLLAB_FROM) are those of the
+// message that started it, for what the model runs itself (collab send,
+// the MCP server); the watcher's own reply carries the right ones. The
+// variables that must be right (Config.Sticky: the watcher's COLLAB_HOPS,
+// which bounds chains between agents) start a new process, resuming the
+// session, when a turn's differ. A process whose watcher dies reads the end of its standard
 // input and exits (and on Linux gets SIGKILL with its parent).
 package live
 

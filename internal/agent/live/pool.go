@@ -26,6 +26,12 @@ type Config struct {
 	Idle   time.Duration // stop a session unused this long; default DefaultIdle
 	Max    int           // sessions open at most; default DefaultMax
 	Logger *slog.Logger  // default: discard
+	// Sticky are variables of a turn's Env (modelcli.Request.Env) that a
+	// process must have been started with: a turn whose value differs
+	// from the warm process's runs in a new process resuming the session.
+	// The watcher's is COLLAB_HOPS, which bounds the chains of messages
+	// the model sends itself.
+	Sticky []string
 }
 
 // Pool holds live sessions by key. It is safe for concurrent use; one
@@ -54,6 +60,7 @@ type Stat struct {
 
 type entry struct {
 	sess   Session
+	env    []string // the Env it was started with
 	busy   bool
 	oneOff bool // granted rules: stopped after its turn
 	used   time.Time
@@ -235,6 +242,9 @@ func (p *Pool) take(m map[string]*entry, key string, opts Options) (Session, err
 		case len(opts.AllowTools) > 0:
 			opts.Resume = cmp.Or(e.sess.SessionID(), opts.Resume)
 			p.stop(m, key, "a turn with granted rules")
+		case !sameVars(p.cfg.Sticky, e.env, opts.Env):
+			opts.Resume = cmp.Or(e.sess.SessionID(), opts.Resume)
+			p.stop(m, key, "a turn with other sticky variables")
 		default:
 			e.busy = true
 			return e.sess, nil
@@ -252,8 +262,28 @@ func (p *Pool) take(m map[string]*entry, key string, opts Options) (Session, err
 		return nil, fmt.Errorf("live: start: %w", err)
 	}
 	p.log.Info("live process started", "key", key, "pid", s.PID(), "resume", opts.Resume)
-	m[key] = &entry{sess: s, busy: true, oneOff: len(opts.AllowTools) > 0, used: time.Now()}
+	m[key] = &entry{sess: s, env: opts.Env, busy: true, oneOff: len(opts.AllowTools) > 0, used: time.Now()}
 	return s, nil
+}
+
+// sameVars reports whether a and b (KEY=VALUE lists, the last setting
+// winning) give each of keys the same value.
+func sameVars(keys, a, b []string) bool {
+	for _, k := range keys {
+		if envValue(a, k) != envValue(b, k) {
+			return false
+		}
+	}
+	return true
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range slices.Backward(env) {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // lru is the key of the least recently used idle session.

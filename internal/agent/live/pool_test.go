@@ -235,3 +235,25 @@ func TestPoolClose(t *testing.T) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 }
+
+func TestPoolSticky(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStarter{}
+		p := NewPool(f, Config{Sticky: []string{"HOPS"}})
+		defer p.Close()
+		pid := func(env ...string) int {
+			var n int
+			if _, err := p.Turn(context.Background(), "ch", modelcli.Request{Env: env, Session: "sess-1", OnStart: func(x int) { n = x }}); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		got := []int{pid("HOPS=0", "X=1"), pid("HOPS=0", "X=2"), pid("HOPS=1"), pid("HOPS=0", "HOPS=1")}
+		if want := []int{1, 1, 2, 2}; !slices.Equal(got, want) {
+			t.Errorf("pids %v, want %v: a new process when HOPS changes, not X", got, want)
+		}
+		if f.started[1].Resume != "sess-1" {
+			t.Errorf("the restart resumed %q", f.started[1].Resume)
+		}
+	})
+}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/live"
 	"github.com/collabdev/collab/internal/agent/modelcli/claude"
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/agent/watchconf"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
@@ -143,7 +144,8 @@ func (w *Watch) startLive(cfg *watcher.Config, s Settings) {
 	if !s.Live || !ok {
 		return
 	}
-	pool := live.NewPool(&live.Claude{Adapter: c}, live.Config{Idle: s.LiveIdle, Max: s.LiveMax, Logger: cfg.Logger})
+	pool := live.NewPool(&live.Claude{Adapter: c}, live.Config{Idle: s.LiveIdle, Max: s.LiveMax, Logger: cfg.Logger,
+		Sticky: []string{runenv.Hops}})
 	w.closes = append(w.closes, pool.Close)
 	cfg.Live = pool
 }
