@@ -58,7 +58,7 @@ func TestRealClaudeLive(t *testing.T) {
 
 	// Killed between turns: the next message restarts it, resuming.
 	session := recs[2].Session
-	waitSavedIn(t, c.Home, session, last)
+	waitSavedIn(t, c.Home, session, "Third question.", last)
 	if err := syscall.Kill(-recs[2].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -95,15 +95,17 @@ func TestRealClaudeLive(t *testing.T) {
 	}
 }
 
-// waitSavedIn waits until Claude Code (HOME home) has written text into
-// the transcript of session, which it does shortly after the turn's
-// result: a process killed before that is resumed without the turn.
-func waitSavedIn(t *testing.T, home, session, text string) {
+// waitSavedIn waits until Claude Code (HOME home) has written the answer
+// after the prompt into the transcript of session, which it does shortly
+// after the turn's result: a process killed before that is resumed
+// without the turn.
+func waitSavedIn(t *testing.T, home, session, prompt, answer string) {
 	t.Helper()
 	waitForIn(t, time.Minute, "the session saved", func() bool {
 		files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", session+".jsonl"))
 		for _, f := range files {
-			if b, _ := os.ReadFile(f); strings.Contains(string(b), text) {
+			b, _ := os.ReadFile(f)
+			if _, after, ok := strings.Cut(string(b), prompt); ok && strings.Contains(after, answer) {
 				return true
 			}
 		}
