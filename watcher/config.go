@@ -29,7 +29,12 @@ type Config struct {
 	Channels []string
 	Host     string // default os.Hostname()
 
-	Runner     Runner
+	Runner Runner
+	// Live, when set, runs each message whose session key is not empty
+	// (SessionScope channel or thread) as a turn of that key's warm CLI
+	// process instead of through Runner (collab watch --live), and a later
+	// turn's prompt carries only what is new (see LiveRunner).
+	Live       LiveRunner
 	CLI        string           // the adapter's name, for job records; default "command"
 	Template   *prompt.Template // default prompt.Default()
 	Role       string

@@ -26,6 +26,19 @@
 // written as the CLI starts, so a crash in between leaves a claim whose
 // owner is dead, which the restarted watcher takes over.
 //
+// # Live sessions
+//
+// With Config.Live (collab watch --live), a message whose session key is
+// not empty runs as the next turn of that key's warm CLI process
+// ([LiveRunner]) instead of a process of its own; everything above holds
+// the same (the claim, the reply through the outbox, the job record with
+// the process's pid, presence, budgets, the turn limit, the guards, the
+// timeout, jobs kill: an interrupt through the CLI's protocol). The
+// process keeps the conversation, so the prompt of a later turn carries
+// only the transcript's messages since the message its last turn
+// answered, and that message; after a failed or killed turn, or a session
+// that cannot be resumed, the prompt is whole again.
+//
 // # Delivery you can see
 //
 // So that any host can tell where a message stands (package delivery,

@@ -60,7 +60,10 @@ type job struct {
 // touches no watcher state.
 type runRequest struct {
 	it     item
+	key    string         // the session key
 	resume string         // the CLI session to resume; "" for a new one
+	since  string         // live: the prompt carries what is new after this message
+	full   string         // live: the whole prompt, for a run that starts afresh
 	allow  []string       // permission rules granted to this run alone
 	rec    *jobs.Recorder // the job's record
 
@@ -105,7 +108,7 @@ func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	ctx, stop := context.WithCancel(jobCtx)
 	j := &job{it: *it, id: id, started: now, stop: stop, rec: rec, key: key, launching: make(chan struct{})}
 	w.takeAnswer(j)
-	req := runRequest{it: *it, resume: resume, allow: j.allow, rec: rec, launching: j.launching}
+	req := runRequest{it: *it, key: key, resume: resume, since: w.liveSince(key, resume), allow: j.allow, rec: rec, launching: j.launching}
 	var held bool
 	req.transcript, held = w.recent.before(m.SessionID, m, w.cfg.Context)
 	req.readTranscript = !held
@@ -203,7 +206,7 @@ func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
 	}
 	transcript = w.trustedOnly(transcript, m.SessionID)
 	keyed := w.cfg.Verifier.Agents()
-	text, err := w.cfg.Template.Render(prompt.Data{
+	data := prompt.Data{
 		Agent:   w.cfg.Agent,
 		Channel: m.SessionID,
 		Host:    w.cfg.Host,
@@ -215,7 +218,12 @@ func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
 		Message:    w.sender(&m, m.SessionID, keyed),
 		MaxHops:    max(w.cfg.MaxHops, 0),
 		Now:        w.now(),
-	})
+	}
+	text, err := w.cfg.Template.Render(data)
+	if err == nil && req.since != "" {
+		req.full = text
+		text, err = followUpPrompt(data, req.since)
+	}
 	if err != nil {
 		return modelcli.Request{}, fmt.Errorf("build prompt: %w", err)
 	}
@@ -280,6 +288,9 @@ func (w *watcher) runCLI(ctx context.Context, req *runRequest, cli modelcli.Requ
 	req.rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: "session " + req.resume + " cannot be resumed; starting a new one"})
 	req.rec.Update(func(j *jobs.Job) { j.Session, j.Resumed = "", false })
 	cli.Session = ""
+	if req.full != "" {
+		cli.Prompt = req.full // a new session has not seen the earlier turns
+	}
 	resp, err = w.runLimited(ctx, req, cli)
 	return jobResult{it: req.it, resp: resp, err: err, fresh: true}
 }
@@ -303,6 +314,7 @@ func (w *watcher) finish(r jobResult) {
 	now := w.now()
 	w.spend(&r.resp, now)
 	w.keepSession(j, &r, now)
+	w.liveDone(j, &r)
 	switch {
 	case j.killed:
 		w.finishKilled(j, &r, now)

@@ -63,7 +63,13 @@ func (l *turnLimit) reached(err *error, record func(modelcli.Event)) bool {
 // runLimited runs the CLI once within Config.MaxTurns.
 func (w *watcher) runLimited(ctx context.Context, req *runRequest, cli modelcli.Request) (modelcli.Response, error) {
 	ctx, turns := w.limitTurns(ctx, &cli)
-	resp, err := w.cfg.Runner.Run(ctx, cli)
+	var resp modelcli.Response
+	var err error
+	if w.live(req.key) {
+		resp, err = w.cfg.Live.Turn(ctx, req.key, cli)
+	} else {
+		resp, err = w.cfg.Runner.Run(ctx, cli)
+	}
 	turns.reached(&err, req.rec.Event)
 	return resp, err
 }

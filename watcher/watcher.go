@@ -122,6 +122,7 @@ type watcher struct {
 
 	sess     *sessions
 	awaiting map[string]question // session key → job awaiting its asker's answer
+	liveLast map[string]string   // session key → the message its live session's last turn answered
 	budget   budget
 
 	outbox outbox // replies not yet posted

@@ -104,6 +104,9 @@ func addCLIFlags(fs *pflag.FlagSet, s *watchSettings) {
 	envflag.FromEnv(fs, "model", "COLLAB_MODEL")
 	fs.StringVar(&s.SessionScope, "session-scope", watcher.DefaultSessionScope, "which messages resume one CLI session: channel, thread or none")
 	fs.DurationVar(&s.SessionTTL, "session-ttl", watcher.DefaultSessionTTL, "how long an unused CLI session is resumed")
+	fs.BoolVar(&s.Live, "live", false, "keep one warm CLI process per session (channel or thread) and send it each message as a turn; claude")
+	fs.DurationVar(&s.LiveIdle, "live-idle", watchconf.DefaultLiveIdle, "with --live, stop a process unused this long (its session is resumed on the next message)")
+	fs.IntVar(&s.LiveMax, "live-max", watchconf.DefaultLiveMax, "with --live, processes open at most; the least recently used is stopped first")
 }
 
 // addLoopFlags adds the flags of the watcher's loop: its timing, its

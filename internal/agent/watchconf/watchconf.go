@@ -71,12 +71,27 @@ type Settings struct {
 	Heartbeat    time.Duration
 	Trust        string // "": signing.DefaultPolicy
 	LogLevel     string // "": DefaultLogLevel
+	// Live keeps one CLI process per session key (collab watch --live);
+	// LiveIdle (0: DefaultLiveIdle) stops one unused that long, LiveMax
+	// (0: DefaultLiveMax) caps how many are open.
+	Live     bool
+	LiveIdle time.Duration
+	LiveMax  int
 }
+
+// LiveCLIs are the adapters --live runs (the others come next).
+var LiveCLIs = []string{"claude"}
+
+// Defaults of --live-idle and --live-max.
+const (
+	DefaultLiveIdle = 5 * time.Minute
+	DefaultLiveMax  = 4
+)
 
 // Check returns the first setting that breaks a rule, as an
 // errkind.Invalid error; nil when all are well.
 func (s Settings) Check() error {
-	for _, check := range []func() error{s.checkNames, s.checkLimits, s.checkCLI} {
+	for _, check := range []func() error{s.checkNames, s.checkLimits, s.checkCLI, s.checkLive} {
 		if err := check(); err != nil {
 			return errkind.Wrap(errkind.Invalid, err)
 		}
@@ -138,6 +153,25 @@ func (s Settings) checkCLI() error {
 		return fmt.Errorf("--cli command needs --cmd 'PROGRAM ARGS…'")
 	case cli == "command" && s.Model != "":
 		return fmt.Errorf("--model needs a dedicated --cli (claude, codex, gemini); put the model in --cmd")
+	}
+	return nil
+}
+
+// checkLive checks the live sessions' settings.
+func (s Settings) checkLive() error {
+	switch cli := cmp.Or(s.CLI, DefaultCLI); {
+	case s.LiveIdle < 0:
+		return fmt.Errorf("--live-idle must not be negative")
+	case s.LiveMax < 0:
+		return fmt.Errorf("--live-max must not be negative")
+	case !s.Live:
+		return nil
+	case cli == "codex" || cli == "gemini":
+		return fmt.Errorf("--live runs --cli claude for now: codex (app-server) and gemini (ACP) come next")
+	case !slices.Contains(LiveCLIs, cli):
+		return fmt.Errorf("--live needs --cli claude, not %s: a command has no protocol for turns", cli)
+	case s.SessionScope == ScopeNone:
+		return fmt.Errorf("--live needs --session-scope channel or thread: with none, no two messages share a process")
 	}
 	return nil
 }

@@ -36,6 +36,13 @@ func TestCheck(t *testing.T) {
 		{"mcp on command", func(s *watchconf.Settings) { s.MCP = true }, "--mcp needs --cli claude or codex, not command"},
 		{"mcp on gemini", func(s *watchconf.Settings) { s.CLI, s.MCP = "gemini", true }, "--mcp needs --cli claude or codex, not gemini"},
 		{"mcp on codex", func(s *watchconf.Settings) { s.CLI, s.MCP = "codex", true }, ""},
+		{"live on claude", func(s *watchconf.Settings) { s.CLI, s.Cmd, s.Live = "claude", "", true }, ""},
+		{"live on codex", func(s *watchconf.Settings) { s.CLI, s.Live = "codex", true }, "--live runs --cli claude for now: codex (app-server) and gemini (ACP) come next"},
+		{"live on gemini", func(s *watchconf.Settings) { s.CLI, s.Live = "gemini", true }, "come next"},
+		{"live on command", func(s *watchconf.Settings) { s.Live = true }, "--live needs --cli claude, not command"},
+		{"live without scope", func(s *watchconf.Settings) { s.CLI, s.Live, s.SessionScope = "claude", true, watchconf.ScopeNone }, "--live needs --session-scope channel or thread"},
+		{"live idle", func(s *watchconf.Settings) { s.LiveIdle = -time.Second }, "--live-idle must not be negative"},
+		{"live max", func(s *watchconf.Settings) { s.LiveMax = -1 }, "--live-max must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

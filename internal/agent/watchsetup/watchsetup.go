@@ -22,6 +22,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/collabdev/collab/internal/agent/live"
+	"github.com/collabdev/collab/internal/agent/modelcli/claude"
+	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/agent/watchconf"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
@@ -69,6 +72,9 @@ type Settings struct {
 	Key, Keyring         string // --key and --keyring as given ("": the defaults)
 	AllowWritableKeyring bool
 	MCP                  bool
+	Live                 bool             // one warm CLI process per session key (watchconf.Settings.Live)
+	LiveIdle             time.Duration    // 0: watchconf.DefaultLiveIdle
+	LiveMax              int              // 0: watchconf.DefaultLiveMax
 	NATS                 *natsbus.Options // nil or no URL: no NATS
 	MCPArgs              []string         // more arguments of --mcp's collab mcp (watch --remote's)
 	// RemoteState, when set, is watch --remote's state directory: the
@@ -112,6 +118,7 @@ func (s *Settings) Conf() watchconf.Settings {
 		CLI: s.CLI, Cmd: s.Cmd, Model: s.Model, MCP: s.MCP,
 		SessionScope: s.SessionScope, BudgetUSD: s.BudgetUSD, BudgetTokens: s.BudgetTokens, MaxTurns: s.MaxTurns,
 		Poll: s.Poll, Heartbeat: s.Heartbeat, Trust: s.Trust, LogLevel: s.LogLevel,
+		Live: s.Live, LiveIdle: s.LiveIdle, LiveMax: s.LiveMax,
 	}
 }
 
@@ -128,6 +135,19 @@ func (w *Watch) Close() {
 		w.closes[i]()
 	}
 	w.closes = nil
+}
+
+// startLive gives cfg the pool of live sessions (--live), closed with w:
+// its processes are stopped when the watcher has ended.
+func (w *Watch) startLive(cfg *watcher.Config, s Settings) {
+	c, ok := cfg.Runner.(*claude.Adapter) // watchconf lets --live run claude only
+	if !s.Live || !ok {
+		return
+	}
+	pool := live.NewPool(&live.Claude{Adapter: c}, live.Config{Idle: s.LiveIdle, Max: s.LiveMax, Logger: cfg.Logger,
+		Sticky: []string{runenv.Hops}})
+	w.closes = append(w.closes, pool.Close)
+	cfg.Live = pool
 }
 
 // Run prepares the watcher of s on the tree at root and runs it until
@@ -175,6 +195,7 @@ func Prepare(ctx context.Context, root tree.Root, s Settings, h Host) (_ *Watch,
 	if err := w.connectNATS(ctx, &cfg, s); err != nil {
 		return nil, err
 	}
+	w.startLive(&cfg, s)
 	w.Config = cfg
 	return w, nil
 }

@@ -216,6 +216,7 @@ func parts() []part {
 		{"who", (*bench).who},
 		{"bigchannel", (*bench).bigchannel},
 		{"remote", (*bench).remote},
+		{"live-claude", (*bench).liveClaude},
 	}
 }
 

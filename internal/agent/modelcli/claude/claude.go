@@ -247,6 +247,23 @@ func (a *Adapter) maxOutput() int {
 	return proc.DefaultMaxStdout
 }
 
+// LiveCommand returns the command line and the whole environment of a
+// live session (internal/agent/live): Run's, resuming session with the
+// rules of grant allowed, plus --input-format stream-json, so that the
+// process takes turns as JSON lines on standard input; env is added to
+// the environment as Request.Env is.
+func (a *Adapter) LiveCommand(session string, grant, env []string) (argv, environ []string, err error) {
+	argv, err = a.argv(session, grant)
+	if err != nil {
+		return nil, nil, err
+	}
+	argv = slices.Insert(argv, 2, "--input-format", "stream-json")
+	return argv, a.env(env), nil
+}
+
+// MaxText is the longest reply kept: MaxOutput, or proc.DefaultMaxStdout.
+func (a *Adapter) MaxText() int { return a.maxOutput() }
+
 // ReportsCost reports whether runs report what they cost: Claude Code's
 // do (total_cost_usd).
 func (*Adapter) ReportsCost() bool { return true }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/live"
+	"github.com/collabdev/collab/internal/agent/modelcli/claude"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
+	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/presence"
+	"github.com/collabdev/collab/watcher"
+)
+
+// Live sessions (collab watch --live): the real Claude Code (found as the
+// tests find it: $COLLAB_CLI_BIN_DIR, /tmp/npmcli/node_modules/.bin,
+// PATH) against fakemodel, which answers at once, under an in-process
+// watcher as collab watch runs it (poll 1 s, fsnotify, guards off). Each
+// message is posted once the reply to the one before has landed; the
+// figure is from Writer.Post returning to the reply's file being seen
+// (polled every 2 ms): the whole per-message overhead, the fake model's
+// few milliseconds included. One process per message, then --live, each
+// over liveMessages messages after one warm-up (the --live warm-up starts
+// the process).
+
+const liveMessages = 20
+
+var (
+	liveSpecs = [4]spec{
+		{name: "claude, one process per message: message → reply p50", unit: "ms"},
+		{name: "claude, one process per message: message → reply p99", unit: "ms"},
+		{name: "claude --live: message → reply p50", unit: "ms", max: 150},
+		{name: "claude --live: message → reply p99", unit: "ms"},
+	}
+)
+
+func (b *bench) liveClaude(ctx context.Context) []Figure {
+	var figs []Figure
+	for i, on := range []bool{false, true} {
+		what := "claude live=" + fmt.Sprint(on)
+		vals, err := b.repeat(ctx, what, 2, func(run int) ([]float64, error) {
+			lat, err := b.liveRun(ctx, on, run)
+			if err != nil {
+				return nil, err
+			}
+			slices.Sort(lat)
+			return []float64{ms(percentile(lat, 50)), ms(percentile(lat, 99))}, nil
+		})
+		figs = append(figs, liveSpecs[2*i].figure(vals[0], err), liveSpecs[2*i+1].figure(vals[1], err))
+	}
+	return figs
+}
+
+// liveRun answers liveMessages messages (and a warm-up) with Claude Code,
+// live or not, and returns each one's time to its reply.
+func (b *bench) liveRun(ctx context.Context, on bool, run int) ([]time.Duration, error) {
+	path, err := fakemodel.FindCLI(fakemodel.ClaudeCode)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Join(b.dir, fmt.Sprintf("live-%v-%d", on, run))
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	srv := fakemodel.Start(nil)
+	defer srv.Close()
+	c, err := srv.Setup(fakemodel.ClaudeCode, path, base)
+	if err != nil {
+		return nil, err
+	}
+	root := tree.Root(filepath.Join(base, "tree"))
+	a := &claude.Adapter{Bin: c.Path, Model: c.Model, Env: c.Env}
+	cfg := watcher.Config{
+		Root: root, Agent: benchAgent, Channels: []string{benchChannel}, Runner: a, CLI: "claude", Workdir: c.Dir,
+		Timeout: time.Minute, Poll: latencyPoll, Grace: 5 * time.Second, Rate: -1, PairRate: -1,
+		Wakers: []watcher.Waker{fswake.Channels{Root: root}},
+	}
+	if on {
+		pool := live.NewPool(&live.Claude{Adapter: a}, live.Config{})
+		defer pool.Close() // after the watcher has stopped
+		cfg.Live = pool
+	}
+	if err := os.MkdirAll(root.Channel(benchChannel), 0o755); err != nil {
+		return nil, err
+	}
+	logger, closeLog, err := watchLogger(root, benchAgent)
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
+	cfg.Logger = logger
+	stop, err := startWatcher(ctx, cfg, func() bool { _, err := presence.Read(root, benchAgent); return err == nil })
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	w := &channel.Writer{Root: root}
+	var lat []time.Duration
+	for i := range liveMessages + 1 {
+		m := channel.Message{SessionID: benchChannel, From: senderAgent, To: benchAgent, Content: channel.Content{Text: fmt.Sprintf("question %d", i)}}
+		if err := w.Post(&m); err != nil {
+			return nil, err
+		}
+		posted := time.Now()
+		if err := awaitReply(ctx, root, m.ID); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		if i > 0 {
+			lat = append(lat, time.Since(posted))
+		}
+	}
+	return lat, nil
+}
+
+// awaitReply polls the channel's newest messages for a reply to id.
+func awaitReply(ctx context.Context, root tree.Root, id string) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		msgs, _ := channel.Recent(root, benchChannel, "", 3)
+		for _, m := range msgs {
+			if m.Metadata.InReplyTo == id {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return errors.New("no reply in a minute")
+}
