@@ -39,7 +39,7 @@
 // # Caveats
 //
 // A process keeps the environment it was started with: the per-message
-// variables (SPEC §7: COLLAB_MESSAGE_ID, COLLAB_FROM) are those of the
+// variables (docs/protocol.md#the-model-run: COLLAB_MESSAGE_ID, COLLAB_FROM) are those of the
 // message that started it, for what the model runs itself (collab send,
 // the MCP server); the watcher's own reply carries the right ones. The
 // variables that must be right (Config.Sticky: the watcher's COLLAB_HOPS,

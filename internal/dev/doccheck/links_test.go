@@ -120,6 +120,9 @@ func TestCodeCitesProtocol(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		if strings.Contains(string(src), "SPEC "+"§") {
+			t.Errorf("%s cites the old SPEC; cite docs/protocol.md#ANCHOR", p)
+		}
 		for _, m := range cite.FindAllStringSubmatch(string(src), -1) {
 			for _, a := range regexp.MustCompile(`#([a-z0-9_-]+)`).FindAllStringSubmatch(m[1], -1) {
 				n++
