@@ -58,6 +58,9 @@ func agentSettings(base watchsetup.Settings, a workflow.Agent, id, ch string) wa
 	if a.MCP != nil {
 		s.MCP = *a.MCP
 	}
+	if a.Live != nil {
+		s.Live = *a.Live
+	}
 	return s
 }
 

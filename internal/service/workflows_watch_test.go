@@ -26,6 +26,10 @@ func TestAgentSettingsDefaults(t *testing.T) {
 	if s := agentSettings(watchsetup.Settings{}, workflow.Agent{Name: "a", Context: &zero}, "a--x", "ch"); s.Context != -1 {
 		t.Errorf("context: 0 is %d, want -1 (none)", s.Context)
 	}
+	yes := true
+	if s := agentSettings(watchsetup.Settings{}, workflow.Agent{Name: "a", CLI: "claude", Live: &yes}, "a--x", "ch"); !s.Live {
+		t.Errorf("live: true gave settings %+v, want Live", s)
+	}
 }
 
 func isZeroSettings(s watchsetup.Settings) bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 var agentKeys = []string{"cli", "cmd", "cli_args", "model", "session_scope", "session_ttl",
 	"budget_usd", "budget_tokens", "max_turns", "system_prompt", "role", "memory", "context",
 	"prompt_template", "workdir", "timeout", "post_errors", "max_hops", "rate", "pair_rate",
-	"trust", "mcp", "tools"}
+	"trust", "mcp", "tools", "live"}
 
 func (l *loader) agents(n ast.Node) []Agent {
 	before := len(l.errs)
@@ -45,7 +46,7 @@ func (l *loader) agents(n ast.Node) []Agent {
 
 func (l *loader) agent(e kv, a *Agent) {
 	where := fmt.Sprintf("agent %q", a.Name)
-	var prompt, model, tools *kv
+	var prompt, model, tools, live *kv
 	cliBad := false
 	m := l.mapping(orEmpty(e.value), where)
 	if m == nil && e.value != nil && !isNull(e.value) {
@@ -117,6 +118,10 @@ func (l *loader) agent(e kv, a *Agent) {
 			a.MCP = l.boolPtr(kv)
 		case "tools":
 			tools = &kv
+		case "live":
+			if a.Live = l.boolPtr(kv); a.Live != nil {
+				live = &kv
+			}
 		default:
 			l.unknown(kv, where, agentKeys...)
 		}
@@ -136,6 +141,9 @@ func (l *loader) agent(e kv, a *Agent) {
 	}
 	if tools != nil {
 		l.tools(*tools, a, where)
+	}
+	if live != nil && *a.Live && a.CLI != "" && !slices.Contains(watchconf.LiveCLIs, a.CLI) {
+		l.errorf(live.at, "%s: live: true runs %s, not %s", where, strings.Join(watchconf.LiveCLIs, " or "), a.CLI)
 	}
 }
 

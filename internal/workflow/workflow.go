@@ -40,7 +40,7 @@
 // session_scope, session_ttl, budget_usd, budget_tokens, max_turns,
 // system_prompt (alias: role), memory (list), context (count of recent
 // messages), prompt_template, workdir, timeout, post_errors, max_hops,
-// rate, pair_rate, trust, mcp; and tools (list). A key left out keeps the
+// rate, pair_rate, trust, mcp, live; and tools (list). A key left out keeps the
 // watch default (the commands apply the defaults; Agent holds nil or "").
 // There is no env: key, as `collab watch` has no such setting: an agent's
 // CLI inherits the environment of the process that runs the team. Watch
@@ -262,6 +262,9 @@ type Agent struct {
 	PairRate       *int
 	Trust          string // any, known or signed
 	MCP            *bool
+	// Live keeps one warm CLI process per conversation (collab watch
+	// --live; the CLIs of watchconf.LiveCLIs).
+	Live *bool
 	// Tools are the tools the agent may use (tools:), as written;
 	// ToolArgs the CLI's arguments that restrict it to them (see
 	// "Tools" in the package doc), added before CLIArgs.
