@@ -243,6 +243,12 @@ func TestWatchProcessSIGKILLDuringSlowCLI(t *testing.T) {
 		fmt.Sscan(ents[0].Name(), &cliPID)
 		return true
 	})
+	// The watcher's loop records the job as the CLI starts, on another
+	// goroutine: wait for the record before the kill.
+	waitFor(t, func() bool {
+		list, _ := jobs.List(tree.Root(root), "codex")
+		return len(list) == 1 && list[0].Status == jobs.Running
+	})
 	w.stop(t, syscall.SIGKILL)
 	// The kernel kills the orphaned CLI (parent-death signal).
 	waitFor(t, func() bool { return !proc.PIDAlive(cliPID) || isZombie(cliPID) })
