@@ -84,23 +84,26 @@ var quietNotes = []string{
 
 // note is the part of a turn's notification this package reads.
 type note struct {
-	ThreadID string          `json:"threadId"`
-	TurnID   string          `json:"turnId"`
-	Item     json.RawMessage `json:"item"` // item/*
-	Turn     *struct {       // turn/*
-		ID     string `json:"id"`
-		Status string `json:"status"` // completed, interrupted, failed, inProgress
-		Error  *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	} `json:"turn"`
-	TokenUsage *struct { // thread/tokenUsage/updated
+	ThreadID   string          `json:"threadId"`
+	TurnID     string          `json:"turnId"`
+	Item       json.RawMessage `json:"item"` // item/*
+	Turn       *appTurn        `json:"turn"` // turn/*
+	TokenUsage *struct {       // thread/tokenUsage/updated
 		Total tokenUsage `json:"total"`
 	} `json:"tokenUsage"`
 	Error *struct { // error
 		Message string `json:"message"`
 	} `json:"error"`
 	WillRetry bool `json:"willRetry"`
+}
+
+// appTurn is a turn, as much as this package reads.
+type appTurn struct {
+	ID     string `json:"id"`
+	Status string `json:"status"` // completed, interrupted, failed, inProgress
+	Error  *struct {
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
 // tokenUsage is the app-server's count of a thread's tokens.
