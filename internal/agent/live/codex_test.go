@@ -190,3 +190,28 @@ func TestRealCodexKilledMidTurn(t *testing.T) {
 		t.Errorf("got %q in %q, pids %v; want the echo from a second process in %q", resp.Text, resp.Session, pids, done.Session)
 	}
 }
+
+// TestRealCodexToolCall: a turn's command is a tool-call event, as
+// codex exec's command_execution item is, and runs without asking (the
+// sandbox of codex exec, approval policy "never").
+func TestRealCodexToolCall(t *testing.T) {
+	p, s, req := realCodexPool(t)
+	s.Next(fakemodel.Shell("echo from-the-tool"))
+	var calls []modelcli.Event
+	req.Prompt = "Run the tool."
+	req.OnEvent = func(e modelcli.Event) {
+		if e.Kind == modelcli.EventToolCall {
+			calls = append(calls, e)
+		}
+	}
+	resp, err := p.Turn(context.Background(), "ch", req)
+	if err != nil {
+		t.Fatalf("%v\nstderr: %s", err, resp.Stderr)
+	}
+	if resp.Text != "tool said: from-the-tool" {
+		t.Errorf("text %q, want the tool's output", resp.Text)
+	}
+	if len(calls) != 1 || calls[0].Tool != "command_execution" || !strings.Contains(calls[0].Text, "echo from-the-tool") {
+		t.Errorf("tool calls %+v, want the command once", calls)
+	}
+}
