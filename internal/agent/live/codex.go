@@ -36,16 +36,41 @@ import (
 // step.
 //
 // Usage is the difference of the thread's token count
-// (thread/tokenUsage/updated) over the turn; the first turn of a process
-// that resumed a thread counts the thread's tokens so far, as a run of
-// the adapter on a thread it has not seen does.
+// (thread/tokenUsage/updated) over the turn. A process that resumes a
+// thread starts from the count the Codex starter last saw for it; for a
+// thread it has not seen (a restarted watcher) the first turn counts the
+// thread's tokens so far, as a run of the adapter on such a thread does.
 
-// Codex starts Codex live sessions.
+// Codex starts Codex live sessions. It must not be copied after first
+// use.
 type Codex struct {
 	Adapter        *codex.Adapter // the command line (MCP servers, Args), the model, the sandbox
 	InterruptGrace time.Duration  // default DefaultInterruptGrace
 	KillGrace      time.Duration  // default DefaultKillGrace
+
+	mu     sync.Mutex
+	totals map[string]tokenUsage // thread id: its token count when a turn last ended
 }
+
+// total is the token count of thread when a turn last ended.
+func (c *Codex) total(thread string) tokenUsage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.totals[thread]
+}
+
+// setTotal records the token count of thread.
+func (c *Codex) setTotal(thread string, u tokenUsage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.totals == nil || len(c.totals) >= maxThreads {
+		c.totals = make(map[string]tokenUsage)
+	}
+	c.totals[thread] = u
+}
+
+// maxThreads bounds the threads whose token counts a Codex remembers.
+const maxThreads = 4096
 
 // codexThread is the form of Codex's thread ids (UUIDs).
 var codexThread = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
@@ -66,6 +91,7 @@ func (c *Codex) Start(ctx context.Context, opts Options) (Session, error) {
 		killGrace: cmp.Or(c.KillGrace, DefaultKillGrace), intGrace: cmp.Or(c.InterruptGrace, DefaultInterruptGrace),
 		maxText: c.Adapter.MaxText(), thread: opts.Resume, resume: opts.Resume != "", dir: opts.Dir,
 		model: c.Adapter.Model, sandbox: c.Adapter.LiveSandbox(), usageModel: c.Adapter.LiveModel(opts.Env),
+		starter: c, base: c.total(opts.Resume),
 		notes: make(chan rpcMsg, 1024), done: make(chan struct{}), pending: make(map[string]chan rpcMsg),
 	}
 	cmd.WaitDelay = s.killGrace
@@ -92,6 +118,7 @@ type codexSession struct {
 	resume              bool   // the thread is to be resumed, not started
 	dir                 string // the thread's cwd
 	model, sandbox      string // the thread's settings ("" model: config.toml's)
+	starter             *Codex // keeps the threads' token counts
 
 	in     io.WriteCloser
 	wmu    sync.Mutex  // writes to in
@@ -372,6 +399,7 @@ func (s *codexSession) run(ctx context.Context, prompt string, emit func([]model
 			}
 			if done := s.onNote(m, p, emit, &total); done {
 				s.base = total
+				s.starter.setTotal(thread, total)
 				return s.finish(ctx, p, emit)
 			}
 		case <-stop:

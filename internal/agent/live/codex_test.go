@@ -113,6 +113,9 @@ func TestRealCodexKilledBetweenTurns(t *testing.T) {
 	if again.Text != "echo: Which word?" || again.Session != first.Session || pid == old {
 		t.Errorf("got %q in session %q, pid %d; want the echo in %q, a new process", again.Text, again.Session, pid, first.Session)
 	}
+	if 2*again.Usage.Input > 3*first.Usage.Input {
+		t.Errorf("after the restart: %d input tokens, want the turn's (the first had %d)", again.Usage.Input, first.Usage.Input)
+	}
 	reqs := s.Requests()
 	if tr := reqs[len(reqs)-1].Transcript(); !strings.Contains(tr, "Remember the word pelican.") {
 		t.Errorf("the resumed turn did not carry the first:\n%s", tr)
