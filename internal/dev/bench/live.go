@@ -87,6 +87,13 @@ func (b *bench) liveRun(ctx context.Context, on bool, run int) ([]time.Duration,
 		defer pool.Close() // after the watcher has stopped
 		cfg.Live = pool
 	}
+	return liveAnswer(ctx, root, cfg)
+}
+
+// liveAnswer runs a watcher of cfg on root, posts liveMessages messages
+// (and a warm-up), each once the one before has its reply, and returns
+// each one's time to its reply.
+func liveAnswer(ctx context.Context, root tree.Root, cfg watcher.Config) ([]time.Duration, error) {
 	if err := os.MkdirAll(root.Channel(benchChannel), 0o755); err != nil {
 		return nil, err
 	}

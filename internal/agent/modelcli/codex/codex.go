@@ -154,6 +154,21 @@ func (a *Adapter) argv(thread string) ([]string, error) {
 	if a.Model != "" {
 		argv = append(argv, "--model", a.Model)
 	}
+	mcp, err := a.mcpArgs()
+	if err != nil {
+		return nil, err
+	}
+	argv = append(argv, mcp...)
+	argv = append(argv, a.Args...)
+	if thread != "" {
+		argv = append(argv, "resume", thread)
+	}
+	return append(argv, "-"), nil
+}
+
+// mcpArgs declares Adapter.MCPServers, their tools approved.
+func (a *Adapter) mcpArgs() ([]string, error) {
+	var argv []string
 	for _, srv := range a.MCPServers {
 		if err := srv.Check(); err != nil {
 			return nil, fmt.Errorf("codex: %w", err)
@@ -167,11 +182,7 @@ func (a *Adapter) argv(thread string) ([]string, error) {
 		}
 		argv = append(argv, "-c", key+`default_tools_approval_mode="approve"`)
 	}
-	argv = append(argv, a.Args...)
-	if thread != "" {
-		argv = append(argv, "resume", thread)
-	}
-	return append(argv, "-"), nil
+	return argv, nil
 }
 
 // tomlString returns s as a TOML basic string: quoted, with quotes,
