@@ -33,7 +33,7 @@ func init() {
 	}
 }
 
-// recordsTree is a tree made the README's multi-account way (the admin's,
+// recordsTree is a tree made the multi-account way of docs/getting-started.md (the admin's,
 // collab init --group) and the test binary where every account runs it
 // as collab.
 type recordsTree struct {

@@ -1,7 +1,7 @@
 package main
 
 // What one member of a tree's shared group can do to another's files,
-// tried as two accounts (package accounts): a tree made the README's
+// tried as two accounts (package accounts): a tree made the docs'
 // multi-account way, by an admin with 'collab init --group', and agents
 // and an attacker in the group, each its own uid, running with umask 002.
 

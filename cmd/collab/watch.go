@@ -73,7 +73,7 @@ func addWatchFlags(fs *pflag.FlagSet, s *watchSettings) watchFlagValues {
 	addCLIFlags(fs, s)
 	fs.Float64Var(&s.BudgetUSD, "budget-usd", 0, "stop running the CLI for the rest of the UTC day once its runs cost this much (0: no limit); codex's and gemini's tokens are priced from --prices")
 	fs.Int64Var(&s.BudgetTokens, "budget-tokens", 0, "stop running the CLI for the rest of the UTC day once its runs used this many tokens, input and output (0: no limit)")
-	fs.StringVar(&s.Prices, "prices", "", "JSON price table whose models replace or add to the shipped prices, in USD per million tokens (see README)")
+	fs.StringVar(&s.Prices, "prices", "", "JSON price table whose models replace or add to the shipped prices, in USD per million tokens (see docs/messaging.md, collab watch)")
 	envflag.FromEnv(fs, "prices", envPrices)
 	fs.IntVar(&s.MaxTurns, "max-turns", 0, "stop a CLI run after this many turns, a failure (claude: its --max-turns; others: counted by the watcher) (0: no limit)")
 	fs.StringVar(&s.Role, "role", "", "the agent's role: a file to read, or the text itself")
@@ -104,7 +104,7 @@ func addCLIFlags(fs *pflag.FlagSet, s *watchSettings) {
 	envflag.FromEnv(fs, "model", "COLLAB_MODEL")
 	fs.StringVar(&s.SessionScope, "session-scope", watcher.DefaultSessionScope, "which messages resume one CLI session: channel, thread or none")
 	fs.DurationVar(&s.SessionTTL, "session-ttl", watcher.DefaultSessionTTL, "how long an unused CLI session is resumed")
-	fs.BoolVar(&s.Live, "live", false, "keep one warm CLI process per session (channel or thread) and send it each message as a turn; claude")
+	fs.BoolVar(&s.Live, "live", false, "keep one warm CLI process per session (channel or thread) and send it each message as a turn; claude and codex")
 	fs.DurationVar(&s.LiveIdle, "live-idle", watchconf.DefaultLiveIdle, "with --live, stop a process unused this long (its session is resumed on the next message)")
 	fs.IntVar(&s.LiveMax, "live-max", watchconf.DefaultLiveMax, "with --live, processes open at most; the least recently used is stopped first")
 }

@@ -108,7 +108,7 @@ func TestDisplay(t *testing.T) {
 }
 
 // TestRecordFilesNeverWritableByOthers: records and stop files are
-// written 0644 whatever the umask (0 here; under the README's umask 002
+// written 0644 whatever the umask (0 here; under the docs' umask 002
 // they used to be 0664, rewritable in place by the tree's group, args and
 // all: what collab resume runs). A record is acted on only when
 // CheckRecord passes the file it was read from; one made writable by

@@ -22,7 +22,7 @@ import (
 	"github.com/collabdev/collab/internal/transport/remote"
 )
 
-// The remote part: hosts without the mount (README "Hosts without the
+// The remote part: hosts without the mount (docs/remote.md, "Hosts without the
 // mount"). Each run has its own tree (the mount), an embedded nats-server
 // with JetStream and the CHAT stream on loopback, `collab bridge`
 // processes serving the tree, and remote hosts that are in-process

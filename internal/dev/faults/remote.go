@@ -1,6 +1,6 @@
 package main
 
-// Scenarios 13 to 15: hosts without the mount (README "Hosts without the
+// Scenarios 13 to 15: hosts without the mount (docs/remote.md, "Hosts without the
 // mount"). Remote senders are separate `collab send --remote` processes,
 // each agent with its own key, --state-dir (its outbox) and a --root that
 // does not exist; `collab bridge` processes serve the tree; the NATS

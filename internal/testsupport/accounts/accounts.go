@@ -5,7 +5,7 @@
 // The accounts are bare numeric ids (no /etc/passwd entry is needed): the
 // test process, running as root, starts each program with that uid, the
 // account's own primary group and the shared group as its supplementary
-// group, umask 002 (the README's multi-account setup), and HOME and
+// group, umask 002 (the multi-account setup of docs/getting-started.md), and HOME and
 // XDG_CONFIG_HOME in a home folder the account owns. [Require] skips the
 // test where it cannot switch accounts (not root, not Linux), and fails it
 // instead when $COLLAB_TEST_REQUIRE_ACCOUNTS is set, as CI sets it.

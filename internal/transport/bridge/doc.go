@@ -1,5 +1,5 @@
 // Package bridge serves the shared tree's operations over NATS
-// request/reply, for hosts that cannot mount the tree (README "Hosts
+// request/reply, for hosts that cannot mount the tree (docs/remote.md, "Hosts
 // without the mount"). A bridge runs on a host that has the mount and
 // performs every request on the files with the same code the local
 // commands use, so the files stay the one truth (docs/protocol.md#nats) and several

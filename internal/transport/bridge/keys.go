@@ -22,7 +22,7 @@ import (
 // "agent" is AGENT; others are left out), at most [MaxKeyFiles] and within
 // a reply; "more" says some were left out, so a mirror does not take the
 // list as whole. A remote host trusts these keys because its NATS
-// credentials trust the bridge (README "Hosts without the mount").
+// credentials trust the bridge (docs/remote.md, "Hosts without the mount").
 //
 // kills returns, for each of at most [MaxKillJobs] job ids of the acting
 // agent, the kill request ROOT/state/AGENT/jobs/JOB.kill when there is one

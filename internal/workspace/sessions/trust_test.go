@@ -14,7 +14,7 @@ import (
 )
 
 // TestRecordNeverWritableByOthers: a record is written 0644 whatever the
-// umask (umask 0 here; the README's multi-account setup runs umask 002,
+// umask (umask 0 here; the docs' multi-account setup runs umask 002,
 // under which a record used to be 0664: rewritable in place by every
 // member of the tree's group).
 func TestRecordNeverWritableByOthers(t *testing.T) {
