@@ -142,6 +142,11 @@ func (l *loader) agent(e kv, a *Agent) {
 	if tools != nil {
 		l.tools(*tools, a, where)
 	}
+	l.checkLive(live, a, where)
+}
+
+// checkLive refuses live: true for a CLI without a live mode.
+func (l *loader) checkLive(live *kv, a *Agent, where string) {
 	if live != nil && *a.Live && a.CLI != "" && !slices.Contains(watchconf.LiveCLIs, a.CLI) {
 		l.errorf(live.at, "%s: live: true runs %s, not %s", where, strings.Join(watchconf.LiveCLIs, " or "), a.CLI)
 	}

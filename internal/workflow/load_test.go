@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/collabdev/collab/internal/agent/watchconf"
 )
 
 // load writes src as w.yaml in a fresh folder (with prompts/reviewer.md
@@ -191,7 +193,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad step timeout", ok + "setup:\n  - shell: x\n    timeout: soon\n", `w.yaml:7:14: timeout: "soon" is not a positive duration (like 30s, 5m or 1h30m)`},
 		{"bad int", "agents:\n  a:\n    cli: codex\n    rate: fast\nkickoff: go\n", `w.yaml:4:11: rate must be a whole number, not a string`},
 		{"negative max_turns", "agents:\n  a:\n    cli: codex\n    max_turns: -2\nkickoff: go\n", `w.yaml:4:16: max_turns: -2 is less than 0`},
-		{"live with a command", "agents:\n  a:\n    cli: command\n    cmd: x\n    live: true\nkickoff: go\n", `w.yaml:5:5: agent "a": live: true runs claude, not command`},
+		{"live with a command", "agents:\n  a:\n    cli: command\n    cmd: x\n    live: true\nkickoff: go\n", `w.yaml:5:5: agent "a": live: true runs ` + strings.Join(watchconf.LiveCLIs, " or ") + `, not command`},
 		{"live not a bool", "agents:\n  a:\n    cli: claude\n    live: maybe\nkickoff: go\n", `w.yaml:4:11: live must be true or false, not a string`},
 		{"bad bool", "agents:\n  a:\n    cli: codex\n    mcp: yes please\nkickoff: go\n", `w.yaml:4:10: mcp must be true or false, not a string`},
 		{"bad budget", "agents:\n  a:\n    cli: codex\n    budget_usd: -1\nkickoff: go\n", `w.yaml:4:17: budget_usd: -1 is not an amount`},
