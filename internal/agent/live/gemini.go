@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -68,7 +69,7 @@ func (g *Gemini) Start(ctx context.Context, opts Options) (Session, error) {
 	s := &geminiSession{
 		killGrace: cmp.Or(g.KillGrace, DefaultKillGrace), intGrace: cmp.Or(g.InterruptGrace, DefaultInterruptGrace),
 		maxText: cmp.Or(g.Adapter.MaxOutput, proc.DefaultMaxStdout), dir: dir, resume: opts.Resume,
-		ready: make(chan struct{}, 1), done: make(chan struct{}),
+		ready: make(chan struct{}, 1), commands: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	cmd.WaitDelay = s.killGrace
 	cmd.Stderr = &s.stderr
@@ -114,8 +115,12 @@ type geminiSession struct {
 	queue   []queued
 	ready   chan struct{} // a note that queue has items
 	running bool          // a turn takes the agent's notifications
-	ending  chan struct{} // closed when the running turn ends
-	closed  bool
+	// commands is noted when the agent lists its commands between turns
+	// (available_commands_update), which after a session/load comes
+	// after the replay of the session's history.
+	commands chan struct{}
+	ending   chan struct{} // closed when the running turn ends
+	closed   bool
 }
 
 // queued is a notification, or a request already answered, for the
@@ -149,15 +154,22 @@ func (s *geminiSession) handle(kind rpcKind, m rpcMsg) (any, *rpcError) {
 		return nil, nil
 	}
 	s.mu.Lock()
-	if s.running { // updates between turns (a loaded session's history, commands) are dropped
+	if s.running {
 		s.queue = append(s.queue, queued{method: m.Method, params: m.Params, at: time.Now()})
-		select {
-		case s.ready <- struct{}{}:
-		default:
-		}
+		note(s.ready)
+	} else if bytes.Contains(m.Params, []byte(`"available_commands_update"`)) {
+		note(s.commands) // other updates between turns (a loaded session's history) are dropped
 	}
 	s.mu.Unlock()
 	return answer, nil
+}
+
+// note sends on c, a channel of one, unless it holds a note already.
+func note(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // refusal answers a permission request: its reject-once option, else
@@ -257,6 +269,7 @@ func (s *geminiSession) handshake(ctx context.Context) (string, error) {
 			return "", err
 		}
 		sid = resume
+		s.replayed(ctx)
 	default:
 		var r struct {
 			SessionID string `json:"sessionId"`
@@ -273,6 +286,22 @@ func (s *geminiSession) handshake(ctx context.Context) (string, error) {
 	s.session = sid
 	s.mu.Unlock()
 	return sid, nil
+}
+
+// replayed waits, for a second at most, for the agent to have replayed
+// a loaded session's history (session/update notifications, which Gemini
+// CLI sends after session/load's response): it lists its commands when it
+// has (on Linux, where its writes to a pipe are synchronous). The turn
+// then does not take the history for its own.
+func (s *geminiSession) replayed(ctx context.Context) {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-s.commands:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-s.done:
+	}
 }
 
 // await calls method and waits for its result, the process's end or

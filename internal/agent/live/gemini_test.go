@@ -87,8 +87,17 @@ func TestRealGeminiTurns(t *testing.T) {
 // Gemini CLI advertises loadSession: a process killed between turns is
 // replaced by one that loads the session, and the next turn carries the
 // earlier ones.
+//
+// Gemini CLI 0.61 names a session's file by the minute it started and
+// the session id, and a session/load starts by recording a fresh
+// conversation under the same id: in the minute the session started,
+// into the same file, whose history is then lost and the load refused
+// (the watcher then starts a new session with the whole prompt). The
+// test loads in a later minute, as a conversation idle for --live-idle
+// does.
 func TestRealGeminiKilledBetweenTurns(t *testing.T) {
 	p, s, req := realGeminiPool(t)
+	began := time.Now().UTC().Truncate(time.Minute)
 	var pid int
 	req.Prompt, req.OnStart = "Remember the word pelican.", func(n int) { pid = n }
 	first, err := p.Turn(context.Background(), "ch", req)
@@ -98,6 +107,9 @@ func TestRealGeminiKilledBetweenTurns(t *testing.T) {
 	waitGeminiSaved(t, "echo: Remember the word pelican.")
 	syscall.Kill(-pid, syscall.SIGKILL)
 	waitFor(t, func() bool { st := p.Stats(); return len(st) == 1 && syscall.Kill(pid, 0) != nil })
+	if d := time.Until(began.Add(time.Minute)); d > 0 {
+		time.Sleep(d) // the next minute: see above
+	}
 	old, before := pid, len(s.Requests())
 	req.Prompt = "Which word?"
 	again, err := p.Turn(context.Background(), "ch", req)
