@@ -162,3 +162,44 @@ func TestRealGeminiInterrupt(t *testing.T) {
 		t.Errorf("pids %v, want the cancelled turn's process to take the next", pids)
 	}
 }
+
+func TestRealGeminiTool(t *testing.T) {
+	p, s, req := realGeminiPool(t)
+	note := filepath.Join(req.Dir, "note.txt")
+	if err := os.WriteFile(note, []byte("tool-output-42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.Next(fakemodel.ReadFile(note))
+	var kinds []string
+	req.Prompt, req.OnEvent = "Read the note.", func(e modelcli.Event) { kinds = append(kinds, clitest.Kinds([]modelcli.Event{e})...) }
+	resp, err := p.Turn(context.Background(), "ch", req)
+	if err != nil {
+		t.Fatalf("%v\nstderr: %s", err, resp.Stderr)
+	}
+	if !strings.HasPrefix(resp.Text, "tool said: ") {
+		t.Errorf("got text %q, want the tool's output", resp.Text)
+	}
+	if want := []string{"started", "tool_call:read_file", "progress", "completed"}; !slices.Equal(kinds, want) {
+		t.Errorf("events: got %v, want %v", kinds, want)
+	}
+}
+
+// What the approval mode (auto_edit) does not allow without asking, the
+// shell, is refused: the command never runs, and the turn goes on.
+func TestRealGeminiPermissionRefused(t *testing.T) {
+	p, s, req := realGeminiPool(t)
+	marker := filepath.Join(req.Dir, "ran")
+	s.Next(fakemodel.Shell("touch " + marker))
+	var texts []string
+	req.Prompt, req.OnEvent = "Run it.", func(e modelcli.Event) { texts = append(texts, e.Text) }
+	resp, err := p.Turn(context.Background(), "ch", req)
+	if err != nil {
+		t.Fatalf("%v\nstderr: %s", err, resp.Stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the shell command ran")
+	}
+	if !slices.ContainsFunc(texts, func(s string) bool { return strings.HasPrefix(s, "[gemini] permission refused: ") }) {
+		t.Errorf("no refusal among the events %q", texts)
+	}
+}

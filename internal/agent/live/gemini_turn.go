@@ -27,17 +27,14 @@ type geminiTurn struct {
 
 // acpUpdate is a session/update's update, of any kind.
 type acpUpdate struct {
-	SessionUpdate string `json:"sessionUpdate"`
-	Content       *struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"` // agent_message_chunk
-	ToolCallID string          `json:"toolCallId"` // tool_call
-	Title      string          `json:"title"`
-	Kind       string          `json:"kind"`
-	Status     string          `json:"status"`
-	RawInput   json.RawMessage `json:"rawInput"`
-	Entries    []struct {
+	SessionUpdate string          `json:"sessionUpdate"`
+	Content       json.RawMessage `json:"content"`    // agent_message_chunk: {type, text}; tool_call: a list
+	ToolCallID    string          `json:"toolCallId"` // tool_call
+	Title         string          `json:"title"`
+	Kind          string          `json:"kind"`
+	Status        string          `json:"status"`
+	RawInput      json.RawMessage `json:"rawInput"`
+	Entries       []struct {
 		Content string `json:"content"`
 		Status  string `json:"status"`
 	} `json:"entries"` // plan
@@ -83,14 +80,18 @@ func (g *geminiTurn) update(params json.RawMessage, t time.Time) {
 	u := p.Update
 	switch u.SessionUpdate {
 	case "agent_message_chunk":
-		if u.Content == nil || u.Content.Type != "text" {
+		var c struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(u.Content, &c) != nil || c.Type != "text" {
 			return
 		}
 		if g.chunk.Len() < modelcli.MaxEventText {
-			g.chunk.WriteString(u.Content.Text)
+			g.chunk.WriteString(c.Text)
 		}
 		g.chunkAt = t
-		text := u.Content.Text
+		text := c.Text
 		if room := g.limit() - g.reply.Len(); len(text) > room {
 			text, g.replyCut = text[:max(room, 0)], true
 		}
@@ -119,10 +120,14 @@ func (g *geminiTurn) refused(p acpPermission, t time.Time) {
 		Text: fmt.Sprintf("[gemini] permission refused: %s (%s): its approval mode does not allow it without asking", p.ToolCall.Title, toolName(p.ToolCall.ToolCallID, p.ToolCall.Kind))})
 }
 
-// toolName is the tool of a call: Gemini CLI's call ids are the tool's
-// name, "-", the time and a counter (when the model gave no id); else the
-// ACP kind of the tool (read, edit, execute, …).
+// toolName is the tool of a call, from its id: Gemini CLI's are the
+// tool's name, "__" and the model's id; or (when the model gave none) the
+// name, "-", the time and a counter. Else it is the ACP kind of the tool
+// (read, edit, execute, …).
 func toolName(callID, kind string) string {
+	if i := strings.LastIndex(callID, "__"); i > 0 {
+		return callID[:i]
+	}
 	if i := strings.Index(callID, "-"); i > 0 {
 		return callID[:i]
 	}
