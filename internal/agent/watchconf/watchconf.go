@@ -79,8 +79,8 @@ type Settings struct {
 	LiveMax  int
 }
 
-// LiveCLIs are the adapters --live runs (the others come next).
-var LiveCLIs = []string{"claude"}
+// LiveCLIs are the adapters --live runs (codex comes next).
+var LiveCLIs = []string{"claude", "gemini"}
 
 // Defaults of --live-idle and --live-max.
 const (
@@ -166,10 +166,10 @@ func (s Settings) checkLive() error {
 		return fmt.Errorf("--live-max must not be negative")
 	case !s.Live:
 		return nil
-	case cli == "codex" || cli == "gemini":
-		return fmt.Errorf("--live runs --cli claude for now: codex (app-server) and gemini (ACP) come next")
+	case cli == "codex":
+		return fmt.Errorf("--live runs --cli claude or gemini for now: codex (app-server) comes next")
 	case !slices.Contains(LiveCLIs, cli):
-		return fmt.Errorf("--live needs --cli claude, not %s: a command has no protocol for turns", cli)
+		return fmt.Errorf("--live needs --cli claude or gemini, not %s: a command has no protocol for turns", cli)
 	case s.SessionScope == ScopeNone:
 		return fmt.Errorf("--live needs --session-scope channel or thread: with none, no two messages share a process")
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
-// TestPrepareLive: --live gives a claude watcher a pool of live sessions
+// TestPrepareLive: --live gives a claude or gemini watcher a pool of live sessions
 // (closed with the Watch), and is refused for the other CLIs.
 func TestPrepareLive(t *testing.T) {
 	for _, tt := range []struct {
@@ -19,8 +19,9 @@ func TestPrepareLive(t *testing.T) {
 		want     string // "" ok, else in the error
 	}{
 		{"claude", os.Args[0], ""},
-		{"codex", os.Args[0], "codex (app-server) and gemini (ACP) come next"},
-		{"command", os.Args[0], "--live needs --cli claude, not command"},
+		{"gemini", os.Args[0], ""},
+		{"codex", os.Args[0], "codex (app-server) comes next"},
+		{"command", os.Args[0], "--live needs --cli claude or gemini, not command"},
 	} {
 		t.Run(tt.cli, func(t *testing.T) {
 			s := Settings{Agent: "yves", Channels: []string{"dev"}, CLI: tt.cli, Cmd: tt.cmd, Live: true, LiveMax: 2,

@@ -24,6 +24,7 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/live"
 	"github.com/collabdev/collab/internal/agent/modelcli/claude"
+	"github.com/collabdev/collab/internal/agent/modelcli/gemini"
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/agent/watchconf"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -140,11 +141,17 @@ func (w *Watch) Close() {
 // startLive gives cfg the pool of live sessions (--live), closed with w:
 // its processes are stopped when the watcher has ended.
 func (w *Watch) startLive(cfg *watcher.Config, s Settings) {
-	c, ok := cfg.Runner.(*claude.Adapter) // watchconf lets --live run claude only
-	if !s.Live || !ok {
+	var start live.Starter
+	switch a := cfg.Runner.(type) { // the CLIs watchconf lets --live run
+	case *claude.Adapter:
+		start = &live.Claude{Adapter: a}
+	case *gemini.Adapter:
+		start = &live.Gemini{Adapter: a}
+	}
+	if !s.Live || start == nil {
 		return
 	}
-	pool := live.NewPool(&live.Claude{Adapter: c}, live.Config{Idle: s.LiveIdle, Max: s.LiveMax, Logger: cfg.Logger,
+	pool := live.NewPool(start, live.Config{Idle: s.LiveIdle, Max: s.LiveMax, Logger: cfg.Logger,
 		Sticky: []string{runenv.Hops}})
 	w.closes = append(w.closes, pool.Close)
 	cfg.Live = pool
