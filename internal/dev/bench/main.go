@@ -217,6 +217,7 @@ func parts() []part {
 		{"bigchannel", (*bench).bigchannel},
 		{"remote", (*bench).remote},
 		{"live-claude", (*bench).liveClaude},
+		{"live-gemini", (*bench).liveGemini},
 	}
 }
 
