@@ -10,8 +10,8 @@
 // the permission rules granted). [Session.Turn] hands it one prompt and
 // returns when the CLI ends that turn, with the same [modelcli.Response]
 // and events a run of the per-message adapter has. One turn runs at a
-// time. [Claude] is Claude Code's ([ClaudeStarter]); Codex (app-server)
-// and Gemini CLI (ACP) come next, each a Starter of its own.
+// time. [Claude] is Claude Code's ([ClaudeStarter]); [Gemini] is Gemini
+// CLI's, over ACP; Codex (app-server) comes next, a Starter of its own.
 //
 // A turn whose context ends (a kill, the watcher's --timeout, a
 // shutdown) is interrupted through the protocol; if the CLI does not end
