@@ -78,7 +78,7 @@ func TestACPConn(t *testing.T) {
 	c := newACPConn(fromClient, func(k rpcKind, m rpcMsg) (any, *rpcError) {
 		got <- seen{k, m.Method}
 		if m.Method == "session/request_permission" {
-			return refusal(m.Params), nil
+			return refusal(m.Params, false), nil
 		}
 		return nil, nil
 	})
@@ -152,10 +152,15 @@ func TestACPConn(t *testing.T) {
 	}
 }
 
-func TestRefusalWithoutRejectOption(t *testing.T) {
-	b, _ := json.Marshal(refusal(json.RawMessage(`{"options":[{"optionId":"proceed_once","kind":"allow_once"}]}`)))
+func TestRefusal(t *testing.T) {
+	b, _ := json.Marshal(refusal(json.RawMessage(`{"options":[{"optionId":"proceed_once","kind":"allow_once"}]}`), false))
 	if string(b) != `{"outcome":{"outcome":"cancelled"}}` {
 		t.Errorf("got %s, want the outcome cancelled", b)
+	}
+	// Once the turn is being cancelled, the answer is "cancelled".
+	b, _ = json.Marshal(refusal(json.RawMessage(`{"options":[{"optionId":"cancel","kind":"reject_once"}]}`), true))
+	if string(b) != `{"outcome":{"outcome":"cancelled"}}` {
+		t.Errorf("cancelling: got %s, want the outcome cancelled", b)
 	}
 }
 

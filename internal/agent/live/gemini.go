@@ -109,12 +109,13 @@ type geminiSession struct {
 
 	turn sync.Mutex // one turn at a time
 
-	mu      sync.Mutex
-	resume  string // the session to load at the handshake
-	session string // the ACP session, once made
-	queue   []queued
-	ready   chan struct{} // a note that queue has items
-	running bool          // a turn takes the agent's notifications
+	mu         sync.Mutex
+	resume     string // the session to load at the handshake
+	session    string // the ACP session, once made
+	queue      []queued
+	ready      chan struct{} // a note that queue has items
+	running    bool          // a turn takes the agent's notifications
+	cancelling bool          // session/cancel sent for the running turn
 	// commands is noted when the agent lists its commands between turns
 	// (available_commands_update), which after a session/load comes
 	// after the replay of the session's history.
@@ -147,7 +148,7 @@ func (s *geminiSession) handle(kind rpcKind, m rpcMsg) (any, *rpcError) {
 	var answer any
 	switch {
 	case kind == rpcRequest && m.Method == "session/request_permission":
-		answer = refusal(m.Params)
+		answer = refusal(m.Params, s.isCancelling())
 	case kind == rpcRequest:
 		return nil, &rpcError{Code: -32601, Message: "method not found: " + m.Method}
 	case m.Method != "session/update":
@@ -173,16 +174,23 @@ func note(c chan struct{}) {
 }
 
 // refusal answers a permission request: its reject-once option, else
-// the outcome "cancelled".
-func refusal(params json.RawMessage) any {
+// (or once the turn is being cancelled, as ACP wants) the outcome
+// "cancelled".
+func refusal(params json.RawMessage, cancelling bool) any {
 	var p acpPermission
 	json.Unmarshal(params, &p)
 	for _, o := range p.Options {
-		if o.Kind == "reject_once" {
+		if o.Kind == "reject_once" && !cancelling {
 			return map[string]any{"outcome": map[string]string{"outcome": "selected", "optionId": o.OptionID}}
 		}
 	}
 	return map[string]any{"outcome": map[string]string{"outcome": "cancelled"}}
+}
+
+func (s *geminiSession) isCancelling() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancelling
 }
 
 // take returns what the agent sent the running turn so far.
@@ -391,7 +399,7 @@ func (s *geminiSession) apply(g *geminiTurn) {
 func (s *geminiSession) begin() chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.running, s.queue = true, nil
+	s.running, s.queue, s.cancelling = true, nil, false
 	s.ending = make(chan struct{})
 	return s.ending
 }
@@ -407,6 +415,7 @@ func (s *geminiSession) end(ending chan struct{}) {
 func (s *geminiSession) Interrupt(ctx context.Context) error {
 	s.mu.Lock()
 	ending, sid := s.ending, s.session
+	s.cancelling = ending != nil
 	s.mu.Unlock()
 	if ending == nil {
 		return nil
