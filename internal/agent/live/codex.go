@@ -177,7 +177,7 @@ func (s *codexSession) read(out io.Reader, cmd *exec.Cmd) {
 // dispatch hands a response to its caller, answers a request of the
 // server (and tells the turn), and passes a turn's notification on.
 func (s *codexSession) dispatch(b []byte) {
-	m, err := decodeRPC(b)
+	m, _, err := decodeRPC(b)
 	switch {
 	case err != nil:
 	case m.isResponse():
@@ -389,7 +389,7 @@ func (s *codexSession) run(ctx context.Context, prompt string, emit func([]model
 				emit(p.Line(failed))
 				return s.finish(ctx, p, emit)
 			}
-			var r note
+			var r appNote
 			json.Unmarshal(m.Result, &r)
 			s.setTurn(r.turnID())
 		case m, ok := <-s.notes:
@@ -425,7 +425,7 @@ func (s *codexSession) onNote(m rpcMsg, p *codex.Parser, emit func([]modelcli.Ev
 			Text: "[codex] declined " + m.Method + ": collab answers no request mid-turn yet"}})
 		return false
 	}
-	var n note
+	var n appNote
 	if json.Unmarshal(m.Params, &n) != nil {
 		return false
 	}

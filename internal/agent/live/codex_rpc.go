@@ -3,59 +3,19 @@ package live
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strings"
 	"unicode"
 )
 
 // Codex's app-server (codex app-server) speaks JSON-RPC 2.0, one message
-// a line, without the "jsonrpc" member. The client sends initialize, the
+// a line, without the "jsonrpc" member (the codec is acp.go's, which
+// takes a message with or without it). The client sends initialize, the
 // initialized notification, then thread/start (or thread/resume with the
 // thread id), and a turn/start request per turn; the server answers each
 // request, and sends notifications (item/started, item/completed,
 // thread/tokenUsage/updated, error, turn/completed, …) and requests of
 // its own (approvals), which the client answers. The shapes are those of
 // `codex app-server generate-ts` for the pinned version.
-
-// rpcMsg is one message of either side.
-type rpcMsg struct {
-	ID     json.RawMessage `json:"id,omitempty"`
-	Method string          `json:"method,omitempty"`
-	Params json.RawMessage `json:"params,omitempty"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *rpcError       `json:"error,omitempty"`
-}
-
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *rpcError) Error() string { return e.Message }
-
-// errNotRPC is the error of a line that is not a JSON-RPC message.
-var errNotRPC = errors.New("codex live: not a JSON-RPC message")
-
-// decodeRPC decodes one line. A message has a method (a request when it
-// also has an id, else a notification) or an id (a response: a result or
-// an error).
-func decodeRPC(b []byte) (rpcMsg, error) {
-	var m rpcMsg
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] != '{' {
-		return m, errNotRPC
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return rpcMsg{}, errNotRPC
-	}
-	if id := bytes.TrimSpace(m.ID); string(id) == "null" {
-		m.ID = nil
-	}
-	if m.Method == "" && m.ID == nil {
-		return rpcMsg{}, errNotRPC
-	}
-	return m, nil
-}
 
 // isRequest reports whether m is a request (the server's, to answer).
 func (m rpcMsg) isRequest() bool { return m.Method != "" && m.ID != nil }
@@ -82,8 +42,8 @@ var quietNotes = []string{
 	"rawResponseItem/completed", "rawResponse/completed",
 }
 
-// note is the part of a turn's notification this package reads.
-type note struct {
+// appNote is the part of a turn's notification this package reads.
+type appNote struct {
 	ThreadID   string          `json:"threadId"`
 	TurnID     string          `json:"turnId"`
 	Item       json.RawMessage `json:"item"` // item/*
@@ -120,7 +80,7 @@ func (u tokenUsage) minus(v tokenUsage) tokenUsage {
 }
 
 // turnID is the turn a notification belongs to, "" if it does not say.
-func (n note) turnID() string {
+func (n appNote) turnID() string {
 	if n.TurnID != "" {
 		return n.TurnID
 	}
@@ -194,7 +154,7 @@ func snakeCase(s string) string {
 
 // execLine is the codex exec --json line of a turn's notification, nil
 // for one that has none.
-func execLine(method string, n note, usage tokenUsage) []byte {
+func execLine(method string, n appNote, usage tokenUsage) []byte {
 	var v map[string]any
 	switch method {
 	case "item/started", "item/completed":

@@ -27,7 +27,7 @@ func TestDecodeRPC(t *testing.T) {
 		{name: "empty", line: ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := decodeRPC([]byte(tc.line))
+			m, _, err := decodeRPC([]byte(tc.line))
 			if (err == nil) != tc.ok {
 				t.Fatalf("err %v, want ok %v", err, tc.ok)
 			}
@@ -40,7 +40,7 @@ func TestDecodeRPC(t *testing.T) {
 
 // FuzzDecodeRPC: a decoded message is exactly one of request, response
 // and notification, and its id is usable as a key.
-func FuzzDecodeRPC(f *testing.F) {
+func FuzzDecodeCodexRPC(f *testing.F) {
 	for _, s := range []string{
 		`{"id":1,"result":{"thread":{"id":"t"}}}`,
 		`{"id":2,"method":"item/commandExecution/requestApproval","params":{"command":"ls"}}`,
@@ -51,7 +51,7 @@ func FuzzDecodeRPC(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeRPC(b)
+		m, _, err := decodeRPC(b)
 		if err != nil {
 			return
 		}
@@ -67,7 +67,7 @@ func FuzzDecodeRPC(f *testing.F) {
 		if m.ID != nil && idKey(m.ID) == "" {
 			t.Fatalf("%q: empty id key", b)
 		}
-		var n note
+		var n appNote
 		if json.Unmarshal(m.Params, &n) == nil {
 			execLine(m.Method, n, tokenUsage{}) // must not panic
 		}
@@ -89,11 +89,11 @@ func TestExecLines(t *testing.T) {
 	p := &codex.Parser{Model: "m1"}
 	var kinds []string
 	for _, l := range notes {
-		m, err := decodeRPC([]byte(l))
+		m, _, err := decodeRPC([]byte(l))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var n note
+		var n appNote
 		if err := json.Unmarshal(m.Params, &n); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestExecLines(t *testing.T) {
 		t.Errorf("got %q, usage %+v", resp.Text, resp.Usage)
 	}
 
-	failed := execLine("turn/completed", note{Turn: &appTurn{ID: "u", Status: "interrupted"}}, tokenUsage{})
+	failed := execLine("turn/completed", appNote{Turn: &appTurn{ID: "u", Status: "interrupted"}}, tokenUsage{})
 	p = &codex.Parser{}
 	p.Line(failed)
 	if _, err := p.Finish(nil, nil); err == nil || !strings.Contains(err.Error(), "turn interrupted") {

@@ -10,8 +10,8 @@
 // the permission rules granted). [Session.Turn] hands it one prompt and
 // returns when the CLI ends that turn, with the same [modelcli.Response]
 // and events a run of the per-message adapter has. One turn runs at a
-// time. [Claude] is Claude Code's Starter, [Codex] the Codex
-// CLI's (codex app-server); Gemini CLI (ACP) comes next.
+// time. [Claude] is Claude Code's Starter, [Codex] the Codex CLI's
+// (codex app-server), [Gemini] Gemini CLI's (over ACP).
 //
 // A turn whose context ends (a kill, the watcher's --timeout, a
 // shutdown) is interrupted through the protocol; if the CLI does not end

@@ -79,8 +79,8 @@ type Settings struct {
 	LiveMax  int
 }
 
-// LiveCLIs are the adapters --live runs (the others come next).
-var LiveCLIs = []string{"claude", "codex"}
+// LiveCLIs are the adapters --live runs.
+var LiveCLIs = []string{"claude", "codex", "gemini"}
 
 // Defaults of --live-idle and --live-max.
 const (
@@ -166,10 +166,8 @@ func (s Settings) checkLive() error {
 		return fmt.Errorf("--live-max must not be negative")
 	case !s.Live:
 		return nil
-	case cli == "gemini":
-		return fmt.Errorf("--live runs --cli claude or codex for now: gemini (ACP) will come next")
 	case !slices.Contains(LiveCLIs, cli):
-		return fmt.Errorf("--live needs --cli claude or codex, not %s: a command has no protocol for turns", cli)
+		return fmt.Errorf("--live needs --cli claude, codex or gemini, not %s: a command has no protocol for turns", cli)
 	case s.SessionScope == ScopeNone:
 		return fmt.Errorf("--live needs --session-scope channel or thread: with none, no two messages share a process")
 	}

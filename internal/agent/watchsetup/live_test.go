@@ -11,7 +11,7 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
-// TestPrepareLive: --live gives a claude or codex watcher a pool of live sessions
+// TestPrepareLive: --live gives a claude, codex or gemini watcher a pool of live sessions
 // (closed with the Watch), and is refused for the other CLIs.
 func TestPrepareLive(t *testing.T) {
 	for _, tt := range []struct {
@@ -20,8 +20,8 @@ func TestPrepareLive(t *testing.T) {
 	}{
 		{"claude", os.Args[0], ""},
 		{"codex", os.Args[0], ""},
-		{"gemini", os.Args[0], "gemini (ACP) will come next"},
-		{"command", os.Args[0], "--live needs --cli claude or codex, not command"},
+		{"gemini", os.Args[0], ""},
+		{"command", os.Args[0], "--live needs --cli claude, codex or gemini, not command"},
 	} {
 		t.Run(tt.cli, func(t *testing.T) {
 			s := Settings{Agent: "yves", Channels: []string{"dev"}, CLI: tt.cli, Cmd: tt.cmd, Live: true, LiveMax: 2,

@@ -25,6 +25,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/live"
 	"github.com/collabdev/collab/internal/agent/modelcli/claude"
 	"github.com/collabdev/collab/internal/agent/modelcli/codex"
+	"github.com/collabdev/collab/internal/agent/modelcli/gemini"
 	"github.com/collabdev/collab/internal/agent/runenv"
 	"github.com/collabdev/collab/internal/agent/watchconf"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -150,6 +151,8 @@ func (w *Watch) startLive(cfg *watcher.Config, s Settings) {
 		start = &live.Claude{Adapter: a}
 	case *codex.Adapter:
 		start = &live.Codex{Adapter: a}
+	case *gemini.Adapter:
+		start = &live.Gemini{Adapter: a}
 	default:
 		return
 	}

@@ -218,6 +218,7 @@ func parts() []part {
 		{"remote", (*bench).remote},
 		{"live-claude", (*bench).liveClaude},
 		{"live-codex", (*bench).liveCodex},
+		{"live-gemini", (*bench).liveGemini},
 	}
 }
 

@@ -1,0 +1,175 @@
+package live
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzDecodeRPC: decodeRPC never panics; what it accepts is exactly one
+// kind (a request has a method and an id that is not null, a
+// notification a method and no id, a response an id and no method), and
+// it decodes the same once encoded again.
+func FuzzDecodeRPC(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error","data":{"details":"x"}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`,
+		`{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"options":[{"optionId":"cancel","kind":"reject_once"}]}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
+		`{"jsonrpc":"2.0","id":3,"result":null}`,
+		`[{"jsonrpc":"2.0","method":"x"}]`,
+		`{"jsonrpc":"1.0","method":"x"}`,
+		`not json`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		m, kind, err := decodeRPC(line)
+		if err != nil {
+			if !errors.Is(err, errNotRPC) || kind != 0 {
+				t.Fatalf("error %v with kind %d", err, kind)
+			}
+			return
+		}
+		hasID := len(m.ID) > 0 && string(m.ID) != "null"
+		switch kind {
+		case rpcRequest:
+			if m.Method == "" || !hasID {
+				t.Fatalf("request %+v", m)
+			}
+		case rpcNotification:
+			if m.Method == "" || len(m.ID) > 0 {
+				t.Fatalf("notification %+v", m)
+			}
+		case rpcResponse:
+			if m.Method != "" || len(m.ID) == 0 || (m.Result != nil && m.Error != nil) {
+				t.Fatalf("response %+v", m)
+			}
+		default:
+			t.Fatalf("kind %d without an error", kind)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, again, err := decodeRPC(b); err != nil || again != kind {
+			t.Fatalf("re-encoded %s: kind %d, %v; want %d", b, again, err, kind)
+		}
+	})
+}
+
+// TestACPConn runs a conversation with a scripted agent: a call answered
+// after a notification and a permission request (refused), a call
+// answered with an error, and a call cut short by the agent's end.
+func TestACPConn(t *testing.T) {
+	toAgent, fromClient := pipe(t) // buffered, as a process's are
+	toClient, fromAgent := pipe(t)
+	type seen struct {
+		kind   rpcKind
+		method string
+	}
+	got := make(chan seen, 8)
+	c := newACPConn(fromClient, func(k rpcKind, m rpcMsg) (any, *rpcError) {
+		got <- seen{k, m.Method}
+		if m.Method == "session/request_permission" {
+			return refusal(m.Params, false), nil
+		}
+		return nil, nil
+	})
+	served := make(chan struct{})
+	go func() { c.serve(toClient, 1<<20); close(served) }()
+
+	agent := bufio.NewReader(toAgent)
+	read := func() rpcMsg {
+		t.Helper()
+		line, err := agent.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := decodeRPC(line)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		return m
+	}
+	write := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(fromAgent, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ch, err := c.call("session/prompt", map[string]string{"sessionId": "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := read(); m.Method != "session/prompt" || string(m.ID) != "1" {
+		t.Fatalf("got %+v", m)
+	}
+	write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}`)
+	write(`not a message`)
+	write(`{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"options":[{"optionId":"proceed_once","kind":"allow_once"},{"optionId":"cancel","kind":"reject_once"}]}}`)
+	if m := read(); string(m.ID) != `"p1"` || !strings.Contains(string(m.Result), `"optionId":"cancel"`) {
+		t.Fatalf("permission answered %+v (result %s)", m, m.Result)
+	}
+	write(`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`)
+	var r acpPromptResult
+	if err := result(<-ch, &r); err != nil || r.StopReason != "end_turn" {
+		t.Fatalf("got %+v, %v", r, err)
+	}
+	if a, b := <-got, <-got; a != (seen{rpcNotification, "session/update"}) || b != (seen{rpcRequest, "session/request_permission"}) {
+		t.Errorf("handled %v, %v", a, b)
+	}
+
+	ch, _ = c.call("session/load", map[string]string{"sessionId": "gone"})
+	read()
+	write(`{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error","data":{"details":"No previous sessions found for this project."}}}`)
+	var rerr *rpcError
+	if err := result(<-ch, nil); !errors.As(err, &rerr) || !strings.Contains(err.Error(), "No previous sessions") {
+		t.Fatalf("got %v, want the agent's error", err)
+	}
+
+	ch, _ = c.call("session/prompt", nil)
+	read()
+	fromAgent.Close()
+	select {
+	case m, ok := <-ch:
+		if ok {
+			t.Fatalf("got %+v after the agent's end, want the channel closed", m)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the call was not ended with the connection")
+	}
+	<-served
+	if ch, err := c.call("x", nil); err != nil || func() bool { _, ok := <-ch; return ok }() {
+		t.Errorf("a call after the end: %v, want a closed channel", err)
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	b, _ := json.Marshal(refusal(json.RawMessage(`{"options":[{"optionId":"proceed_once","kind":"allow_once"}]}`), false))
+	if string(b) != `{"outcome":{"outcome":"cancelled"}}` {
+		t.Errorf("got %s, want the outcome cancelled", b)
+	}
+	// Once the turn is being cancelled, the answer is "cancelled".
+	b, _ = json.Marshal(refusal(json.RawMessage(`{"options":[{"optionId":"cancel","kind":"reject_once"}]}`), true))
+	if string(b) != `{"outcome":{"outcome":"cancelled"}}` {
+		t.Errorf("cancelling: got %s, want the outcome cancelled", b)
+	}
+}
+
+func pipe(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
