@@ -3,7 +3,6 @@ package live
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,24 +55,12 @@ func (c *Claude) Start(ctx context.Context, opts Options) (Session, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir, cmd.SysProcAttr = env, opts.Dir, procAttr()
-	s := &claudeSession{
-		killGrace: cmp.Or(c.KillGrace, DefaultKillGrace), intGrace: cmp.Or(c.InterruptGrace, DefaultInterruptGrace),
-		maxText: c.Adapter.MaxText(), session: opts.Resume,
-		lines: make(chan line, 64), done: make(chan struct{}),
-	}
-	cmd.WaitDelay = s.killGrace
-	cmd.Stderr = &s.stderr
-	if s.in, err = cmd.StdinPipe(); err != nil {
-		return nil, fmt.Errorf("claude live: %w", err)
-	}
-	out, err := cmd.StdoutPipe()
+	s := &claudeSession{process: newProcess(c.KillGrace, c.InterruptGrace),
+		maxText: c.Adapter.MaxText(), session: opts.Resume, lines: make(chan line, 64)}
+	out, err := s.start(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("claude live: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("claude live: %w", err)
-	}
-	s.pid = cmd.Process.Pid
 	go s.read(out, cmd)
 	return s, nil
 }
@@ -85,16 +72,9 @@ type line struct {
 }
 
 type claudeSession struct {
-	pid                 int
-	killGrace, intGrace time.Duration
-	maxText             int
-
-	in     io.WriteCloser
-	wmu    sync.Mutex // writes to in
-	lines  chan line  // standard output, closed at its end
-	done   chan struct{}
-	stderr tailBuffer
-	err    error // how the process ended, once done is closed
+	process
+	maxText int
+	lines   chan line // standard output, closed at its end
 
 	turn sync.Mutex // one turn at a time
 
@@ -102,7 +82,6 @@ type claudeSession struct {
 	session string
 	cost    float64       // total_cost_usd so far
 	ending  chan struct{} // closed when the running turn ends; nil between turns
-	closed  bool
 }
 
 func (s *claudeSession) PID() int              { return s.pid }
@@ -257,7 +236,7 @@ func (s *claudeSession) await(ctx context.Context, p *claude.Parser, emit func([
 			if errors.Is(context.Cause(ctx), proc.ErrKill) {
 				go proc.EndGroup(s.pid, 0) // told to hurry: no interrupt, no grace
 			} else {
-				go s.interruptFor(s.intGrace)
+				go interruptFor(s.intGrace, s.Interrupt)
 			}
 		}
 	}
@@ -331,71 +310,14 @@ func (s *claudeSession) Interrupt(ctx context.Context) error {
 	}
 	err := s.write(map[string]any{"type": "control_request", "request_id": fmt.Sprintf("interrupt-%d", time.Now().UnixNano()),
 		"request": map[string]string{"subtype": "interrupt"}})
-	if err == nil {
-		select {
-		case <-ending:
-			return nil
-		case <-s.done:
-			return nil
-		case <-ctx.Done():
-		}
-	}
-	_, kerr := proc.EndGroup(s.pid, s.killGrace)
-	return cmp.Or(kerr, err)
-}
-
-func (s *claudeSession) interruptFor(d time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	s.Interrupt(ctx)
+	return s.awaitInterrupt(ctx, ending, err)
 }
 
 // Close ends the input; a process still there a grace later has its
 // group ended.
 func (s *claudeSession) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		<-s.done
-		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.wmu.Lock()
-	s.in.Close()
-	s.wmu.Unlock()
-	go func() { // drain what is left, so the reader reaches the end
+	return s.close(func() {
 		for range s.lines {
 		}
-	}()
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(s.killGrace):
-	}
-	_, err := proc.EndGroup(s.pid, s.killGrace)
-	<-s.done
-	return err
-}
-
-// tailBuffer keeps the last maxStderr bytes written to it.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - maxStderr; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) bytes() []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]byte(nil), t.b...)
+	})
 }

@@ -87,45 +87,29 @@ func (c *Codex) Start(ctx context.Context, opts Options) (Session, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir, cmd.SysProcAttr = env, opts.Dir, procAttr()
-	s := &codexSession{
-		killGrace: cmp.Or(c.KillGrace, DefaultKillGrace), intGrace: cmp.Or(c.InterruptGrace, DefaultInterruptGrace),
+	s := &codexSession{process: newProcess(c.KillGrace, c.InterruptGrace),
 		maxText: c.Adapter.MaxText(), thread: opts.Resume, resume: opts.Resume != "", dir: opts.Dir,
 		model: c.Adapter.Model, sandbox: c.Adapter.LiveSandbox(), usageModel: c.Adapter.LiveModel(opts.Env),
 		starter: c, base: c.total(opts.Resume),
-		notes: make(chan rpcMsg, 1024), done: make(chan struct{}), pending: make(map[string]chan rpcMsg),
+		notes: make(chan rpcMsg, 1024), pending: make(map[string]chan rpcMsg),
 	}
-	cmd.WaitDelay = s.killGrace
-	cmd.Stderr = &s.stderr
-	if s.in, err = cmd.StdinPipe(); err != nil {
-		return nil, fmt.Errorf("codex live: %w", err)
-	}
-	out, err := cmd.StdoutPipe()
+	out, err := s.start(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("codex live: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("codex live: %w", err)
-	}
-	s.pid = cmd.Process.Pid
 	go s.read(out, cmd)
 	return s, nil
 }
 
 type codexSession struct {
-	pid                 int
-	killGrace, intGrace time.Duration
-	maxText             int
-	resume              bool   // the thread is to be resumed, not started
-	dir                 string // the thread's cwd
-	model, sandbox      string // the thread's settings ("" model: config.toml's)
-	starter             *Codex // keeps the threads' token counts
+	process
+	maxText        int
+	resume         bool   // the thread is to be resumed, not started
+	dir            string // the thread's cwd
+	model, sandbox string // the thread's settings ("" model: config.toml's)
+	starter        *Codex // keeps the threads' token counts
 
-	in     io.WriteCloser
-	wmu    sync.Mutex  // writes to in
-	notes  chan rpcMsg // the turn's notifications and the server's requests; closed at the end of output
-	done   chan struct{}
-	stderr tailBuffer
-	err    error // how the process ended, once done is closed
+	notes chan rpcMsg // the turn's notifications and the server's requests; closed at the end of output
 
 	turn       sync.Mutex // one turn at a time; guards the fields below it
 	ready      bool       // the thread is open
@@ -139,7 +123,6 @@ type codexSession struct {
 	ending  chan struct{}          // closed when the running turn ends; nil between turns
 	known   chan struct{}          // closed when the running turn's id is known
 	turnID  string
-	closed  bool
 }
 
 func (s *codexSession) PID() int              { return s.pid }
@@ -407,7 +390,7 @@ func (s *codexSession) run(ctx context.Context, prompt string, emit func([]model
 			if errors.Is(context.Cause(ctx), proc.ErrKill) {
 				go proc.EndGroup(s.pid, 0) // told to hurry: no interrupt, no grace
 			} else {
-				go s.interruptFor(s.intGrace)
+				go interruptFor(s.intGrace, s.Interrupt)
 			}
 		}
 	}
@@ -499,49 +482,14 @@ func (s *codexSession) Interrupt(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	if err == nil {
-		select {
-		case <-ending:
-			return nil
-		case <-s.done:
-			return nil
-		case <-ctx.Done():
-		}
-	}
-	_, kerr := proc.EndGroup(s.pid, s.killGrace)
-	return cmp.Or(kerr, err)
-}
-
-func (s *codexSession) interruptFor(d time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	s.Interrupt(ctx)
+	return s.awaitInterrupt(ctx, ending, err)
 }
 
 // Close ends the input; a process still there a grace later has its
 // group ended.
 func (s *codexSession) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		<-s.done
-		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.wmu.Lock()
-	s.in.Close()
-	s.wmu.Unlock()
-	go func() { // drain what is left, so the reader reaches the end
+	return s.close(func() {
 		for range s.notes {
 		}
-	}()
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(s.killGrace):
-	}
-	_, err := proc.EndGroup(s.pid, s.killGrace)
-	<-s.done
-	return err
+	})
 }

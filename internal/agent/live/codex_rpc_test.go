@@ -135,7 +135,7 @@ func TestCodexDeclinesRequests(t *testing.T) {
 	} {
 		t.Run(tc.method, func(t *testing.T) {
 			var in bytes.Buffer
-			s := &codexSession{in: nopCloser{&in}, notes: make(chan rpcMsg, 1), pending: map[string]chan rpcMsg{}}
+			s := &codexSession{process: process{in: nopCloser{&in}}, notes: make(chan rpcMsg, 1), pending: map[string]chan rpcMsg{}}
 			s.dispatch([]byte(`{"id":7,"method":"` + tc.method + `","params":{}}`))
 			if got := strings.TrimSpace(in.String()); got != tc.want {
 				t.Errorf("answered %s, want %s", got, tc.want)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -66,27 +65,16 @@ func (g *Gemini) Start(ctx context.Context, opts Options) (Session, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = modelcli.Environ(gemini.Env, nil, g.Adapter.Env, opts.Env)
 	cmd.Dir, cmd.SysProcAttr = opts.Dir, procAttr()
-	s := &geminiSession{
-		killGrace: cmp.Or(g.KillGrace, DefaultKillGrace), intGrace: cmp.Or(g.InterruptGrace, DefaultInterruptGrace),
+	s := &geminiSession{process: newProcess(g.KillGrace, g.InterruptGrace),
 		maxText: cmp.Or(g.Adapter.MaxOutput, proc.DefaultMaxStdout), dir: dir, resume: opts.Resume,
-		ready: make(chan struct{}, 1), commands: make(chan struct{}, 1), done: make(chan struct{}),
+		ready: make(chan struct{}, 1), commands: make(chan struct{}, 1),
 	}
-	cmd.WaitDelay = s.killGrace
-	cmd.Stderr = &s.stderr
-	in, err := cmd.StdinPipe()
+	out, err := s.start(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("gemini live: %w", err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("gemini live: %w", err)
-	}
-	s.in = in
-	s.conn = newACPConn(in, s.handle)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("gemini live: %w", err)
-	}
-	s.pid = cmd.Process.Pid
+	s.conn = newACPConn(s.in, s.handle)
+	s.inLock = &s.conn.wmu // the connection writes whole lines
 	go func() {
 		s.conn.serve(out, s.maxText+64<<10)
 		s.err = cmd.Wait()
@@ -96,16 +84,10 @@ func (g *Gemini) Start(ctx context.Context, opts Options) (Session, error) {
 }
 
 type geminiSession struct {
-	pid                 int
-	killGrace, intGrace time.Duration
-	maxText             int
-	dir                 string
-
-	in     io.WriteCloser
-	conn   *acpConn
-	done   chan struct{}
-	stderr tailBuffer
-	err    error // how the process ended, once done is closed
+	process
+	maxText int
+	dir     string
+	conn    *acpConn
 
 	turn sync.Mutex // one turn at a time
 
@@ -121,7 +103,6 @@ type geminiSession struct {
 	// after the replay of the session's history.
 	commands chan struct{}
 	ending   chan struct{} // closed when the running turn ends
-	closed   bool
 }
 
 // queued is a notification, or a request already answered, for the
@@ -376,7 +357,7 @@ func (s *geminiSession) prompt(ctx context.Context, sid, text string, g *geminiT
 			if errors.Is(context.Cause(ctx), proc.ErrKill) {
 				go proc.EndGroup(s.pid, 0) // told to hurry: no interrupt, no grace
 			} else {
-				go s.interruptFor(s.intGrace)
+				go interruptFor(s.intGrace, s.Interrupt)
 			}
 		}
 	}
@@ -421,45 +402,9 @@ func (s *geminiSession) Interrupt(ctx context.Context) error {
 		return nil
 	}
 	err := s.conn.notify("session/cancel", map[string]string{"sessionId": sid})
-	if err == nil {
-		select {
-		case <-ending:
-			return nil
-		case <-s.done:
-			return nil
-		case <-ctx.Done():
-		}
-	}
-	_, kerr := proc.EndGroup(s.pid, s.killGrace)
-	return cmp.Or(kerr, err)
-}
-
-func (s *geminiSession) interruptFor(d time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	s.Interrupt(ctx)
+	return s.awaitInterrupt(ctx, ending, err)
 }
 
 // Close ends the input; a process still there a grace later has its
 // group ended.
-func (s *geminiSession) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		<-s.done
-		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.conn.wmu.Lock()
-	s.in.Close()
-	s.conn.wmu.Unlock()
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(s.killGrace):
-	}
-	_, err := proc.EndGroup(s.pid, s.killGrace)
-	<-s.done
-	return err
-}
+func (s *geminiSession) Close() error { return s.close(nil) }
