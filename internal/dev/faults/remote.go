@@ -320,7 +320,11 @@ func (r *remoteRun) flush(ctx context.Context) error {
 			r.e.problem("collab outbox flush --remote as %s: %v: %s", s.agent, err, clip(strings.TrimSpace(string(out)), 300))
 		}
 		if failed, err := remote.Refused(s.state); err != nil || len(failed) > 0 {
-			r.e.problem("outbox of %s: %d write(s) refused by the bridge (failed/): %v", s.agent, len(failed), err)
+			var why []string
+			for _, f := range failed {
+				why = append(why, fmt.Sprintf("%s %s queued %s: %s", f.Op, f.Describe(), f.Queued.Format(time.RFC3339Nano), f.Refused))
+			}
+			r.e.problem("outbox of %s: %d write(s) refused by the bridge (failed/): %v %s", s.agent, len(failed), err, clip(strings.Join(why, "; "), 600))
 		}
 	}
 	return nil
