@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,6 +38,10 @@ func Request(ctx context.Context, nc *Conn, subject string, data []byte) ([]byte
 	}
 	return msg.Data, nil
 }
+
+// drainWait bounds how long ServeQueue waits for its subscription's
+// buffered messages when it stops (nats.go's own drain timeout).
+const drainWait = 30 * time.Second
 
 // Queue is where [ServeQueue] takes requests: Subject (wildcards
 // allowed) in queue group Group, at most Workers at once (at least 1).
@@ -73,7 +78,16 @@ func ServeQueue(ctx context.Context, nc *Conn, q Queue, handle func(subject stri
 		return fmt.Errorf("subscribe %s: %w", q.Subject, err)
 	}
 	<-ctx.Done()
-	err = sub.Drain()
+	// Drain returns at once; messages still buffered are handed to the
+	// callback until the subscription closes. Only then has every
+	// request under way been counted in wg.
+	closed := sub.StatusChanged(nats.SubscriptionClosed)
+	if err = sub.Drain(); err == nil {
+		select {
+		case <-closed:
+		case <-time.After(drainWait):
+		}
+	}
 	wg.Wait()
 	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		return fmt.Errorf("drain: %w", err)
