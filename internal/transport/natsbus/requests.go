@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,10 +38,6 @@ func Request(ctx context.Context, nc *Conn, subject string, data []byte) ([]byte
 	return msg.Data, nil
 }
 
-// drainWait bounds how long ServeQueue waits for its subscription's
-// buffered messages when it stops (nats.go's own drain timeout).
-const drainWait = 30 * time.Second
-
 // Queue is where [ServeQueue] takes requests: Subject (wildcards
 // allowed) in queue group Group, at most Workers at once (at least 1).
 // Requests beyond Workers wait in the subscription's pending buffer
@@ -53,16 +48,26 @@ type Queue struct {
 }
 
 // ServeQueue answers the requests of q with handle(subject, data), until
-// ctx is done; then it stops taking requests (a drain), waits for those
-// under way, and returns nil. A request without a reply subject is
+// ctx is done; then it stops taking requests (a drain; a request still
+// buffered is dropped, and its client's timeout retries it), waits for
+// those under way, and returns nil. A request without a reply subject is
 // handled and not answered; a reply that cannot be sent is told to
 // failed (nil: ignored).
 func ServeQueue(ctx context.Context, nc *Conn, q Queue, handle func(subject string, data []byte) []byte, failed func(subject string, err error)) error {
 	sem := make(chan struct{}, max(q.Workers, 1))
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stopped := false // set once ctx is done: a request handed over later is dropped
 	sub, err := nc.QueueSubscribe(q.Subject, q.Group, func(msg *nats.Msg) {
 		sem <- struct{}{} // blocks the subscription: bounded work
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			<-sem
+			return // its client times out and tries again (an outbox keeps it)
+		}
 		wg.Add(1)
+		mu.Unlock()
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			reply := handle(msg.Subject, msg.Data)
@@ -78,16 +83,13 @@ func ServeQueue(ctx context.Context, nc *Conn, q Queue, handle func(subject stri
 		return fmt.Errorf("subscribe %s: %w", q.Subject, err)
 	}
 	<-ctx.Done()
-	// Drain returns at once; messages still buffered are handed to the
-	// callback until the subscription closes. Only then has every
-	// request under way been counted in wg.
-	closed := sub.StatusChanged(nats.SubscriptionClosed)
-	if err = sub.Drain(); err == nil {
-		select {
-		case <-closed:
-		case <-time.After(drainWait):
-		}
-	}
+	// Drain returns at once, and nats.go may still hand buffered requests
+	// to the callback: once stopped is set they are dropped, so no
+	// handler starts after wg.Wait has begun.
+	err = sub.Drain()
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
 	wg.Wait()
 	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		return fmt.Errorf("drain: %w", err)

@@ -46,9 +46,9 @@ func TestServeQueue(t *testing.T) {
 	}
 }
 
-// TestServeQueueWaitsForBuffered: requests already buffered when ctx ends
-// are handled before ServeQueue returns, never after it (a drain hands
-// them to the callback after Drain itself has returned).
+// TestServeQueueWaitsForBuffered: no request is handled after ServeQueue
+// returns, though a drain hands buffered ones to the callback after Drain
+// itself has returned (those are dropped: their clients retry).
 func TestServeQueueWaitsForBuffered(t *testing.T) {
 	s := startServer(t, false, nil)
 	srv, _ := connect(t, natsbus.Options{URL: s.URL()})
