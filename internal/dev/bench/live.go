@@ -12,6 +12,8 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/live"
 	"github.com/collabdev/collab/internal/agent/modelcli/claude"
+	"github.com/collabdev/collab/internal/agent/modelcli/codex"
+	"github.com/collabdev/collab/internal/agent/modelcli/gemini"
 	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/testsupport/fakemodel"
@@ -32,58 +34,83 @@ import (
 
 const liveMessages = 20
 
+// liveCLI is one CLI the live rows measure: its name in the figures and
+// the watcher, fakemodel's name for it, and its adapter and live starter
+// for a CLI fakemodel set up.
+type liveCLI struct {
+	name, fake string
+	runner     func(c *fakemodel.CLI) (watcher.Runner, live.Starter)
+}
+
 var (
-	liveSpecs = [4]spec{
-		{name: "claude, one process per message: message → reply p50", unit: "ms"},
-		{name: "claude, one process per message: message → reply p99", unit: "ms"},
-		{name: "claude --live: message → reply p50", unit: "ms", max: 150},
-		{name: "claude --live: message → reply p99", unit: "ms"},
-	}
+	liveClaudeCLI = liveCLI{"claude", fakemodel.ClaudeCode, func(c *fakemodel.CLI) (watcher.Runner, live.Starter) {
+		a := &claude.Adapter{Bin: c.Path, Model: c.Model, Env: c.Env}
+		return a, &live.Claude{Adapter: a}
+	}}
+	liveCodexCLI = liveCLI{"codex", fakemodel.CodexCLI, func(c *fakemodel.CLI) (watcher.Runner, live.Starter) {
+		a := &codex.Adapter{Bin: c.Path, Model: c.Model, Env: c.Env}
+		return a, &live.Codex{Adapter: a} // one codex exec per message, or one codex app-server
+	}}
+	liveGeminiCLI = liveCLI{"gemini", fakemodel.GeminiCLI, func(c *fakemodel.CLI) (watcher.Runner, live.Starter) {
+		a := &gemini.Adapter{Bin: c.Path, Model: c.Model, Env: c.Env}
+		return a, &live.Gemini{Adapter: a} // ACP
+	}}
 )
 
-func (b *bench) liveClaude(ctx context.Context) []Figure {
+func (b *bench) liveClaude(ctx context.Context) []Figure { return b.liveRows(ctx, liveClaudeCLI) }
+func (b *bench) liveCodex(ctx context.Context) []Figure  { return b.liveRows(ctx, liveCodexCLI) }
+func (b *bench) liveGemini(ctx context.Context) []Figure { return b.liveRows(ctx, liveGeminiCLI) }
+
+// liveRows measures l one process per message, then --live.
+func (b *bench) liveRows(ctx context.Context, l liveCLI) []Figure {
+	specs := [4]spec{
+		{name: l.name + ", one process per message: message → reply p50", unit: "ms"},
+		{name: l.name + ", one process per message: message → reply p99", unit: "ms"},
+		{name: l.name + " --live: message → reply p50", unit: "ms", max: 150},
+		{name: l.name + " --live: message → reply p99", unit: "ms"},
+	}
 	var figs []Figure
 	for i, on := range []bool{false, true} {
-		what := "claude live=" + fmt.Sprint(on)
+		what := l.name + " live=" + fmt.Sprint(on)
 		vals, err := b.repeat(ctx, what, 2, func(run int) ([]float64, error) {
-			lat, err := b.liveRun(ctx, on, run)
+			lat, err := b.liveRun(ctx, l, on, run)
 			if err != nil {
 				return nil, err
 			}
 			slices.Sort(lat)
 			return []float64{ms(percentile(lat, 50)), ms(percentile(lat, 99))}, nil
 		})
-		figs = append(figs, liveSpecs[2*i].figure(vals[0], err), liveSpecs[2*i+1].figure(vals[1], err))
+		figs = append(figs, specs[2*i].figure(vals[0], err), specs[2*i+1].figure(vals[1], err))
 	}
 	return figs
 }
 
-// liveRun answers liveMessages messages (and a warm-up) with Claude Code,
+// liveRun answers liveMessages messages (and a warm-up) with l's CLI,
 // live or not, and returns each one's time to its reply.
-func (b *bench) liveRun(ctx context.Context, on bool, run int) ([]time.Duration, error) {
-	path, err := fakemodel.FindCLI(fakemodel.ClaudeCode)
+func (b *bench) liveRun(ctx context.Context, l liveCLI, on bool, run int) ([]time.Duration, error) {
+	path, err := fakemodel.FindCLI(l.fake)
 	if err != nil {
 		return nil, err
 	}
-	base := filepath.Join(b.dir, fmt.Sprintf("live-%v-%d", on, run))
+	base := filepath.Join(b.dir, fmt.Sprintf("live-%s-%v-%d", l.name, on, run))
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return nil, err
 	}
 	srv := fakemodel.Start(nil)
 	defer srv.Close()
-	c, err := srv.Setup(fakemodel.ClaudeCode, path, base)
+	c, err := srv.Setup(l.fake, path, base)
 	if err != nil {
 		return nil, err
 	}
 	root := tree.Root(filepath.Join(base, "tree"))
-	a := &claude.Adapter{Bin: c.Path, Model: c.Model, Env: c.Env}
+	runner, starter := l.runner(c)
 	cfg := watcher.Config{
-		Root: root, Agent: benchAgent, Channels: []string{benchChannel}, Runner: a, CLI: "claude", Workdir: c.Dir,
+		Root: root, Agent: benchAgent, Channels: []string{benchChannel}, Runner: runner, CLI: l.name, Workdir: c.Dir,
 		Timeout: time.Minute, Poll: latencyPoll, Grace: 5 * time.Second, Rate: -1, PairRate: -1,
 		Wakers: []watcher.Waker{fswake.Channels{Root: root}},
 	}
 	if on {
-		pool := live.NewPool(&live.Claude{Adapter: a}, live.Config{})
+		pool := live.NewPool(starter, live.Config{})
 		defer pool.Close() // after the watcher has stopped
 		cfg.Live = pool
 	}
