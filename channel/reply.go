@@ -14,6 +14,16 @@ const (
 	ExtAwaitReply = "await_reply"
 )
 
+// TypeQuestion is the type of a question a watcher posts while the run it
+// asks for waits (a live session's permission request): it is in reply
+// to the message the run answers, but it is not the answer: a wait for
+// the reply passes over it ([Message.IsQuestion]).
+const TypeQuestion = "question"
+
+// IsQuestion reports whether m is a question asked mid-run
+// ([TypeQuestion]) rather than an answer to the message it replies to.
+func (m *Message) IsQuestion() bool { return m.Type == TypeQuestion }
+
 // Modes a message's metadata.mode takes.
 const (
 	ModeChat    = "chat"    // a person or script (send); the default

@@ -34,16 +34,20 @@ type Config struct {
 	// (SessionScope channel or thread) as a turn of that key's warm CLI
 	// process instead of through Runner (collab watch --live), and a later
 	// turn's prompt carries only what is new (see LiveRunner).
-	Live       LiveRunner
-	CLI        string           // the adapter's name, for job records; default "command"
-	Template   *prompt.Template // default prompt.Default()
-	Role       string
-	Memory     []string // files read fresh for every prompt
-	Context    int      // messages of transcript; default 10, <0 none
-	Workdir    string
-	Env        []string      // more KEY=VALUE for the CLI, before docs/protocol.md#the-model-run's
-	Timeout    time.Duration // per CLI run; default 10m
-	PostErrors bool          // post a short error reply when the CLI fails
+	Live     LiveRunner
+	CLI      string           // the adapter's name, for job records; default "command"
+	Template *prompt.Template // default prompt.Default()
+	Role     string
+	Memory   []string // files read fresh for every prompt
+	Context  int      // messages of transcript; default 10, <0 none
+	Workdir  string
+	Env      []string      // more KEY=VALUE for the CLI, before docs/protocol.md#the-model-run's
+	Timeout  time.Duration // per CLI run; default 10m
+	// QuestionTimeout bounds the wait for the answer to a question a live
+	// turn asks mid-run (the turn's Timeout stops meanwhile); unanswered,
+	// the question is refused. Default 10m.
+	QuestionTimeout time.Duration
+	PostErrors      bool // post a short error reply when the CLI fails
 
 	Poll       time.Duration // default 1s
 	Heartbeat  time.Duration // default 10s
@@ -165,6 +169,7 @@ func (c *Config) setDefaults() error {
 		}
 	}
 	def(&c.Timeout, DefaultTimeout)
+	def(&c.QuestionTimeout, DefaultQuestionTimeout)
 	def(&c.Poll, DefaultPoll)
 	def(&c.Heartbeat, DefaultHeartbeat)
 	def(&c.Grace, DefaultGrace)

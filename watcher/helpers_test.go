@@ -330,11 +330,12 @@ func messages(t testing.TB, root tree.Root) []channel.Message {
 	return msgs
 }
 
-// repliesTo returns the messages that answer id (notices excluded).
+// repliesTo returns the messages that answer id (notices and questions
+// excluded).
 func repliesTo(msgs []channel.Message, id string) []channel.Message {
 	var out []channel.Message
 	for _, m := range msgs {
-		if m.Metadata.InReplyTo == id && m.Type != "notice" {
+		if m.Metadata.InReplyTo == id && m.Type != "notice" && !m.IsQuestion() {
 			out = append(out, m)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/claim"
@@ -54,6 +53,7 @@ type job struct {
 	launched  bool
 	answers   string   // the job that asked the question this run answers
 	allow     []string // permission rules the answer granted, for this run only
+	asking    *asking  // the question its live turn waits on, if any
 }
 
 // runRequest is all a job's goroutine needs to run the CLI once: run
@@ -136,7 +136,7 @@ func (w *watcher) takeAnswer(j *job) {
 	}
 	j.rec.Event(modelcli.Event{Kind: modelcli.EventInputSent, Text: m.Content.Text, Data: jsonString(q.Job)})
 	j.answers = q.Job
-	if len(q.Allow) > 0 && allows(m.Content.Text) {
+	if len(q.Allow) > 0 && modelcli.ParseAnswer(m.Content.Text).Allow {
 		j.allow = q.Allow
 		j.rec.Event(modelcli.Event{Kind: modelcli.EventProgress, Text: "allowed for this run: " + strings.Join(q.Allow, ", ")})
 		w.log.Info("allowed for this run", keyMsg, m.ID, keyJob, q.Job, keyAllow, q.Allow)
@@ -311,6 +311,9 @@ func (w *watcher) finish(r jobResult) {
 		w.logOnce("presence", "cannot write presence", keyErr, r.presenceErr)
 	}
 	w.busy = nil
+	if j.asking != nil {
+		j.asking.expires.Stop() // the turn ended without its answer
+	}
 	now := w.now()
 	w.spend(&r.resp, now)
 	w.keepSession(j, &r, now)
@@ -488,27 +491,6 @@ func questionText(said string, q *modelcli.Question) string {
 			modelcli.AllowOption, strings.Join(rules, ", "))
 	}
 	return b.String()
-}
-
-// allowWords are the first words of an answer that grant a question's
-// Allow rules.
-var allowWords = []string{modelcli.AllowOption, "yes", "y"}
-
-// allows reports whether answer grants a question's Allow rules: its
-// first word, in any case and without trailing punctuation, is one of
-// allowWords ("Allow.", "yes, go ahead"; not "no", "deny", "allowing").
-func allows(answer string) bool {
-	words := strings.Fields(answer)
-	if len(words) == 0 {
-		return false
-	}
-	first := strings.TrimRightFunc(words[0], unicode.IsPunct)
-	for _, w := range allowWords {
-		if strings.EqualFold(first, w) {
-			return true
-		}
-	}
-	return false
 }
 
 func mustJSON(v any) json.RawMessage {

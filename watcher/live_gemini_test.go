@@ -2,6 +2,7 @@ package watcher_test
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // Config.Live (collab watch --live --cli gemini): three messages in a row
 // are answered by one process, the later prompts carrying only what is
 // new; jobs kill interrupts a turn (session/cancel) and the process
-// carries on. (A restart that loads the session is
+// carries on; a process SIGKILLed mid-turn is replaced and the message
+// answered once. (A restart that loads the session is
 // internal/agent/live's TestRealGeminiKilledBetweenTurns.) Without the
 // binary it is skipped, or fails when $COLLAB_TEST_REQUIRE_CLIS is 1.
 func TestRealGeminiLive(t *testing.T) {
@@ -73,4 +75,23 @@ func TestRealGeminiLive(t *testing.T) {
 	if j := waitJob(t, root, m.ID, "finished", func(j jobs.Job) bool { return j.Done() && j.Reply != "" }); j.PID != running.PID {
 		t.Errorf("after the interrupt: pid %d, want the same process %d", j.PID, running.PID)
 	}
+
+	// The process SIGKILLed mid-turn: the turn is run again in a new
+	// process (resuming the session, or, within the minute the session
+	// began, in a new one with the whole prompt) and the message is
+	// answered once.
+	srv.Next(fakemodel.Text("an answer cut short").Hung())
+	n = len(srv.Requests())
+	cut := send(t, root, agent, "Sixth question.")
+	waitForIn(t, time.Minute, "the hung model call", func() bool { return len(srv.Requests()) > n })
+	if err := syscall.Kill(-running.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	got := waitReply(t, root, cut.ID)
+	j := waitJob(t, root, cut.ID, "finished", func(j jobs.Job) bool { return j.Done() && j.Reply != "" })
+	last := srv.Requests()[len(srv.Requests())-1]
+	if j.Status != jobs.Completed || j.PID == running.PID || !strings.HasPrefix(got.Content.Text, "echo: ") || !strings.Contains(last.Prompt(), "Sixth question.") {
+		t.Errorf("after the kill: %s by pid %d, reply %q; want completed by a new process, the echo", j.Status, j.PID, got.Content.Text)
+	}
+	holds(t, 300*time.Millisecond, "one reply", func() bool { return len(repliesTo(messages(t, root), cut.ID)) == 1 })
 }

@@ -70,6 +70,10 @@ func (w *watcher) loop(ctx context.Context) error {
 			w.launched()
 		case <-w.cfg.Kills:
 			// checkKill, below, looks at the kill file now.
+		case a := <-w.asks:
+			w.asked(a)
+		case <-w.askExpiry():
+			w.askExpired()
 		case r := <-w.done:
 			w.finish(r)
 		}
@@ -153,6 +157,7 @@ func (w *watcher) step(jobCtx context.Context, stopping bool) {
 	w.checkKill()
 	if !stopping {
 		w.poll()
+		w.takeAnswers(w.now())
 		w.dispatch(jobCtx)
 	}
 	if w.dirty && (w.busy == nil || w.busy.launched) {

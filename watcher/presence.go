@@ -96,7 +96,11 @@ func (w *watcher) heartbeat() {
 		w.idle()
 		return
 	}
-	w.setPresence(presence.SubWorking, w.busy.it.msg.ID)
+	sub := presence.SubWorking
+	if w.busy.asking != nil {
+		sub = presence.SubWaiting // its turn waits for an answer
+	}
+	w.setPresence(sub, w.busy.it.msg.ID)
 	w.refreshClaim()
 }
 

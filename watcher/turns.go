@@ -66,7 +66,11 @@ func (w *watcher) runLimited(ctx context.Context, req *runRequest, cli modelcli.
 	var resp modelcli.Response
 	var err error
 	if w.live(req.key) {
-		resp, err = w.cfg.Live.Turn(ctx, req.key, cli)
+		// The turn's timeout stops while it waits for an answer.
+		tctx, d, stop := withPausable(ctx, cli.Timeout)
+		cli.Timeout, cli.Ask = 0, w.asker(d)
+		resp, err = w.cfg.Live.Turn(tctx, req.key, cli)
+		stop()
 	} else {
 		resp, err = w.cfg.Runner.Run(ctx, cli)
 	}

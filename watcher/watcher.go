@@ -85,6 +85,9 @@ type item struct {
 	retryAt time.Time       // not before: a claim held by another watcher
 	verdict signing.Verdict // on msg's signature; unchecked (Unsigned) under trust any
 	prio    inbox.Priority  // msg's, once worked out (rank)
+	// notAnswer: not the answer to the running turn's question (it does
+	// not verify as the asker's, or its claim is held elsewhere).
+	notAnswer bool
 }
 
 // rank is the item's place by priority (inbox.Priority.Rank): the
@@ -112,6 +115,7 @@ type watcher struct {
 	queue   []*item
 	busy    *job
 	done    chan jobResult
+	asks    chan *asking   // questions of the running turn (ask.go)
 	replied map[ref]string // message → our reply, from what we read and wrote
 	recent  *recent        // the last messages read, for transcripts
 	woken   wakes          // names from the Wakers, taken by the loop
@@ -174,6 +178,7 @@ func newWatcher(cfg Config) *watcher {
 		readers:   make(map[string]*channel.Reader),
 		guards:    newGuards(cfg.MaxHops, cfg.Rate, cfg.PairRate),
 		done:      make(chan jobResult, 1),
+		asks:      make(chan *asking),
 		replied:   make(map[ref]string),
 		replay:    cfg.Replay,
 		errLogged: make(map[string]time.Time),

@@ -95,7 +95,7 @@ func addWatchFlags(fs *pflag.FlagSet, s *watchSettings) watchFlagValues {
 
 // addCLIFlags adds the flags of the model CLI and its sessions.
 func addCLIFlags(fs *pflag.FlagSet, s *watchSettings) {
-	fs.StringVar(&s.CLI, "cli", defaultCLI, "CLI adapter: claude, codex, gemini or command")
+	fs.StringVar(&s.CLI, "cli", watchconf.DefaultCLI, "CLI adapter: claude, codex, gemini or command")
 	envflag.FromEnv(fs, "cli", "COLLAB_CLI")
 	fs.StringVar(&s.Cmd, "cmd", "", "command line of the CLI, split like shell words but run without a shell")
 	envflag.FromEnv(fs, "cmd", "COLLAB_CMD")
@@ -104,9 +104,10 @@ func addCLIFlags(fs *pflag.FlagSet, s *watchSettings) {
 	envflag.FromEnv(fs, "model", "COLLAB_MODEL")
 	fs.StringVar(&s.SessionScope, "session-scope", watcher.DefaultSessionScope, "which messages resume one CLI session: channel, thread or none")
 	fs.DurationVar(&s.SessionTTL, "session-ttl", watcher.DefaultSessionTTL, "how long an unused CLI session is resumed")
-	fs.BoolVar(&s.Live, "live", false, "keep one warm CLI process per session (channel or thread) and send it each message as a turn; claude and codex")
+	fs.BoolVar(&s.Live, "live", false, "keep one warm CLI process per session (channel or thread) and send it each message as a turn; claude, codex and gemini")
 	fs.DurationVar(&s.LiveIdle, "live-idle", watchconf.DefaultLiveIdle, "with --live, stop a process unused this long (its session is resumed on the next message)")
 	fs.IntVar(&s.LiveMax, "live-max", watchconf.DefaultLiveMax, "with --live, processes open at most; the least recently used is stopped first")
+	fs.DurationVar(&s.QuestionTimeout, "question-timeout", watcher.DefaultQuestionTimeout, "with --live, how long a question asked mid-run waits for its answer; then it is refused")
 }
 
 // addLoopFlags adds the flags of the watcher's loop: its timing, its
@@ -125,10 +126,6 @@ func addLoopFlags(fs *pflag.FlagSet, s *watchSettings) {
 	fs.DurationVar(&s.RecoveryWindow, "recovery-window", watcher.DefaultRecoveryWindow, "when the state file is corrupt, answer what has no reply from this far back")
 	fs.BoolVar(&s.AllowWorld, "allow-world-writable", false, "run even though a folder of the tree is world-writable without the sticky bit")
 }
-
-// defaultCLI is the adapter of a watcher given none (--cli, a workflow
-// agent's cli).
-const defaultCLI = watchconf.DefaultCLI
 
 // defaultLogLevel is the level of a watcher's log given none.
 const defaultLogLevel = watchconf.DefaultLogLevel

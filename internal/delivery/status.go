@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/claim"
 	"github.com/collabdev/collab/internal/agent/jobs"
+	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
@@ -26,6 +28,7 @@ const (
 	Seen          = "seen"
 	Claimed       = "claimed"
 	Running       = "running"
+	AwaitingInput = "awaiting_input"
 	Answered      = "answered"
 	Refused       = "refused"
 	Failed        = "failed"
@@ -45,17 +48,20 @@ type Addressee struct {
 	Since time.Time `json:"since,omitzero"` // when it entered State, as far as the files say
 	// Presence is the agent's presence as who shows it (AWAKE/IDLE,
 	// STALE, OFFLINE, …; "" without a heartbeat), for waiting and seen.
-	Presence  string  `json:"presence,omitempty"`
-	Host      string  `json:"host,omitempty"` // the watcher's, once seen
-	PID       int     `json:"pid,omitempty"`
-	Instance  string  `json:"instance,omitempty"`
-	Job       string  `json:"job,omitempty"`
-	JobStatus string  `json:"job_status,omitempty"` // the job record's status, as written
-	Reply     string  `json:"reply,omitempty"`
-	Latency   float64 `json:"latency_seconds,omitempty"` // answered: reply time − message time
-	Guard     string  `json:"guard,omitempty"`           // refused: which guard
-	Error     string  `json:"error,omitempty"`           // failed: the error; refused: why
-	Note      string  `json:"note,omitempty"`
+	Presence  string `json:"presence,omitempty"`
+	Host      string `json:"host,omitempty"` // the watcher's, once seen
+	PID       int    `json:"pid,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	Job       string `json:"job,omitempty"`
+	JobStatus string `json:"job_status,omitempty"` // the job record's status, as written
+	Reply     string `json:"reply,omitempty"`
+	// Question is the question the running job asked mid-run and waits
+	// on (awaiting_input): its message id; Note holds its text.
+	Question string  `json:"question,omitempty"`
+	Latency  float64 `json:"latency_seconds,omitempty"` // answered: reply time − message time
+	Guard    string  `json:"guard,omitempty"`           // refused: which guard
+	Error    string  `json:"error,omitempty"`           // failed: the error; refused: why
+	Note     string  `json:"note,omitempty"`
 }
 
 // Status is where a message stands for every addressee.
@@ -260,7 +266,13 @@ func state(root tree.Root, ch string, m *channel.Message, agent string, opt Opti
 		a.State, a.Since = Claimed, c.Claimed
 		if j, ok := findJob(root, agent, ch, id); ok && j.Status != jobs.Completed {
 			a.Job, a.JobStatus = j.ID, j.Status
-			if j.Status != jobs.Failed && j.Status != jobs.Killed && j.Status != jobs.Interrupted {
+			switch {
+			case j.AskingMidRun():
+				a.State, a.Since, a.Question = AwaitingInput, askedAt(&j), j.Asked
+				if j.Question != nil {
+					a.Note = j.Question.Text
+				}
+			case j.Status != jobs.Failed && j.Status != jobs.Killed && j.Status != jobs.Interrupted:
 				// running, awaiting input, or a status this version
 				// does not know (shown as written): the job runs.
 				a.State, a.Since = Running, j.Started
@@ -298,6 +310,17 @@ func answered(root tree.Root, ch string, m *channel.Message, a *Addressee, reply
 	if d := a.Since.Sub(m.Time()); d > 0 {
 		a.Latency = d.Seconds()
 	}
+}
+
+// askedAt is when job j asked the question it waits on: its last
+// needs_input event, else its start.
+func askedAt(j *jobs.Job) time.Time {
+	for i := len(j.Events) - 1; i >= 0; i-- {
+		if j.Events[i].Kind == modelcli.EventNeedsInput {
+			return j.Events[i].Time
+		}
+	}
+	return j.Started
 }
 
 // presenceOf is the agent's presence as who shows it; "" without one.
@@ -374,6 +397,15 @@ func (a Addressee) Describe(now time.Time) string {
 		d := fmt.Sprintf("claimed by %s pid %d (instance %s) since%s ago", a.Host, a.PID, a.Instance, ago(a.Since))
 		if a.Job != "" {
 			d += fmt.Sprintf("; job %s %s", a.Job, a.JobStatus)
+		}
+		return d
+	case AwaitingInput:
+		d := fmt.Sprintf("awaiting input for%s: job %s asked", ago(a.Since), a.Job)
+		if a.Note != "" {
+			d += " " + strconv.Quote(modelcli.Clip(a.Note, 200))
+		}
+		if a.Question != "" {
+			d += fmt.Sprintf(" (question %s: answer allow, always or deny in reply to it)", a.Question)
 		}
 		return d
 	case Running:

@@ -25,7 +25,8 @@ type Watch struct {
 }
 
 // Status returns j's status as it stands: [Interrupted] for a record that
-// says running whose watcher is gone, else the record's status.
+// says running (or awaiting input mid-run) whose watcher is gone, else the
+// record's status.
 //
 // # Caveat
 //
@@ -36,7 +37,7 @@ type Watch struct {
 // on another host stays running until that watcher, which takes over the
 // message's claim, runs it again and marks it interrupted.
 func (w Watch) Status(j Job) string {
-	if j.Status != Running {
+	if j.Done() {
 		return j.Status
 	}
 	now := w.Now
@@ -90,7 +91,7 @@ func Instance(s presence.Status) string { return s.Instance }
 func Judge(js []Job, watch func(agent string) Watch) {
 	cache := map[string]Watch{}
 	for i := range js {
-		if js[i].Status != Running {
+		if js[i].Done() {
 			continue
 		}
 		w, ok := cache[js[i].Agent]

@@ -140,7 +140,10 @@ type Job struct {
 	Reply    string             `json:"reply,omitempty"`
 	Error    string             `json:"error,omitempty"`
 	Question *modelcli.Question `json:"question,omitempty"`
-	Events   []modelcli.Event   `json:"events"`
+	// Asked is the question message a live turn posted mid-run, while
+	// the job awaits its answer (and after, for the record).
+	Asked  string           `json:"asked,omitempty"`
+	Events []modelcli.Event `json:"events"`
 }
 
 // NewID returns a new job id: "job-" and a UUIDv7.
@@ -166,8 +169,14 @@ func ForMessage(root tree.Root, agent, channel, msgID string) (Job, error) {
 	return Job{}, fmt.Errorf("job of %s for %s/%s: %w", agent, channel, msgID, fs.ErrNotExist)
 }
 
-// Done reports whether the job has ended.
-func (j *Job) Done() bool { return j.Status != Running }
+// Done reports whether the job has ended. A job awaiting input has, when
+// its run ended on the question (Ended set); a live turn waiting mid-run
+// for its asker's answer (Ended unset) has not.
+func (j *Job) Done() bool { return j.Status != Running && !j.AskingMidRun() }
+
+// AskingMidRun reports whether the job is a live turn waiting, mid-run,
+// for the answer to the question it asked (Asked names it).
+func (j *Job) AskingMidRun() bool { return j.Status == AwaitingInput && j.Ended.IsZero() }
 
 // Recorder writes one running job's record. Its methods are safe for
 // concurrent use (events arrive from the CLI adapter's goroutine), and a nil

@@ -51,6 +51,10 @@ func (e *rpcError) Error() string {
 	return msg
 }
 
+// rpcLater is the error a handler returns for a request it answers later,
+// with [acpConn.respond]: nothing is sent now.
+var rpcLater = &rpcError{Code: -32603, Message: "answered later"}
+
 // errNotRPC is the error of a line that is not a JSON-RPC 2.0 message.
 var errNotRPC = errors.New("live: not a JSON-RPC 2.0 message")
 
@@ -207,14 +211,22 @@ func (c *acpConn) dispatch(b []byte) {
 		c.handle(kind, m)
 	case kind == rpcRequest:
 		res, rerr := c.handle(kind, m)
-		reply := rpcMsg{ID: m.ID, Error: rerr}
-		if rerr == nil {
-			if reply.Result, err = json.Marshal(res); err != nil {
-				reply.Result, reply.Error = nil, &rpcError{Code: -32603, Message: err.Error()}
-			}
+		if rerr != rpcLater {
+			c.respond(m.ID, res, rerr) // a failed write is the process's end, which serve sees
 		}
-		c.send(reply) // a failed write is the process's end, which serve sees
 	}
+}
+
+// respond answers the agent's request id with res, or with rerr.
+func (c *acpConn) respond(id json.RawMessage, res any, rerr *rpcError) error {
+	reply := rpcMsg{ID: id, Error: rerr}
+	if rerr == nil {
+		var err error
+		if reply.Result, err = json.Marshal(res); err != nil {
+			reply.Result, reply.Error = nil, &rpcError{Code: -32603, Message: err.Error()}
+		}
+	}
+	return c.send(reply)
 }
 
 // result decodes a response's result into v, or returns its error.

@@ -32,6 +32,22 @@ import (
 //
 // answered by a control_response line, and the turn then ends with its
 // result line. At the end of its input the process exits.
+//
+// The process runs with --permission-prompt-tool stdio: what its
+// permission mode would ask a person comes as a control request,
+//
+//	{"type":"control_request","request_id":ID,"request":{"subtype":"can_use_tool",
+//	 "tool_name":T,"input":{…},"description":…,"permission_suggestions":[…]}}
+//
+// put to the turn's Ask (ask.go), and answered
+//
+//	{"type":"control_response","response":{"subtype":"success","request_id":ID,
+//	 "response":{"behavior":"allow","updatedInput":{…},"updatedPermissions":[…]}}}
+//
+// (the suggested rules only for an answer that allows always), or with
+// {"behavior":"deny","message":…}. A refusal reaches the model as the
+// tool's error, and the turn's result lists it among its permission
+// denials, as a per-message run's does.
 
 // Defaults of a zero Claude.
 const (
@@ -176,10 +192,17 @@ func (s *claudeSession) Turn(ctx context.Context, req modelcli.Request) (modelcl
 	u.Message.Role, u.Message.Content = "user", req.Prompt
 	var resp modelcli.Response
 	var err error
+	asks := newTurnAsks(ctx, req.Ask)
 	if werr := s.write(u); werr != nil {
 		resp, err = s.died(p, emit, werr)
 	} else {
-		resp, err = s.await(ctx, p, emit)
+		resp, err = s.await(ctx, p, emit, asks)
+	}
+	asks.close()
+	if asks.asking() {
+		// What it would have asked was asked: the denials its result lists
+		// were answered no, not questions to ask again after the turn.
+		resp.Question = nil
 	}
 	resp.Duration = time.Since(start)
 	resp.Stderr = string(s.stderr.bytes())
@@ -204,7 +227,7 @@ func (s *claudeSession) end(ending chan struct{}) {
 // await reads the turn's output up to its result line. When ctx ends, it
 // interrupts the turn and carries on reading until the result, or the
 // process group's end.
-func (s *claudeSession) await(ctx context.Context, p *claude.Parser, emit func([]modelcli.Event)) (modelcli.Response, error) {
+func (s *claudeSession) await(ctx context.Context, p *claude.Parser, emit func([]modelcli.Event), asks *turnAsks) (modelcli.Response, error) {
 	stop := ctx.Done()
 	for {
 		select {
@@ -217,7 +240,11 @@ func (s *claudeSession) await(ctx context.Context, p *claude.Parser, emit func([
 				p.Cut()
 			}
 			if !isResult(l.b) {
-				if !isControl(l.b) {
+				switch recordType(l.b) {
+				case "control_response":
+				case "control_request":
+					s.permission(l.b, asks)
+				default:
 					emit(p.Line(l.b))
 				}
 				continue
@@ -282,8 +309,64 @@ func stopped(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func isResult(b []byte) bool  { return recordType(b) == "result" }
-func isControl(b []byte) bool { return recordType(b) == "control_response" }
+func isResult(b []byte) bool { return recordType(b) == "result" }
+
+// controlRequest is a control request of Claude Code's.
+type controlRequest struct {
+	RequestID string `json:"request_id"`
+	Request   struct {
+		Subtype     string          `json:"subtype"`
+		ToolName    string          `json:"tool_name"`
+		Input       json.RawMessage `json:"input"`
+		Description string          `json:"description"`
+		Suggestions json.RawMessage `json:"permission_suggestions"`
+	} `json:"request"`
+}
+
+// permission answers a control request: a can_use_tool through asks,
+// anything else with an error.
+func (s *claudeSession) permission(b []byte, asks *turnAsks) {
+	var r controlRequest
+	if json.Unmarshal(b, &r) != nil || r.RequestID == "" {
+		return
+	}
+	if r.Request.Subtype != "can_use_tool" {
+		s.write(controlResponse(r.RequestID, nil, "collab: "+r.Request.Subtype+" is not supported"))
+		return
+	}
+	reply := func(ans modelcli.Answer) { s.write(controlResponse(r.RequestID, permissionResult(&r, ans), "")) }
+	if !asks.asking() {
+		reply(modelcli.Answer{Text: "no one is asked mid-run"})
+		return
+	}
+	asks.put(toolQuestion("Claude Code", r.Request.ToolName, r.Request.Description, r.Request.Input), reply)
+}
+
+// permissionResult is the answer to a can_use_tool request.
+func permissionResult(r *controlRequest, ans modelcli.Answer) map[string]any {
+	if !ans.Allow {
+		return map[string]any{"behavior": "deny", "message": refusalText(ans)}
+	}
+	input := r.Request.Input
+	if len(input) == 0 || input[0] != '{' {
+		input = json.RawMessage("{}")
+	}
+	res := map[string]any{"behavior": "allow", "updatedInput": input}
+	if ans.Always && len(r.Request.Suggestions) > 0 && r.Request.Suggestions[0] == '[' {
+		res["updatedPermissions"] = r.Request.Suggestions
+	}
+	return res
+}
+
+// controlResponse is the line that answers control request id: with
+// response, or with the error errText.
+func controlResponse(id string, response any, errText string) map[string]any {
+	r := map[string]any{"subtype": "success", "request_id": id, "response": response}
+	if errText != "" {
+		r = map[string]any{"subtype": "error", "request_id": id, "error": errText}
+	}
+	return map[string]any{"type": "control_response", "response": r}
+}
 
 // recordType is the type of a JSON line, "" if it is not an object.
 func recordType(b []byte) string {

@@ -30,10 +30,15 @@ import (
 // and response as a run of it, Session the thread id. An interrupt is
 // turn/interrupt; the turn then completes with status "interrupted".
 //
-// Requests of the server (approvals, elicitations, questions for the
-// user) are declined at once, with a progress event saying so: codex
-// exec cannot ask either. Putting them to the sender mid-run is a later
-// step.
+// A turn whose request has an Ask runs with approval policy "on-request"
+// (the model may ask to run a command outside the sandbox, or to change
+// files it may not): the server's approval requests
+// (item/commandExecution/requestApproval, item/fileChange/requestApproval)
+// are put to Ask (ask.go) and answered accept, acceptForSession (an
+// answer that allows always) or decline. Without Ask the turn runs with
+// "never", as codex exec does, and what asks anyway is declined at once.
+// Other requests (elicitations, questions for the user) are declined at
+// once, with a progress event saying so.
 //
 // Usage is the difference of the thread's token count
 // (thread/tokenUsage/updated) over the turn. A process that resumes a
@@ -121,6 +126,7 @@ type codexSession struct {
 	nextID  int
 	pending map[string]chan rpcMsg // requests awaiting their response, by id
 	ending  chan struct{}          // closed when the running turn ends; nil between turns
+	asking  bool                   // the running turn puts approval requests to its Ask
 	known   chan struct{}          // closed when the running turn's id is known
 	turnID  string
 }
@@ -171,6 +177,8 @@ func (s *codexSession) dispatch(b []byte) {
 		if ch != nil {
 			ch <- m
 		}
+	case m.isRequest() && askedMethods[m.Method] && s.isAsking():
+		s.notes <- m // the turn asks, and answers
 	case m.isRequest():
 		res, rerr := answer(m.Method)
 		reply := map[string]any{"id": m.ID, "result": res}
@@ -182,6 +190,55 @@ func (s *codexSession) dispatch(b []byte) {
 	case turnNotes[m.Method]:
 		s.notes <- m
 	}
+}
+
+// askedMethods are the server's requests a turn with an Ask puts to it.
+var askedMethods = map[string]bool{
+	"item/commandExecution/requestApproval": true,
+	"item/fileChange/requestApproval":       true,
+}
+
+func (s *codexSession) isAsking() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.asking
+}
+
+// approve puts an approval request of the server to asks, and answers it.
+func (s *codexSession) approve(m rpcMsg, asks *turnAsks) {
+	var p struct {
+		Command   *string `json:"command"`
+		Cwd       string  `json:"cwd"`
+		Reason    string  `json:"reason"`
+		GrantRoot string  `json:"grantRoot"`
+	}
+	json.Unmarshal(m.Params, &p)
+	text := "Codex asks to change files"
+	if p.GrantRoot != "" {
+		text += " under " + p.GrantRoot
+	}
+	if m.Method == "item/commandExecution/requestApproval" {
+		text = "Codex asks to run a command outside its sandbox"
+		if p.Command != nil {
+			text += ": " + modelcli.Clip(*p.Command, 2000)
+		}
+		if p.Cwd != "" {
+			text += " (in " + p.Cwd + ")"
+		}
+	}
+	if p.Reason != "" {
+		text += ". Its reason: " + modelcli.Clip(p.Reason, 1000)
+	}
+	asks.put(modelcli.Question{Text: text, Options: modelcli.MidRunOptions}, func(ans modelcli.Answer) {
+		decision := "decline"
+		switch {
+		case ans.Allow && ans.Always:
+			decision = "acceptForSession"
+		case ans.Allow:
+			decision = "accept"
+		}
+		s.write(map[string]any{"id": m.ID, "result": map[string]string{"decision": decision}})
+	})
 }
 
 // write sends one JSON line.
@@ -305,12 +362,14 @@ func (s *codexSession) Turn(ctx context.Context, req modelcli.Request) (modelcli
 		}
 	}
 	var resp modelcli.Response
+	asks := newTurnAsks(ctx, req.Ask)
 	err := s.open(ctx)
 	if err == nil {
-		resp, err = s.run(ctx, req.Prompt, emit)
+		resp, err = s.run(ctx, req.Prompt, emit, asks)
 	} else if ctx.Err() != nil {
 		err = stopped(ctx)
 	}
+	asks.close()
 	resp.Duration = time.Since(start)
 	resp.Stderr = string(s.stderr.bytes())
 	return resp, err
@@ -328,7 +387,7 @@ func (s *codexSession) end(ending chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	close(ending)
-	s.ending = nil
+	s.ending, s.asking = nil, false
 }
 
 // setTurn records the running turn's id, the first time it is said.
@@ -350,13 +409,20 @@ func (s *codexSession) runningTurn() string {
 // run starts the turn and reads its notifications to turn/completed.
 // When ctx ends, it interrupts the turn and carries on reading until the
 // turn completes, or the process group's end.
-func (s *codexSession) run(ctx context.Context, prompt string, emit func([]modelcli.Event)) (modelcli.Response, error) {
+func (s *codexSession) run(ctx context.Context, prompt string, emit func([]modelcli.Event), asks *turnAsks) (modelcli.Response, error) {
 	thread := s.SessionID()
 	p := &codex.Parser{Session: thread, MaxText: s.maxText, Model: s.usageModel}
 	started, _ := json.Marshal(map[string]string{"type": "thread.started", "thread_id": thread})
 	emit(p.Line(started))
 	s.drop()
-	resp, err := s.send("turn/start", map[string]any{"threadId": thread,
+	policy := "never"
+	if asks.asking() {
+		policy = "on-request"
+	}
+	s.mu.Lock()
+	s.asking = asks.asking()
+	s.mu.Unlock()
+	resp, err := s.send("turn/start", map[string]any{"threadId": thread, "approvalPolicy": policy,
 		"input": []map[string]any{{"type": "text", "text": prompt, "text_elements": []any{}}}})
 	if err != nil {
 		return s.died(p, emit, err)
@@ -379,6 +445,10 @@ func (s *codexSession) run(ctx context.Context, prompt string, emit func([]model
 			if !ok {
 				<-s.done
 				return s.died(p, emit, s.err)
+			}
+			if m.isRequest() && askedMethods[m.Method] {
+				s.approve(m, asks)
+				continue
 			}
 			if done := s.onNote(m, p, emit, &total); done {
 				s.base = total

@@ -97,6 +97,7 @@ type geminiSession struct {
 	queue      []queued
 	ready      chan struct{} // a note that queue has items
 	running    bool          // a turn takes the agent's notifications
+	asking     bool          // the running turn puts permission requests to its Ask
 	cancelling bool          // session/cancel sent for the running turn
 	// commands is noted when the agent lists its commands between turns
 	// (available_commands_update), which after a session/load comes
@@ -111,6 +112,7 @@ type queued struct {
 	method string
 	params json.RawMessage
 	at     time.Time
+	id     json.RawMessage // a request the turn answers (a permission it asks about)
 }
 
 func (s *geminiSession) PID() int              { return s.pid }
@@ -129,6 +131,14 @@ func (s *geminiSession) handle(kind rpcKind, m rpcMsg) (any, *rpcError) {
 	var answer any
 	switch {
 	case kind == rpcRequest && m.Method == "session/request_permission":
+		s.mu.Lock()
+		if s.running && s.asking && !s.cancelling {
+			s.queue = append(s.queue, queued{method: m.Method, params: m.Params, at: time.Now(), id: m.ID})
+			note(s.ready)
+			s.mu.Unlock()
+			return nil, rpcLater // the turn asks, and answers
+		}
+		s.mu.Unlock()
 		answer = refusal(m.Params, s.isCancelling())
 	case kind == rpcRequest:
 		return nil, &rpcError{Code: -32601, Message: "method not found: " + m.Method}
@@ -212,7 +222,9 @@ func (s *geminiSession) Turn(ctx context.Context, req modelcli.Request) (modelcl
 		g.c.Resp.Session = sid
 		g.add(modelcli.Event{Time: time.Now(), Kind: modelcli.EventStarted, Text: sid})
 		emit()
-		resp, err = s.prompt(ctx, sid, req.Prompt, g, emit)
+		asks := newTurnAsks(ctx, req.Ask)
+		resp, err = s.prompt(ctx, sid, req.Prompt, g, emit, asks)
+		asks.close()
 	} else {
 		resp, err = g.finish(nil, err)
 	}
@@ -328,8 +340,8 @@ func (s *geminiSession) dead(cause error) error {
 // prompt sends the turn's prompt and gathers its updates until its
 // response. When ctx ends, it cancels the turn and carries on until the
 // response, or the process group's end.
-func (s *geminiSession) prompt(ctx context.Context, sid, text string, g *geminiTurn, emit func()) (modelcli.Response, error) {
-	ending := s.begin()
+func (s *geminiSession) prompt(ctx context.Context, sid, text string, g *geminiTurn, emit func(), asks *turnAsks) (modelcli.Response, error) {
+	ending := s.begin(asks.asking())
 	defer s.end(ending)
 	ch, err := s.conn.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []map[string]string{{"type": "text", "text": text}}})
 	if err != nil {
@@ -339,10 +351,10 @@ func (s *geminiSession) prompt(ctx context.Context, sid, text string, g *geminiT
 	for {
 		select {
 		case <-s.ready:
-			s.apply(g)
+			s.apply(g, asks)
 			emit()
 		case m, ok := <-ch:
-			s.apply(g)
+			s.apply(g, asks)
 			if !ok {
 				<-s.done
 				return g.finish(nil, s.dead(s.err))
@@ -364,32 +376,77 @@ func (s *geminiSession) prompt(ctx context.Context, sid, text string, g *geminiT
 }
 
 // apply hands the queued updates to the turn.
-func (s *geminiSession) apply(g *geminiTurn) {
+func (s *geminiSession) apply(g *geminiTurn, asks *turnAsks) {
 	for _, q := range s.take() {
 		if q.method == "session/request_permission" {
 			var p acpPermission
 			json.Unmarshal(q.params, &p)
-			g.refused(p, q.at)
+			if q.id != nil {
+				s.permit(q.id, p, asks)
+			} else {
+				g.refused(p, q.at)
+			}
 			continue
 		}
 		g.update(q.params, q.at)
 	}
 }
 
+// permit puts a permission request to asks, and answers it with the
+// option the answer picks: allow_always for an answer that allows always
+// (else allow_once), allow_once, or reject_once; "cancelled" once the
+// turn is being cancelled, as ACP wants.
+func (s *geminiSession) permit(id json.RawMessage, p acpPermission, asks *turnAsks) {
+	q := toolQuestion("Gemini CLI", toolName(p.ToolCall.ToolCallID, p.ToolCall.Kind), p.ToolCall.Title, nil)
+	asks.put(q, func(ans modelcli.Answer) {
+		pick := func(kinds ...string) string {
+			for _, k := range kinds {
+				for _, o := range p.Options {
+					if o.Kind == k {
+						return o.OptionID
+					}
+				}
+			}
+			return ""
+		}
+		var option string
+		switch {
+		case s.isCancelling():
+		case ans.Allow && ans.Always:
+			option = pick("allow_always", "allow_once")
+		case ans.Allow:
+			option = pick("allow_once")
+		default:
+			option = pick("reject_once", "reject_always")
+		}
+		outcome := map[string]string{"outcome": "cancelled"}
+		if option != "" {
+			outcome = map[string]string{"outcome": "selected", "optionId": option}
+		}
+		s.conn.respond(id, map[string]any{"outcome": outcome}, nil)
+	})
+}
+
 // begin marks a turn running: it takes the agent's updates.
-func (s *geminiSession) begin() chan struct{} {
+func (s *geminiSession) begin(asking bool) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.running, s.queue, s.cancelling = true, nil, false
+	s.running, s.queue, s.cancelling, s.asking = true, nil, false, asking
 	s.ending = make(chan struct{})
 	return s.ending
 }
 
 func (s *geminiSession) end(ending chan struct{}) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	left := s.queue
 	close(ending)
-	s.running, s.queue, s.ending = false, nil, nil
+	s.running, s.queue, s.ending, s.asking = false, nil, nil, false
+	s.mu.Unlock()
+	for _, q := range left {
+		if q.id != nil { // a request the turn did not get to: no one asks now
+			s.conn.respond(q.id, map[string]any{"outcome": map[string]string{"outcome": "cancelled"}}, nil)
+		}
+	}
 }
 
 // Interrupt sends session/cancel for the running turn; see Session.

@@ -2,7 +2,10 @@ package modelcli
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // Kinds of Event, normalised across CLIs.
@@ -57,3 +60,60 @@ type Question struct {
 // AllowOption is the option of a Question with Allow rules that grants
 // them.
 const AllowOption = "allow"
+
+// Answer is a person's answer to a [Question] a live session asks
+// mid-run ([Request.Ask]).
+type Answer struct {
+	Allow bool // the call may run
+	// Always also allows calls like it for the rest of the session, by
+	// the CLI's own rule for it (Claude Code's suggested permission
+	// rules, Codex's approval for the session, an ACP allow_always
+	// option). A CLI without such a rule allows this call only.
+	Always bool
+	// Text is the answer as given; a refusal passes it to the model as
+	// the reason.
+	Text string
+}
+
+// Options of a Question asked mid-run, in the order a person reads them.
+const (
+	AlwaysOption = "always"
+	DenyOption   = "deny"
+)
+
+// MidRunOptions are the options of a Question asked mid-run.
+var MidRunOptions = []string{AllowOption, AlwaysOption, DenyOption}
+
+// allowWords are the first words of an answer that allow; alwaysWords
+// those that allow for the session.
+var (
+	allowWords  = []string{AllowOption, "yes", "y"}
+	alwaysWords = []string{AlwaysOption}
+)
+
+// ParseAnswer reads a person's answer: its first word, in any case and
+// without trailing punctuation, decides. "allow", "yes" or "y" allows
+// ("allow always" and "yes always" allow for the session), "always"
+// allows for the session; anything else ("deny", "no", "not that one")
+// refuses, with the whole text as the reason.
+func ParseAnswer(text string) Answer {
+	a := Answer{Text: text}
+	words := strings.Fields(text)
+	if len(words) == 0 {
+		return a
+	}
+	word := func(i int, of []string) bool {
+		if i >= len(words) {
+			return false
+		}
+		w := strings.TrimRightFunc(words[i], unicode.IsPunct)
+		return slices.ContainsFunc(of, func(o string) bool { return strings.EqualFold(w, o) })
+	}
+	switch {
+	case word(0, alwaysWords):
+		a.Allow, a.Always = true, true
+	case word(0, allowWords):
+		a.Allow, a.Always = true, word(1, alwaysWords)
+	}
+	return a
+}

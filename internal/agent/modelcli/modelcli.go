@@ -62,6 +62,13 @@ type Request struct {
 	// OnStart, when set, is called with the CLI's pid, which is also its
 	// process group's id, once it has started (proc.Spec.Started).
 	OnStart func(pid int)
+	// Ask, when set, puts a question the CLI asks mid-run (a live
+	// session's permission request) to the person whose message the run
+	// answers, and returns their answer; the run waits meanwhile. An
+	// error (no answer in time, the run stopped) refuses. Without Ask, or
+	// for adapters that cannot ask mid-run, the request is refused as a
+	// per-message run refuses it.
+	Ask func(ctx context.Context, q Question) (Answer, error)
 }
 
 // Response is what a run produced.

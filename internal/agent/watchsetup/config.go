@@ -64,7 +64,7 @@ func config(root tree.Root, s Settings, policy signing.Policy, h Host) (watcher.
 		Agent: s.Agent, Aliases: s.Aliases, Channels: s.Channels,
 		CLI: cmp.Or(s.CLI, watchconf.DefaultCLI), SessionScope: s.SessionScope, SessionTTL: s.SessionTTL,
 		BudgetUSD: s.BudgetUSD, BudgetTokens: s.BudgetTokens, Prices: prices,
-		Memory: s.Memory, Context: s.Context, Workdir: s.Workdir, Timeout: s.Timeout, PostErrors: s.PostErrors,
+		Memory: s.Memory, Context: s.Context, Workdir: s.Workdir, Timeout: s.Timeout, QuestionTimeout: s.QuestionTimeout, PostErrors: s.PostErrors,
 		Poll: s.Poll, Heartbeat: s.Heartbeat, Grace: s.Grace, ClaimGrace: s.ClaimGrace,
 		MaxHops: s.MaxHops, Rate: s.Rate, PairRate: s.PairRate,
 		Signer: signer, Verifier: signing.NewVerifier(ring), Trust: policy, KeysNoticed: noticed,

@@ -60,6 +60,7 @@ type Settings struct {
 	PromptTemplate       string
 	Workdir              string
 	Timeout              time.Duration
+	QuestionTimeout      time.Duration // a live turn's question waits this long for its answer
 	PostErrors           bool
 	Poll, Heartbeat      time.Duration // required: see above
 	Grace, ClaimGrace    time.Duration

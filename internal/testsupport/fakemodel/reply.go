@@ -79,6 +79,22 @@ func Shell(command string) Reply {
 	}}
 }
 
+// ShellAsking is [Shell] for a command the CLI must ask a person about
+// before it runs: Codex's call asks to run outside its sandbox
+// (sandbox_permissions "require_escalated", which its approval policy
+// "on-request" puts to the client); Claude Code and Gemini CLI ask for
+// any shell command under the permission modes collab gives them.
+func ShellAsking(command string) Reply {
+	return Reply{tool: func(r Request) (*Call, error) {
+		c, err := Shell(command).tool(r)
+		if err == nil && c.Name == "exec_command" {
+			c.Args["sandbox_permissions"] = "require_escalated"
+			c.Args["justification"] = "the test asks for it"
+		}
+		return c, err
+	}}
+}
+
 // ReadFile answers with a call of the CLI's file-reading tool on path:
 // Claude Code's Read, Gemini CLI's read_file, or for Codex (which has no
 // such tool) a shell "cat" of the file.

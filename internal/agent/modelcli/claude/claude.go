@@ -250,14 +250,16 @@ func (a *Adapter) maxOutput() int {
 // LiveCommand returns the command line and the whole environment of a
 // live session (internal/agent/live): Run's, resuming session with the
 // rules of grant allowed, plus --input-format stream-json, so that the
-// process takes turns as JSON lines on standard input; env is added to
-// the environment as Request.Env is.
+// process takes turns as JSON lines on standard input, and
+// --permission-prompt-tool stdio, so that what it would ask a person
+// comes as a control request on standard output; env is added to the
+// environment as Request.Env is.
 func (a *Adapter) LiveCommand(session string, grant, env []string) (argv, environ []string, err error) {
 	argv, err = a.argv(session, grant)
 	if err != nil {
 		return nil, nil, err
 	}
-	argv = slices.Insert(argv, 2, "--input-format", "stream-json")
+	argv = slices.Insert(argv, 2, "--input-format", "stream-json", "--permission-prompt-tool", "stdio")
 	return argv, a.env(env), nil
 }
 
