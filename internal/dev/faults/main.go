@@ -212,6 +212,15 @@ type errSkip struct{ why, require string }
 
 func (e errSkip) Error() string { return e.why }
 
+// fails reports whether the skip is a failure here, the harness running
+// with user id euid.
+func (e errSkip) fails(getenv func(string) string, euid int) bool {
+	if e.require != "" {
+		return getenv(e.require) == "1"
+	}
+	return getenv("COLLAB_TEST_REQUIRE_BINDFS") == "1" && euid == 0
+}
+
 // errFailed: some run lost, duplicated or corrupted a message, or broke
 // another invariant; the table says which.
 var errFailed = errors.New("collab-faults: faults found")
@@ -399,11 +408,10 @@ func runScenario(ctx context.Context, h *harness, s scenario) result {
 		if errors.As(err, &skip) {
 			r.Skipped = skip.why
 			switch {
+			case !skip.fails(os.Getenv, os.Geteuid()):
 			case skip.require != "":
-				if os.Getenv(skip.require) == "1" {
-					r.Error = fmt.Sprintf("%s (required: %s=1)", skip.why, skip.require)
-				}
-			case os.Getenv("COLLAB_TEST_REQUIRE_BINDFS") == "1" && os.Geteuid() == 0:
+				r.Skipped, r.Error = "", fmt.Sprintf("%s (required: %s=1)", skip.why, skip.require)
+			default:
 				r.Error = skip.why // CI as root: nothing may be skipped
 			}
 			return r
