@@ -50,9 +50,8 @@ type liveModel struct {
 	shape func(ch string, m channel.Message, call int, rep fakemodel.Reply) fakemodel.Reply
 
 	mu    sync.Mutex
-	calls map[string]int    // model calls by message id
-	chOf  map[string]string // channel by message id, of the calls
-	wake  chan struct{}     // closed and replaced on every model call
+	calls map[string]int // model calls by message id
+	wake  chan struct{}  // closed and replaced on every model call
 }
 
 // startLiveModel finds Claude Code, starts the fake model, sets the CLI up
@@ -72,7 +71,7 @@ func startLiveModel(e *env, chans ...string) (*liveModel, error) {
 		return nil, err
 	}
 	l := &liveModel{e: e, srv: fakemodel.Start(nil), chans: chans,
-		calls: make(map[string]int), chOf: make(map[string]string), wake: make(chan struct{})}
+		calls: make(map[string]int), wake: make(chan struct{})}
 	if l.cli, err = l.srv.Setup(fakemodel.ClaudeCode, path, base); err != nil {
 		l.srv.Close()
 		return nil, err
@@ -97,7 +96,6 @@ func (l *liveModel) answer(r fakemodel.Request) fakemodel.Reply {
 	l.mu.Lock()
 	l.calls[id]++
 	n := l.calls[id]
-	l.chOf[id] = ch
 	close(l.wake)
 	l.wake = make(chan struct{})
 	l.mu.Unlock()
