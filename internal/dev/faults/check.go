@@ -156,7 +156,12 @@ func check(dir, ch, agent string, acks map[string]ack) (verdict, error) {
 	if err := s.scan(); err != nil {
 		return verdict{}, err
 	}
-	replies, bad := s.replies, s.bad
+	return score(s.replies, s.bad, acks), nil
+}
+
+// score is check's verdict from the replies found (by the id they answer)
+// and the agent's files that are not well-formed messages.
+func score(replies map[string][]reply, bad []string, acks map[string]ack) verdict {
 	v := verdict{Messages: len(acks), Corrupt: len(bad)}
 	detail := make(map[string]int)
 	note := func(kind, format string, args ...any) {
@@ -216,7 +221,7 @@ func check(dir, ch, agent string, acks map[string]ack) (verdict, error) {
 			v.Details = append(v.Details, fmt.Sprintf("%s: … and %d more", kind, n-5))
 		}
 	}
-	return v, nil
+	return v
 }
 
 func clip(s string, n int) string {

@@ -35,7 +35,7 @@ func diskFull(ctx context.Context, e *env) error {
 		return err
 	}
 	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=16m,mode=0755"); err != nil {
-		return errSkip{fmt.Sprintf("cannot mount a small tmpfs (needs root): %v", err)}
+		return errSkip{why: fmt.Sprintf("cannot mount a small tmpfs (needs root): %v", err)}
 	}
 	e.mu.Lock()
 	e.mounts = append(e.mounts, mnt)

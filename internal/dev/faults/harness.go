@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,6 +56,7 @@ type env struct {
 	garbage  []garbageFile     // scenario 12's foreign files
 	posted   map[string]string // scenario 8's messages, by text
 	remote   *remoteRun        // scenarios 13-15: the remote senders
+	live     *liveModel        // scenarios 18-19: the fake model and Claude Code
 }
 
 // watchFile is the name of the watcher's state file in its state folder
@@ -147,6 +149,7 @@ type watchOpts struct {
 	noNotify   bool
 	noDAC      bool     // as root: without the capabilities that bypass file modes
 	env        []string // more KEY=VALUE for the watcher
+	baseEnv    []string // the watcher's environment before env; nil: childEnv()
 	args       []string // more flags for collab watch
 }
 
@@ -192,7 +195,11 @@ func (e *env) startWatcher(ctx context.Context, o watchOpts, ready bool) (*watch
 		argv = append([]string{"setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(childEnv(), o.env...)
+	base := childEnv()
+	if o.baseEnv != nil {
+		base = o.baseEnv
+	}
+	cmd.Env = append(slices.Clip(base), o.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	off, _ := f.Seek(0, io.SeekEnd)
 	if err := cmd.Start(); err != nil {
@@ -272,8 +279,17 @@ func (e *env) send(ctx context.Context, root, from, text string) (ack, error) {
 
 // sendWith is send with more KEY=VALUE in the child's environment.
 func (e *env) sendWith(ctx context.Context, root, from, text string, extra []string) (ack, error) {
+	return e.sendTo(ctx, root, chanName, from, text, extra)
+}
+
+// sendIn is send to channel ch.
+func (e *env) sendIn(ctx context.Context, root, ch, from, text string) (ack, error) {
+	return e.sendTo(ctx, root, ch, from, text, nil)
+}
+
+func (e *env) sendTo(ctx context.Context, root, ch, from, text string, extra []string) (ack, error) {
 	cmd := exec.CommandContext(ctx, e.h.collab, "send", "--root", root, "--agent", from,
-		"--channel", chanName, "--to", agent, "--text", text)
+		"--channel", ch, "--to", agent, "--text", text)
 	cmd.Env = append(childEnv(), extra...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer

@@ -118,6 +118,17 @@
 //	    with --quick: the proxy stopped, its connections closed). The
 //	    watcher must not exit, answer nothing while cut off, and answer the
 //	    backlog once healed (how long after is noted). Scored as 16
+//	18  `collab watch --live` with the real Claude Code against fakemodel
+//	    (in this process, on 127.0.0.1): a burst in one channel, the model
+//	    call of the middle message hung, and the CLI process running that
+//	    turn (pid from its job record) SIGKILLed; the pool must log the
+//	    death, start a process resuming the session and redo the turn
+//	    (whose model call carries the first message)
+//	19  the same, three channels (three warm CLI processes); the watcher
+//	    SIGKILLed while every channel has a turn in flight: no process of
+//	    the CLIs' groups may remain 5 s later (Pdeathsig, end of input);
+//	    messages sent while it is down, the watcher restarted, each
+//	    channel's process resuming its session
 //
 // Scenarios 13-15 are scored from the files instead of replies
 // (remoteCheck): every message a remote sender tried (exit 0 with its id,
@@ -125,6 +136,12 @@
 // channel exactly once, with its text, under the id it was told or
 // queued; no other file from the senders. Each fails when a send exits
 // other than 0 or 5, a flush leaves entries, or the fault queued nothing.
+//
+// Scenarios 18 and 19 need the real Claude Code ($COLLAB_CLI_BIN_DIR,
+// then /tmp/npmcli/node_modules/.bin, then PATH): without it they are
+// skipped, or fail when $COLLAB_TEST_REQUIRE_CLIS is 1 (CI). The fake
+// model answers as the stand-in does (the message's id read from the
+// prompt), so the checker scores them as any other.
 //
 // Seeds are fixed (--seed, default 1). --quick sends fewer messages. Each
 // scenario has 2 minutes (17: 4 minutes, its partition alone lasts 2);
@@ -187,9 +204,22 @@ func main() {
 type usageError struct{ error }
 
 // errSkip: a scenario cannot run on this machine (it needs root, say).
-type errSkip struct{ why string }
+// When require names a variable, the skip is a failure if it is "1" (as
+// $COLLAB_TEST_REQUIRE_CLIS for the real model CLIs); else it is one
+// when $COLLAB_TEST_REQUIRE_BINDFS is "1" and the harness runs as root
+// (CI).
+type errSkip struct{ why, require string }
 
 func (e errSkip) Error() string { return e.why }
+
+// fails reports whether the skip is a failure here, the harness running
+// with user id euid.
+func (e errSkip) fails(getenv func(string) string, euid int) bool {
+	if e.require != "" {
+		return getenv(e.require) == "1"
+	}
+	return getenv("COLLAB_TEST_REQUIRE_BINDFS") == "1" && euid == 0
+}
 
 // errFailed: some run lost, duplicated or corrupted a message, or broke
 // another invariant; the table says which.
@@ -377,7 +407,11 @@ func runScenario(ctx context.Context, h *harness, s scenario) result {
 		var skip errSkip
 		if errors.As(err, &skip) {
 			r.Skipped = skip.why
-			if os.Getenv("COLLAB_TEST_REQUIRE_BINDFS") == "1" && os.Geteuid() == 0 {
+			switch {
+			case !skip.fails(os.Getenv, os.Geteuid()):
+			case skip.require != "":
+				r.Skipped, r.Error = "", fmt.Sprintf("%s (required: %s=1)", skip.why, skip.require)
+			default:
 				r.Error = skip.why // CI as root: nothing may be skipped
 			}
 			return r

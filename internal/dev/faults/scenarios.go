@@ -56,6 +56,8 @@ var scenarios = []scenario{
 	{id: "15", name: "remote host partitioned", run: partition, verdict: remoteVerdict},
 	{id: "16", name: "bridge killed mid-claim", run: claimKills, verdict: claimVerdict},
 	{id: "17", name: "remote watcher partitioned for minutes", run: watcherPartition, verdict: claimVerdict, budget: 4 * time.Minute},
+	{id: "18", name: "live CLI SIGKILL mid-turn", run: liveCLIKill, verdict: liveVerdict},
+	{id: "19", name: "watcher SIGKILL with 3 live sessions", run: liveWatcherKill, verdict: liveVerdict},
 }
 
 // sigkill: the watcher is SIGKILLed and restarted at once, over and over,
