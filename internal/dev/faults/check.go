@@ -78,11 +78,12 @@ type scanner struct {
 	dir, ch, agent string
 	files          map[string]bool // names already read
 	replies        map[string][]reply
+	questions      map[string]int // questions asked mid-run, by the message they are about
 	bad            []string
 }
 
 func newScanner(dir, ch, agent string) *scanner {
-	return &scanner{dir: dir, ch: ch, agent: agent, files: make(map[string]bool), replies: make(map[string][]reply)}
+	return &scanner{dir: dir, ch: ch, agent: agent, files: make(map[string]bool), replies: make(map[string][]reply), questions: make(map[string]int)}
 }
 
 // scan reads every new file of the folder whose name says it is a message
@@ -125,6 +126,10 @@ func (s *scanner) scan() error {
 		}
 		if m.Metadata.InReplyTo == "" {
 			continue // a notice or a message of its own
+		}
+		if m.IsQuestion() {
+			s.questions[m.Metadata.InReplyTo]++ // asked mid-run: not the reply
+			continue
 		}
 		s.replies[m.Metadata.InReplyTo] = append(s.replies[m.Metadata.InReplyTo], reply{File: name, At: m.Time(), Text: m.Content.Text})
 	}

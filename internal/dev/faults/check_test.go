@@ -51,6 +51,8 @@ func TestCheck(t *testing.T) {
 	post(t, channel.Message{From: agent, Content: channel.Content{Text: "hello"}})
 	post(t, channel.Message{From: "other", Content: channel.Content{Text: "re"}, Metadata: channel.Metadata{InReplyTo: ok.ID}})
 	post(t, channel.Message{From: agent, Content: channel.Content{Text: "re"}, Metadata: channel.Metadata{InReplyTo: "msg-20260111-000000-x-0000"}})
+	// A question asked mid-run is not a reply: "one" is answered once.
+	post(t, channel.Message{From: agent, To: sender, Type: channel.TypeQuestion, Content: channel.Content{Text: "may I?"}, Metadata: channel.Metadata{InReplyTo: ok.ID, Hops: 1}})
 
 	dir := root.Channel(chanName)
 	v, err := check(dir, chanName, agent, acks)

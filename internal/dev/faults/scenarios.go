@@ -58,6 +58,7 @@ var scenarios = []scenario{
 	{id: "17", name: "remote watcher partitioned for minutes", run: watcherPartition, verdict: claimVerdict, budget: 4 * time.Minute},
 	{id: "18", name: "live CLI SIGKILL mid-turn", run: liveCLIKill, verdict: liveVerdict},
 	{id: "19", name: "watcher SIGKILL with 3 live sessions", run: liveWatcherKill, verdict: liveVerdict},
+	{id: "20", name: "live question unanswered past its timeout", run: liveQuestionTimeout, verdict: liveVerdict},
 }
 
 // sigkill: the watcher is SIGKILLed and restarted at once, over and over,
