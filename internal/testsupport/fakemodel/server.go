@@ -167,11 +167,11 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	body, err := readBody(hr)
 	req := Request{
 		Arrived: arrived,
-		Method: hr.Method,
-		Path:   hr.URL.Path,
-		Query:  redactQuery(hr.URL.RawQuery),
-		Header: redactHeader(hr.Header),
-		Body:   body,
+		Method:  hr.Method,
+		Path:    hr.URL.Path,
+		Query:   redactQuery(hr.URL.RawQuery),
+		Header:  redactHeader(hr.Header),
+		Body:    body,
 	}
 	if err != nil {
 		s.record(req)
