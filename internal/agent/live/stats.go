@@ -11,8 +11,8 @@ import (
 )
 
 // RSSEvery is how long a reading of the processes' resident memory is
-// reused by [Pool.Live]: a reading scans /proc, which takes a millisecond
-// or so on a busy host, and a watcher asks at each change of its state.
+// reused by [Pool.Live]: a reading scans /proc (a few milliseconds for a
+// hundred processes), and a watcher asks at each change of its state.
 const RSSEvery = 5 * time.Second
 
 // usage is what Pool.Live keeps between calls: the pool's sessions as
@@ -21,9 +21,10 @@ type usage struct {
 	sessions sessionList // written by the pool's goroutine
 
 	mu   sync.Mutex
-	at   time.Time          // of the last reading; zero: none
-	rss  map[int]groupUsage // by process group
-	read func(pgids []int) map[int]groupUsage
+	at   time.Time                            // when the last reading started; zero: none
+	busy bool                                 // a reading is under way
+	rss  map[int]groupUsage                   // by process group, as last read
+	read func(pgids []int) map[int]groupUsage // default groupRSS
 }
 
 // groupUsage is one process group's resident memory and processes.
@@ -34,10 +35,11 @@ type groupUsage struct {
 
 // Live reports the open sessions (presence's live field): each one's key
 // and CLI pid, and the resident memory of its process group (the CLI and
-// whatever it started in its group), read from /proc at most every
-// RSSEvery; a process started since the last reading has none yet. It
-// never waits for the pool's goroutine, which may be starting a process.
-// Where /proc cannot be read (not Linux) no memory is reported.
+// whatever it started in its group). The memory is the last reading of
+// /proc, taken in the background at most every RSSEvery: a call returns
+// at once, and a process started since the last reading has none yet. It
+// never waits for the pool's goroutine either, which may be starting a
+// process. Where /proc cannot be read (not Linux) no memory is reported.
 func (p *Pool) Live() *presence.Live {
 	stats := p.use.sessions.load()
 	l := &presence.Live{Sessions: len(stats), Max: p.cfg.Max}
@@ -55,20 +57,25 @@ func (p *Pool) Live() *presence.Live {
 	return l
 }
 
-// reading returns the memory of the process groups, read again when the
-// last reading is RSSEvery old.
+// reading returns the last reading of the process groups' memory, and
+// starts another in the background when it is RSSEvery old: a scan of
+// /proc takes milliseconds (more on a host with many processes), which
+// the caller (a watcher's loop) should not wait for.
 func (u *usage) reading(pgids []int, now time.Time) map[int]groupUsage {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if len(pgids) == 0 {
-		return nil
-	}
-	if u.at.IsZero() || now.Sub(u.at) >= RSSEvery {
+	if len(pgids) > 0 && !u.busy && (u.at.IsZero() || now.Sub(u.at) >= RSSEvery) {
+		u.busy, u.at = true, now
 		read := u.read
 		if read == nil {
 			read = groupRSS
 		}
-		u.rss, u.at = read(pgids), now
+		go func() {
+			rss := read(pgids)
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			u.rss, u.busy = rss, false
+		}()
 	}
 	return u.rss
 }

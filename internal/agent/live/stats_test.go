@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -41,10 +42,16 @@ func TestPoolLive(t *testing.T) {
 		time.Sleep(time.Second)
 		turn(t, p, "b", "1")
 		synctest.Wait()
-		want := &presence.Live{Sessions: 2, Max: 2, RSSBytes: 3 << 20, Processes: []presence.LiveProcess{
-			{Key: "b", PID: 2, RSSBytes: 2 << 20}, {Key: "a", PID: 1, RSSBytes: 1 << 20}}}
+		// The first call starts a reading, in the background.
+		want := &presence.Live{Sessions: 2, Max: 2, Processes: []presence.LiveProcess{{Key: "a", PID: 1}, {Key: "b", PID: 2}}}
 		if got := p.Live(); !sameLive(got, want) {
-			t.Errorf("two sessions: %+v, want %+v", got, want)
+			t.Errorf("two sessions, before the reading: %+v, want %+v", got, want)
+		}
+		synctest.Wait()
+		want = &presence.Live{Sessions: 2, Max: 2, RSSBytes: 3 << 20, Processes: []presence.LiveProcess{
+			{Key: "b", PID: 2, RSSBytes: 2 << 20}, {Key: "a", PID: 1, RSSBytes: 1 << 20}}}
+		if got := p.Live(); !sameLive(got, want) || rss.calls != 1 {
+			t.Errorf("two sessions: %+v after %d readings, want %+v after 1", got, rss.calls, want)
 		}
 		// The next reading is RSSEvery later; a process started in
 		// between has none yet.
@@ -56,6 +63,8 @@ func TestPoolLive(t *testing.T) {
 			t.Errorf("within RSSEvery: %+v after %d readings, want %+v after 1", got, rss.calls, want)
 		}
 		time.Sleep(RSSEvery)
+		p.Live()
+		synctest.Wait()
 		want.RSSBytes, want.Processes = 5<<20, []presence.LiveProcess{{Key: "c", PID: 3, RSSBytes: 3 << 20}, {Key: "b", PID: 2, RSSBytes: 2 << 20}}
 		if got := p.Live(); !sameLive(got, want) || rss.calls != 2 {
 			t.Errorf("after RSSEvery: %+v after %d readings, want %+v after 2", got, rss.calls, want)
@@ -64,6 +73,42 @@ func TestPoolLive(t *testing.T) {
 		if got := p.Live(); got.Sessions != 0 || len(got.Processes) != 0 {
 			t.Errorf("after Close: %+v", got)
 		}
+	})
+}
+
+// TestPoolLiveSlowReading: a reading of /proc that takes long holds up
+// no caller, and only one runs at a time.
+func TestPoolLiveSlowReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clear(lastSession)
+		p := NewPool(&fakeStarter{}, Config{})
+		defer p.Close()
+		var calls atomic.Int32
+		p.use.read = func(pgids []int) map[int]groupUsage {
+			calls.Add(1)
+			time.Sleep(time.Minute)
+			return map[int]groupUsage{1: {rss: 7}}
+		}
+		turn(t, p, "a", "1")
+		synctest.Wait()
+		start := time.Now()
+		for range 3 {
+			if got := p.Live(); got.RSSBytes != 0 {
+				t.Errorf("during the reading: %+v", got)
+			}
+			time.Sleep(RSSEvery)
+		}
+		if d := time.Since(start); d != 3*RSSEvery {
+			t.Errorf("three calls took %v beyond their pauses", d-3*RSSEvery)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		got := p.Live()
+		synctest.Wait()
+		if got.RSSBytes != 7 || calls.Load() != 2 {
+			t.Errorf("after the reading: %+v, %d readings; want 7 bytes, and the next reading started", got, calls.Load())
+		}
+		time.Sleep(time.Minute) // for the next reading to end
 	})
 }
 
