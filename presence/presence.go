@@ -15,7 +15,7 @@
 //	 "channel": "agent-os-paper", "host": "vm-2"}
 //
 // collab's extensions (channels, message_id, started, last_reply, queue,
-// counters, backlog, oldest_unanswered) are written only when set; unknown fields are kept verbatim and
+// counters, backlog, oldest_unanswered, instance, live) are written only when set; unknown fields are kept verbatim and
 // written back, after the known ones.
 //
 // # Reading
@@ -43,8 +43,12 @@
 //	channels (joined with ","), message_id, started, last_reply,
 //	queue (decimal), counters (compact JSON, keys sorted; "{}" when none)
 //
-// and, only when either is set (so heartbeats written before they existed
-// still verify), backlog (decimal) and oldest_unanswered.
+// then optional groups, each appended only when it or a later one is set
+// (so heartbeats written before a group existed still verify; an unset
+// group before a set one is "0" and ""): backlog (decimal) and
+// oldest_unanswered; instance; and live: sessions, max, rss_bytes (each
+// decimal), the number of processes listed, then each one's key, pid and
+// rss_bytes (decimal, "0" when absent).
 //
 // Unknown fields are not signed. [Status.Verify] checks a heartbeat read
 // from the file of an agent; [VerifyAll] checks many in parallel.
@@ -169,6 +173,9 @@ type Status struct {
 	// start): two watchers of one agent, or one watcher and its restart,
 	// are told apart by it (job records name it too).
 	Instance string
+	// Live is what the watcher's warm CLI processes hold (collab watch
+	// --live); nil without them.
+	Live *Live
 
 	// Signature is the watcher's signature (see Sign), nil when unsigned.
 	Signature *signing.Signature
@@ -353,7 +360,7 @@ func (s Status) Encode() ([]byte, error) { return s.MarshalJSON() }
 var known = []string{
 	"agent_id", "timestamp", "state", "substate", "watcher_pid", "channel", "host",
 	"channels", "message_id", "started", "last_reply", "queue", "counters",
-	"backlog", "oldest_unanswered", signing.Field,
+	"backlog", "oldest_unanswered", "instance", "live", signing.Field,
 }
 
 // MarshalJSON implements json.Marshaler: the seed's fields in the seed's
@@ -394,6 +401,9 @@ func (s Status) MarshalJSON() ([]byte, error) {
 	if s.Instance != "" {
 		w.Field("instance", s.Instance)
 	}
+	if s.Live != nil {
+		w.Field("live", s.Live)
+	}
 	if s.Signature != nil {
 		w.Field(signing.Field, s.Signature)
 	}
@@ -428,6 +438,7 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 		f.Take("oldest_unanswered", &s.OldestUnanswered),
 	)
 	f.Lenient("instance", &s.Instance)
+	f.Lenient("live", &s.Live)
 	f.Lenient(signing.Field, &s.Signature)
 	s.WatcherPID = count(pid)
 	s.Queue = count(queue)

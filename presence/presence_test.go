@@ -375,6 +375,8 @@ func FuzzDecode(f *testing.F) {
 		`{"agent_id": "codex", "timestamp": "2026-01-11T16:30:00.000Z", "state": "AWAKE", "substate": "IDLE", "watcher_pid": 12345, "channel": "agent-os-paper", "host": "vm-2"}`,
 		`{"state":"OFFLINE","watcher_pid":"12","counters":{"a":1},"channels":["x"],"extra":[null,{"\u003c":"\ud800"}]}`,
 		`{"state":"awake","agent_id":null,"queue":1e3}`,
+		`{"state":"AWAKE","live":{"sessions":2,"max":4,"rss_bytes":9,"processes":[{"key":"dev","pid":7,"rss_bytes":9},{"key":"x","pid":8}]}}`,
+		`{"state":"AWAKE","live":{"sessions":"2"}}`, `{"state":"AWAKE","live":null}`,
 		`[]`, `null`, `{}`, `{"state":"AWAKE","state":"OFFLINE"}`,
 	} {
 		f.Add([]byte(s))

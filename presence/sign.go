@@ -26,17 +26,22 @@ func (s Status) Payload(agent string) []byte {
 		agent, s.Timestamp, s.State, s.Substate, strconv.Itoa(s.WatcherPID),
 		s.Channel, s.Host, strings.Join(s.Channels, ","), s.MessageID,
 		s.Started, s.LastReply, strconv.Itoa(s.Queue), counters}
-	if s.Backlog != 0 || s.OldestUnanswered != "" {
-		// Appended only when set: heartbeats older than these fields verify.
-		fields = append(fields, strconv.Itoa(s.Backlog), s.OldestUnanswered)
+	// The optional groups are appended up to the last one that is set, so
+	// heartbeats written before a group existed still verify; an unset
+	// group before it is written as its empty values ("0", "").
+	groups := [][]string{{strconv.Itoa(s.Backlog), s.OldestUnanswered}, {s.Instance}, nil}
+	set := []bool{s.Backlog != 0 || s.OldestUnanswered != "", s.Instance != "", s.Live != nil}
+	if s.Live != nil {
+		groups[2] = s.Live.payload()
 	}
-	if s.Instance != "" {
-		// The same: appended only when set, after the backlog's two
-		// fields (which are then present, "0" and "" when unset).
-		if s.Backlog == 0 && s.OldestUnanswered == "" {
-			fields = append(fields, "0", "")
+	last := -1
+	for i, ok := range set {
+		if ok {
+			last = i
 		}
-		fields = append(fields, s.Instance)
+	}
+	for _, g := range groups[:last+1] {
+		fields = append(fields, g...)
 	}
 	return signing.Payload(Kind, fields...)
 }

@@ -85,7 +85,17 @@ func (w *watcher) status(what, msgID string) presence.Status {
 		s.LastReply = w.lastReplyID
 	}
 	s.Backlog, s.OldestUnanswered = w.backlog()
+	if r, ok := w.cfg.Live.(LiveReporter); ok && s.State == presence.StateAwake {
+		s.Live = r.Live()
+	}
 	return s
+}
+
+// LiveReporter is a LiveRunner that reports its warm processes and their
+// memory (internal/agent/live's Pool), for the heartbeat's live field. Its
+// Live must not wait long: the loop calls it at each change of state.
+type LiveReporter interface {
+	Live() *presence.Live
 }
 
 // heartbeat refreshes presence and the running job's claim.

@@ -16,16 +16,21 @@ import (
 
 // WhoTable is rows as collab who shows them: agent, state, age, host,
 // channel and the message worked on; the backlog columns when an agent
-// reports one, the signature column when a row is marked.
+// reports one, the live column when one reports live processes (see
+// LiveCell), the signature column when a row is marked.
 func WhoTable(rows []AgentRow, now time.Time) [][]string {
 	marks := slices.ContainsFunc(rows, func(r AgentRow) bool { return r.Marked })
 	backlogs := slices.ContainsFunc(rows, func(r AgentRow) bool {
 		s := r.Status
 		return s != nil && (s.Backlog > 0 || s.OldestUnanswered != "" || s.LastReply != "")
 	})
+	lives := slices.ContainsFunc(rows, func(r AgentRow) bool { return r.Status != nil && r.Status.Live != nil })
 	t := [][]string{{"AGENT", "STATE", "AGE", "HOST", "CHANNEL", "MESSAGE"}}
 	if backlogs {
 		t[0] = append(t[0], "BACKLOG", "OLDEST", "REPLIED")
+	}
+	if lives {
+		t[0] = append(t[0], "LIVE")
 	}
 	if marks {
 		t[0] = append(t[0], "SIGNATURE")
@@ -48,6 +53,9 @@ func WhoTable(rows []AgentRow, now time.Time) [][]string {
 			}
 			row = append(row, n, secondsCell(b.OldestAge), secondsCell(b.RepliedAge))
 		}
+		if lives {
+			row = append(row, r.LiveCell())
+		}
 		if v := "-"; marks {
 			if r.Marked {
 				v = r.Verdict.String()
@@ -57,6 +65,21 @@ func WhoTable(rows []AgentRow, now time.Time) [][]string {
 		t = append(t, row)
 	}
 	return t
+}
+
+// LiveCell is the LIVE cell of an awake agent whose watcher keeps warm
+// CLI processes (collab watch --live): open/max and their resident
+// memory in MB (10^6 bytes), "3/8,412MB"; "-" otherwise.
+func (r AgentRow) LiveCell() string {
+	if r.Status == nil || r.Status.Live == nil || !presence.IsAwake(r.State) {
+		return "-"
+	}
+	l := r.Status.Live
+	cell := strconv.Itoa(l.Sessions) + "/" + strconv.Itoa(l.Max)
+	if l.RSSBytes > 0 {
+		cell += "," + strconv.FormatInt((l.RSSBytes+500_000)/1_000_000, 10) + "MB"
+	}
+	return cell
 }
 
 // secondsCell is the cell of an age in seconds, nil when unknown.

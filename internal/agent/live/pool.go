@@ -47,6 +47,7 @@ type Pool struct {
 	closing chan struct{}
 	closed  chan struct{}
 	stops   sync.WaitGroup // sessions being stopped
+	use     usage          // what Live reports (stats.go)
 }
 
 // Stat describes one open session.
@@ -179,11 +180,13 @@ func isDone(s Session) bool {
 // those idle too long.
 func (p *Pool) loop() {
 	defer close(p.closed)
+	defer p.use.sessions.store(nil)
 	m := make(map[string]*entry)
 	idle := time.NewTimer(time.Hour)
 	defer idle.Stop()
 	for {
 		p.arm(idle, m)
+		p.use.sessions.store(stats(m)) // for Live, which does not wait for this loop
 		select {
 		case <-p.closing:
 			for k := range m {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // API names the wire protocol of a request.
@@ -36,6 +37,12 @@ type Request struct {
 	Query  string // raw query, key= redacted
 	Header http.Header
 	Body   []byte // as received (decompressed)
+
+	// Arrived is when the request reached the handler. Ended, set on a
+	// model call (Turn), is when the server had written its whole answer
+	// (an error reply's too); it is zero until then, and for an answer
+	// cut short. Ended minus Arrived is the model's own time.
+	Arrived, Ended time.Time
 
 	// Turn is set on a model call that was answered from the script (a
 	// generation request); probes, count-tokens and the like are not turns.

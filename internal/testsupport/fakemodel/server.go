@@ -127,6 +127,15 @@ func (s *Server) record(r Request) Request {
 	return r
 }
 
+// ended notes that the answer to request seq has been written whole.
+func (s *Server) ended(seq int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := seq - 1; i >= 0 && i < len(s.reqs) && s.reqs[i].Seq == seq {
+		s.reqs[i].Ended = time.Now()
+	}
+}
+
 // reply picks the answer to a model call.
 func (s *Server) reply(r Request) Reply {
 	s.mu.Lock()
@@ -154,13 +163,15 @@ func (s *Server) reply(r Request) Reply {
 }
 
 func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
+	arrived := time.Now()
 	body, err := readBody(hr)
 	req := Request{
-		Method: hr.Method,
-		Path:   hr.URL.Path,
-		Query:  redactQuery(hr.URL.RawQuery),
-		Header: redactHeader(hr.Header),
-		Body:   body,
+		Arrived: arrived,
+		Method:  hr.Method,
+		Path:    hr.URL.Path,
+		Query:   redactQuery(hr.URL.RawQuery),
+		Header:  redactHeader(hr.Header),
+		Body:    body,
 	}
 	if err != nil {
 		s.record(req)
@@ -246,6 +257,7 @@ func (s *Server) turn(w http.ResponseWriter, hr *http.Request, req Request, deco
 	}
 	if rep.Status >= 400 {
 		wr.error(w, rep.Status, rep.Message)
+		s.ended(req.Seq)
 		return
 	}
 	if !wr.streaming(req) {
@@ -254,6 +266,7 @@ func (s *Server) turn(w http.ResponseWriter, hr *http.Request, req Request, deco
 			return
 		}
 		writeJSON(w, http.StatusOK, wr.json(req, rep))
+		s.ended(req.Seq)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -287,6 +300,7 @@ func (s *Server) turn(w http.ResponseWriter, hr *http.Request, req Request, deco
 			return
 		}
 	}
+	s.ended(req.Seq)
 }
 
 // sleep waits d; false when the client went away or the server closed.

@@ -643,3 +643,22 @@ func TestPrompt(t *testing.T) {
 		}
 	}
 }
+
+func TestModelTime(t *testing.T) {
+	s := fakemodel.Start(t)
+	s.Next(fakemodel.Text("late").After(100 * time.Millisecond))
+	before := time.Now()
+	readSSE(t, post(t, s, bodies[fakemodel.Anthropic].path, bodies[fakemodel.Anthropic].body).Body)
+	after := time.Now()
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Arrived.Before(before) || r.Ended.After(after) || r.Ended.IsZero() {
+		t.Errorf("arrived %v, ended %v: not within the call's %v to %v", r.Arrived, r.Ended, before, after)
+	}
+	if d := r.Ended.Sub(r.Arrived); d < 100*time.Millisecond {
+		t.Errorf("model time %v, want at least the reply's 100ms delay", d)
+	}
+}
