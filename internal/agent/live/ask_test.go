@@ -33,10 +33,6 @@ func TestRealAskMidTurn(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				p, s, req := cli.pool(t)
-				dir := req.Dir
-				if dir == "" {
-					dir, _ = os.Getwd()
-				}
 				marker := filepath.Join(t.TempDir(), "ran")
 				s.Next(fakemodel.ShellAsking("touch " + marker + " && echo granted-42"))
 				var mu sync.Mutex
