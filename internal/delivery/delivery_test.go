@@ -140,3 +140,78 @@ func TestAddresseesInstanceAlias(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinedMarks: a joined session's marks make a message offered, then
+// read; a claim replied makes it answered; a forged mark (unsigned, the
+// agent has keys) is not believed, and an offered mark with a different
+// kind's signature does not verify.
+func TestJoinedMarks(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	key, err := signing.NewKey(filepath.Join(t.TempDir(), "ana.key"), "ana", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
+	if err := ring.Trust("ana", key.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	v := signing.NewVerifier(ring)
+	m := channel.Message{SessionID: "dev", From: "bob", To: "ana", Content: channel.Content{Text: "the API changed"}}
+	if err := (&channel.Writer{Root: root}).Post(&m); err != nil {
+		t.Fatal(err)
+	}
+	owner := claim.Owner{Agent: "ana", Host: "vm-1", PID: 42, Instance: "i1"}
+	state := func() string {
+		st, err := Of(root, "dev", m.ID, Options{Verifier: v})
+		if err != nil || len(st.Addressees) != 1 {
+			t.Fatalf("status %+v, %v", st, err)
+		}
+		return st.Addressees[0].State
+	}
+	if err := MarkSeen(root, "dev", m.ID, owner, time.Now(), "", "", key); err != nil {
+		t.Fatal(err)
+	}
+	if err := Mark(root, KindOffered, "dev", m.ID, owner, time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(); s != Seen {
+		t.Errorf("with a forged offered mark: %s, want seen", s)
+	}
+	os.Remove(filepath.Join(root.AgentClaims("dev", "ana"), m.ID+".offered"))
+	if err := Mark(root, KindOffered, "dev", m.ID, owner, time.Now(), key); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(); s != Offered {
+		t.Errorf("offered: %s", s)
+	}
+	// A read mark copied from the offered one: its signature is an offered one's.
+	data, _ := os.ReadFile(filepath.Join(root.AgentClaims("dev", "ana"), m.ID+".offered"))
+	os.WriteFile(filepath.Join(root.AgentClaims("dev", "ana"), m.ID+".read"), data, 0o644)
+	if s := state(); s != Offered {
+		t.Errorf("with an offered mark renamed read: %s, want offered", s)
+	}
+	os.Remove(filepath.Join(root.AgentClaims("dev", "ana"), m.ID+".read"))
+	if err := Mark(root, KindRead, "dev", m.ID, owner, time.Now(), key); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(); s != Read {
+		t.Errorf("read: %s", s)
+	}
+	if err := Mark(root, "seen", "dev", m.ID, owner, time.Now(), key); err == nil {
+		t.Error("Mark of kind seen: want an error (MarkSeen writes those)")
+	}
+	store := &claim.Store{Root: root, Self: owner, Signer: key}
+	if _, _, err := store.Acquire("dev", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	reply := channel.Message{SessionID: "dev", From: "ana", To: "bob", Content: channel.Content{Text: "thanks"}, Metadata: channel.Metadata{InReplyTo: m.ID}}
+	if err := (&channel.Writer{Root: root, Signer: key}).Post(&reply); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Finish("dev", m.ID, claim.Replied, reply.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(); s != Answered {
+		t.Errorf("answered: %s", s)
+	}
+}

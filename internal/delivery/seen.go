@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +17,16 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
-// KindSeen is the payload kind of a signed seen file.
-const KindSeen = "seen"
+// Kinds of mark, ROOT/claims/C/A/M.KIND, each the payload kind of its
+// signature: a watcher (or a joined session, collab join) noticed M
+// (seen); a joined session handed M to its CLI (offered), and the CLI's
+// model received it (read). Each is published once, by the first to
+// know, and never rewritten.
+const (
+	KindSeen    = "seen"
+	KindOffered = "offered"
+	KindRead    = "read"
+)
 
 // Guards that refuse a message (the "guard" of a seen file or of a
 // claim's note).
@@ -33,8 +42,12 @@ var guards = []string{GuardMaxHops, GuardPairRate, GuardRate, GuardBudget, Guard
 
 const maxSeen = 16 << 10
 
-// SeenFile is the content of a seen file, ROOT/claims/C/A/M.seen.
+// SeenFile is the content of a mark: a seen file, ROOT/claims/C/A/M.seen,
+// or an offered or read file (Kind).
 type SeenFile struct {
+	// Kind is the mark's kind, from its file's name (not written): the
+	// kind its signature covers. "" is KindSeen.
+	Kind     string    `json:"-"`
 	Message  string    `json:"message"`
 	Channel  string    `json:"channel"`
 	Agent    string    `json:"agent"`
@@ -51,7 +64,7 @@ type SeenFile struct {
 // Payload returns the bytes the signature of s covers (see the package
 // doc), s being the seen file of message id of channel in agent's folder.
 func (s SeenFile) Payload(channel, agent, id string) []byte {
-	return signing.Payload(KindSeen, channel, agent, id, s.Host, strconv.Itoa(s.PID), s.Instance,
+	return signing.Payload(cmp.Or(s.Kind, KindSeen), channel, agent, id, s.Host, strconv.Itoa(s.PID), s.Instance,
 		s.Time.UTC().Format(time.RFC3339Nano), s.Guard, s.Why)
 }
 
@@ -66,7 +79,7 @@ func (s SeenFile) Verify(v *signing.Verifier, channel, agent, id string) signing
 	return v.VerifyNamed(agent, claim.MessageTime(id), s.Time, s.Payload(channel, agent, id), s.Signature)
 }
 
-func seenName(id string) string { return id + ".seen" }
+func markName(kind, id string) string { return id + "." + kind }
 
 // MarkSeen publishes the seen file of message id of channel for owner's
 // agent, without replacing one already there (the first watcher to see a
@@ -79,12 +92,25 @@ func MarkSeen(root tree.Root, channel, id string, owner claim.Owner, now time.Ti
 // MarkSeenIn is MarkSeen in the claims folders dirs opens (a remote
 // watcher's are on the mount, through a bridge: see claim.Dirs).
 func MarkSeenIn(dirs claim.Dirs, channel, id string, owner claim.Owner, now time.Time, guard, why string, signer *signing.Signer) error {
+	return markIn(dirs, KindSeen, channel, id, owner, now, guard, why, signer)
+}
+
+// Mark publishes the mark of kind (KindOffered, KindRead) of message id of
+// channel for owner's agent, without replacing one already there.
+func Mark(root tree.Root, kind, channel, id string, owner claim.Owner, now time.Time, signer *signing.Signer) error {
+	if kind != KindOffered && kind != KindRead {
+		return fmt.Errorf("delivery: unknown mark %q", kind)
+	}
+	return markIn(claim.Files{Root: root}, kind, channel, id, owner, now, "", "", signer)
+}
+
+func markIn(dirs claim.Dirs, kind, channel, id string, owner claim.Owner, now time.Time, guard, why string, signer *signing.Signer) error {
 	for _, n := range []struct{ kind, v string }{{"channel", channel}, {"agent", owner.Agent}, {"message id", id}} {
 		if err := tree.CheckName(n.kind, n.v); err != nil {
 			return err
 		}
 	}
-	s := SeenFile{Message: id, Channel: channel, Agent: owner.Agent, Host: owner.Host, PID: owner.PID,
+	s := SeenFile{Kind: kind, Message: id, Channel: channel, Agent: owner.Agent, Host: owner.Host, PID: owner.PID,
 		Instance: owner.Instance, Time: now.UTC(), Guard: guard, Why: why}
 	s.Signature = signer.Sign(s.Payload(channel, owner.Agent, id))
 	data, err := json.Marshal(s)
@@ -93,11 +119,11 @@ func MarkSeenIn(dirs claim.Dirs, channel, id string, owner claim.Owner, now time
 	}
 	d, err := dirs.OpenClaims(channel, owner.Agent, true)
 	if err != nil {
-		return fmt.Errorf("seen %s: %w", id, err)
+		return fmt.Errorf("%s %s: %w", kind, id, err)
 	}
 	defer d.Close()
-	if err := d.Publish(seenName(id), data, 0o666); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("seen %s: %w", id, err)
+	if err := d.Publish(markName(kind, id), data, 0o666); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s %s: %w", kind, id, err)
 	}
 	return nil
 }
@@ -105,19 +131,26 @@ func MarkSeenIn(dirs claim.Dirs, channel, id string, owner claim.Owner, now time
 // ReadSeen reads the seen file of message id of channel in agent's
 // folder.
 func ReadSeen(root tree.Root, channel, agent, id string) (SeenFile, error) {
+	return ReadMark(root, KindSeen, channel, agent, id)
+}
+
+// ReadMark reads the mark of kind of message id of channel in agent's
+// folder.
+func ReadMark(root tree.Root, kind, channel, agent, id string) (SeenFile, error) {
 	d, err := safedir.Open(root.AgentClaims(channel, agent))
 	if err != nil {
 		return SeenFile{}, err
 	}
 	defer d.Close()
-	raw, _, err := d.ReadFile(seenName(id), maxSeen)
+	raw, _, err := d.ReadFile(markName(kind, id), maxSeen)
 	if err != nil {
 		return SeenFile{}, err
 	}
 	var s SeenFile
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return SeenFile{}, fmt.Errorf("seen %s: %w", id, err)
+		return SeenFile{}, fmt.Errorf("%s %s: %w", kind, id, err)
 	}
+	s.Kind = kind
 	return s, nil
 }
 

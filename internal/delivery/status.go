@@ -29,6 +29,8 @@ const (
 	Claimed       = "claimed"
 	Running       = "running"
 	AwaitingInput = "awaiting_input"
+	Offered       = "offered" // a joined session handed it to its CLI
+	Read          = "read"    // and the CLI's model received it
 	Answered      = "answered"
 	Refused       = "refused"
 	Failed        = "failed"
@@ -233,6 +235,10 @@ func state(root tree.Root, ch string, m *channel.Message, agent string, opt Opti
 	store := &claim.Store{Root: root, Self: claim.Owner{Agent: agent}}
 	c, cerr := store.Read(ch, id)
 	hasClaim := cerr == nil
+	var mark SeenFile // a joined session's offered or read mark, when there is no claim
+	if !hasClaim && !(hasSeen && seen.Guard != "") {
+		mark = joinedMark(root, ch, agent, id, opt.Verifier)
+	}
 	if hasClaim {
 		a.Host, a.PID, a.Instance = c.Owner.Host, c.Owner.PID, c.Owner.Instance
 	}
@@ -278,6 +284,9 @@ func state(root tree.Root, ch string, m *channel.Message, agent string, opt Opti
 				a.State, a.Since = Running, j.Started
 			}
 		}
+	case mark.Kind != "":
+		a.State, a.Since = mark.Kind, mark.Time // Read or Offered
+		a.Host, a.PID, a.Instance = mark.Host, mark.PID, mark.Instance
 	case hasSeen:
 		a.State, a.Since = Seen, seen.Time
 		a.Host, a.PID, a.Instance = seen.Host, seen.PID, seen.Instance
@@ -310,6 +319,23 @@ func answered(root tree.Root, ch string, m *channel.Message, a *Addressee, reply
 	if d := a.Since.Sub(m.Time()); d > 0 {
 		a.Latency = d.Seconds()
 	}
+}
+
+// joinedMark is the read mark of message id for agent, else its offered
+// mark (Kind "" when there is neither): a mark that does not verify as
+// agent's while the agent has keys is ignored.
+func joinedMark(root tree.Root, ch, agent, id string, v *signing.Verifier) SeenFile {
+	for _, kind := range []string{KindRead, KindOffered} {
+		m, err := ReadMark(root, kind, ch, agent, id)
+		if err != nil || m.Agent != agent {
+			continue
+		}
+		if v != nil && m.Verify(v, ch, agent, id) != signing.Verified && v.HasKeys(agent) {
+			continue
+		}
+		return m
+	}
+	return SeenFile{}
 }
 
 // askedAt is when job j asked the question it waits on: its last
@@ -408,6 +434,10 @@ func (a Addressee) Describe(now time.Time) string {
 			d += fmt.Sprintf(" (question %s: answer allow, always or deny in reply to it)", a.Question)
 		}
 		return d
+	case Offered:
+		return fmt.Sprintf("offered%s ago to the joined session on %s pid %d; not read yet", ago(a.Since), a.Host, a.PID)
+	case Read:
+		return fmt.Sprintf("read%s ago in the joined session on %s pid %d; not answered yet", ago(a.Since), a.Host, a.PID)
 	case Running:
 		d := fmt.Sprintf("running job %s on %s pid %d for%s", a.Job, a.Host, a.PID, ago(a.Since))
 		if a.JobStatus != jobs.Running {

@@ -61,6 +61,8 @@ type SendArgs struct {
 	To      string `json:"to,omitempty" jsonschema:"the agent it is for (default: all)"`
 	// Priority places the message in the addressee's inbox and queue.
 	Priority string `json:"priority,omitempty" jsonschema:"high, normal or low (default: by its words: urgent, blocked, several addressees make it high)"`
+	// InReplyTo threads the message as the answer to another.
+	InReplyTo string `json:"in_reply_to,omitempty" jsonschema:"the id of the message this answers (msg-…): the sender's wait, collab status and the dashboard see it as the answer"`
 }
 
 // SendResult is what channel_send returns.
@@ -97,7 +99,7 @@ func addChannelTools(s *Server) error {
 }
 
 func (s *Server) channelSend(ctx context.Context, in SendArgs) (SendResult, error) {
-	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) { r.Priority = in.Priority })
+	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) { r.Priority, r.InReplyTo = in.Priority, in.InReplyTo })
 	if err != nil {
 		return SendResult{}, err
 	}

@@ -28,6 +28,28 @@ func TestChannelSendToInstanceAgent(t *testing.T) {
 	}
 }
 
+// TestChannelSendInReplyTo: channel_send's in_reply_to threads the
+// message as the answer, and a bad id is refused.
+func TestChannelSendInReplyTo(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	_, cs := connect(t, root)
+	q := channel.Message{SessionID: "dev", From: "bob", To: "ana", Content: channel.Content{Text: "ping"}}
+	if err := (&channel.Writer{Root: root}).Post(&q); err != nil {
+		t.Fatal(err)
+	}
+	var sent SendResult
+	if e := call(t, cs, "channel_send", map[string]any{"message": "pong", "to": "bob", "in_reply_to": q.ID}, &sent); e != "" {
+		t.Fatal(e)
+	}
+	m, err := channel.Lookup(root, "dev", sent.ID)
+	if err != nil || m.Metadata.InReplyTo != q.ID || m.ThreadID() != q.ID {
+		t.Fatalf("reply %+v (%v), want in reply to %s", m.Metadata, err, q.ID)
+	}
+	if e := call(t, cs, "channel_send", map[string]any{"message": "x", "in_reply_to": "../etc"}, &sent); !strings.Contains(e, "not a message id") {
+		t.Errorf("bad in_reply_to: %q, want refused", e)
+	}
+}
+
 // TestToolErrorsCarryTheirKind: a tool that fails answers a tool error
 // the model reads, with the layer's kind of the failure in _meta; the
 // arguments a tool's schema refuses are the SDK's invalid params error.
