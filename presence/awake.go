@@ -6,7 +6,7 @@ package presence
 // not.
 func IsAwake(effective string) bool {
 	switch effective {
-	case AwakeIdle, AwakeWorking, AwakeWaiting, AwakeThrottled:
+	case AwakeIdle, AwakeWorking, AwakeWaiting, AwakeThrottled, AwakeLive:
 		return true
 	}
 	return false

@@ -49,3 +49,9 @@ func (l *Live) payload() []string {
 	}
 	return f
 }
+
+// Joined is a person's own CLI session on the bus (collab join): the
+// heartbeat is the join's, not a watcher's.
+type Joined struct {
+	CLI string `json:"cli"` // claude, codex or gemini
+}

@@ -106,6 +106,7 @@ const (
 	SubWorking   = "WORKING"   // a message has been taken; see Status.MessageID
 	SubWaiting   = "WAITING"   // idle, with a job awaiting someone's answer
 	SubThrottled = "THROTTLED" // the daily budget is spent; messages wait
+	SubLive      = "LIVE"      // a person's own CLI session, joined to the bus (collab join); see Status.Joined
 )
 
 // The effective states [Status.Effective] returns.
@@ -114,6 +115,7 @@ const (
 	AwakeWorking   = "AWAKE/WORKING"
 	AwakeWaiting   = "AWAKE/WAITING"
 	AwakeThrottled = "AWAKE/THROTTLED"
+	AwakeLive      = "AWAKE/LIVE"
 	Stale          = "STALE"
 	Ahead          = "AHEAD" // dated in the future beyond MaxSkew: the writer's clock is ahead
 	Offline        = "OFFLINE"
@@ -176,6 +178,9 @@ type Status struct {
 	// Live is what the watcher's warm CLI processes hold (collab watch
 	// --live); nil without them.
 	Live *Live
+	// Joined is the person's session of a joined agent (collab join);
+	// nil for a watcher.
+	Joined *Joined
 
 	// Signature is the watcher's signature (see Sign), nil when unsigned.
 	Signature *signing.Signature
@@ -243,6 +248,8 @@ func (s Status) Effective(now time.Time, staleAfter time.Duration, localHost str
 		return AwakeWaiting
 	case strings.EqualFold(s.Substate, SubThrottled):
 		return AwakeThrottled
+	case strings.EqualFold(s.Substate, SubLive):
+		return AwakeLive
 	}
 	return AwakeIdle
 }
@@ -360,7 +367,7 @@ func (s Status) Encode() ([]byte, error) { return s.MarshalJSON() }
 var known = []string{
 	"agent_id", "timestamp", "state", "substate", "watcher_pid", "channel", "host",
 	"channels", "message_id", "started", "last_reply", "queue", "counters",
-	"backlog", "oldest_unanswered", "instance", "live", signing.Field,
+	"backlog", "oldest_unanswered", "instance", "live", "joined", signing.Field,
 }
 
 // MarshalJSON implements json.Marshaler: the seed's fields in the seed's
@@ -404,6 +411,9 @@ func (s Status) MarshalJSON() ([]byte, error) {
 	if s.Live != nil {
 		w.Field("live", s.Live)
 	}
+	if s.Joined != nil {
+		w.Field("joined", s.Joined)
+	}
 	if s.Signature != nil {
 		w.Field(signing.Field, s.Signature)
 	}
@@ -439,6 +449,7 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 	)
 	f.Lenient("instance", &s.Instance)
 	f.Lenient("live", &s.Live)
+	f.Lenient("joined", &s.Joined)
 	f.Lenient(signing.Field, &s.Signature)
 	s.WatcherPID = count(pid)
 	s.Queue = count(queue)

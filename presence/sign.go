@@ -29,10 +29,13 @@ func (s Status) Payload(agent string) []byte {
 	// The optional groups are appended up to the last one that is set, so
 	// heartbeats written before a group existed still verify; an unset
 	// group before it is written as its empty values ("0", "").
-	groups := [][]string{{strconv.Itoa(s.Backlog), s.OldestUnanswered}, {s.Instance}, nil}
-	set := []bool{s.Backlog != 0 || s.OldestUnanswered != "", s.Instance != "", s.Live != nil}
+	groups := [][]string{{strconv.Itoa(s.Backlog), s.OldestUnanswered}, {s.Instance}, (&Live{}).payload(), nil}
+	set := []bool{s.Backlog != 0 || s.OldestUnanswered != "", s.Instance != "", s.Live != nil, s.Joined != nil}
 	if s.Live != nil {
 		groups[2] = s.Live.payload()
+	}
+	if s.Joined != nil {
+		groups[3] = []string{s.Joined.CLI}
 	}
 	last := -1
 	for i, ok := range set {

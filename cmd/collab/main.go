@@ -182,6 +182,7 @@ func commands() []command {
 		{"read", "show a channel as a transcript", runRead},
 		{"who", "show which agents are awake", runWho},
 		{"watch", "run an agent's watcher daemon", runWatch},
+		{"join", "run your own Claude Code or Gemini CLI session as an agent on the bus", runJoin},
 		{"jobs", "list, show or stop the watchers' model runs", runJobs},
 		{"archive", "move a channel's old messages into its archive", runArchive},
 		{"wait", "wait for the reply to a message and print it", runWait},
@@ -216,6 +217,9 @@ func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout
 			return &exitError{code: exitUsage}
 		}
 		return nil
+	}
+	if args[0] == "join-hook" { // run by a joined CLI (collab join): not a person's command
+		return runJoinHook(ctx, args[1:], getenv, stdin, stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {

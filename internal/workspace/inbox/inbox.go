@@ -337,6 +337,32 @@ func (b *Inbox) Ack(until Until) (int, error) {
 	return n, nil
 }
 
+// AckFiles acknowledges exactly the messages of channel c named by files
+// (message file names), and nothing before them: a reader that hands
+// messages on one by one (collab join) acknowledges what it handed, not
+// what came meanwhile.
+func (b *Inbox) AckFiles(c string, files []string) error {
+	if err := tree.CheckName("channel", c); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if _, err := channel.ParseName(f); err != nil {
+			return fmt.Errorf("inbox: ack: %w", err)
+		}
+	}
+	cur, err := b.load(c)
+	if err != nil {
+		return err
+	}
+	seen := append(slices.Clone(cur.Seen), files...)
+	// The reader's own rule moves the floor.
+	r, err := channel.NewReader(b.root, c, channel.Cursor{Floor: cur.Floor, Seen: seen}, b.readerOptions())
+	if err != nil {
+		return err
+	}
+	return b.save(c, cur, r.Cursor())
+}
+
 // covers reports whether until covers m, a message of the channel folder
 // dir (nil when at is).
 func (b *Inbox) covers(dir *safedir.Dir, m *channel.Message, until Until, at *anchor) bool {

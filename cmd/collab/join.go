@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/collabdev/collab/internal/agent/join"
+	"github.com/collabdev/collab/internal/identity/signing"
+	"github.com/collabdev/collab/internal/plumbing/envflag"
+)
+
+// runJoin runs the person's model CLI in this terminal as an agent on the
+// bus (package join).
+func runJoin(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := cmdFlags("join", helpText("join"), stderr)
+	agent := agentFlag(fs, "", "the agent this session is", true)
+	chans := fs.StringArray("channel", nil, "channel to join, repeatable; the first is where the session posts")
+	envflag.FromEnv(fs, "channel", envChannel)
+	cli := fs.String("cli", "claude", "the CLI to run: claude or gemini")
+	poll := fs.Duration("poll", join.DefaultPoll, "how often to look for new messages")
+	trust := fs.String("trust", string(signing.DefaultPolicy), "which senders' messages are shown as theirs: any, known or signed (the others are shown as forged)")
+	c := addCommon(fs, withRoot, withKeyring, withKey)
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if len(*chans) == 0 {
+		return usageErrorf("join: give --channel (or set %s)", envChannel)
+	}
+	var mech join.CLI
+	switch *cli {
+	case "claude":
+		mech = &join.Claude{Args: fs.Args()}
+	case "gemini":
+		mech = &join.Gemini{Args: fs.Args()}
+	default:
+		return usageErrorf("join: unknown --cli %q; use claude or gemini", *cli)
+	}
+	policy, err := signing.ParsePolicy(*trust)
+	if err != nil {
+		return usageErrorf("join: %v", err)
+	}
+	root := c.tree(getenv)
+	signer, err := signing.LoadAgentKey(c.keyPath(), *agent, getenv) // none: unsigned
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	dir, err := join.DefaultDir(getenv)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	cfg := join.Config{Root: root, Agent: *agent, Channels: *chans, Signer: signer, Verifier: c.verifier(root, stderr),
+		Trust: policy, Poll: *poll, Dir: dir}
+	err = join.Run(ctx, cfg, mech, exe, join.Stdio{In: stdin, Out: stdout, Err: stderr})
+	if ee := (*join.ExitError)(nil); errors.As(err, &ee) {
+		return &exitError{code: ee.Code}
+	}
+	return err
+}
+
+// runJoinHook is a joined CLI's hook (collab join-hook --cli CLI), run by
+// the CLI, never by a person.
+func runJoinHook(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) != 2 || args[0] != "--cli" {
+		return usageErrorf("join-hook: run by a joined CLI as join-hook --cli CLI")
+	}
+	if code := join.Hook(ctx, args[1], getenv(join.SocketEnv), stdin, stdout, stderr); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
