@@ -49,11 +49,11 @@ func (c *Claude) Command(s *Session, sock string, mcp MCP) (*exec.Cmd, error) {
 		// still win).
 		"permissions": map[string]any{"allow": []string{"mcp__collab"}},
 		"hooks": map[string]any{
-		"SessionStart":     []any{map[string]any{"hooks": []any{waiter}}},
-		"Stop":             []any{map[string]any{"hooks": []any{waiter}}},
-		"PostToolUse":      []any{map[string]any{"matcher": "*", "hooks": []any{taker}}},
-		"UserPromptSubmit": []any{map[string]any{"hooks": []any{taker}}},
-	}}
+			"SessionStart":     []any{map[string]any{"hooks": []any{waiter}}},
+			"Stop":             []any{map[string]any{"hooks": []any{waiter}}},
+			"PostToolUse":      []any{map[string]any{"matcher": "*", "hooks": []any{taker}}},
+			"UserPromptSubmit": []any{map[string]any{"hooks": []any{taker}}},
+		}}
 	path := filepath.Join(s.cfg.Dir, "claude-settings.json")
 	if err := writeJSON(path, settings); err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func claudeJoin(t *testing.T, srv *fakemodel.Server, c *fakemodel.CLI, root tree
 	writeJSONFile(t, filepath.Join(c.Home, ".claude.json"), map[string]any{
 		"hasCompletedOnboarding": true, "theme": "dark",
 		"customApiKeyResponses": map[string]any{"approved": []string{key[max(len(key)-20, 0):]}, "rejected": []string{}},
-		"projects": map[string]any{c.Dir: map[string]any{"hasTrustDialogAccepted": true, "allowedTools": []string{}}},
+		"projects":              map[string]any{c.Dir: map[string]any{"hasTrustDialogAccepted": true, "allowedTools": []string{}}},
 	})
 	env := append(c.Env, "PATH="+filepath.Dir(c.Path)+":"+os.Getenv("PATH"), "COLLAB_ROOT="+string(root))
 	s := tmuxtest.Start(t, c.Dir, env, collab(t), "join", "--agent", "ana", "--channel", "dev", "--poll", "100ms",
