@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/collabdev/collab/internal/agent/join"
 	"github.com/collabdev/collab/internal/identity/signing"
@@ -57,6 +59,10 @@ func runJoin(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	}
 	cfg := join.Config{Root: root, Agent: *agent, Channels: *chans, Signer: signer, Verifier: c.verifier(root, stderr),
 		Trust: policy, Poll: *poll, Dir: dir}
+	// A terminal closed (SIGHUP) ends the session as cleanly as a signal
+	// to stop.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stop()
 	err = join.Run(ctx, cfg, mech, exe, join.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if ee := (*join.ExitError)(nil); errors.As(err, &ee) {
 		return &exitError{code: ee.Code}

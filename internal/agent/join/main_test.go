@@ -1,7 +1,9 @@
 package join_test
 
 import (
+	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +15,11 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/identity/keyring"
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/presence"
 )
 
 var (
@@ -59,9 +64,9 @@ func TestMain(m *testing.M) {
 var markerRE = regexp.MustCompile(`id=\\?"(msg-[A-Za-z0-9-]+)\\?"`)
 
 // answering is a fake model that answers each collab message it is shown
-// once, by calling the collab MCP tool channel_send in reply to it (to
-// the sender), then says it did; a prompt "RUN: CMD" runs CMD in the
-// shell; anything else is echoed.
+// once, first thing, by calling the collab MCP tool channel_send in reply
+// to it (to the sender), and after a tool's result says "done."; a prompt
+// "RUN: CMD" runs CMD in the shell; anything else is echoed.
 type answering struct {
 	mu       sync.Mutex
 	answered map[string]bool
@@ -71,12 +76,6 @@ type answering struct {
 func (a *answering) reply(r fakemodel.Request) fakemodel.Reply {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := r.ToolResult(); ok {
-		return fakemodel.Text("done.")
-	}
-	if cmd, ok := strings.CutPrefix(r.Prompt(), "RUN: "); ok {
-		return fakemodel.Shell(cmd)
-	}
 	if r.HasTool(a.tool) {
 		for _, m := range markerRE.FindAllStringSubmatch(r.Transcript(), -1) {
 			if id := m[1]; !a.answered[id] {
@@ -84,6 +83,12 @@ func (a *answering) reply(r fakemodel.Request) fakemodel.Reply {
 				return fakemodel.Tool(a.tool, map[string]any{"message": "thanks, on it", "to": "bob", "in_reply_to": id})
 			}
 		}
+	}
+	if _, ok := r.ToolResult(); ok {
+		return fakemodel.Text("done.")
+	}
+	if cmd, ok := strings.CutPrefix(r.Prompt(), "RUN: "); ok {
+		return fakemodel.Shell(cmd)
 	}
 	return fakemodel.Echo(r)
 }
@@ -129,6 +134,36 @@ func replyTo(t *testing.T, root tree.Root, id string) (channel.Message, bool) {
 	return channel.Message{}, false
 }
 
+// firstWith returns the first model request whose transcript holds
+// text.
+func firstWith(t *testing.T, srv *fakemodel.Server, text string) (fakemodel.Request, bool) {
+	for _, r := range srv.Requests() {
+		if strings.Contains(r.Transcript(), text) {
+			return r, true
+		}
+	}
+	return fakemodel.Request{}, false
+}
+
+// screens, when set (-screens DIR), is where the tests write the screens
+// the docs show.
+var screens = flag.String("screens", "", "write the joined sessions' screens into this folder (docs/screens)")
+
+// saveScreen writes screen as name in -screens.
+func saveScreen(t *testing.T, name, screen string) {
+	if *screens == "" {
+		return
+	}
+	var lines []string
+	for _, l := range strings.Split(screen, "\n") {
+		lines = append(lines, strings.TrimRight(l, " "))
+	}
+	out := strings.TrimRight(strings.Join(lines, "\n"), "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(*screens, name), []byte(out), 0o644); err != nil {
+		t.Error(err)
+	}
+}
+
 func writeJSONFile(t *testing.T, path string, v any) {
 	t.Helper()
 	b, _ := json.Marshal(v)
@@ -137,5 +172,55 @@ func writeJSONFile(t *testing.T, path string, v any) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// trustKey makes agent a key trusted in root's keyring.
+func trustKey(t *testing.T, root tree.Root, agent string) *signing.Signer {
+	t.Helper()
+	key, err := signing.NewKey(filepath.Join(t.TempDir(), agent+".key"), agent, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keyring.Open(root.Keys()).Trust(agent, key.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// postSigned posts text from from to ana in dev, signed with key (nil:
+// unsigned).
+func postSigned(t *testing.T, root tree.Root, key *signing.Signer, from, text string) channel.Message {
+	t.Helper()
+	m := channel.Message{SessionID: "dev", From: from, To: "ana", Content: channel.Content{Text: text}}
+	if err := (&channel.Writer{Root: root, Signer: key}).Post(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// waitRequests waits until srv has had n model calls.
+func waitRequests(t *testing.T, srv *fakemodel.Server, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := srv.WaitRequests(ctx, n); err != nil {
+		t.Fatalf("%d model calls: %v", n, err)
+	}
+}
+
+// waitPresence waits for ana's heartbeat to say state.
+func waitPresence(t *testing.T, root tree.Root, state string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p, err := presence.Read(root, "ana")
+		if err == nil && p.State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ana's presence %+v (%v), want %s", p, err, state)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

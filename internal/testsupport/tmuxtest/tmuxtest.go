@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -50,7 +52,18 @@ func Start(t testing.TB, dir string, env []string, argv ...string) *Session {
 	if out, err := s.tmux(args...); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	t.Cleanup(func() { s.tmux("kill-server") })
+	pid := 0
+	if out, err := s.tmux("display-message", "-p", "-t", s.name, "#{pane_pid}"); err == nil {
+		pid, _ = strconv.Atoi(strings.TrimSpace(out))
+	}
+	t.Cleanup(func() {
+		// Closing the terminal: the program gets SIGHUP. Wait for it to
+		// go, so that it writes nothing into folders being removed.
+		s.tmux("kill-server")
+		for deadline := time.Now().Add(15 * time.Second); pid > 0 && syscall.Kill(pid, 0) == nil && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	return s
 }
 
