@@ -76,11 +76,19 @@ type answering struct {
 func (a *answering) reply(r fakemodel.Request) fakemodel.Reply {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if r.HasTool(a.tool) {
+	tool := a.tool
+	if tool == "" { // the one whose name ends so (Gemini CLI: mcp_collab_channel_send)
+		for _, name := range r.Tools {
+			if strings.HasSuffix(name, "channel_send") {
+				tool = name
+			}
+		}
+	}
+	if tool != "" && r.HasTool(tool) {
 		for _, m := range markerRE.FindAllStringSubmatch(r.Transcript(), -1) {
 			if id := m[1]; !a.answered[id] {
 				a.answered[id] = true
-				return fakemodel.Tool(a.tool, map[string]any{"message": "thanks, on it", "to": "bob", "in_reply_to": id})
+				return fakemodel.Tool(tool, map[string]any{"message": "thanks, on it", "to": "bob", "in_reply_to": id})
 			}
 		}
 	}
