@@ -198,7 +198,10 @@ func (a *Adapter) argv(session string, grant []string) ([]string, error) {
 		argv = append(argv, configs...)
 		argv = append(argv, "--strict-mcp-config")
 	}
-	argv = append(argv, "--output-format", "stream-json", "--verbose", "--permission-mode", mode)
+	argv = append(argv, "--output-format", "stream-json", "--verbose", "--permission-mode", mode,
+		// A run collab starts takes messages only through collab's own,
+		// verified path: not from the person's other Claude sessions.
+		"--settings", Isolated)
 	if a.Model != "" {
 		argv = append(argv, "--model", a.Model)
 	}
@@ -213,6 +216,13 @@ func (a *Adapter) argv(session string, grant []string) ([]string, error) {
 	}
 	return append(argv, a.Args...), nil
 }
+
+// Isolated is the --settings of every Claude Code run collab starts (a
+// watcher's, a live session's, a delegated agent's): it refuses messages
+// from the person's other Claude sessions (crossSessionInbound, Claude
+// Code 2.1.224 and later; earlier versions have no such path and accept
+// the setting), and denies the tools that reach them.
+const Isolated = `{"crossSessionInbound":"refuse","permissions":{"deny":["SendMessage","ListAgents"]}}`
 
 // mcpConfig returns the --mcp-config JSON that declares srv.
 func mcpConfig(srv modelcli.MCPServer) (string, error) {

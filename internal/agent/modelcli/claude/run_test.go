@@ -29,7 +29,7 @@ func TestArgv(t *testing.T) {
 	}{
 		{
 			name: "defaults",
-			want: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"},
+			want: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--settings", Isolated},
 		},
 		{
 			name: "everything", session: "0f0e7a57-0000-4000-8000-000000000000",
@@ -41,7 +41,7 @@ func TestArgv(t *testing.T) {
 			want: []string{
 				"/opt/claude", "-p", "--allowedTools", "Bash(git diff:*)", "Edit",
 				"--mcp-config", `{"mcpServers":{}}`, "--strict-mcp-config",
-				"--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk",
+				"--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--settings", Isolated,
 				"--model", "opus", "--max-turns", "7", "--append-system-prompt", "be brief",
 				"--resume", "0f0e7a57-0000-4000-8000-000000000000", "--effort", "high", "two words",
 			},
@@ -61,7 +61,7 @@ func TestArgv(t *testing.T) {
 				`{"mcpServers":{"collab":{"type":"stdio","command":"/opt/my bin/collab","args":["mcp","--agent","claude","--root","/srv/\"odd\" root"]}}}`,
 				`{"mcpServers":{"other":{"type":"stdio","command":"x","args":[]}}}`,
 				"--strict-mcp-config",
-				"--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits",
+				"--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--settings", Isolated,
 			},
 		},
 		{
@@ -70,12 +70,12 @@ func TestArgv(t *testing.T) {
 			want: []string{
 				"claude", "-p", "--allowedTools", "Edit", "Bash(git push)", "Read(//etc/hostname)", "mcp__collab",
 				"--mcp-config", `{"mcpServers":{"collab":{"type":"stdio","command":"collab","args":[]}}}`, "--strict-mcp-config",
-				"--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--resume", "S1",
+				"--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--settings", Isolated, "--resume", "S1",
 			},
 		},
 		{
 			name: "granted, nothing else allowed", grant: []string{"WebSearch"},
-			want: []string{"claude", "-p", "--allowedTools", "WebSearch", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"},
+			want: []string{"claude", "-p", "--allowedTools", "WebSearch", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--settings", Isolated},
 		},
 	}
 	for _, tt := range tests {
@@ -131,7 +131,7 @@ func TestRun(t *testing.T) {
 	if resp.Duration <= 0 {
 		t.Errorf("duration %v, want it measured", resp.Duration)
 	}
-	wantArgs := []string{a.Bin, "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits",
+	wantArgs := []string{a.Bin, "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--settings", Isolated,
 		"--model", "sonnet", "--resume", "96bd95ef-87f2-4c95-9f0f-141abb1facd2", "--effort", "low"}
 	if !slices.Equal(c.Args, wantArgs) {
 		t.Errorf("argv: got %q, want %q", c.Args, wantArgs)
