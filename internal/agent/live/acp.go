@@ -2,12 +2,12 @@ package live
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/collabdev/collab/internal/plumbing/jsonrpc"
 )
 
 // The Agent Client Protocol (ACP, agentclientprotocol.com) is JSON-RPC 2.0
@@ -17,87 +17,9 @@ import (
 // agent notifies the client (session/update) and calls it
 // (session/request_permission).
 
-// rpcKind is what a JSON-RPC message is.
-type rpcKind int
-
-const (
-	rpcRequest      rpcKind = iota + 1 // method and id: answer it
-	rpcNotification                    // method, no id
-	rpcResponse                        // id, result or error
-)
-
-// rpcMsg is one JSON-RPC 2.0 message, of any kind.
-type rpcMsg struct {
-	JSONRPC string          `json:"jsonrpc,omitempty"` // "2.0"; Codex's app-server leaves it out
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
-}
-
-// rpcError is a JSON-RPC error object.
-type rpcError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *rpcError) Error() string {
-	msg := fmt.Sprintf("%s (code %d)", e.Message, e.Code)
-	if len(e.Data) > 0 && string(e.Data) != "null" {
-		msg += ": " + string(e.Data)
-	}
-	return msg
-}
-
 // rpcLater is the error a handler returns for a request it answers later,
 // with [acpConn.respond]: nothing is sent now.
-var rpcLater = &rpcError{Code: -32603, Message: "answered later"}
-
-// errNotRPC is the error of a line that is not a JSON-RPC 2.0 message.
-var errNotRPC = errors.New("live: not a JSON-RPC 2.0 message")
-
-// decodeRPC decodes one line, for ACP and Codex's app-server alike: a
-// request, a notification (a method with no id, or a null one) or a
-// response (whose id is a number or null: ids are ours, and numbers).
-// The "jsonrpc" member is "2.0" or absent. Anything else, a batch
-// included, is errNotRPC.
-func decodeRPC(line []byte) (rpcMsg, rpcKind, error) {
-	var m rpcMsg
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 || line[0] != '{' {
-		return m, 0, errNotRPC
-	}
-	if err := json.Unmarshal(line, &m); err != nil {
-		return m, 0, fmt.Errorf("%w: %v", errNotRPC, err)
-	}
-	if m.JSONRPC != "2.0" && m.JSONRPC != "" {
-		return m, 0, errNotRPC
-	}
-	null := string(bytes.TrimSpace(m.ID)) == "null"
-	switch {
-	case m.Method != "" && (m.Result != nil || m.Error != nil):
-		return m, 0, errNotRPC
-	case m.Method != "" && len(m.ID) > 0 && !null:
-		return m, rpcRequest, nil
-	case m.Method != "":
-		m.ID = nil // a null id is none (Codex sends some notifications so)
-		return m, rpcNotification, nil
-	case len(m.ID) > 0 && (m.Result == nil || m.Error == nil):
-		return m, rpcResponse, nil // a result of null comes as no result
-	}
-	return m, 0, errNotRPC
-}
-
-// responseID is a response's id, -1 if it is not one of ours.
-func responseID(m rpcMsg) int64 {
-	var id int64
-	if json.Unmarshal(m.ID, &id) != nil || id <= 0 {
-		return -1
-	}
-	return id
-}
+var rpcLater = &jsonrpc.Error{Code: -32603, Message: "answered later"}
 
 // acpConn is the client's end of a connection: it sends calls and
 // notifications, and its reader (serve) hands responses to the calls
@@ -109,21 +31,21 @@ type acpConn struct {
 
 	mu      sync.Mutex
 	next    int64
-	pending map[int64]chan rpcMsg
+	pending map[int64]chan jsonrpc.Msg
 	ended   bool // serve has returned: no more responses
 
 	// handle is called by serve, in order, for each notification and
 	// request of the agent; a request's answer is its result, or its
 	// error.
-	handle func(kind rpcKind, m rpcMsg) (any, *rpcError)
+	handle func(kind jsonrpc.Kind, m jsonrpc.Msg) (any, *jsonrpc.Error)
 }
 
-func newACPConn(in io.Writer, handle func(rpcKind, rpcMsg) (any, *rpcError)) *acpConn {
-	return &acpConn{in: in, pending: make(map[int64]chan rpcMsg), handle: handle}
+func newACPConn(in io.Writer, handle func(jsonrpc.Kind, jsonrpc.Msg) (any, *jsonrpc.Error)) *acpConn {
+	return &acpConn{in: in, pending: make(map[int64]chan jsonrpc.Msg), handle: handle}
 }
 
 // send writes one message as a line.
-func (c *acpConn) send(m rpcMsg) error {
+func (c *acpConn) send(m jsonrpc.Msg) error {
 	m.JSONRPC = "2.0"
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -137,12 +59,12 @@ func (c *acpConn) send(m rpcMsg) error {
 
 // call sends a request; its response comes on the channel, which is
 // closed without one when the connection ends first.
-func (c *acpConn) call(method string, params any) (<-chan rpcMsg, error) {
+func (c *acpConn) call(method string, params any) (<-chan jsonrpc.Msg, error) {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan rpcMsg, 1)
+	ch := make(chan jsonrpc.Msg, 1)
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
@@ -153,7 +75,7 @@ func (c *acpConn) call(method string, params any) (<-chan rpcMsg, error) {
 	id := c.next
 	c.pending[id] = ch
 	c.mu.Unlock()
-	if err := c.send(rpcMsg{ID: json.RawMessage(fmt.Sprint(id)), Method: method, Params: p}); err != nil {
+	if err := c.send(jsonrpc.Msg{ID: json.RawMessage(fmt.Sprint(id)), Method: method, Params: p}); err != nil {
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
@@ -168,7 +90,7 @@ func (c *acpConn) notify(method string, params any) error {
 	if err != nil {
 		return err
 	}
-	return c.send(rpcMsg{Method: method, Params: p})
+	return c.send(jsonrpc.Msg{Method: method, Params: p})
 }
 
 // serve reads the agent's output until its end (lines longer than limit
@@ -195,11 +117,11 @@ func (c *acpConn) serve(out io.Reader, limit int) {
 
 // dispatch handles one line; a line that is not JSON-RPC is dropped.
 func (c *acpConn) dispatch(b []byte) {
-	m, kind, err := decodeRPC(b)
+	m, kind, err := jsonrpc.Decode(b)
 	switch {
 	case err != nil:
-	case kind == rpcResponse:
-		id := responseID(m)
+	case kind == jsonrpc.Response:
+		id := jsonrpc.ResponseID(m)
 		c.mu.Lock()
 		ch := c.pending[id]
 		delete(c.pending, id)
@@ -207,9 +129,9 @@ func (c *acpConn) dispatch(b []byte) {
 		if ch != nil {
 			ch <- m
 		}
-	case kind == rpcNotification:
+	case kind == jsonrpc.Notification:
 		c.handle(kind, m)
-	case kind == rpcRequest:
+	case kind == jsonrpc.Request:
 		res, rerr := c.handle(kind, m)
 		if rerr != rpcLater {
 			c.respond(m.ID, res, rerr) // a failed write is the process's end, which serve sees
@@ -218,19 +140,19 @@ func (c *acpConn) dispatch(b []byte) {
 }
 
 // respond answers the agent's request id with res, or with rerr.
-func (c *acpConn) respond(id json.RawMessage, res any, rerr *rpcError) error {
-	reply := rpcMsg{ID: id, Error: rerr}
+func (c *acpConn) respond(id json.RawMessage, res any, rerr *jsonrpc.Error) error {
+	reply := jsonrpc.Msg{ID: id, Error: rerr}
 	if rerr == nil {
 		var err error
 		if reply.Result, err = json.Marshal(res); err != nil {
-			reply.Result, reply.Error = nil, &rpcError{Code: -32603, Message: err.Error()}
+			reply.Result, reply.Error = nil, &jsonrpc.Error{Code: -32603, Message: err.Error()}
 		}
 	}
 	return c.send(reply)
 }
 
 // result decodes a response's result into v, or returns its error.
-func result(m rpcMsg, v any) error {
+func result(m jsonrpc.Msg, v any) error {
 	if m.Error != nil {
 		return m.Error
 	}

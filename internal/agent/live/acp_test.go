@@ -9,9 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/collabdev/collab/internal/plumbing/jsonrpc"
 )
 
-// FuzzDecodeRPC: decodeRPC never panics; what it accepts is exactly one
+// FuzzDecodeRPC: jsonrpc.Decode never panics; what it accepts is exactly one
 // kind (a request has a method and an id that is not null, a
 // notification a method and no id, a response an id and no method), and
 // it decodes the same once encoded again.
@@ -30,24 +32,24 @@ func FuzzDecodeRPC(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		m, kind, err := decodeRPC(line)
+		m, kind, err := jsonrpc.Decode(line)
 		if err != nil {
-			if !errors.Is(err, errNotRPC) || kind != 0 {
+			if !errors.Is(err, jsonrpc.ErrNotRPC) || kind != 0 {
 				t.Fatalf("error %v with kind %d", err, kind)
 			}
 			return
 		}
 		hasID := len(m.ID) > 0 && string(m.ID) != "null"
 		switch kind {
-		case rpcRequest:
+		case jsonrpc.Request:
 			if m.Method == "" || !hasID {
 				t.Fatalf("request %+v", m)
 			}
-		case rpcNotification:
+		case jsonrpc.Notification:
 			if m.Method == "" || len(m.ID) > 0 {
 				t.Fatalf("notification %+v", m)
 			}
-		case rpcResponse:
+		case jsonrpc.Response:
 			if m.Method != "" || len(m.ID) == 0 || (m.Result != nil && m.Error != nil) {
 				t.Fatalf("response %+v", m)
 			}
@@ -58,7 +60,7 @@ func FuzzDecodeRPC(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, again, err := decodeRPC(b); err != nil || again != kind {
+		if _, again, err := jsonrpc.Decode(b); err != nil || again != kind {
 			t.Fatalf("re-encoded %s: kind %d, %v; want %d", b, again, err, kind)
 		}
 	})
@@ -71,11 +73,11 @@ func TestACPConn(t *testing.T) {
 	toAgent, fromClient := pipe(t) // buffered, as a process's are
 	toClient, fromAgent := pipe(t)
 	type seen struct {
-		kind   rpcKind
+		kind   jsonrpc.Kind
 		method string
 	}
 	got := make(chan seen, 8)
-	c := newACPConn(fromClient, func(k rpcKind, m rpcMsg) (any, *rpcError) {
+	c := newACPConn(fromClient, func(k jsonrpc.Kind, m jsonrpc.Msg) (any, *jsonrpc.Error) {
 		got <- seen{k, m.Method}
 		if m.Method == "session/request_permission" {
 			return refusal(m.Params, false), nil
@@ -86,13 +88,13 @@ func TestACPConn(t *testing.T) {
 	go func() { c.serve(toClient, 1<<20); close(served) }()
 
 	agent := bufio.NewReader(toAgent)
-	read := func() rpcMsg {
+	read := func() jsonrpc.Msg {
 		t.Helper()
 		line, err := agent.ReadBytes('\n')
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, _, err := decodeRPC(line)
+		m, _, err := jsonrpc.Decode(line)
 		if err != nil {
 			t.Fatalf("%s: %v", line, err)
 		}
@@ -123,14 +125,14 @@ func TestACPConn(t *testing.T) {
 	if err := result(<-ch, &r); err != nil || r.StopReason != "end_turn" {
 		t.Fatalf("got %+v, %v", r, err)
 	}
-	if a, b := <-got, <-got; a != (seen{rpcNotification, "session/update"}) || b != (seen{rpcRequest, "session/request_permission"}) {
+	if a, b := <-got, <-got; a != (seen{jsonrpc.Notification, "session/update"}) || b != (seen{jsonrpc.Request, "session/request_permission"}) {
 		t.Errorf("handled %v, %v", a, b)
 	}
 
 	ch, _ = c.call("session/load", map[string]string{"sessionId": "gone"})
 	read()
 	write(`{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error","data":{"details":"No previous sessions found for this project."}}}`)
-	var rerr *rpcError
+	var rerr *jsonrpc.Error
 	if err := result(<-ch, nil); !errors.As(err, &rerr) || !strings.Contains(err.Error(), "No previous sessions") {
 		t.Fatalf("got %v, want the agent's error", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/agent/modelcli/codex"
+	"github.com/collabdev/collab/internal/plumbing/jsonrpc"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
@@ -96,7 +97,7 @@ func (c *Codex) Start(ctx context.Context, opts Options) (Session, error) {
 		maxText: c.Adapter.MaxText(), thread: opts.Resume, resume: opts.Resume != "", dir: opts.Dir,
 		model: c.Adapter.Model, sandbox: c.Adapter.LiveSandbox(), usageModel: c.Adapter.LiveModel(opts.Env),
 		starter: c, base: c.total(opts.Resume),
-		notes: make(chan rpcMsg, 1024), pending: make(map[string]chan rpcMsg),
+		notes: make(chan jsonrpc.Msg, 1024), pending: make(map[string]chan jsonrpc.Msg),
 	}
 	out, err := s.start(cmd)
 	if err != nil {
@@ -114,7 +115,7 @@ type codexSession struct {
 	model, sandbox string // the thread's settings ("" model: config.toml's)
 	starter        *Codex // keeps the threads' token counts
 
-	notes chan rpcMsg // the turn's notifications and the server's requests; closed at the end of output
+	notes chan jsonrpc.Msg // the turn's notifications and the server's requests; closed at the end of output
 
 	turn       sync.Mutex // one turn at a time; guards the fields below it
 	ready      bool       // the thread is open
@@ -124,10 +125,10 @@ type codexSession struct {
 	mu      sync.Mutex
 	thread  string
 	nextID  int
-	pending map[string]chan rpcMsg // requests awaiting their response, by id
-	ending  chan struct{}          // closed when the running turn ends; nil between turns
-	asking  bool                   // the running turn puts approval requests to its Ask
-	known   chan struct{}          // closed when the running turn's id is known
+	pending map[string]chan jsonrpc.Msg // requests awaiting their response, by id
+	ending  chan struct{}               // closed when the running turn ends; nil between turns
+	asking  bool                        // the running turn puts approval requests to its Ask
+	known   chan struct{}               // closed when the running turn's id is known
 	turnID  string
 }
 
@@ -150,7 +151,7 @@ func (s *codexSession) read(out io.Reader, cmd *exec.Cmd) {
 	for {
 		b, cut, err := readLine(r, limit)
 		if cut {
-			s.notes <- rpcMsg{Method: cutMethod}
+			s.notes <- jsonrpc.Msg{Method: cutMethod}
 		} else if len(b) > 0 {
 			s.dispatch(b)
 		}
@@ -166,20 +167,20 @@ func (s *codexSession) read(out io.Reader, cmd *exec.Cmd) {
 // dispatch hands a response to its caller, answers a request of the
 // server (and tells the turn), and passes a turn's notification on.
 func (s *codexSession) dispatch(b []byte) {
-	m, _, err := decodeRPC(b)
+	m, _, err := jsonrpc.Decode(b)
 	switch {
 	case err != nil:
-	case m.isResponse():
+	case m.IsResponse():
 		s.mu.Lock()
-		ch := s.pending[idKey(m.ID)]
-		delete(s.pending, idKey(m.ID))
+		ch := s.pending[jsonrpc.IDKey(m.ID)]
+		delete(s.pending, jsonrpc.IDKey(m.ID))
 		s.mu.Unlock()
 		if ch != nil {
 			ch <- m
 		}
-	case m.isRequest() && askedMethods[m.Method] && s.isAsking():
+	case m.IsRequest() && askedMethods[m.Method] && s.isAsking():
 		s.notes <- m // the turn asks, and answers
-	case m.isRequest():
+	case m.IsRequest():
 		res, rerr := answer(m.Method)
 		reply := map[string]any{"id": m.ID, "result": res}
 		if rerr != nil {
@@ -205,7 +206,7 @@ func (s *codexSession) isAsking() bool {
 }
 
 // approve puts an approval request of the server to asks, and answers it.
-func (s *codexSession) approve(m rpcMsg, asks *turnAsks) {
+func (s *codexSession) approve(m jsonrpc.Msg, asks *turnAsks) {
 	var p struct {
 		Command   *string `json:"command"`
 		Cwd       string  `json:"cwd"`
@@ -254,11 +255,11 @@ func (s *codexSession) write(v any) error {
 }
 
 // send sends a request; its response comes on the channel.
-func (s *codexSession) send(method string, params any) (<-chan rpcMsg, error) {
+func (s *codexSession) send(method string, params any) (<-chan jsonrpc.Msg, error) {
 	s.mu.Lock()
 	s.nextID++
 	id := s.nextID
-	ch := make(chan rpcMsg, 1)
+	ch := make(chan jsonrpc.Msg, 1)
 	s.pending[strconv.Itoa(id)] = ch
 	s.mu.Unlock()
 	if err := s.write(map[string]any{"id": id, "method": method, "params": params}); err != nil {
@@ -446,7 +447,7 @@ func (s *codexSession) run(ctx context.Context, prompt string, emit func([]model
 				<-s.done
 				return s.died(p, emit, s.err)
 			}
-			if m.isRequest() && askedMethods[m.Method] {
+			if m.IsRequest() && askedMethods[m.Method] {
 				s.approve(m, asks)
 				continue
 			}
@@ -468,12 +469,12 @@ func (s *codexSession) run(ctx context.Context, prompt string, emit func([]model
 
 // onNote feeds one message of the turn to p; it reports whether the turn
 // has completed.
-func (s *codexSession) onNote(m rpcMsg, p *codex.Parser, emit func([]modelcli.Event), total *tokenUsage) bool {
+func (s *codexSession) onNote(m jsonrpc.Msg, p *codex.Parser, emit func([]modelcli.Event), total *tokenUsage) bool {
 	switch {
 	case m.Method == cutMethod:
 		p.Cut()
 		return false
-	case m.isRequest():
+	case m.IsRequest():
 		emit([]modelcli.Event{{Time: time.Now(), Kind: modelcli.EventProgress,
 			Text: "[codex] declined " + m.Method + ": collab answers no request mid-turn yet"}})
 		return false

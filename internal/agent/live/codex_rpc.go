@@ -1,10 +1,11 @@
 package live
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode"
+
+	"github.com/collabdev/collab/internal/plumbing/jsonrpc"
 )
 
 // Codex's app-server (codex app-server) speaks JSON-RPC 2.0, one message
@@ -16,15 +17,6 @@ import (
 // thread/tokenUsage/updated, error, turn/completed, …) and requests of
 // its own (approvals), which the client answers. The shapes are those of
 // `codex app-server generate-ts` for the pinned version.
-
-// isRequest reports whether m is a request (the server's, to answer).
-func (m rpcMsg) isRequest() bool { return m.Method != "" && m.ID != nil }
-
-// isResponse reports whether m answers one of the client's requests.
-func (m rpcMsg) isResponse() bool { return m.Method == "" && m.ID != nil }
-
-// idKey is the id as a key: its JSON text, spaces trimmed.
-func idKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
 
 // The notifications a turn reads; the rest are dropped as they arrive.
 var turnNotes = map[string]bool{
@@ -196,7 +188,7 @@ func execLine(method string, n appNote, usage tokenUsage) []byte {
 // "never", so nothing should ask; what asks anyway is declined. The
 // second result is a JSON-RPC error for the requests that have no
 // declining answer.
-func answer(method string) (any, *rpcError) {
+func answer(method string) (any, *jsonrpc.Error) {
 	switch method {
 	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
 		return map[string]string{"decision": "decline"}, nil
@@ -209,5 +201,5 @@ func answer(method string) (any, *rpcError) {
 	case "item/tool/requestUserInput":
 		return map[string]any{"answers": map[string]any{}}, nil
 	}
-	return nil, &rpcError{Code: -32601, Message: "collab: " + method + " is not supported"}
+	return nil, &jsonrpc.Error{Code: -32601, Message: "collab: " + method + " is not supported"}
 }

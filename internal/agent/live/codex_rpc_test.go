@@ -8,6 +8,7 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/agent/modelcli/codex"
+	"github.com/collabdev/collab/internal/plumbing/jsonrpc"
 )
 
 func TestDecodeRPC(t *testing.T) {
@@ -27,11 +28,11 @@ func TestDecodeRPC(t *testing.T) {
 		{name: "empty", line: ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, _, err := decodeRPC([]byte(tc.line))
+			m, _, err := jsonrpc.Decode([]byte(tc.line))
 			if (err == nil) != tc.ok {
 				t.Fatalf("err %v, want ok %v", err, tc.ok)
 			}
-			if m.isRequest() != tc.req || m.isResponse() != tc.resp || m.Method != tc.method || string(m.Result) != tc.result {
+			if m.IsRequest() != tc.req || m.IsResponse() != tc.resp || m.Method != tc.method || string(m.Result) != tc.result {
 				t.Errorf("got %+v", m)
 			}
 		})
@@ -51,12 +52,12 @@ func FuzzDecodeCodexRPC(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, _, err := decodeRPC(b)
+		m, _, err := jsonrpc.Decode(b)
 		if err != nil {
 			return
 		}
 		kinds := 0
-		for _, k := range []bool{m.isRequest(), m.isResponse(), m.Method != "" && m.ID == nil} {
+		for _, k := range []bool{m.IsRequest(), m.IsResponse(), m.Method != "" && m.ID == nil} {
 			if k {
 				kinds++
 			}
@@ -64,7 +65,7 @@ func FuzzDecodeCodexRPC(f *testing.F) {
 		if kinds != 1 {
 			t.Fatalf("%q: %d kinds", b, kinds)
 		}
-		if m.ID != nil && idKey(m.ID) == "" {
+		if m.ID != nil && jsonrpc.IDKey(m.ID) == "" {
 			t.Fatalf("%q: empty id key", b)
 		}
 		var n appNote
@@ -89,7 +90,7 @@ func TestExecLines(t *testing.T) {
 	p := &codex.Parser{Model: "m1"}
 	var kinds []string
 	for _, l := range notes {
-		m, _, err := decodeRPC([]byte(l))
+		m, _, err := jsonrpc.Decode([]byte(l))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestCodexDeclinesRequests(t *testing.T) {
 	} {
 		t.Run(tc.method, func(t *testing.T) {
 			var in bytes.Buffer
-			s := &codexSession{process: process{in: nopCloser{&in}}, notes: make(chan rpcMsg, 1), pending: map[string]chan rpcMsg{}}
+			s := &codexSession{process: process{in: nopCloser{&in}}, notes: make(chan jsonrpc.Msg, 1), pending: map[string]chan jsonrpc.Msg{}}
 			s.dispatch([]byte(`{"id":7,"method":"` + tc.method + `","params":{}}`))
 			if got := strings.TrimSpace(in.String()); got != tc.want {
 				t.Errorf("answered %s, want %s", got, tc.want)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/agent/modelcli/gemini"
+	"github.com/collabdev/collab/internal/plumbing/jsonrpc"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
@@ -127,10 +128,10 @@ func (s *geminiSession) SessionID() string {
 // handle takes the agent's notifications and requests (on the
 // connection's reader): they go to the running turn, and a permission
 // request is refused (see the protocol's comment).
-func (s *geminiSession) handle(kind rpcKind, m rpcMsg) (any, *rpcError) {
+func (s *geminiSession) handle(kind jsonrpc.Kind, m jsonrpc.Msg) (any, *jsonrpc.Error) {
 	var answer any
 	switch {
-	case kind == rpcRequest && m.Method == "session/request_permission":
+	case kind == jsonrpc.Request && m.Method == "session/request_permission":
 		s.mu.Lock()
 		if s.running && s.asking && !s.cancelling {
 			s.queue = append(s.queue, queued{method: m.Method, params: m.Params, at: time.Now(), id: m.ID})
@@ -140,8 +141,8 @@ func (s *geminiSession) handle(kind rpcKind, m rpcMsg) (any, *rpcError) {
 		}
 		s.mu.Unlock()
 		answer = refusal(m.Params, s.isCancelling())
-	case kind == rpcRequest:
-		return nil, &rpcError{Code: -32601, Message: "method not found: " + m.Method}
+	case kind == jsonrpc.Request:
+		return nil, &jsonrpc.Error{Code: -32601, Message: "method not found: " + m.Method}
 	case m.Method != "session/update":
 		return nil, nil
 	}
@@ -263,7 +264,7 @@ func (s *geminiSession) handshake(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("gemini live: resume %s: the agent cannot load sessions: %w", resume, modelcli.ErrSessionGone)
 	case resume != "":
 		err := s.await(ctx, "session/load", map[string]any{"sessionId": resume, "cwd": s.dir, "mcpServers": []any{}}, nil)
-		var rerr *rpcError
+		var rerr *jsonrpc.Error
 		if errors.As(err, &rerr) {
 			return "", fmt.Errorf("gemini live: resume %s: %w: %w", resume, rerr, modelcli.ErrSessionGone)
 		} else if err != nil {
@@ -306,7 +307,7 @@ func (s *geminiSession) replayed(ctx context.Context) {
 }
 
 // await calls method and waits for its result, the process's end or
-// ctx's; an error of the agent is an *rpcError.
+// ctx's; an error of the agent is an *jsonrpc.Error.
 func (s *geminiSession) await(ctx context.Context, method string, params, v any) error {
 	ch, err := s.conn.call(method, params)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/jsonrpc"
 )
 
 // geminiTurn gathers one turn's session/update notifications into the
@@ -163,7 +164,7 @@ var errStopped = errors.New("gemini live: the turn was cancelled")
 
 // finish ends the turn with session/prompt's response (runErr set when
 // there is none: the process died, or the call failed).
-func (g *geminiTurn) finish(resp *rpcMsg, runErr error) (modelcli.Response, error) {
+func (g *geminiTurn) finish(resp *jsonrpc.Msg, runErr error) (modelcli.Response, error) {
 	g.flush()
 	err := runErr
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/plumbing/jsonrpc"
 	"github.com/collabdev/collab/internal/testsupport/clitest"
 )
 
@@ -17,11 +18,11 @@ func TestGeminiTurn(t *testing.T) {
 	chunk := func(s string) json.RawMessage {
 		return up(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` + s + `"}}`)
 	}
-	ok := &rpcMsg{ID: json.RawMessage("1"), Result: json.RawMessage(`{"stopReason":"end_turn","_meta":{"quota":{"token_count":{"input_tokens":10,"output_tokens":3},"model_usage":[{"model":"gemini-2.5-flash","token_count":{}}]}}}`)}
+	ok := &jsonrpc.Msg{ID: json.RawMessage("1"), Result: json.RawMessage(`{"stopReason":"end_turn","_meta":{"quota":{"token_count":{"input_tokens":10,"output_tokens":3},"model_usage":[{"model":"gemini-2.5-flash","token_count":{}}]}}}`)}
 	for _, tc := range []struct {
 		name      string
 		updates   []json.RawMessage
-		resp      *rpcMsg
+		resp      *jsonrpc.Msg
 		runErr    error
 		wantText  string
 		wantKinds []string
@@ -37,9 +38,9 @@ func TestGeminiTurn(t *testing.T) {
 			chunk("Done."),
 		}, ok, nil, "Done.", []string{"progress", "tool_call:read_file", "progress", "progress", "completed"}, ""},
 		{"empty", nil, ok, nil, "", []string{"error"}, modelcli.ErrEmpty.Error()},
-		{"cancelled", []json.RawMessage{chunk("x")}, &rpcMsg{ID: json.RawMessage("1"), Result: json.RawMessage(`{"stopReason":"cancelled"}`)}, nil, "", []string{"progress", "error"}, "cancelled"},
-		{"max tokens", nil, &rpcMsg{ID: json.RawMessage("1"), Result: json.RawMessage(`{"stopReason":"max_tokens"}`)}, nil, "", []string{"error"}, "the turn ended: max_tokens"},
-		{"agent error", nil, &rpcMsg{ID: json.RawMessage("1"), Error: &rpcError{Code: 429, Message: "Rate limit exceeded. Try again later."}}, nil, "", []string{"error"}, "Rate limit exceeded. Try again later. (code 429)"},
+		{"cancelled", []json.RawMessage{chunk("x")}, &jsonrpc.Msg{ID: json.RawMessage("1"), Result: json.RawMessage(`{"stopReason":"cancelled"}`)}, nil, "", []string{"progress", "error"}, "cancelled"},
+		{"max tokens", nil, &jsonrpc.Msg{ID: json.RawMessage("1"), Result: json.RawMessage(`{"stopReason":"max_tokens"}`)}, nil, "", []string{"error"}, "the turn ended: max_tokens"},
+		{"agent error", nil, &jsonrpc.Msg{ID: json.RawMessage("1"), Error: &jsonrpc.Error{Code: 429, Message: "Rate limit exceeded. Try again later."}}, nil, "", []string{"error"}, "Rate limit exceeded. Try again later. (code 429)"},
 		{"died", []json.RawMessage{chunk("part")}, nil, ErrDied, "", []string{"progress", "error"}, ErrDied.Error()},
 		{"not an update", []json.RawMessage{json.RawMessage(`[1]`), chunk("ok")}, ok, nil, "ok", []string{"progress", "completed"}, ""},
 	} {
@@ -72,7 +73,7 @@ func TestGeminiTurn(t *testing.T) {
 func TestGeminiTurnCapsReply(t *testing.T) {
 	g := &geminiTurn{maxText: 8}
 	g.update(json.RawMessage(`{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"0123456789abc"}}}`), time.Now())
-	resp, err := g.finish(&rpcMsg{ID: json.RawMessage("1"), Result: json.RawMessage(`{"stopReason":"end_turn"}`)}, nil)
+	resp, err := g.finish(&jsonrpc.Msg{ID: json.RawMessage("1"), Result: json.RawMessage(`{"stopReason":"end_turn"}`)}, nil)
 	if err != nil || !resp.Truncated || len(resp.Text) > 8 {
 		t.Fatalf("got %q (truncated %v), %v; want at most 8 bytes, truncated", resp.Text, resp.Truncated, err)
 	}
