@@ -21,7 +21,7 @@ func runJoin(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	agent := agentFlag(fs, "", "the agent this session is", true)
 	chans := fs.StringArray("channel", nil, "channel to join, repeatable; the first is where the session posts")
 	envflag.FromEnv(fs, "channel", envChannel)
-	cli := fs.String("cli", "claude", "the CLI to run: claude or gemini")
+	cli := fs.String("cli", "claude", "the CLI to run: claude, codex or gemini")
 	poll := fs.Duration("poll", join.DefaultPoll, "how often to look for new messages")
 	trust := fs.String("trust", string(signing.DefaultPolicy), "which senders' messages are shown as theirs: any, known or signed (the others are shown as forged)")
 	c := addCommon(fs, withRoot, withKeyring, withKey)
@@ -37,8 +37,10 @@ func runJoin(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		mech = &join.Claude{Args: fs.Args()}
 	case "gemini":
 		mech = &join.Gemini{Args: fs.Args()}
+	case "codex":
+		mech = &join.Codex{Args: fs.Args()}
 	default:
-		return usageErrorf("join: unknown --cli %q; use claude or gemini", *cli)
+		return usageErrorf("join: unknown --cli %q; use claude, codex or gemini", *cli)
 	}
 	policy, err := signing.ParsePolicy(*trust)
 	if err != nil {

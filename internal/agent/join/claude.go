@@ -1,6 +1,7 @@
 package join
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -34,8 +35,9 @@ type Claude struct {
 	Env  []string // added to the environment
 }
 
-func (c *Claude) Name() string    { return "claude" }
-func (c *Claude) Model() []string { return []string{"assistant"} }
+func (c *Claude) Name() string                    { return "claude" }
+func (c *Claude) Serve(context.Context, *Session) {}
+func (c *Claude) Model() []string                 { return []string{"assistant"} }
 
 // Command writes the hooks' settings and returns the claude command.
 func (c *Claude) Command(s *Session, sock string, mcp MCP) (*exec.Cmd, error) {

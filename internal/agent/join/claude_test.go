@@ -3,11 +3,12 @@ package join_test
 import (
 	"os"
 
-	"github.com/collabdev/collab/channel"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/collabdev/collab/channel"
 
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/tree"

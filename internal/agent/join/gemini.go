@@ -1,6 +1,7 @@
 package join
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,8 +42,9 @@ type Gemini struct {
 	SystemDefaults string
 }
 
-func (g *Gemini) Name() string    { return "gemini" }
-func (g *Gemini) Model() []string { return []string{"gemini"} }
+func (g *Gemini) Name() string                    { return "gemini" }
+func (g *Gemini) Serve(context.Context, *Session) {}
+func (g *Gemini) Model() []string                 { return []string{"gemini"} }
 
 // Command writes the defaults file and returns the gemini command.
 func (g *Gemini) Command(s *Session, sock string, mcp MCP) (*exec.Cmd, error) {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +72,7 @@ type answering struct {
 	mu       sync.Mutex
 	answered map[string]bool
 	tool     string // the tool's name as the CLI offers it
+	mcp      bool   // Codex: the tool is in namespace mcp__collab, maybe behind tool_search
 }
 
 func (a *answering) reply(r fakemodel.Request) fakemodel.Reply {
@@ -81,6 +83,14 @@ func (a *answering) reply(r fakemodel.Request) fakemodel.Reply {
 		for _, name := range r.Tools {
 			if strings.HasSuffix(name, "channel_send") {
 				tool = name
+			}
+		}
+	}
+	if a.mcp && (r.HasTool("tool_search") || slices.Contains(r.Namespaces["mcp__collab"], "channel_send")) {
+		for _, m := range markerRE.FindAllStringSubmatch(r.Transcript(), -1) {
+			if id := m[1]; !a.answered[id] {
+				a.answered[id] = true
+				return fakemodel.MCPTool("collab", "channel_send", map[string]any{"message": "thanks, on it", "to": "bob", "in_reply_to": id})
 			}
 		}
 	}

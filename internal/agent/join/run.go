@@ -24,6 +24,9 @@ type CLI interface {
 	Command(s *Session, sock string, mcp MCP) (*exec.Cmd, error)
 	// Model is the "type" of the model's lines in the CLI's transcript.
 	Model() []string
+	// Serve delivers to the CLI for the session's life when its way in is
+	// not the hooks (Codex: its app-server); the others return at once.
+	Serve(ctx context.Context, s *Session)
 }
 
 // MCP is the collab MCP server the session answers with: Exe's
@@ -77,6 +80,9 @@ func Run(ctx context.Context, cfg Config, cli CLI, exe string, stdio Stdio) erro
 		return fmt.Errorf("join: %w", err)
 	}
 	cmd, err := cli.Command(s, sock, MCP{Exe: exe, Args: []string{"mcp", "--agent", cfg.Agent, "--root", root, "--channel", cfg.Channels[0]}})
+	if c, ok := cli.(io.Closer); ok {
+		defer c.Close() // what Command started (Codex's app-server)
+	}
 	if err != nil {
 		return err
 	}
@@ -96,6 +102,12 @@ func Run(ctx context.Context, cfg Config, cli CLI, exe string, stdio Stdio) erro
 		return fmt.Errorf("join: start %s: %w", cli.Name(), err)
 	}
 	cfg.Logger.Info("joined", "agent", cfg.Agent, "cli", cli.Name(), "pid", cmd.Process.Pid, "channels", cfg.Channels)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		cli.Serve(lctx, s)
+	}()
+	defer func() { stop(); <-served }()
 	return wait(ctx, cmd)
 }
 

@@ -167,9 +167,13 @@ func (a *Adapter) argv(thread string) ([]string, error) {
 }
 
 // mcpArgs declares Adapter.MCPServers, their tools approved.
-func (a *Adapter) mcpArgs() ([]string, error) {
+func (a *Adapter) mcpArgs() ([]string, error) { return MCPArgs(a.MCPServers) }
+
+// MCPArgs are the -c options that declare servers to Codex (codex exec,
+// codex app-server), their tools approved: they run without asking.
+func MCPArgs(servers []modelcli.MCPServer) ([]string, error) {
 	var argv []string
-	for _, srv := range a.MCPServers {
+	for _, srv := range servers {
 		if err := srv.Check(); err != nil {
 			return nil, fmt.Errorf("codex: %w", err)
 		}
