@@ -103,6 +103,7 @@ func TestJoinClaude(t *testing.T) {
 	}
 
 	// Closed: the message waits in the inbox for the next join.
+	waitIdle(t, srv)
 	s.Type("/exit")
 	if !s.Until(30*time.Second, func(string) bool { return !s.Alive() }) {
 		t.Fatal("claude did not exit")

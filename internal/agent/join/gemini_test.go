@@ -96,6 +96,8 @@ func TestJoinGemini(t *testing.T) {
 
 	// Closed: the message waits in the inbox for the next join (and its
 	// first prompt).
+	waitIdle(t, srv)
+	s.WaitFor(30*time.Second, "Type your message")
 	s.Type("/quit")
 	if !s.Until(30*time.Second, func(string) bool { return !s.Alive() }) {
 		t.Fatal("gemini did not exit")

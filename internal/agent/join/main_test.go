@@ -242,3 +242,28 @@ func waitPresence(t *testing.T, root tree.Root, state string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// waitIdle waits until srv has answered every model call it got, and no
+// new one came for a moment: the session's turn is over.
+func waitIdle(t *testing.T, srv *fakemodel.Server) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for quiet := 0; quiet < 5; {
+		reqs := srv.Requests()
+		done := true
+		for _, r := range reqs {
+			if r.Ended.IsZero() {
+				done = false
+			}
+		}
+		if done {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the session's turn did not end")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
