@@ -48,7 +48,7 @@ var docOf = map[string]string{
 	"init": "getting-started.md#deploy-on-a-shared-mount",
 	"send": "messaging.md#collab-send", "read": "messaging.md#collab-read", "who": "messaging.md#collab-who",
 	"status": "messaging.md#collab-status", "watch": "messaging.md#collab-watch", "jobs": "messaging.md#collab-jobs",
-	"archive": "messaging.md#big-channels", "agent": "messaging.md#collab-who",
+	"archive": "messaging.md#big-channels", "agent": "messaging.md#collab-who", "join": "join.md#join-from-your-terminal",
 	"wait": "workspace.md#delegation", "inbox": "workspace.md#inbox", "doc": "workspace.md#shared-documents",
 	"task": "workspace.md#task-board", "delegate": "workspace.md#delegating-into-worktrees", "resume": "workspace.md#delegating-into-worktrees",
 	"run": "workflows.md#workflows", "start": "workflows.md#workflows", "stop": "workflows.md#workflows", "ls": "workflows.md#workflows",

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"syscall"
 
@@ -31,16 +30,9 @@ func runJoin(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if len(*chans) == 0 {
 		return usageErrorf("join: give --channel (or set %s)", envChannel)
 	}
-	var mech join.CLI
-	switch *cli {
-	case "claude":
-		mech = &join.Claude{Args: fs.Args()}
-	case "gemini":
-		mech = &join.Gemini{Args: fs.Args()}
-	case "codex":
-		mech = &join.Codex{Args: fs.Args()}
-	default:
-		return usageErrorf("join: unknown --cli %q; use claude, codex or gemini", *cli)
+	mech, err := join.ForCLI(*cli, fs.Args())
+	if err != nil {
+		return usageErrorf("join: %v", err)
 	}
 	policy, err := signing.ParsePolicy(*trust)
 	if err != nil {
@@ -51,21 +43,13 @@ func runJoin(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
-	dir, err := join.DefaultDir(getenv)
-	if err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("join: %w", err)
-	}
 	cfg := join.Config{Root: root, Agent: *agent, Channels: *chans, Signer: signer, Verifier: c.verifier(root, stderr),
-		Trust: policy, Poll: *poll, Dir: dir}
+		Trust: policy, Poll: *poll, Getenv: getenv}
 	// A terminal closed (SIGHUP) ends the session as cleanly as a signal
 	// to stop.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
 	defer stop()
-	err = join.Run(ctx, cfg, mech, exe, join.Stdio{In: stdin, Out: stdout, Err: stderr})
+	err = join.Run(ctx, cfg, mech, join.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if ee := (*join.ExitError)(nil); errors.As(err, &ee) {
 		return &exitError{code: ee.Code}
 	}

@@ -62,8 +62,12 @@ type Config struct {
 	Poll      time.Duration // default 1s
 	Heartbeat time.Duration // default 10s
 	// Dir is a private folder (0700, made by Run) for the delivery socket
-	// and the CLI's settings for this run.
-	Dir    string
+	// and the CLI's settings for this run; default DefaultDir.
+	Dir string
+	// Exe is the collab binary the CLI runs as its hooks and MCP server;
+	// default this process's.
+	Exe    string
+	Getenv func(string) string // for DefaultDir; default os.Getenv
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -81,13 +85,30 @@ func (c *Config) setDefaults() error {
 	if len(c.Channels) == 0 {
 		return errors.New("join: no channel")
 	}
+	if err := c.Root.Check(); err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
 	for _, ch := range c.Channels {
 		if err := tree.CheckName("channel", ch); err != nil {
 			return err
 		}
 	}
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
 	if c.Dir == "" {
-		return errors.New("join: no private folder")
+		d, err := DefaultDir(c.Getenv)
+		if err != nil {
+			return err
+		}
+		c.Dir = d
+	}
+	if c.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+		c.Exe = exe
 	}
 	c.Poll = cmp.Or(c.Poll, DefaultPoll)
 	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultHeartbeat)

@@ -29,6 +29,20 @@ type CLI interface {
 	Serve(ctx context.Context, s *Session)
 }
 
+// ForCLI returns the way in of the CLI named name (claude, codex,
+// gemini), which runs with the person's own args.
+func ForCLI(name string, args []string) (CLI, error) {
+	switch name {
+	case "claude":
+		return &Claude{Args: args}, nil
+	case "codex":
+		return &Codex{Args: args}, nil
+	case "gemini":
+		return &Gemini{Args: args}, nil
+	}
+	return nil, fmt.Errorf("unknown CLI %q; use claude, codex or gemini", name)
+}
+
 // MCP is the collab MCP server the session answers with: Exe's
 // `mcp --agent A --root ROOT --channel C`, signing as A.
 type MCP struct {
@@ -53,12 +67,12 @@ const stopGrace = 5 * time.Second
 
 // Run runs cli in the person's terminal as cfg.Agent, with the delivery
 // loop, until the CLI exits (its status other than 0 is an *ExitError) or
-// ctx ends (the CLI is then ended). exe is the collab binary, for the
-// hooks and the MCP server.
-func Run(ctx context.Context, cfg Config, cli CLI, exe string, stdio Stdio) error {
+// ctx ends (the CLI is then ended).
+func Run(ctx context.Context, cfg Config, cli CLI, stdio Stdio) error {
 	if err := cfg.setDefaults(); err != nil {
 		return err
 	}
+	exe := cfg.Exe
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}

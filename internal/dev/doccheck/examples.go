@@ -52,10 +52,15 @@ type Invocation struct {
 	Words []string
 }
 
-// Flags returns the long flags an invocation uses (--name of --name=V).
+// Flags returns the long flags an invocation uses (--name of --name=V),
+// up to a bare "--" (what follows is another program's: collab join's
+// CLI arguments).
 func (c Invocation) Flags() []string {
 	var flags []string
 	for _, w := range c.Words {
+		if w == "--" {
+			break
+		}
 		if strings.HasPrefix(w, "--") && len(w) > 2 {
 			name, _, _ := strings.Cut(w, "=")
 			flags = append(flags, name)

@@ -158,7 +158,8 @@ func TestInvocations(t *testing.T) {
 		"git diff --stat | collab doc write --channel dev x.md   # content from stdin\n" +
 		"$ sudo -u admin collab key trust codex K && collab key list --json\n" +
 		"collab send --to b 'a # not a comment' --text=x \\\n  --wait\n" +
-		"echo collab --nope\n"
+		"echo collab --nope\n" +
+		"collab join --agent ana -- --model m\n"
 	var got []string
 	for _, c := range Invocations(script) {
 		got = append(got, strings.Join(c.Words, " ")+" ["+strings.Join(c.Flags(), ",")+"]")
@@ -169,6 +170,7 @@ func TestInvocations(t *testing.T) {
 		"key trust codex K []",
 		"key list --json [--json]",
 		"send --to b a # not a comment --text=x --wait [--to,--text,--wait]",
+		"join --agent ana -- --model m [--agent]",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Invocations:\n got %q\nwant %q", got, want)
