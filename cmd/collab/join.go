@@ -11,6 +11,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/join"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/envflag"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // runJoin runs the person's model CLI in this terminal as an agent on the
@@ -23,18 +24,11 @@ func runJoin(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 	cli := fs.String("cli", "claude", "the CLI to run: claude, codex or gemini")
 	poll := fs.Duration("poll", join.DefaultPoll, "how often to look for new messages")
 	trust := fs.String("trust", string(signing.DefaultPolicy), "which senders' messages are shown as theirs: any, known or signed (the others are shown as forged)")
-	c := addCommon(fs, withRoot, withKeyring, withKey)
+	c := addCommon(fs, withRoot, withKeyring, withKey, withNATS)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if len(*chans) == 0 {
-		return usageErrorf("join: give --channel (or set %s)", envChannel)
-	}
 	mech, err := join.ForCLI(*cli, fs.Args())
-	if err != nil {
-		return usageErrorf("join: %v", err)
-	}
-	policy, err := signing.ParsePolicy(*trust)
 	if err != nil {
 		return usageErrorf("join: %v", err)
 	}
@@ -44,7 +38,10 @@ func runJoin(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		return fmt.Errorf("join: %w", err)
 	}
 	cfg := join.Config{Root: root, Agent: *agent, Channels: *chans, Signer: signer, Verifier: c.verifier(root, stderr),
-		Trust: policy, Poll: *poll, Getenv: getenv}
+		Trust: signing.Policy(*trust), Poll: *poll, Getenv: getenv}
+	if o, ok := c.nf.options(getenv, natsbus.ConnName(*agent, hostname()), nil); ok {
+		cfg.NATS = &o
+	}
 	// A terminal closed (SIGHUP) ends the session as cleanly as a signal
 	// to stop.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)

@@ -37,7 +37,6 @@ package join
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -45,8 +44,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
 // Config is a joined session's configuration.
@@ -59,7 +60,11 @@ type Config struct {
 	Verifier *signing.Verifier
 	Trust    signing.Policy // "": signing.DefaultPolicy
 
-	Poll      time.Duration // default 1s
+	Poll time.Duration // default 1s
+	// NATS, when set, is the connection that wakes the loop at once with
+	// what others announce (as a watcher's); the inbox is still read
+	// every Poll. Local writes wake it through inotify.
+	NATS      *natsbus.Options
 	Heartbeat time.Duration // default 10s
 	// Dir is a private folder (0700, made by Run) for the delivery socket
 	// and the CLI's settings for this run; default DefaultDir.
@@ -78,20 +83,27 @@ const (
 	DefaultHeartbeat = 10 * time.Second
 )
 
+// setDefaults checks c (a bad setting is an errkind.Invalid error) and
+// fills in the defaults.
 func (c *Config) setDefaults() error {
 	if err := tree.CheckName("agent", c.Agent); err != nil {
-		return err
+		return errkind.Wrap(errkind.Invalid, fmt.Errorf("join: %w", err))
 	}
 	if len(c.Channels) == 0 {
-		return errors.New("join: no channel")
-	}
-	if err := c.Root.Check(); err != nil {
-		return fmt.Errorf("join: %w", err)
+		return errkind.New(errkind.Invalid, "join: give --channel (or set COLLAB_CHANNEL)")
 	}
 	for _, ch := range c.Channels {
 		if err := tree.CheckName("channel", ch); err != nil {
-			return err
+			return errkind.Wrap(errkind.Invalid, fmt.Errorf("join: %w", err))
 		}
+	}
+	if c.Trust != "" {
+		if _, err := signing.ParsePolicy(string(c.Trust)); err != nil {
+			return errkind.Wrap(errkind.Invalid, fmt.Errorf("join: --trust: %w", err))
+		}
+	}
+	if err := c.Root.Check(); err != nil {
+		return fmt.Errorf("join: %w", err)
 	}
 	if c.Getenv == nil {
 		c.Getenv = os.Getenv

@@ -14,6 +14,8 @@ import (
 	"github.com/collabdev/collab/internal/agent/claim"
 	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/delivery"
+	"github.com/collabdev/collab/internal/plumbing/fswake"
+	"github.com/collabdev/collab/internal/transport/natsbus"
 	"github.com/collabdev/collab/internal/workspace/inbox"
 	"github.com/collabdev/collab/presence"
 )
@@ -79,12 +81,14 @@ func newSession(cfg Config, cli string) (*Session, error) {
 func (s *Session) Agent() string { return s.cfg.Agent }
 
 // run is the loop: it polls the inbox and the channels, looks for reads,
-// and beats, until ctx ends; then it writes OFFLINE.
+// and beats, until ctx ends; then it writes OFFLINE. A wake-up (inotify, a
+// NATS announcement) makes it poll at once.
 func (s *Session) run(ctx context.Context) {
 	poll := time.NewTicker(s.cfg.Poll)
 	defer poll.Stop()
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
+	wake := s.startWakers(ctx)
 	s.beat(presence.StateAwake)
 	for {
 		s.poll()
@@ -95,10 +99,54 @@ func (s *Session) run(ctx context.Context) {
 			s.beat(presence.StateOffline)
 			return
 		case <-poll.C:
+		case <-wake:
 		case <-beat.C:
 			s.beat(presence.StateAwake)
 		}
 	}
+}
+
+// startWakers runs inotify on the channels and, with Config.NATS, the
+// NATS subscription, until ctx ends; the channel returned receives their
+// wake-ups. An announced message for the agent is queued at once (read by
+// its file's name, else as announced: a collab writer announces after the
+// file is written, and its signature is judged as the file's would be),
+// so that a host whose mount has not listed the file yet need not wait.
+func (s *Session) startWakers(ctx context.Context) <-chan struct{} {
+	wake := make(chan struct{}, 1)
+	ping := func(string, string) {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	go fswake.Channels{Root: s.cfg.Root}.Watch(ctx, s.cfg.Channels, ping)
+	if s.cfg.NATS == nil || s.cfg.NATS.URL == "" {
+		return wake
+	}
+	o := *s.cfg.NATS
+	o.KeepTrying, o.Logger = true, s.cfg.Logger
+	bus, err := natsbus.Connect(ctx, o)
+	if err != nil {
+		s.cfg.Logger.Warn("no NATS; polling only", "err", err)
+		return wake
+	}
+	context.AfterFunc(ctx, func() { bus.Drain() })
+	go natsbus.Waker{Bus: bus, OnMessage: s.announced}.Watch(ctx, s.cfg.Channels, ping)
+	return wake
+}
+
+// announced queues m, announced over NATS, if it is for the agent and new.
+func (s *Session) announced(m channel.Message) {
+	if !slices.Contains(s.cfg.Channels, m.SessionID) || !m.IsForAny(s.cfg.Agent) {
+		return
+	}
+	if f, err := channel.Lookup(s.cfg.Root, m.SessionID, m.ID); err == nil {
+		m = f
+	} else if m.File == "" {
+		m.File = m.ID + ".json"
+	}
+	s.queue([]inbox.Item{{Channel: m.SessionID, Message: m}})
 }
 
 // poll queues what is unread in the inbox and new to the session.
@@ -108,6 +156,11 @@ func (s *Session) poll() {
 		s.cfg.Logger.Warn("cannot read the inbox", "err", err)
 		return
 	}
+	s.queue(items)
+}
+
+// queue queues the items new to the session, each marked seen.
+func (s *Session) queue(items []inbox.Item) {
 	var fresh Batch
 	for _, it := range items {
 		m := it.Message

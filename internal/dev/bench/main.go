@@ -219,6 +219,7 @@ func parts() []part {
 		{"live-claude", (*bench).liveClaude},
 		{"live-codex", (*bench).liveCodex},
 		{"live-gemini", (*bench).liveGemini},
+		{"join", (*bench).join},
 	}
 }
 

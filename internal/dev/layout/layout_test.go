@@ -15,10 +15,10 @@ var debts = map[string]int{}
 
 // maxCmdLines is the budget of cmd/collab's non-test lines, within
 // MaxCmdLines since it met it; lower it as the command shrinks, never
-// raise it. (Raised once, from 3486 to 3553 on 2026-11-27, for the new
-// command collab join (its flags and the hook's entry, 67 lines): the
+// raise it. (Raised once, from 3486 to 3550 on 2026-11-27, for the new
+// command collab join (its flags and the hook's entry, 64 lines): the
 // next change to cmd/collab takes it back under 3500.)
-var maxCmdLines = 3553
+var maxCmdLines = 3550
 
 func TestLayout(t *testing.T) {
 	r, err := Measure("../../..")
