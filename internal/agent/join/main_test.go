@@ -128,16 +128,6 @@ func waitState(t *testing.T, root tree.Root, m channel.Message, want string, d t
 	}
 }
 
-// post posts text from from to ana in dev.
-func post(t *testing.T, root tree.Root, from, text string) channel.Message {
-	t.Helper()
-	m := channel.Message{SessionID: "dev", From: from, To: "ana", Content: channel.Content{Text: text}}
-	if err := (&channel.Writer{Root: root}).Post(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // replyTo returns ana's reply to id in dev, if any.
 func replyTo(t *testing.T, root tree.Root, id string) (channel.Message, bool) {
 	msgs, _, err := channel.ReadAll(root, "dev", channel.ReaderOptions{})

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
