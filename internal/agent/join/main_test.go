@@ -233,27 +233,13 @@ func waitPresence(t *testing.T, root tree.Root, state string) {
 	}
 }
 
-// waitIdle waits until srv has answered every model call it got, and no
-// new one came for a moment: the session's turn is over.
+// waitIdle waits until the session's turn is over: every model call
+// answered, and none for half a second.
 func waitIdle(t *testing.T, srv *fakemodel.Server) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for quiet := 0; quiet < 5; {
-		reqs := srv.Requests()
-		done := true
-		for _, r := range reqs {
-			if r.Ended.IsZero() {
-				done = false
-			}
-		}
-		if done {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the session's turn did not end")
-		}
-		time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.WaitQuiet(ctx, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -227,36 +226,18 @@ func waitRequestWith(ctx context.Context, srv *fakemodel.Server, n int, text str
 		if time.Now().After(deadline) {
 			return fakemodel.Request{}, fmt.Errorf("no model call with %q within a minute", text)
 		}
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
 			return fakemodel.Request{}, err
 		}
 	}
 }
 
-// waitTurnOver waits until every model call has been answered and none
-// came for half a second.
+// waitTurnOver waits until the session's turn is over: every model call
+// answered, and none for half a second.
 func waitTurnOver(ctx context.Context, srv *fakemodel.Server) error {
-	deadline := time.Now().Add(time.Minute)
-	for quiet := 0; quiet < 10; {
-		done := true
-		for _, r := range srv.Requests() {
-			if r.Ended.IsZero() {
-				done = false
-			}
-		}
-		if done {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the session's turn did not end within a minute")
-		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return srv.WaitQuiet(ctx, 500*time.Millisecond)
 }
 
 // waitMark waits for ana's offered mark of message id.
@@ -269,20 +250,9 @@ func waitMark(ctx context.Context, root tree.Root, id string) (delivery.SeenFile
 		if time.Now().After(deadline) {
 			return delivery.SeenFile{}, fmt.Errorf("%s not offered within a minute", id)
 		}
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
 			return delivery.SeenFile{}, err
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -327,7 +297,7 @@ func (t *tmuxRun) waitFor(ctx context.Context, d time.Duration, text string) err
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the session did not show %q within %v:\n%s", text, d, out)
 		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -115,6 +115,40 @@ func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 	}
 }
 
+// WaitQuiet waits until every model call has been answered whole and no
+// new one has come for quiet (the CLI's turn is over, as far as the model
+// can tell), or ctx ends.
+func (s *Server) WaitQuiet(ctx context.Context, quiet time.Duration) error {
+	t := time.NewTimer(quiet)
+	defer t.Stop()
+	last := -1
+	for {
+		s.mu.Lock()
+		arrived := s.arrived
+		s.mu.Unlock()
+		reqs := s.Requests()
+		done := true
+		for _, r := range reqs {
+			done = done && !r.Ended.IsZero()
+		}
+		if !done || len(reqs) != last {
+			last = len(reqs)
+			t.Reset(quiet)
+		}
+		select {
+		case <-t.C:
+			if done {
+				return nil
+			}
+			t.Reset(quiet)
+		case <-arrived:
+		case <-time.After(quiet / 5): // an answer ending is not an arrival
+		case <-ctx.Done():
+			return fmt.Errorf("fakemodel: the model calls did not settle: %w", ctx.Err())
+		}
+	}
+}
+
 // record stores r and returns it with its sequence number.
 func (s *Server) record(r Request) Request {
 	s.mu.Lock()

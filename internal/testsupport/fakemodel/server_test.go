@@ -662,3 +662,25 @@ func TestModelTime(t *testing.T) {
 		t.Errorf("model time %v, want at least the reply's 100ms delay", d)
 	}
 }
+
+// TestWaitQuiet: WaitQuiet returns once every call is answered and none
+// came for the quiet time; a call still being answered keeps it waiting.
+func TestWaitQuiet(t *testing.T) {
+	s := fakemodel.Start(t)
+	decodeJSON(t, post(t, s, "/v1/messages", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`), &struct{}{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitQuiet(ctx, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	s.Next(fakemodel.Text("never ends").Hung())
+	go http.Post(s.URL()+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if _, err := s.WaitRequests(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	if err := s.WaitQuiet(short, 50*time.Millisecond); err == nil {
+		t.Error("WaitQuiet returned while a call was still being answered")
+	}
+}
