@@ -45,7 +45,11 @@ func WhoTable(rows []AgentRow, now time.Time) [][]string {
 		if r.HasAge {
 			age = FormatAge(r.Age)
 		}
-		row := []string{workflow.Display(r.Agent), r.State, age, Cell(host), Cell(channels), Cell(msg)}
+		state := r.State
+		if r.Status != nil && r.Status.Joined != nil && r.State == presence.AwakeLive {
+			state += "(" + Cell(r.Status.Joined.CLI) + ")" // a person's joined session, and its CLI
+		}
+		row := []string{workflow.Display(r.Agent), state, age, Cell(host), Cell(channels), Cell(msg)}
 		if backlogs {
 			b, n := r.Backlog(now), "-"
 			if b.Backlog != nil {

@@ -50,3 +50,13 @@ func TestWhoTableLive(t *testing.T) {
 		t.Errorf("header %v: a LIVE column with no agent live", h)
 	}
 }
+
+// TestWhoTableJoined: a person's joined session shows as AWAKE/LIVE with
+// its CLI.
+func TestWhoTableJoined(t *testing.T) {
+	rows := []AgentRow{{Agent: "ana", State: presence.AwakeLive,
+		Status: &presence.Status{AgentID: "ana", State: presence.StateAwake, Substate: presence.SubLive, Joined: &presence.Joined{CLI: "codex"}}}}
+	if got := WhoTable(rows, time.Now())[1][1]; got != "AWAKE/LIVE(codex)" {
+		t.Errorf("state %q, want AWAKE/LIVE(codex)", got)
+	}
+}
