@@ -82,6 +82,12 @@ func TestJoinClaude(t *testing.T) {
 		}
 	}
 	saveScreen(t, "join-claude.txt", s.WaitFor(30*time.Second, "done."))
+	for _, kind := range []string{delivery.KindSeen, delivery.KindOffered, delivery.KindRead} {
+		mk, _ := delivery.ReadMark(root, kind, "dev", "ana", m.ID)
+		t.Logf("%-8s %s", kind, mk.Time.Format(time.RFC3339Nano))
+	}
+	t.Logf("status: %s", delivery.StateFor(root, "dev", &m, "ana", delivery.Options{}).Describe(time.Now()))
+	t.Logf("reply %s from %s to %s in reply to %s: %q", r.ID, r.From, r.To, r.Metadata.InReplyTo, r.Content.Text)
 
 	// Busy: one message while the command runs, two more after it.
 	n := len(srv.Requests())
