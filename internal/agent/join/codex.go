@@ -39,8 +39,9 @@ import (
 //   - each carries clientUserMessageId, and item/started of a userMessage
 //     with that clientId, once the input reached the model, is the read.
 //     The client sees a thread's turns and items only after thread/resume,
-//     which Codex allows once the thread has had a turn: a batch before
-//     that is read when answered.
+//     which Codex allows once the thread has had a turn: a batch delivered
+//     before that is found, once it can resume, in the thread's history
+//     (thread/read), or is read when answered.
 //
 // The TUI shows a delivered batch as a line of the person's own ("› …").
 
@@ -389,10 +390,57 @@ func (cl *appClient) subscribe(ctx context.Context) {
 	if !ok {
 		return
 	}
-	if _, err := cl.call(ctx, "thread/resume", map[string]any{"threadId": thread, "excludeTurns": true}); err == nil {
-		cl.mu.Lock()
-		cl.resumed = true
-		cl.mu.Unlock()
+	if _, err := cl.call(ctx, "thread/resume", map[string]any{"threadId": thread, "excludeTurns": true}); err != nil {
+		return
+	}
+	cl.mu.Lock()
+	cl.resumed = true
+	cl.mu.Unlock()
+	cl.catchUp(ctx, thread)
+}
+
+// catchUp finds, in the thread's history, the batches delivered before
+// the client could see its items (before its first turn): a user message
+// with a batch's clientUserMessageId reached the model.
+func (cl *appClient) catchUp(ctx context.Context, thread string) {
+	cl.mu.Lock()
+	waiting := len(cl.batches)
+	cl.mu.Unlock()
+	if waiting == 0 {
+		return
+	}
+	res, err := cl.call(ctx, "thread/read", map[string]any{"threadId": thread, "includeTurns": true})
+	if err != nil {
+		return
+	}
+	var r struct {
+		Thread struct {
+			Turns []struct {
+				Items []struct {
+					Type     string `json:"type"`
+					ClientID string `json:"clientId"`
+				} `json:"items"`
+			} `json:"turns"`
+		} `json:"thread"`
+	}
+	if json.Unmarshal(res, &r) != nil {
+		return
+	}
+	for _, t := range r.Thread.Turns {
+		for _, it := range t.Items {
+			cl.mu.Lock()
+			b, ok := cl.batches[it.ClientID]
+			if ok && it.Type == "userMessage" {
+				delete(cl.batches, it.ClientID)
+			}
+			cl.mu.Unlock()
+			if ok && it.Type == "userMessage" {
+				select {
+				case cl.readIDs <- b.IDs():
+				default:
+				}
+			}
+		}
 	}
 }
 

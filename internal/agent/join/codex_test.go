@@ -66,6 +66,9 @@ func TestJoinCodex(t *testing.T) {
 	if r, ok := replyTo(t, root, m.ID); !ok || r.Content.Text != "thanks, on it" {
 		t.Errorf("reply %+v, want ana's answer", r)
 	}
+	if _, err := delivery.ReadMark(root, delivery.KindOffered, "dev", "ana", m.ID); err != nil {
+		t.Errorf("no offered mark: %v", err)
+	}
 	saveScreen(t, "join-codex.txt", s.WaitFor(30*time.Second, "done."))
 
 	// Busy: steered in after the running command.

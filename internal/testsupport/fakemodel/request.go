@@ -43,6 +43,9 @@ type Request struct {
 	// (an error reply's too); it is zero until then, and for an answer
 	// cut short. Ended minus Arrived is the model's own time.
 	Arrived, Ended time.Time
+	// Over is when the server was done with the call: its answer written
+	// whole (Ended), cut short, or the client gone; zero while it runs.
+	Over time.Time
 
 	// Turn is set on a model call that was answered from the script (a
 	// generation request); probes, count-tokens and the like are not turns.

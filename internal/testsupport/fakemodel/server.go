@@ -115,9 +115,10 @@ func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 	}
 }
 
-// WaitQuiet waits until every model call has been answered whole and no
-// new one has come for quiet (the CLI's turn is over, as far as the model
-// can tell), or ctx ends.
+// WaitQuiet waits until the server is done with every model call
+// (answered, cut short, or its client gone) and no new one has come for
+// quiet (the CLI's turn is over, as far as the model can tell), or ctx
+// ends.
 func (s *Server) WaitQuiet(ctx context.Context, quiet time.Duration) error {
 	t := time.NewTimer(quiet)
 	defer t.Stop()
@@ -129,7 +130,7 @@ func (s *Server) WaitQuiet(ctx context.Context, quiet time.Duration) error {
 		reqs := s.Requests()
 		done := true
 		for _, r := range reqs {
-			done = done && !r.Ended.IsZero()
+			done = done && !r.Over.IsZero()
 		}
 		if !done || len(reqs) != last {
 			last = len(reqs)
@@ -159,6 +160,15 @@ func (s *Server) record(r Request) Request {
 	close(s.arrived)
 	s.arrived = make(chan struct{})
 	return r
+}
+
+// over notes that the server is done with request seq.
+func (s *Server) over(seq int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := seq - 1; i >= 0 && i < len(s.reqs) && s.reqs[i].Seq == seq {
+		s.reqs[i].Over = time.Now()
+	}
 }
 
 // ended notes that the answer to request seq has been written whole.
@@ -281,6 +291,7 @@ type event struct {
 func (s *Server) turn(w http.ResponseWriter, hr *http.Request, req Request, decodeErr error, wr writer) {
 	req.Turn = decodeErr == nil
 	req = s.record(req)
+	defer s.over(req.Seq)
 	if decodeErr != nil {
 		wr.error(w, http.StatusBadRequest, "fakemodel: cannot decode request: "+decodeErr.Error())
 		return
