@@ -17,6 +17,7 @@ import (
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/testsupport/tmuxtest"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 )
 
@@ -260,6 +261,7 @@ func waitMark(ctx context.Context, root tree.Root, id string) (delivery.SeenFile
 type tmuxRun struct{ sock, conf string }
 
 func startTmux(base, dir string, env []string, argv ...string) (*tmuxRun, error) {
+	env = tmuxtest.InteractiveEnv(env)
 	t := &tmuxRun{sock: filepath.Join(base, "tmux.sock"), conf: filepath.Join(base, "tmux.conf")}
 	if err := os.WriteFile(t.conf, nil, 0o600); err != nil {
 		return nil, err

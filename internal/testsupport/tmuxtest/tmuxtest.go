@@ -32,9 +32,11 @@ type Session struct {
 }
 
 // Start runs argv in a new tmux session of 200×50 in dir, with env as its
-// whole environment; the session is killed when the test ends.
+// whole environment (less what says CI: InteractiveEnv); the session is
+// killed when the test ends.
 func Start(t testing.TB, dir string, env []string, argv ...string) *Session {
 	t.Helper()
+	env = InteractiveEnv(env)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatalf("tmux is required (%s=1): %v", RequireEnv, err)
@@ -65,6 +67,21 @@ func Start(t testing.TB, dir string, env []string, argv ...string) *Session {
 		}
 	})
 	return s
+}
+
+// InteractiveEnv is env less the variables by which a program tells it
+// runs in CI (CI, CONTINUOUS_INTEGRATION, CI_*): Gemini CLI, seeing one,
+// takes itself for non-interactive even on a terminal.
+func InteractiveEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "CI" || k == "CONTINUOUS_INTEGRATION" || strings.HasPrefix(k, "CI_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 func (s *Session) tmux(args ...string) (string, error) {
