@@ -29,6 +29,7 @@ import (
 type asking struct {
 	q      modelcli.Question
 	answer chan modelcli.Answer // buffered: the loop never waits on it
+	gone   <-chan struct{}      // closed when the turn stopped waiting (its context ended)
 
 	// Set by the loop once the question is posted.
 	id      string      // the question's message id
@@ -40,7 +41,7 @@ type asking struct {
 // and waits for the answer, with the turn's timeout d paused meanwhile.
 func (w *watcher) asker(d *pausable) func(context.Context, modelcli.Question) (modelcli.Answer, error) {
 	return func(ctx context.Context, q modelcli.Question) (modelcli.Answer, error) {
-		a := &asking{q: q, answer: make(chan modelcli.Answer, 1)}
+		a := &asking{q: q, answer: make(chan modelcli.Answer, 1), gone: ctx.Done()}
 		d.pause()
 		defer d.resume()
 		select {
@@ -62,6 +63,12 @@ func (w *watcher) asker(d *pausable) func(context.Context, modelcli.Question) (m
 // is refused at once.
 func (w *watcher) asked(a *asking) {
 	j := w.busy
+	if j != nil && j.asking != nil && closed(j.asking.gone) {
+		// The turn that asked stopped waiting (its process died and the
+		// turn is run again): its question is void.
+		j.asking.expires.Stop()
+		j.asking = nil
+	}
 	if j == nil || j.asking != nil {
 		a.answer <- modelcli.Answer{Text: "collab: another question is waiting for an answer"}
 		return
@@ -81,6 +88,16 @@ func (w *watcher) asked(a *asking) {
 	j.rec.Event(modelcli.Event{Kind: modelcli.EventNeedsInput, Text: a.q.Text, Data: jsonString(q.ID)})
 	w.setPresence(presence.SubWaiting, m.ID)
 	w.log.Info("asked mid-run", keyMsg, m.ID, keyJob, j.id, keyReply, q.ID, keyAsker, m.From)
+}
+
+// closed reports whether c is closed.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // question is the message that puts q to the asker: in reply to the

@@ -3,6 +3,7 @@ package watcher_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -208,5 +209,61 @@ func TestForgedMidRunAnswerRefused(t *testing.T) {
 	answer(alice, "deny")
 	if r := repliesTo(waitReplies(t, root, m.ID), m.ID); r[0].Content.Text != "refused: deny" {
 		t.Errorf("reply %q, want the signed answer's refusal", r[0].Content.Text)
+	}
+}
+
+// redoRunner asks, then stops waiting (as a turn whose process died and
+// is run again by the pool), then asks again.
+type redoRunner struct{ root tree.Root }
+
+func (r redoRunner) Turn(ctx context.Context, key string, req modelcli.Request) (modelcli.Response, error) {
+	first, stop := context.WithCancel(ctx)
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		req.Ask(first, modelcli.Question{Text: "Test asks to use Bash: make deploy"})
+	}()
+	for asked := false; !asked; {
+		msgs, _, _ := channel.ReadAll(r.root, chName, channel.ReaderOptions{})
+		for _, m := range msgs {
+			asked = asked || m.IsQuestion()
+		}
+		select {
+		case <-ctx.Done():
+			return modelcli.Response{}, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	stop()
+	<-waited
+	ans, err := req.Ask(ctx, modelcli.Question{Text: "Test asks again to use Bash: make deploy"})
+	if err != nil || !ans.Allow {
+		return modelcli.Response{Text: fmt.Sprintf("refused: %s %v", ans.Text, err), Session: "s"}, nil
+	}
+	return modelcli.Response{Text: "ran it", Session: "s"}, nil
+}
+
+// TestAskAgainAfterRedo: a turn that stopped waiting for its question
+// (its process died, and the pool runs the turn again) may ask again: the
+// first question is void, the second is posted and answered.
+func TestAskAgainAfterRedo(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	cfg := config(root, &fakeRunner{})
+	cfg.Live = redoRunner{root: root}
+	start(t, cfg)
+	m := send(t, root, agent, "Deploy it.")
+	var second channel.Message
+	waitFor(t, "a second question", func() bool {
+		for _, q := range messages(t, root) {
+			if q.IsQuestion() && strings.Contains(q.Content.Text, "asks again") {
+				second = q
+				return true
+			}
+		}
+		return false
+	})
+	post(t, root, channel.Message{To: agent, Content: channel.Content{Text: "allow"}, Metadata: channel.Metadata{InReplyTo: second.ID}})
+	if r := repliesTo(waitReplies(t, root, m.ID), m.ID); r[0].Content.Text != "ran it" {
+		t.Errorf("reply %q, want the second question allowed", r[0].Content.Text)
 	}
 }
