@@ -218,6 +218,7 @@ type redoRunner struct{ root tree.Root }
 
 func (r redoRunner) Turn(ctx context.Context, key string, req modelcli.Request) (modelcli.Response, error) {
 	first, stop := context.WithCancel(ctx)
+	defer stop()
 	waited := make(chan struct{})
 	go func() {
 		defer close(waited)
