@@ -73,9 +73,22 @@ func TestJoinGemini(t *testing.T) {
 	}()
 	waitPresence(t, root, presence.StateAwake)
 
-	// Idle: the message waits for the next prompt.
+	// Idle (after a first turn, so that the session's start is over: its
+	// SessionStart hook takes what waits then): the message waits for
+	// the next prompt.
+	s.Type("hi")
+	waitRequests(t, srv, 1)
+	waitIdle(t, srv)
 	m := postSigned(t, root, bob, "bob", "the API changed, see the doc")
 	waitState(t, root, m, delivery.Seen, 10*time.Second)
+	// Nothing can hand it over while the session is idle: it stays seen
+	// over several polls.
+	for range 10 {
+		if st := state(root, m); st != delivery.Seen {
+			t.Fatalf("idle, the message became %s before the next prompt", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	s.Type("hello")
 	waitState(t, root, m, delivery.Answered, time.Minute)
 	if r, ok := replyTo(t, root, m.ID); !ok || r.Content.Text != "thanks, on it" {

@@ -3,7 +3,6 @@ package join
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"slices"
@@ -27,14 +26,13 @@ import (
 // says what it could hand over (offered, putBack). Safe for concurrent
 // use.
 type Session struct {
-	cfg      Config
-	cli      string
-	owner    claim.Owner
-	claims   *claim.Store
-	inbox    *inbox.Inbox
-	started  time.Time
-	replies  map[string]*channel.Reader // by channel: for the session's answers
-	instance string
+	cfg     Config
+	cli     string
+	owner   claim.Owner
+	claims  *claim.Store
+	inbox   *inbox.Inbox
+	started time.Time
+	replies map[string]*channel.Reader // by channel: for the session's answers
 
 	mu          sync.Mutex
 	pending     Batch
@@ -60,7 +58,7 @@ func newSession(cfg Config, cli string) (*Session, error) {
 	if cfg.Host != "" {
 		owner.Host = cfg.Host
 	}
-	s := &Session{cfg: cfg, cli: cli, owner: owner, inbox: in, started: cfg.Now(), instance: owner.Instance,
+	s := &Session{cfg: cfg, cli: cli, owner: owner, inbox: in, started: cfg.Now(),
 		claims:  &claim.Store{Root: cfg.Root, Self: owner, Signer: cfg.Signer, Verifier: cfg.Verifier, Trust: cfg.Trust, Now: cfg.Now},
 		replies: make(map[string]*channel.Reader), known: make(map[string]bool), offered: make(map[string]*offer),
 		grew: make(chan struct{}), transcripts: make(map[string]*transcript)}
@@ -76,9 +74,6 @@ func newSession(cfg Config, cli string) (*Session, error) {
 	}
 	return s, nil
 }
-
-// Agent is the session's agent.
-func (s *Session) Agent() string { return s.cfg.Agent }
 
 // run is the loop: it polls the inbox and the channels, looks for reads,
 // and beats, until ctx ends; then it writes OFFLINE. A wake-up (inotify, a
@@ -321,7 +316,7 @@ func (s *Session) answered(ch, id, reply string) {
 // beat writes the agent's heartbeat in state.
 func (s *Session) beat(state string) {
 	st := presence.Status{AgentID: s.cfg.Agent, State: state, WatcherPID: os.Getpid(), Channel: s.cfg.Channels[0],
-		Host: s.owner.Host, Started: presence.FormatTime(s.started), Instance: s.instance,
+		Host: s.owner.Host, Started: presence.FormatTime(s.started), Instance: s.owner.Instance,
 		Joined: &presence.Joined{CLI: s.cli}}
 	if state == presence.StateAwake {
 		st.Substate = presence.SubLive
@@ -345,5 +340,3 @@ func (s *Session) supersede(cancel context.CancelFunc) {
 		old()
 	}
 }
-
-func (s *Session) String() string { return fmt.Sprintf("join %s (%s)", s.cfg.Agent, s.cli) }

@@ -169,25 +169,13 @@ type userLine struct {
 func (s *claudeSession) Turn(ctx context.Context, req modelcli.Request) (modelcli.Response, error) {
 	s.turn.Lock()
 	defer s.turn.Unlock()
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, fmt.Errorf("%w after %v", proc.ErrTimeout, req.Timeout))
-		defer cancel()
-	}
+	ctx, cancel := s.beginTurn(ctx, &req)
+	defer cancel()
 	ending := s.begin()
 	defer s.end(ending)
-	if req.OnStart != nil {
-		req.OnStart(s.pid)
-	}
 	start := time.Now()
 	p := &claude.Parser{Session: s.SessionID(), MaxText: s.maxText}
-	emit := func(evs []modelcli.Event) {
-		for _, e := range evs {
-			if req.OnEvent != nil {
-				req.OnEvent(e)
-			}
-		}
-	}
+	emit := emitter(&req)
 	u := userLine{Type: "user"}
 	u.Message.Role, u.Message.Content = "user", req.Prompt
 	var resp modelcli.Response

@@ -198,14 +198,8 @@ func (s *geminiSession) take() []queued {
 func (s *geminiSession) Turn(ctx context.Context, req modelcli.Request) (modelcli.Response, error) {
 	s.turn.Lock()
 	defer s.turn.Unlock()
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, fmt.Errorf("%w after %v", proc.ErrTimeout, req.Timeout))
-		defer cancel()
-	}
-	if req.OnStart != nil {
-		req.OnStart(s.pid)
-	}
+	ctx, cancel := s.beginTurn(ctx, &req)
+	defer cancel()
 	start := time.Now()
 	g := &geminiTurn{maxText: s.maxText}
 	n := 0

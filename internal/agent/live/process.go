@@ -3,11 +3,13 @@ package live
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"os/exec"
 	"sync"
 	"time"
 
+	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 )
 
@@ -34,6 +36,32 @@ type process struct {
 func newProcess(killGrace, intGrace time.Duration) process {
 	return process{killGrace: cmp.Or(killGrace, DefaultKillGrace), intGrace: cmp.Or(intGrace, DefaultInterruptGrace),
 		done: make(chan struct{})}
+}
+
+// beginTurn is what every session's Turn does first: ctx bounded by
+// req.Timeout (its cause proc.ErrTimeout), and req.OnStart told the pid.
+// The caller calls cancel when the turn ends.
+func (p *process) beginTurn(ctx context.Context, req *modelcli.Request) (_ context.Context, cancel context.CancelFunc) {
+	cancel = func() {}
+	if req.Timeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, fmt.Errorf("%w after %v", proc.ErrTimeout, req.Timeout))
+	}
+	if req.OnStart != nil {
+		req.OnStart(p.pid)
+	}
+	return ctx, cancel
+}
+
+// emitter passes events to req.OnEvent, if set.
+func emitter(req *modelcli.Request) func([]modelcli.Event) {
+	return func(evs []modelcli.Event) {
+		if req.OnEvent == nil {
+			return
+		}
+		for _, e := range evs {
+			req.OnEvent(e)
+		}
+	}
 }
 
 // start starts cmd with its input piped to p.in and its standard error's

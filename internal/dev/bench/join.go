@@ -14,7 +14,6 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/delivery"
-	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/testsupport/fakemodel"
 	"github.com/collabdev/collab/internal/testsupport/tmuxtest"
@@ -136,12 +135,12 @@ func (b *bench) joinRun(ctx context.Context, run int, nats bool) (r joinResult, 
 		}
 		env = append(env, "NATS_URL="+srv.ClientURL())
 	}
-	t, err := startTmux(base, c.Dir, env, exe, "join", "--agent", "ana", "--channel", benchChannel, "--poll", "1s", "--", "--allowedTools", "Bash")
+	t, err := tmuxtest.Open(base, c.Dir, env, exe, "join", "--agent", "ana", "--channel", benchChannel, "--poll", "1s", "--", "--allowedTools", "Bash")
 	if err != nil {
 		return r, err
 	}
-	defer t.close()
-	if err := t.waitFor(ctx, time.Minute, "for shortcuts"); err != nil {
+	defer t.Close()
+	if _, err := t.WaitFor(ctx, time.Minute, "for shortcuts"); err != nil {
 		return r, err
 	}
 	w := &channel.Writer{Root: hostA}
@@ -178,7 +177,7 @@ func (b *bench) joinRun(ctx context.Context, run int, nats bool) (r joinResult, 
 	}
 	for i := range joinBusy {
 		n := len(srv.Requests())
-		if err := t.typeLine("RUN: sleep 2; echo slept"); err != nil {
+		if err := t.Type("RUN: sleep 2; echo slept"); err != nil {
 			return r, err
 		}
 		if _, err := waitRequestWith(ctx, srv, n, "RUN: sleep 2"); err != nil {
@@ -254,65 +253,5 @@ func waitMark(ctx context.Context, root tree.Root, id string) (delivery.SeenFile
 		if err := sleep(ctx, 5*time.Millisecond); err != nil {
 			return delivery.SeenFile{}, err
 		}
-	}
-}
-
-// tmuxRun is a program run in a tmux server of its own.
-type tmuxRun struct{ sock, conf string }
-
-func startTmux(base, dir string, env []string, argv ...string) (*tmuxRun, error) {
-	env = tmuxtest.InteractiveEnv(env)
-	t := &tmuxRun{sock: filepath.Join(base, "tmux.sock"), conf: filepath.Join(base, "tmux.conf")}
-	if err := os.WriteFile(t.conf, nil, 0o600); err != nil {
-		return nil, err
-	}
-	args := append([]string{"new-session", "-d", "-s", "bench", "-x", "200", "-y", "50", "-c", dir, "--"}, argv...)
-	if out, err := t.tmux(env, args...); err != nil {
-		return nil, fmt.Errorf("tmux: %v: %s", err, out)
-	}
-	return t, nil
-}
-
-func (t *tmuxRun) tmux(env []string, args ...string) (string, error) {
-	cmd := exec.Command("tmux", append([]string{"-S", t.sock, "-f", t.conf}, args...)...)
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-func (t *tmuxRun) typeLine(text string) error {
-	if out, err := t.tmux(nil, "send-keys", "-t", "bench", "-l", text); err != nil {
-		return fmt.Errorf("tmux: %v: %s", err, out)
-	}
-	time.Sleep(300 * time.Millisecond) // a TUI may take a fast Enter for part of a paste
-	_, err := t.tmux(nil, "send-keys", "-t", "bench", "Enter")
-	return err
-}
-
-func (t *tmuxRun) waitFor(ctx context.Context, d time.Duration, text string) error {
-	deadline := time.Now().Add(d)
-	for {
-		out, _ := t.tmux(nil, "capture-pane", "-p", "-t", "bench")
-		if strings.Contains(out, text) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the session did not show %q within %v:\n%s", text, d, out)
-		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
-	}
-}
-
-// close closes the terminal (SIGHUP: the join ends its CLI) and waits a
-// moment for the session to go.
-func (t *tmuxRun) close() {
-	out, _ := t.tmux(nil, "display-message", "-p", "-t", "bench", "#{pane_pid}")
-	t.tmux(nil, "kill-server")
-	var pid int
-	fmt.Sscan(strings.TrimSpace(out), &pid)
-	for deadline := time.Now().Add(10 * time.Second); pid > 0 && proc.PIDAlive(pid) && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
 	}
 }
