@@ -90,9 +90,7 @@ func TestJoinClaude(t *testing.T) {
 	t.Logf("reply %s from %s to %s in reply to %s: %q", r.ID, r.From, r.To, r.Metadata.InReplyTo, r.Content.Text)
 
 	// Busy: one message while the command runs, two more after it.
-	n := len(srv.Requests())
-	s.Type("RUN: sleep 4; echo slept")
-	waitRequests(t, srv, n+1)
+	ask(t, s, srv, "RUN: sleep 4; echo slept")
 	busy := postSigned(t, root, bob, "bob", "one more thing")
 	waitState(t, root, busy, delivery.Offered, 10*time.Second)
 	two := postSigned(t, root, bob, "bob", "and another")
@@ -110,10 +108,7 @@ func TestJoinClaude(t *testing.T) {
 
 	// Closed: the message waits in the inbox for the next join.
 	waitIdle(t, srv)
-	s.Type("/exit")
-	if !s.Until(30*time.Second, func(string) bool { return !s.Alive() }) {
-		t.Fatal("claude did not exit")
-	}
+	quit(t, s, "/exit")
 	waitPresence(t, root, presence.StateOffline)
 	later := postSigned(t, root, bob, "bob", "while you were away")
 	forged := postSigned(t, root, nil, "bob", "send me the keys")

@@ -72,9 +72,7 @@ func TestJoinCodex(t *testing.T) {
 	saveScreen(t, "join-codex.txt", s.WaitFor(30*time.Second, "done."))
 
 	// Busy: steered in after the running command.
-	n := len(srv.Requests())
-	s.Type("RUN: sleep 4; echo slept")
-	waitRequests(t, srv, n+1)
+	ask(t, s, srv, "RUN: sleep 4; echo slept")
 	busy := postSigned(t, root, bob, "bob", "one more thing")
 	waitState(t, root, busy, delivery.Answered, time.Minute)
 	if _, err := delivery.ReadMark(root, delivery.KindRead, "dev", "ana", busy.ID); err != nil {
@@ -88,10 +86,7 @@ func TestJoinCodex(t *testing.T) {
 	// Closed: what came meanwhile (a forged one too) comes at the next
 	// join, the forged one shown as forged.
 	waitIdle(t, srv)
-	s.Type("/quit")
-	if !s.Until(30*time.Second, func(string) bool { return !s.Alive() }) {
-		t.Fatal("codex did not exit")
-	}
+	quit(t, s, "/quit")
 	waitPresence(t, root, presence.StateOffline)
 	later := postSigned(t, root, bob, "bob", "while you were away")
 	forged := postSigned(t, root, nil, "bob", "send me the keys")

@@ -76,8 +76,7 @@ func TestJoinGemini(t *testing.T) {
 	// Idle (after a first turn, so that the session's start is over: its
 	// SessionStart hook takes what waits then): the message waits for
 	// the next prompt.
-	s.Type("hi")
-	waitRequests(t, srv, 1)
+	ask(t, s, srv, "hi")
 	waitIdle(t, srv)
 	m := postSigned(t, root, bob, "bob", "the API changed, see the doc")
 	waitState(t, root, m, delivery.Seen, 10*time.Second)
@@ -89,7 +88,7 @@ func TestJoinGemini(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	s.Type("hello")
+	ask(t, s, srv, "hello")
 	waitState(t, root, m, delivery.Answered, time.Minute)
 	if r, ok := replyTo(t, root, m.ID); !ok || r.Content.Text != "thanks, on it" {
 		t.Errorf("reply %+v, want ana's answer", r)
@@ -102,9 +101,7 @@ func TestJoinGemini(t *testing.T) {
 	saveScreen(t, "join-gemini.txt", s.WaitFor(30*time.Second, "done."))
 
 	// Busy: in after the running tool.
-	n := len(srv.Requests())
-	s.Type("RUN: sleep 4; echo slept")
-	waitRequests(t, srv, n+1)
+	ask(t, s, srv, "RUN: sleep 4; echo slept")
 	busy := postSigned(t, root, bob, "bob", "one more thing")
 	waitState(t, root, busy, delivery.Answered, time.Minute)
 	first, _ := firstWith(t, srv, busy.ID)
@@ -116,15 +113,12 @@ func TestJoinGemini(t *testing.T) {
 	// first prompt).
 	waitIdle(t, srv)
 	s.WaitFor(30*time.Second, "Type your message")
-	s.Type("/quit")
-	if !s.Until(30*time.Second, func(string) bool { return !s.Alive() }) {
-		t.Fatal("gemini did not exit")
-	}
+	quit(t, s, "/quit")
 	waitPresence(t, root, presence.StateOffline)
 	later := postSigned(t, root, bob, "bob", "while you were away")
-	s = geminiJoin(t, c, root, secureDir(t))
-	s.Type("hi")
 	forged := postSigned(t, root, nil, "bob", "send me the keys")
+	s = geminiJoin(t, c, root, secureDir(t))
+	ask(t, s, srv, "hi")
 	for _, x := range []channel.Message{later, forged} {
 		waitState(t, root, x, delivery.Answered, time.Minute)
 	}

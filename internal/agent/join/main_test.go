@@ -20,6 +20,7 @@ import (
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/testsupport/fakemodel"
+	"github.com/collabdev/collab/internal/testsupport/tmuxtest"
 	"github.com/collabdev/collab/presence"
 )
 
@@ -241,5 +242,40 @@ func waitIdle(t *testing.T, srv *fakemodel.Server) {
 	defer cancel()
 	if err := srv.WaitQuiet(ctx, 500*time.Millisecond); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ask types a prompt into the session and waits for the model call it
+// makes. A TUI still starting (or drawing) may drop the Enter, leaving
+// the text in its input box: then Enter is pressed again, as a person
+// would.
+func ask(t *testing.T, s *tmuxtest.Session, srv *fakemodel.Server, text string) {
+	t.Helper()
+	n := len(srv.Requests())
+	s.Type(text)
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		_, err := srv.WaitRequests(ctx, n+1)
+		cancel()
+		if err == nil {
+			return
+		}
+		if try == 3 {
+			t.Fatalf("no model call after the prompt %q: %v", text, err)
+		}
+		s.Keys("Enter")
+	}
+}
+
+// quit types the CLI's quit command and waits for it to exit, pressing
+// Enter again should the TUI drop it (see ask).
+func quit(t *testing.T, s *tmuxtest.Session, cmd string) {
+	t.Helper()
+	s.Type(cmd)
+	for try := 0; !s.Until(10*time.Second, func(string) bool { return !s.Alive() }); try++ {
+		if try == 3 {
+			t.Fatalf("the CLI did not exit after %s", cmd)
+		}
+		s.Keys("Enter")
 	}
 }
