@@ -208,16 +208,6 @@ func postSigned(t *testing.T, root tree.Root, key *signing.Signer, from, text st
 	return m
 }
 
-// waitRequests waits until srv has had n model calls.
-func waitRequests(t *testing.T, srv *fakemodel.Server, n int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := srv.WaitRequests(ctx, n); err != nil {
-		t.Fatalf("%d model calls: %v", n, err)
-	}
-}
-
 // waitPresence waits for ana's heartbeat to say state.
 func waitPresence(t *testing.T, root tree.Root, state string) {
 	t.Helper()
