@@ -57,6 +57,11 @@ type SeenFile struct {
 	Time     time.Time `json:"time"`
 	Guard    string    `json:"guard,omitempty"` // set: refused by this guard
 	Why      string    `json:"why,omitempty"`
+	// Visible is when the watcher's scan first returned the message, and
+	// Via what made that scan read it ([Woken]); both are unset in marks
+	// of older versions and in offered and read marks.
+	Visible time.Time `json:"visible,omitzero"`
+	Via     string    `json:"via,omitempty"`
 
 	Signature *signing.Signature `json:"signature,omitempty"`
 }
@@ -64,8 +69,15 @@ type SeenFile struct {
 // Payload returns the bytes the signature of s covers (see the package
 // doc), s being the seen file of message id of channel in agent's folder.
 func (s SeenFile) Payload(channel, agent, id string) []byte {
-	return signing.Payload(cmp.Or(s.Kind, KindSeen), channel, agent, id, s.Host, strconv.Itoa(s.PID), s.Instance,
-		s.Time.UTC().Format(time.RFC3339Nano), s.Guard, s.Why)
+	fields := []string{channel, agent, id, s.Host, strconv.Itoa(s.PID), s.Instance,
+		s.Time.UTC().Format(time.RFC3339Nano), s.Guard, s.Why}
+	if !s.Visible.IsZero() || s.Via != "" {
+		// Appended only when set: a mark of an older version verifies
+		// as it did, and dropping or adding them breaks the signature
+		// (the payload's fields are length-prefixed and counted).
+		fields = append(fields, s.Visible.UTC().Format(time.RFC3339Nano), s.Via)
+	}
+	return signing.Payload(cmp.Or(s.Kind, KindSeen), fields...)
 }
 
 // Verify returns the verdict on s, read as the seen file of message id of
@@ -92,7 +104,29 @@ func MarkSeen(root tree.Root, channel, id string, owner claim.Owner, now time.Ti
 // MarkSeenIn is MarkSeen in the claims folders dirs opens (a remote
 // watcher's are on the mount, through a bridge: see claim.Dirs).
 func MarkSeenIn(dirs claim.Dirs, channel, id string, owner claim.Owner, now time.Time, guard, why string, signer *signing.Signer) error {
-	return markIn(dirs, KindSeen, channel, id, owner, now, guard, why, signer)
+	return markIn(dirs, KindSeen, channel, id, owner, now, Woken{}, guard, why, signer)
+}
+
+// Ways a watcher is woken to read a message (SeenFile.Via): its poll's
+// listing, an fsnotify event naming the file, a NATS announcement.
+const (
+	ViaPoll     = "poll"
+	ViaFsnotify = "fsnotify"
+	ViaNATS     = "nats"
+)
+
+// Woken is when a watcher's scan first returned a message (At) and what
+// made it read the file (Via: ViaPoll, ViaFsnotify, ViaNATS), recorded in
+// the seen file as its visible and via.
+type Woken struct {
+	At  time.Time
+	Via string
+}
+
+// MarkSeenWoken is MarkSeenIn recording woken too: when and how the
+// watcher came to read the message (the timeline's visible stage).
+func MarkSeenWoken(dirs claim.Dirs, channel, id string, owner claim.Owner, now time.Time, woken Woken, guard, why string, signer *signing.Signer) error {
+	return markIn(dirs, KindSeen, channel, id, owner, now, woken, guard, why, signer)
 }
 
 // Mark publishes the mark of kind (KindOffered, KindRead) of message id of
@@ -101,17 +135,20 @@ func Mark(root tree.Root, kind, channel, id string, owner claim.Owner, now time.
 	if kind != KindOffered && kind != KindRead {
 		return fmt.Errorf("delivery: unknown mark %q", kind)
 	}
-	return markIn(claim.Files{Root: root}, kind, channel, id, owner, now, "", "", signer)
+	return markIn(claim.Files{Root: root}, kind, channel, id, owner, now, Woken{}, "", "", signer)
 }
 
-func markIn(dirs claim.Dirs, kind, channel, id string, owner claim.Owner, now time.Time, guard, why string, signer *signing.Signer) error {
+func markIn(dirs claim.Dirs, kind, channel, id string, owner claim.Owner, now time.Time, woken Woken, guard, why string, signer *signing.Signer) error {
 	for _, n := range []struct{ kind, v string }{{"channel", channel}, {"agent", owner.Agent}, {"message id", id}} {
 		if err := tree.CheckName(n.kind, n.v); err != nil {
 			return err
 		}
 	}
 	s := SeenFile{Kind: kind, Message: id, Channel: channel, Agent: owner.Agent, Host: owner.Host, PID: owner.PID,
-		Instance: owner.Instance, Time: now.UTC(), Guard: guard, Why: why}
+		Instance: owner.Instance, Time: now.UTC(), Guard: guard, Why: why, Via: woken.Via}
+	if !woken.At.IsZero() {
+		s.Visible = woken.At.UTC()
+	}
 	s.Signature = signer.Sign(s.Payload(channel, owner.Agent, id))
 	data, err := json.Marshal(s)
 	if err != nil {

@@ -64,6 +64,9 @@ type Addressee struct {
 	Guard    string  `json:"guard,omitempty"`           // refused: which guard
 	Error    string  `json:"error,omitempty"`           // failed: the error; refused: why
 	Note     string  `json:"note,omitempty"`
+	// Timeline is what happened to the message for the agent, stage by
+	// stage ([TimelineFor]), with Options.Timeline.
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // Status is where a message stands for every addressee.
@@ -101,6 +104,8 @@ type Options struct {
 	// (registry.KnownTo): it neither names an addressee nor keeps a
 	// message waiting rather than undeliverable.
 	Verifier *signing.Verifier
+	// Timeline fills each addressee's Timeline ([For]).
+	Timeline bool
 }
 
 // Of reads message id of channel ch and returns its status.
@@ -130,7 +135,12 @@ func For(root tree.Root, ch string, m *channel.Message, opt Options) Status {
 		return s
 	}
 	for _, a := range names {
-		s.Addressees = append(s.Addressees, state(root, ch, m, a, opt))
+		st := state(root, ch, m, a, opt)
+		if opt.Timeline {
+			tl := TimelineFor(root, ch, m, a, opt)
+			st.Timeline = &tl
+		}
+		s.Addressees = append(s.Addressees, st)
 	}
 	return s
 }

@@ -2,11 +2,13 @@ package delivery
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/claim"
 	"github.com/collabdev/collab/internal/agent/modelcli"
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
@@ -53,20 +55,36 @@ func (t Timeline) At(name string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// Span is the time from the first stage to the last (0 with fewer than
+// two stages).
+func (t Timeline) Span() time.Duration {
+	if len(t.Stages) < 2 {
+		return 0
+	}
+	return t.Stages[len(t.Stages)-1].Time.Sub(t.Stages[0].Time)
+}
+
 // TimelineFor returns the timeline of m, a message of channel ch, for
-// agent, from the files every host sees: the message, the seen file, the
-// claim, the job record, the reply. It reads what [StateFor] reads.
+// agent, from the files every host sees: the message, the seen file
+// (visible and seen), the claim, the job record (run started, first
+// output, questions), the reply, the sender's awaited mark (reply seen,
+// [MarkAwaited]) and the delivery report. It reads what [StateFor]
+// reads, plus those two marks. With opt.Verifier, a seen file or an
+// awaited mark that does not verify as its writer's while the writer has
+// keys is left out, as [StateFor] leaves it out.
 func TimelineFor(root tree.Root, ch string, m *channel.Message, agent string, opt Options) Timeline {
 	id := m.Key()
-	t := Timeline{Agent: agent}
+	t := Timeline{Agent: agent, Stages: []Stage{}}
 	add := func(s Stage) {
 		if !s.Time.IsZero() {
+			s.Host, s.Note = tree.Printable(s.Host), tree.Printable(s.Note)
 			t.Stages = append(t.Stages, s)
 		}
 	}
 	add(Stage{Name: StageSent, Time: m.Time(), Host: m.Metadata.Host})
-	if seen, err := ReadSeen(root, ch, agent, id); err == nil && seen.Agent == agent {
-		add(Stage{Name: StageSeen, Time: seen.Time, Host: seen.Host})
+	if seen, ok := verifiedSeen(root, ch, agent, id, opt.Verifier); ok {
+		add(Stage{Name: StageVisible, Time: seen.Visible, Via: knownVia(seen.Via), Host: seen.Host})
+		add(Stage{Name: StageSeen, Time: seen.Time, Host: seen.Host, Note: seen.Guard})
 	}
 	store := &claim.Store{Root: root, Self: claim.Owner{Agent: agent}}
 	if c, err := store.Read(ch, id); err == nil {
@@ -74,21 +92,92 @@ func TimelineFor(root tree.Root, ch string, m *channel.Message, agent string, op
 	}
 	if j, ok := findJob(root, agent, ch, id); ok {
 		add(Stage{Name: StageRunStarted, Time: j.Started, Host: j.Host, Note: j.ID})
-		for _, e := range j.Events {
-			if e.Kind == modelcli.EventProgress || e.Kind == modelcli.EventToolCall {
-				add(Stage{Name: StageFirstOutput, Time: e.Time})
-				break
-			}
-		}
+		add(Stage{Name: StageFirstOutput, Time: firstOutput(j.Events)})
 		for _, e := range j.Events {
 			if e.Kind == modelcli.EventNeedsInput {
 				add(Stage{Name: StageAwaitingInput, Time: e.Time})
 			}
 		}
 	}
-	if a := state(root, ch, m, agent, opt); a.State == Answered && a.Reply != "" {
-		add(Stage{Name: StageReplied, Time: a.Since, Note: a.Reply})
+	if a := StateFor(root, ch, m, agent, opt); a.State == Answered && a.Reply != "" {
+		s := Stage{Name: StageReplied, Time: a.Since, Note: a.Reply}
+		if r, err := channel.Lookup(root, ch, a.Reply); err == nil {
+			s.Host = r.Metadata.Host
+		}
+		add(s)
+		if w, ok := verifiedAwaited(root, ch, m, a.Reply, opt.Verifier); ok {
+			add(Stage{Name: StageReplySeen, Time: w.Time, Via: tree.Printable(w.Agent), Host: w.Host})
+		}
+	}
+	if s, ok := reportedStage(root, ch, agent, id, opt.Verifier); ok {
+		s.Name = StageReported
+		add(s)
 	}
 	slices.SortStableFunc(t.Stages, func(a, b Stage) int { return a.Time.Compare(b.Time) })
 	return t
+}
+
+// reportedStage is the hook for the delivery report of message id of ch
+// for agent (the once-only mark ROOT/claims/C/A/M.report of the bounce
+// code): its time, host and a note, with ok when there is one. It finds
+// none until that reader is wired in here.
+var reportedStage = func(root tree.Root, ch, agent, id string, v *signing.Verifier) (Stage, bool) {
+	return Stage{}, false
+}
+
+// verifiedSeen reads the seen file of message id of ch in agent's folder,
+// with ok false when there is none, it names another agent, or (with v)
+// it does not verify as agent's while agent has keys.
+func verifiedSeen(root tree.Root, ch, agent, id string, v *signing.Verifier) (SeenFile, bool) {
+	seen, err := ReadSeen(root, ch, agent, id)
+	if err != nil || seen.Agent != agent {
+		return SeenFile{}, false
+	}
+	if v != nil && seen.Verify(v, ch, agent, id) != signing.Verified && v.HasKeys(agent) {
+		return SeenFile{}, false
+	}
+	return seen, true
+}
+
+// knownVia is via when it names a known wake source, else "".
+func knownVia(via string) string {
+	switch via {
+	case ViaPoll, ViaFsnotify, ViaNATS:
+		return via
+	}
+	return ""
+}
+
+// firstOutput is the time of a run's first output among its events: the
+// earliest text of the model's or tool call, else its result. A line the
+// CLI or collab prints about the run ("[codex] …", "[gemini] …": an error
+// notice) is not output of the model's. Zero without one.
+func firstOutput(events []modelcli.Event) time.Time {
+	var first, done time.Time
+	for _, e := range events {
+		switch {
+		case e.Kind == modelcli.EventToolCall,
+			e.Kind == modelcli.EventProgress && strings.TrimSpace(e.Text) != "" && !cliNotice(e.Text):
+			if first.IsZero() || e.Time.Before(first) {
+				first = e.Time
+			}
+		case e.Kind == modelcli.EventCompleted && done.IsZero():
+			done = e.Time
+		}
+	}
+	if first.IsZero() {
+		return done
+	}
+	return first
+}
+
+// cliNotice reports whether a progress text is a notice of the CLI's
+// (its adapter prefixes it "[name] "), not the model's text.
+func cliNotice(text string) bool {
+	name, ok := strings.CutPrefix(text, "[")
+	if !ok {
+		return false
+	}
+	name, _, ok = strings.Cut(name, "] ")
+	return ok && name != "" && strings.IndexFunc(name, func(r rune) bool { return r < 'a' || r > 'z' }) < 0
 }
