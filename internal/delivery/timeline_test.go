@@ -54,7 +54,9 @@ func newTimelineTree(t *testing.T) *timelineTree {
 }
 
 // at is base plus n steps of 100ms.
-func (x *timelineTree) at(n int) time.Time { return x.base.Add(time.Duration(n) * 100 * time.Millisecond) }
+func (x *timelineTree) at(n int) time.Time {
+	return x.base.Add(time.Duration(n) * 100 * time.Millisecond)
+}
 
 func (x *timelineTree) post(t *testing.T, m *channel.Message, key *signing.Signer, step int) {
 	t.Helper()
