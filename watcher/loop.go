@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/presence"
 )
@@ -61,6 +62,7 @@ func (w *watcher) loop(ctx context.Context) error {
 		case m := <-w.cfg.Announce:
 			if r := w.readers[m.SessionID]; r != nil {
 				r.Hint(m.File)
+				w.woken.named(m.SessionID, m.File, delivery.ViaNATS)
 			}
 		case <-wake:
 			w.takeWakes()
@@ -86,14 +88,25 @@ func (w *watcher) loop(ctx context.Context) error {
 	return nil
 }
 
-// wakes collects the Wakers' wake-ups between two turns of the loop.
+// wakes collects the Wakers' wake-ups between two turns of the loop, and
+// (for the loop only) what named each file until a scan reads it: the
+// seen file's via (package delivery).
 type wakes struct {
 	mu    sync.Mutex
-	files map[string][]string // by channel
-	list  bool                // a listing of every channel was asked for
+	files map[string][]hint // by channel
+	list  bool              // a listing of every channel was asked for
+
+	// Owned by the loop's goroutine: what named each file hinted (by
+	// channel and file name) until a scan reads it, and the wake-up of
+	// the message the scan hands to consider.
+	via   map[string]string
+	sight delivery.Woken
 }
 
-func (k *wakes) add(ch, file string) {
+// hint is a file a wake source named, and which source (a delivery.Via*).
+type hint struct{ file, via string }
+
+func (k *wakes) add(ch, file, via string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if ch == "" || file == "" || len(k.files[ch]) >= maxPendingWakes {
@@ -101,16 +114,41 @@ func (k *wakes) add(ch, file string) {
 		return
 	}
 	if k.files == nil {
-		k.files = make(map[string][]string)
+		k.files = make(map[string][]hint)
 	}
-	k.files[ch] = append(k.files[ch], file)
+	k.files[ch] = append(k.files[ch], hint{file, via})
+}
+
+// named records that via named file of channel ch, unless another source
+// did first. Names no scan reads (a file that never comes, or one read
+// already) are dropped beyond maxPendingWakes.
+func (k *wakes) named(ch, file, via string) {
+	if via == "" {
+		return
+	}
+	if k.via == nil || len(k.via) >= maxPendingWakes {
+		k.via = make(map[string]string)
+	}
+	key := ch + "/" + file
+	if _, ok := k.via[key]; !ok {
+		k.via[key] = via
+	}
+}
+
+// viaOf returns (and forgets) what named file of channel ch; "" when
+// nothing did.
+func (k *wakes) viaOf(ch, file string) string {
+	key := ch + "/" + file
+	v := k.via[key]
+	delete(k.via, key)
+	return v
 }
 
 // maxPendingWakes bounds the names kept between two turns of the loop;
 // beyond it a listing is asked for instead.
 const maxPendingWakes = 1024
 
-func (k *wakes) take() (map[string][]string, bool) {
+func (k *wakes) take() (map[string][]hint, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	files, list := k.files, k.list
@@ -123,9 +161,10 @@ func (k *wakes) take() (map[string][]string, bool) {
 func (w *watcher) startWakers(ctx context.Context) <-chan struct{} {
 	wake := make(chan struct{}, 1)
 	for _, wk := range w.cfg.Wakers {
+		via := wakerVia(wk)
 		go func() {
 			err := wk.Watch(ctx, w.cfg.Channels, func(ch, file string) {
-				w.woken.add(ch, file)
+				w.woken.add(ch, file, via)
 				select {
 				case wake <- struct{}{}:
 				default:
@@ -137,6 +176,15 @@ func (w *watcher) startWakers(ctx context.Context) <-chan struct{} {
 		}()
 	}
 	return wake
+}
+
+// wakerVia names what wk's wake-ups are (a delivery.Via*): its Via
+// method's word, "" for a Waker without one.
+func wakerVia(wk Waker) string {
+	if n, ok := wk.(interface{ Via() string }); ok {
+		return n.Via()
+	}
+	return ""
 }
 
 // beginStop takes nothing new from now on and gives a running CLI the
@@ -185,8 +233,9 @@ func (w *watcher) takeWakes() {
 	files, list := w.woken.take()
 	for ch, names := range files {
 		if r := w.readers[ch]; r != nil {
-			for _, f := range names {
-				r.Hint(f)
+			for _, h := range names {
+				r.Hint(h.file)
+				w.woken.named(ch, h.file, h.via)
 			}
 		}
 	}

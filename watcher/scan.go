@@ -42,6 +42,7 @@ func (w *watcher) scan(ch string, list bool) {
 	if list {
 		scan = w.readers[ch].Scan
 	}
+	at := w.now()
 	msgs, skips, err := scan()
 	if err != nil {
 		w.logOnce("scan:"+ch, "cannot scan channel", keyChannel, ch, keyErr, err)
@@ -56,8 +57,12 @@ func (w *watcher) scan(ch string, list bool) {
 		msgs[i].SessionID = ch
 		msgs[i].ID = msgs[i].Key()
 		w.recent.add(ch, &msgs[i])
+		// What made this scan read the file: the source that named
+		// it, else the poll's listing.
+		w.woken.sight = delivery.Woken{At: at, Via: cmp.Or(w.woken.viaOf(ch, msgs[i].File), delivery.ViaPoll)}
 		w.consider(&msgs[i])
 	}
+	w.woken.sight = delivery.Woken{}
 	if len(msgs) > 0 {
 		w.dirty = true
 	}
@@ -102,10 +107,11 @@ func (w *watcher) consider(m *channel.Message) {
 }
 
 // markSeen records, for every host to see, that the watcher noticed m
-// (and, with guard set, refused it before any claim): see package
+// (and, with guard set, refused it before any claim), with when its scan
+// read it and what woke the watcher to (the scan's sight): see package
 // delivery.
 func (w *watcher) markSeen(m *channel.Message, guard, why string) {
-	if err := delivery.MarkSeenIn(w.claimDirs(), m.SessionID, m.Key(), w.claims.Self, w.now(), guard, why, w.cfg.Signer); err != nil {
+	if err := delivery.MarkSeenWoken(w.claimDirs(), m.SessionID, m.Key(), w.claims.Self, w.now(), w.woken.sight, guard, why, w.cfg.Signer); err != nil {
 		w.logOnce("seen", "cannot record a message as seen", keyMsg, m.ID, keyErr, err)
 	}
 }

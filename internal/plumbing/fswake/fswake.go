@@ -105,6 +105,9 @@ type Channels struct {
 	Root tree.Root
 }
 
+// Via names its wake-ups in a watcher's seen files.
+func (Channels) Via() string { return "fsnotify" }
+
 // Watch calls wake(channel, file) for each file created or written in
 // one of channels' folders, as [Watch] does; ("", "") means look at every
 // channel.

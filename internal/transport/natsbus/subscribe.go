@@ -124,6 +124,9 @@ type Waker struct {
 	OnMessage func(channel.Message)
 }
 
+// Via names its wake-ups in a watcher's seen files.
+func (Waker) Via() string { return "nats" }
+
 // Watch subscribes to the channels and runs until ctx is done or the Bus
 // is closed.
 func (w Waker) Watch(ctx context.Context, channels []string, wake func(channel, file string)) error {
