@@ -223,7 +223,10 @@ type AskRequest struct {
 
 // Ask posts as a and waits for the reply (see [AskRequest]). An error
 // of the post (Posted then has no message, or is Queued) comes before
-// any wait; the wait's are AwaitReply's.
+// any wait; the wait's are AwaitReply's. On the mount, once the reply
+// is had, the sender's awaited mark records it (delivery.MarkAwaited),
+// signed with a's key: the timeline's reply_seen. Through a bridge there
+// is none.
 func Ask(ctx context.Context, s Messages, a Actor, req AskRequest) (Posted, Awaited, error) {
 	waiter, err := s.ExpectReply(ctx, req.Post.Channel)
 	if err != nil {
@@ -250,5 +253,10 @@ func Ask(ctx context.Context, s Messages, a Actor, req AskRequest) (Posted, Awai
 		}
 	}
 	got, err := AwaitReply(ctx, w)
+	if r, ok := waiter.(interface {
+		replySeen(a Actor, sent, reply *channel.Message)
+	}); ok && err == nil {
+		r.replySeen(a, &m, &got.Message) // the mount's waiter: the timeline's reply_seen
+	}
 	return posted, got, err
 }

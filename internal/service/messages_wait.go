@@ -2,8 +2,12 @@ package service
 
 import (
 	"context"
+	"os"
+	"time"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workspace/delegate"
@@ -31,7 +35,7 @@ func (m *Mount) ExpectReply(ctx context.Context, ch string) (Waiter, error) {
 	if err := tree.CheckName("channel", ch); err != nil {
 		return nil, errkind.Wrap(errkind.Invalid, err)
 	}
-	w := &mountWaiter{}
+	w := &mountWaiter{m: m}
 	w.wake, w.stop = m.replyWakes(ctx, ch, nil)
 	r, err := delegate.Before(m.cfg.Root, ch, delegate.Options{})
 	if err != nil {
@@ -43,6 +47,7 @@ func (m *Mount) ExpectReply(ctx context.Context, ch string) (Waiter, error) {
 }
 
 type mountWaiter struct {
+	m    *Mount
 	r    *channel.Reader
 	wake <-chan string
 	stop func()
@@ -62,6 +67,16 @@ func (w *mountWaiter) Wait(ctx context.Context, id string, opt delegate.Options)
 }
 
 func (w *mountWaiter) Close() { w.stop() }
+
+// replySeen writes the awaited mark of sent, whose sender a got reply
+// (delivery.MarkAwaited: the timeline's reply_seen), once; a failure is
+// logged, the reply is the wait's result all the same.
+func (w *mountWaiter) replySeen(a Actor, sent, reply *channel.Message) {
+	owner := claim.Owner{Agent: sent.From, Host: w.m.cfg.Host, PID: os.Getpid()}
+	if err := delivery.MarkAwaited(w.m.cfg.Root, sent.SessionID, sent.ID, reply.ID, owner, time.Now(), a.Signer); err != nil {
+		w.m.cfg.Logger.Warn("cannot record the reply as seen", "message", sent.ID, "err", err)
+	}
+}
 
 // WaitReply waits for the reply to message id of channel ch, posted
 // already (it may have come): the first message after it that opt
