@@ -87,11 +87,19 @@ func TimelineFor(root tree.Root, ch string, m *channel.Message, agent string, op
 		add(Stage{Name: StageSeen, Time: seen.Time, Host: seen.Host, Note: seen.Guard})
 	}
 	store := &claim.Store{Root: root, Self: claim.Owner{Agent: agent}}
+	var claimed time.Time
 	if c, err := store.Read(ch, id); err == nil {
+		claimed = c.Claimed
 		add(Stage{Name: StageClaimed, Time: c.Claimed, Host: c.Owner.Host})
 	}
 	if j, ok := findJob(root, agent, ch, id); ok {
-		add(Stage{Name: StageRunStarted, Time: j.Started, Host: j.Host, Note: j.ID})
+		// A job's start is its watcher's dispatch time, taken just
+		// before the claim: the run starts once claimed.
+		started := j.Started
+		if started.Before(claimed) && !j.Started.IsZero() {
+			started = claimed
+		}
+		add(Stage{Name: StageRunStarted, Time: started, Host: j.Host, Note: j.ID})
 		add(Stage{Name: StageFirstOutput, Time: firstOutput(j.Events)})
 		for _, e := range j.Events {
 			if e.Kind == modelcli.EventNeedsInput {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,4 +288,28 @@ func FuzzParseAwaited(f *testing.F) {
 			t.Fatal("accepted no time")
 		}
 	})
+}
+
+func TestTimelineTable(t *testing.T) {
+	at := time.Date(2026, 11, 28, 0, 1, 2, 566_000_000, time.UTC)
+	tl := &Timeline{Agent: "codex", Stages: []Stage{
+		{Name: StageSent, Time: at, Host: "laptop"},
+		{Name: StageVisible, Time: at.Add(3 * time.Millisecond), Via: ViaFsnotify, Host: "vm 1"},
+		{Name: StageReplied, Time: at.Add(90 * time.Second), Host: "vm 1"},
+	}}
+	st := Status{Addressees: []Addressee{{Agent: "codex", Timeline: tl}, {Agent: "far"}}}
+	var got []string
+	for _, r := range st.TimelineTable() {
+		got = append(got, strings.Join(r, " "))
+	}
+	want := []string{
+		"AGENT STAGE TIME GAP TOTAL VIA HOST",
+		"codex sent 00:01:02.566 - 0s - laptop",
+		`codex visible 00:01:02.569 +3ms 3ms fsnotify vm\x201`,
+		`codex replied 00:02:32.566 +1m30s 1m30s - vm\x201`,
+		"far - - - - - -",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("table\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

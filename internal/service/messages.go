@@ -107,6 +107,9 @@ type Posted struct {
 type StatusRequest struct {
 	Channel string
 	ID      string
+	// Timeline fills each addressee's timeline (delivery.TimelineFor);
+	// on the mount only.
+	Timeline bool
 }
 
 // WhoRequest selects the board's agents: all, or the named ones.

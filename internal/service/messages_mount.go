@@ -125,7 +125,9 @@ func (m *Mount) Status(_ context.Context, req StatusRequest) (delivery.Status, e
 	} else if err := tree.CheckName("channel", ch); err != nil {
 		return delivery.Status{}, errkind.Wrap(errkind.Invalid, err)
 	}
-	st, err := delivery.Of(m.cfg.Root, ch, req.ID, m.deliveryOptions())
+	opt := m.deliveryOptions()
+	opt.Timeline = req.Timeline
+	st, err := delivery.Of(m.cfg.Root, ch, req.ID, opt)
 	if errors.Is(err, fs.ErrNotExist) {
 		return delivery.Status{}, errkind.New(errkind.NotFound, "no message %s in channel %s", req.ID, ch)
 	}

@@ -11,7 +11,8 @@ import (
 
 // StatusArgs are message_status's arguments.
 type StatusArgs struct {
-	ID string `json:"id" jsonschema:"the message's id (as channel_send returned it)"`
+	ID       string `json:"id" jsonschema:"the message's id (as channel_send returned it)"`
+	Timeline bool   `json:"timeline,omitempty" jsonschema:"also each addressee's timeline: the time of every stage (sent, visible, seen, claimed, run_started, first_output, replied, …)"`
 }
 
 func addStatusTool(s *Server) error {
@@ -28,7 +29,7 @@ var errNoMessage = errkind.New(errkind.NotFound, "no such message in this channe
 // messageStatus looks for the message in the session's channel only, as
 // every tool acts on that channel alone.
 func (s *Server) messageStatus(ctx context.Context, in StatusArgs) (delivery.Status, error) {
-	st, err := s.svc.Status(ctx, service.StatusRequest{Channel: s.cfg.Channel, ID: in.ID})
+	st, err := s.svc.Status(ctx, service.StatusRequest{Channel: s.cfg.Channel, ID: in.ID, Timeline: in.Timeline})
 	if errkind.Is(err, errkind.NotFound) {
 		return delivery.Status{}, fmt.Errorf("message %s: %w", in.ID, errNoMessage)
 	}
