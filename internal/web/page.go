@@ -63,6 +63,7 @@ func (s *Server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /c/{channel}/reply", s.pageReply)
 	mux.HandleFunc("POST /c/{channel}/post", s.pagePost)
 	s.routeWorkPages(mux)
+	s.routeTimelinePages(mux) // page_message.go
 	mux.Handle("GET /static/", staticFiles())
 }
 
