@@ -75,7 +75,7 @@ const (
 	barWidth  = 960
 	barHeight = 34
 	barMinSeg = 36 // the least width of a segment, so a short stage shows
-	barLabel  = 84 // the least width of a segment that is labelled
+	barChar   = 8  // the width of a label's character, at most
 )
 
 // timelineBar is one addressee's timeline as the message page draws it: a
@@ -128,14 +128,20 @@ func newTimelineBar(a delivery.Addressee, now time.Time) timelineBar {
 		gap := delivery.Gap(stages[i].Time.Sub(stages[i-1].Time))
 		seg := barSeg{Name: stages[i].Name, Previous: stages[i-1].Name, X: x, W: w, H: barHeight, TextX: x + 4,
 			Title: stages[i-1].Name + " → " + stages[i].Name + ": " + gap}
-		if w >= barLabel {
-			seg.Label = stages[i].Name + " " + gap
+		switch label := stages[i].Name + " " + gap; {
+		case fits(label, w):
+			seg.Label = label
+		case fits(gap, w):
+			seg.Label = gap
 		}
 		b.Segs = append(b.Segs, seg)
 		x += w
 	}
 	return b
 }
+
+// fits reports whether label fits in a segment w wide.
+func fits(label string, w int) bool { return len(label)*barChar+8 <= w }
 
 // segmentWidths shares width among the steps between stages: each step
 // barMinSeg (less when there are many), the rest in proportion to its

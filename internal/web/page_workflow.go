@@ -23,13 +23,12 @@ const seqMessages = 100
 
 // Geometry of a sequence chart, in SVG user units.
 const (
-	seqLeft   = 150 // the time column
-	seqGap    = 170 // between two lifelines
-	seqTop    = 64  // the first arrow
-	seqRow    = 44  // between two arrows
-	seqHead   = 40  // the lifelines' name boxes
-	seqSelf   = 36  // a message to its sender: the loop's width
-	seqMaxLen = 48  // a label's text, in characters
+	seqLeft = 90  // the time column
+	seqGap  = 230 // between two lifelines
+	seqTop  = 64  // the first arrow
+	seqRow  = 44  // between two arrows
+	seqSelf = 36  // a message to its sender: the loop's width
+	seqChar = 7   // the width of a label's character, at most
 )
 
 // workflowData is what a workflow instance's page shows.
@@ -99,6 +98,7 @@ type seqLane struct {
 // (broadcast: a line across every lifeline).
 type seqMsg struct {
 	ID, URL, From, Text, When, Gap, Kind string
+	Label                                string // Text as much as fits
 	Y, TextY, GapY                       int
 	Arrows                               []seqArrow
 	Broadcast                            bool
@@ -163,7 +163,7 @@ func (s *Server) sequence(ctx context.Context, ch string, agents []string, msgs 
 	for i, r := range rows {
 		m := r.m
 		y := seqTop + i*seqRow + seqRow/2
-		v := seqMsg{ID: m.Key(), URL: MessageURL(ch, m.Key()), From: workflow.Display(m.From), Text: clip(m.Content.Text, seqMaxLen),
+		v := seqMsg{ID: m.Key(), URL: MessageURL(ch, m.Key()), From: workflow.Display(m.From), Text: snippet(m.Content.Text),
 			When: m.Time().UTC().Format("15:04:05"), Kind: seqKind(m), Y: y, TextY: y - 6, GapY: y + 14}
 		if !prev.IsZero() {
 			v.Gap = "+" + delivery.Gap(m.Time().Sub(prev).Round(time.Second))
@@ -182,9 +182,27 @@ func (s *Server) sequence(ctx context.Context, ch string, agents []string, msgs 
 			}
 			v.Arrows = append(v.Arrows, ar)
 		}
+		v.Label = clip(v.Text, labelRoom(v, c.Width))
 		c.Rows = append(c.Rows, v)
 	}
 	return c
+}
+
+// labelRoom is how many characters of its text a row's label shows: what
+// fits over its first arrow (or broadcast line), else up to the chart's
+// right edge.
+func labelRoom(v seqMsg, width int) int {
+	room := width - 12
+	switch {
+	case v.Broadcast:
+		room = v.X2 - v.X1 - 12
+	case len(v.Arrows) > 0 && !v.Arrows[0].Self:
+		a := v.Arrows[0]
+		room = max(a.X1, a.X2) - min(a.X1, a.X2) - 12
+	case len(v.Arrows) > 0:
+		room = width - v.Arrows[0].LabelX - 6
+	}
+	return max(room/seqChar, 8)
 }
 
 // selfLoop is the path of a message to its sender at x, height y.

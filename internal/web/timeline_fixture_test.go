@@ -12,6 +12,7 @@ import (
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/workflow"
+	"github.com/collabdev/collab/presence"
 )
 
 // reviewFlow is a workflow instance, review@pr7, whose channel holds a
@@ -40,6 +41,12 @@ func newReviewFlow(t *testing.T, root tree.Root) reviewFlow {
 		Host: host, PID: os.Getpid(), Agents: []string{flowCoder, flowReviewer}, Channel: f.Channel}
 	if err := workflow.WriteRecord(root, &rec); err != nil {
 		t.Fatal(err)
+	}
+	for _, a := range rec.Agents { // their watchers run: the instance too
+		if err := presence.Write(root, presence.Status{AgentID: a, State: presence.StateAwake, Substate: presence.SubIdle,
+			Host: host, WatcherPID: os.Getpid(), Channel: f.Channel, Timestamp: presence.FormatTime(time.Now())}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	post := func(ms int, from, to, text string, re *channel.Message) channel.Message {
 		t.Helper()
