@@ -52,9 +52,14 @@
 // published without replacing (the first watcher to notice M writes it;
 // no one rewrites it). A watcher with a key signs it (package signing,
 // kind "seen") over, in this order: channel, agent, message, host, pid
-// (decimal), instance, time (Go's RFC3339Nano in UTC), guard, why. With
-// a Verifier, a seen file that does not verify as the agent's while the
-// agent has keys is ignored.
+// (decimal), instance, time (Go's RFC3339Nano in UTC), guard, why, then,
+// only when either is set (a file of an older version has neither),
+// visible (RFC3339Nano, UTC) and via: when the watcher's scan read the
+// message and what woke it (poll, fsnotify, nats). With a Verifier, a
+// seen file that does not verify as the agent's while the agent has keys
+// is ignored. A sender's send --wait writes ROOT/claims/C/S/M.awaited
+// once it has the reply ([KindAwaited]); [TimelineFor] reads these, the
+// claim, the job and the reply into a message's timeline per addressee.
 //
 // # Cost
 //
