@@ -92,12 +92,11 @@ type timelineBar struct {
 
 // barSeg is the step to stage Name: from X, W wide.
 type barSeg struct {
-	Name     string
-	X, W, H  int
-	TextX    int
-	Label    string // shown when the segment is wide enough
-	Title    string // the tooltip: from, to, how long
-	Previous string
+	Name    string
+	X, W, H int
+	TextX   int
+	Label   string // shown when the segment is wide enough
+	Title   string // the tooltip: from, to, how long
 }
 
 // stageRow is one stage as the table under a bar lists it.
@@ -126,7 +125,7 @@ func newTimelineBar(a delivery.Addressee, now time.Time) timelineBar {
 	for i := 1; i < len(stages); i++ {
 		w := xs[i-1]
 		gap := delivery.Gap(stages[i].Time.Sub(stages[i-1].Time))
-		seg := barSeg{Name: stages[i].Name, Previous: stages[i-1].Name, X: x, W: w, H: barHeight, TextX: x + 4,
+		seg := barSeg{Name: stages[i].Name, X: x, W: w, H: barHeight, TextX: x + 4,
 			Title: stages[i-1].Name + " → " + stages[i].Name + ": " + gap}
 		switch label := stages[i].Name + " " + gap; {
 		case fits(label, w):
