@@ -29,7 +29,7 @@ type timelineTree struct {
 	v          *signing.Verifier
 }
 
-func newTimelineTree(t *testing.T) *timelineTree {
+func newTimelineTree(t testing.TB) *timelineTree {
 	t.Helper()
 	x := &timelineTree{root: tree.Root(t.TempDir())}
 	ring := keyring.Open(filepath.Join(t.TempDir(), "keys"))
@@ -59,7 +59,7 @@ func (x *timelineTree) at(n int) time.Time {
 	return x.base.Add(time.Duration(n) * 100 * time.Millisecond)
 }
 
-func (x *timelineTree) post(t *testing.T, m *channel.Message, key *signing.Signer, step int) {
+func (x *timelineTree) post(t testing.TB, m *channel.Message, key *signing.Signer, step int) {
 	t.Helper()
 	w := channel.Writer{Root: x.root, Signer: key, Now: func() time.Time { return x.at(step) }}
 	if err := w.Post(m); err != nil {
@@ -69,7 +69,7 @@ func (x *timelineTree) post(t *testing.T, m *channel.Message, key *signing.Signe
 
 var bobOwner = claim.Owner{Agent: "bob", Host: "vm-1", PID: 42, Instance: "i1"}
 
-func (x *timelineTree) seen(t *testing.T, key *signing.Signer, via string) {
+func (x *timelineTree) seen(t testing.TB, key *signing.Signer, via string) {
 	t.Helper()
 	if err := MarkSeenWoken(claim.Files{Root: x.root}, "dev", x.m.ID, bobOwner, x.at(2), Woken{At: x.at(1), Via: via}, "", "", key); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func (x *timelineTree) seen(t *testing.T, key *signing.Signer, via string) {
 
 // answer claims, runs (with a question) and answers the message; it
 // returns the reply.
-func (x *timelineTree) answer(t *testing.T) channel.Message {
+func (x *timelineTree) answer(t testing.TB) channel.Message {
 	t.Helper()
 	store := &claim.Store{Root: x.root, Self: bobOwner, Signer: x.bob, Now: func() time.Time { return x.at(3) }}
 	if _, _, err := store.Acquire("dev", x.m.ID); err != nil {
@@ -102,7 +102,7 @@ func (x *timelineTree) answer(t *testing.T) channel.Message {
 	return reply
 }
 
-func (x *timelineTree) awaited(t *testing.T, reply string, key *signing.Signer) {
+func (x *timelineTree) awaited(t testing.TB, reply string, key *signing.Signer) {
 	t.Helper()
 	if err := MarkAwaited(x.root, "dev", x.m.ID, reply, claim.Owner{Agent: "alice", Host: "laptop", PID: 7}, x.at(11), key); err != nil {
 		t.Fatal(err)
@@ -311,5 +311,17 @@ func TestTimelineTable(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("table\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// BenchmarkTimelineFor: the cost of one timeline with every stage.
+func BenchmarkTimelineFor(b *testing.B) {
+	x := newTimelineTree(b)
+	x.seen(b, x.bob, ViaFsnotify)
+	r := x.answer(b)
+	x.awaited(b, r.ID, x.alice)
+	opt := Options{Verifier: x.v}
+	for b.Loop() {
+		TimelineFor(x.root, "dev", &x.m, "bob", opt)
 	}
 }
