@@ -16,17 +16,32 @@ const janitorEvery = time.Hour
 // the folders this watcher writes to (sweptFolders). It runs in its own goroutine and touches no
 // watcher state; only files older than OrphanAge go, so a write in progress
 // on any host (with any sane clock skew) is never disturbed.
+//
+// The same goroutine sweeps the channels for delivery reports every
+// BounceEvery (sweepBounces), the first time at once.
 func (w *watcher) janitor(ctx context.Context) {
+	var orphans <-chan time.Time
 	t := time.NewTimer(0)
 	defer t.Stop()
+	if w.cfg.OrphanAge > 0 {
+		orphans = t.C
+	}
+	bounces, stop := w.bounceTicker()
+	defer stop()
+	var bs bounceSweep
+	if bounces != nil {
+		w.sweepBounces(&bs)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-orphans:
+			w.sweep()
+			t.Reset(janitorEvery)
+		case <-bounces:
+			w.sweepBounces(&bs)
 		}
-		w.sweep()
-		t.Reset(janitorEvery)
 	}
 }
 
