@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
@@ -18,7 +19,7 @@ const janitorEvery = time.Hour
 // on any host (with any sane clock skew) is never disturbed.
 //
 // The same goroutine sweeps the channels for delivery reports every
-// BounceEvery (sweepBounces), the first time at once.
+// BounceEvery (delivery.Sweeper), the first time at once.
 func (w *watcher) janitor(ctx context.Context) {
 	var orphans <-chan time.Time
 	t := time.NewTimer(0)
@@ -28,9 +29,10 @@ func (w *watcher) janitor(ctx context.Context) {
 	}
 	bounces, stop := w.bounceTicker()
 	defer stop()
-	var bs bounceSweep
+	var sweeper *delivery.Sweeper
 	if bounces != nil {
-		w.sweepBounces(&bs)
+		sweeper = w.newSweeper()
+		sweeper.Sweep(w.cfg.Channels)
 	}
 	for {
 		select {
@@ -40,7 +42,7 @@ func (w *watcher) janitor(ctx context.Context) {
 			w.sweep()
 			t.Reset(janitorEvery)
 		case <-bounces:
-			w.sweepBounces(&bs)
+			sweeper.Sweep(w.cfg.Channels)
 		}
 	}
 }
