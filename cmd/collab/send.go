@@ -43,8 +43,7 @@ func sendFlags(fs *pflag.FlagSet) *sendOptions {
 		wait:      fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)"),
 		timeout:   fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)"),
 		poll:      fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply"),
-		tf:        addTrustFlags(c),
-		common:    c,
+		tf:        addTrustFlags(c), common: c,
 	}
 	c.add(withKey, withNATS, withRemote, withRoot)
 	return o
