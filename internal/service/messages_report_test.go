@@ -36,7 +36,9 @@ func TestAwaitReplyReported(t *testing.T) {
 	defer cancel()
 	opt := delegate.Options{Poll: 5 * time.Millisecond}
 	_, err = service.AwaitReply(ctx, service.AwaitRequest{Channel: "dev", ID: m.ID, Options: opt,
-		Wait:   func(ctx context.Context, opt delegate.Options) (channel.Message, error) { return delegate.Wait(ctx, root, "dev", m.ID, opt) },
+		Wait: func(ctx context.Context, opt delegate.Options) (channel.Message, error) {
+			return delegate.Wait(ctx, root, "dev", m.ID, opt)
+		},
 		Status: service.MountStatus(root, "dev", m.ID, "", nil)})
 	if !errkind.Is(err, errkind.Conflict) || !strings.Contains(err.Error(), "expired") || !strings.Contains(err.Error(), id) {
 		t.Fatalf("AwaitReply = %v; want a Conflict naming the report %s", err, id)
