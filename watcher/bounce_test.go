@@ -121,6 +121,13 @@ func TestBounceUndeliverable(t *testing.T) {
 	ok := send(t, root, agent, "hi")
 	waitReplies(t, root, ok.ID)
 	holds(t, 10*cfg.BounceEvery, "no report on an answered message", func() bool { return len(inboxReports(t, root, "alice", ok)) == 0 })
+	// Nor on the reply, though alice, a person, has no registry entry.
+	reply := repliesTo(messages(t, root), ok.ID)[0]
+	for _, m := range messages(t, root) {
+		if m.IsDeliveryReport() && m.Metadata.InReplyTo == reply.ID {
+			t.Errorf("a report on the watcher's reply: %q", m.Content.Text)
+		}
+	}
 }
 
 // TestBounceExpired: a message nobody claimed within its expiry gets one

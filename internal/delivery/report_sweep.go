@@ -18,6 +18,9 @@ const (
 	DefaultSweepWindow = 24 * time.Hour   // Sweeper.Window
 	// maxOpen bounds the messages a sweep keeps open per channel.
 	maxOpen = 4096
+	// maxRecheck bounds the time between two looks at an open message
+	// with nothing due (waiting without expiry, claimed, running).
+	maxRecheck = 5 * time.Minute
 )
 
 // A Sweeper finds the final bad states nobody reported at once and
@@ -26,12 +29,20 @@ const (
 // refusals and failures whose decider died before reporting them. One
 // Sweeper is owned by one goroutine.
 //
+// It passes over the messages a watcher wrote (mode watcher: replies and
+// notices, which answer someone and which nobody owes a claim; a person
+// who gets replies has no registry entry, and is not undeliverable for
+// that), and those that take no report ([Reportable]).
+//
 // Its cost per Sweep: one listing of each channel folder
 // (channel.Reader: an idle folder costs a stat), each new message read
-// once, and for each message of the last Window still open for some
-// addressee, that addressee's report mark and state ([StateFor]: a
-// handful of files). Answered and reported addressees are dropped, and
-// messages older than Window; nothing is read twice but those files.
+// once, the channel's settings file, and for each open message that is
+// due, each open addressee's report mark and state ([StateFor]: a
+// handful of files). A message is due when something may be reported:
+// at once when new, at the end of a grace or of its expiry, else after
+// a back-off that doubles up to 5 min (waiting without expiry, claimed,
+// running). Answered and reported addressees are dropped, and messages
+// older than Window.
 type Sweeper struct {
 	Reporter *Reporter // posts the reports; its Root is the tree swept
 	Verifier *signing.Verifier
@@ -48,8 +59,10 @@ type Sweeper struct {
 
 // openMessage is a recent message with addressees not final yet.
 type openMessage struct {
-	msg    channel.Message
-	agents []string
+	msg     channel.Message
+	agents  []string
+	next    time.Time     // when to look again
+	backoff time.Duration // the last wait with nothing due
 }
 
 func (s *Sweeper) settings() (grace, window time.Duration) {
@@ -78,7 +91,10 @@ func (s *Sweeper) Sweep(channels []string) {
 			if now.Sub(o.msg.Time()) > window {
 				continue
 			}
-			if o.agents = s.sweepMessage(o, exp, grace, now); len(o.agents) > 0 {
+			if !now.Before(o.next) {
+				s.sweepMessage(o, exp, grace, now)
+			}
+			if len(o.agents) > 0 {
 				kept = append(kept, o)
 			}
 		}
@@ -107,7 +123,7 @@ func (s *Sweeper) read(ch string, floor time.Time) {
 	known := func(a string) bool { return registry.KnownTo(root, a, s.Verifier) }
 	for i := range msgs {
 		m := &msgs[i]
-		if !Reportable(m) || m.Time().Before(floor) || len(s.open[ch]) >= maxOpen {
+		if !Reportable(m) || m.Metadata.Mode == channel.ModeWatcher || m.Time().Before(floor) || len(s.open[ch]) >= maxOpen {
 			continue
 		}
 		if agents := AddresseesIn(m, known, aliases); len(agents) > 0 {
@@ -116,42 +132,55 @@ func (s *Sweeper) read(ch string, floor time.Time) {
 	}
 }
 
-// sweepMessage reports what is due for o's open addressees and returns
-// those still open. exp is the channel's expiry (0: none).
-func (s *Sweeper) sweepMessage(o *openMessage, exp, grace time.Duration, now time.Time) []string {
-	m, root := &o.msg, s.Reporter.Root
+// sweepMessage reports what is due for o's open addressees, keeps those
+// still open and sets when to look again. exp is the channel's expiry
+// (0: none).
+func (s *Sweeper) sweepMessage(o *openMessage, exp, grace time.Duration, now time.Time) {
+	m := &o.msg
 	if d, ok := MessageExpireAfter(m); ok {
 		exp = d
 	}
-	opt := Options{Now: s.Reporter.Now, Host: s.Host, Verifier: s.Verifier}
+	o.backoff = min(max(2*o.backoff, grace/4), maxRecheck)
+	o.next = now.Add(o.backoff)
 	var still []string
 	for _, agent := range o.agents {
-		if k, err := ReadReport(root, m.SessionID, agent, m.Key()); err == nil {
-			if !s.posted(m, k, grace, now) {
-				still = append(still, agent)
-			}
+		due, open := s.sweepAgent(m, agent, exp, grace, now)
+		if !open {
 			continue
 		}
-		a := StateFor(root, m.SessionID, m, agent, opt)
-		r := Report{Agent: agent, State: a.State, Guard: a.Guard, Reason: a.Error}
-		since := a.Since
-		switch {
-		case a.State == Answered:
-			continue
-		case a.State == Undeliverable:
-			r.Reason, since = a.Note, m.Time()
-		case (a.State == Waiting || a.State == Seen) && exp > 0:
-			r.State, r.Reason = Expired, "nobody claimed it within "+exp.String()
-			since = m.Time().Add(exp - grace)
-		case !Bad(a.State):
-			still = append(still, agent)
-			continue
-		}
-		if now.Sub(since) < grace || !s.send(m, r) {
-			still = append(still, agent)
+		still = append(still, agent)
+		if !due.IsZero() && due.Before(o.next) {
+			o.next = due
 		}
 	}
-	return still
+	o.agents = still
+}
+
+// sweepAgent reports m for agent if due; open says agent stays open,
+// due when something will be due (zero: nothing known).
+func (s *Sweeper) sweepAgent(m *channel.Message, agent string, exp, grace time.Duration, now time.Time) (due time.Time, open bool) {
+	root := s.Reporter.Root
+	if k, err := ReadReport(root, m.SessionID, agent, m.Key()); err == nil {
+		return k.Time.Add(grace), !s.posted(m, k, grace, now)
+	}
+	a := StateFor(root, m.SessionID, m, agent, Options{Now: s.Reporter.Now, Host: s.Host, Verifier: s.Verifier})
+	r := Report{Agent: agent, State: a.State, Guard: a.Guard, Reason: a.Error}
+	since := a.Since
+	switch {
+	case a.State == Answered:
+		return time.Time{}, false
+	case a.State == Undeliverable:
+		r.Reason, since = a.Note, m.Time()
+	case (a.State == Waiting || a.State == Seen) && exp > 0:
+		r.State, r.Reason = Expired, "nobody claimed it within "+exp.String()
+		since = m.Time().Add(exp - grace)
+	case !Bad(a.State):
+		return time.Time{}, true
+	}
+	if now.Sub(since) < grace {
+		return since.Add(grace), true
+	}
+	return time.Time{}, !s.send(m, r)
 }
 
 // posted reports whether the report its mark k names is in the channel;
