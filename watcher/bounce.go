@@ -11,7 +11,7 @@ import (
 // Delivery reports ("bounces", package delivery's "Delivery reports"):
 // the watcher that refuses a message by a guard (max-hops, pair-rate,
 // trust), or whose job for it fails or is killed, reports it to the
-// message's sender at once (bounce). Besides, every watcher sweeps the
+// message's sender at once (bounce; not a remote watcher: see there). Besides, every watcher sweeps the
 // recent messages of its channels at a low rate (delivery.Sweeper, run
 // by the janitor; a remote watcher, whose tree is a mirror, does not): it
 // reports the addressees that are undeliverable, or that left a message
@@ -48,9 +48,16 @@ func (w *watcher) reporter(post func(*channel.Message) error, dirs claim.Dirs) *
 
 // bounce reports to m's sender, from the watcher's loop, that m reached
 // the final bad state for the agent (guard set: refused by it).
+//
+// A remote watcher (ClaimDirs set) does not: the bridge's claims
+// folders take no report mark from it, and the bridge's own sweep
+// (bridge.Reports) reports the refusal or failure after its grace.
 func (w *watcher) bounce(m *channel.Message, state, guard, reason string) {
+	if w.cfg.ClaimDirs != nil {
+		return
+	}
 	r := delivery.Report{Agent: w.cfg.Agent, State: state, Guard: guard, Reason: reason}
-	id, err := w.reporter(w.postFile, w.claimDirs()).Send(m, r)
+	id, err := w.reporter(w.postFile, nil).Send(m, r)
 	switch {
 	case err != nil:
 		w.log.Error("cannot send a delivery report", keyMsg, m.ID, keyChannel, m.SessionID, keyErr, err)
