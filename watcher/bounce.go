@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/channel"
-	"github.com/collabdev/collab/internal/agent/claim"
 	"github.com/collabdev/collab/internal/delivery"
 )
 
@@ -39,10 +38,9 @@ func (w *watcher) bounceSettings() (every, grace, window time.Duration) {
 		pick(w.cfg.BounceWindow, DefaultBounceWindow)
 }
 
-// reporter is the watcher's delivery.Reporter posting with post and
-// marking in dirs.
-func (w *watcher) reporter(post func(*channel.Message) error, dirs claim.Dirs) *delivery.Reporter {
-	return &delivery.Reporter{Root: w.cfg.Root, Dirs: dirs, Agent: w.cfg.Agent, Host: w.cfg.Host,
+// reporter is the watcher's delivery.Reporter posting with post.
+func (w *watcher) reporter(post func(*channel.Message) error) *delivery.Reporter {
+	return &delivery.Reporter{Root: w.cfg.Root, Agent: w.cfg.Agent, Host: w.cfg.Host,
 		Signer: w.cfg.Signer, Post: post, Now: w.cfg.Now}
 }
 
@@ -57,7 +55,7 @@ func (w *watcher) bounce(m *channel.Message, state, guard, reason string) {
 		return
 	}
 	r := delivery.Report{Agent: w.cfg.Agent, State: state, Guard: guard, Reason: reason}
-	id, err := w.reporter(w.postFile, nil).Send(m, r)
+	id, err := w.reporter(w.postFile).Send(m, r)
 	switch {
 	case err != nil:
 		w.log.Error("cannot send a delivery report", keyMsg, m.ID, keyChannel, m.SessionID, keyErr, err)
@@ -75,7 +73,7 @@ func (w *watcher) newSweeper() *delivery.Sweeper {
 		post = w.cfg.writeMessage
 	}
 	_, grace, window := w.bounceSettings()
-	return &delivery.Sweeper{Reporter: w.reporter(post, nil), Verifier: w.cfg.Verifier, Host: w.cfg.Host,
+	return &delivery.Sweeper{Reporter: w.reporter(post), Verifier: w.cfg.Verifier, Host: w.cfg.Host,
 		Grace: grace, Window: window,
 		Log: func(msg string, m *channel.Message, report string, err error) {
 			if err != nil {
