@@ -101,8 +101,8 @@
 // # Cost
 //
 // The state of one message for one agent reads a handful of files: the
-// seen file, the claim's generations and reply tokens, the reply (by its
-// id), the agent's presence and registry entry, and, for a working or
+// seen file and the report mark, the claim's generations and reply
+// tokens, the reply (by its id), the agent's presence and registry entry, and, for a working or
 // failed claim, the agent's job records (bounded by jobs.Keep plus those
 // running), plus the instance records (ROOT/workflows) for the channel's
 // aliases. Never the channel's history.
