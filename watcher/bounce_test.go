@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/agent/jobs"
 	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -225,5 +226,34 @@ func TestReportNotAnswered(t *testing.T) {
 	}
 	if n := len(r.callsFor(rep.ID)); n != 0 {
 		t.Errorf("the CLI ran %d times on a report", n)
+	}
+}
+
+// TestBounceKilled: a job killed by request is failed, and its sender
+// gets a report saying so.
+func TestBounceKilled(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	slow := make(chan runCall, 1)
+	r := &fakeRunner{reply: func(c runCall) (modelcli.Response, error) {
+		slow <- c
+		<-c.Ctx.Done()
+		return modelcli.Response{}, c.Ctx.Err()
+	}}
+	cfg := bounceConfig(root, r)
+	start(t, cfg)
+	m := send(t, root, agent, "refactor everything")
+	select {
+	case <-slow:
+	case <-time.After(waitLong):
+		t.Fatal("the CLI was not run")
+	}
+	waitJob(t, root, m.ID, "running", func(j jobs.Job) bool { return j.Status == jobs.Running })
+	if err := jobs.RequestKill(root, agent, jobFor(root, agent, m.ID), "alice", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, rep := oneReport(t, root, m, cfg.BounceEvery)
+	if rep.State != delivery.Failed || rep.Reason != "job killed by request" {
+		t.Errorf("report %+v", rep)
 	}
 }
