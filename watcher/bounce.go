@@ -83,13 +83,3 @@ func (w *watcher) newSweeper() *delivery.Sweeper {
 			w.log.Info(msg, keyMsg, m.ID, keyChannel, m.SessionID, keyReply, report)
 		}}
 }
-
-// bounceTicker is the sweep's ticker: nil channel when sweeps are off.
-func (w *watcher) bounceTicker() (<-chan time.Time, func()) {
-	every, _, _ := w.bounceSettings()
-	if every < 0 || w.cfg.ClaimDirs != nil {
-		return nil, func() {}
-	}
-	t := time.NewTicker(every)
-	return t.C, t.Stop
-}

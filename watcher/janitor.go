@@ -19,7 +19,8 @@ const janitorEvery = time.Hour
 // on any host (with any sane clock skew) is never disturbed.
 //
 // The same goroutine sweeps the channels for delivery reports every
-// BounceEvery (delivery.Sweeper), the first time at once.
+// BounceEvery (delivery.Sweeper), the first time at once, and sooner
+// when an expiry or a grace ends before.
 func (w *watcher) janitor(ctx context.Context) {
 	var orphans <-chan time.Time
 	t := time.NewTimer(0)
@@ -27,12 +28,13 @@ func (w *watcher) janitor(ctx context.Context) {
 	if w.cfg.OrphanAge > 0 {
 		orphans = t.C
 	}
-	bounces, stop := w.bounceTicker()
-	defer stop()
+	every, _, _ := w.bounceSettings()
+	var bounces <-chan time.Time
+	bt := time.NewTimer(0)
+	defer bt.Stop()
 	var sweeper *delivery.Sweeper
-	if bounces != nil {
-		sweeper = w.newSweeper()
-		sweeper.Sweep(w.cfg.Channels)
+	if every > 0 && w.cfg.ClaimDirs == nil { // a remote watcher's tree is a mirror: the bridge sweeps
+		bounces, sweeper = bt.C, w.newSweeper()
 	}
 	for {
 		select {
@@ -42,7 +44,8 @@ func (w *watcher) janitor(ctx context.Context) {
 			w.sweep()
 			t.Reset(janitorEvery)
 		case <-bounces:
-			sweeper.Sweep(w.cfg.Channels)
+			next := sweeper.Sweep(w.cfg.Channels)
+			bt.Reset(delivery.SweepAfter(every, next, w.now()))
 		}
 	}
 }

@@ -76,8 +76,11 @@ func (s *Sweeper) settings() (grace, window time.Duration) {
 	return grace, window
 }
 
-// Sweep reads what is new in channels and reports what is due.
-func (s *Sweeper) Sweep(channels []string) {
+// Sweep reads what is new in channels and reports what is due. It
+// returns when something will be due next (zero: nothing open), for a
+// caller that sweeps then rather than at its next period: an expiry or
+// a grace then ends on time.
+func (s *Sweeper) Sweep(channels []string) (next time.Time) {
 	grace, window := s.settings()
 	now := s.Reporter.now()
 	if s.readers == nil {
@@ -96,11 +99,25 @@ func (s *Sweeper) Sweep(channels []string) {
 			}
 			if len(o.agents) > 0 {
 				kept = append(kept, o)
+				if next.IsZero() || o.next.Before(next) {
+					next = o.next
+				}
 			}
 		}
 		clear(s.open[ch][len(kept):])
 		s.open[ch] = kept
 	}
+	return next
+}
+
+// SweepAfter is how long to wait before the next sweep: every, or less
+// when next (from Sweep) comes sooner, though not under a tenth of a
+// second.
+func SweepAfter(every time.Duration, next, now time.Time) time.Duration {
+	if next.IsZero() {
+		return every
+	}
+	return min(every, max(next.Sub(now), min(every, 100*time.Millisecond)))
 }
 
 // read adds the new messages of ch, from floor on, that may take a

@@ -308,3 +308,24 @@ func FuzzParseReport(f *testing.F) {
 		}
 	})
 }
+
+func TestSweepAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		every time.Duration
+		next  time.Time
+		want  time.Duration
+	}{
+		{30 * time.Second, time.Time{}, 30 * time.Second},                     // nothing open
+		{30 * time.Second, now.Add(time.Hour), 30 * time.Second},              // not sooner
+		{30 * time.Second, now.Add(2 * time.Second), 2 * time.Second},         // an expiry ends
+		{30 * time.Second, now.Add(-time.Second), 100 * time.Millisecond},     // overdue: soon, not at once
+		{20 * time.Millisecond, now.Add(-time.Second), 20 * time.Millisecond}, // a short period stays
+		{20 * time.Millisecond, now.Add(5 * time.Millisecond), 20 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := delivery.SweepAfter(tt.every, tt.next, now); got != tt.want {
+			t.Errorf("SweepAfter(%v, %v) = %v, want %v", tt.every, tt.next.Sub(now), got, tt.want)
+		}
+	}
+}

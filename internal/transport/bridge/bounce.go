@@ -39,15 +39,20 @@ func reports(ctx context.Context, cfg Config, every, grace time.Duration) error 
 			log.Info("bridge: "+msg, "msg_id", m.ID, "channel", m.SessionID, "reply_id", report)
 		}
 	}
-	t := time.NewTicker(every)
+	now := time.Now
+	if cfg.Now != nil {
+		now = cfg.Now
+	}
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		s.Sweep(channels(cfg.Root))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
+		next := s.Sweep(channels(cfg.Root))
+		t.Reset(delivery.SweepAfter(every, next, now()))
 	}
 }
 
