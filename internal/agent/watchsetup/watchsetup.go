@@ -46,46 +46,47 @@ type Settings struct {
 	Aliases  []string // other names the agent answers to (watcher.Config.Aliases)
 	Channels []string
 
-	CLI, Cmd, Model   string
-	CLIArgs           []string
-	SessionScope      string
-	SessionTTL        time.Duration
-	BudgetUSD         float64
-	BudgetTokens      int64
-	Prices            string // a price table file
-	MaxTurns          int
-	Role              string // a file, or the text
-	Memory            []string
-	Context           int // 0: default, <0: none
-	PromptTemplate    string
-	Workdir           string
-	Timeout           time.Duration
-	QuestionTimeout   time.Duration // a live turn's question waits this long for its answer
-	PostErrors        bool
-	Poll, Heartbeat   time.Duration // required: see above
-	Grace, ClaimGrace time.Duration
-	RecoveryWindow    time.Duration
-	// BounceEvery and BounceGrace tune the sweep for delivery reports
-	// (watcher.Config's; 0: the defaults, BounceEvery <0: no sweep).
-	BounceEvery, BounceGrace time.Duration
-	MaxHops, Rate            int
-	PairRate                 int
-	Replay                   string
-	NoNotify                 bool
-	LogLevel                 string
-	AllowWorld               bool
-	Trust                    string
-	Key, Keyring             string // --key and --keyring as given ("": the defaults)
-	AllowWritableKeyring     bool
-	MCP                      bool
-	Live                     bool             // one warm CLI process per session key (watchconf.Settings.Live)
-	LiveIdle                 time.Duration    // 0: watchconf.DefaultLiveIdle
-	LiveMax                  int              // 0: watchconf.DefaultLiveMax
-	NATS                     *natsbus.Options // nil or no URL: no NATS
-	MCPArgs                  []string         // more arguments of --mcp's collab mcp (watch --remote's)
+	CLI, Cmd, Model      string
+	CLIArgs              []string
+	SessionScope         string
+	SessionTTL           time.Duration
+	BudgetUSD            float64
+	BudgetTokens         int64
+	Prices               string // a price table file
+	MaxTurns             int
+	Role                 string // a file, or the text
+	Memory               []string
+	Context              int // 0: default, <0: none
+	PromptTemplate       string
+	Workdir              string
+	Timeout              time.Duration
+	QuestionTimeout      time.Duration // a live turn's question waits this long for its answer
+	PostErrors           bool
+	Poll, Heartbeat      time.Duration // required: see above
+	Grace, ClaimGrace    time.Duration
+	RecoveryWindow       time.Duration
+	MaxHops, Rate        int
+	PairRate             int
+	Replay               string
+	NoNotify             bool
+	LogLevel             string
+	AllowWorld           bool
+	Trust                string
+	Key, Keyring         string // --key and --keyring as given ("": the defaults)
+	AllowWritableKeyring bool
+	MCP                  bool
+	Live                 bool             // one warm CLI process per session key (watchconf.Settings.Live)
+	LiveIdle             time.Duration    // 0: watchconf.DefaultLiveIdle
+	LiveMax              int              // 0: watchconf.DefaultLiveMax
+	NATS                 *natsbus.Options // nil or no URL: no NATS
+	MCPArgs              []string         // more arguments of --mcp's collab mcp (watch --remote's)
 	// RemoteState, when set, is watch --remote's state directory: the
 	// model's collab commands go through the bridge with it.
 	RemoteState string
+
+	// BounceEvery and BounceGrace tune the sweep for delivery reports
+	// (watcher.Config's; 0: the defaults, BounceEvery <0: no sweep).
+	BounceEvery, BounceGrace time.Duration
 }
 
 // Host is what a watcher takes from the process that runs it.
