@@ -12,6 +12,13 @@ const (
 	// ExtAwaitReply marks a message whose reply a running process waits
 	// for (send --wait, the MCP send_and_wait tool): "await_reply": true.
 	ExtAwaitReply = "await_reply"
+	// ExtDeliveryReport carries what a delivery report reports
+	// ([TypeDeliveryReport]; its fields: package delivery's Report).
+	ExtDeliveryReport = "delivery_report"
+	// ExtExpireAfter is how long a message may wait unclaimed before its
+	// sender gets a report that it expired: a Go duration ("10m"), set
+	// by its sender (collab send --expire-after).
+	ExtExpireAfter = "expire_after"
 )
 
 // TypeQuestion is the type of a question a watcher posts while the run it
@@ -23,6 +30,24 @@ const TypeQuestion = "question"
 // IsQuestion reports whether m is a question asked mid-run
 // ([TypeQuestion]) rather than an answer to the message it replies to.
 func (m *Message) IsQuestion() bool { return m.Type == TypeQuestion }
+
+// TypeDeliveryReport is the type of a delivery report (a "bounce"): the
+// notice, to a message's sender and in reply to it, that the message
+// reached a final bad state for one addressee (refused, failed,
+// undeliverable, expired). No watcher answers one, no waiter takes one
+// as the reply, and none is ever reported on ([Message.IsDeliveryReport]).
+const TypeDeliveryReport = "delivery_report"
+
+// IsDeliveryReport reports whether m is a delivery report: its type says
+// so ([TypeDeliveryReport], covered by its signature), or it carries the
+// [ExtDeliveryReport] extension as its sender signed it.
+func (m *Message) IsDeliveryReport() bool {
+	if m.Type == TypeDeliveryReport {
+		return true
+	}
+	_, ok := m.Extension(ExtDeliveryReport)
+	return ok
+}
 
 // Modes a message's metadata.mode takes.
 const (

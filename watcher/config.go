@@ -92,6 +92,18 @@ type Config struct {
 	// its state file is corrupt or unreadable; default
 	// DefaultRecoveryWindow. Messages older than that are not answered.
 	RecoveryWindow time.Duration
+	// Delivery reports (see bounce.go and package delivery): every
+	// BounceEvery (default DefaultBounceEvery, <0 never) the watcher
+	// sweeps the messages of its channels newer than BounceWindow
+	// (default DefaultBounceWindow) and reports to their senders the
+	// addressees undeliverable for BounceGrace (default
+	// DefaultBounceGrace: time for another host's registry entry or
+	// presence file to show through the mount's cache), or unclaimed past
+	// their expiry (channel.ExtExpireAfter, else the channel's
+	// settings), and a refusal or failure not reported after BounceGrace.
+	BounceEvery  time.Duration
+	BounceGrace  time.Duration
+	BounceWindow time.Duration
 
 	// Signer signs everything the watcher writes as its agent: replies,
 	// questions, notices and forgery reports (a reply kept in the outbox

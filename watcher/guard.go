@@ -17,8 +17,9 @@ const (
 	extGuard   = delivery.ExtGuard
 )
 
-// isNotice reports whether m is a guard notice: no watcher answers one.
-func isNotice(m *channel.Message) bool { return delivery.IsNotice(m) }
+// isNotice reports whether m is a guard notice or a delivery report: no
+// watcher answers either.
+func isNotice(m *channel.Message) bool { return delivery.IsNotice(m) || m.IsDeliveryReport() }
 
 // setNotice makes n the notice of guard saying text.
 func setNotice(n *channel.Message, guard, text string) {
@@ -60,6 +61,7 @@ func (w *watcher) stopByGuard(it *item, guard, why string) {
 		}
 	}
 	w.finishClaim(it, claim.Skipped, "", delivery.RefusalNote(guard, why))
+	w.bounce(m, delivery.Refused, guard, why)
 }
 
 // window counts events in a sliding time window.

@@ -126,7 +126,17 @@ func TestAgentsStopByThemselves(t *testing.T) {
 		ha.stop()
 		hb.stop()
 
-		msgs := messages(t, root)
+		var msgs, reports []channel.Message
+		for _, m := range messages(t, root) {
+			if m.IsDeliveryReport() {
+				reports = append(reports, m) // to the sender of the message refused
+				continue
+			}
+			msgs = append(msgs, m)
+		}
+		if len(reports) != 1 {
+			t.Errorf("%d delivery reports, want 1", len(reports))
+		}
 		if len(msgs) > maxHops+2 {
 			t.Errorf("%d messages, want at most %d (the question, %d replies, one notice)", len(msgs), maxHops+2, maxHops)
 		}

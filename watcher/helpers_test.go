@@ -330,12 +330,12 @@ func messages(t testing.TB, root tree.Root) []channel.Message {
 	return msgs
 }
 
-// repliesTo returns the messages that answer id (notices and questions
-// excluded).
+// repliesTo returns the messages that answer id (notices, questions and
+// delivery reports excluded).
 func repliesTo(msgs []channel.Message, id string) []channel.Message {
 	var out []channel.Message
 	for _, m := range msgs {
-		if m.Metadata.InReplyTo == id && m.Type != "notice" && !m.IsQuestion() {
+		if m.Metadata.InReplyTo == id && m.Type != "notice" && !m.IsQuestion() && !m.IsDeliveryReport() {
 			out = append(out, m)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
 )
 
@@ -16,17 +17,36 @@ const janitorEvery = time.Hour
 // the folders this watcher writes to (sweptFolders). It runs in its own goroutine and touches no
 // watcher state; only files older than OrphanAge go, so a write in progress
 // on any host (with any sane clock skew) is never disturbed.
+//
+// The same goroutine sweeps the channels for delivery reports every
+// BounceEvery (delivery.Sweeper), the first time at once, and sooner
+// when an expiry or a grace ends before.
 func (w *watcher) janitor(ctx context.Context) {
+	var orphans <-chan time.Time
 	t := time.NewTimer(0)
 	defer t.Stop()
+	if w.cfg.OrphanAge > 0 {
+		orphans = t.C
+	}
+	every, _, _ := w.bounceSettings()
+	var bounces <-chan time.Time
+	bt := time.NewTimer(0)
+	defer bt.Stop()
+	var sweeper *delivery.Sweeper
+	if every > 0 && w.cfg.ClaimDirs == nil { // a remote watcher's tree is a mirror: the bridge sweeps
+		bounces, sweeper = bt.C, w.newSweeper()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-orphans:
+			w.sweep()
+			t.Reset(janitorEvery)
+		case <-bounces:
+			next := sweeper.Sweep(w.cfg.Channels)
+			bt.Reset(delivery.SweepAfter(every, next, w.now()))
 		}
-		w.sweep()
-		t.Reset(janitorEvery)
 	}
 }
 

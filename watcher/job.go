@@ -17,6 +17,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/modelcli"
 	"github.com/collabdev/collab/internal/agent/prompt"
 	"github.com/collabdev/collab/internal/agent/runenv"
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/plumbing/proc"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/presence"
@@ -358,6 +359,9 @@ func (w *watcher) finishKilled(j *job, r *jobResult, now time.Time) {
 	w.log.Warn("killed by request", keyMsg, m.ID, keyJob, j.id, keyDur, now.Sub(j.started))
 	j.rec.Finish(jobs.Killed, r.resp, errKilled)
 	w.finishClaim(&r.it, claim.Failed, "", "job killed by request")
+	// Killed is failed (package delivery): its sender learns that no
+	// answer will come, whoever asked for the kill.
+	w.bounce(m, delivery.Failed, "", "job killed by request")
 }
 
 // finishFailed ends a job whose CLI failed: an error reply if PostErrors,
@@ -375,11 +379,13 @@ func (w *watcher) finishFailed(j *job, r *jobResult, now time.Time) {
 		// Another watcher owns the message now and will answer it: an
 		// error reply would take its reply token.
 		w.log.Info("claim lost; not posting", keyMsg, m.ID)
+		return
 	case w.cfg.PostErrors:
 		w.post(&r.it, fmt.Sprintf("[collab] %s could not answer: %s", w.cfg.Agent, note), claim.Failed, nil)
 	default:
 		w.finishClaim(&r.it, claim.Failed, "", note)
 	}
+	w.bounce(m, delivery.Failed, "", note)
 }
 
 // finishReplied posts the CLI's answer, or the question it asked (the job

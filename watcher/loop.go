@@ -28,9 +28,7 @@ func (w *watcher) loop(ctx context.Context) error {
 	wctx, stopWakers := context.WithCancel(ctx)
 	defer stopWakers()
 	wake := w.startWakers(wctx)
-	if w.cfg.OrphanAge > 0 {
-		go w.janitor(wctx)
-	}
+	go w.janitor(wctx) // orphans (OrphanAge > 0) and delivery reports
 	jobCtx, killJob := context.WithCancelCause(context.Background())
 	defer killJob(nil)
 	poll := time.NewTicker(w.cfg.Poll)

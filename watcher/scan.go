@@ -83,7 +83,7 @@ func (w *watcher) consider(m *channel.Message) {
 	}
 	switch {
 	case m.From == w.cfg.Agent:
-		if m.Metadata.InReplyTo != "" && !m.IsQuestion() && w.ownReply(m) {
+		if m.Metadata.InReplyTo != "" && !m.IsQuestion() && !m.IsDeliveryReport() && w.ownReply(m) {
 			w.replied[ref{m.SessionID, m.Metadata.InReplyTo}] = m.ID
 		}
 		skip("own message")

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/identity/signing"
 )
 
@@ -36,7 +37,9 @@ func (w *watcher) admit(it *item) bool {
 	w.log.Warn("forged message ignored", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From,
 		keyVerdict, it.verdict.String(), keyTrust, string(w.cfg.Trust))
 	w.forged = append(w.forged, it)
-	w.markSeen(m, guardTrust, w.forgedWhy(m.From, it.verdict))
+	why := w.forgedWhy(m.From, it.verdict)
+	w.markSeen(m, guardTrust, why)
+	w.bounce(m, delivery.Refused, guardTrust, why)
 	return false
 }
 

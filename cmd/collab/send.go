@@ -19,7 +19,7 @@ import (
 type sendOptions struct {
 	agent, ch, to, text, code, typ, replyTo *string
 	artifacts                               *[]string
-	priority                                *string
+	priority, expire                        *string
 	asJSON, wait                            *bool
 	timeout, poll                           *time.Duration
 	tf                                      trustFlags
@@ -35,6 +35,7 @@ func sendFlags(fs *pflag.FlagSet) *sendOptions {
 		text:      fs.String("text", "", `message text ("-" reads standard input)`),
 		code:      fs.StringP("code", "c", "", "code block to attach"),
 		priority:  fs.String("priority", "", "high, normal or low: where the message goes in the addressee's inbox and watcher queue (default: by its words)"),
+		expire:    fs.String("expire-after", "", "if no watcher claims the message within this long (10m, 2h; at most 24h), its sender gets a delivery report that it expired (default: the channel's setting, else never)"),
 		artifacts: fs.StringArray("artifact", nil, "file to refer to, repeatable: its path, size and sha256 go in content.artifacts (the file is not copied)"),
 		typ:       fs.String("type", "chat", "message type (chat, task_assign, task_result, incident, …)"),
 		replyTo:   fs.String("in-reply-to", "", "id of the message this answers"),
@@ -42,8 +43,7 @@ func sendFlags(fs *pflag.FlagSet) *sendOptions {
 		wait:      fs.Bool("wait", false, "wait for the reply and print it (exit 3 on timeout)"),
 		timeout:   fs.Duration("timeout", defaultWaitTimeout, "with --wait: give up after this long (0: wait until interrupted)"),
 		poll:      fs.Duration("poll", delegate.DefaultPoll, "with --wait: how often to look for the reply"),
-		tf:        addTrustFlags(c),
-		common:    c,
+		tf:        addTrustFlags(c), common: c,
 	}
 	c.add(withKey, withNATS, withRemote, withRoot)
 	return o
@@ -107,7 +107,7 @@ func runSend(ctx context.Context, args []string, getenv env, stdin io.Reader, st
 		// Inside a watcher's model run the message is one hop deeper than the
 		// one being answered; outside a run it is 0.
 		actor := service.Actor{Name: from, Signer: signer, Hops: runenv.RunHops(getenv)}
-		req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo, Artifacts: arts, Priority: *o.priority}
+		req := service.PostRequest{Channel: *o.ch, To: *o.to, Text: body, Code: *o.code, Type: *o.typ, InReplyTo: *o.replyTo, Artifacts: arts, Priority: *o.priority, ExpireAfter: *o.expire}
 		if *o.wait {
 			judge.Poll = *o.poll
 			return askSent(ctx, svc, actor, req, o, judge, stdout, stderr)

@@ -35,8 +35,11 @@
 //	               registry entry nor a presence file (with a Verifier,
 //	               a forged registry entry does not count:
 //	               registry.KnownTo)
+//	expired        still unclaimed (waiting or seen), and a delivery
+//	               report said it expired (below); a claim moves it on
 //
-// Refused, failed and undeliverable are the final bad states ([Bad]);
+// Refused, failed, undeliverable and expired are the final bad states
+// ([Bad]): no answer will come, or (expired) none is expected any more;
 // answered too is final ([Final]).
 //
 // # Files
@@ -61,11 +64,50 @@
 // once it has the reply ([KindAwaited]); [TimelineFor] reads these, the
 // claim, the job and the reply into a message's timeline per addressee.
 //
+// # Delivery reports
+//
+// When a message's state for an addressee becomes bad, its sender gets
+// one delivery report (a "bounce"): a message of type
+// channel.TypeDeliveryReport, in the message's channel and thread, in
+// reply to it, to its sender, from the agent that decided (signed with
+// its key), whose text says what happened ([ReportText]) and whose
+// extension channel.ExtDeliveryReport says it for programs ([Report]:
+// message, channel, agent, state, guard, reason, decided_by, host). None
+// is sent on a report, a guard notice or a question ([Reportable]). No
+// watcher answers a report and no waiter takes it for the reply.
+//
+// Who decides: the watcher that refuses a message by a guard (max-hops,
+// pair-rate, trust) or whose job for it fails or is killed (a kill is a
+// failure: the sender learns no answer comes, whoever killed it) reports
+// at once. A [Sweeper], which every watcher runs every 30 s over its
+// channels, reports an addressee undeliverable for a grace (1 min: time
+// for another host's registry entry or presence file to show through the
+// mount's cache), a message still unclaimed past its expiry, and a
+// refusal or failure its decider did not report within the grace.
+//
+// Expiry is off unless set: per message by its sender, the signed
+// extension channel.ExtExpireAfter ("10m"; collab send --expire-after),
+// else per channel by its settings file ROOT/channels/C/.settings.json,
+// {"expire_after": "10m"} ([ChannelSettings], replaced atomically). Both
+// are 1 s to [MaxExpireAfter]. An expired message may still be claimed and
+// answered: its status then is answered, and names the report too.
+//
+// Once only: a report is two steps, each published without replacing.
+// First the mark ROOT/claims/C/A/M.report ([ReportMark]: the report,
+// the id chosen for its message, the time, signed as kind "report" over
+// channel, agent, message, report id, state, guard, reason, decided_by,
+// host, time), then the report under that id, dated by the mark. Of
+// deciders racing, the first mark stays and the others post under its id;
+// a decider killed between the two leaves a mark whose report a later
+// Send, or the sweep after the grace, posts under the same id. Two
+// messages cannot share an id, so there is never a second report.
+// [ReadReport] reads the mark; collab status shows the report's id.
+//
 // # Cost
 //
 // The state of one message for one agent reads a handful of files: the
-// seen file, the claim's generations and reply tokens, the reply (by its
-// id), the agent's presence and registry entry, and, for a working or
+// seen file and the report mark, the claim's generations and reply
+// tokens, the reply (by its id), the agent's presence and registry entry, and, for a working or
 // failed claim, the agent's job records (bounded by jobs.Keep plus those
 // running), plus the instance records (ROOT/workflows) for the channel's
 // aliases. Never the channel's history.

@@ -174,12 +174,7 @@ func ReadSeen(root tree.Root, channel, agent, id string) (SeenFile, error) {
 // ReadMark reads the mark of kind of message id of channel in agent's
 // folder.
 func ReadMark(root tree.Root, kind, channel, agent, id string) (SeenFile, error) {
-	d, err := safedir.Open(root.AgentClaims(channel, agent))
-	if err != nil {
-		return SeenFile{}, err
-	}
-	defer d.Close()
-	raw, _, err := d.ReadFile(markName(kind, id), maxSeen)
+	raw, err := readMarkFile(root, kind, channel, agent, id)
 	if err != nil {
 		return SeenFile{}, err
 	}
@@ -225,4 +220,16 @@ func ParseRefusal(note string) (guard, why string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// readMarkFile reads the bytes of the mark of kind of message id of
+// channel in agent's folder, ROOT/claims/C/A/M.KIND.
+func readMarkFile(root tree.Root, kind, channel, agent, id string) ([]byte, error) {
+	d, err := safedir.Open(root.AgentClaims(channel, agent))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	raw, _, err := d.ReadFile(markName(kind, id), maxSeen)
+	return raw, err
 }

@@ -41,7 +41,9 @@ const (
 func Final(state string) bool { return state == Answered || Bad(state) }
 
 // Bad reports whether state is a final bad state: no answer will come.
-func Bad(state string) bool { return state == Refused || state == Failed || state == Undeliverable }
+func Bad(state string) bool {
+	return state == Refused || state == Failed || state == Undeliverable || state == Expired
+}
 
 // Addressee is where a message stands for one agent.
 type Addressee struct {
@@ -67,6 +69,10 @@ type Addressee struct {
 	// Timeline is what happened to the message for the agent, stage by
 	// stage ([TimelineFor]), with Options.Timeline.
 	Timeline *Timeline `json:"timeline,omitempty"`
+	// Report is the id of the delivery report sent to the message's
+	// sender for this addressee (see "Delivery reports" in the package
+	// doc), also once the message is answered after all.
+	Report string `json:"report,omitempty"`
 }
 
 // Status is where a message stands for every addressee.
@@ -135,7 +141,7 @@ func For(root tree.Root, ch string, m *channel.Message, opt Options) Status {
 		return s
 	}
 	for _, a := range names {
-		st := state(root, ch, m, a, opt)
+		st := withReport(root, ch, m, state(root, ch, m, a, opt))
 		if opt.Timeline {
 			tl := TimelineFor(root, ch, m, a, opt)
 			st.Timeline = &tl
@@ -230,7 +236,21 @@ func StateFor(root tree.Root, ch string, m *channel.Message, agent string, opt O
 	if opt.Alive == nil {
 		opt.Alive = proc.PIDAlive
 	}
-	return state(root, ch, m, agent, opt)
+	return withReport(root, ch, m, state(root, ch, m, agent, opt))
+}
+
+// withReport adds to a the report sent for it, if any: a message still
+// unclaimed whose report says it expired is expired.
+func withReport(root tree.Root, ch string, m *channel.Message, a Addressee) Addressee {
+	k, err := ReadReport(root, ch, a.Agent, m.Key())
+	if err != nil {
+		return a
+	}
+	a.Report = k.ID
+	if k.State == Expired && (a.State == Waiting || a.State == Seen) {
+		a.State, a.Since, a.Note = Expired, k.Time, k.Reason
+	}
+	return a
 }
 
 // state is where m stands for agent.
@@ -412,8 +432,17 @@ func FindChannel(root tree.Root, id string) (string, error) {
 	return "", fmt.Errorf("%w: %s", ErrNotFound, id)
 }
 
-// Describe says in a few words where the message stands for a, as of now.
+// Describe says in a few words where the message stands for a, as of
+// now, and names the delivery report sent for it.
 func (a Addressee) Describe(now time.Time) string {
+	d := a.describe(now)
+	if a.Report != "" {
+		d += "; reported to the sender (" + a.Report + ")"
+	}
+	return d
+}
+
+func (a Addressee) describe(now time.Time) string {
 	ago := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -465,6 +494,8 @@ func (a Addressee) Describe(now time.Time) string {
 		return "failed: " + a.Error
 	case Undeliverable:
 		return "undeliverable: " + a.Note
+	case Expired:
+		return fmt.Sprintf("expired%s ago: %s", ago(a.Since), a.Note)
 	}
 	return a.State
 }

@@ -125,12 +125,18 @@ func TimelineFor(root tree.Root, ch string, m *channel.Message, agent string, op
 	return t
 }
 
-// reportedStage is the hook for the delivery report of message id of ch
-// for agent (the once-only mark ROOT/claims/C/A/M.report of the bounce
-// code): its time, host and a note, with ok when there is one. It finds
-// none until that reader is wired in here.
-var reportedStage = func(root tree.Root, ch, agent, id string, v *signing.Verifier) (Stage, bool) {
-	return Stage{}, false
+// reportedStage is the delivery report of message id of ch for agent
+// (its once-only mark, [ReadReport]): with v, a mark that does not verify
+// as its decider's while the decider has keys is ignored.
+func reportedStage(root tree.Root, ch, agent, id string, v *signing.Verifier) (Stage, bool) {
+	k, err := ReadReport(root, ch, agent, id)
+	if err != nil {
+		return Stage{}, false
+	}
+	if v != nil && k.Verify(v) != signing.Verified && v.HasKeys(k.DecidedBy) {
+		return Stage{}, false
+	}
+	return Stage{Time: k.Time, Via: tree.Printable(k.DecidedBy), Host: k.Host, Note: k.ID}, true
 }
 
 // verifiedSeen reads the seen file of message id of ch in agent's folder,

@@ -11,7 +11,6 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/claim"
 	"github.com/collabdev/collab/internal/identity/signing"
-	"github.com/collabdev/collab/internal/plumbing/safedir"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
@@ -89,12 +88,7 @@ func MarkAwaited(root tree.Root, channel, id, reply string, owner claim.Owner, n
 // ReadAwaited reads the awaited mark of message id of channel in agent's
 // folder, as written: [ParseAwaited] checks only its form.
 func ReadAwaited(root tree.Root, channel, agent, id string) (AwaitedFile, error) {
-	d, err := safedir.Open(root.AgentClaims(channel, agent))
-	if err != nil {
-		return AwaitedFile{}, err
-	}
-	defer d.Close()
-	raw, _, err := d.ReadFile(markName(KindAwaited, id), maxSeen)
+	raw, err := readMarkFile(root, KindAwaited, channel, agent, id)
 	if err != nil {
 		return AwaitedFile{}, err
 	}

@@ -129,8 +129,9 @@ func TestTimelineFor(t *testing.T) {
 			x.seen(t, x.bob, ViaFsnotify)
 			r := x.answer(t)
 			x.awaited(t, r.ID, x.alice)
-			reportedStage = func(_ tree.Root, ch, agent, id string, _ *signing.Verifier) (Stage, bool) {
-				return Stage{Time: x.at(12), Host: "vm-2"}, ch == "dev" && agent == "bob" && id == x.m.ID
+			rp := &Reporter{Root: x.root, Agent: "bob", Host: "vm-2", Signer: x.bob, Now: func() time.Time { return x.at(12) }}
+			if _, err := rp.Send(&x.m, Report{Agent: "bob", State: Failed, Reason: "the CLI exited 1"}); err != nil {
+				t.Fatal(err)
 			}
 		}, all},
 		{"seen, not claimed", func(t *testing.T, x *timelineTree) { x.seen(t, x.bob, ViaPoll) }, []string{StageSent, StageVisible, StageSeen}},
@@ -150,6 +151,15 @@ func TestTimelineFor(t *testing.T) {
 			r := x.answer(t)
 			x.awaited(t, r.ID, x.bob)
 		}, all[:8]},
+		{"report mark signed by another agent ignored", func(t *testing.T, x *timelineTree) {
+			x.seen(t, x.bob, ViaPoll)
+			x.answer(t)
+			rp := &Reporter{Root: x.root, Agent: "bob", Host: "vm-2", Signer: x.alice, Now: func() time.Time { return x.at(12) },
+				Post: func(*channel.Message) error { return nil }} // only the mark matters here
+			if _, err := rp.Send(&x.m, Report{Agent: "bob", State: Failed, Reason: "forged"}); err != nil {
+				t.Fatal(err)
+			}
+		}, all[:8]},
 		{"awaited mark of another reply ignored", func(t *testing.T, x *timelineTree) {
 			x.seen(t, x.bob, ViaPoll)
 			x.answer(t)
@@ -157,7 +167,6 @@ func TestTimelineFor(t *testing.T) {
 		}, all[:8]},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			defer func(f func(tree.Root, string, string, string, *signing.Verifier) (Stage, bool)) { reportedStage = f }(reportedStage)
 			x := newTimelineTree(t)
 			c.setup(t, x)
 			tl := TimelineFor(x.root, "dev", &x.m, "bob", Options{Verifier: x.v})

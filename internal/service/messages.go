@@ -89,6 +89,10 @@ type PostRequest struct {
 	// Priority is "high", "normal" or "low" (inbox.ExtPriority); ""
 	// leaves it to the readers' rule (inbox.PriorityOf).
 	Priority string
+	// ExpireAfter is how long the message may wait unclaimed before its
+	// sender gets a delivery report that it expired
+	// (delivery.ParseExpireAfter: "10m"; "" the channel's setting).
+	ExpireAfter string
 }
 
 // Posted is what a post did.
@@ -235,6 +239,13 @@ func NewMessage(a Actor, req PostRequest, host string) (*channel.Message, error)
 			return nil, errkind.Wrap(errkind.Invalid, err)
 		}
 		inbox.SetPriority(m, p)
+	}
+	if req.ExpireAfter != "" {
+		d, err := delivery.ParseExpireAfter(req.ExpireAfter)
+		if err != nil {
+			return nil, errkind.Wrap(errkind.Invalid, err)
+		}
+		delivery.SetExpireAfter(m, d)
 	}
 	return m, nil
 }

@@ -168,7 +168,7 @@ func (t *team) take(f followed, st *runState, fn func(string, []channel.Message,
 	for i := range f.msgs {
 		m := &f.msgs[i]
 		st.last, st.lastAt = m, time.Now()
-		if !delivery.IsNotice(m) && t.addressed(m) {
+		if !delivery.IsNotice(m) && !m.IsDeliveryReport() && t.addressed(m) {
 			st.pending[m.Key()] = m
 		}
 	}

@@ -60,7 +60,7 @@ func config(root tree.Root, s Settings, policy signing.Policy, h Host) (watcher.
 		return watcher.Config{}, err
 	}
 	cfg := watcher.Config{
-		Root: root, RecoveryWindow: s.RecoveryWindow,
+		Root: root, RecoveryWindow: s.RecoveryWindow, BounceEvery: s.BounceEvery, BounceGrace: s.BounceGrace,
 		Agent: s.Agent, Aliases: s.Aliases, Channels: s.Channels,
 		CLI: cmp.Or(s.CLI, watchconf.DefaultCLI), SessionScope: s.SessionScope, SessionTTL: s.SessionTTL,
 		BudgetUSD: s.BudgetUSD, BudgetTokens: s.BudgetTokens, Prices: prices,

@@ -83,6 +83,10 @@ type Settings struct {
 	// RemoteState, when set, is watch --remote's state directory: the
 	// model's collab commands go through the bridge with it.
 	RemoteState string
+
+	// BounceEvery and BounceGrace tune the sweep for delivery reports
+	// (watcher.Config's; 0: the defaults, BounceEvery <0: no sweep).
+	BounceEvery, BounceGrace time.Duration
 }
 
 // Host is what a watcher takes from the process that runs it.

@@ -22,7 +22,8 @@ func Run(ctx context.Context, bus *natsbus.Bus, cfg Config, backfill time.Durati
 	srv := New(cfg)
 	pub := &Publisher{Root: cfg.Root, Stream: bus, StateFile: StatePath(cfg.Root, cfg.Host), Backfill: backfill, Logger: srv.log}
 	srv.log.Info("bridge: serving", "root", string(cfg.Root), "subjects", SubscribeSubject, "queue", QueueGroup, "workers", srv.cfg.Workers)
-	return together(ctx, func(ctx context.Context) error { return srv.Serve(ctx, bus.Conn()) }, pub.Run)
+	return together(ctx, func(ctx context.Context) error { return srv.Serve(ctx, bus.Conn()) }, pub.Run,
+		func(ctx context.Context) error { return Reports(ctx, srv.cfg) }) // delivery reports
 }
 
 // together runs parts until ctx ends or one of them stops, and returns

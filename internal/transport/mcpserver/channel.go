@@ -63,6 +63,8 @@ type SendArgs struct {
 	Priority string `json:"priority,omitempty" jsonschema:"high, normal or low (default: by its words: urgent, blocked, several addressees make it high)"`
 	// InReplyTo threads the message as the answer to another.
 	InReplyTo string `json:"in_reply_to,omitempty" jsonschema:"the id of the message this answers (msg-…): the sender's wait, collab status and the dashboard see it as the answer"`
+	// ExpireAfter asks for a delivery report if nobody claims it in time.
+	ExpireAfter string `json:"expire_after,omitempty" jsonschema:"if no agent claims the message within this long (10m, 2h; at most 24h) you get a delivery report that it expired (default: the channel's setting, else never)"`
 }
 
 // SendResult is what channel_send returns.
@@ -99,7 +101,9 @@ func addChannelTools(s *Server) error {
 }
 
 func (s *Server) channelSend(ctx context.Context, in SendArgs) (SendResult, error) {
-	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) { r.Priority, r.InReplyTo = in.Priority, in.InReplyTo })
+	m, queued, err := s.post(ctx, in.Message, in.To, func(r *service.PostRequest) {
+		r.Priority, r.InReplyTo, r.ExpireAfter = in.Priority, in.InReplyTo, in.ExpireAfter
+	})
 	if err != nil {
 		return SendResult{}, err
 	}

@@ -169,8 +169,8 @@ func (opt Options) IsReply(m *channel.Message, id string) bool {
 
 // isReply is IsReply for m read from channel ch.
 func (opt Options) isReply(m *channel.Message, ch, id string) bool {
-	if m.Metadata.InReplyTo != id || m.IsQuestion() {
-		return false // a question asked mid-run is not the answer
+	if m.Metadata.InReplyTo != id || m.IsQuestion() || m.IsDeliveryReport() {
+		return false // a question asked mid-run, or a delivery report, is not the answer
 	}
 	if opt.From != "" && m.From != opt.From {
 		return false
