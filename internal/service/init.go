@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
@@ -23,6 +24,10 @@ type InitRequest struct {
 	// Group, when set (a name or a number), is the shared group the
 	// tree's folders are handed to.
 	Group string
+	// Channel, when set, is a channel whose settings Init writes (its
+	// folder made if missing): ExpireAfter, the expiry of its messages
+	// that set none (delivery.ParseExpireAfter; "off" or "0": none).
+	Channel, ExpireAfter string
 }
 
 // Folder is one folder of the tree as Init left it.
@@ -90,6 +95,11 @@ func (m *Mount) Init(_ context.Context, req InitRequest) (Initialized, error) {
 	// group, so the agents cannot replace a key (package keyring).
 	if err := keyring.Open(root.Keys()).Create(); err != nil {
 		return out, err
+	}
+	if req.Channel != "" {
+		if err := channelSettings(root, req.Channel, req.ExpireAfter); err != nil {
+			return out, err
+		}
 	}
 	made, warnings, err := seedLayout(root, m.cfg.Now())
 	if err != nil {
@@ -231,4 +241,23 @@ func groupName(gid int) string {
 		return g.Name
 	}
 	return strconv.Itoa(gid)
+}
+
+// channelSettings writes channel ch's settings file: its expiry.
+func channelSettings(root tree.Root, ch, expireAfter string) error {
+	if err := tree.CheckName("channel", ch); err != nil {
+		return errkind.Wrap(errkind.Invalid, err)
+	}
+	if expireAfter == "" {
+		return errkind.Wrap(errkind.Invalid, errors.New("a channel's settings: give --expire-after (off removes it)"))
+	}
+	d, err := delivery.ParseExpireAfter(expireAfter)
+	if err != nil {
+		return errkind.Wrap(errkind.Invalid, err)
+	}
+	s := delivery.ChannelSettings{}
+	if d > 0 {
+		s.ExpireAfter = d.String()
+	}
+	return delivery.WriteChannelSettings(root, ch, s)
 }

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/collabdev/collab/internal/delivery"
 	"github.com/collabdev/collab/internal/errkind"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
@@ -72,5 +74,33 @@ func TestInitWritesTheProtocolVersion(t *testing.T) {
 	os.WriteFile(p, []byte(`{"protocol": 2}`), 0o644)
 	if _, err := m.Init(context.Background(), InitRequest{}); err == nil || !strings.Contains(err.Error(), "upgrade collab") {
 		t.Errorf("init of a protocol 2 tree = %v, want a refusal", err)
+	}
+}
+
+// TestInitChannelSettings: init --channel C --expire-after D writes C's
+// expiry, off removes it, and a bad name or duration is Invalid and
+// writes nothing.
+func TestInitChannelSettings(t *testing.T) {
+	root := tree.Root(t.TempDir())
+	m := NewMount(Config{Root: root})
+	ctx := context.Background()
+	for _, c := range []struct {
+		ch, expire string
+		want       time.Duration
+		invalid    bool
+	}{
+		{"dev", "90s", 90 * time.Second, false},
+		{"dev", "25h", 90 * time.Second, true},
+		{"dev", "", 90 * time.Second, true},
+		{"../dev", "1m", 90 * time.Second, true},
+		{"dev", "off", 0, false},
+	} {
+		_, err := m.Init(ctx, InitRequest{Channel: c.ch, ExpireAfter: c.expire})
+		if got := errkind.Of(err) == errkind.Invalid; got != c.invalid {
+			t.Errorf("%s %q: error %v, want invalid %v", c.ch, c.expire, err, c.invalid)
+		}
+		if got := delivery.ChannelExpireAfter(root, "dev"); got != c.want {
+			t.Errorf("%s %q: the channel's expiry is %v, want %v", c.ch, c.expire, got, c.want)
+		}
 	}
 }
