@@ -14,14 +14,13 @@ import (
 func runInit(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags := cmdFlags("init", helpText("init"), stderr)
 	group := flags.String("group", "", "shared group (name or numeric id) that owns the tree's folders")
-	ch := flags.String("channel", "", "with --expire-after: the channel whose setting it is")
-	expire := flags.String("expire-after", "", "with --channel: report its messages nobody claimed within this long to their senders (10m, 2h; at most 24h; off)")
+	expire := flags.StringArray("expire-after", nil, "CHANNEL=D, repeatable: report a message of CHANNEL nobody claimed within D (10m, 2h; at most 24h; off) to its sender")
 	asJSON := flags.Bool("json", false, `print a JSON array of the folders: {"path", "mode", "group"}`)
 	c := addCommon(flags, withRoot)
 	if err := parseNone(flags, args, getenv); err != nil {
 		return err
 	}
-	res, err := c.mount(getenv, stderr).Init(ctx, service.InitRequest{Group: *group, Channel: *ch, ExpireAfter: *expire})
+	res, err := c.mount(getenv, stderr).Init(ctx, service.InitRequest{Group: *group, ExpireAfter: *expire})
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}

@@ -24,10 +24,11 @@ type InitRequest struct {
 	// Group, when set (a name or a number), is the shared group the
 	// tree's folders are handed to.
 	Group string
-	// Channel, when set, is a channel whose settings Init writes (its
-	// folder made if missing): ExpireAfter, the expiry of its messages
-	// that set none (delivery.ParseExpireAfter; "off" or "0": none).
-	Channel, ExpireAfter string
+	// ExpireAfter are channels' settings Init writes, each CHANNEL=D:
+	// the expiry of the channel's messages that set none
+	// (delivery.ParseExpireAfter; "off" or "0": none). The channel's
+	// folder is made if missing.
+	ExpireAfter []string
 }
 
 // Folder is one folder of the tree as Init left it.
@@ -96,8 +97,8 @@ func (m *Mount) Init(_ context.Context, req InitRequest) (Initialized, error) {
 	if err := keyring.Open(root.Keys()).Create(); err != nil {
 		return out, err
 	}
-	if req.Channel != "" {
-		if err := channelSettings(root, req.Channel, req.ExpireAfter); err != nil {
+	for _, set := range req.ExpireAfter {
+		if err := channelSettings(root, set); err != nil {
 			return out, err
 		}
 	}
@@ -243,13 +244,15 @@ func groupName(gid int) string {
 	return strconv.Itoa(gid)
 }
 
-// channelSettings writes channel ch's settings file: its expiry.
-func channelSettings(root tree.Root, ch, expireAfter string) error {
+// channelSettings writes the settings file of a channel: its expiry, as
+// set says (CHANNEL=D).
+func channelSettings(root tree.Root, set string) error {
+	ch, expireAfter, ok := strings.Cut(set, "=")
+	if !ok {
+		return errkind.Wrap(errkind.Invalid, fmt.Errorf("expire-after %q: want CHANNEL=DURATION", set))
+	}
 	if err := tree.CheckName("channel", ch); err != nil {
 		return errkind.Wrap(errkind.Invalid, err)
-	}
-	if expireAfter == "" {
-		return errkind.Wrap(errkind.Invalid, errors.New("a channel's settings: give --expire-after (off removes it)"))
 	}
 	d, err := delivery.ParseExpireAfter(expireAfter)
 	if err != nil {

@@ -92,10 +92,11 @@ func TestInitChannelSettings(t *testing.T) {
 		{"dev", "90s", 90 * time.Second, false},
 		{"dev", "25h", 90 * time.Second, true},
 		{"dev", "", 90 * time.Second, true},
+		{"dev=", "1m", 90 * time.Second, true},
 		{"../dev", "1m", 90 * time.Second, true},
 		{"dev", "off", 0, false},
 	} {
-		_, err := m.Init(ctx, InitRequest{Channel: c.ch, ExpireAfter: c.expire})
+		_, err := m.Init(ctx, InitRequest{ExpireAfter: []string{c.ch + "=" + c.expire}})
 		if got := errkind.Of(err) == errkind.Invalid; got != c.invalid {
 			t.Errorf("%s %q: error %v, want invalid %v", c.ch, c.expire, err, c.invalid)
 		}
