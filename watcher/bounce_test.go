@@ -257,3 +257,28 @@ func TestBounceKilled(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 }
+
+// TestBounceExpiredBetweenSweeps: a message with an expiry of its own
+// that comes while the sweep waits for its next round (an hour here) is
+// reported when it expires: the scan wakes the sweep.
+func TestBounceExpiredBetweenSweeps(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	a := registry.Agent{ID: "claude", Role: "reviewer", Host: "vm-9", Registered: time.Now().UTC().Format(time.RFC3339Nano)}
+	if err := registry.Write(root, a); err != nil {
+		t.Fatal(err)
+	}
+	cfg := bounceConfig(root, &fakeRunner{})
+	cfg.BounceEvery = time.Hour
+	// A first report, on a message there before the watcher, proves the
+	// sweep ran: nothing is open then, and its next round is an hour away.
+	first := send(t, root, "nobody", "anyone?")
+	start(t, cfg)
+	oneReport(t, root, first, 20*time.Millisecond)
+	m := channel.Message{To: "claude", Content: channel.Content{Text: "soon please"}}
+	delivery.SetExpireAfter(&m, time.Second)
+	m = post(t, root, m)
+	if _, rep := oneReport(t, root, m, 20*time.Millisecond); rep.State != delivery.Expired {
+		t.Errorf("report %+v", rep)
+	}
+}

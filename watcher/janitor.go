@@ -20,7 +20,9 @@ const janitorEvery = time.Hour
 //
 // The same goroutine sweeps the channels for delivery reports every
 // BounceEvery (delivery.Sweeper), the first time at once, and sooner
-// when an expiry or a grace ends before.
+// when an expiry or a grace ends before, or the scan read a message with
+// an expiry of its own (sweepSoon); a channel's own expiry is looked at
+// at least every quarter of it (delivery.Sweeper.Sweep).
 func (w *watcher) janitor(ctx context.Context) {
 	var orphans <-chan time.Time
 	t := time.NewTimer(0)
@@ -46,6 +48,10 @@ func (w *watcher) janitor(ctx context.Context) {
 		case <-bounces:
 			next := sweeper.Sweep(w.cfg.Channels)
 			bt.Reset(delivery.SweepAfter(every, next, w.now()))
+		case <-w.sweepSoon:
+			if sweeper != nil {
+				bt.Reset(0) // a timer fired meanwhile only sweeps once more
+			}
 		}
 	}
 }

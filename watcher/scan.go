@@ -81,6 +81,12 @@ func (w *watcher) consider(m *channel.Message) {
 		}
 		w.log.Log(context.Background(), level, "skip", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyReason, reason)
 	}
+	if _, ok := delivery.MessageExpireAfter(m); ok {
+		select { // the sweep learns of its expiry now, not at its next round
+		case w.sweepSoon <- struct{}{}:
+		default:
+		}
+	}
 	switch {
 	case m.From == w.cfg.Agent:
 		if m.Metadata.InReplyTo != "" && !m.IsQuestion() && !m.IsDeliveryReport() && w.ownReply(m) {

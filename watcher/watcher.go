@@ -108,6 +108,9 @@ type watcher struct {
 	writer  *channel.Writer
 	readers map[string]*channel.Reader
 	guards  *guards
+	// sweepSoon wakes the janitor's delivery-report sweep before its
+	// time: the scan read a message with an expiry of its own.
+	sweepSoon chan struct{}
 	// unpriced are the models whose tokens had no price, each warned
 	// about once.
 	unpriced map[string]bool
@@ -177,6 +180,7 @@ func newWatcher(cfg Config) *watcher {
 		writer:    &channel.Writer{Root: cfg.Root, Now: cfg.Now, Signer: cfg.Signer},
 		readers:   make(map[string]*channel.Reader),
 		guards:    newGuards(cfg.MaxHops, cfg.Rate, cfg.PairRate),
+		sweepSoon: make(chan struct{}, 1),
 		done:      make(chan jobResult, 1),
 		asks:      make(chan *asking),
 		replied:   make(map[ref]string),

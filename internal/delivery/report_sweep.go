@@ -79,7 +79,9 @@ func (s *Sweeper) settings() (grace, window time.Duration) {
 // Sweep reads what is new in channels and reports what is due. It
 // returns when something will be due next (zero: nothing open), for a
 // caller that sweeps then rather than at its next period: an expiry or
-// a grace then ends on time.
+// a grace then ends on time. A channel with an expiry of its own
+// (ChannelExpireAfter) is due again within a quarter of it, for the
+// messages that come meanwhile.
 func (s *Sweeper) Sweep(channels []string) (next time.Time) {
 	grace, window := s.settings()
 	now := s.Reporter.now()
@@ -89,6 +91,13 @@ func (s *Sweeper) Sweep(channels []string) (next time.Time) {
 	for _, ch := range channels {
 		s.read(ch, now.Add(-window))
 		exp := ChannelExpireAfter(s.Reporter.Root, ch)
+		if exp > 0 {
+			// A message that came since this sweep read the channel is
+			// known at the next: a quarter of the expiry from now at most.
+			if soon := now.Add(exp / 4); next.IsZero() || soon.Before(next) {
+				next = soon
+			}
+		}
 		kept := s.open[ch][:0]
 		for _, o := range s.open[ch] {
 			if now.Sub(o.msg.Time()) > window {
