@@ -141,7 +141,7 @@ func For(root tree.Root, ch string, m *channel.Message, opt Options) Status {
 		return s
 	}
 	for _, a := range names {
-		st := withReport(root, ch, m, state(root, ch, m, a, opt))
+		st := withReport(root, ch, m, state(root, ch, m, a, opt), opt.Verifier)
 		if opt.Timeline {
 			tl := TimelineFor(root, ch, m, a, opt)
 			st.Timeline = &tl
@@ -236,14 +236,15 @@ func StateFor(root tree.Root, ch string, m *channel.Message, agent string, opt O
 	if opt.Alive == nil {
 		opt.Alive = proc.PIDAlive
 	}
-	return withReport(root, ch, m, state(root, ch, m, agent, opt))
+	return withReport(root, ch, m, state(root, ch, m, agent, opt), opt.Verifier)
 }
 
 // withReport adds to a the report sent for it, if any: a message still
-// unclaimed whose report says it expired is expired.
-func withReport(root tree.Root, ch string, m *channel.Message, a Addressee) Addressee {
+// unclaimed whose report says it expired is expired. With v, a mark that
+// does not verify as its decider's while the decider has keys is ignored.
+func withReport(root tree.Root, ch string, m *channel.Message, a Addressee, v *signing.Verifier) Addressee {
 	k, err := ReadReport(root, ch, a.Agent, m.Key())
-	if err != nil {
+	if err != nil || (v != nil && k.Verify(v) != signing.Verified && v.HasKeys(k.DecidedBy)) {
 		return a
 	}
 	a.Report = k.ID

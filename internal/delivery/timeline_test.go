@@ -16,6 +16,7 @@ import (
 	"github.com/collabdev/collab/internal/identity/keyring"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/tree"
+	"github.com/collabdev/collab/internal/workspace/registry"
 )
 
 // timelineTree is a tree where alice asked bob a question and bob's
@@ -332,5 +333,29 @@ func BenchmarkTimelineFor(b *testing.B) {
 	opt := Options{Verifier: x.v}
 	for b.Loop() {
 		TimelineFor(x.root, "dev", &x.m, "bob", opt)
+	}
+}
+
+// TestForgedReportMark: a report mark signed by another than its decider
+// neither names a report nor makes the message expired, with a
+// verifier; without one it is taken as written.
+func TestForgedReportMark(t *testing.T) {
+	x := newTimelineTree(t)
+	bob := registry.Agent{ID: "bob", Role: "reviewer", Host: "vm-2", Registered: x.at(0).Format(time.RFC3339Nano)}
+	if err := bob.Sign(x.bob); err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.Write(x.root, bob); err != nil {
+		t.Fatal(err)
+	}
+	rp := &Reporter{Root: x.root, Agent: "bob", Host: "vm-2", Signer: x.alice, Post: func(*channel.Message) error { return nil }}
+	if _, err := rp.Send(&x.m, Report{Agent: "bob", State: Expired, Reason: "forged"}); err != nil {
+		t.Fatal(err)
+	}
+	if a := For(x.root, "dev", &x.m, Options{Verifier: x.v}).Addressees[0]; a.State != Waiting || a.Report != "" {
+		t.Errorf("with a verifier: %+v, want waiting without a report", a)
+	}
+	if a := For(x.root, "dev", &x.m, Options{}).Addressees[0]; a.State != Expired || a.Report == "" {
+		t.Errorf("without a verifier: %+v, want expired with its report", a)
 	}
 }
