@@ -13,13 +13,17 @@ import (
 // janitorEvery is how often the janitor sweeps after its first sweep.
 const janitorEvery = time.Hour
 
+// firstSweepAfter is how long after its start a watcher first sweeps for
+// delivery reports (at most: BounceEvery when shorter).
+const firstSweepAfter = 5 * time.Second
+
 // janitor removes temp files that writers which crashed mid-write left in
 // the folders this watcher writes to (sweptFolders). It runs in its own goroutine and touches no
 // watcher state; only files older than OrphanAge go, so a write in progress
 // on any host (with any sane clock skew) is never disturbed.
 //
 // The same goroutine sweeps the channels for delivery reports every
-// BounceEvery (delivery.Sweeper), the first time at once, and sooner
+// BounceEvery (delivery.Sweeper), the first time after firstSweepAfter, and sooner
 // when an expiry or a grace ends before, or the scan read a message with
 // an expiry of its own (sweepSoon); a channel's own expiry is looked at
 // at least every quarter of it (delivery.Sweeper.Sweep).
@@ -32,7 +36,9 @@ func (w *watcher) janitor(ctx context.Context) {
 	}
 	every, _, _ := w.bounceSettings()
 	var bounces <-chan time.Time
-	bt := time.NewTimer(0)
+	// The first sweep waits a little: a watcher that starts on a backlog
+	// reads it first.
+	bt := time.NewTimer(min(every, firstSweepAfter))
 	defer bt.Stop()
 	var sweeper *delivery.Sweeper
 	if every > 0 && w.cfg.ClaimDirs == nil { // a remote watcher's tree is a mirror: the bridge sweeps

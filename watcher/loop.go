@@ -28,7 +28,15 @@ func (w *watcher) loop(ctx context.Context) error {
 	wctx, stopWakers := context.WithCancel(ctx)
 	defer stopWakers()
 	wake := w.startWakers(wctx)
-	go w.janitor(wctx) // orphans (OrphanAge > 0) and delivery reports
+	janitorDone := make(chan struct{})
+	go func() { // orphans (OrphanAge > 0) and delivery reports
+		defer close(janitorDone)
+		w.janitor(wctx)
+	}()
+	defer func() { // Run returns with no write of the janitor's in flight
+		stopWakers()
+		<-janitorDone
+	}()
 	jobCtx, killJob := context.WithCancelCause(context.Background())
 	defer killJob(nil)
 	poll := time.NewTicker(w.cfg.Poll)
