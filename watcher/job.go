@@ -75,6 +75,7 @@ type runRequest struct {
 
 	launching chan struct{}   // closed just before the CLI starts
 	working   presence.Status // written while the CLI starts
+	traceEnv  []string        // TRACEPARENT of the message's hop (trace.go)
 }
 
 // jobResult is what a job's goroutine hands back to the loop.
@@ -109,6 +110,7 @@ func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	j := &job{it: *it, id: id, started: now, stop: stop, rec: rec, key: key, launching: make(chan struct{})}
 	w.takeAnswer(j)
 	req := runRequest{it: *it, key: key, resume: resume, since: w.liveSince(key, resume), allow: j.allow, rec: rec, launching: j.launching}
+	req.traceEnv = w.hopEnv(it)
 	var held bool
 	req.transcript, held = w.recent.before(m.SessionID, m, w.cfg.Context)
 	req.readTranscript = !held
@@ -229,7 +231,7 @@ func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
 	}
 	return modelcli.Request{
 		Prompt:     text,
-		Env:        w.env(&m),
+		Env:        append(w.env(&m), req.traceEnv...),
 		Dir:        w.cfg.Workdir,
 		Timeout:    w.cfg.Timeout,
 		Session:    req.resume,
@@ -315,6 +317,7 @@ func (w *watcher) finish(r jobResult) {
 		j.asking.expires.Stop() // the turn ended without its answer
 	}
 	now := w.now()
+	w.traceRun(j, &r, now)
 	w.spend(&r.resp, now)
 	w.keepSession(j, &r, now)
 	w.liveDone(j, &r)
