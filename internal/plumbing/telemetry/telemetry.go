@@ -109,6 +109,15 @@ func Default() *Telemetry {
 	return current
 }
 
+// SetDefault makes t the process's Telemetry ([Default]) and returns the
+// one it replaces; for tests and the bench, which make theirs with [New].
+func SetDefault(t *Telemetry) (previous *Telemetry) {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	previous, current = current, t
+	return previous
+}
+
 // Setup makes the process's Telemetry with [New], installs its providers
 // as the global ones and makes it [Default].
 func Setup(ctx context.Context, opt Options) (*Telemetry, error) {
@@ -120,9 +129,7 @@ func Setup(ctx context.Context, opt Options) (*Telemetry, error) {
 	if tp, ok := t.tracer.(interface{ TracerProvider() trace.TracerProvider }); ok {
 		otel.SetTracerProvider(tp.TracerProvider())
 	}
-	defaultMu.Lock()
-	current = t
-	defaultMu.Unlock()
+	SetDefault(t)
 	return t, nil
 }
 
