@@ -23,6 +23,7 @@ import (
 
 	"github.com/collabdev/collab/docs"
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/telemetry"
 )
 
 // memoryLimit is collab's soft memory limit (runtime/debug; GOMEMLIMIT in
@@ -55,8 +56,10 @@ func main() {
 		}
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
-	runCtx := withLogin(context.WithValue(ctx, hurryKey{}, h), osLogin)
+	tctx, endTelemetry := telemetry.Start(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	runCtx := withLogin(context.WithValue(tctx, hurryKey{}, h), osLogin)
 	err := run(runCtx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	endTelemetry()
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }

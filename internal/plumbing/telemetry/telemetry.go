@@ -40,6 +40,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -284,4 +285,31 @@ func (t *Telemetry) Register(c prometheus.Collector) error {
 		return nil
 	}
 	return t.reg.Register(c)
+}
+
+// Start is a process's telemetry in one call (collab's main): [Setup]
+// for the command args[0] names (service.name "collab-CMD"; a Prometheus registry for
+// serve and bridge, which serve /metrics), and ctx with the trace context
+// of TRACEPARENT when set ([FromEnv]). A Setup that fails is told to
+// stderr and the process goes on without telemetry. end flushes, within
+// ShutdownTimeout.
+func Start(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) (context.Context, func()) {
+	cmd := ""
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	opt := Options{Service: "collab", Prometheus: cmd == "serve" || cmd == "bridge", Getenv: getenv}
+	if cmd != "" && len(cmd) <= 16 && strings.Trim(cmd, "abcdefghijklmnopqrstuvwxyz") == "" {
+		opt.Service = "collab-" + cmd // a command's name, not any argument
+	}
+	t, err := Setup(ctx, opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "collab: telemetry off: %v\n", err)
+		return ctx, func() {}
+	}
+	return FromEnv(ctx, getenv), func() {
+		if err := t.Shutdown(ctx); err != nil {
+			fmt.Fprintf(stderr, "collab: telemetry: %v\n", err)
+		}
+	}
 }
