@@ -18,6 +18,7 @@ func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	backfill := fs.Duration("backfill", bridge.DefaultBackfill, "on the first start, publish each channel's messages this recent")
 	workers := fs.Int("workers", bridge.DefaultWorkers, "requests performed at once")
 	logLevel := fs.String("log-level", defaultLogLevel, "debug, info, warn or error")
+	metrics := fs.String("metrics", "", bridge.MetricsUsage)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
@@ -52,5 +53,5 @@ func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	}
 	defer b.Close()
 
-	return bridge.Run(ctx, b, bridge.Config{Root: root, Keyring: ring, Verifier: signing.NewVerifier(ring), Workers: *workers, Host: host, Logger: logger}, *backfill)
+	return bridge.Run(ctx, b, bridge.Config{Root: root, Keyring: ring, Verifier: signing.NewVerifier(ring), Workers: *workers, Host: host, Logger: logger, Metrics: *metrics}, *backfill)
 }

@@ -26,7 +26,7 @@ const (
 	// (collab_nats_errors_total{op}).
 	MetricNATSErrors = "collab.nats.errors"
 	// MetricBridgeErrors counts requests a bridge failed or refused
-	// (collab_bridge_errors_total{op}).
+	// (collab_bridge_errors_total{op,code}).
 	MetricBridgeErrors = "collab.bridge.errors"
 )
 
@@ -45,6 +45,7 @@ const (
 	KeyState   = "state"
 	KeyOutcome = "outcome"
 	KeyOp      = "op"
+	KeyCode    = "code"
 )
 
 type instruments struct {
@@ -124,12 +125,13 @@ func (t *Telemetry) NATSError(ctx context.Context, op string) {
 	t.inst.natsErrors.Add(ctx, 1, metric.WithAttributes(attribute.String(KeyOp, op)))
 }
 
-// BridgeError counts a bridge request op that failed or was refused.
-func (t *Telemetry) BridgeError(ctx context.Context, op string) {
+// BridgeError counts a bridge request op that failed or was refused
+// with code (the wire's: invalid, forbidden, internal, …).
+func (t *Telemetry) BridgeError(ctx context.Context, op, code string) {
 	if t == nil || t.inst.bridgeErrors == nil {
 		return
 	}
-	t.inst.bridgeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String(KeyOp, op)))
+	t.inst.bridgeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String(KeyOp, op), attribute.String(KeyCode, code)))
 }
 
 // Backlog makes agent's backlog age observed through oldest (the time of

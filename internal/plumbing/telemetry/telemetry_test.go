@@ -25,7 +25,7 @@ func record(t *testing.T, tel *telemetry.Telemetry) {
 	tel.Message(ctx, "bob", telemetry.StateClaimed)
 	tel.Run(ctx, "bob", "completed", time.Second)
 	tel.NATSError(ctx, "publish")
-	tel.BridgeError(ctx, "post")
+	tel.BridgeError(ctx, "post", "invalid")
 	// Observed until the test ends: at the flush too.
 	t.Cleanup(tel.Backlog("bob", func() (time.Time, bool) { return time.Now().Add(-time.Minute), true }))
 }
