@@ -278,6 +278,14 @@ func (t *Telemetry) Handler() http.Handler {
 	return promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{})
 }
 
+// Gatherer is the Prometheus registry, nil without one.
+func (t *Telemetry) Gatherer() prometheus.Gatherer {
+	if t == nil || t.reg == nil {
+		return nil
+	}
+	return t.reg
+}
+
 // Register adds c to the Prometheus registry; without one it does
 // nothing.
 func (t *Telemetry) Register(c prometheus.Collector) error {
