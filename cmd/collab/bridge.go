@@ -22,12 +22,9 @@ func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	if *workers <= 0 || *backfill <= 0 {
-		return usageErrorf("bridge: --workers and --backfill must be positive")
-	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageErrorf("bridge: --log-level %q: use debug, info, warn or error", *logLevel)
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil || *workers <= 0 || *backfill <= 0 {
+		return usageErrorf("bridge: --workers and --backfill must be positive, --log-level debug, info, warn or error")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	host := hostname()

@@ -56,10 +56,8 @@ func main() {
 		}
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
-	tctx, endTelemetry := telemetry.Start(ctx, os.Args[1:], os.Getenv, os.Stderr)
-	runCtx := withLogin(context.WithValue(tctx, hurryKey{}, h), osLogin)
-	err := run(runCtx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
-	endTelemetry()
+	runCtx := withLogin(context.WithValue(ctx, hurryKey{}, h), osLogin)
+	err := telemetry.Run(runCtx, os.Args[1:], os.Getenv, os.Stderr, func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr) })
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }

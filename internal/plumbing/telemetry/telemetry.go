@@ -315,9 +315,34 @@ func Start(ctx context.Context, args []string, getenv func(string) string, stder
 		fmt.Fprintf(stderr, "collab: telemetry off: %v\n", err)
 		return ctx, func() {}
 	}
+	otel.SetErrorHandler(errorsTo(stderr, time.Minute))
 	return FromEnv(ctx, getenv), func() {
 		if err := t.Shutdown(ctx); err != nil {
 			fmt.Fprintf(stderr, "collab: telemetry: %v\n", err)
 		}
 	}
+}
+
+// Run runs fn under [Start]'s telemetry for the command args[0] names,
+// then flushes it: collab's main in one call.
+func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, fn func(context.Context) error) error {
+	ctx, end := Start(ctx, args, getenv, stderr)
+	defer end()
+	return fn(ctx)
+}
+
+// errorsTo is an OpenTelemetry error handler that writes to w, one error
+// per every at most: an unreachable collector is said, not repeated at
+// each export.
+func errorsTo(w io.Writer, every time.Duration) otel.ErrorHandler {
+	var mu sync.Mutex
+	var last time.Time
+	return otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); last.IsZero() || now.Sub(last) >= every {
+			last = now
+			fmt.Fprintf(w, "collab: telemetry: %v\n", err)
+		}
+	})
 }
