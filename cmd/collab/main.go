@@ -57,7 +57,7 @@ func main() {
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
 	runCtx := withLogin(context.WithValue(ctx, hurryKey{}, h), osLogin)
-	err := telemetry.Run(runCtx, os.Args[1:], os.Getenv, os.Stderr, func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr) })
+	err := telemetry.Run(runCtx, os.Args[1:], env(os.Getenv), os.Stdin, os.Stdout, os.Stderr, run)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }

@@ -15,7 +15,9 @@ type downPublisher struct{}
 func (downPublisher) PublishMessage(context.Context, *channel.Message) error {
 	return errors.New("nats: connection closed")
 }
-func (downPublisher) PublishPresence(presence.Status) error { return errors.New("nats: connection closed") }
+func (downPublisher) PublishPresence(presence.Status) error {
+	return errors.New("nats: connection closed")
+}
 
 // The watcher's failed publishes count in collab_nats_errors_total.
 func TestCountedPublisher(t *testing.T) {

@@ -323,12 +323,13 @@ func Start(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 }
 
-// Run runs fn under [Start]'s telemetry for the command args[0] names,
-// then flushes it: collab's main in one call.
-func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, fn func(context.Context) error) error {
+// Run calls run (collab's run) under [Start]'s telemetry for the command
+// args[0] names, then flushes it: collab's main in one call.
+func Run[E ~func(string) string](ctx context.Context, args []string, getenv E, stdin io.Reader, stdout, stderr io.Writer,
+	run func(context.Context, []string, E, io.Reader, io.Writer, io.Writer) error) error {
 	ctx, end := Start(ctx, args, getenv, stderr)
 	defer end()
-	return fn(ctx)
+	return run(ctx, args, getenv, stdin, stdout, stderr)
 }
 
 // errorsTo is an OpenTelemetry error handler that writes to w, one error
