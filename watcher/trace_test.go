@@ -46,10 +46,11 @@ func TestTraceDelegationChain(t *testing.T) {
 		return modelcli.Response{Text: "asked carol"}, nil
 	}
 	carol := &fakeRunner{}
+	var hs []*harness
 	for name, r := range map[string]*fakeRunner{"bob": bob, "carol": carol} {
 		cfg := config(root, r)
 		cfg.Agent, cfg.Telemetry = name, tel
-		start(t, cfg)
+		hs = append(hs, start(t, cfg))
 	}
 
 	ctx, span := tel.Tracer().Start(context.Background(), "collab.send")
@@ -66,6 +67,9 @@ func TestTraceDelegationChain(t *testing.T) {
 	waitFor(t, "bob to finish carol's reply", func() bool {
 		return readClaimStatus(t, root, "bob", carol) == "skipped"
 	})
+	for _, h := range hs {
+		h.stop() // the span of a hop ends just after its claim
+	}
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
@@ -131,4 +135,29 @@ func readClaimStatus(t *testing.T, root tree.Root, agent string, r *fakeRunner) 
 		}
 	}
 	return ""
+}
+
+// Without telemetry (no exporter), a reply carries no trace context and a
+// run gets no TRACEPARENT, even when the message carries one.
+func TestNoTraceWithoutTelemetry(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	tel, err := telemetry.New(context.Background(), telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := tree.Root(t.TempDir())
+	r := &fakeRunner{}
+	cfg := config(root, r)
+	cfg.Telemetry = tel
+	start(t, cfg)
+	m := channel.Message{To: agent, Content: channel.Content{Text: "hi"}}
+	m.SetExtension(telemetry.ExtTraceParent, []byte(`"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`))
+	m = post(t, root, m)
+	replies := repliesTo(waitReplies(t, root, m.ID), m.ID)
+	if _, ok := replies[0].Metadata.Extra[telemetry.ExtTraceParent]; ok {
+		t.Errorf("reply carries a traceparent: %v", replies[0].Metadata.Extra)
+	}
+	if tp := r.Calls()[0].env(telemetry.EnvTraceParent); tp != "" {
+		t.Errorf("run got TRACEPARENT=%s", tp)
+	}
 }
