@@ -378,6 +378,7 @@ func (w *watcher) finishFailed(j *job, r *jobResult, now time.Time) {
 		// Another watcher owns the message now and will answer it: an
 		// error reply would take its reply token.
 		w.log.Info("claim lost; not posting", keyMsg, m.ID)
+		w.endHop(&r.it, "lost", "", "")
 	case w.cfg.PostErrors:
 		w.post(&r.it, fmt.Sprintf("[collab] %s could not answer: %s", w.cfg.Agent, note), claim.Failed, nil)
 	default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,8 @@ func TestMetrics(t *testing.T) {
 	}
 	defer telemetry.SetDefault(telemetry.SetDefault(tel))
 	tel.NATSError(context.Background(), "publish")
-	ts := newTestServer(t, Config{})
+	toks := Tokens{Path: filepath.Join(t.TempDir(), "tokens.json")}
+	ts := newTestServer(t, Config{Tokens: toks})
 	bobsWork(t, ts.root)
 
 	code, body := ts.do(t, "GET", "/metrics", "")
@@ -102,11 +104,29 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("collab_nats_errors_total: %v", ne)
 	}
 
-	// Not signed in: refused.
-	rec := httptest.NewRecorder()
-	ts.Handler().ServeHTTP(rec, localRequest("GET", "/metrics"))
-	if rec.Code != http.StatusUnauthorized {
-		t.Errorf("GET /metrics without a session: %d, want 401", rec.Code)
+	// Not signed in: refused; a person's token (a scrape config's
+	// authorization) passes; an agent's does not.
+	person, _, err := toks.New("prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentTok, _, err := toks.NewAgent("bob", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", http.StatusUnauthorized}, {"Bearer " + person, http.StatusOK}, {"Bearer " + agentTok, http.StatusForbidden}} {
+		req := localRequest("GET", "/metrics")
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		rec := httptest.NewRecorder()
+		ts.Handler().ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("GET /metrics with %.12q: %d, want %d", c.auth, rec.Code, c.want)
+		}
 	}
 }
 
