@@ -316,6 +316,9 @@ func Start(ctx context.Context, args []string, getenv func(string) string, stder
 		return ctx, func() {}
 	}
 	otel.SetErrorHandler(errorsTo(stderr, time.Minute))
+	if p := getenv("OTEL_EXPORTER_OTLP_PROTOCOL"); strings.HasPrefix(p, "grpc") && (t.Tracing() || t.Metering()) {
+		fmt.Fprintf(stderr, "collab: telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=%s: collab exports OTLP over HTTP (http/protobuf) only\n", p)
+	}
 	return FromEnv(ctx, getenv), func() {
 		if err := t.Shutdown(ctx); err != nil {
 			fmt.Fprintf(stderr, "collab: telemetry: %v\n", err)

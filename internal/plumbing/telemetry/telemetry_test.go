@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/telemetry"
 	"github.com/collabdev/collab/internal/plumbing/telemetry/otlptest"
 )
@@ -196,4 +198,27 @@ func newTracing(t *testing.T) *telemetry.Telemetry {
 	}
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	return tel
+}
+
+// A signed message's traceparent counts only under its extras signature:
+// one added after the sender signed is ignored.
+func TestCarrierSignedExtras(t *testing.T) {
+	key, err := signing.NewKey(filepath.Join(t.TempDir(), "alice.key"), "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel := newTracing(t)
+	ctx, span := tel.Tracer().Start(context.Background(), "send")
+	defer span.End()
+	m := channel.Message{ID: "msg-20260101-000000-alice-abcd", Timestamp: "2026-01-01T00:00:00Z", SessionID: "dev", From: "alice", To: "bob",
+		Type: "chat", Content: channel.Content{Text: "hi"}}
+	m.Signature = key.Sign(m.Payload())
+	telemetry.Inject(ctx, &m) // added after the signature, not covered
+	if sc := trace.SpanContextFromContext(telemetry.Extract(context.Background(), &m)); sc.IsValid() {
+		t.Errorf("an unsigned traceparent of a signed message was read: %v", sc)
+	}
+	m.ExtrasSignature = key.Sign(m.ExtrasPayload())
+	if sc := trace.SpanContextFromContext(telemetry.Extract(context.Background(), &m)); sc.SpanID() != span.SpanContext().SpanID() {
+		t.Errorf("the signed traceparent was not read: %v", sc)
+	}
 }
