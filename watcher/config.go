@@ -13,6 +13,7 @@ import (
 	"github.com/collabdev/collab/internal/agent/prompt"
 	"github.com/collabdev/collab/internal/identity/signing"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/telemetry"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
@@ -147,6 +148,9 @@ type Config struct {
 	// Publisher, if set, also publishes every message and heartbeat the
 	// watcher writes.
 	Publisher Publisher
+	// Telemetry records the watcher's spans (one per message it
+	// finishes, see trace.go) and metrics; nil: telemetry.Default().
+	Telemetry *telemetry.Telemetry
 	Logger    *slog.Logger
 	Now       func() time.Time
 

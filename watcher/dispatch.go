@@ -11,10 +11,12 @@ import (
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/claim"
+	"github.com/collabdev/collab/internal/plumbing/telemetry"
 )
 
 // dispatch starts the next CLI run if none is running.
 func (w *watcher) dispatch(jobCtx context.Context) {
+	defer w.noteBacklog()
 	for w.busy == nil {
 		now := w.now()
 		i := slices.IndexFunc(w.queue, func(it *item) bool { return !now.Before(it.retryAt) })
@@ -76,6 +78,7 @@ func (w *watcher) claimItem(i int, now time.Time) bool {
 	}
 	w.remove(i)
 	w.log.Info("claimed", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyTakeover, c.Takeovers)
+	w.count(telemetry.StateClaimed)
 	return true
 }
 
@@ -118,4 +121,5 @@ func (w *watcher) finishClaim(it *item, status, reply, note string) {
 	if err := w.claims.Finish(it.msg.SessionID, it.msg.Key(), status, reply, note); err != nil {
 		w.log.Warn("cannot finish the claim", keyMsg, it.msg.ID, keyErr, err)
 	}
+	w.endHop(it, status, reply, note)
 }

@@ -76,6 +76,7 @@ type runRequest struct {
 
 	launching chan struct{}   // closed just before the CLI starts
 	working   presence.Status // written while the CLI starts
+	traceEnv  []string        // TRACEPARENT of the message's hop (trace.go)
 }
 
 // jobResult is what a job's goroutine hands back to the loop.
@@ -110,6 +111,7 @@ func (w *watcher) start(jobCtx context.Context, it *item, now time.Time) {
 	j := &job{it: *it, id: id, started: now, stop: stop, rec: rec, key: key, launching: make(chan struct{})}
 	w.takeAnswer(j)
 	req := runRequest{it: *it, key: key, resume: resume, since: w.liveSince(key, resume), allow: j.allow, rec: rec, launching: j.launching}
+	req.traceEnv = w.hopEnv(it)
 	var held bool
 	req.transcript, held = w.recent.before(m.SessionID, m, w.cfg.Context)
 	req.readTranscript = !held
@@ -230,7 +232,7 @@ func (w *watcher) cliRequest(req *runRequest) (modelcli.Request, error) {
 	}
 	return modelcli.Request{
 		Prompt:     text,
-		Env:        w.env(&m),
+		Env:        append(w.env(&m), req.traceEnv...),
 		Dir:        w.cfg.Workdir,
 		Timeout:    w.cfg.Timeout,
 		Session:    req.resume,
@@ -316,6 +318,7 @@ func (w *watcher) finish(r jobResult) {
 		j.asking.expires.Stop() // the turn ended without its answer
 	}
 	now := w.now()
+	w.traceRun(j, &r, now)
 	w.spend(&r.resp, now)
 	w.keepSession(j, &r, now)
 	w.liveDone(j, &r)
@@ -379,6 +382,7 @@ func (w *watcher) finishFailed(j *job, r *jobResult, now time.Time) {
 		// Another watcher owns the message now and will answer it: an
 		// error reply would take its reply token.
 		w.log.Info("claim lost; not posting", keyMsg, m.ID)
+		w.endHop(&r.it, "lost", "", "")
 		return
 	case w.cfg.PostErrors:
 		w.post(&r.it, fmt.Sprintf("[collab] %s could not answer: %s", w.cfg.Agent, note), claim.Failed, nil)

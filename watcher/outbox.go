@@ -316,6 +316,7 @@ func (w *watcher) post(it *item, text, status string, ext map[string]json.RawMes
 	for k, v := range ext {
 		reply.SetExtension(k, v)
 	}
+	w.traceReply(it, &reply)
 	e := &outboxEntry{
 		Channel: m.SessionID, Message: m.Key(), From: m.From, Hops: m.Metadata.Hops,
 		Status: status, Reply: reply, Created: w.now(), owned: true,

@@ -109,6 +109,7 @@ func (w *watcher) consider(m *channel.Message) {
 		w.queue = append(w.queue, it)
 		w.log.Info("queued", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyHops, m.Metadata.Hops, keyQueue, len(w.queue))
 		w.markSeen(m, "", "")
+		w.seenQueued()
 	}
 }
 

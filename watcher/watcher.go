@@ -155,6 +155,8 @@ type watcher struct {
 	// instance is this watcher's id, a UUIDv7 made at its start: in its
 	// claims, job records and presence.
 	instance string
+
+	trace hopTrace // spans and metrics (trace.go)
 }
 
 // Run runs the watcher until ctx is done, then shuts down gracefully.
@@ -163,6 +165,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	w := newWatcher(cfg)
+	defer w.startTelemetry()()
 	if cfg.Publisher != nil {
 		w.announcer = newAnnouncer(cfg.Publisher, w.log, 2*time.Second)
 		defer w.announcer.close(2 * time.Second)

@@ -18,15 +18,13 @@ func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	backfill := fs.Duration("backfill", bridge.DefaultBackfill, "on the first start, publish each channel's messages this recent")
 	workers := fs.Int("workers", bridge.DefaultWorkers, "requests performed at once")
 	logLevel := fs.String("log-level", defaultLogLevel, "debug, info, warn or error")
+	metrics := fs.String("metrics", "", bridge.MetricsUsage)
 	if err := parseNone(fs, args, getenv); err != nil {
 		return err
 	}
-	if *workers <= 0 || *backfill <= 0 {
-		return usageErrorf("bridge: --workers and --backfill must be positive")
-	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageErrorf("bridge: --log-level %q: use debug, info, warn or error", *logLevel)
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil || *workers <= 0 || *backfill <= 0 {
+		return usageErrorf("bridge: --workers and --backfill must be positive, --log-level debug, info, warn or error")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	host := hostname()
@@ -52,5 +50,5 @@ func runBridge(ctx context.Context, args []string, getenv env, stdin io.Reader, 
 	}
 	defer b.Close()
 
-	return bridge.Run(ctx, b, bridge.Config{Root: root, Keyring: ring, Verifier: signing.NewVerifier(ring), Workers: *workers, Host: host, Logger: logger}, *backfill)
+	return bridge.Run(ctx, b, bridge.Config{Root: root, Keyring: ring, Verifier: signing.NewVerifier(ring), Workers: *workers, Host: host, Logger: logger, Metrics: *metrics}, *backfill)
 }

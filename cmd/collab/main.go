@@ -23,6 +23,7 @@ import (
 
 	"github.com/collabdev/collab/docs"
 	"github.com/collabdev/collab/internal/errkind"
+	"github.com/collabdev/collab/internal/plumbing/telemetry"
 )
 
 // memoryLimit is collab's soft memory limit (runtime/debug; GOMEMLIMIT in
@@ -56,7 +57,7 @@ func main() {
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
 	runCtx := withLogin(context.WithValue(ctx, hurryKey{}, h), osLogin)
-	err := run(runCtx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	err := telemetry.Run(runCtx, os.Args[1:], env(os.Getenv), os.Stdin, os.Stdout, os.Stderr, run)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/telemetry"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 )
 
@@ -169,8 +170,9 @@ func delegatingCLI() {
 		os.Exit(0)
 	}
 	var out, errb bytes.Buffer
-	err := run(context.Background(), []string{"send", "--to", next, "--wait", "--timeout", "120s", "--poll", "50ms",
-		"please help with " + os.Getenv("COLLAB_MESSAGE_ID")}, os.Getenv, strings.NewReader(""), &out, &errb)
+	// As main runs it: with the telemetry of the variables and TRACEPARENT.
+	err := telemetry.Run(context.Background(), []string{"send", "--to", next, "--wait", "--timeout", "120s", "--poll", "50ms",
+		"please help with " + os.Getenv("COLLAB_MESSAGE_ID")}, env(os.Getenv), strings.NewReader(""), &out, &errb, run)
 	// Exit 4: refused, with the guard's notice printed as the answer.
 	if code := exitCode(err, &errb); code != 0 && code != exitRefused {
 		fmt.Fprintf(os.Stderr, "delegation failed (exit %d): %s", code, errb.String())

@@ -48,6 +48,7 @@ func (m *Mount) Post(ctx context.Context, a Actor, req PostRequest) (Posted, err
 	if msg.To != channel.Broadcast && !registry.KnownTo(m.cfg.Root, msg.To, m.cfg.Verifier) {
 		res.Warnings = append(res.Warnings, unknownWarning(msg.To))
 	}
+	defer TraceSend(ctx, msg).End()
 	w := &channel.Writer{Root: m.cfg.Root, Now: m.cfg.Now, Signer: a.Signer}
 	if err := w.Post(msg); err != nil {
 		return Posted{}, classifyWrite("post", err)

@@ -160,6 +160,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.routeAPI(mux)
 	s.routePages(mux)
+	mux.Handle("GET /metrics", s.metricsHandler()) // metrics.go
 	open := http.NewServeMux()
 	open.HandleFunc("GET /signin", s.signin)
 	open.HandleFunc("POST /signin", s.signinToken) // the sign-in page's token form

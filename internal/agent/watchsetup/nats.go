@@ -6,7 +6,9 @@ import (
 	"os"
 
 	"github.com/collabdev/collab/channel"
+	"github.com/collabdev/collab/internal/plumbing/telemetry"
 	"github.com/collabdev/collab/internal/transport/natsbus"
+	"github.com/collabdev/collab/presence"
 	"github.com/collabdev/collab/watcher"
 )
 
@@ -30,7 +32,7 @@ func (w *Watch) connectNATS(ctx context.Context, cfg *watcher.Config, s Settings
 	w.closes = append(w.closes, func() { bus.Drain() })
 	announce := make(chan channel.Message, 256)
 	cfg.Announce = announce
-	cfg.Publisher = bus
+	cfg.Publisher = countedPublisher{bus, telemetry.Default()}
 	cfg.Wakers = append(cfg.Wakers, natsbus.Waker{Bus: bus, OnMessage: func(m channel.Message) {
 		select {
 		case announce <- m:
@@ -58,4 +60,27 @@ func (w *Watch) connectNATS(ctx context.Context, cfg *watcher.Config, s Settings
 func Hostname() string {
 	h, _ := os.Hostname()
 	return h
+}
+
+// countedPublisher counts the publishes that fail in collab.nats.errors
+// (op publish_message, publish_presence).
+type countedPublisher struct {
+	watcher.Publisher
+	tel *telemetry.Telemetry
+}
+
+func (p countedPublisher) PublishMessage(ctx context.Context, m *channel.Message) error {
+	err := p.Publisher.PublishMessage(ctx, m)
+	if err != nil {
+		p.tel.NATSError(ctx, "publish_message")
+	}
+	return err
+}
+
+func (p countedPublisher) PublishPresence(s presence.Status) error {
+	err := p.Publisher.PublishPresence(s)
+	if err != nil {
+		p.tel.NATSError(context.Background(), "publish_presence")
+	}
+	return err
 }

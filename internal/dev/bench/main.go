@@ -89,6 +89,9 @@
 //     (inotify on the folder), the median over several messages; the
 //     difference of the two per run; and the watcher's peak RSS (VmHWM,
 //     sampled throughout).
+//   - OpenTelemetry (otel.go): the watcher reply of the big channel's
+//     figures on an empty channel, with no OTEL_* variable and with OTLP
+//     export to an in-process receiver, and the overhead in percent.
 //   - Remote (hosts without the mount; see remote.go): an embedded
 //     nats-server with the stream on loopback, `collab bridge` processes
 //     serving a tree, remote hosts as in-process remote.Clients with their
@@ -215,6 +218,7 @@ func parts() []part {
 		{"send", (*bench).send},
 		{"who", (*bench).who},
 		{"bigchannel", (*bench).bigchannel},
+		{"otel", (*bench).otel},
 		{"remote", (*bench).remote},
 		{"live-claude", (*bench).liveClaude},
 		{"live-codex", (*bench).liveCodex},

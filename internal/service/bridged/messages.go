@@ -35,6 +35,7 @@ func (s *Service) Post(ctx context.Context, a service.Actor, req service.PostReq
 	if err != nil {
 		return service.Posted{}, err
 	}
+	defer service.TraceSend(ctx, m).End()
 	// What waits in the outbox goes first, in order.
 	s.c.Flush(ctx)
 	_, err = s.c.Post(ctx, m)

@@ -15,6 +15,7 @@ import (
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/plumbing/fswake"
 	"github.com/collabdev/collab/internal/plumbing/safedir"
+	"github.com/collabdev/collab/internal/plumbing/telemetry"
 	"github.com/collabdev/collab/internal/plumbing/tree"
 	"github.com/collabdev/collab/internal/transport/natsbus"
 )
@@ -200,6 +201,7 @@ func (p *Publisher) flush(ctx context.Context, ch string) bool {
 			err = nil
 		}
 		if err != nil {
+			telemetry.Default().NATSError(ctx, "publish")
 			p.pending[ch] = msgs // natsbus logged it
 			return false
 		}

@@ -21,9 +21,17 @@ func Run(ctx context.Context, bus *natsbus.Bus, cfg Config, backfill time.Durati
 	}
 	srv := New(cfg)
 	pub := &Publisher{Root: cfg.Root, Stream: bus, StateFile: StatePath(cfg.Root, cfg.Host), Backfill: backfill, Logger: srv.log}
-	srv.log.Info("bridge: serving", "root", string(cfg.Root), "subjects", SubscribeSubject, "queue", QueueGroup, "workers", srv.cfg.Workers)
-	return together(ctx, func(ctx context.Context) error { return srv.Serve(ctx, bus.Conn()) }, pub.Run,
-		func(ctx context.Context) error { return Reports(ctx, srv.cfg) }) // delivery reports
+	parts := []func(context.Context) error{func(ctx context.Context) error { return srv.Serve(ctx, bus.Conn()) }, pub.Run,
+		func(ctx context.Context) error { return Reports(ctx, srv.cfg) }} // delivery reports
+	metrics, err := metricsPart(&cfg)
+	if err != nil {
+		return err
+	}
+	if metrics != nil {
+		parts = append(parts, metrics)
+	}
+	srv.log.Info("bridge: serving", "root", string(cfg.Root), "subjects", SubscribeSubject, "queue", QueueGroup, "workers", srv.cfg.Workers, "metrics", cfg.Metrics)
+	return together(ctx, parts...)
 }
 
 // together runs parts until ctx ends or one of them stops, and returns

@@ -57,6 +57,9 @@ type Config struct {
 	// Service is the tree's operations the requests call; default a
 	// service.Mount on Root.
 	Service *service.Mount
+	// Metrics, if set, is the address Run serves Prometheus text on, at
+	// GET /metrics (metrics.go).
+	Metrics string
 }
 
 // Server performs requests on the tree. Handle is safe for concurrent use.
@@ -136,6 +139,9 @@ func (s *Server) Handle(subject string, data []byte) (out []byte) {
 			level = slog.LevelDebug // how every claim looks for the next generation, and loses a race
 		}
 		s.log.Log(context.Background(), level, "bridge: request refused", "op", op, "agent", agent, "code", f.Code, "err", f.Error)
+		if level > slog.LevelDebug {
+			countRefused(op, f.Code)
+		}
 		res = f
 	} else {
 		s.log.Debug("bridge: request served", "op", op, "agent", agent, "took", s.cfg.Now().Sub(start))
@@ -220,7 +226,9 @@ func (s *Server) post(agent string, data []byte) (any, error) {
 	if err := DecodeRequest(data, &req); err != nil {
 		return nil, err
 	}
+	span := traceRelay(req.Channel, req.Message)
 	r, err := s.svc.Relay(context.Background(), agent, req.Channel, req.Message)
+	span.End()
 	if err != nil {
 		return nil, classify("post", err)
 	}
