@@ -20,17 +20,7 @@ import (
 // reply's traceparent), each hop with its stage spans, collected by an
 // in-process OTLP receiver.
 func TestTraceDelegationChain(t *testing.T) {
-	rcv := otlptest.Start()
-	defer rcv.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL())
-	t.Setenv("OTEL_SDK_DISABLED", "")
-	tel, err := telemetry.New(context.Background(), telemetry.Options{Service: "collab-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !tel.Tracing() {
-		t.Fatal("tracing is off with an endpoint set")
-	}
+	rcv, tel := otlptest.Exporting(t, "collab-test")
 	root := tree.Root(t.TempDir())
 	bob := &fakeRunner{}
 	bob.reply = func(c runCall) (modelcli.Response, error) {

@@ -17,14 +17,7 @@ import (
 // hop's span with its stage spans and the run's collab.send, each the
 // child of the one before.
 func TestTraceAcrossProcesses(t *testing.T) {
-	rcv := otlptest.Start()
-	defer rcv.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL())
-	t.Setenv("OTEL_SDK_DISABLED", "")
-	tel, err := telemetry.New(context.Background(), telemetry.Options{Service: "collab-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rcv, tel := otlptest.Exporting(t, "collab-test")
 	defer telemetry.SetDefault(telemetry.SetDefault(tel))
 
 	root := newTree(t)

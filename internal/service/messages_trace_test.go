@@ -14,14 +14,7 @@ import (
 // A post inside a model run (TRACEPARENT set) makes a collab.send span,
 // the child of the run's, and the message carries that span's context.
 func TestPostCarriesTraceContext(t *testing.T) {
-	rcv := otlptest.Start()
-	defer rcv.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL())
-	t.Setenv("OTEL_SDK_DISABLED", "")
-	tel, err := telemetry.New(context.Background(), telemetry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rcv, tel := otlptest.Exporting(t, "")
 	defer telemetry.SetDefault(telemetry.SetDefault(tel))
 
 	const run = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -127,14 +127,7 @@ func label(m *dto.Metric, name string) string {
 // A relayed message keeps its traceparent, and the relay is a span, the
 // child of the one the message carries.
 func TestRelaySpan(t *testing.T) {
-	rcv := otlptest.Start()
-	defer rcv.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL())
-	t.Setenv("OTEL_SDK_DISABLED", "")
-	tel, err := telemetry.New(context.Background(), telemetry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rcv, tel := otlptest.Exporting(t, "")
 	defer telemetry.SetDefault(telemetry.SetDefault(tel))
 	e := newEnv(t)
 	s := e.server(Config{})

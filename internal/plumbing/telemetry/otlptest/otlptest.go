@@ -5,13 +5,16 @@ package otlptest
 
 import (
 	"compress/gzip"
+	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"testing"
 
+	"github.com/collabdev/collab/internal/plumbing/telemetry"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
@@ -169,4 +172,25 @@ func (r *Receiver) addMetrics(er pmetricotlp.ExportRequest) {
 func (r *Receiver) notify() {
 	close(r.changed)
 	r.changed = make(chan struct{})
+}
+
+// Exporting starts a receiver for test t, points the OTLP variables at it
+// (t.Setenv) and returns it with telemetry made from them, as service
+// ("" for the SDK's default); both are closed when t ends, the receiver
+// last. It fails t when the telemetry cannot be made or does not trace.
+func Exporting(t testing.TB, service string) (*Receiver, *telemetry.Telemetry) {
+	t.Helper()
+	rcv := Start()
+	t.Cleanup(rcv.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL())
+	t.Setenv("OTEL_SDK_DISABLED", "")
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Service: service})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tel.Tracing() {
+		t.Fatal("tracing is off with an endpoint set")
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return rcv, tel
 }
