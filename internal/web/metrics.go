@@ -25,7 +25,7 @@ import (
 // scrape at most every MetricsTTL and cut at maxMetricFiles claim files
 // and job records:
 //
-//	collab_messages_total{agent,state}       messages seen, claimed, answered, failed, skipped (claims and seen files)
+//	collab_messages_total{agent,state}       messages seen, claimed, answered, failed, skipped, reported (claims, seen files, report marks)
 //	collab_run_duration_seconds{agent,outcome} model runs that ended (job records), outcome their status
 //	collab_backlog_age_seconds{agent}        age of the oldest message an awake watcher has not answered (its heartbeat)
 //	collab_metrics_truncated                 1 when a scrape stopped at maxMetricFiles
@@ -102,8 +102,9 @@ func (c *treeMetrics) gather(now time.Time) []prometheus.Metric {
 }
 
 // messages counts, per agent and state, the messages of the claims
-// folders: ROOT/claims/CHANNEL/AGENT/M.seen (seen), and M's claim
-// (claimed, and answered, failed or skipped by its status).
+// folders: ROOT/claims/CHANNEL/AGENT/M.seen (seen), M.report (reported:
+// a delivery report went to M's sender), and M's claim (claimed, and
+// answered, failed or skipped by its status).
 func (c *treeMetrics) messages(budget *int) map[[2]string]int {
 	counts := map[[2]string]int{}
 	chans, _ := os.ReadDir(filepath.Dir(c.root.Claims("x")))
@@ -138,6 +139,8 @@ func (c *treeMetrics) agentMessages(ch, agent string, counts map[[2]string]int, 
 		switch {
 		case kind == delivery.KindSeen:
 			counts[[2]string{agent, telemetry.StateSeen}]++
+		case kind == delivery.KindReport:
+			counts[[2]string{agent, telemetry.StateReported}]++
 		case (kind == "json" || strings.HasSuffix(kind, ".json")) && !claimed[id]:
 			claimed[id] = true
 			if *budget--; *budget < 0 {

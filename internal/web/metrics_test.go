@@ -42,6 +42,11 @@ func bobsWork(t *testing.T, root tree.Root) {
 			t.Fatal(err)
 		}
 	}
+	failed := channel.Message{ID: channel.NewID("alice", now, "a002"), SessionID: "dev", From: "alice", To: "bob"}
+	rp := &delivery.Reporter{Root: root, Agent: "bob", Host: "vm-1", Post: func(*channel.Message) error { return nil }}
+	if _, err := rp.Send(&failed, delivery.Report{Agent: "bob", State: delivery.Failed, Reason: "exit 1"}); err != nil {
+		t.Fatal(err)
+	}
 	start := now.Add(-3 * time.Second)
 	rec, err := jobs.Start(root, jobs.Job{ID: jobs.NewID(), Agent: "bob", Channel: "dev", Message: "m", Started: start},
 		func() time.Time { return start.Add(3 * time.Second) })
@@ -83,7 +88,7 @@ func TestMetrics(t *testing.T) {
 			msgs[labelOf(m, "state")] = m.GetCounter().GetValue()
 		}
 	}
-	want := map[string]float64{"seen": 2, "claimed": 2, "answered": 1, "failed": 1}
+	want := map[string]float64{"seen": 2, "claimed": 2, "answered": 1, "failed": 1, "reported": 1}
 	for k, v := range want {
 		if msgs[k] != v {
 			t.Errorf("collab_messages_total{agent=bob,state=%s} = %v, want %v (all: %v)", k, msgs[k], v, msgs)

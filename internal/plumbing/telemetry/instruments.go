@@ -37,6 +37,9 @@ const (
 	StateAnswered = "answered"
 	StateFailed   = "failed"
 	StateSkipped  = "skipped"
+	// StateReported: a delivery report went to the sender (collab
+	// serve's tree figures only: the report mark).
+	StateReported = "reported"
 )
 
 // Attribute keys of spans and metrics.
