@@ -25,6 +25,7 @@ type stopping struct {
 // one job at a time, beats and, once ctx is done, lets the running job
 // end within the grace.
 func (w *watcher) loop(ctx context.Context) error {
+	defer w.startHopEnder()() // last: every hop's span is ended when loop returns
 	wctx, stopWakers := context.WithCancel(ctx)
 	defer stopWakers()
 	wake := w.startWakers(wctx)

@@ -47,9 +47,11 @@ const (
 )
 
 // hopTrace is the watcher's telemetry state, owned by the loop but for
-// oldest, which the exporter reads.
+// oldest, which the exporter reads; the hops sent on ends are the hop
+// ender's.
 type hopTrace struct {
 	open   map[ref]*hop
+	ends   chan hopEnd  // to the hop ender (startHopEnder); nil: none
 	oldest atomic.Int64 // unix nanoseconds of the oldest queued message; 0: none
 }
 
@@ -169,18 +171,59 @@ func (w *watcher) endHop(it *item, status, reply, note string) {
 		}
 	}
 	delete(w.trace.open, it.ref())
-	end := w.now()
-	start := h.msg.Time()
+	e := hopEnd{h: h, status: status, reply: reply, note: note, end: w.now()}
+	select {
+	case w.trace.ends <- e: // off the loop: the next message is not kept waiting
+	default: // no ender (not started, or busy): here
+		w.finishHop(e)
+	}
+}
+
+// hopEnd is a hop's span to end, with how its message ended.
+type hopEnd struct {
+	h                   *hop
+	status, reply, note string
+	end                 time.Time
+}
+
+// startHopEnder starts, when spans are exported, the goroutine that ends
+// the hops' spans: reading a message's timeline takes a few file reads,
+// which the loop does not wait for. stop closes its queue and waits
+// until it has ended every span given.
+func (w *watcher) startHopEnder() (stop func()) {
+	if !w.tel().Tracing() {
+		return func() {}
+	}
+	ends, done := make(chan hopEnd, 64), make(chan struct{})
+	w.trace.ends = ends
+	go func() {
+		defer close(done)
+		for e := range ends {
+			w.finishHop(e)
+		}
+	}()
+	return func() {
+		w.trace.ends = nil
+		close(ends)
+		<-done
+	}
+}
+
+// finishHop ends e's span with the stages of its message's timeline. It
+// reads only the files and the watcher's settings: the hop ender's
+// goroutine calls it.
+func (w *watcher) finishHop(e hopEnd) {
+	h := e.h
 	tl := delivery.TimelineFor(w.cfg.Root, h.msg.SessionID, &h.msg, w.cfg.Agent, delivery.Options{Now: w.cfg.Now, Host: w.cfg.Host})
-	stageSpans(h.ctx, w.tel().Tracer(), tl.Stages, start, end)
-	h.span.SetAttributes(attribute.String(attrStatus, status))
-	if reply != "" {
-		h.span.SetAttributes(attribute.String(attrReply, reply))
+	stageSpans(h.ctx, w.tel().Tracer(), tl.Stages, h.msg.Time(), e.end)
+	h.span.SetAttributes(attribute.String(attrStatus, e.status))
+	if e.reply != "" {
+		h.span.SetAttributes(attribute.String(attrReply, e.reply))
 	}
-	if status == claim.Failed {
-		h.span.SetStatus(codes.Error, note)
+	if e.status == claim.Failed {
+		h.span.SetStatus(codes.Error, e.note)
 	}
-	h.span.End(trace.WithTimestamp(end))
+	h.span.End(trace.WithTimestamp(e.end))
 }
 
 // stageSpans makes, under ctx's span, one span per gap between two

@@ -17,8 +17,9 @@ var debts = map[string]int{}
 // MaxCmdLines since it met it; lower it as the command shrinks, never
 // raise it. (Raised once, from 3486 to 3550 on 2026-11-27, for the new
 // command collab join (its flags and the hook's entry, 64 lines): the
-// next change to cmd/collab takes it back under 3500.)
-var maxCmdLines = 3550
+// next change to cmd/collab takes it back under 3500; 3541 after issue
+// 29, whose status text moved to internal/service.)
+var maxCmdLines = 3541
 
 func TestLayout(t *testing.T) {
 	r, err := Measure("../../..")
