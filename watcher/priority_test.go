@@ -1,8 +1,10 @@
 package watcher_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/plumbing/tree"
@@ -21,8 +23,15 @@ func TestBacklogByPriority(t *testing.T) {
 
 	first := send(t, root, agent, "keep busy")
 	<-r.started // the backlog builds up behind it
+	// Each message a millisecond after the one before: two in the same
+	// millisecond would be ordered by their names' random suffixes.
+	base := time.Now().UTC().Truncate(time.Millisecond)
+	posted := 0
 	as := func(text string, p inbox.Priority) channel.Message {
-		m := channel.Message{To: agent, Content: channel.Content{Text: text}}
+		posted++
+		at := base.Add(time.Duration(posted) * time.Millisecond)
+		m := channel.Message{ID: channel.NewID("alice", at, fmt.Sprintf("%04x", posted)), Timestamp: at.Format(channel.TimeFormat),
+			To: agent, Content: channel.Content{Text: text}}
 		if p != "" {
 			inbox.SetPriority(&m, p)
 		}
