@@ -165,7 +165,7 @@ func replies(t *testing.T, root, c, from string) map[string][]string {
 	}
 	out := make(map[string][]string)
 	for _, m := range msgs {
-		if m.From == from && m.Metadata.InReplyTo != "" {
+		if m.From == from && m.Metadata.InReplyTo != "" && !m.IsDeliveryReport() {
 			out[m.Metadata.InReplyTo] = append(out[m.Metadata.InReplyTo], m.ID)
 		}
 	}
