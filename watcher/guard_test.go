@@ -120,7 +120,12 @@ func TestAgentsStopByThemselves(t *testing.T) {
 		ha, hb := start(t, cfgA), start(t, cfgB)
 
 		send(t, root, "all", "@a what do you and b think?")
-		waitFor(t, "the guard notice", func() bool { return len(notices(messages(t, root))) > 0 })
+		// The notice, then the report to the refused message's sender: the
+		// loop posts both in one turn, which the test may see half done.
+		waitFor(t, "the guard notice and the report", func() bool {
+			msgs := messages(t, root)
+			return len(notices(msgs)) > 0 && slices.ContainsFunc(msgs, func(m channel.Message) bool { return m.IsDeliveryReport() })
+		})
 		n := len(messages(t, root))
 		holds(t, 20*cfgA.Poll, "the channel is quiet", func() bool { return len(messages(t, root)) == n })
 		ha.stop()
