@@ -94,17 +94,11 @@ func runNATSSub(ctx context.Context, sub string, args []string, getenv env, stdi
 	}
 	defer b.Close()
 	if sub == "init" {
-		created, err := b.InitStream(ctx, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup, Replicas: *replicas})
+		rep, err := b.Init(ctx, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup, Replicas: *replicas})
 		if err != nil {
 			return fmt.Errorf("nats init: %w", err)
 		}
-		st, err := b.StreamStatus(ctx)
-		if err != nil {
-			return fmt.Errorf("nats init: %w", err)
-		}
-		verb := map[bool]string{true: "created", false: "updated"}[created]
-		return show(stdout, *asJSON, map[string]any{"stream": natsbus.StreamName, "created": created, "status": st},
-			fmt.Sprintf("%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n%s", verb, natsbus.StreamName, st.Text()))
+		return show(stdout, *asJSON, rep, rep.Text())
 	}
 	// parity: the channel's files against the stream; a difference exits 1.
 	p, err := b.CheckParity(ctx, c.tree(getenv), *ch, *since)

@@ -115,3 +115,33 @@ func (s StreamStatus) Text() string {
 	}
 	return line + "\n"
 }
+
+// InitReport is what [Bus.Init] did: collab nats init's output.
+type InitReport struct {
+	Stream  string       `json:"stream"`
+	Created bool         `json:"created"` // else updated
+	Status  StreamStatus `json:"status"`
+}
+
+// Init is InitStream followed by StreamStatus.
+func (b *Bus) Init(ctx context.Context, c StreamConfig) (InitReport, error) {
+	created, err := b.InitStream(ctx, c)
+	if err != nil {
+		return InitReport{}, err
+	}
+	st, err := b.StreamStatus(ctx)
+	if err != nil {
+		return InitReport{}, err
+	}
+	return InitReport{Stream: StreamName, Created: created, Status: st}, nil
+}
+
+// Text is the report in lines.
+func (r InitReport) Text() string {
+	verb := "updated"
+	if r.Created {
+		verb = "created"
+	}
+	return fmt.Sprintf("%s stream %s on %s> (direct get allowed: remote hosts read it without consumers)\n%s",
+		verb, r.Stream, ChatPrefix, r.Status.Text())
+}
