@@ -165,6 +165,8 @@ func checkNodeOptions(t *testing.T, name string, o *server.Options) {
 		t.Errorf("%s: server_name %q", name, o.ServerName)
 	case o.Cluster.Name != "collab" || o.Cluster.Port != 6222 || len(o.Routes) != ClusterSize:
 		t.Errorf("%s: cluster %q on port %d with %d routes, want collab on 6222 with 3", name, o.Cluster.Name, o.Cluster.Port, len(o.Routes))
+	case !o.Cluster.NoAdvertise:
+		t.Errorf("%s: the cluster advertises its nodes' addresses to clients", name)
 	case o.Cluster.TLSConfig == nil || o.Cluster.TLSConfig.ClientAuth != tls.RequireAndVerifyClientCert:
 		t.Errorf("%s: routes without mutual TLS", name)
 	case o.TLSConfig == nil || o.Port != 4222:

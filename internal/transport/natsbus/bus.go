@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -516,12 +517,16 @@ func (b *Bus) detect(ctx context.Context) {
 	}
 }
 
-// streamThere reports whether the stream may exist: only a clear "not
-// found" or "no JetStream" says it does not.
+// streamThere reports whether the stream may exist and cover every
+// channel: only a clear "not found" or "no JetStream", or a stream whose
+// subjects are not collab.chat.>, says no.
 func (b *Bus) streamThere(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	_, err := b.js.Stream(ctx, StreamName)
+	s, err := b.js.Stream(ctx, StreamName)
+	if err == nil {
+		return slices.Contains(s.CachedInfo().Config.Subjects, ChatPrefix+">")
+	}
 	return !errors.Is(err, jetstream.ErrStreamNotFound) && !noJetStream(err)
 }
 
