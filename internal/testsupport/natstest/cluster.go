@@ -114,25 +114,28 @@ func (c *Cluster) Index(s string) int {
 	return -1
 }
 
-// WaitReady waits until the running nodes agree on a JetStream meta leader
-// and each is current, failing the test after 30 s.
+// WaitReady waits until the running nodes agree on a JetStream meta leader,
+// each is current, and the leader counts every running node as an online
+// peer (so a stream can be placed on them), failing the test after 30 s.
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
-	c.waitFor("the JetStream meta leader", func() bool {
-		leaders := 0
+	c.waitFor("JetStream meta leader seeing every running node", func() bool {
+		running, leaders, peers := 0, 0, 0
 		for _, n := range c.nodes {
 			s := n.Raw()
 			if s == nil {
 				continue
 			}
+			running++
 			if !s.JetStreamIsCurrent() {
 				return false
 			}
 			if s.JetStreamIsLeader() {
 				leaders++
+				peers = len(s.JetStreamClusterPeers()) // online, with JetStream, stats received
 			}
 		}
-		return leaders == 1
+		return leaders == 1 && peers == running
 	})
 }
 

@@ -43,7 +43,7 @@ func TestParseURLs(t *testing.T) {
 		{"nats://a b:4222", "space"},
 		{"nats:a:4222", "no host"},
 		{"nats://user:secret@a:99999", `"nats://redacted@a:99999"`},
-		{strings.Repeat("nats://a:4222,", 17), "17 servers, at most 16"},
+		{strings.TrimSuffix(strings.Repeat("nats://a:4222,", 17), ","), "17 servers, at most 16"},
 	}
 	for _, c := range bad {
 		_, err := natsbus.ParseURLs(c.in)
