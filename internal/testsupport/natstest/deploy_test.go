@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/url"
@@ -143,7 +144,8 @@ func TestClusterConfig(t *testing.T) {
 	urls := strings.ReplaceAll(c.URLs(), "nats://", "tls://")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := natsbus.Connect(ctx, natsbus.Options{URL: urls, User: "collab", Password: "pw-collab", TLSCA: filepath.Join(pki, "ca.pem")})
+	b, err := natsbus.Connect(ctx, natsbus.Options{URL: urls, User: "collab", Password: "pw-collab", TLSCA: filepath.Join(pki, "ca.pem"),
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
