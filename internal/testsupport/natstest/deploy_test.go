@@ -219,3 +219,58 @@ func TestSystemdUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallScript: deploy/install.sh (under DESTDIR) installs a cluster
+// node's configuration and the units, says "unchanged" the second time,
+// keeps a file an administrator changed unless --force (then keeps it as
+// .orig), and refuses a node number out of range.
+func TestInstallScript(t *testing.T) {
+	dest, tmp := t.TempDir(), t.TempDir()
+	script := filepath.Join(deployDir(t), "install.sh")
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command("sh", append([]string{script}, args...)...)
+		cmd.Env = append(os.Environ(), "DESTDIR="+dest)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	node := filepath.Join(dest, "etc", "collab", "nats", "cluster", "nats-2.conf")
+	if _, _, err := run("--nats-cluster", "2"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{node, filepath.Join(dest, "etc", "collab", "nats", "cluster", "cluster.conf"), filepath.Join(dest, "etc", "collab", "nats", "accounts.conf")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("not installed: %v", err)
+		}
+	}
+	if out, _, err := run("--nats-cluster", "2"); err != nil || !strings.Contains(out, "unchanged "+node) {
+		t.Errorf("second run: %v %q", err, out)
+	}
+	if err := os.WriteFile(node, []byte("# changed here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := run("--nats-cluster", "2"); err != nil || !strings.Contains(stderr, node+" differs") {
+		t.Errorf("run over a changed file: %v %q", err, stderr)
+	}
+	if data, _ := os.ReadFile(node); string(data) != "# changed here\n" {
+		t.Errorf("the changed file was replaced without --force: %q", data)
+	}
+	if out, _, err := run("--nats-cluster", "2", "--force"); err != nil || !strings.Contains(out, "replaced "+node) {
+		t.Errorf("--force: %v %q", err, out)
+	}
+	if data, _ := os.ReadFile(node + ".orig"); string(data) != "# changed here\n" {
+		t.Errorf("--force kept %q as .orig", data)
+	}
+	if _, stderr, err := run("--nats-cluster", "4"); err == nil || !strings.Contains(stderr, "from 1 to 3") {
+		t.Errorf("--nats-cluster 4: %v %q", err, stderr)
+	}
+	if _, stderr, err := run("--systemd", "--bin", "/bin/true", "--prefix", tmp, "--root", filepath.Join(tmp, "tree"), "--no-shared-bin"); err != nil {
+		t.Fatalf("--systemd: %v %s", err, stderr)
+	}
+	for _, u := range []string{"collab-watcher@.service", "collab-resume.service", "collab-bridge.service", "collab-serve.service"} {
+		if _, err := os.Stat(filepath.Join(dest, "etc", "systemd", "system", u)); err != nil {
+			t.Errorf("unit not installed: %v", err)
+		}
+	}
+}
