@@ -212,12 +212,20 @@ func TestClusterFailover(t *testing.T) {
 
 	root := tree.Root(t.TempDir())
 	var ids []string
-	publish := func() {
-		for range perPhase {
+	// publish publishes a phase's messages and returns how long the first
+	// took to be acked (after a node stopped: the time to fail over).
+	publish := func() time.Duration {
+		var first time.Duration
+		for i := range perPhase {
 			m := post(t, root, "ch", "alice", fmt.Sprint(len(ids)))
+			start := time.Now()
 			publishAcked(t, pub, m)
+			if i == 0 {
+				first = time.Since(start)
+			}
 			ids = append(ids, m.Key())
 		}
+		return first
 	}
 	node := func(b *natsbus.Bus) int {
 		i := c.Index(b.Conn().ConnectedServerName())
@@ -229,7 +237,7 @@ func TestClusterFailover(t *testing.T) {
 	publish()
 	down := node(pub)
 	c.Node(down).Stop() // the publisher's node
-	publish()
+	t.Logf("publisher's node stopped: first ack after %v", publish())
 	if node(pub) == down {
 		t.Fatal("the publisher is still connected to the node shut down")
 	}
@@ -239,13 +247,13 @@ func TestClusterFailover(t *testing.T) {
 	publish()
 	down = node(recv)
 	c.Node(down).Stop() // the reader's node
-	publish()
+	t.Logf("reader's node stopped: first ack after %v", publish())
 	c.Node(down).Start()
 	c.WaitReady()
 	waitStatus(t, pub, "R3 with the node back", replicated)
 	leader := c.WaitStreamLeader(natsbus.StreamName)
 	c.Node(leader).Stop() // the stream's leader
-	publish()
+	t.Logf("stream leader stopped: first ack after %v", publish())
 	if l := c.WaitStreamLeader(natsbus.StreamName); l == leader {
 		t.Fatal("the stopped node still leads the stream")
 	}
