@@ -193,11 +193,14 @@ type sizes struct {
 	remoteCatchup     int           // messages a remote follow catches up on
 	waitLocal         int           // send --wait replies per run, fsnotify
 	waitPoll          int           // send --wait replies per run, polling only
+	nfsWindow         time.Duration // nfsops: requests counted over this window per point
+	nfsMax            int           // nfsops: the most channels and watchers in a series
+	scale             scaleSize     // the scale part
 }
 
 var (
-	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10, signSmall: 2000, signLarge: 50, remote: 50, remoteThru: 2000, remoteCatchup: 10_000, waitLocal: 50, waitPoll: 20}
-	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5, signSmall: 500, signLarge: 10, remote: 10, remoteThru: 400, remoteCatchup: 10_000, waitLocal: 10, waitPoll: 5}
+	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10, signSmall: 2000, signLarge: 50, remote: 50, remoteThru: 2000, remoteCatchup: 10_000, waitLocal: 50, waitPoll: 20, nfsWindow: 10 * time.Second, nfsMax: 10, scale: fullScale}
+	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5, signSmall: 500, signLarge: 10, remote: 10, remoteThru: 400, remoteCatchup: 10_000, waitLocal: 10, waitPoll: 5, nfsWindow: 5 * time.Second, nfsMax: 5, scale: quickScale}
 )
 
 // part is one group of figures measured together.
@@ -224,6 +227,8 @@ func parts() []part {
 		{"live-codex", (*bench).liveCodex},
 		{"live-gemini", (*bench).liveGemini},
 		{"join", (*bench).join},
+		{"nfsops", (*bench).nfsops},
+		{"scale", (*bench).scale},
 	}
 }
 
@@ -248,6 +253,8 @@ type bench struct {
 	bigRoot     string          // the big channel fixture, once written
 	bigSigner   *signing.Signer // the big channel's senderAgent, once written
 	standin     string          // the stand-in model CLI, once built
+
+	nfsServerOps float64 // the file server's ops/s the capacity figures assume
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -318,6 +325,7 @@ Flags:
 	fs.StringVar(&o.jsonPath, "json", "bench.json", "file to write the results to as JSON")
 	fs.BoolVar(&o.quick, "quick", false, "one run, smaller sizes and a 15 s idle window")
 	only := fs.String("only", "", "comma-separated parts to run (default all): "+strings.Join(partNames(), ", "))
+	nfsOps := fs.Float64("nfs-ops", defaultNFSOps, "NFS server operations per second the nfsops capacity figures assume")
 	collabBin := fs.String("collab", "", "collab binary to run (env COLLAB_BENCH_COLLAB; default: go build collab/cmd/collab)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -328,7 +336,7 @@ Flags:
 	if fs.NArg() > 0 {
 		return nil, o, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	b := &bench{runs: *runs, size: fullSizes, progress: &lockedWriter{w: stderr}, collab: *collabBin}
+	b := &bench{runs: *runs, size: fullSizes, progress: &lockedWriter{w: stderr}, collab: *collabBin, nfsServerOps: *nfsOps}
 	if o.quick {
 		b.size = quickSizes
 	}
