@@ -279,3 +279,30 @@ func (c *counting) reset() {
 	defer c.mu.Unlock()
 	c.counts = make(Counts)
 }
+
+// serverKinds are the kinds of request a Linux NFS client sends its server
+// an RPC for (NFSv3 names: LOOKUP, GETATTR, SETATTR, ACCESS, READDIR, READ,
+// WRITE, CREATE, MKDIR, REMOVE, RMDIR, RENAME, LINK, SYMLINK, READLINK,
+// COMMIT, FSSTAT; an open is the GETATTR of close-to-open, an NFSv4 OPEN).
+// The others are FUSE's own: opendir, releasedir, release and flush have
+// no RPC (flush's dirty data is already counted as writes), nor have the
+// getxattr of security.capability the kernel asks before a write, or
+// lseek.
+var serverKinds = map[string]bool{
+	"lookup": true, "getattr": true, "setattr": true, "access": true, "readdir": true,
+	"open": true, "read": true, "write": true, "create": true, "mkdir": true,
+	"unlink": true, "rmdir": true, "rename": true, "link": true, "symlink": true,
+	"readlink": true, "fsync": true, "statfs": true, "lock": true,
+}
+
+// Server keeps the kinds of request an NFS client would send its server
+// an RPC for (see the list above), dropping FUSE's own.
+func (c Counts) Server() Counts {
+	out := make(Counts, len(c))
+	for k, v := range c {
+		if serverKinds[k.Op] {
+			out[k] = v
+		}
+	}
+	return out
+}

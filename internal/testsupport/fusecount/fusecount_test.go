@@ -117,6 +117,10 @@ func TestCounts(t *testing.T) {
 	if got.Total() == 0 || got.ByOp()["mkdir"] != 2 || got.ByClass()["presence"] == 0 {
 		t.Errorf("sums wrong: %v", got)
 	}
+	srv := got.Server()
+	if srv[Key{"release", "presence"}] != 0 || srv[Key{"create", "presence"}] != 1 || srv.Total() >= got.Total() {
+		t.Errorf("Server() = %v, want FUSE's own requests (release, flush) dropped from %v", srv, got)
+	}
 }
 
 // TestCachedAttributes checks that the kernel's caches answer what they
