@@ -85,9 +85,9 @@ func (b *bench) scale(ctx context.Context) []Figure {
 			{name: "scale " + what + ": idle CPU, all watchers", unit: "% core", note: "sum " + win},
 			{name: "scale " + what + ": RSS per watcher", unit: "MB", note: "median VmRSS at the window's end"},
 			{name: "scale " + what + ": RSS, all watchers", unit: "MB", note: "sum of VmRSS"},
-			{name: "scale " + what + ": file requests/s, idle, all hosts", unit: "ops/s", note: "fusecount requests of every view " + win},
-			{name: "scale " + what + ": file requests/s, idle, per watcher", unit: "ops/s", note: win},
-			{name: "scale " + what + ": file requests/s while dispatching", unit: "ops/s", note: "all views, from the first message to the last reply"},
+			{name: "scale " + what + ": NFS ops/s, idle, all hosts", unit: "ops/s", note: "requests of every fusecount view with an NFS RPC counterpart (as nfsops) " + win},
+			{name: "scale " + what + ": NFS ops/s, idle, per watcher", unit: "ops/s", note: win},
+			{name: "scale " + what + ": NFS ops/s while dispatching", unit: "ops/s", note: "all views, from the first message to the last reply"},
 			{name: "scale " + what + ": collab who", unit: "ms", note: "as a process on one view, median of 3 after a warm-up"},
 			{name: "scale " + what + ": dashboard agents page", unit: "ms", note: "GET /agents in process on one view, median of 3 after a warm-up"},
 		}
@@ -248,7 +248,7 @@ func measureIdle(ctx context.Context, ws []*idleWatcher, views []*fusecount.Moun
 	wall := time.Since(t0).Seconds()
 	var ops uint64
 	for _, v := range views {
-		ops += v.Counts().Total()
+		ops += v.Counts().Server().Total()
 	}
 	var rss []float64
 	var ticks int64
@@ -403,7 +403,7 @@ func (b *bench) scaleDispatch(ctx context.Context, backing tree.Root, ws []*idle
 	wall := time.Since(t0).Seconds()
 	var ops uint64
 	for _, v := range views {
-		ops += v.Counts().Total()
+		ops += v.Counts().Server().Total()
 	}
 	out[scOpsBusy] = float64(ops) / wall
 	mu.Lock()
