@@ -33,7 +33,7 @@ import (
 // watchers' CPU is read from /proc per process. Messages come from another
 // host (the backing folder); dispatch is timed from Post (and, with NATS,
 // the publish) returning to the reply's file appearing (inotify on the
-// backing folder).
+// backing folder). The watchers poll only (see startScaleWatchers).
 
 // scaleSize is how big the scale part is.
 type scaleSize struct {
@@ -207,13 +207,16 @@ func waitWithin(ctx context.Context, what string, d time.Duration, cond func() e
 }
 
 // startScaleWatchers starts n collab watch processes, watcher i as agent
-// wNNN on channel i mod channels through view i mod hosts.
+// wNNN on channel i mod channels through view i mod hosts. They run with
+// --no-fsnotify: 200 inotify instances are over Linux's default of 128 per
+// user (fs.inotify.max_user_instances), and inotify would see nothing of
+// the messages anyway, which come from another host.
 func startScaleWatchers(bin, standin string, views []*fusecount.Mount, chans []string, nf *natsFleet, n int) ([]*idleWatcher, error) {
 	var ws []*idleWatcher
 	for i := range n {
 		agent := fmt.Sprintf("w%03d", i)
 		args := []string{"watch", "--root", views[i%len(views)].Dir, "--agent", agent, "--channel", chans[i%len(chans)],
-			"--cli", "command", "--cmd", standin, "--poll", "1s", "--rate", "-1", "--pair-rate", "-1"}
+			"--cli", "command", "--cmd", standin, "--poll", "1s", "--rate", "-1", "--pair-rate", "-1", "--no-fsnotify"}
 		if nf != nil {
 			args = append(args, "--nats", nf.srv.ClientURL())
 		}
