@@ -404,11 +404,14 @@ func (b *bench) scaleDispatch(ctx context.Context, backing tree.Root, ws []*idle
 		return ctx.Err()
 	}
 	wall := time.Since(t0).Seconds()
-	var ops uint64
+	all := fusecount.Counts{}
 	for _, v := range views {
-		ops += v.Counts().Server().Total()
+		for k, n := range v.Counts().Server() {
+			all[k] += n
+		}
 	}
-	out[scOpsBusy] = float64(ops) / wall
+	out[scOpsBusy] = float64(all.Total()) / wall
+	fmt.Fprintf(b.progress, "   scale dispatch: NFS ops by class %v; by kind %v\n", all.ByClass(), all.ByOp())
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(lat)
