@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go run ./internal/dev/bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN]
+//	go run ./internal/dev/bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN] [-nfs-ops N]
 //
 // Everything it writes goes to a folder made with os.MkdirTemp, removed at
 // the end; bindfs mounts and child processes are ended on exit and on the
@@ -104,6 +104,16 @@
 //     remote watcher's mirror (watch --remote), stopped while 10,000
 //     messages landed, to have them all again, from the stream and, with
 //     the stream purged, from the files through the bridge.
+//
+//   - NFS operations per watcher (nfsops.go): watchers in this process on
+//     one counting FUSE view (package fusecount), idle (poll 1 s, with
+//     nfs(5)'s caches, fsnotify, NATS with poll 1 s and 10 s) and busy;
+//     the requests an NFS server would get, per second per watcher, fitted
+//     as a + b·channels, and the agents one export carries at -nfs-ops.
+//   - Scale (scale.go): many collab watch processes with the stand-in on
+//     several fusecount views of one tree, with and without NATS: dispatch
+//     p50/p99, CPU and RSS per watcher and in all, NFS operations per
+//     second, collab who and the dashboard's agents page.
 //
 // # Caveats
 //
