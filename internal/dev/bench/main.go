@@ -37,7 +37,6 @@
 //     (as deployed: publishes wait for the stream's ack); the sender
 //     publishes each message after its file, the watcher has natsbus.Waker
 //     and Announce; gaps as in (a).
-//
 //   - send --wait on the mount, "reply landed → wait returned", p50 and
 //     p99: service.Mount.ExpectReply, the question posted, Waiter.Wait
 //     (poll 1 s, woken by fsnotify on the channel's folder) in a
@@ -48,7 +47,6 @@
 //     without wakes, as the wait was before it had them, the reply at a
 //     random point of the poll cycle; slow (about a second a reply), so
 //     the runs go side by side.
-//
 //   - Sign and verify, in-process, per message, for a 1 KiB and a 1 MB
 //     message: channel.Message.Sign with a signing.Signer; Message.Verify
 //     with a new signing.Verifier over a keyring each time (a first check:
@@ -57,7 +55,6 @@
 //     digest and a map lookup). The mean over many messages per run; no
 //     target (the targets that matter are the figures below, measured with
 //     every message and heartbeat signed).
-//
 //   - Backlog: a channel of 100,000 messages none of which is for the
 //     agent, plus one that is, named last, written directly and synced,
 //     every one signed by its sender with a key trusted in the fixture's
@@ -67,20 +64,16 @@
 //     whole backlog listed, read, decoded, filtered and logged; only the
 //     message for it is verified); and channel.Reader.Scan plus
 //     Message.IsFor alone, the floor under it.
-//
 //   - Idle watcher: `collab watch` itself (poll 1 s, fsnotify) over the
 //     backlog channel, one child process per run, all measured side by
 //     side over one 60 s window (-quick: 15 s) once idle: utime+stime from
 //     /proc/PID/stat, and VmRSS from /proc/PID/status at the end.
-//
 //   - Send throughput: `collab send` run once per message, and
 //     channel.Writer.Post in-process; no target.
-//
 //   - `collab who` over 1,000 agents' presence files, each agent with a
 //     key trusted in ROOT/keys and its heartbeat signed (so who verifies
 //     1,000 signatures), run as a process: the median of several calls per
 //     run, after a warm-up.
-//
 //   - Big channel: 100,000 small messages (the backlog's) followed by 400
 //     of about 1 MB, the newest (-quick: 10,000 and 40), written once,
 //     every one signed as in the backlog. `collab read --limit 5 --json`
@@ -96,11 +89,9 @@
 //     (inotify on the folder), the median over several messages; the
 //     difference of the two per run; and the watcher's peak RSS (VmHWM,
 //     sampled throughout).
-//
 //   - OpenTelemetry (otel.go): the watcher reply of the big channel's
 //     figures on an empty channel, with no OTEL_* variable and with OTLP
 //     export to an in-process receiver, and the overhead in percent.
-//
 //   - Remote (hosts without the mount; see remote.go): an embedded
 //     nats-server with the stream on loopback, `collab bridge` processes
 //     serving a tree, remote hosts as in-process remote.Clients with their
@@ -113,13 +104,11 @@
 //     remote watcher's mirror (watch --remote), stopped while 10,000
 //     messages landed, to have them all again, from the stream and, with
 //     the stream purged, from the files through the bridge.
-//
 //   - NFS operations per watcher (nfsops.go): watchers in this process on
 //     one counting FUSE view (package fusecount), idle (poll 1 s, with
 //     nfs(5)'s caches, fsnotify, NATS with poll 1 s and 10 s) and busy;
 //     the requests an NFS server would get, per second per watcher, fitted
 //     as a + b·channels, and the agents one export carries at -nfs-ops.
-//
 //   - Scale (scale.go): many collab watch processes with the stand-in on
 //     several fusecount views of one tree, with and without NATS: dispatch
 //     p50/p99, CPU and RSS per watcher and in all, NFS operations per
