@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go run ./internal/dev/bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN]
+//	go run ./internal/dev/bench [-runs N] [-json FILE] [-quick] [-only PARTS] [-collab BIN] [-nfs-ops N]
 //
 // Everything it writes goes to a folder made with os.MkdirTemp, removed at
 // the end; bindfs mounts and child processes are ended on exit and on the
@@ -104,6 +104,15 @@
 //     remote watcher's mirror (watch --remote), stopped while 10,000
 //     messages landed, to have them all again, from the stream and, with
 //     the stream purged, from the files through the bridge.
+//   - NFS operations per watcher (nfsops.go): watchers in this process on
+//     one counting FUSE view (package fusecount), idle (poll 1 s, with
+//     nfs(5)'s caches, fsnotify, NATS with poll 1 s and 10 s) and busy;
+//     the requests an NFS server would get, per second per watcher, fitted
+//     as a + b·channels, and the agents one export carries at -nfs-ops.
+//   - Scale (scale.go): many collab watch processes with the stand-in on
+//     several fusecount views of one tree, with and without NATS: dispatch
+//     p50/p99, CPU and RSS per watcher and in all, NFS operations per
+//     second, collab who and the dashboard's agents page.
 //
 // # Caveats
 //
@@ -193,11 +202,14 @@ type sizes struct {
 	remoteCatchup     int           // messages a remote follow catches up on
 	waitLocal         int           // send --wait replies per run, fsnotify
 	waitPoll          int           // send --wait replies per run, polling only
+	nfsWindow         time.Duration // nfsops: requests counted over this window per point
+	nfsMax            int           // nfsops: the most channels and watchers in a series
+	scale             scaleSize     // the scale part
 }
 
 var (
-	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10, signSmall: 2000, signLarge: 50, remote: 50, remoteThru: 2000, remoteCatchup: 10_000, waitLocal: 50, waitPoll: 20}
-	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5, signSmall: 500, signLarge: 10, remote: 10, remoteThru: 400, remoteCatchup: 10_000, waitLocal: 10, waitPoll: 5}
+	fullSizes  = sizes{local: 50, poll: 20, nats: 50, backlog: 100_000, idle: 60 * time.Second, sendProc: 300, sendPost: 2000, agents: 1000, whoCalls: 7, bigSmall: 100_000, bigLarge: 400, bigReplies: 10, signSmall: 2000, signLarge: 50, remote: 50, remoteThru: 2000, remoteCatchup: 10_000, waitLocal: 50, waitPoll: 20, nfsWindow: 10 * time.Second, nfsMax: 10, scale: fullScale}
+	quickSizes = sizes{local: 10, poll: 5, nats: 10, backlog: 10_000, idle: 15 * time.Second, sendProc: 50, sendPost: 300, agents: 1000, whoCalls: 3, bigSmall: 10_000, bigLarge: 40, bigReplies: 5, signSmall: 500, signLarge: 10, remote: 10, remoteThru: 400, remoteCatchup: 10_000, waitLocal: 10, waitPoll: 5, nfsWindow: 5 * time.Second, nfsMax: 5, scale: quickScale}
 )
 
 // part is one group of figures measured together.
@@ -224,6 +236,8 @@ func parts() []part {
 		{"live-codex", (*bench).liveCodex},
 		{"live-gemini", (*bench).liveGemini},
 		{"join", (*bench).join},
+		{"nfsops", (*bench).nfsops},
+		{"scale", (*bench).scale},
 	}
 }
 
@@ -248,6 +262,8 @@ type bench struct {
 	bigRoot     string          // the big channel fixture, once written
 	bigSigner   *signing.Signer // the big channel's senderAgent, once written
 	standin     string          // the stand-in model CLI, once built
+
+	nfsServerOps float64 // the file server's ops/s the capacity figures assume
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -318,6 +334,7 @@ Flags:
 	fs.StringVar(&o.jsonPath, "json", "bench.json", "file to write the results to as JSON")
 	fs.BoolVar(&o.quick, "quick", false, "one run, smaller sizes and a 15 s idle window")
 	only := fs.String("only", "", "comma-separated parts to run (default all): "+strings.Join(partNames(), ", "))
+	nfsOps := fs.Float64("nfs-ops", defaultNFSOps, "NFS server operations per second the nfsops capacity figures assume")
 	collabBin := fs.String("collab", "", "collab binary to run (env COLLAB_BENCH_COLLAB; default: go build collab/cmd/collab)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -328,7 +345,7 @@ Flags:
 	if fs.NArg() > 0 {
 		return nil, o, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	b := &bench{runs: *runs, size: fullSizes, progress: &lockedWriter{w: stderr}, collab: *collabBin}
+	b := &bench{runs: *runs, size: fullSizes, progress: &lockedWriter{w: stderr}, collab: *collabBin, nfsServerOps: *nfsOps}
 	if o.quick {
 		b.size = quickSizes
 	}
