@@ -289,6 +289,12 @@ func (r *Reader) Scan() ([]Message, []Skip, error) { return r.scan(false) }
 func (r *Reader) ScanHinted() ([]Message, []Skip, error) { return r.scan(true) }
 
 func (r *Reader) scan(hintsOnly bool) ([]Message, []Skip, error) {
+	if hintsOnly && r.listings > 0 && len(r.hints) == 0 && !r.badChanging() {
+		// Nothing to read: the folder is not opened (on NFS an open is a
+		// lookup and an attribute fetch, on every turn of a watcher's
+		// loop, for every channel).
+		return nil, nil, nil
+	}
 	d, err := safedir.Open(r.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
@@ -459,6 +465,18 @@ func (r *Reader) below(name string, skips *[]Skip) {
 }
 
 // hinted returns the hinted files that exist, to read without a listing.
+// badChanging reports whether a file that failed to decode was written
+// to lately: [Reader.hinted] looks at it again.
+func (r *Reader) badChanging() bool {
+	now := r.opt.Now()
+	for _, fp := range r.bad {
+		if now.Sub(fp.mtime) <= r.opt.FullRescan {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *Reader) hinted(d *safedir.Dir) []*candidate {
 	var out []*candidate
 	for name := range r.hints {

@@ -727,3 +727,38 @@ func TestScanHintedReportsBadFileOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestScanHintedWithNothingToRead: once the folder was listed, a
+// ScanHinted with no hint does not open the folder (on NFS a lookup and a
+// getattr per channel on every turn of a watcher's loop): a folder
+// replaced by a link is not even looked at, while a hint or a Scan opens
+// it and refuses the link.
+func TestScanHintedWithNothingToRead(t *testing.T) {
+	root := newRoot(t, "room")
+	w := &channel.Writer{Root: root}
+	r, err := channel.NewReader(root, "room", channel.Cursor{}, channel.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post(t, w, "room", "a", "before")
+	if got, _ := scan(t, r); len(got) != 1 {
+		t.Fatalf("first scan: %d messages", len(got))
+	}
+	dir := root.Channel("room")
+	if err := os.Rename(dir, dir+".real"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("room.real", dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := r.ScanHinted(); err != nil || len(got) != 0 {
+		t.Errorf("ScanHinted with no hint = %q, %v; want nothing, and the folder not opened", texts(got), err)
+	}
+	r.Hint("msg-29991231-235959-a-0001.json")
+	if _, _, err := r.ScanHinted(); err == nil {
+		t.Error("ScanHinted with a hint did not open the folder (no error on the link)")
+	}
+	if _, _, err := r.Scan(); err == nil {
+		t.Error("Scan did not open the folder (no error on the link)")
+	}
+}
