@@ -254,6 +254,7 @@ func (r *brokerRun) phase(ctx context.Context, bus *natsbus.Bus, i, n int) (stri
 		// Every send meanwhile waits out a connect timeout; a few are
 		// enough.
 		r.broker.cmd.Process.Signal(syscall.SIGCONT)
+		r.e.heal()
 		return "broker SIGCONTed", nil
 	}
 	return "", nil

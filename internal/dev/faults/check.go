@@ -45,9 +45,20 @@ func (l *ledger) snapshot() map[string]ack {
 
 // reply is one reply of the agent found in the channel.
 type reply struct {
-	File string
-	At   time.Time // the reply's JSON time (else its name's)
-	Text string
+	File   string
+	At     time.Time // the reply's JSON time (else its name's)
+	Landed time.Time // the file's mtime: when it was written on the mount
+	Text   string
+}
+
+// answered is when a reply was there: the later of its JSON time and its
+// file's mtime (a remote watcher's reply lands on the mount when a bridge
+// writes it, after the time it carries).
+func (r reply) answered() time.Time {
+	if r.Landed.After(r.At) {
+		return r.Landed
+	}
+	return r.At
 }
 
 // verdict is the checker's score of one run.
@@ -59,6 +70,10 @@ type verdict struct {
 	Corrupt    int           `json:"corrupt"`
 	MaxLatency time.Duration `json:"max_latency_ns"`
 	P50Latency time.Duration `json:"p50_latency_ns"`
+	// Last is when the last acked message got its answer (its first
+	// reply landed, or for remote senders its file was written): the end
+	// of the time to recover.
+	Last time.Time `json:"last_answer,omitzero"`
 	// Others counts the agent's replies to messages that were not acked
 	// (notices, replies to foreign files), by the id they answer.
 	Others map[string]int `json:"others,omitempty"`
@@ -131,7 +146,7 @@ func (s *scanner) scan() error {
 			s.questions[m.Metadata.InReplyTo]++ // asked mid-run: not the reply
 			continue
 		}
-		s.replies[m.Metadata.InReplyTo] = append(s.replies[m.Metadata.InReplyTo], reply{File: name, At: m.Time(), Text: m.Content.Text})
+		s.replies[m.Metadata.InReplyTo] = append(s.replies[m.Metadata.InReplyTo], reply{File: name, At: m.Time(), Landed: fi.ModTime(), Text: m.Content.Text})
 	}
 	return nil
 }
@@ -196,7 +211,7 @@ func score(replies map[string][]reply, bad []string, acks map[string]ack) verdic
 			}
 			note("duplicated", "%s answered by %s", id, strings.Join(files, ", "))
 		}
-		first := rs[0].At
+		first, answered := rs[0].At, rs[0].answered()
 		for _, r := range rs {
 			if want := expectedReply(id, a.Text); r.Text != want {
 				v.Corrupt++
@@ -205,8 +220,14 @@ func score(replies map[string][]reply, bad []string, acks map[string]ack) verdic
 			if r.At.Before(first) {
 				first = r.At
 			}
+			if r.answered().Before(answered) {
+				answered = r.answered()
+			}
 		}
 		lat = append(lat, max(first.Sub(a.At), 0))
+		if answered.After(v.Last) {
+			v.Last = answered
+		}
 	}
 	for id, rs := range replies {
 		if _, ok := acks[id]; !ok {

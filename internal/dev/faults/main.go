@@ -227,12 +227,17 @@ var errFailed = errors.New("collab-faults: faults found")
 
 // result is one scenario's line of the report.
 type result struct {
-	ID       string        `json:"id"`
-	Name     string        `json:"name"`
-	Skipped  string        `json:"skipped,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
-	Verdict  verdict       `json:"verdict"`
+	ID      string        `json:"id"`
+	Name    string        `json:"name"`
+	Skipped string        `json:"skipped,omitempty"`
+	Error   string        `json:"error,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Verdict verdict       `json:"verdict"`
+	// Healed is when the fault healed (or struck, for one that never
+	// heals); Recover is from then to the last message answered (0 when
+	// all were answered before).
+	Healed   time.Time     `json:"healed,omitzero"`
+	Recover  time.Duration `json:"recover_ns"`
 	Notes    []string      `json:"notes,omitempty"`
 	Problems []string      `json:"problems,omitempty"`
 }
@@ -449,6 +454,9 @@ func runScenario(ctx context.Context, h *harness, s scenario) result {
 		r.Error = err.Error()
 	}
 	r.Verdict = v
+	if r.Healed = e.healedAt(); !r.Healed.IsZero() && !v.Last.IsZero() {
+		r.Recover = max(v.Last.Sub(r.Healed), 0)
+	}
 	r.Notes, r.Problems = e.notes, e.problems
 	return r
 }
@@ -456,7 +464,7 @@ func runScenario(ctx context.Context, h *harness, s scenario) result {
 // report prints the table, then the details of what went wrong.
 func report(w io.Writer, results []result, total time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tMESSAGES\tLOST\tDUPLICATED\tCORRUPT\tMAX LATENCY\tP50\tTOOK\tRESULT")
+	fmt.Fprintln(tw, "SCENARIO\tMESSAGES\tLOST\tDUPLICATED\tCORRUPT\tMAX LATENCY\tP50\tRECOVER\tTOOK\tRESULT")
 	for _, r := range results {
 		status := "ok"
 		switch {
@@ -466,8 +474,12 @@ func report(w io.Writer, results []result, total time.Duration) {
 			status = "FAIL"
 		}
 		v := r.Verdict
-		fmt.Fprintf(tw, "%s %s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Name, v.Messages, v.Lost, v.Duplicated, v.Corrupt,
-			v.MaxLatency.Round(time.Millisecond), v.P50Latency.Round(time.Millisecond), r.Elapsed.Round(100*time.Millisecond), status)
+		rec := "-"
+		if !r.Healed.IsZero() && !v.Last.IsZero() {
+			rec = r.Recover.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s %s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, v.Messages, v.Lost, v.Duplicated, v.Corrupt,
+			v.MaxLatency.Round(time.Millisecond), v.P50Latency.Round(time.Millisecond), rec, r.Elapsed.Round(100*time.Millisecond), status)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "total %v\n", total.Round(100*time.Millisecond))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -138,7 +140,21 @@ func remoteVerdict(e *env) (verdict, error) {
 		sends = append(sends, s.sends...)
 		sends = append(sends, s.snapshot...)
 	}
-	return remoteCheck(msgs, agents, sends), nil
+	v := remoteCheck(msgs, agents, sends)
+	dir := tree.Root(e.backing).Channel(chanName)
+	for _, m := range msgs {
+		if !agents[m.From] {
+			continue
+		}
+		at := m.Time()
+		if fi, err := os.Lstat(filepath.Join(dir, m.ID+".json")); err == nil && fi.ModTime().After(at) {
+			at = fi.ModTime() // written by a bridge after it was named
+		}
+		if at.After(v.Last) {
+			v.Last = at
+		}
+	}
+	return v, nil
 }
 
 // remoteCheck scores what remote senders sent against the messages on the

@@ -422,6 +422,7 @@ func bridgeKills(ctx context.Context, e *env) error {
 				return err
 			}
 		}
+		e.heal()
 	}
 	e.note("%d bridge SIGKILLs during the burst (one of two bridges at a time, once both for 1.5 s), each restarted", kills)
 	if err := r.flush(ctx); err != nil {
@@ -478,6 +479,7 @@ func natsRestart(ctx context.Context, e *env) error {
 	if r.nats, err = e.startNATS(ctx, r.port, r.store); err != nil {
 		return fmt.Errorf("restart nats-server: %w", err)
 	}
+	e.heal()
 	e.logf("nats-server restarted")
 	if err := <-done; err != nil {
 		return err
@@ -535,6 +537,7 @@ func partition(ctx context.Context, e *env) error {
 		if err := p.start(p.addr); err != nil {
 			return fmt.Errorf("heal the partition: %w", err)
 		}
+		e.heal()
 		e.logf("partition healed")
 	}
 	e.note("remote senders cut off from NATS twice (their TCP proxy stopped, %d open connections closed in all): for %v mid-burst, then from 3/4 of the burst until %v after it; %d connections through the proxy in all",

@@ -167,6 +167,7 @@ func (k *killer) run(ctx context.Context) error {
 		if k.w, err = k.e.startWatcher(ctx, k.o, k.ready); err != nil {
 			return err
 		}
+		k.e.heal()
 	}
 }
 
@@ -294,6 +295,7 @@ func sigstop(ctx context.Context, e *env) error {
 		victim.signal(syscall.SIGSTOP)
 		err := sleep(ctx, pause)
 		victim.signal(syscall.SIGCONT)
+		e.heal()
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,7 @@ func clockSkew(ctx context.Context, e *env) error {
 			if w, err = e.startWatcher(ctx, o, true); err != nil {
 				return err
 			}
+			e.heal()
 		}
 		if _, err := e.send(ctx, e.backing, sender, fmt.Sprintf("s9 on time %d of %d", i+1, n)); err != nil {
 			return err
