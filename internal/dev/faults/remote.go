@@ -85,16 +85,35 @@ func newRemoteRun(ctx context.Context, e *env, n int) (*remoteRun, error) {
 	if r.nats, err = e.startNATS(ctx, port, r.store); err != nil {
 		return nil, err
 	}
-	init := exec.CommandContext(ctx, e.h.collab, "nats", "init", "--root", e.backing, "--nats", r.url)
-	init.Env = childEnv()
-	if out, err := init.CombinedOutput(); err != nil {
+	if err := r.setup(ctx, n); err != nil {
 		r.close()
-		return nil, fmt.Errorf("collab nats init: %v: %s", err, out)
+		return nil, err
+	}
+	return r, nil
+}
+
+// setup makes the stream (collab nats init, a few tries: a cluster
+// elects its leader first), trusts a key for each of n remote senders
+// and makes their state folders.
+func (r *remoteRun) setup(ctx context.Context, n int) error {
+	e := r.e
+	for try := 0; ; try++ {
+		init := exec.CommandContext(ctx, e.h.collab, "nats", "init", "--root", e.backing, "--nats", r.url)
+		init.Env = childEnv()
+		out, err := init.CombinedOutput()
+		if err == nil {
+			break
+		}
+		if try == 20 {
+			return fmt.Errorf("collab nats init: %v: %s", err, out)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
 	}
 	ring := keyring.Open(tree.Root(e.backing).Keys())
 	if err := ring.Create(); err != nil {
-		r.close()
-		return nil, err
+		return err
 	}
 	for i := range n {
 		s := &remoteSender{agent: "rem" + strconv.Itoa(i), state: filepath.Join(e.dir, "remote-state-"+strconv.Itoa(i))}
@@ -104,15 +123,14 @@ func newRemoteRun(ctx context.Context, e *env, n int) (*remoteRun, error) {
 			err = ring.Trust(s.agent, signer.PublicKey())
 		}
 		if err != nil {
-			r.close()
-			return nil, err
+			return err
 		}
 		r.senders = append(r.senders, s)
 	}
 	e.mu.Lock()
 	e.remote = r
 	e.mu.Unlock()
-	return r, nil
+	return nil
 }
 
 // close kills the server; the bridges are the env's (ended with the

@@ -56,6 +56,11 @@ var scenarios = []scenario{
 	{id: "18", name: "live CLI SIGKILL mid-turn", run: liveCLIKill, verdict: liveVerdict},
 	{id: "19", name: "watcher SIGKILL with 3 live sessions", run: liveWatcherKill, verdict: liveVerdict},
 	{id: "20", name: "live question unanswered past its timeout", run: liveQuestionTimeout, verdict: liveVerdict},
+	{id: "21", name: "bridge down 2 s, remote watcher: back in 5 s", run: backIn5("bridge"), verdict: claimVerdict},
+	{id: "22", name: "NATS down 2 s, remote watcher: back in 5 s", run: backIn5("nats"), verdict: claimVerdict},
+	{id: "23", name: "one of two bridges killed for good", run: bridgeGone, verdict: remoteVerdict},
+	{id: "24", name: "NATS cluster: stream leader killed", run: clusterFault(false), verdict: clusterVerdict, budget: 3 * time.Minute},
+	{id: "25", name: "NATS cluster: stream leader partitioned", run: clusterFault(true), verdict: clusterVerdict, budget: 3 * time.Minute},
 }
 
 // sigkill: the watcher is SIGKILLed and restarted at once, over and over,
