@@ -3,7 +3,8 @@ package main
 // Scenarios 21 and 22: back within 5 s. The agent is served only by
 // `collab watch --remote` (poll 1 s, the default) through one bridge; a
 // writer on the mount posts 20 messages while the bridge (21) or the
-// nats-server (22) is SIGKILLed for 2 s, then it is restarted (the
+// nats-server (22) is SIGKILLed for 2 s (the first message being
+// claimed through the bridge), then it is restarted (the
 // server on its port and store). Every message must be answered, its
 // reply on the mount, within 5 s of the process coming back (logged
 // "serving" for a bridge, ready for the server). Scored by claimVerdict.
@@ -31,6 +32,7 @@ func backIn5(what string) func(ctx context.Context, e *env) error {
 			return err
 		}
 		defer r.close()
+		r.level = "debug" // "bridge: claimfs" is a debug record
 		key, err := agentKey(e)
 		if err != nil {
 			return err
@@ -38,8 +40,8 @@ func backIn5(what string) func(ctx context.Context, e *env) error {
 		if err := r.startBridge(ctx, "bridge"); err != nil {
 			return err
 		}
-		base := watchOpts{delay: 100 * time.Millisecond, jitter: 200 * time.Millisecond, poll: time.Second,
-			env: []string{"COLLAB_KEY=" + key}}
+		// A fast model: the time is the recovery's, not the model's.
+		base := watchOpts{jitter: 20 * time.Millisecond, poll: time.Second, env: []string{"COLLAB_KEY=" + key}}
 		if _, err := e.startWatcher(ctx, remoteWatch(base, r, r.url), true); err != nil {
 			return err
 		}
@@ -55,7 +57,21 @@ func backIn5(what string) func(ctx context.Context, e *env) error {
 			return err
 		}
 		before := e.acks.snapshot()
+		// The fault strikes mid-flow: the first of the 20 messages is
+		// being claimed through the bridge (its debug line "bridge:
+		// claimfs") when the bridge or the server is SIGKILLed; the rest
+		// land while it is down.
 		down := 2 * time.Second
+		follow, err := followLog(r.bridges["bridge"].log, fileSize(r.bridges["bridge"].log))
+		if err != nil {
+			return err
+		}
+		sent, sendErr := postSpaced(ctx, e, tag+" around the kill", 20, 60*time.Millisecond, 100*time.Millisecond)
+		ok, err := follow.until(ctx, 3*time.Second, nil, "bridge: claimfs")
+		follow.close()
+		if err != nil {
+			return err
+		}
 		switch what {
 		case "bridge":
 			if _, err := r.killBridge(ctx, "bridge", false); err != nil {
@@ -65,8 +81,9 @@ func backIn5(what string) func(ctx context.Context, e *env) error {
 			r.nats.kill()
 		}
 		killed := time.Now()
-		e.logf("%s SIGKILLed for %v", what, down)
-		if err := postAll(ctx, e, tag+" while down", 20, 60*time.Millisecond, 100*time.Millisecond); err != nil {
+		e.logf("%s SIGKILLed for %v (mid-claim: %v)", what, down, ok)
+		<-sent
+		if err := sendErr(); err != nil {
 			return err
 		}
 		if err := sleep(ctx, time.Until(killed.Add(down))); err != nil {

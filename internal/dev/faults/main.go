@@ -129,6 +129,24 @@
 //	    the CLIs' groups may remain 5 s later (Pdeathsig, end of input);
 //	    messages sent while it is down, the watcher restarted, each
 //	    channel's process resuming its session
+//	21  the agent served only by `collab watch --remote` (poll 1 s)
+//	    through one bridge; a writer on the mount posts 20 messages while
+//	    the bridge is SIGKILLed for 2 s, then restarted: every message
+//	    must be answered, its reply on the mount, within 5 s of the
+//	    bridge serving again
+//	22  the same with the nats-server SIGKILLed for 2 s and restarted on
+//	    its port and store: within 5 s of it being ready
+//	23  two bridges side by side (queue group collab-bridge), one
+//	    SIGKILLed for good a third into a remote burst (right after it
+//	    logged a post): the other carries every send on; scored as 13
+//	24  a three-node NATS cluster (this binary re-executed as nodes
+//	    routed to each other) and the stream with three replicas; three
+//	    remote senders, the agent's remote watcher and a bridge, all given
+//	    the three URLs; the node leading the stream SIGKILLed for good a
+//	    third into the burst. Scored as 13 and as 16 together
+//	    (clusterVerdict): every send on the mount once, answered once
+//	25  the same with the leader SIGSTOPped (cut off from the others and
+//	    its clients) for 8 s, then SIGCONTed
 //
 // Scenarios 13-15 are scored from the files instead of replies
 // (remoteCheck): every message a remote sender tried (exit 0 with its id,
@@ -142,6 +160,17 @@
 // skipped, or fail when $COLLAB_TEST_REQUIRE_CLIS is 1 (CI). The fake
 // model answers as the stand-in does (the message's id read from the
 // prompt), so the checker scores them as any other.
+//
+// # Time to recover
+//
+// Each scenario records when its fault heals (env.heal: the process
+// restarted, the partition healed, the disk freed; for a fault that
+// never heals, a process killed for good, when it struck; for one over
+// every send, a cache or a race, the last send). RECOVER (recover_ns in
+// --json) is from then to the last message answered: its first reply's
+// time or, when later, the reply file's mtime (when a bridge wrote it on
+// the mount); for the remote senders' files, the file's mtime. 0 when
+// every message was answered before the heal; "-" when nothing healed.
 //
 // Seeds are fixed (--seed, default 1). --quick sends fewer messages. Each
 // scenario has 2 minutes (17: 4 minutes, its partition alone lasts 2);
