@@ -74,12 +74,34 @@ type verdict struct {
 	// reply landed, or for remote senders its file was written): the end
 	// of the time to recover.
 	Last time.Time `json:"last_answer,omitzero"`
+	// answers are, for each message answered, when it was sent (acked)
+	// and when it was answered: what recover reads.
+	answers []answerAt
 	// Others counts the agent's replies to messages that were not acked
 	// (notices, replies to foreign files), by the id they answer.
 	Others map[string]int `json:"others,omitempty"`
 	// Details names the lost, duplicated and corrupt messages (at most a
 	// few of each).
 	Details []string `json:"details,omitempty"`
+}
+
+// answerAt is when one message was sent and when it was answered.
+type answerAt struct{ sent, answered time.Time }
+
+// recover is the time to recover from a fault healed at healed: the
+// longest any message waited for its answer past the later of the
+// healing and its own send (so a burst that goes on after the healing
+// does not count its own length); 0 when all were answered before.
+func (v verdict) recover(healed time.Time) time.Duration {
+	var d time.Duration
+	for _, a := range v.answers {
+		from := healed
+		if a.sent.After(from) {
+			from = a.sent
+		}
+		d = max(d, a.answered.Sub(from))
+	}
+	return d
 }
 
 func (v verdict) failed() bool { return v.Lost > 0 || v.Duplicated > 0 || v.Corrupt > 0 }
@@ -228,6 +250,7 @@ func score(replies map[string][]reply, bad []string, acks map[string]ack) verdic
 		if answered.After(v.Last) {
 			v.Last = answered
 		}
+		v.answers = append(v.answers, answerAt{a.At, answered})
 	}
 	for id, rs := range replies {
 		if _, ok := acks[id]; !ok {

@@ -311,6 +311,7 @@ func clusterVerdict(e *env) (verdict, error) {
 	if a.Last.After(v.Last) {
 		v.Last = a.Last
 	}
+	v.answers = append(v.answers, a.answers...)
 	for _, d := range a.Details {
 		v.Details = append(v.Details, "answer "+d)
 	}

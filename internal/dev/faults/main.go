@@ -167,10 +167,13 @@
 // restarted, the partition healed, the disk freed; for a fault that
 // never heals, a process killed for good, when it struck; for one over
 // every send, a cache or a race, the last send). RECOVER (recover_ns in
-// --json) is from then to the last message answered: its first reply's
-// time or, when later, the reply file's mtime (when a bridge wrote it on
-// the mount); for the remote senders' files, the file's mtime. 0 when
-// every message was answered before the heal; "-" when nothing healed.
+// --json) is from then to the last message answered, or, for a message
+// sent after it, from its send: the longest any message waited past the
+// healing (a burst that goes on after it does not count its length).
+// Answered is the first reply's time or, when later, the reply file's
+// mtime (when a bridge wrote it on the mount); for the remote senders'
+// files, the file's mtime against the time in its name. 0 when every
+// message was answered before the heal; "-" when nothing healed.
 //
 // Seeds are fixed (--seed, default 1). --quick sends fewer messages. Each
 // scenario has 2 minutes (17: 4 minutes, its partition alone lasts 2);
@@ -484,7 +487,7 @@ func runScenario(ctx context.Context, h *harness, s scenario) result {
 	}
 	r.Verdict = v
 	if r.Healed = e.healedAt(); !r.Healed.IsZero() && !v.Last.IsZero() {
-		r.Recover = max(v.Last.Sub(r.Healed), 0)
+		r.Recover = v.recover(r.Healed)
 	}
 	r.Notes, r.Problems = e.notes, e.problems
 	return r

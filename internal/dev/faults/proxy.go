@@ -153,6 +153,7 @@ func remoteVerdict(e *env) (verdict, error) {
 		if at.After(v.Last) {
 			v.Last = at
 		}
+		v.answers = append(v.answers, answerAt{m.Time(), at})
 	}
 	return v, nil
 }

@@ -84,3 +84,20 @@ func TestReportRecover(t *testing.T) {
 		}
 	}
 }
+
+// TestRecover: the time to recover is the longest wait past the later of
+// the healing and the message's own send.
+func TestRecover(t *testing.T) {
+	h := time.Date(2026, 1, 11, 16, 33, 15, 0, time.UTC)
+	v := verdict{answers: []answerAt{
+		{h.Add(-5 * time.Second), h.Add(-4 * time.Second)},                      // answered before the heal
+		{h.Add(-3 * time.Second), h.Add(2 * time.Second)},                       // sent before, answered 2 s after
+		{h.Add(10 * time.Second), h.Add(10*time.Second + 300*time.Millisecond)}, // sent later: its latency
+	}}
+	if got := v.recover(h); got != 2*time.Second {
+		t.Errorf("recover = %v, want 2s", got)
+	}
+	if got := (verdict{answers: v.answers[:1]}).recover(h); got != 0 {
+		t.Errorf("recover with all answered before the heal = %v, want 0", got)
+	}
+}
