@@ -251,7 +251,11 @@ func clusterFault(stop bool) func(ctx context.Context, e *env) error {
 		if err := r.flush(ctx); err != nil {
 			return err
 		}
-		r.noteSends("leader " + map[bool]string{false: "kill", true: "partition"}[stop])
+		var sent, queued, held int
+		for _, s := range r.senders {
+			sent, queued, held = sent+len(s.sends), queued+s.queued, held+len(s.snapshot)
+		}
+		e.note("%d remote sends given the three URLs: %d queued (exit 5), %d left in the outboxes for the final flush", sent, queued, held)
 		if err := ackSends(e, r); err != nil {
 			return err
 		}
