@@ -26,7 +26,7 @@ func addNATSFlags(fs *pflag.FlagSet) *natsFlags {
 		name, usage string
 		env         string
 	}{
-		{&f.url, "nats", "NATS server URL for fast wake-ups; files stay the truth", "NATS_URL"},
+		{&f.url, "nats", "NATS server URLs, comma-separated (a cluster's nodes), for fast wake-ups; files stay the truth", "NATS_URL"},
 		{&f.creds, "nats-creds", "NATS credentials file", "NATS_CREDS"},
 		{&f.nkey, "nats-nkey", "NATS nkey seed file", "NATS_NKEY"},
 		{&f.user, "nats-user", "NATS user; the password only from env NATS_PASSWORD", "NATS_USER"},
@@ -72,6 +72,7 @@ func runNATSSub(ctx context.Context, sub string, args []string, getenv env, stdi
 	maxAge := fs.Duration("max-age", natsbus.DefaultMaxAge, "init: how long the stream keeps messages")
 	maxBytes := fs.Int64("max-bytes", natsbus.DefaultMaxBytes, "init: the stream's size limit in bytes")
 	dup := fs.Duration("duplicates", natsbus.DefaultDuplicates, "init: the stream's duplicate window")
+	replicas := fs.Int("replicas", 0, "init: the stream's copies on a cluster, 1 to 5, odd best (default 1; an existing stream keeps its own)")
 	ch := channelFlag(fs, "parity: the channel to compare")
 	since := fs.Duration("since", defaultParitySince, "parity: compare messages named this recently")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -93,13 +94,11 @@ func runNATSSub(ctx context.Context, sub string, args []string, getenv env, stdi
 	}
 	defer b.Close()
 	if sub == "init" {
-		created, err := b.InitStream(ctx, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup})
+		rep, err := b.Init(ctx, natsbus.StreamConfig{MaxAge: *maxAge, MaxBytes: *maxBytes, Duplicates: *dup, Replicas: *replicas})
 		if err != nil {
 			return fmt.Errorf("nats init: %w", err)
 		}
-		verb := map[bool]string{true: "created", false: "updated"}[created]
-		return show(stdout, *asJSON, map[string]any{"stream": natsbus.StreamName, "created": created},
-			fmt.Sprintf("%s stream %s on collab.chat.> (direct get allowed: remote hosts read it without consumers)\n", verb, natsbus.StreamName))
+		return show(stdout, *asJSON, rep, rep.Text())
 	}
 	// parity: the channel's files against the stream; a difference exits 1.
 	p, err := b.CheckParity(ctx, c.tree(getenv), *ch, *since)

@@ -1,6 +1,8 @@
 // Package natstest runs a real nats-server inside a test process, on a
 // free port of 127.0.0.1, with or without JetStream, and can stop and
 // restart it on the same port and store (the broker faults tests need).
+// [StartCluster] runs three of them as a JetStream cluster, whose nodes
+// stop and restart the same way, and finds the node that leads a stream.
 package natstest
 
 import (
@@ -31,8 +33,16 @@ func Start(t testing.TB, jetStream bool, mutate func(*server.Options)) *Server {
 	if mutate != nil {
 		mutate(&s.opts)
 	}
+	return startServer(t, s.opts)
+}
+
+// startServer starts a server with o and pins its client port, so a
+// restart keeps it.
+func startServer(t testing.TB, o server.Options) *Server {
+	t.Helper()
+	s := &Server{t: t, opts: o}
 	s.Start()
-	s.opts.Port = s.srv.Addr().(*net.TCPAddr).Port // a restart keeps it
+	s.opts.Port = s.srv.Addr().(*net.TCPAddr).Port
 	t.Cleanup(s.Stop)
 	return s
 }

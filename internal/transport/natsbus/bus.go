@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,13 +88,14 @@ func streamError(op string, err error) error {
 	return fmt.Errorf("natsbus: %s: %w", op, err)
 }
 
-// Options says where and how to connect. URL is required; the credential
+// Options says where and how to connect. URL is required (see [ParseURLs]
+// for the list of servers it may name); the credential
 // fields are exclusive: at most one of CredsFile, NKeySeedFile, User (with
 // Password) and Token. Credentials may also be given in the URL
 // (nats://user:password@host, nats://token@host). Zero durations take the
 // Default constants.
 type Options struct {
-	URL  string // one or more comma-separated nats:// or tls:// URLs
+	URL  string // one or more comma-separated nats:// or tls:// URLs: ParseURLs
 	Name string // connection name; see ConnName
 
 	CredsFile    string // a .creds file (user JWT and nkey seed)
@@ -151,9 +153,11 @@ func ChatSubject(ch string) string { return ChatPrefix + ch }
 func PresenceSubject(agent string) string { return PresencePrefix + agent }
 
 func (o *Options) check() error {
-	if strings.TrimSpace(o.URL) == "" {
-		return errors.New("natsbus: no server URL")
+	urls, err := ParseURLs(o.URL)
+	if err != nil {
+		return err
 	}
+	o.URL = strings.Join(urls, ",")
 	var creds []string
 	add := func(set bool, kind string) {
 		if set {
@@ -222,6 +226,14 @@ type Bus struct {
 // that cannot be reached one wrapping ErrUnreachable (unless KeepTrying),
 // both within about ConnectTimeout per server. Once connected, the Bus
 // reconnects by itself, forever, and logs each disconnect and reconnect.
+//
+// Given several servers (a cluster), it connects to one picked at random
+// and, when that one goes, to another of the list or of those the cluster
+// advertised, at once (the same server is tried again no sooner than
+// ReconnectWait, plus nats.go's jitter). Subscriptions are made again on
+// the new server; a JetStream publish in flight when the connection broke
+// fails and is not retried here (the bridge's publisher publishes it again
+// with the same Nats-Msg-Id, and the stream drops the copy).
 func Connect(ctx context.Context, o Options) (*Bus, error) {
 	if err := o.check(); err != nil {
 		return nil, err
@@ -505,6 +517,19 @@ func (b *Bus) detect(ctx context.Context) {
 	}
 }
 
+// streamThere reports whether the stream may exist and cover every
+// channel: only a clear "not found" or "no JetStream", or a stream whose
+// subjects are not collab.chat.>, says no.
+func (b *Bus) streamThere(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	s, err := b.js.Stream(ctx, StreamName)
+	if err == nil {
+		return slices.Contains(s.CachedInfo().Config.Subjects, ChatPrefix+">")
+	}
+	return !errors.Is(err, jetstream.ErrStreamNotFound) && !noJetStream(err)
+}
+
 // Conn returns the underlying connection, for the packages that build on
 // the Bus (bridge, remote): request/reply and subscriptions of their own.
 func (b *Bus) Conn() *nats.Conn { return b.nc }
@@ -569,6 +594,12 @@ func (b *Bus) publishMessage(ctx context.Context, m *channel.Message, id string)
 			}
 			return nil
 		case !errors.Is(err, jetstream.ErrNoStreamResponse):
+			return err
+		case b.streamThere(ctx):
+			// No one answers for a stream that is there: on a cluster,
+			// its leader is gone and the others elect a new one. Fail,
+			// so the caller publishes again, rather than send a message
+			// the stream would not store.
 			return err
 		}
 		// The stream is gone, or does not cover this subject: go on with

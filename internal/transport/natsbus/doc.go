@@ -19,6 +19,18 @@
 // for everything collab writes. CHANNEL and AGENT are valid tree names
 // (letters, digits, '_' and '-'), so they are always one subject token.
 //
+// # Servers
+//
+// [Options.URL] names one server or several, comma-separated (a cluster's
+// nodes): [ParseURLs] is the one parser of that list, called by [Connect],
+// which every NATS client of collab goes through. The Bus reconnects
+// forever, to any server of the list or that the cluster advertised; its
+// subscriptions are made again there and its subscribers told to poll.
+// collab keeps no consumer on the server (remote hosts read the stream
+// with direct gets, any replica answering), so nothing has to resume.
+// [Bus.InitStream] sets the stream's replicas (Replicas; up to
+// [MaxReplicas]) and [Bus.StreamStatus] shows its leader and followers.
+//
 // # Publishing
 //
 // [Bus.PublishMessage] is called after the message's file is in place. When
@@ -28,7 +40,9 @@
 // Nats-Msg-Id within its duplicate window. Otherwise the message goes out
 // on core NATS, which is at-most-once. Whether the stream exists is checked
 // at connect, on every reconnect, every minute, and whenever a JetStream
-// publish finds no stream.
+// publish finds no stream. On a cluster, a publish made while the stream
+// elects a new leader (no one answers, but the stream is there) fails,
+// and is not sent on core NATS, where the stream would not store it.
 //
 // A failed publish is counted ([Bus.Stats]), logged, and returned; it is
 // never retried. The reconnect buffer is off: while the connection is down

@@ -28,7 +28,7 @@ type StreamConfig struct {
 	MaxAge     time.Duration // messages older than this are removed; default 30 days
 	MaxBytes   int64         // the oldest messages go past this size; default 1 GiB, <0 no limit
 	Duplicates time.Duration // the dedupe window; default 2 minutes
-	Replicas   int           // default 1 for a new stream; 0 keeps an existing stream's
+	Replicas   int           // 1 to MaxReplicas; 0: 1 for a new stream, an existing stream keeps its own
 }
 
 // InitStream creates the stream CHAT over collab.chat.> in file storage, or
@@ -37,6 +37,13 @@ type StreamConfig struct {
 // hosts read it ([DirectBatch]) without a consumer of their own. It
 // reports whether it created the stream. From then on this Bus publishes to
 // it.
+//
+// Replicas other than 0 set the stream's replica count, also of an
+// existing stream: on a cluster, JetStream adds the new copies (the
+// followers catch up from the leader; [Bus.StreamStatus] shows them) or
+// removes some. More than one replica on a server that is not in a cluster
+// is refused with ErrNotClustered, and more than the cluster's JetStream
+// servers up by the server.
 func (b *Bus) InitStream(ctx context.Context, c StreamConfig) (created bool, err error) {
 	if c.MaxAge <= 0 {
 		c.MaxAge = DefaultMaxAge
@@ -49,6 +56,12 @@ func (b *Bus) InitStream(ctx context.Context, c StreamConfig) (created bool, err
 	}
 	if c.Duplicates <= 0 {
 		c.Duplicates = DefaultDuplicates
+	}
+	if err := CheckReplicas(c.Replicas); err != nil {
+		return false, err
+	}
+	if err := b.checkClustered(c.Replicas); err != nil {
+		return false, err
 	}
 	if c.Duplicates > c.MaxAge {
 		return false, fmt.Errorf("natsbus: the duplicate window %v is longer than the maximum age %v", c.Duplicates, c.MaxAge)
@@ -82,7 +95,7 @@ func (b *Bus) InitStream(ctx context.Context, c StreamConfig) (created bool, err
 		_, err = b.js.CreateStream(ctx, cfg)
 	}
 	if err != nil {
-		return false, streamError("init stream "+StreamName, err)
+		return false, streamError("init stream "+StreamName, replicasError(cfg.Replicas, err))
 	}
 	b.detect(ctx)
 	return created, nil
