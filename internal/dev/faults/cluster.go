@@ -3,7 +3,7 @@ package main
 // Scenarios 24 and 25: a three-node NATS cluster (each node this binary
 // re-executed as __nats with a cluster port and routes to the other two,
 // JetStream on, a store of its own) and the stream CHAT with three
-// replicas. Three remote senders and a remote watcher of the agent (which
+// replicas. Two remote senders and a remote watcher of the agent (which
 // answers them) and one bridge are given all three client URLs. 24: the
 // node that leads the stream is SIGKILLed a third into a remote burst and
 // never comes back. 25: the leader is SIGSTOPped for 8 s mid-burst (cut
@@ -14,7 +14,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -154,17 +153,15 @@ func (c *natsCluster) leader(ctx context.Context, want int) (int, error) {
 	return -1, fmt.Errorf("the stream has no leader with %d current replicas after 30 s: %s", want-1, last)
 }
 
-// replicate makes the stream three replicas (natsbus.InitStream, as
-// `collab nats init --replicas 3` does) and waits until they are
-// current.
+// replicate waits until the stream's replicas (made by `collab nats init
+// --replicas 3`) are current.
 func (c *natsCluster) replicate(ctx context.Context) error {
-	bus, err := natsbus.Connect(ctx, natsbus.Options{URL: c.urls(), Name: "collab-faults", Logger: slog.New(slog.DiscardHandler)})
+	info, err := c.stream(ctx)
 	if err != nil {
 		return err
 	}
-	defer bus.Close()
-	if _, err := bus.InitStream(ctx, natsbus.StreamConfig{Replicas: len(c.nodes)}); err != nil {
-		return fmt.Errorf("stream with %d replicas: %w", len(c.nodes), err)
+	if n := info.Config.Replicas; n != len(c.nodes) {
+		return fmt.Errorf("collab nats init --replicas %d made a stream of %d replicas", len(c.nodes), n)
 	}
 	_, err = c.leader(ctx, len(c.nodes))
 	return err
@@ -179,8 +176,12 @@ func clusterRun(ctx context.Context, e *env) (*natsCluster, *remoteRun, error) {
 	}
 	r := &remoteRun{e: e, absent: filepath.Join(e.dir, "no-such-mount"), bridges: make(map[string]*watchProc)}
 	r.url, r.sendURL = c.urls(), c.urls()
+	r.initArgs = []string{"--replicas", strconv.Itoa(len(c.nodes))}
 	fail := func(err error) (*natsCluster, *remoteRun, error) { c.close(); return nil, nil, err }
-	if err := r.setup(ctx, 3); err != nil {
+	// Two senders, a send each 0.4-0.8 s: within what one remote watcher
+	// answers (about 5 a second), so the time to recover is the fault's.
+	r.gap = [2]time.Duration{400 * time.Millisecond, 800 * time.Millisecond}
+	if err := r.setup(ctx, 2); err != nil {
 		return fail(err)
 	}
 	if err := c.replicate(ctx); err != nil {

@@ -38,15 +38,17 @@ const exitQueued = 5
 
 // remoteRun is one remote scenario's server, bridges and senders.
 type remoteRun struct {
-	e       *env
-	port    int
-	store   string
-	nats    *natsProc
-	url     string // the server, as the bridges reach it
-	sendURL string // the server, as the remote senders reach it
-	absent  string // the senders' --root: no such folder
-	level   string // the bridges' --log-level (default info)
-	senders []*remoteSender
+	e        *env
+	port     int
+	store    string
+	nats     *natsProc
+	url      string           // the server, as the bridges reach it
+	sendURL  string           // the server, as the remote senders reach it
+	absent   string           // the senders' --root: no such folder
+	level    string           // the bridges' --log-level (default info)
+	initArgs []string         // more flags for collab nats init
+	gap      [2]time.Duration // a sender's pause between two sends; zero: 20-120 ms
+	senders  []*remoteSender
 
 	mu      sync.Mutex
 	bridges map[string]*watchProc // by label
@@ -98,7 +100,7 @@ func newRemoteRun(ctx context.Context, e *env, n int) (*remoteRun, error) {
 func (r *remoteRun) setup(ctx context.Context, n int) error {
 	e := r.e
 	for try := 0; ; try++ {
-		init := exec.CommandContext(ctx, e.h.collab, "nats", "init", "--root", e.backing, "--nats", r.url)
+		init := exec.CommandContext(ctx, e.h.collab, append([]string{"nats", "init", "--root", e.backing, "--nats", r.url}, r.initArgs...)...)
 		init.Env = childEnv()
 		out, err := init.CombinedOutput()
 		if err == nil {
@@ -250,7 +252,11 @@ func (r *remoteRun) burst(ctx context.Context, tag string, d time.Duration) <-ch
 					errs[k] = err
 					return
 				}
-				if err := sleep(ctx, between(rng, 20*time.Millisecond, 120*time.Millisecond)); err != nil {
+				lo, hi := r.gap[0], r.gap[1]
+				if hi == 0 {
+					lo, hi = 20*time.Millisecond, 120*time.Millisecond
+				}
+				if err := sleep(ctx, between(rng, lo, hi)); err != nil {
 					errs[k] = err
 					return
 				}
