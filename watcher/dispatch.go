@@ -77,6 +77,10 @@ func (w *watcher) claimItem(i int, now time.Time) bool {
 		return false
 	}
 	w.remove(i)
+	// The claims folder answers again (for a remote watcher: the bridge
+	// is back): replies waiting in the outbox go now, not when a back-off
+	// grown while it was away (up to 32 polls) runs out.
+	w.outbox.next = time.Time{}
 	w.log.Info("claimed", keyMsg, m.ID, keyChannel, m.SessionID, keyFrom, m.From, keyTakeover, c.Takeovers)
 	w.count(telemetry.StateClaimed)
 	return true

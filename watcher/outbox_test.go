@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/collabdev/collab/channel"
 	"github.com/collabdev/collab/internal/agent/claim"
@@ -502,4 +503,35 @@ func TestOutboxReserveLeavesRoom(t *testing.T) {
 	if got := dotFiles(t, root.Outbox(agent)); len(got) != 0 {
 		t.Errorf("outbox holds %q on a nearly full disk, want no reserve", got)
 	}
+}
+
+// TestOutboxRetriedWhenClaimsAnswer: a reply waiting in the outbox whose
+// back-off grew while the writes failed (a remote watcher's bridge was
+// away) is posted as soon as a claim succeeds again, not when the
+// back-off (here 1.6 s, up to 32 polls) runs out.
+func TestOutboxRetriedWhenClaimsAnswer(t *testing.T) {
+	t.Parallel()
+	root := tree.Root(t.TempDir())
+	r := &fakeRunner{}
+	cfg := config(root, r)
+	cfg.Poll = 100 * time.Millisecond
+	disk := &flakyDisk{root: root}
+	disk.full.Store(true)
+	watcher.SetWriteMessage(&cfg, disk.write)
+	h := start(t, cfg)
+	m := send(t, root, agent, "answer me")
+	// Five failures: the next attempt is 16 polls (1.6 s) away.
+	waitFor(t, "five failed attempts", func() bool { return disk.fails.Load() >= 5 })
+	disk.full.Store(false)
+	freed := time.Now()
+	send(t, root, agent, "and me")
+	waitReplies(t, root, m.ID)
+	if took := time.Since(freed); took > time.Second {
+		t.Errorf("the reply in the outbox was posted %v after the writes worked again and a claim succeeded, want at once", took)
+	}
+	waitSettled(t, root, agent)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOnce(t, root, r, m)
 }

@@ -36,13 +36,21 @@ func natsChild(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	port := fs.Int("port", 0, "port to listen on")
 	dir := fs.String("dir", "", "JetStream store folder")
+	name := fs.String("name", "", "server name (a cluster node's)")
+	cport := fs.Int("cluster-port", 0, "cluster port: a node of the cluster "+clusterName)
+	routes := fs.String("routes", "", "the other nodes' cluster URLs, comma-separated")
 	if err := fs.Parse(args); err != nil || *port == 0 || *dir == "" {
-		fmt.Fprintln(stderr, "usage: collab-faults __nats --port P --dir D")
+		fmt.Fprintln(stderr, "usage: collab-faults __nats --port P --dir D [--name N --cluster-port C --routes URLS]")
 		return 2
 	}
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: *port, JetStream: true, StoreDir: *dir, NoLog: true, NoSigs: true,
-	})
+	opts := &server.Options{
+		Host: "127.0.0.1", Port: *port, JetStream: true, StoreDir: *dir, NoLog: true, NoSigs: true, ServerName: *name,
+	}
+	if *cport != 0 {
+		opts.Cluster = server.ClusterOpts{Name: clusterName, Host: "127.0.0.1", Port: *cport}
+		opts.Routes = server.RoutesFromStr(*routes)
+	}
+	s, err := server.NewServer(opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "nats:", err)
 		return 1
@@ -64,8 +72,8 @@ type natsProc struct {
 
 // startNATS starts the broker on port with its store in dir and waits
 // until it is ready.
-func (e *env) startNATS(ctx context.Context, port int, dir string) (*natsProc, error) {
-	cmd := exec.Command(e.h.self, natsArg, "--port", strconv.Itoa(port), "--dir", dir)
+func (e *env) startNATS(ctx context.Context, port int, dir string, more ...string) (*natsProc, error) {
+	cmd := exec.Command(e.h.self, append([]string{natsArg, "--port", strconv.Itoa(port), "--dir", dir}, more...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -254,6 +262,7 @@ func (r *brokerRun) phase(ctx context.Context, bus *natsbus.Bus, i, n int) (stri
 		// Every send meanwhile waits out a connect timeout; a few are
 		// enough.
 		r.broker.cmd.Process.Signal(syscall.SIGCONT)
+		r.e.heal()
 		return "broker SIGCONTed", nil
 	}
 	return "", nil

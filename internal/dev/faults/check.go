@@ -45,9 +45,20 @@ func (l *ledger) snapshot() map[string]ack {
 
 // reply is one reply of the agent found in the channel.
 type reply struct {
-	File string
-	At   time.Time // the reply's JSON time (else its name's)
-	Text string
+	File   string
+	At     time.Time // the reply's JSON time (else its name's)
+	Landed time.Time // the file's mtime: when it was written on the mount
+	Text   string
+}
+
+// answered is when a reply was there: the later of its JSON time and its
+// file's mtime (a remote watcher's reply lands on the mount when a bridge
+// writes it, after the time it carries).
+func (r reply) answered() time.Time {
+	if r.Landed.After(r.At) {
+		return r.Landed
+	}
+	return r.At
 }
 
 // verdict is the checker's score of one run.
@@ -59,12 +70,38 @@ type verdict struct {
 	Corrupt    int           `json:"corrupt"`
 	MaxLatency time.Duration `json:"max_latency_ns"`
 	P50Latency time.Duration `json:"p50_latency_ns"`
+	// Last is when the last acked message got its answer (its first
+	// reply landed, or for remote senders its file was written): the end
+	// of the time to recover.
+	Last time.Time `json:"last_answer,omitzero"`
+	// answers are, for each message answered, when it was sent (acked)
+	// and when it was answered: what recover reads.
+	answers []answerAt
 	// Others counts the agent's replies to messages that were not acked
 	// (notices, replies to foreign files), by the id they answer.
 	Others map[string]int `json:"others,omitempty"`
 	// Details names the lost, duplicated and corrupt messages (at most a
 	// few of each).
 	Details []string `json:"details,omitempty"`
+}
+
+// answerAt is when one message was sent and when it was answered.
+type answerAt struct{ sent, answered time.Time }
+
+// recover is the time to recover from a fault healed at healed: the
+// longest any message waited for its answer past the later of the
+// healing and its own send (so a burst that goes on after the healing
+// does not count its own length); 0 when all were answered before.
+func (v verdict) recover(healed time.Time) time.Duration {
+	var d time.Duration
+	for _, a := range v.answers {
+		from := healed
+		if a.sent.After(from) {
+			from = a.sent
+		}
+		d = max(d, a.answered.Sub(from))
+	}
+	return d
 }
 
 func (v verdict) failed() bool { return v.Lost > 0 || v.Duplicated > 0 || v.Corrupt > 0 }
@@ -131,7 +168,7 @@ func (s *scanner) scan() error {
 			s.questions[m.Metadata.InReplyTo]++ // asked mid-run: not the reply
 			continue
 		}
-		s.replies[m.Metadata.InReplyTo] = append(s.replies[m.Metadata.InReplyTo], reply{File: name, At: m.Time(), Text: m.Content.Text})
+		s.replies[m.Metadata.InReplyTo] = append(s.replies[m.Metadata.InReplyTo], reply{File: name, At: m.Time(), Landed: fi.ModTime(), Text: m.Content.Text})
 	}
 	return nil
 }
@@ -196,7 +233,7 @@ func score(replies map[string][]reply, bad []string, acks map[string]ack) verdic
 			}
 			note("duplicated", "%s answered by %s", id, strings.Join(files, ", "))
 		}
-		first := rs[0].At
+		first, answered := rs[0].At, rs[0].answered()
 		for _, r := range rs {
 			if want := expectedReply(id, a.Text); r.Text != want {
 				v.Corrupt++
@@ -205,8 +242,15 @@ func score(replies map[string][]reply, bad []string, acks map[string]ack) verdic
 			if r.At.Before(first) {
 				first = r.At
 			}
+			if r.answered().Before(answered) {
+				answered = r.answered()
+			}
 		}
 		lat = append(lat, max(first.Sub(a.At), 0))
+		if answered.After(v.Last) {
+			v.Last = answered
+		}
+		v.answers = append(v.answers, answerAt{a.At, answered})
 	}
 	for id, rs := range replies {
 		if _, ok := acks[id]; !ok {

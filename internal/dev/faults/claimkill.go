@@ -88,6 +88,7 @@ func claimKills(ctx context.Context, e *env) error {
 			if rw, err = e.startWatcher(ctx, rem, true); err != nil {
 				return err
 			}
+			e.heal()
 			continue
 		}
 		if err := k.killOne(ctx); err != nil {
@@ -182,7 +183,11 @@ func (k *claimKiller) killOne(ctx context.Context) error {
 	if err := sleep(ctx, between(k.e.rng, 100*time.Millisecond, 500*time.Millisecond)); err != nil {
 		return err
 	}
-	return k.r.startBridge(ctx, label)
+	if err := k.r.startBridge(ctx, label); err != nil {
+		return err
+	}
+	k.e.heal()
+	return nil
 }
 
 // report notes where the kills landed; a run where none landed right

@@ -85,10 +85,12 @@ func diskFull(ctx context.Context, e *env) error {
 		if err := os.Remove(filler); err != nil {
 			return err
 		}
+		e.heal()
 		if restart {
 			if _, err := e.startWatcher(ctx, o, true); err != nil {
 				return err
 			}
+			e.heal()
 		}
 		if err := e.await(ctx, 30*time.Second, 0); err != nil {
 			return err
@@ -244,6 +246,7 @@ func corruptState(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
+		e.heal()
 		if countLines(w.log, "state unreadable") > round {
 			detected++
 		} else {

@@ -212,6 +212,9 @@ func (l *liveModel) scanners() []*scanner {
 // await waits until every acked message has a reply in its channel, or d
 // has passed, then settle more for late duplicates.
 func (l *liveModel) await(ctx context.Context, d, settle time.Duration) error {
+	if l.e.healedAt().IsZero() {
+		l.e.heal() // as env.await: healed with the last send
+	}
 	ss := l.scanners()
 	start := time.Now()
 	for deadline := start.Add(d); ; {
@@ -395,6 +398,7 @@ func liveCLIKill(ctx context.Context, e *env) error {
 	if err := syscall.Kill(j.PID, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill the CLI %d: %w", j.PID, err)
 	}
+	e.heal() // never heals: the pool starts another process by itself
 	if err := l.await(ctx, time.Minute, 2*time.Second); err != nil {
 		return err
 	}
@@ -532,6 +536,7 @@ func liveWatcherKill(ctx context.Context, e *env) error {
 	if _, err := e.startWatcher(ctx, o, true); err != nil {
 		return err
 	}
+	e.heal()
 	if err := l.await(ctx, time.Minute, 2*time.Second); err != nil {
 		return err
 	}

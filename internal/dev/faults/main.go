@@ -129,6 +129,24 @@
 //	    the CLIs' groups may remain 5 s later (Pdeathsig, end of input);
 //	    messages sent while it is down, the watcher restarted, each
 //	    channel's process resuming its session
+//	21  the agent served only by `collab watch --remote` (poll 1 s)
+//	    through one bridge; a writer on the mount posts 20 messages while
+//	    the bridge is SIGKILLed for 2 s, then restarted: every message
+//	    must be answered, its reply on the mount, within 5 s of the
+//	    bridge serving again
+//	22  the same with the nats-server SIGKILLed for 2 s and restarted on
+//	    its port and store: within 5 s of it being ready
+//	23  two bridges side by side (queue group collab-bridge), one
+//	    SIGKILLed for good a third into a remote burst (right after it
+//	    logged a post): the other carries every send on; scored as 13
+//	24  a three-node NATS cluster (this binary re-executed as nodes
+//	    routed to each other) and the stream with three replicas; three
+//	    remote senders, the agent's remote watcher and a bridge, all given
+//	    the three URLs; the node leading the stream SIGKILLed for good a
+//	    third into the burst. Scored as 13 and as 16 together
+//	    (clusterVerdict): every send on the mount once, answered once
+//	25  the same with the leader SIGSTOPped (cut off from the others and
+//	    its clients) for 8 s, then SIGCONTed
 //
 // Scenarios 13-15 are scored from the files instead of replies
 // (remoteCheck): every message a remote sender tried (exit 0 with its id,
@@ -142,6 +160,20 @@
 // skipped, or fail when $COLLAB_TEST_REQUIRE_CLIS is 1 (CI). The fake
 // model answers as the stand-in does (the message's id read from the
 // prompt), so the checker scores them as any other.
+//
+// # Time to recover
+//
+// Each scenario records when its fault heals (env.heal: the process
+// restarted, the partition healed, the disk freed; for a fault that
+// never heals, a process killed for good, when it struck; for one over
+// every send, a cache or a race, the last send). RECOVER (recover_ns in
+// --json) is from then to the last message answered, or, for a message
+// sent after it, from its send: the longest any message waited past the
+// healing (a burst that goes on after it does not count its length).
+// Answered is the first reply's time or, when later, the reply file's
+// mtime (when a bridge wrote it on the mount); for the remote senders'
+// files, the file's mtime against the time in its name. 0 when every
+// message was answered before the heal; "-" when nothing healed.
 //
 // Seeds are fixed (--seed, default 1). --quick sends fewer messages. Each
 // scenario has 2 minutes (17: 4 minutes, its partition alone lasts 2);
@@ -227,12 +259,17 @@ var errFailed = errors.New("collab-faults: faults found")
 
 // result is one scenario's line of the report.
 type result struct {
-	ID       string        `json:"id"`
-	Name     string        `json:"name"`
-	Skipped  string        `json:"skipped,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
-	Verdict  verdict       `json:"verdict"`
+	ID      string        `json:"id"`
+	Name    string        `json:"name"`
+	Skipped string        `json:"skipped,omitempty"`
+	Error   string        `json:"error,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Verdict verdict       `json:"verdict"`
+	// Healed is when the fault healed (or struck, for one that never
+	// heals); Recover is from then to the last message answered (0 when
+	// all were answered before).
+	Healed   time.Time     `json:"healed,omitzero"`
+	Recover  time.Duration `json:"recover_ns"`
 	Notes    []string      `json:"notes,omitempty"`
 	Problems []string      `json:"problems,omitempty"`
 }
@@ -449,6 +486,9 @@ func runScenario(ctx context.Context, h *harness, s scenario) result {
 		r.Error = err.Error()
 	}
 	r.Verdict = v
+	if r.Healed = e.healedAt(); !r.Healed.IsZero() && !v.Last.IsZero() {
+		r.Recover = v.recover(r.Healed)
+	}
 	r.Notes, r.Problems = e.notes, e.problems
 	return r
 }
@@ -456,7 +496,7 @@ func runScenario(ctx context.Context, h *harness, s scenario) result {
 // report prints the table, then the details of what went wrong.
 func report(w io.Writer, results []result, total time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tMESSAGES\tLOST\tDUPLICATED\tCORRUPT\tMAX LATENCY\tP50\tTOOK\tRESULT")
+	fmt.Fprintln(tw, "SCENARIO\tMESSAGES\tLOST\tDUPLICATED\tCORRUPT\tMAX LATENCY\tP50\tRECOVER\tTOOK\tRESULT")
 	for _, r := range results {
 		status := "ok"
 		switch {
@@ -466,8 +506,12 @@ func report(w io.Writer, results []result, total time.Duration) {
 			status = "FAIL"
 		}
 		v := r.Verdict
-		fmt.Fprintf(tw, "%s %s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Name, v.Messages, v.Lost, v.Duplicated, v.Corrupt,
-			v.MaxLatency.Round(time.Millisecond), v.P50Latency.Round(time.Millisecond), r.Elapsed.Round(100*time.Millisecond), status)
+		rec := "-"
+		if !r.Healed.IsZero() && !v.Last.IsZero() {
+			rec = r.Recover.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s %s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, v.Messages, v.Lost, v.Duplicated, v.Corrupt,
+			v.MaxLatency.Round(time.Millisecond), v.P50Latency.Round(time.Millisecond), rec, r.Elapsed.Round(100*time.Millisecond), status)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "total %v\n", total.Round(100*time.Millisecond))

@@ -94,6 +94,7 @@ func unreadableMessages(ctx context.Context, e *env, w *watchProc, per int, hold
 			return err
 		}
 	}
+	e.heal()
 	return nil
 }
 
@@ -111,6 +112,7 @@ func deniedFolder(ctx context.Context, e *env, dir, text string, per int, hold t
 	}
 	err := sleep(ctx, hold)
 	os.Chmod(dir, 0o755)
+	e.heal()
 	return err
 }
 

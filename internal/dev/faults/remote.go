@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,15 +38,17 @@ const exitQueued = 5
 
 // remoteRun is one remote scenario's server, bridges and senders.
 type remoteRun struct {
-	e       *env
-	port    int
-	store   string
-	nats    *natsProc
-	url     string // the server, as the bridges reach it
-	sendURL string // the server, as the remote senders reach it
-	absent  string // the senders' --root: no such folder
-	level   string // the bridges' --log-level (default info)
-	senders []*remoteSender
+	e        *env
+	port     int
+	store    string
+	nats     *natsProc
+	url      string           // the server, as the bridges reach it
+	sendURL  string           // the server, as the remote senders reach it
+	absent   string           // the senders' --root: no such folder
+	level    string           // the bridges' --log-level (default info)
+	initArgs []string         // more flags for collab nats init
+	gap      [2]time.Duration // a sender's pause between two sends; zero: 20-120 ms
+	senders  []*remoteSender
 
 	mu      sync.Mutex
 	bridges map[string]*watchProc // by label
@@ -86,16 +87,35 @@ func newRemoteRun(ctx context.Context, e *env, n int) (*remoteRun, error) {
 	if r.nats, err = e.startNATS(ctx, port, r.store); err != nil {
 		return nil, err
 	}
-	init := exec.CommandContext(ctx, e.h.collab, "nats", "init", "--root", e.backing, "--nats", r.url)
-	init.Env = childEnv()
-	if out, err := init.CombinedOutput(); err != nil {
+	if err := r.setup(ctx, n); err != nil {
 		r.close()
-		return nil, fmt.Errorf("collab nats init: %v: %s", err, out)
+		return nil, err
+	}
+	return r, nil
+}
+
+// setup makes the stream (collab nats init, a few tries: a cluster
+// elects its leader first), trusts a key for each of n remote senders
+// and makes their state folders.
+func (r *remoteRun) setup(ctx context.Context, n int) error {
+	e := r.e
+	for try := 0; ; try++ {
+		init := exec.CommandContext(ctx, e.h.collab, append([]string{"nats", "init", "--root", e.backing, "--nats", r.url}, r.initArgs...)...)
+		init.Env = childEnv()
+		out, err := init.CombinedOutput()
+		if err == nil {
+			break
+		}
+		if try == 20 {
+			return fmt.Errorf("collab nats init: %v: %s", err, out)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
 	}
 	ring := keyring.Open(tree.Root(e.backing).Keys())
 	if err := ring.Create(); err != nil {
-		r.close()
-		return nil, err
+		return err
 	}
 	for i := range n {
 		s := &remoteSender{agent: "rem" + strconv.Itoa(i), state: filepath.Join(e.dir, "remote-state-"+strconv.Itoa(i))}
@@ -105,15 +125,14 @@ func newRemoteRun(ctx context.Context, e *env, n int) (*remoteRun, error) {
 			err = ring.Trust(s.agent, signer.PublicKey())
 		}
 		if err != nil {
-			r.close()
-			return nil, err
+			return err
 		}
 		r.senders = append(r.senders, s)
 	}
 	e.mu.Lock()
 	e.remote = r
 	e.mu.Unlock()
-	return r, nil
+	return nil
 }
 
 // close kills the server; the bridges are the env's (ended with the
@@ -233,7 +252,11 @@ func (r *remoteRun) burst(ctx context.Context, tag string, d time.Duration) <-ch
 					errs[k] = err
 					return
 				}
-				if err := sleep(ctx, between(rng, 20*time.Millisecond, 120*time.Millisecond)); err != nil {
+				lo, hi := r.gap[0], r.gap[1]
+				if hi == 0 {
+					lo, hi = 20*time.Millisecond, 120*time.Millisecond
+				}
+				if err := sleep(ctx, between(rng, lo, hi)); err != nil {
 					errs[k] = err
 					return
 				}
@@ -423,6 +446,7 @@ func bridgeKills(ctx context.Context, e *env) error {
 				return err
 			}
 		}
+		e.heal()
 	}
 	e.note("%d bridge SIGKILLs during the burst (one of two bridges at a time, once both for 1.5 s), each restarted", kills)
 	if err := r.flush(ctx); err != nil {
@@ -479,6 +503,7 @@ func natsRestart(ctx context.Context, e *env) error {
 	if r.nats, err = e.startNATS(ctx, r.port, r.store); err != nil {
 		return fmt.Errorf("restart nats-server: %w", err)
 	}
+	e.heal()
 	e.logf("nats-server restarted")
 	if err := <-done; err != nil {
 		return err
@@ -536,6 +561,7 @@ func partition(ctx context.Context, e *env) error {
 		if err := p.start(p.addr); err != nil {
 			return fmt.Errorf("heal the partition: %w", err)
 		}
+		e.heal()
 		e.logf("partition healed")
 	}
 	e.note("remote senders cut off from NATS twice (their TCP proxy stopped, %d open connections closed in all): for %v mid-burst, then from 3/4 of the burst until %v after it; %d connections through the proxy in all",
@@ -552,196 +578,4 @@ func partition(ctx context.Context, e *env) error {
 		e.problem("the outboxes were empty before the final flush: the partition at the end queued nothing")
 	}
 	return nil
-}
-
-// tcpProxy forwards connections to target while started.
-type tcpProxy struct {
-	target string
-	addr   string // where it listens (kept across a restart)
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]bool
-	total int
-}
-
-func (p *tcpProxy) start(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	if p.conns == nil {
-		p.conns = make(map[net.Conn]bool)
-	}
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.forward(c)
-		}
-	}()
-	return nil
-}
-
-// forward copies c to a new connection to the target and back, until
-// either side closes or the proxy stops.
-func (p *tcpProxy) forward(c net.Conn) {
-	t, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.ln == nil { // stopped meanwhile
-		p.mu.Unlock()
-		c.Close()
-		t.Close()
-		return
-	}
-	p.conns[c], p.conns[t] = true, true
-	p.total++
-	p.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, pair := range [][2]net.Conn{{c, t}, {t, c}} {
-		wg.Go(func() {
-			io.Copy(pair[0], pair[1])
-			pair[0].Close()
-			pair[1].Close()
-		})
-	}
-	wg.Wait()
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, t)
-	p.mu.Unlock()
-}
-
-// cutOff stops the proxy once a connection is open (or after wait) and
-// returns how many were.
-func (p *tcpProxy) cutOff(wait time.Duration) int {
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		p.mu.Lock()
-		open := len(p.conns)
-		p.mu.Unlock()
-		if open > 0 {
-			break
-		}
-	}
-	return p.stop()
-}
-
-// stop closes the listener and every forwarded connection; it returns
-// how many client connections were open.
-func (p *tcpProxy) stop() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	n := len(p.conns) / 2
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-	return n
-}
-
-func (p *tcpProxy) accepted() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.total
-}
-
-// remoteVerdict scores a remote scenario from the files on the mount.
-func remoteVerdict(e *env) (verdict, error) {
-	e.mu.Lock()
-	r := e.remote
-	e.mu.Unlock()
-	if r == nil {
-		return verdict{}, fmt.Errorf("no remote run to check")
-	}
-	msgs, _, err := channel.ReadAll(tree.Root(e.backing), chanName, channel.ReaderOptions{})
-	if err != nil {
-		return verdict{}, err
-	}
-	var sends []remoteSend
-	agents := make(map[string]bool)
-	for _, s := range r.senders {
-		agents[s.agent] = true
-		sends = append(sends, s.sends...)
-		sends = append(sends, s.snapshot...)
-	}
-	return remoteCheck(msgs, agents, sends), nil
-}
-
-// remoteCheck scores what remote senders sent against the messages on the
-// mount. Every send (each text was unique) must be on the mount exactly
-// once, with its text: none is lost, more is duplicated. A send whose id
-// the sender was told, or which its outbox held, must be on the mount
-// under that id: else it is corrupt, as is a message from one of the
-// senders (agents) whose text none of them sent.
-func remoteCheck(msgs []channel.Message, agents map[string]bool, sends []remoteSend) verdict {
-	byText := make(map[string][]string) // text -> ids on the mount
-	for _, m := range msgs {
-		if agents[m.From] {
-			byText[m.Content.Text] = append(byText[m.Content.Text], m.ID)
-		}
-	}
-	var v verdict
-	detail := make(map[string]int)
-	note := func(kind, format string, args ...any) {
-		if detail[kind]++; detail[kind] <= 5 {
-			v.Details = append(v.Details, kind+": "+fmt.Sprintf(format, args...))
-		}
-	}
-	ids := make(map[string][]string) // text -> the ids senders were told or outboxes held
-	var texts []string
-	for _, s := range sends {
-		if _, ok := ids[s.text]; !ok {
-			texts = append(texts, s.text)
-			ids[s.text] = nil
-		}
-		if s.id != "" {
-			ids[s.text] = append(ids[s.text], s.id)
-		}
-	}
-	v.Messages = len(texts)
-	for _, text := range texts {
-		on := byText[text]
-		switch len(on) {
-		case 0:
-			v.Lost++
-			note("lost", "%q (told or held as %v)", clip(text, 60), ids[text])
-			continue
-		case 1:
-			v.OK++
-		default:
-			v.Duplicated++
-			note("duplicated", "%q is on the mount as %s", clip(text, 60), strings.Join(on, ", "))
-		}
-		for _, id := range ids[text] {
-			if !slices.Contains(on, id) {
-				v.Corrupt++
-				note("corrupt", "%q: %s was told or queued, the mount has %s", clip(text, 60), id, strings.Join(on, ", "))
-			}
-		}
-	}
-	for text, on := range byText {
-		if _, ok := ids[text]; !ok {
-			v.Corrupt += len(on)
-			note("corrupt", "%s on the mount says %q, which no sender sent", strings.Join(on, ", "), clip(text, 60))
-		}
-	}
-	for kind, n := range detail {
-		if n > 5 {
-			v.Details = append(v.Details, fmt.Sprintf("%s: … and %d more", kind, n-5))
-		}
-	}
-	return v
 }

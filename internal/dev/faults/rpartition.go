@@ -85,6 +85,7 @@ func watcherPartition(ctx context.Context, e *env) error {
 		return fmt.Errorf("heal the partition: %w", err)
 	}
 	healed := time.Now()
+	e.heal()
 	e.logf("partition healed")
 
 	// After: more messages while the backlog is answered.

@@ -39,7 +39,10 @@ const MsgIDHeader = jetstream.MsgIDHeader
 // Defaults of Options.
 const (
 	DefaultConnectTimeout = 2 * time.Second
-	DefaultReconnectWait  = 2 * time.Second
+	// DefaultReconnectWait: a client that just missed a server coming
+	// back tries again this soon (2 s made a remote watcher answer up to
+	// 2 s late after a NATS restart: faults scenario 22).
+	DefaultReconnectWait  = 500 * time.Millisecond
 	DefaultPublishTimeout = 2 * time.Second
 )
 

@@ -23,6 +23,9 @@ import (
 const (
 	// DefaultTimeout is how long a request waits for its reply.
 	DefaultTimeout = 5 * time.Second
+	// firstAttempt bounds a request's first attempt (see request); a
+	// bridge answers in milliseconds.
+	firstAttempt = time.Second
 	// FlushBudget bounds one Flush.
 	FlushBudget = 10 * time.Second
 )
@@ -178,10 +181,32 @@ func DefaultStateDir(agent string, getenv func(string) string) string {
 // request sends body as op and decodes a successful reply into out (which
 // embeds bridge.Reply). A refusal is a *bridge.Error; no reply wraps
 // ErrUnreachable.
+//
+// A request handed to a bridge that dies before it answers is lost with
+// it, and NATS does not say so: waiting the whole Timeout for it stalled
+// a remote watcher (whose claims are requests made in its loop) that long
+// each time a bridge was killed. So the request is sent in attempts, the
+// first bounded by firstAttempt and each next one twice as long, within
+// Timeout: a lost attempt is sent again to whichever bridge of the queue
+// group takes it, or to none (no responders: unreachable at once). Every
+// op may be sent twice: a post already there answers "existed", a claim
+// file already published fs.ErrExist, which the claim store reads.
 func (c *Client) request(ctx context.Context, op string, body []byte, out interface{ Err() error }) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	data, err := c.cfg.Requester.Request(ctx, bridge.RequestSubject(op, c.cfg.Agent), body)
+	var (
+		data []byte
+		err  error
+	)
+	for wait := firstAttempt; ; wait *= 2 {
+		actx, acancel := context.WithTimeout(ctx, wait)
+		data, err = c.cfg.Requester.Request(actx, bridge.RequestSubject(op, c.cfg.Agent), body)
+		lost := err != nil && actx.Err() != nil && ctx.Err() == nil
+		acancel()
+		if !lost {
+			break
+		}
+	}
 	if err != nil {
 		if errors.Is(err, natsbus.ErrNoResponders) {
 			return fmt.Errorf("%w: no bridge is listening", ErrUnreachable)

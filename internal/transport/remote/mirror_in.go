@@ -124,7 +124,10 @@ func (m *Mirror) runIn(ctx context.Context) error {
 				down = s
 			}
 			restart = true
-			sleep(ctx, m.cfg.Poll)
+			// Until the next poll or, sooner, a hint: the bridge
+			// publishing again once NATS is back (a plain sleep of
+			// Poll held the backlog up to 2 s past that).
+			r.wait(ctx, m.cfg.Poll, true)
 			continue
 		case err == nil && down != "":
 			m.log.Info("mirror: the stream and the bridge answer again")
