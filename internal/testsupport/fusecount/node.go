@@ -13,7 +13,12 @@ import (
 // passthrough: with passthrough (kernel 6.9 and later, as root) the kernel
 // reads and writes the backing file itself and the reads and writes would
 // go uncounted, where an NFS client sends them to the server.
-type node struct{ fs.LoopbackNode }
+type node struct{ *fs.LoopbackNode }
+
+// WrapChild makes every node of the tree a node (fs.NodeWrapChilder).
+func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &node{ops.(*fs.LoopbackNode)}
+}
 
 // file is a loopback file that declines passthrough.
 type file struct{ *fs.LoopbackFile }
@@ -40,14 +45,11 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 
 // newRoot is fs.NewLoopbackRoot with nodes that decline passthrough.
 func newRoot(backing string) (fs.InodeEmbedder, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(backing, &st); err != nil {
+	root, err := fs.NewLoopbackRoot(backing)
+	if err != nil {
 		return nil, fmt.Errorf("fusecount: %w", err)
 	}
-	root := &fs.LoopbackRoot{Path: backing, Dev: uint64(st.Dev),
-		NewNode: func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-			return &node{fs.LoopbackNode{RootData: r}}
-		}}
-	root.RootNode = root.NewNode(root, nil, "", &st)
-	return root.RootNode, nil
+	n := &node{root.(*fs.LoopbackNode)}
+	n.RootData.RootNode = n // the root the loopback's paths start from
+	return n, nil
 }
