@@ -23,6 +23,16 @@ func bounceConfig(root tree.Root, r watcher.Runner) watcher.Config {
 	return cfg
 }
 
+// registerClaude registers the agent claude, which no watcher serves: a
+// message to it waits, and may expire, rather than being undeliverable.
+func registerClaude(t testing.TB, root tree.Root) {
+	t.Helper()
+	a := registry.Agent{ID: "claude", Role: "reviewer", Host: "vm-9", Registered: time.Now().UTC().Format(time.RFC3339Nano)}
+	if err := registry.Write(root, a); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // inboxReports returns the delivery reports in agent's inbox, on m.
 func inboxReports(t testing.TB, root tree.Root, agent string, m channel.Message) []channel.Message {
 	t.Helper()
@@ -137,10 +147,7 @@ func TestBounceUndeliverable(t *testing.T) {
 func TestBounceExpired(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
-	a := registry.Agent{ID: "claude", Role: "reviewer", Host: "vm-9", Registered: time.Now().UTC().Format(time.RFC3339Nano)}
-	if err := registry.Write(root, a); err != nil {
-		t.Fatal(err)
-	}
+	registerClaude(t, root)
 	cfg := bounceConfig(root, &fakeRunner{})
 	start(t, cfg)
 	m := channel.Message{To: "claude", Content: channel.Content{Text: "soon please"}}
@@ -173,10 +180,7 @@ func TestBounceExpired(t *testing.T) {
 func TestBounceChannelExpiry(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
-	a := registry.Agent{ID: "claude", Role: "reviewer", Host: "vm-9", Registered: time.Now().UTC().Format(time.RFC3339Nano)}
-	if err := registry.Write(root, a); err != nil {
-		t.Fatal(err)
-	}
+	registerClaude(t, root)
 	if err := delivery.WriteChannelSettings(root, chName, delivery.ChannelSettings{ExpireAfter: "1s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -264,10 +268,7 @@ func TestBounceKilled(t *testing.T) {
 func TestBounceExpiredBetweenSweeps(t *testing.T) {
 	t.Parallel()
 	root := tree.Root(t.TempDir())
-	a := registry.Agent{ID: "claude", Role: "reviewer", Host: "vm-9", Registered: time.Now().UTC().Format(time.RFC3339Nano)}
-	if err := registry.Write(root, a); err != nil {
-		t.Fatal(err)
-	}
+	registerClaude(t, root)
 	cfg := bounceConfig(root, &fakeRunner{})
 	cfg.BounceEvery = time.Hour
 	// A first report, on a message there before the watcher, proves the

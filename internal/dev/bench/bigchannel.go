@@ -241,6 +241,16 @@ func (b *bench) bigRead(ctx context.Context, bin string, root tree.Root, calls i
 	return []float64{median(ds), float64(peak) * 1024 / 1e6}, nil
 }
 
+// binaries builds (once each) collab and the stand-in model: what a part
+// that runs collab watch with the stand-in needs.
+func (b *bench) binaries(ctx context.Context) (bin, standin string, err error) {
+	if bin, err = b.collabBinary(ctx); err != nil {
+		return "", "", err
+	}
+	standin, err = b.standinBinary(ctx)
+	return bin, standin, err
+}
+
 // standinBinary returns demo/standin, built once into the temp folder.
 func (b *bench) standinBinary(ctx context.Context) (string, error) {
 	if b.standin != "" {

@@ -34,11 +34,7 @@ func (b *bench) otel(ctx context.Context) []Figure {
 	fail := func(err error) []Figure {
 		return []Figure{none.figure(nil, err), with.figure(nil, err), over.figure(nil, err)}
 	}
-	bin, err := b.collabBinary(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	standin, err := b.standinBinary(ctx)
+	bin, standin, err := b.binaries(ctx)
 	if err != nil {
 		return fail(err)
 	}

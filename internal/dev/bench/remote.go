@@ -197,11 +197,7 @@ func (b *bench) remoteReply(ctx context.Context, run int) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := b.collabBinary(ctx)
-	if err != nil {
-		return nil, err
-	}
-	standin, err := b.standinBinary(ctx)
+	bin, standin, err := b.binaries(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -110,11 +110,7 @@ func (b *bench) scaleRun(ctx context.Context, nats bool, run int) (out []float64
 			return nil, err
 		}
 	}
-	bin, err := b.collabBinary(ctx)
-	if err != nil {
-		return nil, err
-	}
-	standin, err := b.standinBinary(ctx)
+	bin, standin, err := b.binaries(ctx)
 	if err != nil {
 		return nil, err
 	}
